@@ -1,0 +1,98 @@
+"""reel_core: the sans-IO core of Reel.
+
+Request bytes (or a parsed request) in; record / replay / miss decisions,
+timed response events and cassette lines out.  No sockets, threads, event
+loop, clock reads or file opens: bindings do the I/O.
+"""
+
+from ._body import ContentDecoder, decode_body, encode_body
+from ._cassette import (
+    Cassette,
+    CassetteMeta,
+    CassetteWarning,
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    StreamCut,
+)
+from ._config import Config, Mode
+from ._errors import (
+    CassetteError,
+    LocalProtocolError,
+    MissError,
+    ReelError,
+    RemoteProtocolError,
+    SchemaVersionError,
+)
+from ._events import (
+    Cut,
+    EndOfResponse,
+    Event,
+    Forward,
+    Frame,
+    Miss,
+    Recorded,
+    Replay,
+    ResponseHead,
+    Signal,
+)
+from ._frames import SSESplitter
+from ._http import Limits, Request
+from ._match import FieldDiff, MatchConfig, MatchMode, match_key
+from ._miss import Closest, MissReport
+from ._record import UpstreamError
+from ._redact import Redactor, keep_response_header
+from ._session import Session
+from ._state import Input, State
+from ._timing import Timing, TimingMode
+from ._version import SCHEMA_VERSION, __version__
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Cassette",
+    "CassetteError",
+    "CassetteMeta",
+    "CassetteWarning",
+    "Closest",
+    "Config",
+    "ContentDecoder",
+    "Cut",
+    "EndOfResponse",
+    "Event",
+    "FieldDiff",
+    "Forward",
+    "Frame",
+    "Input",
+    "Interaction",
+    "Limits",
+    "LocalProtocolError",
+    "MatchConfig",
+    "MatchMode",
+    "Miss",
+    "MissError",
+    "MissReport",
+    "Mode",
+    "Recorded",
+    "RecordedRequest",
+    "RecordedResponse",
+    "Redactor",
+    "ReelError",
+    "RemoteProtocolError",
+    "Replay",
+    "Request",
+    "ResponseHead",
+    "SSESplitter",
+    "SchemaVersionError",
+    "Session",
+    "Signal",
+    "State",
+    "StreamCut",
+    "Timing",
+    "TimingMode",
+    "UpstreamError",
+    "__version__",
+    "decode_body",
+    "encode_body",
+    "keep_response_header",
+    "match_key",
+]

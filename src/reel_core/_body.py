@@ -1,0 +1,180 @@
+"""How bodies are stored, and how encoded response bodies are decoded.
+
+A stored body is JSON when the bytes are JSON, text when they are UTF-8, and
+base64 otherwise.  JSON is stored as a JSON value *and* a ``style`` that
+re-serializes it to exactly the bytes received (checked when storing; bytes
+no style reproduces are stored as text), so replay stays byte-faithful while
+the cassette stays readable and diffable.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from typing import Any, Protocol
+
+from ._errors import LocalProtocolError
+
+__all__ = ["ContentDecoder", "decode_body", "encode_body", "parse_json"]
+
+#: separators per spacing name (indent styles use json's own).
+_SPACINGS = ("compact", "spaced", "indent=2", "indent=4")
+
+
+def _dumps(value: Any, style: str) -> str:
+    spacing, _, flags = style.partition(",")
+    ascii_ = "ascii" in flags.split("+")
+    if spacing == "compact":
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_)
+    elif spacing == "spaced":
+        text = json.dumps(value, ensure_ascii=ascii_)
+    elif spacing.startswith("indent="):
+        text = json.dumps(value, indent=int(spacing[7:]), ensure_ascii=ascii_)
+    else:
+        raise ValueError(f"unknown JSON style {style!r}")
+    if "nl" in flags.split("+"):
+        text += "\n"
+    return text
+
+
+def parse_json(data: bytes) -> tuple[bool, Any]:
+    """``(True, value)`` when ``data`` is a JSON document, else ``(False, None)``."""
+    head = data[:1]
+    if head not in (b"{", b"[") and data.lstrip()[:1] not in (b"{", b"["):
+        return False, None
+    try:
+        return True, json.loads(data)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _json_style(data: bytes, value: Any) -> str | None:
+    """The style that re-serializes ``value`` to exactly ``data``, if any."""
+    nl = "nl" if data.endswith(b"\n") else ""
+    for spacing in _SPACINGS:
+        for ascii_ in ("", "ascii") if data.isascii() else ("",):
+            flags = "+".join(f for f in (ascii_, nl) if f)
+            style = f"{spacing},{flags}" if flags else spacing
+            try:
+                if _dumps(value, style).encode("utf-8") == data:
+                    return style
+            except (ValueError, RecursionError):  # pragma: no cover - json.loads output
+                return None
+    return None
+
+
+def encode_body(data: bytes) -> dict[str, Any] | None:
+    """The stored form of a body: ``{"json": v[, "style": s]}``,
+    ``{"text": s}`` or ``{"base64": s}``; ``None`` for an empty body."""
+    if not data:
+        return None
+    is_json, value = parse_json(data)
+    if is_json:
+        style = _json_style(data, value)
+        if style == "compact":
+            return {"json": value}
+        if style is not None:
+            return {"json": value, "style": style}
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def decode_body(stored: object) -> bytes:
+    """The bytes of a stored body (the inverse of :func:`encode_body`).
+
+    Raises ``ValueError`` when ``stored`` is not a stored body.
+    """
+    if stored is None:
+        return b""
+    if not isinstance(stored, dict):
+        raise ValueError(f"a body must be an object or null, not {type(stored).__name__}")
+    if "json" in stored:
+        style = stored.get("style", "compact")
+        if not isinstance(style, str):
+            raise ValueError("body style must be a string")
+        return _dumps(stored["json"], style).encode("utf-8")
+    if isinstance(stored.get("text"), str):
+        return stored["text"].encode("utf-8")  # type: ignore[no-any-return]
+    if isinstance(stored.get("base64"), str):
+        try:
+            return base64.b64decode(stored["base64"], validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"bad base64 body: {exc}") from None
+    raise ValueError('a body needs one of "json", "text" or "base64"')
+
+
+class _Decompressor(Protocol):
+    def process(self, data: bytes) -> bytes: ...
+
+
+class ContentDecoder:
+    """Incremental decoder of one ``content-encoding`` (gzip, deflate, br).
+
+    ``decodes`` is false for identity and for encodings this install cannot
+    decode (br without the optional ``brotli`` package): the bytes are then
+    passed through and the header kept, so replay stays faithful.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding.strip().lower()
+        self._zlib: Any = None
+        self._brotli: _Decompressor | None = None
+        self._deflate_sniffed = False
+        if self.encoding in ("gzip", "x-gzip"):
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        elif self.encoding == "deflate":
+            self._zlib = zlib.decompressobj()
+        elif self.encoding == "br":
+            self._brotli = _brotli_decompressor()
+        self.decodes = self._zlib is not None or self._brotli is not None
+
+    def decode(self, data: bytes) -> bytes:
+        """Decode the next chunk.  Raises ``ValueError`` on corrupt data."""
+        if self._brotli is not None:
+            try:
+                return self._brotli.process(data)
+            except Exception as exc:  # brotli raises its own error type
+                raise ValueError(f"corrupt br body: {exc}") from None
+        if self._zlib is None:
+            return data
+        if self.encoding == "deflate" and not self._deflate_sniffed and data:
+            # "deflate" is zlib-wrapped by the spec, raw in some servers.
+            self._deflate_sniffed = True
+            if data[0] & 0x0F != 8:
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+        try:
+            return bytes(self._zlib.decompress(data))
+        except zlib.error as exc:
+            raise ValueError(f"corrupt {self.encoding} body: {exc}") from None
+
+    def flush(self) -> bytes:
+        if self._zlib is None:
+            return b""
+        try:
+            return bytes(self._zlib.flush())
+        except zlib.error as exc:  # pragma: no cover - zlib flush rarely fails
+            raise ValueError(f"corrupt {self.encoding} body: {exc}") from None
+
+
+def _brotli_decompressor() -> _Decompressor | None:
+    try:
+        import brotli
+    except ImportError:
+        try:
+            import brotlicffi as brotli
+        except ImportError:
+            return None
+    decompressor: _Decompressor = brotli.Decompressor()
+    return decompressor
+
+
+def check_style(style: str) -> None:
+    """Raise :class:`LocalProtocolError` for an unknown JSON style."""
+    try:
+        _dumps(None, style)
+    except ValueError as exc:
+        raise LocalProtocolError(str(exc)) from None

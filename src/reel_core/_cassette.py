@@ -1,0 +1,520 @@
+"""Cassette schema 1: interactions as values, lines as bytes, and the index.
+
+A cassette is UTF-8 JSON lines.  An optional first line ``{"_meta": {...}}``
+holds per-cassette settings; every other line is one interaction, written
+with its match key first::
+
+    {
+        "key": "sha256:<64 hex>",
+        "id": ...,
+        "ts": ...,
+        "provider": ...,
+        "endpoint": ...,
+        "request": {...},
+        "response": {...},
+        "meta": {...},
+    }
+
+so :meth:`Cassette.loads` indexes a file by slicing the key out of each line,
+without parsing any body: a line is parsed the first time it is used.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ._body import decode_body, encode_body
+from ._errors import CassetteError, LocalProtocolError, SchemaVersionError
+from ._match import MatchConfig, MatchMode, match_key
+from ._version import SCHEMA_VERSION, __version__
+
+__all__ = [
+    "Cassette",
+    "CassetteMeta",
+    "CassetteWarning",
+    "Interaction",
+    "RecordedRequest",
+    "RecordedResponse",
+    "StreamCut",
+]
+
+_KEY_PREFIX = b'{"key":"sha256:'
+_KEY_END = len(_KEY_PREFIX) + 64  # index of the quote closing the key
+_HEX = re.compile(rb"[0-9a-f]{64}")
+
+
+class CassetteWarning(UserWarning):
+    """A tolerant load skipped a line it could not read."""
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """The stored, redacted request: never any header."""
+
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+
+    def key(self, config: MatchConfig) -> str:
+        return match_key(self.method, self.path, self.query, self.body, config)
+
+
+@dataclass(frozen=True)
+class StreamCut:
+    """A stream the upstream broke off: where, and how."""
+
+    #: Milliseconds after the first response byte.
+    at_ms: float
+    #: The failure kind (``reset``, ``timeout``, ``closed``, ``protocol``...).
+    error: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class RecordedResponse:
+    """The stored response: a whole body, or a stream of timed frames."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    #: The decoded body of a non-stream response.
+    body: bytes = b""
+    #: ``"sse"`` (byte-exact events) or ``"chunks"`` (timed chunks); ``None``
+    #: for a whole body.
+    stream: str | None = None
+    #: ``(offset in ms from the first response byte, bytes)`` per frame.
+    frames: tuple[tuple[float, bytes], ...] = ()
+    #: Offset of the stream's clean end, in ms.
+    end_ms: float = 0.0
+    #: Set when the upstream broke the stream off.
+    cut: StreamCut | None = None
+
+    @property
+    def content(self) -> bytes:
+        """The whole body: the frames joined, for a stream."""
+        if self.stream is None:
+            return self.body
+        return b"".join(data for _, data in self.frames)
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """One recorded exchange: a line of a cassette."""
+
+    key: str
+    id: str
+    request: RecordedRequest
+    response: RecordedResponse
+    timestamp: str | None = None
+    provider: str = "generic"
+    endpoint: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_line(self) -> bytes:
+        """The cassette line (``\\n``-terminated UTF-8 bytes)."""
+        req = self.request
+        request: dict[str, Any] = {"method": req.method, "path": req.path}
+        if req.query:
+            request["query"] = [list(pair) for pair in req.query]
+        request["body"] = encode_body(req.body)
+        resp = self.response
+        response: dict[str, Any] = {
+            "status": resp.status,
+            "headers": [list(pair) for pair in resp.headers],
+        }
+        if resp.stream is None:
+            response["body"] = encode_body(resp.body)
+        else:
+            response["stream"] = resp.stream
+            response["frames"] = [[at, _frame_out(data)] for at, data in resp.frames]
+            if resp.cut is None:
+                response["end"] = {"at": resp.end_ms}
+            else:
+                response["cut"] = {
+                    "at": resp.cut.at_ms,
+                    "error": resp.cut.error,
+                    "detail": resp.cut.detail,
+                }
+        obj = {
+            "key": self.key,
+            "id": self.id,
+            "ts": self.timestamp,
+            "provider": self.provider,
+            "endpoint": self.endpoint,
+            "request": request,
+            "response": response,
+            "meta": dict(self.meta),
+        }
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Interaction:
+        """Build from a parsed line; ``ValueError`` says what is wrong."""
+        o = _obj(obj, "line")
+        key = _str(o, "key")
+        if not key.startswith("sha256:") or not _HEX.fullmatch(key[7:].encode()):
+            raise ValueError('"key" must be "sha256:" and 64 lowercase hex digits')
+        req = _obj(o.get("request"), "request")
+        query = req.get("query", [])
+        if not isinstance(query, list) or not all(_is_pair(p) for p in query):
+            raise ValueError('"request.query" must be a list of [name, value] string pairs')
+        request = RecordedRequest(
+            method=_str(req, "method", "request."),
+            path=_str(req, "path", "request."),
+            query=tuple((p[0], p[1]) for p in query),
+            body=_body(req, "request.body"),
+        )
+        resp = _obj(o.get("response"), "response")
+        status = resp.get("status")
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 999:
+            raise ValueError('"response.status" must be an integer from 100 to 999')
+        headers = resp.get("headers", [])
+        if not isinstance(headers, list) or not all(_is_pair(p) for p in headers):
+            raise ValueError('"response.headers" must be a list of [name, value] string pairs')
+        stream = resp.get("stream")
+        fields: dict[str, Any] = {}
+        if stream is None:
+            fields["body"] = _body(resp, "response.body")
+        elif stream in ("sse", "chunks"):
+            fields["stream"] = stream
+            fields["frames"] = _frames(resp.get("frames"))
+            if "cut" in resp:
+                cut = _obj(resp["cut"], "response.cut")
+                fields["cut"] = StreamCut(
+                    _ms(cut.get("at"), "response.cut.at"),
+                    _str(cut, "error", "response.cut."),
+                    str(cut.get("detail", "")),
+                )
+            else:
+                end = _obj(resp.get("end"), "response.end")
+                fields["end_ms"] = _ms(end.get("at"), "response.end.at")
+        else:
+            raise ValueError(f'"response.stream" must be "sse" or "chunks", not {stream!r}')
+        response = RecordedResponse(
+            status=status, headers=tuple((h[0], h[1]) for h in headers), **fields
+        )
+        ts = o.get("ts")
+        if ts is not None and not isinstance(ts, str):
+            raise ValueError('"ts" must be a string or null')
+        meta = o.get("meta", {})
+        if not isinstance(meta, dict):
+            raise ValueError('"meta" must be an object')
+        return cls(
+            key=key,
+            id=_str(o, "id"),
+            request=request,
+            response=response,
+            timestamp=ts,
+            provider=str(o.get("provider", "generic")),
+            endpoint=str(o.get("endpoint", "")),
+            meta=meta,
+        )
+
+
+def format_timestamp(epoch: float | None) -> str | None:
+    """An ISO 8601 UTC timestamp (millisecond precision) for a wall-clock reading."""
+    if epoch is None:
+        return None
+    moment = datetime.fromtimestamp(epoch, tz=timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _frame_out(data: bytes) -> Any:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def _frames(value: Any) -> tuple[tuple[float, bytes], ...]:
+    if not isinstance(value, list):
+        raise ValueError('"response.frames" must be a list of [offset_ms, data] pairs')
+    frames = []
+    last = 0.0
+    for i, item in enumerate(value):
+        if not isinstance(item, list) or len(item) != 2:
+            raise ValueError(f'"response.frames[{i}]" must be an [offset_ms, data] pair')
+        at = _ms(item[0], f"response.frames[{i}][0]")
+        if at < last:
+            raise ValueError(f'"response.frames[{i}]" goes back in time ({at} < {last} ms)')
+        last = at
+        data = item[1]
+        if isinstance(data, str):
+            frames.append((at, data.encode("utf-8")))
+        else:
+            try:
+                frames.append((at, decode_body(data)))
+            except ValueError as exc:
+                raise ValueError(f'"response.frames[{i}][1]": {exc}') from None
+    return tuple(frames)
+
+
+def _obj(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f'"{where}" must be an object')
+    return value
+
+
+def _str(obj: dict[str, Any], name: str, prefix: str = "") -> str:
+    value = obj.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f'"{prefix}{name}" must be a string')
+    return value
+
+
+def _ms(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f'"{where}" must be a number of milliseconds >= 0')
+    return float(value)
+
+
+def _is_pair(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], str)
+    )
+
+
+def _body(obj: dict[str, Any], where: str) -> bytes:
+    try:
+        return decode_body(obj.get("body"))
+    except ValueError as exc:
+        raise ValueError(f'"{where}": {exc}') from None
+
+
+@dataclass(frozen=True)
+class CassetteMeta:
+    """The settings of a cassette's ``_meta`` line, honoured by every replay."""
+
+    schema: int = SCHEMA_VERSION
+    match: MatchConfig = MatchConfig()
+    #: The Reel version that wrote the cassette.
+    writer: str = __version__
+    #: Other settings (redaction switches, extra patterns), kept as given.
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def to_line(self) -> bytes:
+        meta: dict[str, Any] = {
+            "schema": self.schema,
+            "reel": self.writer,
+            "match": self.match.mode.value,
+        }
+        if self.match.ignore_fields:
+            meta["ignore_fields"] = list(self.match.ignore_fields)
+        meta.update(self.extra)
+        return (
+            json.dumps({"_meta": meta}, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        )
+
+    @classmethod
+    def from_json(cls, obj: Any, name: str) -> CassetteMeta:
+        meta = obj.get("_meta") if isinstance(obj, dict) else None
+        if not isinstance(meta, dict):
+            raise CassetteError(name, 1, '"_meta" must be an object')
+        schema = meta.get("schema", SCHEMA_VERSION)
+        writer = meta.get("reel", "unknown")
+        if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+            raise CassetteError(
+                name, 1, f'"_meta.schema" must be a positive integer, not {schema!r}'
+            )
+        if schema > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                name,
+                1,
+                f"cassette schema {schema} (written by Reel {writer}) is newer than this "
+                f"Reel {__version__} reads (schema {SCHEMA_VERSION} and older): "
+                f"upgrade with `pip install -U 'reel>={writer}'`",
+            )
+        try:
+            mode = MatchMode(meta.get("match", MatchMode.NORMALIZED.value))
+            ignore = meta.get("ignore_fields", [])
+            if not isinstance(ignore, list) or not all(isinstance(p, str) for p in ignore):
+                raise CassetteError(name, 1, '"_meta.ignore_fields" must be a list of JSON paths')
+            match = MatchConfig(mode, tuple(ignore))
+        except (ValueError, LocalProtocolError) as exc:
+            raise CassetteError(name, 1, f'bad "_meta" match settings: {exc}') from None
+        known = {"schema", "reel", "match", "ignore_fields"}
+        extra = {k: v for k, v in meta.items() if k not in known}
+        return cls(schema=schema, match=match, writer=str(writer), extra=extra)
+
+
+@dataclass(eq=False)
+class _Line:
+    raw: bytes
+    number: int
+    key: str
+    parsed: Interaction | None = None
+
+
+class Cassette:
+    """An in-memory cassette: the lines, an index by match key, and the count
+    of times each key was played.
+
+    It never touches a file: a binding reads the bytes and hands them to
+    :meth:`loads`, and appends the lines the session gives back.
+    """
+
+    def __init__(self, name: str = "<memory>", meta: CassetteMeta | None = None) -> None:
+        self.name = name
+        self.meta = meta if meta is not None else CassetteMeta()
+        self._lines: list[_Line] = []
+        self._indexes: dict[MatchConfig, dict[str, list[int]]] = {self.meta.match: {}}
+        self._plays: dict[tuple[MatchConfig, str], int] = {}
+
+    # -- loading -------------------------------------------------------------
+
+    @classmethod
+    def loads(cls, data: bytes, *, name: str = "<memory>", strict: bool = True) -> Cassette:
+        """Index cassette bytes.
+
+        Strict loading raises :class:`CassetteError` at the first bad line;
+        tolerant loading (``strict=False``) skips bad lines with a
+        :class:`CassetteWarning` each and keeps every other line.  A newer
+        schema raises :class:`SchemaVersionError` either way.
+        """
+        lines = data.split(b"\n")
+        meta = None
+        first = 0
+        if lines and lines[0].startswith(b'{"_meta"'):
+            try:
+                obj = json.loads(lines[0])
+            except ValueError as exc:
+                raise CassetteError(name, 1, f"the _meta line is not JSON ({exc})") from None
+            meta = CassetteMeta.from_json(obj, name)
+            first = 1
+        cassette = cls(name, meta)
+        index = cassette._indexes[cassette.meta.match]
+        append = cassette._lines.append
+        last = len(lines) - 1
+        for number in range(first, len(lines)):
+            raw = lines[number]
+            if not raw.strip():
+                continue
+            if (
+                raw.startswith(_KEY_PREFIX)
+                and raw[_KEY_END : _KEY_END + 1] == b'"'
+                and raw.endswith(b"}")
+                and _HEX.fullmatch(raw, len(_KEY_PREFIX), _KEY_END)
+            ):
+                key = raw[8:_KEY_END].decode("ascii")
+                parsed = None
+            else:
+                try:
+                    parsed = cassette._slow_parse(raw, number + 1)
+                except CassetteError as exc:
+                    torn = number == last
+                    reason = exc.reason + (" (a torn last line: a write cut short)" if torn else "")
+                    if strict:
+                        raise CassetteError(name, number + 1, reason) from None
+                    warnings.warn(
+                        f"{name}:{number + 1}: skipped: {reason}", CassetteWarning, stacklevel=2
+                    )
+                    continue
+                key = parsed.key
+            index.setdefault(key, []).append(len(cassette._lines))
+            append(_Line(raw, number + 1, key, parsed))
+        return cassette
+
+    def _slow_parse(self, raw: bytes, number: int) -> Interaction:
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise CassetteError(self.name, number, f"not a JSON line ({exc})") from None
+        if isinstance(obj, dict) and "_meta" in obj:
+            raise CassetteError(self.name, number, "a _meta line must be the first line")
+        try:
+            return Interaction.from_json(obj)
+        except ValueError as exc:
+            raise CassetteError(self.name, number, str(exc)) from None
+
+    # -- reading -------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __iter__(self) -> Iterator[Interaction]:
+        for i in range(len(self._lines)):
+            yield self._get(i)
+
+    def _get(self, i: int) -> Interaction:
+        line = self._lines[i]
+        if line.parsed is None:
+            parsed = self._slow_parse(line.raw, line.number)
+            if parsed.key != line.key:  # pragma: no cover - guarded by the fast path
+                raise CassetteError(self.name, line.number, "key changed while parsing")
+            line.parsed = parsed
+        return line.parsed
+
+    def validate(self) -> None:
+        """Parse every line; raise :class:`CassetteError` at the first bad one."""
+        for _ in self:
+            pass
+
+    def _index(self, config: MatchConfig) -> dict[str, list[int]]:
+        index = self._indexes.get(config)
+        if index is None:
+            # Keys on disk are for the cassette's own match settings; other
+            # settings need every request parsed once.
+            index = {}
+            for i in range(len(self._lines)):
+                index.setdefault(self._get(i).request.key(config), []).append(i)
+            self._indexes[config] = index
+        return index
+
+    def count(self, key: str, config: MatchConfig) -> int:
+        """How many recordings answer ``key``."""
+        return len(self._index(config).get(key, ()))
+
+    def play(self, key: str, config: MatchConfig, *, repeat: bool = True) -> Interaction | None:
+        """The next recording for ``key``: recordings of one request are
+        served in recorded order; once all were served the last one repeats
+        (``repeat=True``) or there is none (``repeat=False``)."""
+        positions = self._index(config).get(key)
+        if not positions:
+            return None
+        n = self._plays.get((config, key), 0)
+        if n >= len(positions) and not repeat:
+            return None
+        self._plays[(config, key)] = n + 1
+        return self._get(positions[min(n, len(positions) - 1)])
+
+    def plays(self, key: str, config: MatchConfig) -> int:
+        """How many times ``key`` was served (or recorded) so far."""
+        return self._plays.get((config, key), 0)
+
+    def interactions(self) -> list[Interaction]:
+        """Every interaction, parsed (in file order)."""
+        return list(self)
+
+    # -- writing -------------------------------------------------------------
+
+    def add(self, interaction: Interaction, *, played: bool = True) -> None:
+        """Add a freshly recorded interaction (served live, so it counts as
+        played once unless ``played=False``)."""
+        number = len(self._lines) + 1
+        self._lines.append(_Line(interaction.to_line()[:-1], number, interaction.key, interaction))
+        position = len(self._lines) - 1
+        for config, index in self._indexes.items():
+            key = interaction.key if config == self.meta.match else interaction.request.key(config)
+            index.setdefault(key, []).append(position)
+            if played:
+                self._plays[(config, key)] = self._plays.get((config, key), 0) + 1
+
+    def clear(self) -> None:
+        """Forget every interaction (record mode starts a cassette afresh)."""
+        self._lines.clear()
+        self._indexes = {self.meta.match: {}}
+        self._plays.clear()
+
+    def dumps(self) -> bytes:
+        """The whole cassette as bytes: the ``_meta`` line, then every line."""
+        return self.meta.to_line() + b"".join(line.raw + b"\n" for line in self._lines)

@@ -1,0 +1,59 @@
+"""Modes and the settings of a session."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ._errors import LocalProtocolError
+from ._http import Limits
+from ._match import MatchConfig
+from ._miss import DEFAULT_HINT
+from ._redact import Redactor
+from ._timing import Timing
+
+__all__ = ["Config", "Mode"]
+
+
+class Mode(enum.Enum):
+    """What happens on a hit and on a miss."""
+
+    #: Serve recordings; a miss is a 404 report.  Never touches the network.
+    REPLAY = "replay"
+    #: Serve recordings; forward and record what is missing.
+    AUTO = "auto"
+    #: Forward and record everything, starting the cassette afresh.
+    RECORD = "record"
+    #: Forward everything, record nothing (debugging).
+    LIVE = "live"
+
+    @classmethod
+    def parse(cls, text: str) -> Mode:
+        """A mode from its name (any case), with an error listing the choices."""
+        try:
+            return cls(text.strip().lower())
+        except ValueError:
+            choices = ", ".join(m.value for m in cls)
+            raise LocalProtocolError(f"unknown mode {text!r}: use one of {choices}") from None
+
+    @property
+    def records(self) -> bool:
+        return self in (Mode.AUTO, Mode.RECORD)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings of a session (share one between sessions)."""
+
+    mode: Mode = Mode.REPLAY
+    #: ``None``: the cassette's own ``_meta`` settings (normalized by default).
+    match: MatchConfig | None = None
+    timing: Timing = Timing()
+    #: Once every recording of a request was served: repeat the last (True)
+    #: or treat the request as a miss (False).
+    repeat: bool = True
+    #: ``None``: the cassette's ``_meta`` redaction settings, PII on.
+    redactor: Redactor | None = None
+    limits: Limits = Limits()
+    #: How to record a missing request, shown in every miss report.
+    hint: str = DEFAULT_HINT

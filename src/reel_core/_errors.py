@@ -1,0 +1,70 @@
+"""The errors reel_core raises on purpose.
+
+Like h11 there are two protocol families: a :class:`LocalProtocolError` means
+the caller (a binding) misused the API; a :class:`RemoteProtocolError` means
+the peer sent something bad and carries the HTTP status to answer with.
+:class:`CassetteError` names the file and line of a bad cassette, and
+:class:`MissError` carries the miss report.  Any other exception escaping
+reel_core is a bug.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._miss import MissReport
+
+__all__ = [
+    "CassetteError",
+    "LocalProtocolError",
+    "MissError",
+    "ReelError",
+    "RemoteProtocolError",
+    "SchemaVersionError",
+]
+
+
+class ReelError(Exception):
+    """Base class of every error Reel raises on purpose."""
+
+
+class LocalProtocolError(ReelError):
+    """The caller drove the core wrongly (for example fed upstream data
+    before the core asked for a forward).  A bug in the binding."""
+
+
+class RemoteProtocolError(ReelError):
+    """The client sent something the core cannot accept.
+
+    ``status`` is the HTTP status to answer with (400, 413, 431, ...).
+    """
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class CassetteError(ReelError):
+    """A cassette could not be read: ``name`` is the cassette, ``line`` the
+    1-based line number (``None`` when the problem is not one line)."""
+
+    def __init__(self, name: str, line: int | None, reason: str) -> None:
+        where = f"{name}:{line}" if line is not None else name
+        super().__init__(f"{where}: {reason}")
+        self.name = name
+        self.line = line
+        self.reason = reason
+
+
+class SchemaVersionError(CassetteError):
+    """The cassette was written with a newer schema than this Reel reads."""
+
+
+class MissError(ReelError):
+    """No recording matches a request (raised by strict in-process bindings
+    and by :meth:`reel_core.Session.raise_for_miss`)."""
+
+    def __init__(self, report: MissReport) -> None:
+        super().__init__(report.render())
+        self.report = report

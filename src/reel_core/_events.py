@@ -1,0 +1,122 @@
+"""What :meth:`reel_core.Session.next_event` returns.
+
+Decisions come first (:class:`Replay`, :class:`Forward` or :class:`Miss`),
+then the response as :class:`ResponseHead`, :class:`Frame` events and an
+:class:`EndOfResponse` or a :class:`Cut`; a forwarded exchange that is being
+recorded ends with :class:`Recorded`, carrying the cassette line to append.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ._http import Headers, Request
+
+if TYPE_CHECKING:
+    from ._miss import MissReport
+
+__all__ = [
+    "Cut",
+    "EndOfResponse",
+    "Event",
+    "Forward",
+    "Frame",
+    "Miss",
+    "Recorded",
+    "Replay",
+    "ResponseHead",
+    "Signal",
+]
+
+
+class Signal(enum.Enum):
+    """Returned by ``next_event`` when there is no event to hand out."""
+
+    #: Feed more client bytes (``receive_data``) first.
+    NEED_DATA = "NEED_DATA"
+    #: Waiting on the binding: feed the upstream response, or call
+    #: ``start_next_cycle`` once the exchange is done.
+    PAUSED = "PAUSED"
+    #: The client closed the connection; the session is finished.
+    CLOSED = "CLOSED"
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Decision: a recording answers the request; its response follows."""
+
+    request: Request
+    interaction_id: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Forward:
+    """Decision: send ``request`` upstream unchanged, then feed the response
+    back with ``upstream_head`` / ``upstream_data`` / ``upstream_end``.
+    ``record`` says whether the exchange will be written to the cassette."""
+
+    request: Request
+    key: str
+    record: bool
+
+
+@dataclass(frozen=True)
+class Miss:
+    """Decision: nothing answers the request; a 404 carrying ``report`` follows."""
+
+    request: Request
+    report: MissReport
+
+
+@dataclass(frozen=True)
+class ResponseHead:
+    """Status line and headers of the response to give the client."""
+
+    status: int
+    headers: Headers
+    reason: bytes = b""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A piece of the response body.
+
+    ``at`` is the deadline, in seconds after the response head was sent,
+    at which a replay sends the frame (timing mode applied); ``None`` means
+    at once (live data being forwarded).
+    """
+
+    data: bytes
+    at: float | None = None
+
+
+@dataclass(frozen=True)
+class EndOfResponse:
+    """The response is complete (a replay sends it at ``at``, like a frame)."""
+
+    at: float | None = None
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The response breaks off here, as the upstream's did: the binding must
+    abort the response (close the connection without finishing the body)."""
+
+    error: str
+    detail: str = ""
+    at: float | None = None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Append ``line`` to the cassette file (one write, under a lock)."""
+
+    line: bytes
+    interaction_id: str
+    key: str
+
+
+Event = Replay | Forward | Miss | ResponseHead | Frame | EndOfResponse | Cut | Recorded

@@ -1,0 +1,220 @@
+"""Requests as values, and the h11-driven reader that builds them from bytes.
+
+Wire bindings feed raw bytes to :class:`RequestReader` (through the session);
+in-process bindings build a :class:`Request` directly.  Either way the rest of
+the core sees the same frozen value.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlsplit
+
+import h11
+
+from ._errors import LocalProtocolError, RemoteProtocolError
+
+__all__ = ["Headers", "Limits", "Request", "RequestReader", "header_value", "normalize_headers"]
+
+Headers = tuple[tuple[bytes, bytes], ...]
+
+#: Headers that describe one hop, never forwarded nor replayed.
+HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+
+
+def _as_bytes(value: str | bytes) -> bytes:
+    return value.encode("latin-1") if isinstance(value, str) else bytes(value)
+
+
+def normalize_headers(headers: Iterable[tuple[str | bytes, str | bytes]]) -> Headers:
+    """Headers as a tuple of ``(lowercase name, value)`` byte pairs."""
+    return tuple((_as_bytes(k).strip().lower(), _as_bytes(v).strip()) for k, v in headers)
+
+
+def header_value(headers: Headers, name: bytes) -> bytes | None:
+    """The last value of header ``name`` (lowercase), or ``None``."""
+    found = None
+    for k, v in headers:
+        if k == name:
+            found = v
+    return found
+
+
+def _normalize_target(target: str | bytes) -> str:
+    text = target.decode("latin-1") if isinstance(target, bytes) else target
+    if not text.startswith("/"):
+        # absolute-form ("http://host/path?q"), as a client configured to use a
+        # proxy sends: keep only the path and query.
+        parts = urlsplit(text)
+        if not parts.scheme or not parts.netloc:
+            raise RemoteProtocolError(f"request target {text!r} is neither a path nor a URL")
+        text = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return text
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request, as the client sent it (credentials included: the
+    core never stores headers, and redacts everything else before storing)."""
+
+    method: str
+    #: Origin form (``/path?query``); an absolute URL is reduced to it.
+    target: str
+    #: ``(lowercase name, value)`` byte pairs (any pairs are normalized).
+    headers: Headers = ()
+    body: bytes = b""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "method", self.method.upper())
+        object.__setattr__(self, "target", _normalize_target(self.target))
+        object.__setattr__(self, "headers", normalize_headers(self.headers))
+        object.__setattr__(self, "body", bytes(self.body))
+
+    @property
+    def path(self) -> str:
+        """The target without its query string."""
+        return self.target.partition("?")[0]
+
+    @property
+    def query(self) -> tuple[tuple[str, str], ...]:
+        """The query string as ``(name, value)`` pairs in sent order."""
+        return tuple(parse_qsl(self.target.partition("?")[2], keep_blank_values=True))
+
+    def header(self, name: str) -> bytes | None:
+        """The last value of header ``name`` (any case), or ``None``."""
+        return header_value(self.headers, name.lower().encode("latin-1"))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits on what a client may send."""
+
+    #: Largest request line plus headers, in bytes (answered with 431).
+    max_head: int = 64 * 1024
+    #: Largest request body, in bytes (answered with 413).
+    max_body: int = 32 * 1024 * 1024
+
+
+class ReaderSignal(enum.Enum):
+    """What :meth:`RequestReader.next_request` returns when it has no request."""
+
+    #: More bytes are needed to finish the request.
+    NEED_DATA = "NEED_DATA"
+    #: A response is due first (requests pipelined behind it wait).
+    PAUSED = "PAUSED"
+    #: The client closed its side.
+    CLOSED = "CLOSED"
+
+
+class RequestReader:
+    """Parses requests from raw bytes with an ``h11.Connection`` and
+    serializes the answers, keeping h11's keep-alive cycle in step."""
+
+    def __init__(self, limits: Limits) -> None:
+        self._limits = limits
+        self._conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_head)
+        self._head: h11.Request | None = None
+        self._body: list[bytes] = []
+        self._size = 0
+
+    @property
+    def client_http_version(self) -> bytes | None:
+        """The HTTP version of the request being answered, if any."""
+        return self._conn.their_http_version
+
+    @property
+    def keep_alive(self) -> bool:
+        """Whether the connection can carry another request after this one."""
+        return self._conn.our_state is h11.DONE and self._conn.their_state is h11.DONE
+
+    def receive_data(self, data: bytes) -> None:
+        try:
+            self._conn.receive_data(data)
+        except h11.RemoteProtocolError as exc:
+            raise RemoteProtocolError(str(exc), exc.error_status_hint) from None
+        except RuntimeError as exc:  # data after EOF: a binding bug
+            raise LocalProtocolError(str(exc)) from None
+
+    def next_request(self) -> Request | ReaderSignal:
+        while True:
+            try:
+                event = self._conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise RemoteProtocolError(str(exc), exc.error_status_hint) from None
+            if event is h11.NEED_DATA:
+                return ReaderSignal.NEED_DATA
+            if event is h11.PAUSED:
+                return ReaderSignal.PAUSED
+            if isinstance(event, h11.ConnectionClosed):
+                if self._head is not None:
+                    raise RemoteProtocolError("client closed the connection mid-request")
+                return ReaderSignal.CLOSED
+            if isinstance(event, h11.Request):
+                self._start(event)
+            elif isinstance(event, h11.Data):
+                self._size += len(event.data)
+                if self._size > self._limits.max_body:
+                    raise RemoteProtocolError(
+                        f"request body over the {self._limits.max_body}-byte limit", 413
+                    )
+                self._body.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                assert self._head is not None
+                head, self._head = self._head, None
+                body, self._body, self._size = b"".join(self._body), [], 0
+                return Request(
+                    head.method.decode("latin-1"),
+                    head.target.decode("latin-1"),
+                    tuple(head.headers),
+                    body,
+                )
+
+    def _start(self, head: h11.Request) -> None:
+        if head.method == b"CONNECT":
+            raise RemoteProtocolError(
+                "CONNECT is not supported: Reel is not a tunnelling proxy; point the client's "
+                "base URL at Reel (e.g. OPENAI_BASE_URL=http://127.0.0.1:7878/v1) instead",
+                405,
+            )
+        length = header_value(tuple(head.headers), b"content-length")
+        if length is not None and int(length) > self._limits.max_body:
+            raise RemoteProtocolError(
+                f"request body of {int(length)} bytes is over the "
+                f"{self._limits.max_body}-byte limit",
+                413,
+            )
+        self._head = head
+
+    def send(self, event: h11.Event) -> bytes:
+        try:
+            return self._conn.send(event) or b""
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(str(exc)) from None
+
+    def send_failed(self) -> None:
+        self._conn.send_failed()
+
+    @property
+    def can_respond(self) -> bool:
+        """Whether a response may still be sent on this connection."""
+        return self._conn.our_state in (h11.IDLE, h11.SEND_RESPONSE)
+
+    def start_next_cycle(self) -> None:
+        try:
+            self._conn.start_next_cycle()
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(str(exc)) from None

@@ -1,0 +1,204 @@
+"""Match keys: which recorded request answers a live one.
+
+The key is ``sha256:`` + the SHA-256 of the canonical request: method, path
+(never host or scheme, so base URLs may change), the query sorted, and the
+body -- as sent (``exact``), with JSON key order and formatting ignored
+(``normalized``, the default), or normalized minus user-named JSON paths
+(``ignore-fields``).  Keys are computed on the redacted request, so a live
+request carrying a secret matches its redacted recording.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._body import parse_json
+from ._errors import LocalProtocolError
+
+__all__ = [
+    "FieldDiff",
+    "MatchConfig",
+    "MatchMode",
+    "canonical_body",
+    "diff_json",
+    "format_path",
+    "match_key",
+    "parse_path",
+]
+
+
+class MatchMode(enum.Enum):
+    """How much of a request must agree for a recording to answer it."""
+
+    #: Method, path, sorted query and the body bytes as sent.
+    EXACT = "exact"
+    #: As exact, but JSON bodies compare as values: key order and
+    #: whitespace do not matter.
+    NORMALIZED = "normalized"
+    #: As normalized, minus the JSON paths named in ``ignore_fields``.
+    IGNORE_FIELDS = "ignore-fields"
+
+
+class _Wildcard(enum.Enum):
+    ANY = "*"
+
+
+Segment = str | int | _Wildcard
+JSONPath = tuple[Segment, ...]
+WILDCARD = _Wildcard.ANY
+
+_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[(\*|\d+)\]")
+
+
+def parse_path(text: str) -> JSONPath:
+    """Parse ``messages[*].id`` / ``metadata.user_id`` / ``a[0]`` into segments."""
+    segments: list[Segment] = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _SEGMENT.match(text, pos)
+        if m is None or (m.group(0).startswith(".") and pos == 0):
+            raise LocalProtocolError(
+                f"bad JSON path {text!r} at character {pos + 1}: "
+                "use names, [N] and [*], e.g. messages[*].id"
+            )
+        name, index = m.groups()
+        if name is not None:
+            segments.append(name)
+        elif index == "*":
+            segments.append(WILDCARD)
+        else:
+            segments.append(int(index))
+        pos = m.end()
+    if not segments:
+        raise LocalProtocolError("an empty JSON path ignores nothing; name a field")
+    return tuple(segments)
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """Render concrete segments as ``messages[3].content``."""
+    out = ""
+    for seg in path:
+        if isinstance(seg, int):
+            out += f"[{seg}]"
+        elif re.fullmatch(r"[^.\[\]]+", seg):
+            out += f".{seg}" if out else seg
+        else:
+            out += f"[{json.dumps(seg)}]"
+    return out or "$"
+
+
+@dataclass(frozen=True)
+class MatchConfig:
+    """A match mode and, for ``ignore-fields``, the JSON paths to ignore."""
+
+    mode: MatchMode = MatchMode.NORMALIZED
+    ignore_fields: tuple[str, ...] = ()
+    _paths: tuple[JSONPath, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.ignore_fields and self.mode is not MatchMode.IGNORE_FIELDS:
+            raise LocalProtocolError(
+                f"ignored fields need match mode ignore-fields, not {self.mode.value}"
+            )
+        object.__setattr__(self, "ignore_fields", tuple(self.ignore_fields))
+        object.__setattr__(self, "_paths", tuple(parse_path(p) for p in self.ignore_fields))
+
+    @property
+    def paths(self) -> tuple[JSONPath, ...]:
+        return self._paths
+
+
+def _remove(value: Any, path: JSONPath) -> Any:
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict) and isinstance(head, str) and head in value:
+        if rest:
+            return {**value, head: _remove(value[head], rest)}
+        return {k: v for k, v in value.items() if k != head}
+    if isinstance(value, list):
+        if head is WILDCARD:
+            return [_remove(v, rest) for v in value] if rest else []
+        if isinstance(head, int) and head < len(value):
+            if rest:
+                return [*value[:head], _remove(value[head], rest), *value[head + 1 :]]
+            return [*value[:head], *value[head + 1 :]]
+    if isinstance(value, dict) and head is WILDCARD:
+        if rest:
+            return {k: _remove(v, rest) for k, v in value.items()}
+        return {}
+    return value
+
+
+def canonical_body(body: bytes, config: MatchConfig) -> bytes:
+    """The body as the key sees it under ``config``."""
+    if config.mode is MatchMode.EXACT or not body:
+        return body
+    is_json, value = parse_json(body)
+    if not is_json:
+        return body
+    for path in config.paths:
+        value = _remove(value, path)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def match_key(
+    method: str,
+    path: str,
+    query: Sequence[tuple[str, str]],
+    body: bytes,
+    config: MatchConfig,
+) -> str:
+    """``sha256:<hex>`` of the canonical request (redact it first)."""
+    h = hashlib.sha256()
+    h.update(method.upper().encode())
+    h.update(b"\n")
+    h.update(path.encode())
+    h.update(b"\n")
+    h.update(json.dumps(sorted(query), ensure_ascii=False, separators=(",", ":")).encode())
+    h.update(b"\n")
+    h.update(canonical_body(body, config))
+    return "sha256:" + h.hexdigest()
+
+
+@dataclass(frozen=True)
+class FieldDiff:
+    """One difference between a recorded and a received request."""
+
+    #: Where: ``messages[3].content``, ``query.alt``, ``body`` or ``path``.
+    path: str
+    #: ``changed``, ``added`` (only in the received request) or ``removed``.
+    kind: str
+    recorded: Any = None
+    received: Any = None
+
+
+def diff_json(
+    recorded: Any, received: Any, prefix: tuple[str | int, ...] = ()
+) -> Iterator[FieldDiff]:
+    """Field-level differences between two JSON values, with paths."""
+    if isinstance(recorded, dict) and isinstance(received, dict):
+        for k in recorded:
+            if k not in received:
+                yield FieldDiff(format_path((*prefix, k)), "removed", recorded=recorded[k])
+            else:
+                yield from diff_json(recorded[k], received[k], (*prefix, k))
+        for k in received:
+            if k not in recorded:
+                yield FieldDiff(format_path((*prefix, k)), "added", received=received[k])
+    elif isinstance(recorded, list) and isinstance(received, list):
+        for i, (a, b) in enumerate(zip(recorded, received, strict=False)):
+            yield from diff_json(a, b, (*prefix, i))
+        for i in range(len(received), len(recorded)):
+            yield FieldDiff(format_path((*prefix, i)), "removed", recorded=recorded[i])
+        for i in range(len(recorded), len(received)):
+            yield FieldDiff(format_path((*prefix, i)), "added", received=received[i])
+    elif recorded != received or type(recorded) is not type(received):
+        yield FieldDiff(format_path(prefix), "changed", recorded, received)

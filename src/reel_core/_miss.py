@@ -1,0 +1,261 @@
+"""The miss report: why no recording answered a request, and what to do.
+
+It names the cassette, the match mode and key, the closest recorded request
+(same method and path first, then by similarity) with a field-level diff, and
+the exact way to record the request.  Bindings send it as the JSON body of a
+404 (shaped like a provider error, so SDKs show its message) or raise it as
+:class:`~reel_core.MissError`.  It is built from redacted requests only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._body import parse_json
+from ._match import FieldDiff, MatchConfig, canonical_body, diff_json
+
+if TYPE_CHECKING:
+    from ._cassette import Cassette, Interaction, RecordedRequest
+
+__all__ = ["Closest", "MissReport", "build_miss_report"]
+
+#: Diffs listed in a report (the rest are counted).
+MAX_DIFFS = 20
+#: Characters of a value shown in a diff.
+MAX_VALUE = 200
+
+DEFAULT_HINT = (
+    "run again with REEL_MODE=auto to record what is missing "
+    "(or REEL_MODE=record to refresh the whole cassette)"
+)
+
+
+@dataclass(frozen=True)
+class Closest:
+    """The recorded request nearest to the one that missed."""
+
+    id: str
+    method: str
+    path: str
+    #: Similarity from 0 to 1.
+    score: float
+    diffs: tuple[FieldDiff, ...]
+    #: Differences beyond the ones listed.
+    more: int = 0
+
+
+@dataclass(frozen=True)
+class MissReport:
+    """Everything a person needs to fix a miss."""
+
+    cassette: str
+    mode: str
+    match: str
+    key: str
+    method: str
+    path: str
+    reason: str
+    recorded: int
+    closest: Closest | None
+    hint: str = DEFAULT_HINT
+
+    def summary(self) -> str:
+        """One line, fit for an exception message or an SDK error."""
+        text = (
+            f"Reel miss: {self.reason} for {self.method} {self.path} in cassette "
+            f"{self.cassette} (match={self.match}, key {self.key[:19]}...)"
+        )
+        if self.closest is not None:
+            where = ", ".join(d.path for d in self.closest.diffs[:3]) or "nothing in the body"
+            if self.closest.more or len(self.closest.diffs) > 3:
+                where += ", ..."
+            text += f"; closest recording {self.closest.id} differs at {where}"
+        return text + f". To record it: {self.hint}."
+
+    def to_json(self) -> dict[str, Any]:
+        """The body of the 404 answer."""
+        closest = None
+        if self.closest is not None:
+            closest = {
+                "id": self.closest.id,
+                "method": self.closest.method,
+                "path": self.closest.path,
+                "similarity": round(self.closest.score, 3),
+                "diff": [_diff_json(d) for d in self.closest.diffs],
+                "more_differences": self.closest.more,
+            }
+        return {
+            "error": {
+                "type": "reel_miss",
+                "code": "reel_miss",
+                "message": self.summary(),
+                "cassette": self.cassette,
+                "mode": self.mode,
+                "match": self.match,
+                "key": self.key,
+                "request": {"method": self.method, "path": self.path},
+                "reason": self.reason,
+                "recorded_interactions": self.recorded,
+                "closest": closest,
+                "rerecord": self.hint,
+            }
+        }
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_json(), ensure_ascii=False, indent=2).encode() + b"\n"
+
+    def render(self) -> str:
+        """The report as text, for exceptions and terminals."""
+        lines = [self.summary(), f"  cassette: {self.cassette} ({self.recorded} interactions)"]
+        lines.append(f"  mode: {self.mode}, match: {self.match}, key: {self.key}")
+        if self.closest is None:
+            lines.append("  closest: none (the cassette has no recordings)")
+        else:
+            c = self.closest
+            lines.append(f"  closest: {c.id} {c.method} {c.path} (similarity {c.score:.2f})")
+            for d in c.diffs:
+                lines.append(f"    {d.path}: {_describe(d)}")
+            if c.more:
+                lines.append(f"    ... and {c.more} more differences")
+        lines.append(f"  to record it: {self.hint}")
+        return "\n".join(lines)
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_VALUE:
+        return value[:MAX_VALUE] + f"... ({len(value)} characters)"
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False)
+        if len(text) > MAX_VALUE:
+            return text[:MAX_VALUE] + f"... ({len(text)} characters)"
+    return value
+
+
+def _diff_json(d: FieldDiff) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": d.path, "kind": d.kind}
+    if d.kind != "added":
+        out["recorded"] = _short(d.recorded)
+    if d.kind != "removed":
+        out["received"] = _short(d.received)
+    return out
+
+
+def _describe(d: FieldDiff) -> str:
+    if d.kind == "added":
+        return f"only in this request: {json.dumps(_short(d.received), ensure_ascii=False)}"
+    if d.kind == "removed":
+        return f"only in the recording: {json.dumps(_short(d.recorded), ensure_ascii=False)}"
+    recorded = json.dumps(_short(d.recorded), ensure_ascii=False)
+    received = json.dumps(_short(d.received), ensure_ascii=False)
+    return f"recorded {recorded}, received {received}"
+
+
+def request_diff(recorded: RecordedRequest, received: RecordedRequest) -> list[FieldDiff]:
+    """Every difference between two requests, request line first."""
+    diffs: list[FieldDiff] = []
+    if recorded.method != received.method:
+        diffs.append(FieldDiff("method", "changed", recorded.method, received.method))
+    if recorded.path != received.path:
+        diffs.append(FieldDiff("path", "changed", recorded.path, received.path))
+    rq, lq = dict(recorded.query), dict(received.query)
+    for name in sorted(rq.keys() | lq.keys()):
+        if name not in lq:
+            diffs.append(FieldDiff(f"query.{name}", "removed", recorded=rq[name]))
+        elif name not in rq:
+            diffs.append(FieldDiff(f"query.{name}", "added", received=lq[name]))
+        elif rq[name] != lq[name]:
+            diffs.append(FieldDiff(f"query.{name}", "changed", rq[name], lq[name]))
+    a_json, a = parse_json(recorded.body)
+    b_json, b = parse_json(received.body)
+    if a_json and b_json:
+        diffs.extend(diff_json(a, b))
+    elif recorded.body != received.body:
+        diffs.append(
+            FieldDiff(
+                "body",
+                "changed",
+                recorded.body.decode("utf-8", "replace"),
+                received.body.decode("utf-8", "replace"),
+            )
+        )
+    return diffs
+
+
+def _similarity(a: bytes, b: bytes) -> float:
+    if a == b:
+        return 1.0
+    matcher = difflib.SequenceMatcher(None, a[:4000], b[:4000], autojunk=False)
+    return matcher.ratio()
+
+
+def closest_to(
+    request: RecordedRequest, cassette: Cassette, config: MatchConfig
+) -> tuple[Interaction, float] | None:
+    """The recording most like ``request``: same method and path first."""
+    candidates = list(cassette)
+    if not candidates:
+        return None
+    same = [
+        i
+        for i in candidates
+        if i.request.method == request.method and i.request.path == request.path
+    ]
+    pool = same or candidates
+    mine = canonical_body(request.body, config)
+    scored = []
+    for interaction in pool:
+        theirs = canonical_body(interaction.request.body, config)
+        quick = difflib.SequenceMatcher(None, mine[:4000], theirs[:4000]).real_quick_ratio()
+        scored.append((quick, interaction, theirs))
+    scored.sort(key=lambda item: item[0], reverse=True)
+    best: tuple[Interaction, float] | None = None
+    for _, interaction, theirs in scored[:25]:
+        score = _similarity(mine, theirs)
+        if interaction.request.query != request.query:
+            score *= 0.9
+        if not same:
+            score *= 0.5
+        if best is None or score > best[1]:
+            best = (interaction, score)
+    return best
+
+
+def build_miss_report(
+    request: RecordedRequest,
+    key: str,
+    cassette: Cassette,
+    config: MatchConfig,
+    *,
+    mode: str,
+    reason: str = "no recording matches",
+    hint: str = DEFAULT_HINT,
+) -> MissReport:
+    """Assemble the report for a request that missed (already redacted)."""
+    closest = None
+    found = closest_to(request, cassette, config)
+    if found is not None:
+        interaction, score = found
+        diffs = request_diff(interaction.request, request)
+        closest = Closest(
+            id=interaction.id,
+            method=interaction.request.method,
+            path=interaction.request.path,
+            score=score,
+            diffs=tuple(diffs[:MAX_DIFFS]),
+            more=max(0, len(diffs) - MAX_DIFFS),
+        )
+    return MissReport(
+        cassette=cassette.name,
+        mode=mode,
+        match=config.mode.value,
+        key=key,
+        method=request.method,
+        path=request.path,
+        reason=reason,
+        recorded=len(cassette),
+        closest=closest,
+        hint=hint,
+    )

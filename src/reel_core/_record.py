@@ -1,0 +1,205 @@
+"""Turning a forwarded upstream response into a recorded interaction.
+
+The binding feeds the head, each body chunk with a ``now`` reading, and the
+end or a failure.  Bodies are stored decoded (gzip, deflate, and br when the
+optional package is installed); server-sent events become byte-exact frames,
+other streams timed chunks, each stamped with its offset from the first
+response byte.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from ._body import ContentDecoder
+from ._cassette import Interaction, RecordedRequest, RecordedResponse, StreamCut
+from ._frames import SSESplitter
+from ._http import Headers, header_value
+from ._redact import Redactor, keep_response_header
+
+__all__ = ["Recorder", "UpstreamError"]
+
+
+class UpstreamError(enum.Enum):
+    """How an upstream exchange can fail; the binding maps its library's
+    exceptions onto these."""
+
+    #: The connection was refused.
+    REFUSED = "refused"
+    #: The host name did not resolve.
+    DNS = "dns"
+    #: The TLS handshake failed.
+    TLS = "tls"
+    #: No answer (or no next chunk) in time.
+    TIMEOUT = "timeout"
+    #: The connection was reset.
+    RESET = "reset"
+    #: The upstream closed the connection before the response was complete.
+    CLOSED = "closed"
+    #: The upstream answered something that is not HTTP.
+    PROTOCOL = "protocol"
+
+    @property
+    def status(self) -> int:
+        """The status answered when this happens before any response byte."""
+        return 504 if self is UpstreamError.TIMEOUT else 502
+
+
+def _ms(seconds: float) -> float:
+    return round(max(0.0, seconds) * 1000.0, 3)
+
+
+def stream_kind(request: RecordedRequest, status: int, content_type: str) -> str | None:
+    """``"sse"``, ``"chunks"`` or ``None`` (a whole body) for a response."""
+    if content_type.startswith("text/event-stream"):
+        return "sse"
+    if status >= 400:
+        return None
+    if content_type.startswith(("application/x-ndjson", "application/jsonl", "application/ndjson")):
+        return "chunks"
+    if ":streamGenerateContent" in request.path:
+        return "chunks"
+    body = request.body
+    if b'"stream"' in body and (b'"stream":true' in body or b'"stream": true' in body):
+        return "chunks"
+    return None
+
+
+class Recorder:
+    """Builds one :class:`Interaction` from a fed upstream response."""
+
+    def __init__(
+        self,
+        request: RecordedRequest,
+        *,
+        key: str,
+        id: str,
+        redactor: Redactor,
+        provider: str = "generic",
+        endpoint: str = "",
+        timestamp: str | None = None,
+    ) -> None:
+        self.request = request
+        self.key = key
+        self.id = id
+        self.provider = provider
+        self.endpoint = endpoint
+        self.timestamp = timestamp
+        self._redactor = redactor
+        self._status = 0
+        self._headers: tuple[tuple[str, str], ...] = ()
+        self._kind: str | None = None
+        self._decoder = ContentDecoder("identity")
+        self._splitter = SSESplitter()
+        self._frames: list[tuple[float, bytes]] = []
+        self._head_at = 0.0
+        self._sent_at: float | None = None
+        self._last_ms = 0.0
+        self._size = 0
+        self._broken: StreamCut | None = None
+
+    def head(self, status: int, headers: Headers, now: float, sent_at: float | None) -> None:
+        self._status = status
+        self._head_at = now
+        self._sent_at = sent_at
+        encoding = (header_value(headers, b"content-encoding") or b"identity").decode("latin-1")
+        self._decoder = ContentDecoder(encoding)
+        kept = []
+        for name, value in headers:
+            text = name.decode("latin-1")
+            if not keep_response_header(text):
+                continue
+            if text == "content-encoding" and self._decoder.decodes:
+                continue
+            kept.append((text, self._redactor.text(value.decode("latin-1"))))
+        self._headers = tuple(kept)
+        content_type = (header_value(headers, b"content-type") or b"").decode("latin-1").lower()
+        self._kind = stream_kind(self.request, status, content_type)
+
+    def _stamp(self, now: float) -> float:
+        self._last_ms = max(self._last_ms, _ms(now - self._head_at))
+        return self._last_ms
+
+    def data(self, chunk: bytes, now: float) -> None:
+        if self._broken is not None:
+            return
+        try:
+            decoded = self._decoder.decode(chunk)
+        except ValueError as exc:
+            self._broken = StreamCut(self._stamp(now), "protocol", str(exc))
+            return
+        self._take(decoded, now)
+
+    def _take(self, decoded: bytes, now: float) -> None:
+        if not decoded:
+            return
+        at = self._stamp(now)
+        self._size += len(decoded)
+        if self._kind == "sse":
+            for frame in self._splitter.feed(decoded):
+                self._frames.append((at, self._redactor.data(frame)))
+        else:
+            self._frames.append((at, decoded))
+
+    def _finish(self, now: float) -> None:
+        if self._broken is None:
+            try:
+                self._take(self._decoder.flush(), now)
+            except ValueError as exc:
+                self._broken = StreamCut(self._stamp(now), "protocol", str(exc))
+        at = self._stamp(now)
+        if self._kind == "sse":
+            for frame in self._splitter.close():
+                self._frames.append((at, self._redactor.data(frame)))
+
+    def end(self, now: float) -> Interaction:
+        """The upstream response ended cleanly."""
+        self._finish(now)
+        if self._broken is not None:
+            return self._build(self._broken, now)
+        return self._build(None, now)
+
+    def fail(self, error: UpstreamError, detail: str, now: float) -> Interaction:
+        """The upstream broke off after the head: record a cut."""
+        self._finish(now)
+        cut = self._broken or StreamCut(self._stamp(now), error.value, detail)
+        return self._build(cut, now)
+
+    def _build(self, cut: StreamCut | None, now: float) -> Interaction:
+        kind = self._kind
+        if kind is None and cut is not None:
+            kind = "chunks"  # a body cut short replays as the chunks that came
+        if kind is None:
+            body = self._redactor.data(b"".join(data for _, data in self._frames))
+            response = RecordedResponse(self._status, self._headers, body=body)
+        else:
+            frames = self._frames
+            if kind == "chunks":
+                frames = [(at, self._redactor.data(data)) for at, data in frames]
+            response = RecordedResponse(
+                self._status,
+                self._headers,
+                stream=kind,
+                frames=tuple(frames),
+                end_ms=self._last_ms,
+                cut=cut,
+            )
+        meta: dict[str, Any] = {
+            "ttfb_ms": None if self._sent_at is None else _ms(self._head_at - self._sent_at),
+            "total_ms": _ms(now - (self._head_at if self._sent_at is None else self._sent_at)),
+            "bytes": self._size,
+        }
+        if kind is not None:
+            meta["frames"] = len(response.frames)
+            meta["first_frame_ms"] = response.frames[0][0] if response.frames else None
+        return Interaction(
+            key=self.key,
+            id=self.id,
+            request=self.request,
+            response=response,
+            timestamp=self.timestamp,
+            provider=self.provider,
+            endpoint=self.endpoint,
+            meta=meta,
+        )

@@ -1,0 +1,217 @@
+"""Redaction: what never reaches a cassette.
+
+Request headers are never stored at all; response headers only from
+:data:`RESPONSE_HEADER_ALLOWLIST`.  Bodies, queries and stream frames are
+scrubbed for secret shapes and (unless turned off) PII, each replaced by a
+placeholder naming its kind, ``[REDACTED:openai-key]``.  Placeholders match
+no pattern, so redaction is idempotent; it runs before the match key is
+computed, so a live request carrying a secret matches its redacted
+recording.  What is forwarded upstream is never touched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from ._errors import LocalProtocolError
+
+__all__ = [
+    "RESPONSE_HEADER_ALLOWLIST",
+    "SECRET_PATTERNS",
+    "Redactor",
+    "keep_response_header",
+]
+
+#: Response headers worth keeping: they carry no secret and SDKs read them.
+RESPONSE_HEADER_ALLOWLIST = frozenset(
+    {
+        "content-type",
+        "content-encoding",
+        "retry-after",
+        "retry-after-ms",
+        "x-request-id",
+        "request-id",
+        "openai-model",
+        "openai-organization-id",
+        "openai-processing-ms",
+        "openai-version",
+        "anthropic-organization-id",
+        "x-goog-request-id",
+        "x-should-retry",
+        "cf-ray",
+    }
+)
+_ALLOWED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "ratelimit-")
+
+
+def keep_response_header(name: str) -> bool:
+    """Whether a response header may be stored (never ``set-cookie``)."""
+    name = name.lower()
+    return name in RESPONSE_HEADER_ALLOWLIST or name.startswith(_ALLOWED_PREFIXES)
+
+
+#: Secret shapes, most specific first: kind -> regular expression.
+SECRET_PATTERNS: Mapping[str, str] = {
+    "anthropic-key": r"sk-ant-[A-Za-z0-9_\-]{16,}",
+    "openai-key": r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+    "google-key": r"AIza[0-9A-Za-z_\-]{35}",
+    "github-token": r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+    "aws-access-key": r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])",
+    "aws-secret-key": (
+        r"(?i:aws_?secret_?access_?key|aws_?secret)[\"']?\s*[:=]\s*[\"']?"
+        r"(?-i:[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+    ),
+    "slack-token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
+    "jwt": r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    "bearer-token": r"(?i:bearer)\s+[A-Za-z0-9._~+/\-]{16,}=*",
+}
+
+#: PII shapes, redacted unless turned off (``REEL_REDACT_PII=0``).
+PII_PATTERNS: Mapping[str, str] = {
+    "email": r"(?<![\w.+-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}",
+    "phone": (
+        r"(?<![\w+])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])"
+        r"\d{3,4}[ .\-]\d{3,4}(?![\w])"
+    ),
+}
+
+#: JSON fields and query parameters whose string values are secrets.
+SECRET_FIELD = r"(?:[A-Za-z0-9]*[_\-])?(?:api[_\-]?key|apikey|key|secret|token|password|passwd)"
+_QUERY_SECRET = re.compile(rf"(?i){SECRET_FIELD}")
+_FIELD_VALUE = re.compile(
+    rf'(?i)("{SECRET_FIELD}"\s*:\s*")((?:[^"\\]|\\.)*)(")'
+    rf'|(\\"{SECRET_FIELD}\\"\s*:\s*\\")((?:[^"\\]|\\[^"])*)(\\")'
+)
+
+
+def _placeholder(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+def _group_name(kind: str) -> str:
+    return "k_" + kind.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Scrubs secrets (always) and PII (unless ``pii=False``) from text.
+
+    ``extra_patterns`` maps kinds to further regular expressions;
+    ``fields`` names further JSON fields / query parameters to blank.
+    """
+
+    pii: bool = True
+    extra_patterns: Mapping[str, str] = field(default_factory=dict, hash=False)
+    fields: tuple[str, ...] = ()
+    _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _kinds: dict[str, str] = field(init=False, repr=False, compare=False)
+    _field: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(self.fields))
+        patterns = dict(SECRET_PATTERNS)
+        if self.pii:
+            patterns.update(PII_PATTERNS)
+        for kind, pattern in self.extra_patterns.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise LocalProtocolError(f"bad redaction pattern for {kind!r}: {exc}") from None
+            patterns[kind] = pattern
+        kinds = {_group_name(kind): kind for kind in patterns}
+        joined = "|".join(f"(?P<{_group_name(k)}>{p})" for k, p in patterns.items())
+        object.__setattr__(self, "_pattern", re.compile(joined))
+        object.__setattr__(self, "_kinds", kinds)
+        names = "|".join(re.escape(f) for f in self.fields)
+        extra = rf'|("(?:{names})"\s*:\s*")((?:[^"\\]|\\.)*)(")' if names else ""
+        field = re.compile(_FIELD_VALUE.pattern + extra, re.IGNORECASE)
+        object.__setattr__(self, "_field", field)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, object], *, pii: bool = True) -> Redactor:
+        """A redactor from a cassette ``_meta`` ``redact`` object:
+        ``{"pii": bool, "patterns": {kind: regex}, "fields": [name, ...]}``."""
+        patterns = settings.get("patterns", {})
+        fields = settings.get("fields", [])
+        if not isinstance(patterns, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in patterns.items()
+        ):
+            raise LocalProtocolError('redact "patterns" must map kinds to regular expressions')
+        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+            raise LocalProtocolError('redact "fields" must be a list of field names')
+        pii_setting = settings.get("pii", pii)
+        return cls(pii=bool(pii_setting), extra_patterns=patterns, fields=tuple(fields))
+
+    def text(self, text: str, found: list[str] | None = None) -> str:
+        """``text`` with every secret (and PII) replaced by a placeholder.
+        The kinds replaced are appended to ``found`` when given."""
+
+        def shape(m: re.Match[str]) -> str:
+            kind = self._kinds[m.lastgroup or ""]
+            if found is not None:
+                found.append(kind)
+            if kind == "bearer-token":
+                return m.group(0).split()[0] + " " + _placeholder(kind)
+            if kind == "aws-secret-key":
+                return m.group(0)[:-40] + _placeholder(kind)
+            return _placeholder(kind)
+
+        def blank_field(m: re.Match[str]) -> str:
+            groups = m.groups()
+            for i in range(0, len(groups), 3):
+                if groups[i] is not None:
+                    value = groups[i + 1]
+                    if value.startswith("[REDACTED:") or not value:
+                        return m.group(0)
+                    if found is not None:
+                        found.append("secret-field")
+                    return groups[i] + _placeholder("secret-field") + groups[i + 2]
+            return m.group(0)  # pragma: no cover - one alternative always matched
+
+        text = self._pattern.sub(shape, text)
+        if '"' in text:
+            text = self._field.sub(blank_field, text)
+        return text
+
+    def data(self, data: bytes, found: list[str] | None = None) -> bytes:
+        """Redact bytes: UTF-8 text is scrubbed, other bytes kept as they are."""
+        if not data:
+            return data
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+        redacted = self.text(text, found)
+        return data if redacted == text else redacted.encode("utf-8")
+
+    def query(
+        self, pairs: Iterable[tuple[str, str]], found: list[str] | None = None
+    ) -> tuple[tuple[str, str], ...]:
+        """Query pairs with secret parameters (``key``, ``api_key``...) and
+        secret shapes in values replaced."""
+        out = []
+        for name, value in pairs:
+            if (value and _QUERY_SECRET.fullmatch(name)) or name in self.fields:
+                if not value.startswith("[REDACTED:"):
+                    if found is not None:
+                        found.append("query-secret")
+                    value = _placeholder("query-secret")
+            else:
+                value = self.text(value, found)
+            out.append((name, value))
+        return tuple(out)
+
+    def target(self, target: str) -> str:
+        """A request target (path and query) safe to log."""
+        path, sep, query = target.partition("?")
+        if not sep:
+            return self.text(path)
+        from urllib.parse import parse_qsl
+
+        pairs = self.query(parse_qsl(query, keep_blank_values=True))
+        return (
+            self.text(path) + "?" + "&".join(f"{quote(k)}={quote(v, safe='[]:')}" for k, v in pairs)
+        )

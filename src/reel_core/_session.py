@@ -1,0 +1,387 @@
+"""The session: requests in, decisions and response events out.
+
+A session serves one client connection (wire bindings feed its bytes with
+:meth:`Session.receive_data`) or one in-process request
+(:meth:`Session.receive_request`).  Like h11 it only buffers; the caller
+pulls events with :meth:`Session.next_event`.  For a forward the caller
+feeds the upstream response back, and the session hands out the events to
+pass on to the client plus the cassette line to append.  All transitions go
+through :mod:`reel_core._state`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from http import HTTPStatus
+
+import h11
+
+from ._cassette import Cassette, Interaction, RecordedRequest, format_timestamp
+from ._config import Config, Mode
+from ._errors import LocalProtocolError, MissError, RemoteProtocolError
+from ._events import (
+    Cut,
+    EndOfResponse,
+    Event,
+    Forward,
+    Frame,
+    Miss,
+    Recorded,
+    Replay,
+    ResponseHead,
+    Signal,
+)
+from ._http import HOP_BY_HOP, Headers, ReaderSignal, Request, RequestReader, normalize_headers
+from ._match import MatchConfig
+from ._miss import MissReport, build_miss_report
+from ._providers import guess_provider
+from ._record import Recorder, UpstreamError
+from ._redact import Redactor
+from ._state import Input, State, transition
+
+__all__ = ["Session"]
+
+_JSON = (b"content-type", b"application/json")
+
+
+def _json_response(status: int, body: bytes) -> tuple[ResponseHead, Frame, EndOfResponse]:
+    headers = (_JSON, (b"content-length", str(len(body)).encode()))
+    return ResponseHead(status, headers), Frame(body, 0.0), EndOfResponse(0.0)
+
+
+def _phrase(status: int) -> bytes:
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
+
+def _error_body(type_: str, message: str, **extra: object) -> bytes:
+    error = {"type": type_, "code": type_, "message": message, **extra}
+    return json.dumps({"error": error}, ensure_ascii=False).encode() + b"\n"
+
+
+class Session:
+    """Drives one connection (or one in-process request) through the core.
+
+    ``cassette`` is shared by every session replaying or recording it;
+    ``config`` too.
+    """
+
+    def __init__(self, cassette: Cassette, config: Config | None = None) -> None:
+        self.cassette = cassette
+        self.config = config if config is not None else Config()
+        self.state = State.IDLE
+        #: The match settings in force: the config's, else the cassette's.
+        self.match: MatchConfig = self.config.match or cassette.meta.match
+        redact = cassette.meta.extra.get("redact", {})
+        self.redactor: Redactor = self.config.redactor or Redactor.from_settings(
+            redact if isinstance(redact, dict) else {}
+        )
+        self._reader: RequestReader | None = None
+        self._pending: Request | None = None
+        self._events: deque[Event] = deque()
+        self._recorder: Recorder | None = None
+        self._request: Request | None = None
+
+    # -- client side ---------------------------------------------------------
+
+    def receive_data(self, data: bytes) -> None:
+        """Buffer raw request bytes from the client (``b""`` means EOF)."""
+        if self._pending is not None:
+            raise LocalProtocolError("this session takes parsed requests, not bytes")
+        if self._reader is None:
+            self._reader = RequestReader(self.config.limits)
+        self._reader.receive_data(data)
+
+    def receive_request(self, request: Request) -> None:
+        """Hand over an already-parsed request (in-process bindings)."""
+        if self._reader is not None:
+            raise LocalProtocolError("this session takes bytes, not parsed requests")
+        if self.state is not State.IDLE or self._pending is not None:
+            raise LocalProtocolError(
+                f"a request is already being served (state {self.state.value})"
+            )
+        if len(request.body) > self.config.limits.max_body:
+            raise RemoteProtocolError(
+                f"request body over the {self.config.limits.max_body}-byte limit", 413
+            )
+        self._pending = request
+
+    def next_event(self) -> Event | Signal:
+        """The next event, or a :class:`Signal` saying what the session waits on.
+
+        Raises :class:`RemoteProtocolError` (with the status to answer) when
+        the client sent something invalid.
+        """
+        if self._events:
+            event = self._events.popleft()
+            if self.state is State.SERVING and isinstance(event, (EndOfResponse, Cut)):
+                self._to(Input.SERVED)
+            return event
+        if self.state is State.IDLE:
+            request = self._next_request()
+            if isinstance(request, Signal):
+                return request
+            self._decide(request)
+            return self.next_event()
+        if self.state is State.CLOSED:
+            return Signal.CLOSED
+        if self.state is State.ERROR:
+            raise LocalProtocolError("the session failed earlier; close the connection")
+        return Signal.PAUSED
+
+    def _next_request(self) -> Request | Signal:
+        if self._pending is not None:
+            request, self._pending = self._pending, None
+            return request
+        if self._reader is None:
+            return Signal.NEED_DATA
+        try:
+            got = self._reader.next_request()
+        except RemoteProtocolError:
+            self._to(Input.PROTOCOL_ERROR)
+            raise
+        if got is ReaderSignal.CLOSED:
+            self._to(Input.CLIENT_CLOSED)
+            return Signal.CLOSED
+        if got is ReaderSignal.NEED_DATA:
+            return Signal.NEED_DATA
+        if got is ReaderSignal.PAUSED:  # pragma: no cover - h11 pauses only mid-response
+            return Signal.PAUSED
+        assert isinstance(got, Request)
+        return got
+
+    def start_next_cycle(self) -> None:
+        """After a finished exchange, get ready for the next request."""
+        if self._events:
+            raise LocalProtocolError("pull every event of the exchange before the next one")
+        self._to(Input.NEXT_CYCLE)
+        self._request = None
+        if self._reader is not None:
+            self._reader.start_next_cycle()
+
+    # -- decisions -----------------------------------------------------------
+
+    def recorded_request(self, request: Request) -> RecordedRequest:
+        """The redacted form of ``request`` that is keyed and stored."""
+        return RecordedRequest(
+            method=request.method,
+            path=self.redactor.text(request.path),
+            query=self.redactor.query(request.query),
+            body=self.redactor.data(request.body),
+        )
+
+    def _decide(self, request: Request) -> None:
+        self._request = request
+        recorded = self.recorded_request(request)
+        key = recorded.key(self.match)
+        mode = self.config.mode
+        if mode in (Mode.REPLAY, Mode.AUTO):
+            interaction = self.cassette.play(key, self.match, repeat=self.config.repeat)
+            if interaction is not None:
+                self._to(Input.HIT)
+                self._events.append(Replay(request, interaction.id, key))
+                self._events.extend(self._replay(interaction, head_only=request.method == "HEAD"))
+                return
+            if mode is Mode.REPLAY:
+                self._to(Input.MISS)
+                report = self._miss_report(recorded, key)
+                self._events.append(Miss(request, report))
+                self._events.extend(_json_response(404, report.to_bytes()))
+                return
+        self._to(Input.FORWARD)
+        record = mode.records
+        if record:
+            self._recorder = self._new_recorder(request, recorded, key)
+        self._events.append(Forward(request, key, record))
+
+    def _miss_report(self, recorded: RecordedRequest, key: str) -> MissReport:
+        reason = "no recording matches"
+        count = self.cassette.count(key, self.match)
+        if count:
+            reason = f"all {count} recordings of this request were already served and repeat is off"
+        return build_miss_report(
+            recorded,
+            key,
+            self.cassette,
+            self.match,
+            mode=self.config.mode.value,
+            reason=reason,
+            hint=self.config.hint,
+        )
+
+    def raise_for_miss(self, event: Event | Signal) -> None:
+        """Raise :class:`MissError` if ``event`` is a :class:`Miss`."""
+        if isinstance(event, Miss):
+            raise MissError(event.report)
+
+    def _replay(self, interaction: Interaction, *, head_only: bool) -> list[Event]:
+        response = interaction.response
+        headers = normalize_headers(response.headers)
+        timing = self.config.timing
+        events: list[Event] = []
+        if response.stream is None:
+            body = response.body
+            headers += ((b"content-length", str(len(body)).encode()),)
+            events.append(ResponseHead(response.status, headers))
+            if body and not head_only:
+                events.append(Frame(body, 0.0))
+            events.append(EndOfResponse(0.0))
+            return events
+        events.append(ResponseHead(response.status, headers))
+        if not head_only:
+            for at_ms, data in response.frames:
+                events.append(Frame(data, timing.schedule(at_ms / 1000.0)))
+        if response.cut is not None:
+            cut = response.cut
+            events.append(Cut(cut.error, cut.detail, timing.schedule(cut.at_ms / 1000.0)))
+        else:
+            events.append(EndOfResponse(timing.schedule(response.end_ms / 1000.0)))
+        return events
+
+    def _new_recorder(self, request: Request, recorded: RecordedRequest, key: str) -> Recorder:
+        stored_config = self.cassette.meta.match
+        stored_key = key if stored_config == self.match else recorded.key(stored_config)
+        seen = self.cassette.count(stored_key, stored_config)
+        ident = stored_key[7:19] + (f"-{seen + 1}" if seen else "")
+        host = request.header("host")
+        return Recorder(
+            recorded,
+            key=stored_key,
+            id=ident,
+            redactor=self.redactor,
+            provider=guess_provider(recorded.path, host.decode("latin-1") if host else None),
+            endpoint=f"{recorded.method} {recorded.path}",
+        )
+
+    # -- upstream side -------------------------------------------------------
+
+    def upstream_head(
+        self,
+        status: int,
+        headers: Headers | list[tuple[bytes, bytes]],
+        *,
+        now: float,
+        sent_at: float | None = None,
+        timestamp: float | None = None,
+        reason: bytes = b"",
+    ) -> None:
+        """The upstream answered ``status`` and ``headers`` at monotonic time
+        ``now``; ``sent_at`` is when the request went out (for time to first
+        byte) and ``timestamp`` the wall-clock time (epoch seconds) stored on
+        the line."""
+        self._to(Input.UPSTREAM_HEAD)
+        headers = normalize_headers(headers)
+        passed = tuple((k, v) for k, v in headers if k not in HOP_BY_HOP)
+        self._events.append(ResponseHead(status, passed, reason))
+        if self._recorder is not None:
+            self._recorder.timestamp = format_timestamp(timestamp)
+            self._recorder.head(status, headers, now, sent_at)
+
+    def upstream_data(self, data: bytes, *, now: float) -> None:
+        """A chunk of the upstream body (as received, still encoded)."""
+        self._to(Input.UPSTREAM_DATA)
+        if data:
+            self._events.append(Frame(bytes(data)))
+            if self._recorder is not None:
+                self._recorder.data(bytes(data), now)
+
+    def upstream_end(self, *, now: float) -> None:
+        """The upstream response ended cleanly."""
+        self._to(Input.UPSTREAM_END)
+        self._events.append(EndOfResponse())
+        if self._recorder is not None:
+            self._store(self._recorder.end(now))
+
+    def upstream_error(self, error: UpstreamError, detail: str = "", *, now: float = 0.0) -> None:
+        """The upstream failed.  Before the head: the client gets a 502 (504
+        for a timeout) saying what failed and nothing is recorded.  After
+        it: the stream is cut, and recorded as cut."""
+        if not isinstance(error, UpstreamError):
+            raise LocalProtocolError(f"error must be an UpstreamError, not {error!r}")
+        if self.state is State.AWAIT_UPSTREAM:
+            self._to(Input.UPSTREAM_ERROR)
+            self._recorder = None
+            target = self.redactor.target(self._request.target) if self._request else ""
+            message = f"Reel could not reach the upstream for {target}: {error.value}"
+            if detail:
+                message += f" ({self.redactor.text(detail)})"
+            body = _error_body("reel_upstream_error", message, failure=error.value)
+            self._events.extend(_json_response(error.status, body))
+            return
+        self._to(Input.UPSTREAM_ERROR)
+        self._events.append(Cut(error.value, self.redactor.text(detail)))
+        if self._recorder is not None:
+            self._store(self._recorder.fail(error, self.redactor.text(detail), now))
+
+    def _store(self, interaction: Interaction) -> None:
+        self._recorder = None
+        self.cassette.add(interaction)
+        self._events.append(Recorded(interaction.to_line(), interaction.id, interaction.key))
+
+    def _to(self, event: Input) -> None:
+        try:
+            self.state = transition(self.state, event)
+        except LocalProtocolError:
+            self.state = State.ERROR
+            raise
+
+    # -- wire output ---------------------------------------------------------
+
+    def send(self, event: Event) -> bytes:
+        """Serialize a response event for the client (wire bindings only).
+
+        After a :class:`Cut` the bytes are empty and the connection must be
+        closed without finishing the response.
+        """
+        if self._reader is None:
+            raise LocalProtocolError("send() is for sessions fed with receive_data()")
+        if isinstance(event, ResponseHead):
+            h11_event: h11.Event = h11.Response(
+                status_code=event.status,
+                headers=list(event.headers),
+                reason=event.reason or _phrase(event.status),
+            )
+        elif isinstance(event, Frame):
+            if not event.data:
+                return b""
+            h11_event = h11.Data(data=event.data)
+        elif isinstance(event, EndOfResponse):
+            h11_event = h11.EndOfMessage()
+        elif isinstance(event, Cut):
+            self._reader.send_failed()
+            return b""
+        else:
+            raise LocalProtocolError(f"{type(event).__name__} is not sent to the client")
+        return self._reader.send(h11_event)
+
+    @property
+    def keep_alive(self) -> bool:
+        """Whether the connection may carry another request (wire bindings)."""
+        return self._reader is not None and self._reader.keep_alive
+
+    def error_response(self, error: RemoteProtocolError) -> bytes:
+        """Bytes answering a client's protocol error (then close), or ``b""``
+        when no answer can be sent any more."""
+        if self._reader is None or not self._reader.can_respond:
+            return b""
+        body = _error_body("reel_bad_request", str(error))
+        head = h11.Response(
+            status_code=error.status,
+            reason=_phrase(error.status),
+            headers=[
+                _JSON,
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        )
+        try:
+            return (
+                self._reader.send(head)
+                + self._reader.send(h11.Data(data=body))
+                + self._reader.send(h11.EndOfMessage())
+            )
+        except LocalProtocolError:  # pragma: no cover - h11 refused mid-way
+            return b""
