@@ -14,6 +14,7 @@ from ._cassette import (
     RecordedRequest,
     RecordedResponse,
     StreamCut,
+    safe_cassette_name,
 )
 from ._config import Config, Mode
 from ._errors import (
@@ -95,4 +96,5 @@ __all__ = [
     "encode_body",
     "keep_response_header",
     "match_key",
+    "safe_cassette_name",
 ]

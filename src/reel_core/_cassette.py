@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ._body import decode_body, encode_body
-from ._errors import CassetteError, LocalProtocolError, SchemaVersionError
+from ._errors import CassetteError, LocalProtocolError, RemoteProtocolError, SchemaVersionError
 from ._match import MatchConfig, MatchMode, match_key
 from ._version import SCHEMA_VERSION, __version__
 
@@ -43,6 +43,7 @@ __all__ = [
     "RecordedRequest",
     "RecordedResponse",
     "StreamCut",
+    "safe_cassette_name",
 ]
 
 _KEY_PREFIX = b'{"key":"sha256:'
@@ -518,3 +519,22 @@ class Cassette:
     def dumps(self) -> bytes:
         """The whole cassette as bytes: the ``_meta`` line, then every line."""
         return self.meta.to_line() + b"".join(line.raw + b"\n" for line in self._lines)
+
+
+_NAME_PART = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")
+
+
+def safe_cassette_name(name: str) -> str:
+    """A cassette name from a request header, checked to stay inside the
+    cassette directory: relative, ``/``-separated parts of letters, digits,
+    ``._-`` (none starting with a dot), at most 200 characters.  ``.jsonl``
+    is added when the name has no suffix.  Raises
+    :class:`RemoteProtocolError` (400) saying what is wrong."""
+    parts = name.split("/")
+    if not name or len(name) > 200 or not all(_NAME_PART.fullmatch(p) for p in parts):
+        raise RemoteProtocolError(
+            f"bad cassette name {name[:200]!r}: use a relative path of letters, digits, "
+            "'.', '_', '-' and '/' (no '..', no absolute path), e.g. openai/chat-basic",
+            400,
+        )
+    return name if "." in parts[-1] else name + ".jsonl"

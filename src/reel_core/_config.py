@@ -57,3 +57,8 @@ class Config:
     limits: Limits = Limits()
     #: How to record a missing request, shown in every miss report.
     hint: str = DEFAULT_HINT
+    #: Route forwards (``Forward.url``): to ``upstream`` when set, else to
+    #: the provider's real host; a request for no known provider is refused.
+    routing: bool = False
+    #: A base URL every forwarded request goes to (path kept).
+    upstream: str | None = None

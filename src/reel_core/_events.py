@@ -61,6 +61,8 @@ class Forward:
     request: Request
     key: str
     record: bool
+    #: Where to send it (set when the session routes, as the proxy's does).
+    url: str | None = None
 
 
 @dataclass(frozen=True)

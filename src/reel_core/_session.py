@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Callable
 from http import HTTPStatus
 
 import h11
@@ -35,7 +36,7 @@ from ._events import (
 from ._http import HOP_BY_HOP, Headers, ReaderSignal, Request, RequestReader, normalize_headers
 from ._match import MatchConfig
 from ._miss import MissReport, build_miss_report
-from ._providers import guess_provider
+from ._providers import guess_provider, route
 from ._record import Recorder, UpstreamError
 from ._redact import Redactor
 from ._state import Input, State, transition
@@ -66,24 +67,34 @@ class Session:
     """Drives one connection (or one in-process request) through the core.
 
     ``cassette`` is shared by every session replaying or recording it;
-    ``config`` too.
+    ``config`` too.  ``cassette`` may instead be a function choosing the
+    cassette for each request (a proxy serving a directory of cassettes);
+    it may raise :class:`RemoteProtocolError` to refuse the request.
     """
 
-    def __init__(self, cassette: Cassette, config: Config | None = None) -> None:
-        self.cassette = cassette
+    def __init__(
+        self,
+        cassette: Cassette | Callable[[Request], Cassette],
+        config: Config | None = None,
+    ) -> None:
         self.config = config if config is not None else Config()
+        self._select = None if isinstance(cassette, Cassette) else cassette
         self.state = State.IDLE
+        self._use(cassette if isinstance(cassette, Cassette) else Cassette())
+        self._reader: RequestReader | None = None
+        self._pending: Request | None = None
+        self._events: deque[Event] = deque()
+        self._recorder: Recorder | None = None
+        self._request: Request | None = None
+
+    def _use(self, cassette: Cassette) -> None:
+        self.cassette = cassette
         #: The match settings in force: the config's, else the cassette's.
         self.match: MatchConfig = self.config.match or cassette.meta.match
         redact = cassette.meta.extra.get("redact", {})
         self.redactor: Redactor = self.config.redactor or Redactor.from_settings(
             redact if isinstance(redact, dict) else {}
         )
-        self._reader: RequestReader | None = None
-        self._pending: Request | None = None
-        self._events: deque[Event] = deque()
-        self._recorder: Recorder | None = None
-        self._request: Request | None = None
 
     # -- client side ---------------------------------------------------------
 
@@ -175,6 +186,12 @@ class Session:
 
     def _decide(self, request: Request) -> None:
         self._request = request
+        if self._select is not None:
+            try:
+                self._use(self._select(request))
+            except RemoteProtocolError as exc:
+                self._refuse(exc.status, "reel_bad_cassette", str(exc))
+                return
         recorded = self.recorded_request(request)
         key = recorded.key(self.match)
         mode = self.config.mode
@@ -191,11 +208,29 @@ class Session:
                 self._events.append(Miss(request, report))
                 self._events.extend(_json_response(404, report.to_bytes()))
                 return
+        url = None
+        if self.config.routing:
+            url = route(request.path, request.headers, self.config.upstream)
+            if url is None:
+                self._refuse(
+                    421,
+                    "reel_no_upstream",
+                    f"Reel does not know where to send {request.method} "
+                    f"{self.redactor.target(request.target)}: it is not an OpenAI, Anthropic or "
+                    "Gemini API path. Start the proxy with --upstream URL (or set "
+                    "REEL_UPSTREAM) to send every request to that base URL.",
+                )
+                return
+            url += request.target[len(request.path) :]
         self._to(Input.FORWARD)
         record = mode.records
         if record:
             self._recorder = self._new_recorder(request, recorded, key)
-        self._events.append(Forward(request, key, record))
+        self._events.append(Forward(request, key, record, url))
+
+    def _refuse(self, status: int, kind: str, message: str) -> None:
+        self._to(Input.REFUSE)
+        self._events.extend(_json_response(status, _error_body(kind, message)))
 
     def _miss_report(self, recorded: RecordedRequest, key: str) -> MissReport:
         reason = "no recording matches"
@@ -252,7 +287,9 @@ class Session:
             key=stored_key,
             id=ident,
             redactor=self.redactor,
-            provider=guess_provider(recorded.path, host.decode("latin-1") if host else None),
+            provider=guess_provider(
+                recorded.path, host.decode("latin-1") if host else None, request.headers
+            ),
             endpoint=f"{recorded.method} {recorded.path}",
         )
 

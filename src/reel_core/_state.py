@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 A session answers one request at a time.  It starts IDLE.  A complete
 request is matched against the cassette and the mode decides: HIT (replay a
-recording), MISS (answer the 404 report) or FORWARD (send it upstream, and
-record it in auto/record mode).  Replays and misses move to SERVING, where
+recording), MISS (answer the 404 report), FORWARD (send it upstream, and
+record it in auto/record mode) or REFUSE (a request the
+session cannot serve at all: answered with an error).  Replays and misses move to SERVING, where
 the binding pulls the response events; FORWARD moves to AWAIT_UPSTREAM until
 the binding feeds the upstream response head (STREAMING), its body, and its
 end or a failure.  A failure before the head is answered with a 502/504
@@ -54,6 +55,9 @@ class Input(enum.Enum):
     MISS = "MISS"
     #: A request must go upstream (record or live).
     FORWARD = "FORWARD"
+    #: A request is refused before any decision (no upstream for it, bad
+    #: cassette name): an error response follows.
+    REFUSE = "REFUSE"
     #: The upstream response head arrived.
     UPSTREAM_HEAD = "UPSTREAM_HEAD"
     #: A chunk of the upstream response body arrived.
@@ -79,6 +83,7 @@ TRANSITIONS: dict[tuple[State, Input], State] = {
     (S.IDLE, In.HIT): S.SERVING,
     (S.IDLE, In.MISS): S.SERVING,
     (S.IDLE, In.FORWARD): S.AWAIT_UPSTREAM,
+    (S.IDLE, In.REFUSE): S.SERVING,
     (S.IDLE, In.CLIENT_CLOSED): S.CLOSED,
     (S.IDLE, In.PROTOCOL_ERROR): S.ERROR,
     (S.AWAIT_UPSTREAM, In.UPSTREAM_HEAD): S.STREAMING,

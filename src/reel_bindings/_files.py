@@ -1,0 +1,112 @@
+"""Cassette files: read once, append one locked write per line.
+
+Appends are safe across threads, tasks and processes (pytest-xdist workers,
+several proxies): each line goes out in a single ``os.write`` on an
+``O_APPEND`` descriptor while holding an exclusive OS lock on the file.  A
+crash can leave at most a torn last line, which tolerant loading skips; the
+next append starts on a fresh line so it never glues onto the torn one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from reel_core import Cassette, CassetteMeta, Mode
+
+__all__ = ["CassetteFile"]
+
+try:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+except ImportError:  # pragma: no cover - Windows
+    import msvcrt
+
+    def _lock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class CassetteFile:
+    """One cassette on disk and its in-memory :class:`~reel_core.Cassette`.
+
+    ``mode`` decides what opening does: ``record`` starts the file afresh,
+    the other modes read what is there (a missing file is an empty
+    cassette).  ``strict`` loading raises at the first bad line; tolerant
+    loading (the default) skips bad lines with a warning.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        mode: Mode = Mode.REPLAY,
+        strict: bool = False,
+        meta: CassetteMeta | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.mode = mode
+        self._thread_lock = threading.Lock()
+        name = str(self.path)
+        if mode is Mode.RECORD:
+            self.cassette = Cassette(name, meta)
+            self._reset()
+        elif self.path.exists():
+            self.cassette = Cassette.loads(self.path.read_bytes(), name=name, strict=strict)
+        else:
+            self.cassette = Cassette(name, meta)
+
+    def _reset(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            _lock(fd)
+            try:
+                os.ftruncate(fd, 0)
+                _write_all(fd, self.cassette.meta.to_line())
+            finally:
+                _unlock(fd)
+        finally:
+            os.close(fd)
+
+    def append(self, line: bytes) -> None:
+        """Append one cassette line (as the session handed it out)."""
+        if self.mode is Mode.LIVE or self.mode is Mode.REPLAY:
+            raise RuntimeError(f"cassette {self.path} is not written in {self.mode.value} mode")
+        if not line.endswith(b"\n") or b"\n" in line[:-1]:
+            raise ValueError("a cassette line is one \\n-terminated line")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._thread_lock:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                _lock(fd)
+                try:
+                    size = os.fstat(fd).st_size
+                    prefix = b""
+                    if size == 0:
+                        prefix = self.cassette.meta.to_line()
+                    elif os.pread(fd, 1, size - 1) != b"\n":
+                        prefix = b"\n"  # a torn line from a crash: start afresh
+                    _write_all(fd, prefix + line)
+                finally:
+                    _unlock(fd)
+            finally:
+                os.close(fd)

@@ -1,0 +1,131 @@
+"""``python -m reel_bindings.proxy``: Reel's record/replay proxy on asyncio or trio."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.abc
+
+from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, parse_options
+from ._server import CASSETTE_HEADER, Proxy
+
+__all__ = [
+    "CASSETTE_HEADER",
+    "DEMO_CASSETTE",
+    "Proxy",
+    "ProxyOptions",
+    "build_parser",
+    "main",
+    "parse_options",
+    "running",
+    "serve",
+]
+
+log = logging.getLogger("reel.proxy")
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _proxy(options: ProxyOptions) -> Proxy:
+    return Proxy(
+        options.config(),
+        cassette=options.cassette,
+        cassette_dir=options.cassette_dir,
+        strict=options.strict,
+        client_timeout=options.client_timeout,
+    )
+
+
+async def serve(
+    options: ProxyOptions,
+    *,
+    ready: Callable[[str], None] | None = None,
+    handle_signals: bool = True,
+) -> None:
+    """Run the proxy until SIGINT/SIGTERM (or cancellation).
+
+    ``ready`` is called with the URL once listening (by default it is
+    printed on stdout).  On a signal the proxy stops accepting, closes idle
+    connections, lets open exchanges finish for ``options.grace`` seconds,
+    then cuts what is left; every finished exchange is already on disk.
+    """
+    proxy = _proxy(options)
+    listener = await anyio.create_tcp_listener(local_host=options.host, local_port=options.port)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    url = f"http://{host}:{port}"
+    if options.host not in _LOOPBACK:
+        log.warning(
+            "listening on %s: other machines can reach this proxy; use --host 127.0.0.1 "
+            "unless that is what you want",
+            options.host,
+        )
+    cassette = options.cassette or options.cassette_dir
+    log.info("%s mode, cassette %s, listening on %s", options.mode.value, cassette, url)
+    (ready or (lambda u: print(u, flush=True)))(url)
+    try:
+        async with anyio.create_task_group() as connections:
+            async with anyio.create_task_group() as main:
+                if handle_signals:
+                    main.start_soon(_stop_on_signal, main.cancel_scope)
+                main.start_soon(listener.serve, proxy.handle, connections)
+            # The listener stopped: finish what is open, then cut the rest.
+            proxy.shutdown_idle()
+            with anyio.move_on_after(options.grace):
+                while proxy.active:
+                    await anyio.sleep(0.02)
+            connections.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await listener.aclose()
+            await proxy.upstream.aclose()
+        log.info("stopped")
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            log.info("%s: finishing open exchanges, then stopping", signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+@asynccontextmanager
+async def running(options: ProxyOptions) -> AsyncIterator[str]:
+    """Run a proxy in the background of the current task; yields its URL."""
+    async with anyio.create_task_group() as tg:
+        urls: list[str] = []
+        event = anyio.Event()
+
+        def ready(url: str) -> None:
+            urls.append(url)
+            event.set()
+
+        async def run() -> None:
+            await serve(options, ready=ready, handle_signals=False)
+
+        tg.start_soon(run)
+        await event.wait()
+        try:
+            yield urls[0]
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``python -m reel_bindings.proxy``."""
+    options = parse_options(argv)
+    level = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}[options.verbosity]
+    logging.basicConfig(level=level, format="reel: %(message)s", stream=sys.stderr)
+    if options.verbosity < 1:
+        logging.getLogger("httpcore").setLevel(logging.WARNING)
+    try:
+        anyio.run(serve, options, backend=options.backend)
+    except OSError as exc:
+        print(f"reel: cannot listen on {options.host}:{options.port}: {exc}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,194 @@
+"""Command-line flags and environment variables of the proxy."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+
+import attrs
+
+from reel_core import (
+    Config,
+    LocalProtocolError,
+    MatchConfig,
+    MatchMode,
+    Mode,
+    Redactor,
+    Timing,
+)
+
+__all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "parse_options"]
+
+#: The demo cassette shipped in the package, served when no cassette is named.
+DEMO_CASSETTE = Path(str(resources.files("reel_bindings") / "demo" / "demo.jsonl"))
+
+ENVIRONMENT = """\
+environment variables (a flag wins over its variable):
+  REEL_MODE          --mode
+  REEL_CASSETTE      --cassette
+  REEL_CASSETTE_DIR  --cassette-dir
+  REEL_TIMING        --timing
+  REEL_MATCH         --match
+  REEL_UPSTREAM      --upstream
+  REEL_HOST          --host
+  REEL_PORT          --port
+  REEL_REDACT_PII    0 keeps e-mail addresses and phone numbers (default 1: redacted)
+
+With no cassette named, the proxy replays the demo cassette shipped with Reel,
+so `python -m reel_bindings.proxy` answers OpenAI, Anthropic and Gemini calls
+with no key and no network.
+"""
+
+
+@attrs.frozen
+class ProxyOptions:
+    """Everything the proxy was asked to do."""
+
+    backend: str = "asyncio"
+    mode: Mode = Mode.REPLAY
+    cassette: Path | None = None
+    cassette_dir: Path | None = None
+    timing: Timing = Timing()
+    match: MatchConfig | None = None
+    host: str = "127.0.0.1"
+    port: int = 7878
+    upstream: str | None = None
+    pii: bool = True
+    strict: bool = False
+    client_timeout: float = 60.0
+    grace: float = 10.0
+    verbosity: int = 0
+
+    def config(self) -> Config:
+        return Config(
+            mode=self.mode,
+            match=self.match,
+            timing=self.timing,
+            redactor=None if self.pii else Redactor(pii=False),
+            routing=True,
+            upstream=self.upstream,
+            hint=(
+                "restart the proxy with --mode auto (records what is missing) "
+                "or --mode record (refreshes the cassette)"
+            ),
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m reel_bindings.proxy",
+        description=(
+            "Reel's record/replay proxy for LLM APIs. Point an SDK's base URL at it "
+            "(e.g. OPENAI_BASE_URL=http://127.0.0.1:7878/v1)."
+        ),
+        epilog=ENVIRONMENT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add(
+        "--backend",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help="event loop (default asyncio)",
+    )
+    add(
+        "--mode",
+        choices=[m.value for m in Mode],
+        help="replay: serve recordings, miss = 404 (default); auto: replay hits, record misses; "
+        "record: forward and record everything, starting afresh; live: forward, record nothing",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--cassette", type=Path, metavar="FILE", help="the cassette file (JSONL)")
+    where.add_argument(
+        "--cassette-dir",
+        type=Path,
+        metavar="DIR",
+        help="a directory of cassettes; each request names one in its x-reel-cassette header "
+        "(default: default.jsonl)",
+    )
+    add("--timing", metavar="T", help="replay timing: realtime (default), fast, or slow=N")
+    add(
+        "--match",
+        choices=[m.value for m in MatchMode],
+        help="how requests match recordings (default: the cassette's, normalized)",
+    )
+    add(
+        "--ignore-field",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a JSON path ignored when matching, e.g. metadata.user_id or messages[*].id "
+        "(repeatable; implies --match ignore-fields)",
+    )
+    add("--host", help="address to listen on (default 127.0.0.1)")
+    add(
+        "--port",
+        type=int,
+        help="port to listen on (default 7878; 0 picks a free one and prints it)",
+    )
+    add(
+        "--upstream",
+        metavar="URL",
+        help="send every forwarded request to this base URL (path kept); without it, OpenAI, "
+        "Anthropic and Gemini paths go to their real hosts and other paths are refused",
+    )
+    add("--strict", action="store_true", help="refuse to start on any bad cassette line")
+    add("--client-timeout", type=float, default=60.0, metavar="S", help="idle client timeout")
+    add("--grace", type=float, default=10.0, metavar="S", help="shutdown grace for open streams")
+    add("-q", "--quiet", action="store_true", help="log only warnings and errors")
+    add("-v", "--verbose", action="store_true", help="log miss reports and connection details")
+    return parser
+
+
+def parse_options(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> ProxyOptions:
+    """Options from flags, then environment variables, then defaults.
+    Exits with status 2 and a message saying what to fix on bad input."""
+    env = os.environ if environ is None else environ
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        mode = Mode.parse(args.mode or env.get("REEL_MODE") or "replay")
+        timing = Timing.parse(args.timing or env.get("REEL_TIMING") or "realtime")
+        match_name = args.match or env.get("REEL_MATCH")
+        ignore = tuple(args.ignore_field)
+        match = None
+        if match_name or ignore:
+            match_mode = MatchMode(match_name) if match_name else MatchMode.IGNORE_FIELDS
+            match = MatchConfig(match_mode, ignore)
+    except (LocalProtocolError, ValueError) as exc:
+        parser.error(str(exc))
+    cassette = args.cassette
+    cassette_dir = args.cassette_dir
+    if cassette is None and cassette_dir is None:
+        if env.get("REEL_CASSETTE"):
+            cassette = Path(env["REEL_CASSETTE"])
+        elif env.get("REEL_CASSETTE_DIR"):
+            cassette_dir = Path(env["REEL_CASSETTE_DIR"])
+    if cassette is None and cassette_dir is None:
+        if mode is not Mode.REPLAY and mode is not Mode.LIVE:
+            parser.error(f"--mode {mode.value} writes a cassette: name it with --cassette FILE")
+        cassette = DEMO_CASSETTE
+    port = args.port if args.port is not None else int(env.get("REEL_PORT") or 7878)
+    if not 0 <= port <= 65535:
+        parser.error(f"--port {port} is not a TCP port (0-65535)")
+    return ProxyOptions(
+        backend=args.backend,
+        mode=mode,
+        cassette=cassette,
+        cassette_dir=cassette_dir,
+        timing=timing,
+        match=match,
+        host=args.host or env.get("REEL_HOST") or "127.0.0.1",
+        port=port,
+        upstream=args.upstream or env.get("REEL_UPSTREAM") or None,
+        pii=env.get("REEL_REDACT_PII", "1").strip().lower() not in ("0", "false", "no", "off"),
+        strict=args.strict,
+        client_timeout=args.client_timeout,
+        grace=args.grace,
+        verbosity=-1 if args.quiet else (1 if args.verbose else 0),
+    )

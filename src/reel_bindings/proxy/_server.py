@@ -1,0 +1,301 @@
+"""The proxy: an HTTP/1.1 server on h11 (inside reel_core) over anyio.
+
+It holds no decisions: each connection is a :class:`reel_core.Session` fed
+the bytes the client sends; the proxy sleeps until each replayed frame's
+deadline, forwards upstream when the session says so, writes what the
+session serializes, and appends the lines it hands out.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import attrs
+
+from reel_core import (
+    Cassette,
+    Config,
+    Cut,
+    EndOfResponse,
+    Forward,
+    Frame,
+    Miss,
+    Recorded,
+    RemoteProtocolError,
+    Replay,
+    Request,
+    ResponseHead,
+    Session,
+    Signal,
+    State,
+    safe_cassette_name,
+)
+
+from .._clock import sleep_until
+from .._files import CassetteFile
+from .._upstream import AsyncUpstream, UpstreamFailure
+
+__all__ = ["CASSETTE_HEADER", "Proxy"]
+
+log = logging.getLogger("reel.proxy")
+
+#: The request header naming the cassette (with ``--cassette-dir``).
+CASSETTE_HEADER = "x-reel-cassette"
+
+
+@attrs.define(eq=False)
+class _Exchange:
+    """Per-request bookkeeping for the log line."""
+
+    method: str = ""
+    target: str = ""
+    outcome: str = ""
+    key: str = ""
+    status: int = 0
+    started: float = 0.0
+
+
+class Proxy:
+    """Serves connections for one configuration (shared cassette state)."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        cassette: Path | None = None,
+        cassette_dir: Path | None = None,
+        strict: bool = False,
+        client_timeout: float = 60.0,
+        upstream: AsyncUpstream | None = None,
+    ) -> None:
+        if (cassette is None) == (cassette_dir is None):
+            raise ValueError("give exactly one of cassette and cassette_dir")
+        self.config = config
+        self.cassette_dir = cassette_dir
+        self.strict = strict
+        self.client_timeout = client_timeout
+        self.upstream = upstream if upstream is not None else AsyncUpstream()
+        self._files: dict[Path, CassetteFile] = {}
+        self._default = cassette
+        if cassette is not None:
+            self._open(cassette)
+        self.active = 0
+        self._idle: set[anyio.CancelScope] = set()
+        self.closing = False
+
+    def _open(self, path: Path) -> CassetteFile:
+        file = self._files.get(path)
+        if file is None:
+            file = CassetteFile(path, mode=self.config.mode, strict=self.strict)
+            self._files[path] = file
+        return file
+
+    def _select(self, request: Request) -> Cassette:
+        """The cassette a request is for (the ``x-reel-cassette`` header
+        names one inside ``--cassette-dir``)."""
+        if self._default is not None:
+            return self._files[self._default].cassette
+        assert self.cassette_dir is not None
+        header = request.header(CASSETTE_HEADER)
+        name = safe_cassette_name(header.decode("latin-1") if header else "default")
+        path = self.cassette_dir / name
+        if not path.resolve().is_relative_to(self.cassette_dir.resolve()):
+            raise RemoteProtocolError(f"cassette {name!r} leaves the cassette directory", 400)
+        return self._open(path).cassette
+
+    def _file_of(self, cassette: Cassette) -> CassetteFile:
+        return self._files[Path(cassette.name)]
+
+    @property
+    def cassettes(self) -> list[CassetteFile]:
+        return list(self._files.values())
+
+    def shutdown_idle(self) -> None:
+        """Close every connection that is between requests."""
+        self.closing = True
+        for scope in list(self._idle):
+            scope.cancel()
+
+    # -- one connection ------------------------------------------------------
+
+    async def handle(self, stream: anyio.abc.ByteStream) -> None:
+        self.active += 1
+        try:
+            async with stream:
+                await self._serve(stream)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
+            pass
+        finally:
+            self.active -= 1
+
+    async def _serve(self, stream: anyio.abc.ByteStream) -> None:
+        select: Cassette | Callable[[Request], Cassette] = (
+            self._select if self._default is None else self._files[self._default].cassette
+        )
+        session = Session(select, self.config)
+        exchange = _Exchange()
+        start = 0.0  # when the response head went out (replay deadlines count from it)
+        while True:
+            try:
+                event = session.next_event()
+            except RemoteProtocolError as exc:
+                log.warning("bad request from client: %s (answered %d)", exc, exc.status)
+                await _send(stream, session.error_response(exc))
+                return
+            if event is Signal.NEED_DATA:
+                if not await self._receive(stream, session, exchange):
+                    return
+                continue
+            if event is Signal.CLOSED:
+                return
+            if event is Signal.PAUSED:
+                if session.state is State.DONE and session.keep_alive and not self.closing:
+                    session.start_next_cycle()
+                    exchange = _Exchange()
+                    continue
+                return
+            if isinstance(event, (Replay, Miss, Forward)):
+                exchange.method = event.request.method
+                exchange.target = session.redactor.target(event.request.target)
+                exchange.started = anyio.current_time()
+                if isinstance(event, Replay):
+                    exchange.outcome, exchange.key = "hit", event.key
+                elif isinstance(event, Miss):
+                    exchange.outcome, exchange.key = "miss", event.report.key
+                    log.debug("%s", event.report.render())
+                else:
+                    exchange.outcome = "recorded" if event.record else "live"
+                    exchange.key = event.key
+                    await self._forward(stream, session, event, exchange)
+                continue
+            if isinstance(event, ResponseHead):
+                if not exchange.method:  # refused before any decision
+                    exchange.outcome, exchange.started = "refused", anyio.current_time()
+                exchange.status = event.status
+                start = anyio.current_time()
+                await _send(stream, session.send(event))
+            elif isinstance(event, Frame):
+                if event.at is not None:
+                    await sleep_until(start + event.at)
+                await _send(stream, session.send(event))
+            elif isinstance(event, EndOfResponse):
+                if event.at is not None:
+                    await sleep_until(start + event.at)
+                await _send(stream, session.send(event))
+                self._log(session, exchange)
+            elif isinstance(event, Cut):
+                if event.at is not None:
+                    await sleep_until(start + event.at)
+                session.send(event)
+                exchange.outcome += f" (cut: {event.error})"
+                self._log(session, exchange)
+                return  # closing without finishing the body is the cut
+            elif isinstance(event, Recorded):
+                self._file_of(session.cassette).append(event.line)
+
+    async def _receive(
+        self, stream: anyio.abc.ByteStream, session: Session, exchange: _Exchange
+    ) -> bool:
+        idle = session.state is State.IDLE
+        scope = anyio.CancelScope()
+        if idle:
+            if self.closing:
+                return False
+            self._idle.add(scope)
+        try:
+            with scope, anyio.fail_after(self.client_timeout):
+                try:
+                    data = await stream.receive()
+                except anyio.EndOfStream:
+                    data = b""
+        except TimeoutError:
+            log.debug("client idle for %ss: closing", self.client_timeout)
+            return False
+        finally:
+            self._idle.discard(scope)
+        if scope.cancelled_caught:
+            return False
+        session.receive_data(data)
+        return True
+
+    async def _forward(
+        self,
+        stream: anyio.abc.ByteStream,
+        session: Session,
+        forward: Forward,
+        exchange: _Exchange,
+    ) -> None:
+        """Send the request upstream, passing each chunk on as it arrives."""
+        assert forward.url is not None
+        sent_at = anyio.current_time()
+        client_gone = False
+
+        async def flush() -> None:
+            nonlocal client_gone
+            while True:
+                event = session.next_event()
+                if isinstance(event, Signal):
+                    return
+                if isinstance(event, Recorded):
+                    self._file_of(session.cassette).append(event.line)
+                    continue
+                if isinstance(event, ResponseHead):
+                    exchange.status = event.status
+                data = session.send(event)
+                if isinstance(event, Cut):
+                    exchange.outcome += f" (cut: {event.error})"
+                    self._log(session, exchange)
+                    client_gone = True
+                elif isinstance(event, EndOfResponse):
+                    self._log(session, exchange)
+                if not client_gone:
+                    try:
+                        await _send(stream, data)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        client_gone = True  # keep reading upstream: the recording is still whole
+
+        try:
+            async with self.upstream.send(forward.request, forward.url) as response:
+                session.upstream_head(
+                    response.status,
+                    response.headers,
+                    now=anyio.current_time(),
+                    sent_at=sent_at,
+                    timestamp=time.time(),
+                )
+                await flush()
+                async for chunk in response.chunks():
+                    session.upstream_data(chunk, now=anyio.current_time())
+                    await flush()
+                session.upstream_end(now=anyio.current_time())
+        except UpstreamFailure as exc:
+            log.warning("upstream failed for %s: %s", forward.url, exc)
+            session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
+        if session.state is State.DONE:
+            await flush()
+            if client_gone:
+                raise anyio.BrokenResourceError
+
+    def _log(self, session: Session, exchange: _Exchange) -> None:
+        elapsed = (anyio.current_time() - exchange.started) * 1000
+        key = exchange.key[7:19] if exchange.key else "-"
+        log.info(
+            "%s %-8s %s %s key=%s %d %.1fms",
+            self.config.mode.value,
+            exchange.outcome,
+            exchange.method or "-",
+            exchange.target or "-",
+            key,
+            exchange.status,
+            elapsed,
+        )
+
+
+async def _send(stream: anyio.abc.ByteStream, data: bytes) -> None:
+    if data:
+        await stream.send(data)
