@@ -43,22 +43,30 @@ class UpstreamFailure(Exception):
 
 
 def classify(exc: Exception) -> UpstreamError:
-    """Map an httpcore (or httpcore2) exception onto an :class:`UpstreamError`."""
+    """Map an exception of the HTTP library underneath (httpcore, httpx, httpx2,
+    requests/urllib3) onto an :class:`UpstreamError`, by type name and message."""
     name = type(exc).__name__
     text = str(exc).lower()
     if "timeout" in name.lower():
         return UpstreamError.TIMEOUT
-    if name == "ConnectError":
+    if name in ("ConnectError", "ConnectionError", "NewConnectionError", "ConnectionRefusedError"):
         if any(s in text for s in ("name or service", "nodename", "getaddrinfo", "resolv")):
             return UpstreamError.DNS
         if any(s in text for s in ("ssl", "certificate", "tls", "handshake")):
             return UpstreamError.TLS
         return UpstreamError.REFUSED
-    if name in ("ReadError", "WriteError", "NetworkError"):
+    if name in ("ReadError", "WriteError", "NetworkError", "ConnectionResetError"):
         return UpstreamError.RESET
-    if name == "RemoteProtocolError" and (
-        "closed" in text or "incomplete" in text or "without sending" in text
+    if name in ("ChunkedEncodingError", "ProtocolError", "IncompleteRead") and (
+        "reset" in text or "broken" in text
     ):
+        return UpstreamError.RESET
+    if name in (
+        "RemoteProtocolError",
+        "ChunkedEncodingError",
+        "ProtocolError",
+        "IncompleteRead",
+    ) and ("closed" in text or "incomplete" in text or "without sending" in text):
         return UpstreamError.CLOSED
     return UpstreamError.PROTOCOL
 

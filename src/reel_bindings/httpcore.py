@@ -1,0 +1,271 @@
+"""In-process transports for httpx and httpx2 clients, sync and async.
+
+One transport serves both client families in use today: httpx (on httpcore
+1.x) and httpx2 (on httpcore2, which the current openai, anthropic and
+google-genai SDKs are built on).  It answers with the response class of the
+family of each request it gets, and in record mode forwards through that
+family's own connection pool::
+
+    import httpx2
+    from reel_bindings.httpcore import Transport
+
+    client = httpx2.Client(transport=Transport("tests/cassettes/chat.jsonl"))
+
+Replayed streams are yielded frame by frame, each at its recorded offset
+(``time.sleep`` in sync code, anyio in async code, on asyncio or trio).  A
+miss answers the 404 miss report (SDKs raise their not-found error carrying
+its message); ``strict=True`` raises :class:`reel_core.MissError` instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
+from typing import Any
+
+import anyio
+
+from reel_core import (
+    Cut,
+    EndOfResponse,
+    Frame,
+    MatchConfig,
+    MissError,
+    Mode,
+    Redactor,
+    Request,
+    Timing,
+)
+
+from ._clock import sleep_until, sleep_until_sync
+from ._files import CassetteFile
+from ._inprocess import Decision, Player, Upstreaming, frames_of
+from ._upstream import classify
+
+__all__ = ["AsyncTransport", "Transport"]
+
+_FAMILIES = ("httpx", "httpx2")
+
+
+def _family(request: Any) -> ModuleType:
+    name = type(request).__module__.partition(".")[0]
+    if name not in _FAMILIES:
+        raise TypeError(
+            f"reel_bindings.httpcore transports serve httpx and httpx2 requests, not {name}"
+        )
+    return importlib.import_module(name)
+
+
+def _core_request(request: Any, body: bytes) -> Request:
+    return Request(request.method, request.url.raw_path.decode("ascii"), request.headers.raw, body)
+
+
+def _cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
+    message = (
+        f"peer closed connection without sending complete message body (recorded cut: {cut.error})"
+    )
+    if cut.error == "timeout":
+        exc: Exception = family.ReadTimeout(message, request=request)
+    else:
+        exc = family.RemoteProtocolError(message, request=request)
+    return exc
+
+
+class _Base:
+    def __init__(
+        self,
+        cassette: str | os.PathLike[str] | CassetteFile,
+        *,
+        mode: Mode | str | None = None,
+        match: MatchConfig | None = None,
+        timing: Timing | str = "realtime",
+        repeat: bool = True,
+        strict: bool = False,
+        redactor: Redactor | None = None,
+        upstream: Any = None,
+    ) -> None:
+        self.player = Player(
+            cassette, mode=mode, match=match, timing=timing, repeat=repeat, redactor=redactor
+        )
+        self.strict = strict
+        self._upstreams: dict[str, Any] = {}
+        if upstream is not None:
+            self._upstreams[type(upstream).__module__.partition(".")[0]] = upstream
+
+    @property
+    def misses(self) -> list[Any]:
+        """Miss reports served so far (the pytest plugin fails tests on them)."""
+        return self.player.misses
+
+    def _check(self, decision: Decision) -> None:
+        if decision.miss is not None and self.strict:
+            raise MissError(decision.miss)
+
+    def _replay_response(self, family: ModuleType, decision: Decision, content: Any) -> Any:
+        assert decision.head is not None
+        return family.Response(
+            decision.head.status,
+            headers=list(decision.head.headers),
+            content=content,
+            extensions={"reel": "replay"},
+        )
+
+
+class Transport(_Base):
+    """A sync transport: ``httpx.Client(transport=...)`` or ``httpx2.Client(transport=...)``."""
+
+    def handle_request(self, request: Any) -> Any:
+        family = _family(request)
+        decision = self.player.decide(_core_request(request, request.read()))
+        self._check(decision)
+        if decision.head is None:
+            return self._forward(family, request, decision)
+        timed = frames_of(decision.events)
+        if (
+            len(timed) <= 2
+            and all(e.at == 0 for e in timed)
+            and not any(isinstance(e, Cut) for e in timed)
+        ):
+            body = b"".join(e.data for e in timed if isinstance(e, Frame))
+            return self._replay_response(family, decision, body)
+        start = time.monotonic()
+        return self._replay_response(family, decision, self._frames(family, request, timed, start))
+
+    @staticmethod
+    def _frames(
+        family: ModuleType, request: Any, events: list[Frame | EndOfResponse | Cut], start: float
+    ) -> Iterator[bytes]:
+        for event in events:
+            if event.at is not None:
+                sleep_until_sync(start + event.at)
+            if isinstance(event, Frame):
+                yield event.data
+            elif isinstance(event, Cut):
+                raise _cut_error(family, event, request)
+
+    def _upstream(self, family: ModuleType) -> Any:
+        key = family.__name__
+        if key not in self._upstreams:
+            self._upstreams[key] = family.HTTPTransport()
+        return self._upstreams[key]
+
+    def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
+        feed = self.player.upstream(decision)
+        try:
+            response = self._upstream(family).handle_request(request)
+        except family.TransportError as exc:
+            feed.error(classify(exc), str(exc))
+            raise
+        feed.head(response.status_code, response.headers.raw)
+        return family.Response(
+            response.status_code,
+            headers=response.headers.raw,
+            content=_relay(family, response, feed),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        for upstream in self._upstreams.values():
+            upstream.close()
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _relay(family: ModuleType, response: Any, feed: Upstreaming) -> Iterator[bytes]:
+    try:
+        for chunk in response.stream:
+            feed.data(chunk)
+            yield chunk
+    except family.TransportError as exc:
+        feed.error(classify(exc), str(exc))
+        raise
+    else:
+        feed.end()
+    finally:
+        response.close()
+
+
+class AsyncTransport(_Base):
+    """An async transport for ``httpx.AsyncClient`` / ``httpx2.AsyncClient``,
+    on asyncio or trio."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        family = _family(request)
+        decision = self.player.decide(_core_request(request, await request.aread()))
+        self._check(decision)
+        if decision.head is None:
+            return await self._forward(family, request, decision)
+        timed = frames_of(decision.events)
+        if (
+            len(timed) <= 2
+            and all(e.at == 0 for e in timed)
+            and not any(isinstance(e, Cut) for e in timed)
+        ):
+            body = b"".join(e.data for e in timed if isinstance(e, Frame))
+            return self._replay_response(family, decision, body)
+        start = anyio.current_time()
+        return self._replay_response(family, decision, self._frames(family, request, timed, start))
+
+    @staticmethod
+    async def _frames(
+        family: ModuleType, request: Any, events: list[Frame | EndOfResponse | Cut], start: float
+    ) -> AsyncIterator[bytes]:
+        for event in events:
+            if event.at is not None:
+                await sleep_until(start + event.at)
+            if isinstance(event, Frame):
+                yield event.data
+            elif isinstance(event, Cut):
+                raise _cut_error(family, event, request)
+
+    def _upstream(self, family: ModuleType) -> Any:
+        key = family.__name__
+        if key not in self._upstreams:
+            self._upstreams[key] = family.AsyncHTTPTransport()
+        return self._upstreams[key]
+
+    async def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
+        feed = self.player.upstream(decision)
+        try:
+            response = await self._upstream(family).handle_async_request(request)
+        except family.TransportError as exc:
+            feed.error(classify(exc), str(exc))
+            raise
+        feed.head(response.status_code, response.headers.raw)
+        return family.Response(
+            response.status_code,
+            headers=response.headers.raw,
+            content=_arelay(family, response, feed),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        for upstream in self._upstreams.values():
+            await upstream.aclose()
+
+    async def __aenter__(self) -> AsyncTransport:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+async def _arelay(family: ModuleType, response: Any, feed: Upstreaming) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in response.stream:
+            feed.data(chunk)
+            yield chunk
+    except family.TransportError as exc:
+        feed.error(classify(exc), str(exc))
+        raise
+    else:
+        feed.end()
+    finally:
+        await response.aclose()

@@ -1,0 +1,242 @@
+"""A transport adapter for ``requests`` sessions (mounted, never patched)::
+
+    import requests
+    from reel_bindings.requests import Adapter
+
+    session = requests.Session()
+    session.mount("https://", Adapter("tests/cassettes/chat.jsonl"))
+    session.mount("http://", session.adapters["https://"])
+
+With ``stream=True``, ``iter_content`` and ``iter_lines`` yield replayed
+frames at their recorded offsets.  A miss answers the 404 miss report;
+``strict=True`` raises :class:`reel_core.MissError` instead.  Needs the
+``requests`` package (not a dependency of Reel).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from reel_core import (
+    ContentDecoder,
+    Cut,
+    EndOfResponse,
+    Frame,
+    MatchConfig,
+    MissError,
+    Mode,
+    Redactor,
+    Request,
+    Timing,
+)
+
+from ._clock import sleep_until_sync
+from ._files import CassetteFile
+from ._inprocess import Decision, Player, Upstreaming, frames_of
+from ._upstream import classify
+
+try:
+    import requests
+    from requests.adapters import BaseAdapter, HTTPAdapter
+    from requests.structures import CaseInsensitiveDict
+    from requests.utils import get_encoding_from_headers
+    from urllib3.exceptions import HTTPError as Urllib3Error
+    from urllib3.exceptions import ProtocolError
+except ImportError as exc:  # pragma: no cover - exercised without requests installed
+    raise ImportError(
+        "reel_bindings.requests needs the requests package: pip install requests"
+    ) from exc
+
+__all__ = ["Adapter"]
+
+
+def _body_bytes(body: object) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if hasattr(body, "read"):
+        data = body.read()
+        return data if isinstance(data, bytes) else str(data).encode("utf-8")
+    return b"".join(c if isinstance(c, bytes) else str(c).encode() for c in body)  # type: ignore[attr-defined]
+
+
+class _ReplayRaw:
+    """What ``response.raw`` is for a replay: frames on their schedule."""
+
+    def __init__(self, events: list[Frame | EndOfResponse | Cut], start: float) -> None:
+        self._events = iter(events)
+        self._start = start
+        self.closed = False
+
+    def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
+        for event in self._events:
+            if event.at is not None:
+                sleep_until_sync(self._start + event.at)
+            if isinstance(event, Frame):
+                yield event.data
+            elif isinstance(event, Cut):
+                raise ProtocolError(
+                    f"Connection broken: recorded cut ({event.error})", event.detail
+                )
+        self.closed = True
+
+    def read(self, amt: int | None = None, decode_content: bool = True) -> bytes:
+        return b"".join(self.stream())
+
+    def release_conn(self) -> None:
+        self.closed = True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _RelayRaw:
+    """``response.raw`` of a forward: the upstream's bytes, fed to the core
+    as they pass (encoded), given to the client decoded when it asks."""
+
+    def __init__(self, raw: Any, feed: Upstreaming, encoding: str) -> None:
+        self._raw = raw
+        self._feed = feed
+        self._encoding = encoding
+        self.closed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+    def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
+        decoder = ContentDecoder(self._encoding if decode_content else "identity")
+        try:
+            for chunk in self._raw.stream(amt, decode_content=False):
+                self._feed.data(chunk)
+                out = decoder.decode(chunk)
+                if out:
+                    yield out
+        except (Urllib3Error, OSError) as exc:
+            self._feed.error(classify(exc), str(exc))
+            raise
+        self._feed.end()
+        tail = decoder.flush()
+        if tail:
+            yield tail
+        self.closed = True
+
+    def read(self, amt: int | None = None, decode_content: bool = True) -> bytes:
+        return b"".join(self.stream(decode_content=decode_content))
+
+    def release_conn(self) -> None:
+        self._raw.release_conn()
+
+    def close(self) -> None:
+        self.closed = True
+        self._raw.close()
+
+
+class Adapter(BaseAdapter):
+    """A ``requests`` transport adapter backed by a cassette."""
+
+    def __init__(
+        self,
+        cassette: str | os.PathLike[str] | CassetteFile,
+        *,
+        mode: Mode | str | None = None,
+        match: MatchConfig | None = None,
+        timing: Timing | str = "realtime",
+        repeat: bool = True,
+        strict: bool = False,
+        redactor: Redactor | None = None,
+        upstream: HTTPAdapter | None = None,
+    ) -> None:
+        super().__init__()
+        self.player = Player(
+            cassette, mode=mode, match=match, timing=timing, repeat=repeat, redactor=redactor
+        )
+        self.strict = strict
+        self._upstream = upstream
+
+    @property
+    def misses(self) -> list[Any]:
+        return self.player.misses
+
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: Any = None,
+        verify: bool | str = True,
+        cert: Any = None,
+        proxies: Mapping[str, str] | None = None,
+    ) -> requests.Response:
+        url = urlsplit(request.url or "/")
+        target = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        body = _body_bytes(request.body)
+        headers = [(k, v) for k, v in request.headers.items()]
+        decision = self.player.decide(
+            Request(
+                request.method or "GET",
+                target,
+                tuple(
+                    (k.encode("latin-1"), v.encode("latin-1") if isinstance(v, str) else v)
+                    for k, v in headers
+                ),
+                body,
+            )
+        )
+        if decision.miss is not None and self.strict:
+            raise MissError(decision.miss)
+        if decision.head is None:
+            return self._forward(request, decision, stream, timeout, verify, cert, proxies)
+        response = requests.Response()
+        response.status_code = decision.head.status
+        response.headers = CaseInsensitiveDict(
+            {k.decode("latin-1"): v.decode("latin-1") for k, v in decision.head.headers}
+        )
+        response.encoding = get_encoding_from_headers(response.headers)
+        response.raw = _ReplayRaw(frames_of(decision.events), time.monotonic())
+        response.reason = ""
+        response.url = request.url or ""
+        response.request = request
+        response.connection = self  # type: ignore[assignment]  # what build_response does
+        if not stream:
+            response.content  # noqa: B018 - read it now, as HTTPAdapter users expect
+        return response
+
+    def _forward(
+        self,
+        request: requests.PreparedRequest,
+        decision: Decision,
+        stream: bool,
+        timeout: Any,
+        verify: bool | str,
+        cert: Any,
+        proxies: Mapping[str, str] | None,
+    ) -> requests.Response:
+        if self._upstream is None:
+            self._upstream = HTTPAdapter()
+        feed = self.player.upstream(decision)
+        try:
+            response = self._upstream.send(
+                request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies
+            )
+        except (requests.RequestException, OSError) as exc:
+            feed.error(classify(exc), str(exc))
+            raise
+        feed.head(
+            response.status_code,
+            [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.raw.headers.items()],
+        )
+        encoding = response.headers.get("content-encoding", "identity")
+        response.raw = _RelayRaw(response.raw, feed, encoding)
+        if not stream:
+            response.content  # noqa: B018
+        return response
+
+    def close(self) -> None:
+        if self._upstream is not None:
+            self._upstream.close()
