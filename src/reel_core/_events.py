@@ -50,6 +50,9 @@ class Replay:
     request: Request
     interaction_id: str
     key: str
+    #: For a fuzzy match, the prompt similarity (0 to 1) of the recording
+    #: served; ``None`` for a match by key.
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,17 @@ class RequestReader:
                 "base URL at Reel (e.g. OPENAI_BASE_URL=http://127.0.0.1:7878/v1) instead",
                 405,
             )
+        # h11 enforces max_head only on a head still incomplete in its buffer
+        # (it refuses one of more than max_head + 1 bytes fed byte by byte);
+        # a whole head that arrived in one read is measured here, so the
+        # limit is the same however the bytes were split.
+        size = len(head.method) + len(head.target) + 14  # " ", " HTTP/1.1\r\n", "\r\n"
+        size += sum(len(name) + len(value) + 4 for name, value in head.headers)
+        if size > self._limits.max_head + 1:
+            raise RemoteProtocolError(
+                f"request head of {size} bytes is over the {self._limits.max_head}-byte limit",
+                431,
+            )
         length = header_value(tuple(head.headers), b"content-length")
         if length is not None and int(length) > self._limits.max_body:
             raise RemoteProtocolError(

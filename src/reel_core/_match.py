@@ -11,15 +11,17 @@ request carrying a secret matches its redacted recording.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._body import parse_json
 from ._errors import LocalProtocolError
+from ._providers import DRIFT_FIELDS, endpoint_family
 
 __all__ = [
     "FieldDiff",
@@ -43,6 +45,10 @@ class MatchMode(enum.Enum):
     NORMALIZED = "normalized"
     #: As normalized, minus the JSON paths named in ``ignore_fields``.
     IGNORE_FIELDS = "ignore-fields"
+    #: As ignore-fields; when nothing matches, the recording of the same
+    #: endpoint and model whose prompt text is most similar, above
+    #: ``threshold``.
+    FUZZY = "fuzzy"
 
 
 class _Wildcard(enum.Enum):
@@ -96,23 +102,38 @@ def format_path(path: Sequence[str | int]) -> str:
 
 @dataclass(frozen=True)
 class MatchConfig:
-    """A match mode and, for ``ignore-fields``, the JSON paths to ignore."""
+    """A match mode; for ``ignore-fields`` and ``fuzzy`` the JSON paths to
+    ignore; for ``fuzzy`` the similarity threshold (0 to 1) and, optionally,
+    the similarity function (two prompt texts -> a score from 0 to 1;
+    the built-in one when ``None``)."""
 
     mode: MatchMode = MatchMode.NORMALIZED
     ignore_fields: tuple[str, ...] = ()
+    threshold: float = 0.85
+    similarity: Callable[[str, str], float] | None = field(default=None, compare=False)
     _paths: tuple[JSONPath, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.ignore_fields and self.mode is not MatchMode.IGNORE_FIELDS:
+        if self.ignore_fields and self.mode not in (MatchMode.IGNORE_FIELDS, MatchMode.FUZZY):
             raise LocalProtocolError(
-                f"ignored fields need match mode ignore-fields, not {self.mode.value}"
+                f"ignored fields need match mode ignore-fields or fuzzy, not {self.mode.value}"
             )
+        if not 0.0 <= self.threshold <= 1.0:
+            raise LocalProtocolError(f"fuzzy threshold must be from 0 to 1, not {self.threshold}")
         object.__setattr__(self, "ignore_fields", tuple(self.ignore_fields))
         object.__setattr__(self, "_paths", tuple(parse_path(p) for p in self.ignore_fields))
 
     @property
     def paths(self) -> tuple[JSONPath, ...]:
         return self._paths
+
+    def keying(self) -> MatchConfig:
+        """The settings the match key is computed with (fuzzy keys like
+        ignore-fields, or normalized when it ignores nothing)."""
+        if self.mode is not MatchMode.FUZZY:
+            return self
+        mode = MatchMode.IGNORE_FIELDS if self.ignore_fields else MatchMode.NORMALIZED
+        return MatchConfig(mode, self.ignore_fields)
 
 
 def _remove(value: Any, path: JSONPath) -> Any:
@@ -137,16 +158,25 @@ def _remove(value: Any, path: JSONPath) -> Any:
     return value
 
 
-def canonical_body(body: bytes, config: MatchConfig) -> bytes:
-    """The body as the key sees it under ``config``."""
+def canonical_body(body: bytes, config: MatchConfig, path: str = "") -> bytes:
+    """The body as the key sees it under ``config``, for a request to
+    ``path``: outside ``exact`` mode, JSON is re-serialized canonically,
+    without the fields that drift between identical-in-intent calls to the
+    path's provider (:data:`reel_core._providers.DRIFT_FIELDS`) and without
+    the ignored fields."""
     if config.mode is MatchMode.EXACT or not body:
         return body
     is_json, value = parse_json(body)
     if not is_json:
         return body
-    for path in config.paths:
-        value = _remove(value, path)
+    for json_path in (*_drift_paths(path), *config.paths):
+        value = _remove(value, json_path)
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@functools.lru_cache(maxsize=64)
+def _drift_paths(path: str) -> tuple[JSONPath, ...]:
+    return tuple(parse_path(p) for p in DRIFT_FIELDS.get(endpoint_family(path) or "", ()))
 
 
 def match_key(
@@ -164,7 +194,7 @@ def match_key(
     h.update(b"\n")
     h.update(json.dumps(sorted(query), ensure_ascii=False, separators=(",", ":")).encode())
     h.update(b"\n")
-    h.update(canonical_body(body, config))
+    h.update(canonical_body(body, config, path))
     return "sha256:" + h.hexdigest()
 
 

@@ -72,7 +72,10 @@ class MissReport:
             where = ", ".join(d.path for d in self.closest.diffs[:3]) or "nothing in the body"
             if self.closest.more or len(self.closest.diffs) > 3:
                 where += ", ..."
-            text += f"; closest recording {self.closest.id} differs at {where}"
+            text += (
+                f"; closest recording {self.closest.id} "
+                f"(similarity {self.closest.score:.2f}) differs at {where}"
+            )
         return text + f". To record it: {self.hint}."
 
     def to_json(self) -> dict[str, Any]:
@@ -232,10 +235,13 @@ def build_miss_report(
     mode: str,
     reason: str = "no recording matches",
     hint: str = DEFAULT_HINT,
+    nearest: tuple[Interaction, float] | None = None,
 ) -> MissReport:
-    """Assemble the report for a request that missed (already redacted)."""
+    """Assemble the report for a request that missed (already redacted).
+    ``nearest`` overrides the search for the closest recording (fuzzy
+    matching passes its best candidate and score)."""
     closest = None
-    found = closest_to(request, cassette, config)
+    found = nearest if nearest is not None else closest_to(request, cassette, config)
     if found is not None:
         interaction, score = found
         diffs = request_diff(interaction.request, request)

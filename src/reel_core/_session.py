@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from http import HTTPStatus
 
 import h11
@@ -33,8 +34,9 @@ from ._events import (
     ResponseHead,
     Signal,
 )
+from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, ReaderSignal, Request, RequestReader, normalize_headers
-from ._match import MatchConfig
+from ._match import MatchConfig, MatchMode
 from ._miss import MissReport, build_miss_report
 from ._providers import guess_provider, route
 from ._record import Recorder, UpstreamError
@@ -91,6 +93,7 @@ class Session:
         self.cassette = cassette
         #: The match settings in force: the config's, else the cassette's.
         self.match: MatchConfig = self.config.match or cassette.meta.match
+        self._keying = self.match.keying()
         redact = cassette.meta.extra.get("redact", {})
         self.redactor: Redactor = self.config.redactor or Redactor.from_settings(
             redact if isinstance(redact, dict) else {}
@@ -193,13 +196,18 @@ class Session:
                 self._refuse(exc.status, "reel_bad_cassette", str(exc))
                 return
         recorded = self.recorded_request(request)
-        key = recorded.key(self.match)
+        key = recorded.key(self._keying)
         mode = self.config.mode
         if mode in (Mode.REPLAY, Mode.AUTO):
-            interaction = self.cassette.play(key, self.match, repeat=self.config.repeat)
+            interaction = self.cassette.play(key, self._keying, repeat=self.config.repeat)
+            similarity = None
+            if interaction is None and self.match.mode is MatchMode.FUZZY:
+                found = nearest(recorded, self.cassette, self.match)
+                if found is not None:
+                    interaction, similarity = found
             if interaction is not None:
                 self._to(Input.HIT)
-                self._events.append(Replay(request, interaction.id, key))
+                self._events.append(Replay(request, interaction.id, key, similarity))
                 self._events.extend(self._replay(interaction, head_only=request.method == "HEAD"))
                 return
             if mode is Mode.REPLAY:
@@ -234,7 +242,11 @@ class Session:
 
     def _miss_report(self, recorded: RecordedRequest, key: str) -> MissReport:
         reason = "no recording matches"
-        count = self.cassette.count(key, self.match)
+        count = self.cassette.count(key, self._keying)
+        closest = None
+        if self.match.mode is MatchMode.FUZZY:
+            closest = nearest(recorded, self.cassette, replace(self.match, threshold=0.0))
+            reason = f"no recording reaches the fuzzy threshold {self.match.threshold:g}"
         if count:
             reason = f"all {count} recordings of this request were already served and repeat is off"
         return build_miss_report(
@@ -245,6 +257,7 @@ class Session:
             mode=self.config.mode.value,
             reason=reason,
             hint=self.config.hint,
+            nearest=closest,
         )
 
     def raise_for_miss(self, event: Event | Signal) -> None:
@@ -277,8 +290,8 @@ class Session:
         return events
 
     def _new_recorder(self, request: Request, recorded: RecordedRequest, key: str) -> Recorder:
-        stored_config = self.cassette.meta.match
-        stored_key = key if stored_config == self.match else recorded.key(stored_config)
+        stored_config = self.cassette.keying
+        stored_key = key if stored_config == self._keying else recorded.key(stored_config)
         seen = self.cassette.count(stored_key, stored_config)
         ident = stored_key[7:19] + (f"-{seen + 1}" if seen else "")
         host = request.header("host")

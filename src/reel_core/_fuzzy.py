@@ -1,0 +1,66 @@
+"""Fuzzy matching: the recording whose prompt is most like the request's.
+
+Only recordings of the same method, path and model compete; the score is a
+similarity of prompt texts from 0 to 1.  The built-in similarity needs no
+dependency: the cosine of character-trigram counts, which shrugs off
+spelling variants and small rewordings and punishes a changed subject.
+A sentence-embedding similarity can be passed in instead
+(``MatchConfig(similarity=...)``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ._body import parse_json
+from ._providers import model_of, prompt_text
+
+if TYPE_CHECKING:
+    from ._cassette import Cassette, Interaction, RecordedRequest
+    from ._match import MatchConfig
+
+__all__ = ["nearest", "text_similarity"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _features(text: str) -> Counter[str]:
+    words = " ".join(_WORD.findall(text.lower()))
+    return Counter(words[i : i + 3] for i in range(len(words) - 2))
+
+
+def text_similarity(a: str, b: str) -> float:
+    """Cosine similarity of character-trigram counts of the lowercased words,
+    from 0 to 1: spelling variants and small rewordings score high (what is /
+    what's: 0.92), a changed subject scores low (France / Spain: 0.83)."""
+    if a == b:
+        return 1.0
+    fa, fb = _features(a), _features(b)
+    if not fa or not fb:
+        return 0.0
+    dot = sum(count * fb[word] for word, count in fa.items() if word in fb)
+    norm = math.sqrt(sum(c * c for c in fa.values())) * math.sqrt(sum(c * c for c in fb.values()))
+    return dot / norm
+
+
+def nearest(
+    request: RecordedRequest, cassette: Cassette, config: MatchConfig
+) -> tuple[Interaction, float] | None:
+    """The best recording above ``config.threshold`` for ``request``, with
+    its score; ``None`` when none reaches it."""
+    _, body = parse_json(request.body)
+    model = model_of(request.path, body)
+    mine = prompt_text(body)
+    similarity = config.similarity or text_similarity
+    best: tuple[Interaction, float] | None = None
+    for interaction in cassette.same_endpoint(request.method, request.path):
+        _, theirs = parse_json(interaction.request.body)
+        if model_of(interaction.request.path, theirs) != model:
+            continue
+        score = similarity(mine, prompt_text(theirs))
+        if score >= config.threshold and (best is None or score > best[1]):
+            best = (interaction, score)
+    return best
