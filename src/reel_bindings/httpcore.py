@@ -179,15 +179,21 @@ class Transport(_Base):
 
 
 def _relay(family: ModuleType, response: Any, feed: Upstreaming) -> Iterator[bytes]:
+    chunks = iter(response.stream)
     try:
-        for chunk in response.stream:
-            feed.data(chunk)
-            yield chunk
+        try:
+            for chunk in chunks:
+                feed.data(chunk)
+                yield chunk
+        except GeneratorExit:
+            # The client stopped reading (an SDK stops at [DONE]): read the
+            # rest, so what is recorded is what the upstream sent.
+            for chunk in chunks:
+                feed.data(chunk)
+        feed.end()
     except family.TransportError as exc:
         feed.error(classify(exc), str(exc))
         raise
-    else:
-        feed.end()
     finally:
         response.close()
 
@@ -258,14 +264,19 @@ class AsyncTransport(_Base):
 
 
 async def _arelay(family: ModuleType, response: Any, feed: Upstreaming) -> AsyncIterator[bytes]:
+    chunks = response.stream.__aiter__()
     try:
-        async for chunk in response.stream:
-            feed.data(chunk)
-            yield chunk
+        try:
+            async for chunk in chunks:
+                feed.data(chunk)
+                yield chunk
+        except GeneratorExit:
+            # The client stopped reading: read the rest (see _relay).
+            async for chunk in chunks:
+                feed.data(chunk)
+        feed.end()
     except family.TransportError as exc:
         feed.error(classify(exc), str(exc))
         raise
-    else:
-        feed.end()
     finally:
         await response.aclose()

@@ -112,12 +112,21 @@ class _RelayRaw:
 
     def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
         decoder = ContentDecoder(self._encoding if decode_content else "identity")
+        chunks = self._raw.stream(amt, decode_content=False)
         try:
-            for chunk in self._raw.stream(amt, decode_content=False):
-                self._feed.data(chunk)
-                out = decoder.decode(chunk)
-                if out:
-                    yield out
+            try:
+                for chunk in chunks:
+                    self._feed.data(chunk)
+                    out = decoder.decode(chunk)
+                    if out:
+                        yield out
+            except GeneratorExit:
+                # The client stopped reading: read the rest, so the
+                # recording is what the upstream sent.
+                for chunk in chunks:
+                    self._feed.data(chunk)
+                self._feed.end()
+                raise
         except (Urllib3Error, OSError) as exc:
             self._feed.error(classify(exc), str(exc))
             raise

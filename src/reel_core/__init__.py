@@ -41,14 +41,17 @@ from ._frames import SSESplitter
 from ._http import Limits, Request
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._miss import Closest, MissReport
+from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._record import UpstreamError
 from ._redact import Redactor, keep_response_header
 from ._session import Session
 from ._state import Input, State
 from ._timing import Timing, TimingMode
+from ._usage import Usage, extract_usage
 from ._version import SCHEMA_VERSION, __version__
 
 __all__ = [
+    "PRICES_CHECKED",
     "SCHEMA_VERSION",
     "Cassette",
     "CassetteError",
@@ -91,10 +94,14 @@ __all__ = [
     "Timing",
     "TimingMode",
     "UpstreamError",
+    "Usage",
     "__version__",
+    "cost_usd",
     "decode_body",
     "encode_body",
+    "extract_usage",
     "keep_response_header",
     "match_key",
+    "resolve_model",
     "safe_cassette_name",
 ]

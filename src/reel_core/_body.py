@@ -30,8 +30,8 @@ def _dumps(value: Any, style: str) -> str:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_)
     elif spacing == "spaced":
         text = json.dumps(value, ensure_ascii=ascii_)
-    elif spacing.startswith("indent="):
-        text = json.dumps(value, indent=int(spacing[7:]), ensure_ascii=ascii_)
+    elif spacing.startswith("indent=") and 0 <= (indent := int(spacing[7:])) <= 64:
+        text = json.dumps(value, indent=indent, ensure_ascii=ascii_)
     else:
         raise ValueError(f"unknown JSON style {style!r}")
     if "nl" in flags.split("+"):

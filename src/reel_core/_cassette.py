@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import warnings
 from collections.abc import Iterator, Mapping
@@ -273,7 +274,13 @@ def _str(obj: dict[str, Any], name: str, prefix: str = "") -> str:
 def _ms(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise ValueError(f'"{where}" must be a number of milliseconds >= 0')
-    return float(value)
+    try:
+        ms = float(value)
+    except OverflowError:
+        ms = math.inf
+    if not math.isfinite(ms):
+        raise ValueError(f'"{where}" must be a finite number of milliseconds')
+    return ms
 
 
 def _is_pair(value: Any) -> bool:
@@ -390,7 +397,7 @@ class Cassette:
         if lines and lines[0].startswith(b'{"_meta"'):
             try:
                 obj = json.loads(lines[0])
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise CassetteError(name, 1, f"the _meta line is not JSON ({exc})") from None
             meta = CassetteMeta.from_json(obj, name)
             first = 1

@@ -1,10 +1,12 @@
 """Fuzzy matching: the recording whose prompt is most like the request's.
 
-Only recordings of the same method, path and model compete; the score is a
-similarity of prompt texts from 0 to 1.  The built-in similarity needs no
-dependency: the cosine of character-trigram counts, which shrugs off
-spelling variants and small rewordings and punishes a changed subject.
-A sentence-embedding similarity can be passed in instead
+Only recordings of the same method, path, query, model and stream flag
+compete (a near prompt must not turn a JSON answer into a stream, or serve
+another page); the score is a similarity of prompt texts from 0 to 1, and a
+request with no prompt text has nothing to be near.  The built-in
+similarity needs no dependency: the cosine of character-trigram counts,
+which shrugs off spelling variants and small rewordings and punishes a
+changed subject.  A sentence-embedding similarity can be passed in instead
 (``MatchConfig(similarity=...)``).
 """
 
@@ -46,19 +48,30 @@ def text_similarity(a: str, b: str) -> float:
     return dot / norm
 
 
+def _stream_flag(body: object) -> object:
+    return body.get("stream") if isinstance(body, dict) else None
+
+
 def nearest(
     request: RecordedRequest, cassette: Cassette, config: MatchConfig
 ) -> tuple[Interaction, float] | None:
     """The best recording above ``config.threshold`` for ``request``, with
     its score; ``None`` when none reaches it."""
     _, body = parse_json(request.body)
-    model = model_of(request.path, body)
     mine = prompt_text(body)
+    if not mine:
+        return None
+    model = model_of(request.path, body)
+    query = sorted(request.query)
     similarity = config.similarity or text_similarity
     best: tuple[Interaction, float] | None = None
     for interaction in cassette.same_endpoint(request.method, request.path):
         _, theirs = parse_json(interaction.request.body)
-        if model_of(interaction.request.path, theirs) != model:
+        if (
+            model_of(interaction.request.path, theirs) != model
+            or _stream_flag(theirs) != _stream_flag(body)
+            or sorted(interaction.request.query) != query
+        ):
             continue
         score = similarity(mine, prompt_text(theirs))
         if score >= config.threshold and (best is None or score > best[1]):

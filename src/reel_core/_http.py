@@ -37,7 +37,12 @@ HOP_BY_HOP = frozenset(
 
 
 def _as_bytes(value: str | bytes) -> bytes:
-    return value.encode("latin-1") if isinstance(value, str) else bytes(value)
+    if not isinstance(value, str):
+        return bytes(value)
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:  # a header typed into a cassette by hand, say
+        return value.encode("utf-8", "backslashreplace")
 
 
 def normalize_headers(headers: Iterable[tuple[str | bytes, str | bytes]]) -> Headers:
@@ -59,7 +64,10 @@ def _normalize_target(target: str | bytes) -> str:
     if not text.startswith("/"):
         # absolute-form ("http://host/path?q"), as a client configured to use a
         # proxy sends: keep only the path and query.
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+        except ValueError:  # "http://[x/": a bracketed host that is no IPv6 address
+            parts = urlsplit("")
         if not parts.scheme or not parts.netloc:
             raise RemoteProtocolError(f"request target {text!r} is neither a path nor a URL")
         text = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

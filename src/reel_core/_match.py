@@ -171,7 +171,9 @@ def canonical_body(body: bytes, config: MatchConfig, path: str = "") -> bytes:
         return body
     for json_path in (*_drift_paths(path), *config.paths):
         value = _remove(value, json_path)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # A lone surrogate ("\ud800" in the JSON) is kept as its escape.
+    return text.encode("utf-8", "backslashreplace")
 
 
 @functools.lru_cache(maxsize=64)

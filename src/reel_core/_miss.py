@@ -108,7 +108,9 @@ class MissReport:
         }
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.to_json(), ensure_ascii=False, indent=2).encode() + b"\n"
+        text = json.dumps(self.to_json(), ensure_ascii=False, indent=2)
+        # A lone surrogate from a request's JSON is kept as its JSON escape.
+        return text.encode("utf-8", "backslashreplace") + b"\n"
 
     def render(self) -> str:
         """The report as text, for exceptions and terminals."""

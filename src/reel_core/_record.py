@@ -16,7 +16,9 @@ from ._body import ContentDecoder
 from ._cassette import Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._frames import SSESplitter
 from ._http import Headers, header_value
+from ._prices import cost_usd
 from ._redact import Redactor, keep_response_header
+from ._usage import extract_usage
 
 __all__ = ["Recorder", "UpstreamError"]
 
@@ -64,6 +66,36 @@ def stream_kind(request: RecordedRequest, status: int, content_type: str) -> str
     if b'"stream"' in body and (b'"stream":true' in body or b'"stream": true' in body):
         return "chunks"
     return None
+
+
+def _redact_chunks(
+    frames: list[tuple[float, bytes]], redactor: Redactor
+) -> list[tuple[float, bytes]]:
+    """Timed chunks, redacted so that no secret escapes by straddling two
+    chunks (or by a chunk that splits a UTF-8 character, which the redactor
+    cannot read).  Chunks are redacted one by one when that is as good as
+    redacting the whole body; else they are re-cut at line ends (a JSON
+    string never spans lines), each line stamped with the chunk that
+    completed it; else the body is kept as one chunk."""
+    redacted = [(at, redactor.data(data)) for at, data in frames]
+    whole = redactor.data(b"".join(data for _, data in frames))
+    if b"".join(data for _, data in redacted) == whole:
+        return redacted
+    lines: list[tuple[float, bytes]] = []
+    pending: list[bytes] = []
+    for at, data in frames:
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            lines.append((at, redactor.data(b"".join([*pending, data[:cut]]))))
+            pending = [data[cut:]]
+        else:
+            pending.append(data)
+    rest = b"".join(pending)
+    if rest:
+        lines.append((frames[-1][0], redactor.data(rest)))
+    if b"".join(data for _, data in lines) == whole:
+        return lines
+    return [(frames[-1][0], whole)]
 
 
 class Recorder:
@@ -176,7 +208,7 @@ class Recorder:
         else:
             frames = self._frames
             if kind == "chunks":
-                frames = [(at, self._redactor.data(data)) for at, data in frames]
+                frames = _redact_chunks(frames, self._redactor)
             response = RecordedResponse(
                 self._status,
                 self._headers,
@@ -192,7 +224,9 @@ class Recorder:
         }
         if kind is not None:
             meta["frames"] = len(response.frames)
-            meta["first_frame_ms"] = response.frames[0][0] if response.frames else None
+        usage = extract_usage(self.provider, self.request.path, self.request.body, response)
+        meta.update(usage.to_meta())
+        meta["cost_usd"] = cost_usd(usage)
         return Interaction(
             key=self.key,
             id=self.id,

@@ -48,8 +48,10 @@ __all__ = ["Session"]
 _JSON = (b"content-type", b"application/json")
 
 
-def _json_response(status: int, body: bytes) -> tuple[ResponseHead, Frame, EndOfResponse]:
+def _json_response(status: int, body: bytes, *, head_only: bool = False) -> tuple[Event, ...]:
     headers = (_JSON, (b"content-length", str(len(body)).encode()))
+    if head_only:  # the answer to a HEAD request has no body
+        return ResponseHead(status, headers), EndOfResponse(0.0)
     return ResponseHead(status, headers), Frame(body, 0.0), EndOfResponse(0.0)
 
 
@@ -104,19 +106,21 @@ class Session:
     def receive_data(self, data: bytes) -> None:
         """Buffer raw request bytes from the client (``b""`` means EOF)."""
         if self._pending is not None:
-            raise LocalProtocolError("this session takes parsed requests, not bytes")
+            raise self._misuse("this session takes parsed requests, not bytes")
         if self._reader is None:
             self._reader = RequestReader(self.config.limits)
-        self._reader.receive_data(data)
+        try:
+            self._reader.receive_data(data)
+        except LocalProtocolError:
+            self.state = State.ERROR
+            raise
 
     def receive_request(self, request: Request) -> None:
         """Hand over an already-parsed request (in-process bindings)."""
         if self._reader is not None:
-            raise LocalProtocolError("this session takes bytes, not parsed requests")
+            raise self._misuse("this session takes bytes, not parsed requests")
         if self.state is not State.IDLE or self._pending is not None:
-            raise LocalProtocolError(
-                f"a request is already being served (state {self.state.value})"
-            )
+            raise self._misuse(f"a request is already being served (state {self.state.value})")
         if len(request.body) > self.config.limits.max_body:
             raise RemoteProtocolError(
                 f"request body over the {self.config.limits.max_body}-byte limit", 413
@@ -170,7 +174,7 @@ class Session:
     def start_next_cycle(self) -> None:
         """After a finished exchange, get ready for the next request."""
         if self._events:
-            raise LocalProtocolError("pull every event of the exchange before the next one")
+            raise self._misuse("pull every event of the exchange before the next one")
         self._to(Input.NEXT_CYCLE)
         self._request = None
         if self._reader is not None:
@@ -201,7 +205,12 @@ class Session:
         if mode in (Mode.REPLAY, Mode.AUTO):
             interaction = self.cassette.play(key, self._keying, repeat=self.config.repeat)
             similarity = None
-            if interaction is None and self.match.mode is MatchMode.FUZZY:
+            # fuzzy only stands in for a request never recorded: one whose
+            # recordings were all served (repeat off) stays a miss
+            fuzzy = self.match.mode is MatchMode.FUZZY and not self.cassette.count(
+                key, self._keying
+            )
+            if interaction is None and fuzzy:
                 found = nearest(recorded, self.cassette, self.match)
                 if found is not None:
                     interaction, similarity = found
@@ -214,7 +223,9 @@ class Session:
                 self._to(Input.MISS)
                 report = self._miss_report(recorded, key)
                 self._events.append(Miss(request, report))
-                self._events.extend(_json_response(404, report.to_bytes()))
+                self._events.extend(
+                    _json_response(404, report.to_bytes(), head_only=request.method == "HEAD")
+                )
                 return
         url = None
         if self.config.routing:
@@ -238,7 +249,12 @@ class Session:
 
     def _refuse(self, status: int, kind: str, message: str) -> None:
         self._to(Input.REFUSE)
-        self._events.extend(_json_response(status, _error_body(kind, message)))
+        body = _error_body(kind, message)
+        self._events.extend(_json_response(status, body, head_only=self._head_only))
+
+    @property
+    def _head_only(self) -> bool:
+        return self._request is not None and self._request.method == "HEAD"
 
     def _miss_report(self, recorded: RecordedRequest, key: str) -> MissReport:
         reason = "no recording matches"
@@ -350,7 +366,7 @@ class Session:
         for a timeout) saying what failed and nothing is recorded.  After
         it: the stream is cut, and recorded as cut."""
         if not isinstance(error, UpstreamError):
-            raise LocalProtocolError(f"error must be an UpstreamError, not {error!r}")
+            raise self._misuse(f"error must be an UpstreamError, not {error!r}")
         if self.state is State.AWAIT_UPSTREAM:
             self._to(Input.UPSTREAM_ERROR)
             self._recorder = None
@@ -359,7 +375,7 @@ class Session:
             if detail:
                 message += f" ({self.redactor.text(detail)})"
             body = _error_body("reel_upstream_error", message, failure=error.value)
-            self._events.extend(_json_response(error.status, body))
+            self._events.extend(_json_response(error.status, body, head_only=self._head_only))
             return
         self._to(Input.UPSTREAM_ERROR)
         self._events.append(Cut(error.value, self.redactor.text(detail)))
@@ -377,6 +393,12 @@ class Session:
         except LocalProtocolError:
             self.state = State.ERROR
             raise
+
+    def _misuse(self, message: str) -> LocalProtocolError:
+        """A caller error: the session is in ERROR, like after a pair the
+        transition table does not allow."""
+        self.state = State.ERROR
+        return LocalProtocolError(message)
 
     # -- wire output ---------------------------------------------------------
 

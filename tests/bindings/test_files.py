@@ -1,0 +1,128 @@
+"""Cassette files: locked appends from threads and processes, torn lines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from reel_bindings import CassetteFile
+from reel_core import (
+    Cassette,
+    CassetteWarning,
+    Interaction,
+    MatchConfig,
+    Mode,
+    RecordedRequest,
+    RecordedResponse,
+    match_key,
+)
+
+
+def line_for(writer: str, n: int, size: int = 2000) -> bytes:
+    body = json.dumps({"writer": writer, "n": n, "pad": "x" * size}).encode()
+    key = match_key("POST", "/v1/x", (), body, MatchConfig())
+    request = RecordedRequest("POST", "/v1/x", (), body)
+    return Interaction(key, key[7:19], request, RecordedResponse(200, (), b"ok")).to_line()
+
+
+WRITER = """
+import sys
+from reel_bindings import CassetteFile
+from reel_core import Mode
+sys.path.insert(0, {tests!r})
+from bindings.test_files import line_for
+file = CassetteFile({path!r}, mode=Mode.AUTO)
+for n in range({count}):
+    file.append(line_for({name!r}, n))
+"""
+
+
+def check(path: Path, expected: set[tuple[str, int]]) -> None:
+    data = path.read_bytes()
+    assert data.count(b'{"_meta"') == 1
+    cassette = Cassette.loads(data, strict=True)
+    seen = []
+    for interaction in cassette:
+        body = json.loads(interaction.request.body)
+        seen.append((body["writer"], body["n"]))
+    assert len(seen) == len(expected)
+    assert set(seen) == expected
+
+
+def test_threads_append_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    file = CassetteFile(path, mode=Mode.AUTO)
+
+    def write(name: str) -> None:
+        for n in range(100):
+            file.append(line_for(name, n))
+
+    threads = [threading.Thread(target=write, args=(f"t{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(path, {(f"t{i}", n) for i in range(8) for n in range(100)})
+
+
+def test_processes_append_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    tests = str(Path(__file__).parents[1])
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                WRITER.format(tests=tests, path=str(path), count=150, name=f"p{i}"),
+            ]
+        )
+        for i in range(4)
+    ]
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    check(path, {(f"p{i}", n) for i in range(4) for n in range(150)})
+
+
+def test_torn_last_line_is_skipped_and_the_next_append_starts_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    file = CassetteFile(path, mode=Mode.AUTO)
+    file.append(line_for("a", 0))
+    whole = line_for("a", 1)
+    with path.open("ab") as f:
+        f.write(whole[: len(whole) // 2])  # a crash mid-write
+    with pytest.warns(CassetteWarning, match="torn last line"):
+        reopened = CassetteFile(path, mode=Mode.AUTO)
+    assert len(reopened.cassette) == 1
+    reopened.append(line_for("a", 2))
+    with pytest.warns(CassetteWarning, match=r":3: skipped"):
+        cassette = Cassette.loads(path.read_bytes(), strict=False)
+    assert [json.loads(i.request.body)["n"] for i in cassette] == [0, 2]
+
+
+def test_record_mode_starts_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    CassetteFile(path, mode=Mode.AUTO).append(line_for("old", 0))
+    file = CassetteFile(path, mode=Mode.RECORD)
+    assert len(file.cassette) == 0
+    assert path.read_bytes().startswith(b'{"_meta"')
+    assert path.read_bytes().count(b"\n") == 1
+
+
+def test_replay_mode_never_writes(tmp_path: Path) -> None:
+    file = CassetteFile(tmp_path / "missing.jsonl", mode=Mode.REPLAY)
+    with pytest.raises(RuntimeError, match="not written in replay mode"):
+        file.append(line_for("a", 0))
+    assert not (tmp_path / "missing.jsonl").exists()
+
+
+def test_append_refuses_a_line_that_is_not_one_line(tmp_path: Path) -> None:
+    file = CassetteFile(tmp_path / "c.jsonl", mode=Mode.AUTO)
+    with pytest.raises(ValueError, match="one"):
+        file.append(b'{"a":1}')
+    with pytest.raises(ValueError, match="one"):
+        file.append(b'{"a":1}\n{"b":2}\n')
