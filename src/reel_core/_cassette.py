@@ -154,7 +154,9 @@ class Interaction:
             "response": response,
             "meta": dict(self.meta),
         }
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        # A lone surrogate (read from a "\ud800" escape) is written back as one.
+        return text.encode("utf-8", "backslashreplace") + b"\n"
 
     @classmethod
     def from_json(cls, obj: Any) -> Interaction:
@@ -320,7 +322,10 @@ class CassetteMeta:
             meta["ignore_fields"] = list(self.match.ignore_fields)
         meta.update(self.extra)
         return (
-            json.dumps({"_meta": meta}, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+            json.dumps({"_meta": meta}, ensure_ascii=False, separators=(",", ":")).encode(
+                "utf-8", "backslashreplace"
+            )
+            + b"\n"
         )
 
     @classmethod

@@ -190,11 +190,14 @@ def match_key(
 ) -> str:
     """``sha256:<hex>`` of the canonical request (redact it first)."""
     h = hashlib.sha256()
-    h.update(method.upper().encode())
+    # "surrogatepass": a lone surrogate (a "\ud800" escape in a cassette line)
+    # must not crash keying, and must not collide with any other text.
+    h.update(method.upper().encode("utf-8", "surrogatepass"))
     h.update(b"\n")
-    h.update(path.encode())
+    h.update(path.encode("utf-8", "surrogatepass"))
     h.update(b"\n")
-    h.update(json.dumps(sorted(query), ensure_ascii=False, separators=(",", ":")).encode())
+    query_text = json.dumps(sorted(query), ensure_ascii=False, separators=(",", ":"))
+    h.update(query_text.encode("utf-8", "surrogatepass"))
     h.update(b"\n")
     h.update(canonical_body(body, config, path))
     return "sha256:" + h.hexdigest()

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 import anyio
 import anyio.abc
 
+from .._upstream import AsyncUpstream
 from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, parse_options
 from ._server import CASSETTE_HEADER, Proxy
 
@@ -38,6 +39,10 @@ def _proxy(options: ProxyOptions) -> Proxy:
         cassette_dir=options.cassette_dir,
         strict=options.strict,
         client_timeout=options.client_timeout,
+        upstream=AsyncUpstream(
+            connect_timeout=min(10.0, options.upstream_timeout),
+            read_timeout=options.upstream_timeout,
+        ),
     )
 
 

@@ -59,6 +59,7 @@ class ProxyOptions:
     pii: bool = True
     strict: bool = False
     client_timeout: float = 60.0
+    upstream_timeout: float = 120.0
     grace: float = 10.0
     verbosity: int = 0
 
@@ -137,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--strict", action="store_true", help="refuse to start on any bad cassette line")
     add("--client-timeout", type=float, default=60.0, metavar="S", help="idle client timeout")
+    add(
+        "--upstream-timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds to wait for the upstream to connect, and for each chunk (answered 504)",
+    )
     add("--grace", type=float, default=10.0, metavar="S", help="shutdown grace for open streams")
     add("-q", "--quiet", action="store_true", help="log only warnings and errors")
     add("-v", "--verbose", action="store_true", help="log miss reports and connection details")
@@ -189,6 +197,7 @@ def parse_options(
         pii=env.get("REEL_REDACT_PII", "1").strip().lower() not in ("0", "false", "no", "off"),
         strict=args.strict,
         client_timeout=args.client_timeout,
+        upstream_timeout=args.upstream_timeout,
         grace=args.grace,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
     )

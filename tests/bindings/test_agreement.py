@@ -1,0 +1,279 @@
+"""One scenario table through every binding: they record equivalent lines and
+replay the same bytes, and a cassette recorded by any binding replays in
+every other.
+
+Bindings: the proxy (on asyncio and on trio), the sync transport on httpx
+and on httpx2, the async transport on httpx and httpx2 (each on asyncio and
+on trio), and the requests adapter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import httpx
+import httpx2
+import pytest
+import requests
+
+from reel_bindings.httpcore import AsyncTransport, Transport
+from reel_bindings.proxy import ProxyOptions, running
+from reel_bindings.requests import Adapter
+from reel_core import Mode, Timing
+from tests.fakes.upstream import SCENARIO_HEADER, FakeUpstreamThread
+
+SECRET = "sk-proj-" + "A1b2C3d4" * 5
+PLACEHOLDER = b"[REDACTED:openai-key]"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One scenario: a request and what must hold of its answer."""
+
+    name: str
+    path: str
+    body: dict[str, Any]
+    headers: tuple[tuple[str, str], ...] = ()
+    recorded: bool = True
+
+
+def chat(content: str, **extra: Any) -> dict[str, Any]:
+    return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}], **extra}
+
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+TABLE = [
+    Row("json", "/v1/chat/completions", chat("hello")),
+    Row("sse", "/v1/chat/completions", chat("hello", stream=True)),
+    Row("tool-stream", "/v1/chat/completions", chat("weather?", stream=True, tools=[TOOL])),
+    Row("429", "/v1/chat/completions", {**chat("hello"), "model": "fake-429"}),
+    Row("secret", "/v1/chat/completions", chat(f"my key is {SECRET}")),
+    Row("gzip", "/v1/chat/completions", chat("squeeze"), ((SCENARIO_HEADER, "gzip"),)),
+    Row(
+        "anthropic-sse",
+        "/v1/messages",
+        {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 64,
+            "stream": True,
+            "messages": [{"role": "user", "content": "hello"}],
+        },
+    ),
+    Row("miss", "/v1/chat/completions", chat("never recorded"), recorded=False),
+]
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: bytes
+
+
+Send = Callable[[Row], Reply]
+
+
+def _headers(row: Row) -> dict[str, str]:
+    return {
+        "content-type": "application/json",
+        "authorization": "Bearer sk-test",
+        **dict(row.headers),
+    }
+
+
+def _payload(row: Row) -> bytes:
+    return json.dumps(row.body).encode()
+
+
+# -- one opener per binding: (cassette, mode, fake url) -> a send function ---------
+
+Opener = Callable[[Path, Mode, str], AbstractContextManager[Send]]
+
+
+@contextmanager
+def sync_transport(family: Any, cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
+    with family.Client(transport=Transport(cassette, mode=mode, timing="fast")) as client:
+
+        def send(row: Row) -> Reply:
+            r = client.post(url + row.path, content=_payload(row), headers=_headers(row))
+            return Reply(r.status_code, r.read())
+
+        yield send
+
+
+@contextmanager
+def async_transport(
+    family: Any, backend: str, cassette: Path, mode: Mode, url: str
+) -> Iterator[Send]:
+    transport = AsyncTransport(cassette, mode=mode, timing="fast")
+
+    def send(row: Row) -> Reply:
+        async def go() -> Reply:
+            async with family.AsyncClient(transport=transport) as client:
+                r = await client.post(url + row.path, content=_payload(row), headers=_headers(row))
+                return Reply(r.status_code, await r.aread())
+
+        result: Reply = anyio.run(go, backend=backend)
+        return result
+
+    yield send
+
+
+@contextmanager
+def requests_adapter(cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
+    session = requests.Session()
+    session.mount("http://", Adapter(cassette, mode=mode, timing="fast"))
+    with session:
+
+        def send(row: Row) -> Reply:
+            r = session.post(url + row.path, data=_payload(row), headers=_headers(row))
+            return Reply(r.status_code, r.content)
+
+        yield send
+
+
+@contextmanager
+def proxy(backend: str, cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
+    options = ProxyOptions(
+        backend=backend,
+        mode=mode,
+        cassette=cassette,
+        upstream=url,
+        port=0,
+        timing=Timing.parse("fast"),
+    )
+    with ExitStack() as stack:
+        portal = stack.enter_context(anyio.from_thread.start_blocking_portal(backend))
+        proxy_url = stack.enter_context(portal.wrap_async_context_manager(running(options)))
+        client = stack.enter_context(httpx.Client())
+
+        def send(row: Row) -> Reply:
+            r = client.post(proxy_url + row.path, content=_payload(row), headers=_headers(row))
+            return Reply(r.status_code, r.read())
+
+        yield send
+
+
+def _bind(factory: Callable[..., AbstractContextManager[Send]], *args: Any) -> Opener:
+    return lambda cassette, mode, url: factory(*args, cassette, mode, url)
+
+
+BINDINGS: dict[str, Opener] = {
+    "proxy-asyncio": _bind(proxy, "asyncio"),
+    "proxy-trio": _bind(proxy, "trio"),
+    "httpx": _bind(sync_transport, httpx),
+    "httpx2": _bind(sync_transport, httpx2),
+    "httpx-async-asyncio": _bind(async_transport, httpx, "asyncio"),
+    "httpx2-async-trio": _bind(async_transport, httpx2, "trio"),
+    "httpx2-async-asyncio": _bind(async_transport, httpx2, "asyncio"),
+    "httpx-async-trio": _bind(async_transport, httpx, "trio"),
+    "requests": _bind(requests_adapter),
+}
+
+
+def comparable(path: Path) -> list[dict[str, Any]]:
+    """A cassette's lines with what differs between runs removed: timestamps,
+    offsets and timings."""
+    lines = []
+    for raw in path.read_bytes().splitlines()[1:]:
+        line = json.loads(raw)
+        del line["ts"]
+        for name in ("ttfb_ms", "total_ms", "ttft_ms"):
+            line["meta"].pop(name, None)
+        response = line["response"]
+        if "frames" in response:
+            response["frames"] = [data for _, data in response["frames"]]
+            response.pop("end", None)
+            response.get("cut", {}).pop("at", None)
+        lines.append(line)
+    return sorted(lines, key=lambda line: line["key"])
+
+
+@pytest.fixture(scope="module")
+def recordings(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[Path, dict[str, Reply]]]:
+    """Each binding records the table into its own cassette; the live replies too."""
+    out: dict[str, tuple[Path, dict[str, Reply]]] = {}
+    with FakeUpstreamThread() as fake:
+        for name, opener in BINDINGS.items():
+            cassette = tmp_path_factory.mktemp(name) / "table.jsonl"
+            with opener(cassette, Mode.RECORD, fake.url) as send:
+                out[name] = (cassette, {row.name: send(row) for row in TABLE if row.recorded})
+    return out
+
+
+def test_every_binding_records_equivalent_lines(
+    recordings: dict[str, tuple[Path, dict[str, Reply]]],
+) -> None:
+    reference = comparable(recordings["proxy-asyncio"][0])
+    assert len(reference) == sum(row.recorded for row in TABLE)
+    for name, (cassette, _) in recordings.items():
+        assert comparable(cassette) == reference, name
+
+
+def test_every_binding_got_the_same_live_answers(
+    recordings: dict[str, tuple[Path, dict[str, Reply]]],
+) -> None:
+    reference = recordings["proxy-asyncio"][1]
+    assert reference["429"].status == 429
+    assert reference["json"].status == 200
+    assert b"data: [DONE]" in reference["sse"].body
+    for name, (_, replies) in recordings.items():
+        assert replies == reference, name
+
+
+def test_secrets_never_reach_the_cassette(
+    recordings: dict[str, tuple[Path, dict[str, Reply]]],
+) -> None:
+    for cassette, _ in recordings.values():
+        data = cassette.read_text()
+        assert SECRET not in data
+        assert "sk-test" not in data
+        assert "[REDACTED:openai-key]" in data
+
+
+def test_gzip_is_stored_decoded(recordings: dict[str, tuple[Path, dict[str, Reply]]]) -> None:
+    for cassette, _ in recordings.values():
+        (line,) = [
+            json.loads(raw) for raw in cassette.read_bytes().splitlines()[1:] if b"squeeze" in raw
+        ]
+        headers = dict(line["response"]["headers"])
+        assert "content-encoding" not in headers
+        assert "json" in line["response"]["body"]
+
+
+@pytest.mark.parametrize("replayer", list(BINDINGS))
+def test_any_cassette_replays_in_every_binding(
+    replayer: str, recordings: dict[str, tuple[Path, dict[str, Reply]]]
+) -> None:
+    reference = dict(recordings["proxy-asyncio"][1])
+    # The fake echoes the prompt: the secret in it is redacted on disk too.
+    live = reference["secret"]
+    assert SECRET.encode() in live.body
+    reference["secret"] = Reply(live.status, live.body.replace(SECRET.encode(), PLACEHOLDER))
+    gone = "http://127.0.0.1:9"  # nothing listens there: replay must not need it
+    for recorder, (cassette, _) in recordings.items():
+        with BINDINGS[replayer](cassette, Mode.REPLAY, gone) as send:
+            for row in TABLE:
+                reply = send(row)
+                if row.recorded:
+                    assert reply == reference[row.name], (recorder, replayer, row.name)
+                else:
+                    assert reply.status == 404
+                    error = json.loads(reply.body)["error"]
+                    assert error["type"] == "reel_miss"
+                    assert error["closest"]["diff"][0]["path"] == "messages[0].content"
