@@ -164,12 +164,12 @@ def genai_client(
 ) -> Any:
     """A ``google.genai.Client`` on ``cassette``; its ``.aio`` side is wired too."""
     genai = _import("google.genai", "google-genai")
-    httpx2 = _import("httpx2", "httpx2")
     options = _transport_kwargs(mode, match, timing, strict)
     file = _file(cassette, options["mode"])
+    # genai builds (and closes) its own httpx2 clients around these transports.
     http_options: dict[str, Any] = {
-        "httpx_client": httpx2.Client(transport=Transport(file, **options)),
-        "httpx_async_client": httpx2.AsyncClient(transport=AsyncTransport(file, **options)),
+        "client_args": {"transport": Transport(file, **options)},
+        "async_client_args": {"transport": AsyncTransport(file, **options)},
     }
     if base_url is not None:
         http_options["base_url"] = base_url
