@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -48,6 +48,34 @@ from ._upstream import classify
 __all__ = ["AsyncTransport", "Transport"]
 
 _FAMILIES = ("httpx", "httpx2")
+
+
+def _bases(name: str) -> tuple[type, ...]:
+    """``name`` (a transport base class) of every client family installed."""
+    bases = []
+    for family in _FAMILIES:
+        try:
+            bases.append(getattr(importlib.import_module(family), name))
+        except ImportError:  # pragma: no cover - only one family installed
+            continue
+    return tuple(bases) or (object,)
+
+
+if TYPE_CHECKING:
+    import httpx
+    import httpx2
+
+    # Subclassing both families' bases lets type checkers accept a Reel
+    # transport in httpx.Client(transport=...) and httpx2.Client(transport=...).
+    class _SyncBase(httpx.BaseTransport, httpx2.BaseTransport):  # type: ignore[misc]
+        pass
+
+    class _AsyncBase(httpx.AsyncBaseTransport, httpx2.AsyncBaseTransport):  # type: ignore[misc]
+        pass
+
+else:
+    _SyncBase = type("_SyncBase", _bases("BaseTransport"), {})
+    _AsyncBase = type("_AsyncBase", _bases("AsyncBaseTransport"), {})
 
 
 def _family(request: Any) -> ModuleType:
@@ -114,7 +142,7 @@ class _Base:
         )
 
 
-class Transport(_Base):
+class Transport(_Base, _SyncBase):
     """A sync transport: ``httpx.Client(transport=...)`` or ``httpx2.Client(transport=...)``."""
 
     def handle_request(self, request: Any) -> Any:
@@ -198,7 +226,7 @@ def _relay(family: ModuleType, response: Any, feed: Upstreaming) -> Iterator[byt
         response.close()
 
 
-class AsyncTransport(_Base):
+class AsyncTransport(_Base, _AsyncBase):
     """An async transport for ``httpx.AsyncClient`` / ``httpx2.AsyncClient``,
     on asyncio or trio."""
 

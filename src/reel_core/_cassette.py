@@ -50,6 +50,8 @@ __all__ = [
 _KEY_PREFIX = b'{"key":"sha256:'
 _KEY_END = len(_KEY_PREFIX) + 64  # index of the quote closing the key
 _HEX = re.compile(rb"[0-9a-f]{64}")
+#: The start of a _meta line, however it was formatted.
+_META_START = re.compile(rb'\s*\{\s*"_meta"\s*:')
 
 
 class CassetteWarning(UserWarning):
@@ -396,10 +398,12 @@ class Cassette:
         :class:`CassetteWarning` each and keeps every other line.  A newer
         schema raises :class:`SchemaVersionError` either way.
         """
+        if data.startswith(b"\xef\xbb\xbf"):  # a byte order mark an editor added
+            data = data[3:]
         lines = data.split(b"\n")
         meta = None
         first = 0
-        if lines and lines[0].startswith(b'{"_meta"'):
+        if lines and _META_START.match(lines[0]):
             try:
                 obj = json.loads(lines[0])
             except (ValueError, RecursionError) as exc:

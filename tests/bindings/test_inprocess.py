@@ -1,0 +1,206 @@
+"""In-process bindings: timed frames, cuts, misses and modes on the httpx/httpx2
+transports and the requests adapter."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx
+import httpx2
+import pytest
+import requests
+
+from reel_bindings.httpcore import AsyncTransport, Transport
+from reel_bindings.requests import Adapter
+from reel_core import MissError
+from tests.fakes.upstream import SCENARIO_HEADER, FakeUpstreamThread
+
+CHAT = "/v1/chat/completions"
+GONE = "http://127.0.0.1:9"
+
+
+def body(content: str, stream: bool = True) -> bytes:
+    return json.dumps(
+        {
+            "model": "gpt-4o-mini",
+            "stream": stream,
+            "messages": [{"role": "user", "content": content}],
+        }
+    ).encode()
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeUpstreamThread]:
+    with FakeUpstreamThread() as server:
+        yield server
+
+
+@pytest.fixture
+def slow_stream(tmp_path: Path, fake: FakeUpstreamThread) -> Path:
+    """A cassette holding one SSE stream recorded with 50 ms between frames."""
+    cassette = tmp_path / "slow.jsonl"
+    with httpx2.Client(transport=Transport(cassette, mode="record")) as client:
+        r = client.post(
+            fake.url + CHAT, content=body("one two three four"), headers={SCENARIO_HEADER: "slow"}
+        )
+        assert r.status_code == 200
+    return cassette
+
+
+def recorded_offsets(cassette: Path) -> list[float]:
+    line = json.loads(cassette.read_bytes().splitlines()[1])
+    return [at / 1000 for at, _ in line["response"]["frames"]]
+
+
+def arrivals(chunks: Iterator[bytes], start: float) -> list[float]:
+    return [time.monotonic() - start for chunk in chunks if chunk]
+
+
+def assert_follows(actual: list[float], recorded: list[float], factor: float = 1.0) -> None:
+    """Frames arrive near their recorded offsets (generous: CI machines are busy)."""
+    assert len(actual) == len(recorded)
+    for got, want in zip(actual, recorded, strict=True):
+        assert want * factor - 0.005 <= got <= want * factor + 0.060
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_sync_transport_replays_frames_on_schedule(slow_stream: Path, family: object) -> None:
+    recorded = recorded_offsets(slow_stream)
+    assert recorded[-1] >= 0.15  # several frames, 50 ms apart
+    with family.Client(transport=Transport(slow_stream, mode="replay")) as client:  # type: ignore[attr-defined]
+        start = time.monotonic()
+        with client.stream("POST", GONE + CHAT, content=body("one two three four")) as r:
+            actual = arrivals(r.iter_raw(), start)
+    assert_follows(actual, recorded)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_async_transport_replays_frames_on_schedule(slow_stream: Path, backend: str) -> None:
+    recorded = recorded_offsets(slow_stream)
+
+    async def run() -> list[float]:
+        transport = AsyncTransport(slow_stream, mode="replay", timing="slow=2")
+        async with httpx2.AsyncClient(transport=transport) as client:
+            start = time.monotonic()
+            async with client.stream("POST", GONE + CHAT, content=body("one two three four")) as r:
+                return [time.monotonic() - start async for chunk in r.aiter_raw() if chunk]
+
+    actual = anyio.run(run, backend=backend)
+    assert_follows(actual, recorded, factor=2.0)
+
+
+def test_fast_timing_sleeps_not(slow_stream: Path) -> None:
+    recorded = recorded_offsets(slow_stream)
+    with httpx.Client(transport=Transport(slow_stream, mode="replay", timing="fast")) as client:
+        start = time.monotonic()
+        r = client.post(GONE + CHAT, content=body("one two three four"))
+        elapsed = time.monotonic() - start
+    assert r.status_code == 200
+    assert elapsed < recorded[-1] / 2
+
+
+def test_requests_adapter_iter_lines_is_timed(slow_stream: Path) -> None:
+    recorded = recorded_offsets(slow_stream)
+    session = requests.Session()
+    session.mount("http://", Adapter(slow_stream, mode="replay"))
+    start = time.monotonic()
+    with session.post(GONE + CHAT, data=body("one two three four"), stream=True) as r:
+        lines = [(time.monotonic() - start, line) for line in r.iter_lines() if line]
+    data_lines = [line for _, line in lines if line.startswith(b"data: ")]
+    assert data_lines[-1] == b"data: [DONE]"
+    # each event's data line arrives with its frame
+    assert_follows([at for at, line in lines if line.startswith(b"data: ")], recorded)
+
+
+def test_requests_adapter_iter_content_and_content(slow_stream: Path) -> None:
+    session = requests.Session()
+    session.mount("http://", Adapter(slow_stream, mode="replay", timing="fast"))
+    whole = session.post(GONE + CHAT, data=body("one two three four")).content
+    with session.post(GONE + CHAT, data=body("one two three four"), stream=True) as r:
+        pieces = list(r.iter_content(chunk_size=None))
+    assert b"".join(pieces) == whole
+    assert len(pieces) == len(recorded_offsets(slow_stream))
+
+
+def test_cut_replays_as_a_broken_stream(tmp_path: Path, fake: FakeUpstreamThread) -> None:
+    cassette = tmp_path / "cut.jsonl"
+    with (
+        httpx2.Client(transport=Transport(cassette, mode="record")) as client,
+        pytest.raises(httpx2.RemoteProtocolError),
+        client.stream(
+            "POST", fake.url + CHAT, content=body("cut me"), headers={SCENARIO_HEADER: "cut"}
+        ) as r,
+    ):
+        for _ in r.iter_raw():
+            pass
+    line = json.loads(cassette.read_bytes().splitlines()[1])
+    assert "cut" in line["response"]
+    # replay: the same frames, then the same break, in every binding
+    with httpx.Client(transport=Transport(cassette, mode="replay", timing="fast")) as classic:
+        got: list[bytes] = []
+        with (
+            pytest.raises(httpx.RemoteProtocolError, match="recorded cut"),
+            classic.stream("POST", GONE + CHAT, content=body("cut me")) as replayed,
+        ):
+            got.extend(replayed.iter_raw())
+    assert got == [data.encode() for _, data in line["response"]["frames"]]
+    session = requests.Session()
+    session.mount("http://", Adapter(cassette, mode="replay", timing="fast"))
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        session.post(GONE + CHAT, data=body("cut me"))
+
+
+def test_upstream_refused_raises_the_clients_own_error(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    with (
+        httpx2.Client(transport=Transport(cassette, mode="auto")) as client,
+        pytest.raises(httpx2.ConnectError),
+    ):
+        client.post(GONE + CHAT, content=body("anyone?"))
+    assert not cassette.exists()  # nothing recorded
+
+
+def test_miss_is_a_404_report_or_raises_when_strict(tmp_path: Path) -> None:
+    cassette = tmp_path / "none.jsonl"
+    transport = Transport(cassette, mode="replay")
+    with httpx.Client(transport=transport) as client:
+        r = client.post(GONE + CHAT, content=body("hello"))
+    assert r.status_code == 404
+    assert r.json()["error"]["type"] == "reel_miss"
+    assert len(transport.misses) == 1
+    with (
+        httpx.Client(transport=Transport(cassette, mode="replay", strict=True)) as client,
+        pytest.raises(MissError, match="no recording matches"),
+    ):
+        client.post(GONE + CHAT, content=body("hello"))
+    session = requests.Session()
+    session.mount("http://", Adapter(cassette, mode="replay", strict=True))
+    with pytest.raises(MissError):
+        session.post(GONE + CHAT, data=body("hello"))
+
+
+def test_auto_records_misses_and_replays_hits(tmp_path: Path, fake: FakeUpstreamThread) -> None:
+    cassette = tmp_path / "auto.jsonl"
+    before = len(fake.requests)
+    with httpx2.Client(transport=Transport(cassette, mode="auto")) as client:
+        first = client.post(fake.url + CHAT, content=body("auto", stream=False)).json()
+        second = client.post(fake.url + CHAT, content=body("auto", stream=False)).json()
+    assert first == second
+    assert len(fake.requests) == before + 1
+
+
+def test_mode_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REEL_MODE", "live")
+    assert Transport(tmp_path / "x.jsonl").player.mode.value == "live"
+    monkeypatch.delenv("REEL_MODE")
+    assert Transport(tmp_path / "x.jsonl").player.mode.value == "replay"
+
+
+def test_a_foreign_request_type_is_refused(tmp_path: Path) -> None:
+    transport = Transport(tmp_path / "x.jsonl")
+    with pytest.raises(TypeError, match="httpx and httpx2"):
+        transport.handle_request(object())

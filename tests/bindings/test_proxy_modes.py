@@ -1,0 +1,251 @@
+"""Modes, misses, isolation from the network, concurrency and the log line."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import anyio
+import pytest
+
+from reel_core import Mode
+from tests.fakes.upstream import Reply, reply_text, serve_fake
+
+from .proxy_support import (
+    Exchange,
+    chat_call,
+    fetch,
+    interactions,
+    options,
+    proxied,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+# ------------------------------------------------------------------ misses
+
+
+async def test_miss_is_404_naming_the_closest_recording(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake() as fake:
+        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
+            await fetch(client, chat_call("What is the capital of Norway?"))
+            await fetch(client, chat_call("Something else entirely", model="gpt-4.1"))
+    recorded = interactions(cassette)[0]
+    async with proxied(options(Mode.REPLAY, cassette)) as client:
+        miss = await fetch(client, chat_call("What is the capital of Sweden?"))
+    assert miss.status == 404
+    assert miss.headers["content-type"] == "application/json"
+    error = miss.json()["error"]
+    assert error["type"] == "reel_miss"
+    assert error["mode"] == "replay"
+    assert error["cassette"] == str(cassette)
+    assert error["key"].startswith("sha256:")
+    assert error["closest"]["id"] == recorded.id
+    [diff] = error["closest"]["diff"]
+    assert diff["path"] == "messages[0].content"
+    assert diff["recorded"] == "What is the capital of Norway?"
+    assert diff["received"] == "What is the capital of Sweden?"
+    assert recorded.id in error["message"]
+    assert "messages[0].content" in error["message"]
+    assert "--mode auto" in error["rerecord"]
+
+
+async def test_replay_never_touches_the_network(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    hit = chat_call("Recorded once", stream=True)
+    async with serve_fake() as fake:
+        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
+            first = await fetch(client, hit)
+        connections, requests = fake.connections, len(fake.requests)
+        assert connections >= 1
+        # the upstream is still there, and named: replay must not use it
+        async with proxied(options(Mode.REPLAY, cassette, upstream=fake.url)) as client:
+            again = await fetch(client, hit)
+            miss = await fetch(client, chat_call("Never recorded"))
+        assert fake.connections == connections
+        assert len(fake.requests) == requests
+    assert again.body == first.body
+    assert miss.status == 404
+    # and with the upstream gone it all still works
+    async with proxied(options(Mode.REPLAY, cassette, upstream=fake.url)) as client:
+        gone = await fetch(client, hit)
+    assert gone.status == 200
+    assert gone.body == first.body
+
+
+# ------------------------------------------------------------------- modes
+
+
+async def test_record_starts_the_cassette_afresh(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake() as fake:
+        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
+            await fetch(client, chat_call("old"))
+        assert [i.request.body for i in interactions(cassette)] == [chat_call("old").content]
+        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
+            new = await fetch(client, chat_call("new"))
+            # a request recorded before is forwarded again (refresh), not replayed
+            await fetch(client, chat_call("new"))
+        assert len(fake.requests) == 3
+    assert new.status == 200
+    bodies = [i.request.body for i in interactions(cassette)]
+    assert bodies == [chat_call("new").content] * 2
+    assert cassette.read_bytes().count(b'{"_meta"') == 1
+
+
+async def test_auto_replays_hits_and_records_misses(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    call = chat_call("Auto, please", stream=True)
+    async with serve_fake() as fake:
+        async with proxied(options(Mode.AUTO, cassette, upstream=fake.url)) as client:
+            first = await fetch(client, call)
+            assert len(fake.requests) == 1
+            second = await fetch(client, call)
+            assert len(fake.requests) == 1  # a hit: not forwarded
+            other = await fetch(client, chat_call("A new one"))
+            assert len(fake.requests) == 2  # a miss: forwarded and recorded
+        assert first.body == second.body
+        assert other.status == 200
+        assert len(interactions(cassette)) == 2
+        # a new proxy on the same cassette replays both
+        async with proxied(options(Mode.AUTO, cassette, upstream=fake.url)) as client:
+            third = await fetch(client, call)
+            fourth = await fetch(client, chat_call("A new one"))
+        assert len(fake.requests) == 2
+    assert third.body == first.body
+    assert fourth.body == other.body
+    assert len(interactions(cassette)) == 2
+
+
+async def test_live_forwards_and_writes_nothing(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake() as fake:
+        async with proxied(options(Mode.LIVE, cassette, upstream=fake.url)) as client:
+            one = await fetch(client, chat_call("live one", stream=True))
+            two = await fetch(client, chat_call("live one", stream=True))
+        assert len(fake.requests) == 2
+    assert one.status == two.status == 200
+    assert reply_text("live one").split()[-1].encode() in one.body
+    assert not cassette.exists()
+    # an existing cassette is left alone too
+    cassette.write_bytes(b"")
+    async with serve_fake() as fake:
+        async with proxied(options(Mode.LIVE, cassette, upstream=fake.url)) as client:
+            await fetch(client, chat_call("live two"))
+        assert len(fake.requests) == 1
+    assert cassette.read_bytes() == b""
+
+
+def _scripted(text: str) -> Reply:
+    body = b'{"answer": "' + text.encode() + b'"}\n'
+    return Reply(200, (("content-type", "application/json"),), (body,))
+
+
+async def test_identical_requests_replay_in_recorded_order_then_repeat(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    call = chat_call("Same question")
+    async with serve_fake() as fake:
+        for text in ("first", "second", "third"):
+            fake.push_reply(_scripted(text))
+        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
+            recorded = [(await fetch(client, call)).json()["answer"] for _ in range(3)]
+    assert recorded == ["first", "second", "third"]
+    assert len({i.id for i in interactions(cassette)}) == 3
+    async with proxied(options(Mode.REPLAY, cassette)) as client:
+        replayed = [(await fetch(client, call)).json()["answer"] for _ in range(5)]
+    assert replayed == ["first", "second", "third", "third", "third"]
+
+
+# ------------------------------------------------------------- concurrency
+
+
+async def test_fifty_concurrent_streams_each_get_their_own(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    calls = [chat_call(f"Prompt number {n} of fifty", stream=True) for n in range(50)]
+    recorded: dict[int, Exchange] = {}
+    replayed: dict[int, Exchange] = {}
+
+    async with serve_fake() as fake:
+        async with proxied(options(Mode.AUTO, cassette, upstream=fake.url)) as client:
+
+            async def record(n: int) -> None:
+                recorded[n] = await fetch(client, calls[n])
+
+            async with anyio.create_task_group() as tg:
+                for n in range(50):
+                    tg.start_soon(record, n)
+        assert len(fake.requests) == 50
+    assert len(interactions(cassette)) == 50
+
+    async with proxied(options(Mode.REPLAY, cassette)) as client:
+
+        async def replay(n: int) -> None:
+            replayed[n] = await fetch(client, calls[n])
+
+        async with anyio.create_task_group() as tg:
+            for n in range(50):
+                tg.start_soon(replay, n)
+
+    for n in range(50):
+        rec, rep = recorded[n], replayed[n]
+        assert rec.error is None and rep.error is None
+        assert rep.status == 200
+        assert rep.body == rec.body
+        assert rep.events == rec.events
+        assert chat_text(rep) == reply_text(f"Prompt number {n} of fifty")
+
+
+def chat_text(exchange: Exchange) -> str:
+    """The text a chat completion stream carries."""
+    text = ""
+    for event in exchange.events:
+        data = event.removeprefix(b"data: ").strip()
+        if data and data != b"[DONE]":
+            for choice in json.loads(data)["choices"]:
+                text += choice["delta"].get("content") or ""
+    return text
+
+
+# --------------------------------------------------------------------- logs
+
+
+async def test_one_log_line_per_request(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="reel.proxy")
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake() as fake:
+        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
+            await fetch(client, chat_call("log me", stream=True))
+    key = interactions(cassette)[0].key[7:19]
+
+    def lines() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "reel.proxy" and "/v1/chat/completions" in r.getMessage()
+        ]
+
+    [recorded] = lines()
+    assert recorded.startswith("record ")
+    assert "recorded" in recorded
+    assert f"key={key}" in recorded
+    assert " 200 " in recorded
+    assert recorded.endswith("ms")
+    caplog.clear()
+    async with proxied(options(Mode.REPLAY, cassette)) as client:
+        await fetch(client, chat_call("log me", stream=True))
+        await fetch(client, chat_call("not me"))
+    hit, miss = lines()
+    assert hit.startswith("replay ")
+    assert " hit " in hit
+    assert f"key={key}" in hit
+    assert " 200 " in hit
+    assert miss.startswith("replay ")
+    assert " miss " in miss
+    assert " 404 " in miss
+    assert "key=" in miss and "key=-" not in miss
+    for line in (recorded, hit, miss):
+        duration = line.rsplit(" ", 1)[1]
+        assert float(duration.removesuffix("ms")) >= 0

@@ -1,0 +1,138 @@
+"""SSE framing: byte-exact events whatever the line endings and chunking."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from reel_core import SSESplitter
+
+from ._helpers import random_split, splittings
+
+
+def split_all(chunks: list[bytes]) -> tuple[list[list[bytes]], list[bytes]]:
+    s = SSESplitter()
+    per_feed = [s.feed(c) for c in chunks]
+    return per_feed, s.close()
+
+
+def frames_of(chunks: list[bytes]) -> list[bytes]:
+    per_feed, rest = split_all(chunks)
+    return [f for fs in per_feed for f in fs] + rest
+
+
+def reference_frames(data: bytes) -> list[bytes]:
+    """An independent SSE event cutter (bytes.splitlines knows LF, CR, CRLF)."""
+    frames: list[bytes] = []
+    current = b""
+    for line in data.splitlines(keepends=True):
+        current += line
+        if line in (b"\n", b"\r", b"\r\n"):
+            frames.append(current)
+            current = b""
+    if current:
+        frames.append(current)
+    return frames
+
+
+STREAMS = {
+    "lf": b'data: {"a":1}\n\ndata: {"a":2}\n\ndata: [DONE]\n\n',
+    "crlf": b"data: one\r\n\r\ndata: two\r\nid: 7\r\n\r\n",
+    "cr": b"data: one\r\rdata: two\r\r",
+    "mixed": b"event: a\r\ndata: x\n\r\nevent: b\rdata: y\r\n\n",
+    "typed": b"event: message_start\ndata: {}\n\nevent: ping\ndata: {}\n\n",
+    "comments": b": OPENROUTER PROCESSING\n\n: keep-alive\n\ndata: {}\n\n",
+    "leading blank": b"\n\ndata: x\n\n",
+    "multiline data": b"data: a\ndata: b\ndata: c\n\n",
+    "unterminated": b"data: a\n\ndata: b\n",
+    "unterminated no eol": b"data: a\n\ndata: b",
+    "only eols": b"\r\n\r\n\n\r\r",
+    "cr then crlf": b"data: a\r\r\ndata: b\r\n\r\n",
+    "no event": b"data: half",
+    "unicode": "data: héllo ✓\n\n".encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STREAMS))
+def test_frames_are_byte_exact_events(name: str) -> None:
+    data = STREAMS[name]
+    expected = reference_frames(data)
+    for seed, chunks in enumerate(splittings(data, seed=len(name), randoms=20)):
+        frames = frames_of(chunks)
+        assert b"".join(frames) == data, seed
+        assert frames == expected, (seed, chunks)
+
+
+def test_known_cuts() -> None:
+    assert frames_of([STREAMS["lf"]]) == [
+        b'data: {"a":1}\n\n',
+        b'data: {"a":2}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    assert frames_of([STREAMS["crlf"]]) == [b"data: one\r\n\r\n", b"data: two\r\nid: 7\r\n\r\n"]
+    assert frames_of([STREAMS["cr"]]) == [b"data: one\r\r", b"data: two\r\r"]
+    assert frames_of([STREAMS["leading blank"]]) == [b"\n", b"\n", b"data: x\n\n"]
+    assert frames_of([STREAMS["cr then crlf"]]) == [b"data: a\r\r\n", b"data: b\r\n\r\n"]
+    assert frames_of([b"data: a\n\ndata: b\n"]) == [b"data: a\n\n", b"data: b\n"]
+
+
+def test_feed_returns_events_as_soon_as_they_complete() -> None:
+    s = SSESplitter()
+    assert s.feed(b"data: 1\n") == []
+    assert s.feed(b"\ndata: 2\n\nda") == [b"data: 1\n\n", b"data: 2\n\n"]
+    assert s.feed(b"ta: 3\n") == []
+    assert s.feed(b"\n") == [b"data: 3\n\n"]
+    assert s.close() == []
+
+
+def test_a_lone_cr_at_the_end_waits_for_a_possible_lf() -> None:
+    s = SSESplitter()
+    assert s.feed(b"data: 1\r\n\r") == []  # may be "\r\n\r\n" still coming
+    assert s.feed(b"\n") == [b"data: 1\r\n\r\n"]
+    s = SSESplitter()
+    assert s.feed(b"data: 1\r\n\r") == []
+    # ... or the CR was a whole line ending: the next byte settles it
+    assert s.feed(b"data: 2\r\r") == [b"data: 1\r\n\r"]
+    assert s.close() == [b"data: 2\r\r"]
+
+
+def test_close_flushes_a_trailing_cr_as_a_line_end() -> None:
+    s = SSESplitter()
+    assert s.feed(b"data: 1\r\r") == []
+    assert s.close() == [b"data: 1\r\r"]
+
+
+def test_close_returns_the_unterminated_rest_and_resets() -> None:
+    s = SSESplitter()
+    assert s.feed(b"data: 1\n\ndata: 2") == [b"data: 1\n\n"]
+    assert s.close() == [b"data: 2"]
+    assert s.close() == []
+    # the splitter is reusable after close
+    assert s.feed(b"data: 3\n\n") == [b"data: 3\n\n"]
+    assert s.close() == []
+
+
+def test_empty_feeds_change_nothing() -> None:
+    s = SSESplitter()
+    assert s.feed(b"") == []
+    assert s.feed(b"data: x\n") == []
+    assert s.feed(b"") == []
+    assert s.feed(b"\n") == [b"data: x\n\n"]
+    assert s.close() == []
+
+
+def test_a_long_event_in_many_chunks_is_one_frame() -> None:
+    payload = b"data: " + b"x" * 50_000 + b"\n\n"
+    frames = frames_of(random_split(payload, random.Random(5), 500))
+    assert frames == [payload]
+
+
+def test_random_streams_match_the_reference() -> None:
+    rng = random.Random(1234)
+    alphabet = [b"\n", b"\r", b"\r\n", b"data: ", b"x", b":", b"event: e", b" "]
+    for _ in range(300):
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        for chunks in splittings(data, seed=rng.randint(0, 10**6), randoms=3):
+            frames = frames_of(chunks)
+            assert frames == reference_frames(data), (data, chunks)

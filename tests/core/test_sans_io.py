@@ -1,0 +1,85 @@
+"""reel_core is sans-IO: importing it pulls in no I/O machinery, and every
+module declares its public names."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import subprocess
+import sys
+
+import reel_core
+
+FORBIDDEN = (
+    "socket",
+    "asyncio",
+    "trio",
+    "anyio",
+    "threading",
+    "selectors",
+    "httpcore",
+    "httpcore2",
+    "httpx",
+    "httpx2",
+    "requests",
+)
+
+
+def _modules_after(code: str) -> list[str]:
+    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", script], capture_output=True, check=True, text=True
+    )
+    loaded: list[str] = json.loads(out.stdout)
+    return loaded
+
+
+def test_importing_reel_core_imports_no_io_module() -> None:
+    loaded = _modules_after("import reel_core")
+    assert "reel_core" in loaded
+    assert "h11" in loaded  # the core drives h11 inside itself, and that is fine
+    bad = [m for m in loaded if m.split(".")[0] in FORBIDDEN]
+    assert bad == []
+
+
+def test_every_private_module_imports_no_io_module() -> None:
+    names = [m.name for m in pkgutil.iter_modules(reel_core.__path__, "reel_core.")]
+    loaded = _modules_after("\n".join(f"import {n}" for n in names))
+    assert set(names) <= set(loaded)
+    assert [m for m in loaded if m.split(".")[0] in FORBIDDEN] == []
+
+
+def test_the_probe_would_notice_a_forbidden_import() -> None:
+    # The subprocess probe itself works: importing one of them is seen.
+    assert "selectors" in _modules_after("import selectors")
+
+
+def test_every_module_has_dunder_all_naming_real_objects() -> None:
+    names = [m.name for m in pkgutil.iter_modules(reel_core.__path__, "reel_core.")]
+    assert len(names) >= 15
+    for name in names:
+        module = importlib.import_module(name)
+        if name == "reel_core._version":
+            continue  # constants only, re-exported by the package
+        exported = getattr(module, "__all__", None)
+        assert isinstance(exported, list), f"{name} has no __all__"
+        for item in exported:
+            assert hasattr(module, item), f"{name}.__all__ names missing {item!r}"
+
+
+def test_package_all_is_complete_and_real() -> None:
+    assert len(reel_core.__all__) == len(set(reel_core.__all__))
+    for item in reel_core.__all__:
+        assert hasattr(reel_core, item), item
+    public = {n for n in vars(reel_core) if not n.startswith("_")} - {"annotations"}
+    assert public <= set(reel_core.__all__) | {"SCHEMA_VERSION"}
+
+
+def test_reexports_are_the_private_objects() -> None:
+    from reel_core import _cassette, _session
+
+    assert reel_core.Session is _session.Session
+    assert reel_core.Cassette is _cassette.Cassette
+    assert reel_core.SCHEMA_VERSION == 1
+    assert isinstance(reel_core.__version__, str)

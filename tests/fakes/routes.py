@@ -1,0 +1,209 @@
+"""Routing of the fake upstream: a received request in, a :class:`Reply` out (sans-IO).
+
+Routes (POST only; anything else is a 404 in OpenAI's "Invalid URL" shape):
+
+================================================  =========================
+path                                              answer
+================================================  =========================
+``…/chat/completions``                            OpenAI chat (any prefix)
+``…/responses``                                   OpenAI Responses
+``…/embeddings``                                  OpenAI embeddings
+``/v1/messages``                                  Anthropic messages
+``/{v1,v1beta,v1alpha}/models/M:generateContent``        Gemini
+``/{v1,v1beta,v1alpha}/models/M:streamGenerateContent``  Gemini stream
+================================================  =========================
+
+Scenarios come from the ``x-fake-scenario`` header and from a model named
+``fake-<scenario>[+<scenario>…]``; an unknown scenario name is a 400 that says
+so.  A status scenario (400, 401, 429, 500, overloaded) replaces the answer
+with the provider's error; ``gzip`` compresses whatever is answered; the
+connection faults are carried on the reply for the server to play.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import anthropic_wire, gemini_wire, openai_wire, responses_wire
+from .wire import (
+    SCENARIO_HEADER,
+    ReceivedRequest,
+    Reply,
+    Scenario,
+    UnknownScenarioError,
+    digest,
+    parse_scenarios,
+    pretty,
+    scrub,
+    secrets_of,
+)
+
+__all__ = ["STATUS_SCENARIOS", "Endpoint", "Provider", "match", "respond", "scenarios_of"]
+
+#: Scenarios that replace the answer with an error status, in order of precedence.
+STATUS_SCENARIOS = (
+    Scenario.BAD_REQUEST,
+    Scenario.UNAUTHORIZED,
+    Scenario.RATE_LIMITED,
+    Scenario.SERVER_ERROR,
+    Scenario.OVERLOADED,
+)
+
+
+class Provider(enum.Enum):
+    """Whose wire format a route speaks."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
+
+
+class Endpoint(enum.Enum):
+    """The endpoints the fake answers."""
+
+    OPENAI_CHAT = "openai-chat"
+    OPENAI_RESPONSES = "openai-responses"
+    OPENAI_EMBEDDINGS = "openai-embeddings"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
+    GEMINI_GENERATE = "gemini-generate"
+    GEMINI_STREAM = "gemini-stream"
+
+    @property
+    def provider(self) -> Provider:
+        return Provider(self.value.split("-")[0])
+
+
+_GEMINI = re.compile(
+    r"^/(?:v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$"
+)
+_SUFFIXES = (
+    ("/v1/messages", Endpoint.ANTHROPIC_MESSAGES),
+    ("/chat/completions", Endpoint.OPENAI_CHAT),
+    ("/responses", Endpoint.OPENAI_RESPONSES),
+    ("/embeddings", Endpoint.OPENAI_EMBEDDINGS),
+)
+
+_ErrorFn = Callable[[Scenario, str, str | None], Reply]
+_ERROR: dict[Provider, _ErrorFn] = {
+    Provider.OPENAI: openai_wire.error,
+    Provider.ANTHROPIC: anthropic_wire.error,
+    Provider.GEMINI: gemini_wire.error,
+}
+
+
+def match(request: ReceivedRequest) -> tuple[Endpoint, str] | None:
+    """The endpoint a request goes to, and the model named in its path (Gemini), or None."""
+    if request.method != "POST":
+        return None
+    path = request.path
+    found = _GEMINI.match(path)
+    if found:
+        stream = found["method"] == "streamGenerateContent"
+        return (Endpoint.GEMINI_STREAM if stream else Endpoint.GEMINI_GENERATE), found["model"]
+    for suffix, endpoint in _SUFFIXES:
+        if path.endswith(suffix):
+            return endpoint, ""
+    return None
+
+
+def scenarios_of(request: ReceivedRequest, model: str = "") -> frozenset[Scenario]:
+    """The scenarios a request asks for (header and ``fake-…`` model); may raise."""
+    found: frozenset[Scenario] = frozenset()
+    for name, value in request.headers:
+        if name == SCENARIO_HEADER:
+            found |= parse_scenarios(value)
+    if model.startswith("fake-"):
+        found |= parse_scenarios(model[len("fake-") :])
+    return found
+
+
+def _not_found(request: ReceivedRequest, scenarios: frozenset[Scenario]) -> Reply:
+    path = scrub(request.path, secrets_of(request))
+    body = {
+        "error": {
+            "message": f"Invalid URL ({request.method} {path})",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": None,
+        }
+    }
+    headers = (("content-type", "application/json"),)
+    return Reply(404, headers, (pretty(body),), False, scenarios)
+
+
+def respond(request: ReceivedRequest) -> Reply:
+    """The fake's whole answer to ``request``: status, headers, frames and faults."""
+    seed = digest(request)
+    secrets = secrets_of(request)
+    routed = match(request)
+
+    def finish(reply: Reply, scenarios: frozenset[Scenario]) -> Reply:
+        return _seal(reply, scenarios, secrets)
+
+    try:
+        header_scenarios = scenarios_of(request)
+    except UnknownScenarioError as exc:
+        if routed is None:
+            return finish(_not_found(request, frozenset()), frozenset())
+        return finish(_ERROR[routed[0].provider](Scenario.BAD_REQUEST, seed, str(exc)), frozenset())
+    if routed is None:
+        return finish(_not_found(request, header_scenarios), header_scenarios)
+    endpoint, path_model = routed
+    fail = _ERROR[endpoint.provider]
+    try:
+        body: Any = json.loads(request.body)
+    except ValueError:
+        body = None
+    if not isinstance(body, Mapping):
+        return finish(fail(Scenario.BAD_REQUEST, seed, None), header_scenarios)
+    model = path_model or str(body.get("model", ""))
+    try:
+        scenarios = header_scenarios | scenarios_of(request, model)
+    except UnknownScenarioError as exc:
+        return finish(fail(Scenario.BAD_REQUEST, seed, str(exc)), header_scenarios)
+    for kind in STATUS_SCENARIOS:
+        if kind in scenarios:
+            return finish(fail(kind, seed, None), scenarios)
+    return finish(_answer(request, endpoint, model, body, seed, secrets, scenarios), scenarios)
+
+
+def _answer(
+    request: ReceivedRequest,
+    endpoint: Endpoint,
+    model: str,
+    body: Mapping[str, Any],
+    seed: str,
+    secrets: tuple[str, ...],
+    scenarios: frozenset[Scenario],
+) -> Reply:
+    if endpoint is Endpoint.OPENAI_CHAT:
+        return openai_wire.chat(openai_wire.parse_chat(body, seed, secrets), scenarios)
+    if endpoint is Endpoint.OPENAI_RESPONSES:
+        return responses_wire.responses(
+            responses_wire.parse_responses(body, seed, secrets), scenarios
+        )
+    if endpoint is Endpoint.OPENAI_EMBEDDINGS:
+        return openai_wire.embeddings(body, seed, secrets)
+    if endpoint is Endpoint.ANTHROPIC_MESSAGES:
+        return anthropic_wire.messages(
+            anthropic_wire.parse_messages(body, seed, secrets), scenarios
+        )
+    stream = endpoint is Endpoint.GEMINI_STREAM
+    ask = gemini_wire.parse_generate(model, body, seed, secrets, stream=stream)
+    sse = "sse" in request.query.get("alt", [])
+    return gemini_wire.generate(ask, scenarios, sse=sse)
+
+
+def _seal(reply: Reply, scenarios: frozenset[Scenario], secrets: tuple[str, ...]) -> Reply:
+    """Attach the scenarios, scrub secrets from every byte (a last line of defence), gzip."""
+    frames = reply.frames
+    for secret in secrets:
+        token = secret.encode("utf-8", "replace")
+        frames = tuple(f.replace(token, b"[REDACTED]") for f in frames)
+    reply = dataclasses.replace(reply, frames=frames, scenarios=scenarios)
+    return reply.gzipped() if Scenario.GZIP in scenarios else reply

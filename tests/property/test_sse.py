@@ -1,0 +1,126 @@
+"""Property 3: SSE frames are byte-exact.
+
+The frames :class:`reel_core.SSESplitter` cuts a body into join back to
+exactly the body, whatever pieces the body was fed in; each frame but the
+last ends with a blank line, and the cut agrees with a line-by-line reading
+of the whole body.  The same holds for the frames of a recorded stream.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from reel_core import (
+    Cassette,
+    Config,
+    Frame,
+    Mode,
+    Recorded,
+    Redactor,
+    Request,
+    Session,
+    Signal,
+    SSESplitter,
+)
+
+from .strategies import chunkings, sse_bodies
+
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def reference_frames(body: bytes) -> list[bytes]:
+    """The events of ``body`` read as whole lines (an oracle, not fast)."""
+    frames: list[bytes] = []
+    start = 0
+    for m in _LINE.finditer(body):
+        line = m.group(0)
+        if line in (b"\n", b"\r", b"\r\n"):  # a blank line ends the event
+            frames.append(body[start : m.end()])
+            start = m.end()
+    if start < len(body):
+        frames.append(body[start:])
+    return frames
+
+
+def ends_with_blank_line(frame: bytes) -> bool:
+    lines = [m.group(0) for m in _LINE.finditer(frame)]
+    return b"".join(lines) == frame and lines[-1] in (b"\n", b"\r", b"\r\n")
+
+
+def split(chunks: list[bytes]) -> list[bytes]:
+    splitter = SSESplitter()
+    frames: list[bytes] = []
+    for chunk in chunks:
+        frames += splitter.feed(chunk)
+    return frames + splitter.close()
+
+
+@given(st.data(), sse_bodies())
+@example(None, b"data: a\r")
+@example(None, b"data: a\r\r\n")
+@example(None, b"\r\n\r\n")
+@example(None, b"data: a\n\rdata: b\r\n\r")
+def test_frames_rejoin_for_any_chunking(data: st.DataObject | None, body: bytes) -> None:
+    expected = reference_frames(body)
+    whole = split([body])
+    assert b"".join(whole) == body
+    assert whole == expected
+    if data is not None:
+        chunks = data.draw(chunkings(body, allow_empty=True), label="chunks")
+        assert split(chunks) == expected
+    assert all(frame for frame in whole)
+    for frame in whole[:-1]:
+        assert ends_with_blank_line(frame), frame
+
+
+@given(st.data(), sse_bodies())
+def test_splitter_is_reusable_after_close(data: st.DataObject, body: bytes) -> None:
+    splitter = SSESplitter()
+    for _ in range(2):
+        frames: list[bytes] = []
+        for chunk in data.draw(chunkings(body)):
+            frames += splitter.feed(chunk)
+        frames += splitter.close()
+        assert frames == reference_frames(body)
+
+
+def _record(body: bytes, chunks: list[bytes], mode: Mode) -> tuple[list[bytes], bytes]:
+    session = Session(Cassette(), Config(mode=mode))
+    session.receive_request(
+        Request("POST", "/v1/chat/completions", (), b'{"model":"m","stream":true}')
+    )
+    session.next_event()  # Forward
+    session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=10.0)
+    for i, chunk in enumerate(chunks):
+        session.upstream_data(chunk, now=10.0 + i / 100)
+    session.upstream_end(now=11.0)
+    forwarded: list[bytes] = []
+    line = b""
+    while True:
+        event = session.next_event()
+        if isinstance(event, Frame):
+            forwarded.append(event.data)
+        elif isinstance(event, Recorded):
+            line = event.line
+        elif isinstance(event, Signal):
+            break
+    return forwarded, line
+
+
+@given(st.data(), sse_bodies(), st.sampled_from([Mode.AUTO, Mode.RECORD]))
+def test_recorded_frames_join_to_the_body(data: st.DataObject, body: bytes, mode: Mode) -> None:
+    chunks = data.draw(chunkings(body), label="chunks")
+    forwarded, line = _record(body, chunks, mode)
+    assert b"".join(forwarded) == body  # what is forwarded is never altered
+    assert line
+    (interaction,) = Cassette.loads(line)
+    assert interaction.response.stream == "sse"
+    frames = [frame for _, frame in interaction.response.frames]
+    redactor = Redactor()
+    # Frames are stored redacted, one by one, and otherwise byte for byte.
+    assert frames == [redactor.data(f) for f in reference_frames(body)]
+    for frame in frames[:-1]:
+        assert ends_with_blank_line(frame)
