@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ._body import ContentDecoder
+from ._body import ContentDecoder, parse_json
 from ._cassette import Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._frames import SSESplitter
 from ._http import Headers, header_value
@@ -98,6 +98,33 @@ def _redact_chunks(
     return [(frames[-1][0], whole)]
 
 
+def response_shape(response: RecordedResponse, content_type: str) -> str:
+    """What a response body is: ``sse``, ``json-array-stream`` (Gemini's
+    streamed JSON array), ``ndjson``, ``chunks`` (another stream), ``json``,
+    ``text``, ``binary`` or ``empty``."""
+    content = response.content
+    if response.stream == "sse":
+        return "sse"
+    if response.stream == "chunks":
+        if "ndjson" in content_type or "jsonl" in content_type:
+            return "ndjson"
+        head = content.lstrip()[:1]
+        if head == b"[":
+            return "json-array-stream"
+        if head == b"{" and content.count(b"\n") > 1:
+            return "ndjson"
+        return "chunks"
+    if not content:
+        return "empty"
+    if parse_json(content)[0]:
+        return "json"
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError:
+        return "binary"
+    return "text"
+
+
 class Recorder:
     """Builds one :class:`Interaction` from a fed upstream response."""
 
@@ -122,6 +149,7 @@ class Recorder:
         self._status = 0
         self._headers: tuple[tuple[str, str], ...] = ()
         self._kind: str | None = None
+        self._content_type = ""
         self._decoder = ContentDecoder("identity")
         self._splitter = SSESplitter()
         self._frames: list[tuple[float, bytes]] = []
@@ -147,6 +175,7 @@ class Recorder:
             kept.append((text, self._redactor.text(value.decode("latin-1"))))
         self._headers = tuple(kept)
         content_type = (header_value(headers, b"content-type") or b"").decode("latin-1").lower()
+        self._content_type = content_type
         self._kind = stream_kind(self.request, status, content_type)
 
     def _stamp(self, now: float) -> float:
@@ -224,6 +253,7 @@ class Recorder:
         }
         if kind is not None:
             meta["frames"] = len(response.frames)
+        meta["shape"] = response_shape(response, self._content_type)
         usage = extract_usage(self.provider, self.request.path, self.request.body, response)
         meta.update(usage.to_meta())
         meta["cost_usd"] = cost_usd(usage)

@@ -7,10 +7,17 @@ import zlib
 
 import pytest
 
-from reel_core import Interaction, RecordedRequest, Redactor, StreamCut, UpstreamError
+from reel_core import (
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    Redactor,
+    StreamCut,
+    UpstreamError,
+)
 from reel_core._body import ContentDecoder
 from reel_core._http import Headers
-from reel_core._record import Recorder, _ms, stream_kind
+from reel_core._record import Recorder, _ms, response_shape, stream_kind
 
 CHAT = RecordedRequest("POST", "/v1/chat/completions", (), b'{"model":"m"}')
 STREAM = RecordedRequest("POST", "/v1/chat/completions", (), b'{"model":"m","stream":true}')
@@ -361,3 +368,33 @@ def test_a_secret_spanning_lines_keeps_the_body_whole() -> None:
     got = _chunks_of([b"Authorization: Bearer\n", b"abcdefghijklmnopqrstuvwxyz\n"])
     assert got.response.frames == ((2.0, b"Authorization: Bearer [REDACTED:bearer-token]\n"),)
     assert b"abcdefghijklmnop" not in got.response.content
+
+
+@pytest.mark.parametrize(
+    ("response", "content_type", "shape"),
+    [
+        (RecordedResponse(200, stream="sse", frames=((0.0, b"data: 1\n\n"),)), "", "sse"),
+        (
+            RecordedResponse(200, stream="chunks", frames=((0.0, b"[{}"), (1.0, b"]"))),
+            "",
+            "json-array-stream",
+        ),
+        (
+            RecordedResponse(200, stream="chunks", frames=((0.0, b'{"a":1}\n'),)),
+            "application/x-ndjson",
+            "ndjson",
+        ),
+        (
+            RecordedResponse(200, stream="chunks", frames=((0.0, b'{"a":1}\n{"b":2}\n{"c":3}\n'),)),
+            "",
+            "ndjson",
+        ),
+        (RecordedResponse(200, stream="chunks", frames=((0.0, b"plain words"),)), "", "chunks"),
+        (RecordedResponse(200, body=b""), "", "empty"),
+        (RecordedResponse(200, body=b'{"a": 1}'), "application/json", "json"),
+        (RecordedResponse(200, body=b"hello"), "text/plain", "text"),
+        (RecordedResponse(200, body=b"\xff\xfe\x00"), "application/octet-stream", "binary"),
+    ],
+)
+def test_response_shape(response: RecordedResponse, content_type: str, shape: str) -> None:
+    assert response_shape(response, content_type) == shape
