@@ -1,4 +1,4 @@
-"""Fixtures for the fake upstream's own tests."""
+"""Fixtures for the fake upstream's own tests (``anyio_backend`` is in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """Run every ``@pytest.mark.anyio`` test on asyncio and on trio."""
-    backend: str = request.param
-    return backend
 
 
 @pytest.fixture(params=["asyncio", "trio"])
