@@ -67,12 +67,26 @@ class CassetteFile:
         self._thread_lock = threading.Lock()
         name = str(self.path)
         if mode is Mode.RECORD:
-            self.cassette = Cassette(name, meta)
+            # Starting afresh keeps the cassette's own settings (its _meta line).
+            kept = self._existing_meta(name) if meta is None else meta
+            self.cassette = Cassette(name, kept)
             self._reset()
         elif self.path.exists():
             self.cassette = Cassette.loads(self.path.read_bytes(), name=name, strict=strict)
+            if strict:
+                self.cassette.validate()  # every line parsed, not just indexed
         else:
             self.cassette = Cassette(name, meta)
+
+    def _existing_meta(self, name: str) -> CassetteMeta | None:
+        try:
+            with self.path.open("rb") as f:
+                first = f.readline()
+        except FileNotFoundError:
+            return None
+        if not first.lstrip(b"\xef\xbb\xbf \t").startswith(b'{"_meta"'):
+            return None
+        return Cassette.loads(first, name=name).meta
 
     def _reset(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ from reel_core import (
     Mode,
     Recorded,
     Redactor,
+    Refused,
     Replay,
     Request,
     ResponseHead,
@@ -49,6 +50,9 @@ IN_PROCESS_HINT = (
 )
 
 
+_OFF = ("0", "false", "no", "off")
+
+
 def mode_from_env(mode: Mode | str | None) -> Mode:
     """``mode`` if given, else ``$REEL_MODE``, else replay."""
     if isinstance(mode, Mode):
@@ -61,7 +65,7 @@ class Decision:
     """What the core decided for one request."""
 
     session: Session
-    event: Replay | Miss | Forward | None
+    event: Replay | Miss | Refused | Forward | None
     #: For a replay, a miss or a refusal: the head, then the timed events.
     head: ResponseHead | None = None
     events: tuple[Event, ...] = ()
@@ -91,14 +95,19 @@ class Player:
             self.file = cassette
         else:
             self.file = CassetteFile(Path(cassette), mode=resolved, strict=strict_load)
-        if redactor is None and os.environ.get("REEL_REDACT_PII", "1").strip() in ("0", "false"):
-            redactor = Redactor(pii=False)
+        pii_off = os.environ.get("REEL_REDACT_PII", "1").strip().lower() in (
+            "0",
+            "false",
+            "no",
+            "off",
+        )
         self.config = Config(
             mode=resolved,
             match=match,
             timing=Timing.parse(timing) if isinstance(timing, str) else timing,
             repeat=repeat,
             redactor=redactor,
+            pii=False if pii_off else None,
             hint=hint,
         )
         self.lock = threading.Lock()
@@ -116,7 +125,7 @@ class Player:
             event = session.next_event()
             if isinstance(event, Forward):
                 return Decision(session, event)
-            decision = event if isinstance(event, (Replay, Miss)) else None
+            decision = event if isinstance(event, (Replay, Miss, Refused)) else None
             head = event if isinstance(event, ResponseHead) else session.next_event()
             assert isinstance(head, ResponseHead)
             events = []

@@ -34,6 +34,7 @@ from typing import Any
 from ._body import decode_body, encode_body
 from ._errors import CassetteError, LocalProtocolError, RemoteProtocolError, SchemaVersionError
 from ._match import MatchConfig, MatchMode, match_key
+from ._redact import Redactor
 from ._version import SCHEMA_VERSION, __version__
 
 __all__ = [
@@ -359,6 +360,13 @@ class CassetteMeta:
             raise CassetteError(name, 1, f'bad "_meta" match settings: {exc}') from None
         known = {"schema", "reel", "match", "ignore_fields"}
         extra = {k: v for k, v in meta.items() if k not in known}
+        redact = extra.get("redact", {})
+        try:
+            if not isinstance(redact, dict):
+                raise LocalProtocolError('"redact" must be an object')
+            Redactor.from_settings(redact)
+        except LocalProtocolError as exc:
+            raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
         return cls(schema=schema, match=match, writer=str(writer), extra=extra)
 
 

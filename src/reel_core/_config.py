@@ -54,6 +54,9 @@ class Config:
     repeat: bool = True
     #: ``None``: the cassette's ``_meta`` redaction settings, PII on.
     redactor: Redactor | None = None
+    #: Redact PII (True) or not (False, ``REEL_REDACT_PII=0``); ``None``: as
+    #: the cassette says (default on).  The cassette's patterns stay in force.
+    pii: bool | None = None
     limits: Limits = Limits()
     #: How to record a missing request, shown in every miss report.
     hint: str = DEFAULT_HINT

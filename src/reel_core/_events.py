@@ -1,6 +1,7 @@
 """What :meth:`reel_core.Session.next_event` returns.
 
-Decisions come first (:class:`Replay`, :class:`Forward` or :class:`Miss`),
+Decisions come first (:class:`Replay`, :class:`Forward`, :class:`Miss` or
+:class:`Refused`),
 then the response as :class:`ResponseHead`, :class:`Frame` events and an
 :class:`EndOfResponse` or a :class:`Cut`; a forwarded exchange that is being
 recorded ends with :class:`Recorded`, carrying the cassette line to append.
@@ -25,6 +26,7 @@ __all__ = [
     "Frame",
     "Miss",
     "Recorded",
+    "Refused",
     "Replay",
     "ResponseHead",
     "Signal",
@@ -77,6 +79,17 @@ class Miss:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """Decision: the request cannot be served at all (no upstream for it, a
+    bad cassette name, a corrupt cassette line); an error response with
+    ``status`` and ``message`` follows."""
+
+    request: Request
+    status: int
+    message: str
+
+
+@dataclass(frozen=True)
 class ResponseHead:
     """Status line and headers of the response to give the client."""
 
@@ -124,4 +137,4 @@ class Recorded:
     key: str
 
 
-Event = Replay | Forward | Miss | ResponseHead | Frame | EndOfResponse | Cut | Recorded
+Event = Replay | Forward | Miss | Refused | ResponseHead | Frame | EndOfResponse | Cut | Recorded

@@ -209,10 +209,10 @@ def closest_to(
         if i.request.method == request.method and i.request.path == request.path
     ]
     pool = same or candidates
-    mine = canonical_body(request.body, config)
+    mine = canonical_body(request.body, config, request.path)
     scored = []
     for interaction in pool:
-        theirs = canonical_body(interaction.request.body, config)
+        theirs = canonical_body(interaction.request.body, config, interaction.request.path)
         quick = difflib.SequenceMatcher(None, mine[:4000], theirs[:4000]).real_quick_ratio()
         scored.append((quick, interaction, theirs))
     scored.sort(key=lambda item: item[0], reverse=True)

@@ -91,10 +91,6 @@ def _placeholder(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-def _group_name(kind: str) -> str:
-    return "k_" + kind.replace("-", "_")
-
-
 @dataclass(frozen=True)
 class Redactor:
     """Scrubs secrets (always) and PII (unless ``pii=False``) from text.
@@ -121,8 +117,9 @@ class Redactor:
             except re.error as exc:
                 raise LocalProtocolError(f"bad redaction pattern for {kind!r}: {exc}") from None
             patterns[kind] = pattern
-        kinds = {_group_name(kind): kind for kind in patterns}
-        joined = "|".join(f"(?P<{_group_name(k)}>{p})" for k, p in patterns.items())
+        groups = {kind: f"k{i}" for i, kind in enumerate(patterns)}  # any kind name is fine
+        kinds = {group: kind for kind, group in groups.items()}
+        joined = "|".join(f"(?P<{groups[k]}>{p})" for k, p in patterns.items())
         object.__setattr__(self, "_pattern", re.compile(joined))
         object.__setattr__(self, "_kinds", kinds)
         names = "|".join(re.escape(f) for f in self.fields)
@@ -131,9 +128,11 @@ class Redactor:
         object.__setattr__(self, "_field", field)
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, object], *, pii: bool = True) -> Redactor:
+    def from_settings(cls, settings: Mapping[str, object], *, pii: bool | None = None) -> Redactor:
         """A redactor from a cassette ``_meta`` ``redact`` object:
-        ``{"pii": bool, "patterns": {kind: regex}, "fields": [name, ...]}``."""
+        ``{"pii": bool, "patterns": {kind: regex}, "fields": [name, ...]}``.
+        ``pii``, when given, wins over the object's own ``pii`` (the
+        ``REEL_REDACT_PII`` switch); the patterns and fields are kept."""
         patterns = settings.get("patterns", {})
         fields = settings.get("fields", [])
         if not isinstance(patterns, dict) or not all(
@@ -142,7 +141,7 @@ class Redactor:
             raise LocalProtocolError('redact "patterns" must map kinds to regular expressions')
         if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
             raise LocalProtocolError('redact "fields" must be a list of field names')
-        pii_setting = settings.get("pii", pii)
+        pii_setting = settings.get("pii", True) if pii is None else pii
         return cls(pii=bool(pii_setting), extra_patterns=patterns, fields=tuple(fields))
 
     def text(self, text: str, found: list[str] | None = None) -> str:

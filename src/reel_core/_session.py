@@ -21,7 +21,7 @@ import h11
 
 from ._cassette import Cassette, Interaction, RecordedRequest, format_timestamp
 from ._config import Config, Mode
-from ._errors import LocalProtocolError, MissError, RemoteProtocolError
+from ._errors import CassetteError, LocalProtocolError, MissError, RemoteProtocolError
 from ._events import (
     Cut,
     EndOfResponse,
@@ -30,6 +30,7 @@ from ._events import (
     Frame,
     Miss,
     Recorded,
+    Refused,
     Replay,
     ResponseHead,
     Signal,
@@ -98,7 +99,7 @@ class Session:
         self._keying = self.match.keying()
         redact = cassette.meta.extra.get("redact", {})
         self.redactor: Redactor = self.config.redactor or Redactor.from_settings(
-            redact if isinstance(redact, dict) else {}
+            redact if isinstance(redact, dict) else {}, pii=self.config.pii
         )
 
     # -- client side ---------------------------------------------------------
@@ -193,12 +194,22 @@ class Session:
 
     def _decide(self, request: Request) -> None:
         self._request = request
-        if self._select is not None:
-            try:
+        try:
+            if self._select is not None:
                 self._use(self._select(request))
-            except RemoteProtocolError as exc:
-                self._refuse(exc.status, "reel_bad_cassette", str(exc))
-                return
+            self._match_and_decide(request)
+        except RemoteProtocolError as exc:
+            self._refuse(exc.status, "reel_bad_cassette", str(exc))
+        except CassetteError as exc:
+            # A line that passed indexing but does not parse: answer, keep serving.
+            self._refuse(
+                500,
+                "reel_bad_cassette",
+                f"{exc}. Fix or delete that line (`reel validate {exc.name}` lists every bad "
+                "line), or re-record the cassette.",
+            )
+
+    def _match_and_decide(self, request: Request) -> None:
         recorded = self.recorded_request(request)
         key = recorded.key(self._keying)
         mode = self.config.mode
@@ -220,8 +231,8 @@ class Session:
                 self._events.extend(self._replay(interaction, head_only=request.method == "HEAD"))
                 return
             if mode is Mode.REPLAY:
-                self._to(Input.MISS)
                 report = self._miss_report(recorded, key)
+                self._to(Input.MISS)
                 self._events.append(Miss(request, report))
                 self._events.extend(
                     _json_response(404, report.to_bytes(), head_only=request.method == "HEAD")
@@ -241,14 +252,16 @@ class Session:
                 )
                 return
             url += request.target[len(request.path) :]
-        self._to(Input.FORWARD)
         record = mode.records
-        if record:
-            self._recorder = self._new_recorder(request, recorded, key)
+        recorder = self._new_recorder(request, recorded, key) if record else None
+        self._to(Input.FORWARD)
+        self._recorder = recorder
         self._events.append(Forward(request, key, record, url))
 
     def _refuse(self, status: int, kind: str, message: str) -> None:
         self._to(Input.REFUSE)
+        assert self._request is not None
+        self._events.append(Refused(self._request, status, message))
         body = _error_body(kind, message)
         self._events.extend(_json_response(status, body, head_only=self._head_only))
 

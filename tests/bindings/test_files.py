@@ -13,9 +13,11 @@ import pytest
 from reel_bindings import CassetteFile
 from reel_core import (
     Cassette,
+    CassetteError,
     CassetteWarning,
     Interaction,
     MatchConfig,
+    MatchMode,
     Mode,
     RecordedRequest,
     RecordedResponse,
@@ -126,3 +128,25 @@ def test_append_refuses_a_line_that_is_not_one_line(tmp_path: Path) -> None:
         file.append(b'{"a":1}')
     with pytest.raises(ValueError, match="one"):
         file.append(b'{"a":1}\n{"b":2}\n')
+
+
+def test_record_mode_keeps_the_cassettes_own_settings(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    meta = b'{"_meta":{"schema":1,"reel":"0.1","match":"exact","redact":{"fields":["ticket"]}}}\n'
+    path.write_bytes(meta + line_for("old", 0))
+    file = CassetteFile(path, mode=Mode.RECORD)
+    assert len(file.cassette) == 0
+    assert file.cassette.meta.match == MatchConfig(MatchMode.EXACT)
+    assert file.cassette.meta.extra == {"redact": {"fields": ["ticket"]}}
+    first = path.read_bytes().splitlines()[0]
+    assert b'"match":"exact"' in first
+    assert b'"redact":{"fields":["ticket"]}' in first
+
+
+def test_strict_opening_parses_every_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    key = "sha256:" + "0" * 64
+    path.write_bytes(line_for("a", 0) + b'{"key":"' + key.encode() + b'","id":x}\n')
+    assert len(CassetteFile(path, mode=Mode.REPLAY).cassette) == 2  # indexed only
+    with pytest.raises(CassetteError, match=r":2: not a JSON line"):
+        CassetteFile(path, mode=Mode.REPLAY, strict=True)

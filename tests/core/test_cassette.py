@@ -581,3 +581,14 @@ def test_a_hand_edited_meta_line_is_still_the_meta_line(first: bytes) -> None:
 def test_a_hand_edited_newer_schema_is_refused() -> None:
     with pytest.raises(SchemaVersionError):
         Cassette.loads(b'{ "_meta": {"schema": 99}}\n')
+
+
+@pytest.mark.parametrize(
+    "redact",
+    [b'"x"', b'{"patterns": {"k": "("}}', b'{"fields": "token"}'],
+)
+def test_bad_redact_settings_are_refused_at_load(redact: bytes) -> None:
+    data = b'{"_meta":{"schema":1,"redact":' + redact + b"}}\n"
+    with pytest.raises(CassetteError, match=r'bad "_meta" redact settings') as info:
+        Cassette.loads(data, name="c.jsonl")
+    assert info.value.line == 1

@@ -139,7 +139,8 @@ def test_from_settings() -> None:
     assert r.text("T-1 a@b.io") == "[REDACTED:t] a@b.io"
     assert Redactor.from_settings({}).pii is True
     assert Redactor.from_settings({}, pii=False).pii is False
-    assert Redactor.from_settings({"pii": 0}, pii=True).pii is False
+    assert Redactor.from_settings({"pii": 0}).pii is False
+    assert Redactor.from_settings({"pii": 0}, pii=True).pii is True  # the switch wins
 
 
 @pytest.mark.parametrize(

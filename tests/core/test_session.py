@@ -26,6 +26,7 @@ from reel_core import (
     Mode,
     Recorded,
     Redactor,
+    Refused,
     RemoteProtocolError,
     Replay,
     Request,
@@ -659,7 +660,10 @@ def test_a_selector_chooses_the_cassette_per_request() -> None:
     assert session.match == MatchConfig(MatchMode.EXACT)
     session.start_next_cycle()
     events = one_exchange(session, request(headers=[(b"x-reel-cassette", b"bad")]))
-    head, frame, end = events
+    refused, head, frame, end = events
+    assert isinstance(refused, Refused)
+    assert refused.status == 400
+    assert refused.message == "bad cassette name 'bad'"
     assert isinstance(head, ResponseHead)
     assert head.status == 400
     assert isinstance(frame, Frame)
@@ -705,7 +709,9 @@ def test_routing_sets_the_forward_url(target: str, upstream: str | None, url: st
 def test_routing_refuses_an_unknown_destination() -> None:
     session = Session(Cassette(), Config(mode=Mode.AUTO, routing=True))
     events = one_exchange(session, request(target="/api/generate?token=tok_123"))
-    head, frame, end = events
+    refused, head, frame, end = events
+    assert isinstance(refused, Refused)
+    assert refused.status == 421
     assert isinstance(head, ResponseHead)
     assert head.status == 421
     assert isinstance(frame, Frame)
@@ -977,7 +983,7 @@ def test_a_head_miss_has_no_body() -> None:
 def test_a_head_refusal_and_upstream_failure_have_no_body() -> None:
     session = Session(Cassette(), Config(mode=Mode.LIVE, routing=True))
     events = one_exchange(session, request(b"", "/api/tags", "HEAD"))
-    assert [type(e) for e in events] == [ResponseHead, EndOfResponse]
+    assert [type(e) for e in events] == [Refused, ResponseHead, EndOfResponse]
     session = Session(Cassette(), Config(mode=Mode.LIVE))
     session.receive_request(request(b"", "/v1/models", "HEAD"))
     pull(session)
@@ -1009,3 +1015,21 @@ def test_wire_stream_to_an_http_1_0_client_is_close_delimited() -> None:
     assert b"transfer-encoding" not in head.lower()
     assert rest == b"".join(d for _, d in SSE_FRAMES)
     assert not session.keep_alive
+
+
+def test_a_corrupt_line_is_answered_500_and_the_session_goes_on() -> None:
+    target = request()
+    key = Session(Cassette()).recorded_request(target).key(MatchConfig())
+    # Indexed (key first, ends in "}") but not JSON: found only when used.
+    broken = b'{"key":"' + key.encode() + b'","id":BROKEN}'
+    cassette = Cassette.loads(Cassette().meta.to_line() + broken + b"\n", name="c.jsonl")
+    session = Session(cassette)
+    events = one_exchange(session, target)
+    refused = events[0]
+    assert isinstance(refused, Refused)
+    assert refused.status == 500
+    assert "c.jsonl:2: not a JSON line" in refused.message
+    assert "reel validate c.jsonl" in refused.message
+    assert state(session) is State.DONE
+    session.start_next_cycle()
+    assert isinstance(one_exchange(session, request(b'{"other": 1}'))[0], Refused)

@@ -51,6 +51,7 @@ async def serve(
     *,
     ready: Callable[[str], None] | None = None,
     handle_signals: bool = True,
+    proxy: Proxy | None = None,
 ) -> None:
     """Run the proxy until SIGINT/SIGTERM (or cancellation).
 
@@ -58,8 +59,11 @@ async def serve(
     printed on stdout).  On a signal the proxy stops accepting, closes idle
     connections, lets open exchanges finish for ``options.grace`` seconds,
     then cuts what is left; every finished exchange is already on disk.
+    ``proxy`` serves instead of one built from ``options`` (which then give
+    only the address, the grace and the log lines).
     """
-    proxy = _proxy(options)
+    if proxy is None:
+        proxy = _proxy(options)
     listener = await anyio.create_tcp_listener(local_host=options.host, local_port=options.port)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     host = f"[{options.host}]" if ":" in options.host else options.host
@@ -101,7 +105,7 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
 
 
 @asynccontextmanager
-async def running(options: ProxyOptions) -> AsyncIterator[str]:
+async def running(options: ProxyOptions, *, proxy: Proxy | None = None) -> AsyncIterator[str]:
     """Run a proxy in the background of the current task; yields its URL."""
     async with anyio.create_task_group() as tg:
         urls: list[str] = []
@@ -112,7 +116,7 @@ async def running(options: ProxyOptions) -> AsyncIterator[str]:
             event.set()
 
         async def run() -> None:
-            await serve(options, ready=ready, handle_signals=False)
+            await serve(options, ready=ready, handle_signals=False, proxy=proxy)
 
         tg.start_soon(run)
         await event.wait()

@@ -16,7 +16,6 @@ from reel_core import (
     MatchConfig,
     MatchMode,
     Mode,
-    Redactor,
     Timing,
 )
 
@@ -68,7 +67,7 @@ class ProxyOptions:
             mode=self.mode,
             match=self.match,
             timing=self.timing,
-            redactor=None if self.pii else Redactor(pii=False),
+            pii=None if self.pii else False,
             routing=True,
             upstream=self.upstream,
             hint=(
@@ -143,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=120.0,
         metavar="S",
-        help="seconds to wait for the upstream to connect, and for each chunk (answered 504)",
+        help="seconds to wait for the upstream to connect and for each chunk: a timeout "
+        "before the response head is answered 504, after it the stream is cut",
     )
     add("--grace", type=float, default=10.0, metavar="S", help="shutdown grace for open streams")
     add("-q", "--quiet", action="store_true", help="log only warnings and errors")

@@ -19,13 +19,16 @@ import attrs
 
 from reel_core import (
     Cassette,
+    CassetteMeta,
     Config,
     Cut,
     EndOfResponse,
     Forward,
     Frame,
     Miss,
+    MissReport,
     Recorded,
+    Refused,
     RemoteProtocolError,
     Replay,
     Request,
@@ -67,7 +70,7 @@ class Proxy:
         self,
         config: Config,
         *,
-        cassette: Path | None = None,
+        cassette: Path | CassetteFile | None = None,
         cassette_dir: Path | None = None,
         strict: bool = False,
         client_timeout: float = 60.0,
@@ -81,6 +84,11 @@ class Proxy:
         self.client_timeout = client_timeout
         self.upstream = upstream if upstream is not None else AsyncUpstream()
         self._files: dict[Path, CassetteFile] = {}
+        #: Every miss served so far (the pytest plugin fails a test on them).
+        self.misses: list[MissReport] = []
+        if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
+            self._files[cassette.path] = cassette
+            cassette = cassette.path
         self._default = cassette
         if cassette is not None:
             self._open(cassette)
@@ -91,7 +99,9 @@ class Proxy:
     def _open(self, path: Path) -> CassetteFile:
         file = self._files.get(path)
         if file is None:
-            file = CassetteFile(path, mode=self.config.mode, strict=self.strict)
+            # --match given: a new (or re-recorded) cassette keeps it in its _meta line.
+            meta = CassetteMeta(match=self.config.match) if self.config.match else None
+            file = CassetteFile(path, mode=self.config.mode, strict=self.strict, meta=meta)
             self._files[path] = file
         return file
 
@@ -159,7 +169,7 @@ class Proxy:
                     exchange = _Exchange()
                     continue
                 return
-            if isinstance(event, (Replay, Miss, Forward)):
+            if isinstance(event, (Replay, Miss, Forward, Refused)):
                 exchange.method = event.request.method
                 exchange.target = session.redactor.target(event.request.target)
                 exchange.started = anyio.current_time()
@@ -167,15 +177,17 @@ class Proxy:
                     exchange.outcome, exchange.key = "hit", event.key
                 elif isinstance(event, Miss):
                     exchange.outcome, exchange.key = "miss", event.report.key
+                    self.misses.append(event.report)
                     log.debug("%s", event.report.render())
+                elif isinstance(event, Refused):
+                    exchange.outcome = "refused"
+                    log.debug("refused: %s", event.message)
                 else:
                     exchange.outcome = "recorded" if event.record else "live"
                     exchange.key = event.key
                     await self._forward(stream, session, event, exchange)
                 continue
             if isinstance(event, ResponseHead):
-                if not exchange.method:  # refused before any decision
-                    exchange.outcome, exchange.started = "refused", anyio.current_time()
                 exchange.status = event.status
                 start = anyio.current_time()
                 await _send(stream, session.send(event))
@@ -274,7 +286,10 @@ class Proxy:
                     await flush()
                 session.upstream_end(now=anyio.current_time())
         except UpstreamFailure as exc:
-            log.warning("upstream failed for %s: %s", forward.url, exc)
+            where = session.redactor.target(forward.request.target)
+            log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
+            if session.state is State.AWAIT_UPSTREAM:
+                exchange.outcome = f"upstream {exc.error.value}"
             session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         if session.state is State.DONE:
             await flush()
