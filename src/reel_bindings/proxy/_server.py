@@ -93,6 +93,8 @@ class Proxy:
         if cassette is not None:
             self._open(cassette)
         self.active = 0
+        #: Recorded exchanges that could not be written (disk full, read-only).
+        self.write_errors = 0
         self._idle: set[anyio.CancelScope] = set()
         self.closing = False
 
@@ -208,7 +210,7 @@ class Proxy:
                 self._log(session, exchange)
                 return  # closing without finishing the body is the cut
             elif isinstance(event, Recorded):
-                self._file_of(session.cassette).append(event.line)
+                self._append(session, event)
 
     async def _receive(
         self, stream: anyio.abc.ByteStream, session: Session, exchange: _Exchange
@@ -254,7 +256,7 @@ class Proxy:
                 if isinstance(event, Signal):
                     return
                 if isinstance(event, Recorded):
-                    self._file_of(session.cassette).append(event.line)
+                    self._append(session, event)
                     continue
                 if isinstance(event, ResponseHead):
                     exchange.status = event.status
@@ -295,6 +297,22 @@ class Proxy:
             await flush()
             if client_gone:
                 raise anyio.BrokenResourceError
+
+    def _append(self, session: Session, recorded: Recorded) -> None:
+        """Write a recorded line; a disk that fills or turns read-only loses
+        that exchange (said loudly), never the proxy."""
+        file = self._file_of(session.cassette)
+        try:
+            file.append(recorded.line)
+        except OSError as exc:
+            self.write_errors += 1
+            log.error(
+                "could not write %s (%s): exchange %s was NOT recorded; the client got its "
+                "answer. Free space or fix permissions, then record it again.",
+                file.path,
+                exc.strerror or exc,
+                recorded.interaction_id,
+            )
 
     def _log(self, session: Session, exchange: _Exchange) -> None:
         elapsed = (anyio.current_time() - exchange.started) * 1000
