@@ -243,7 +243,8 @@ class Recorder:
                 self._headers,
                 stream=kind,
                 frames=tuple(frames),
-                end_ms=self._last_ms,
+                # A cut stream has no clean end (its line stores none).
+                end_ms=self._last_ms if cut is None else 0.0,
                 cut=cut,
             )
         meta: dict[str, Any] = {

@@ -17,14 +17,13 @@ import math
 import string
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 from hypothesis import strategies as st
 
 from reel_core import (
     Cassette,
-    Config,
     Interaction,
-    Mode,
     RecordedRequest,
     RecordedResponse,
     Request,
@@ -46,6 +45,7 @@ __all__ = [
     "garbage_cassette_bytes",
     "garbage_request_bytes",
     "hit_cassette",
+    "hit_request",
     "interactions",
     "json_bodies",
     "json_values",
@@ -299,8 +299,6 @@ def request_specs(draw: st.DrawFn) -> tuple[str, str, list[tuple[bytes, bytes]],
     path = draw(_paths)
     pairs = draw(_query_pairs)
     if pairs:
-        from urllib.parse import urlencode
-
         path += "?" + urlencode(pairs)
     body = b""
     if method not in ("GET", "HEAD"):
@@ -767,11 +765,8 @@ def hit_cassette(response: RecordedResponse | None = None) -> Cassette:
 
 
 def hit_request() -> Request:
+    """The request ``hit_cassette`` answers."""
     return Request("POST", HIT_PATH, ((b"host", b"api.openai.com"),), HIT_BODY)
-
-
-def configs() -> st.SearchStrategy[Config]:
-    return st.builds(Config, mode=st.sampled_from(list(Mode)))
 
 
 # -- timings --------------------------------------------------------------------------

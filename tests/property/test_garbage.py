@@ -77,6 +77,10 @@ def non_blank_lines(data: bytes) -> list[int]:
     b'{"key":"sha256:' + b"0" * 64 + b'","id":"x","request":{"method":"GET","path":"/",'
     b'"body":{"json":[1],"style":"indent=99999999999999999999999"}},"response":{"status":200}}'
 )
+@example(
+    b'{"key":"sha256:' + b"0" * 64 + b'","id":"\\ud800","request":{"method":"GET",'
+    b'"path":"\\udfff"},"response":{"status":200}}'
+)
 def test_strict_load_raises_only_cassette_error(data: bytes) -> None:
     error: CassetteError | None = None
     try:

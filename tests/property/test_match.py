@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from typing import Any
 
 from hypothesis import assume, example, given
@@ -157,7 +158,10 @@ def test_exact_sees_formatting(data: st.DataObject, value: JSONValue) -> None:
 
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
+_names = st.tuples(
+    st.sampled_from(string.ascii_letters + "_"),
+    st.text(string.ascii_letters + string.digits + "_", max_size=6),
+).map("".join)
 _objects = st.recursive(
     st.dictionaries(_names, json_values(3), min_size=1, max_size=4),
     lambda inner: st.dictionaries(

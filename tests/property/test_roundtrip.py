@@ -7,6 +7,7 @@ exactly the bytes it was made from.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from hypothesis import example, given
@@ -15,8 +16,17 @@ from hypothesis import strategies as st
 from reel_core import (
     Cassette,
     CassetteMeta,
+    Config,
     Interaction,
     MatchConfig,
+    Mode,
+    Recorded,
+    RecordedRequest,
+    RecordedResponse,
+    Request,
+    Session,
+    Signal,
+    UpstreamError,
     decode_body,
     encode_body,
 )
@@ -32,6 +42,14 @@ def reload(line: bytes) -> Interaction:
 
 
 @given(interactions())
+@example(
+    Interaction(
+        "sha256:" + "0" * 64,
+        "\ud800",
+        RecordedRequest("GET", "\ud800", (("q", "\udfff"),)),
+        RecordedResponse(200),
+    )
+)
 def test_dump_load_dump_is_identical(interaction: Interaction) -> None:
     line = interaction.to_line()
     assert line.endswith(b"\n")
@@ -80,3 +98,38 @@ def test_body_round_trips_exactly(body: bytes) -> None:
     assert decode_body(through) == body
     if not body:
         assert stored is None
+
+
+@given(
+    st.lists(st.binary(min_size=1, max_size=30), max_size=6),
+    st.sampled_from((b"text/event-stream", b"application/json", b"application/x-ndjson")),
+    st.sampled_from((200, 429, 500)),
+    st.booleans(),
+    st.lists(st.floats(0, 1e4, allow_nan=False), min_size=1, max_size=8),
+)
+@example([], b"text/event-stream", 200, True, [0.0, 1.0])
+def test_a_recorded_line_loads_as_the_interaction_recorded(
+    chunks: list[bytes], content_type: bytes, status: int, cut: bool, nows: list[float]
+) -> None:
+    """What a session holds after recording is what a later run loads."""
+    cassette = Cassette()
+    session = Session(cassette, Config(mode=Mode.RECORD))
+    session.receive_request(Request("POST", "/v1/chat/completions", (), b'{"stream":true}'))
+    session.next_event()
+    clock = itertools.cycle(nows)
+    session.upstream_head(status, [(b"content-type", content_type)], now=next(clock), sent_at=0.0)
+    for chunk in chunks:
+        session.upstream_data(chunk, now=next(clock))
+    if cut:
+        session.upstream_error(UpstreamError.RESET, "reset by peer", now=next(clock))
+    else:
+        session.upstream_end(now=next(clock))
+    lines = []
+    while not isinstance(event := session.next_event(), Signal):
+        if isinstance(event, Recorded):
+            lines.append(event.line)
+    (line,) = lines
+    (in_memory,) = cassette.interactions()
+    loaded = reload(line)
+    assert loaded == in_memory
+    assert loaded.to_line() == line == in_memory.to_line()

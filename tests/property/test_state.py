@@ -81,6 +81,23 @@ def test_table_is_over_the_enums_and_closed_and_error_are_final() -> None:
     assert not [pair for pair in TRANSITIONS if pair[0] in (State.CLOSED, State.ERROR)]
 
 
+def test_misuse_the_machine_found_leaves_the_session_in_error() -> None:
+    """Its minimal failing sequences: a second ``receive_request``, and
+    ``start_next_cycle`` with events still to pull, raised but left the
+    state as it was."""
+    session = Session(hit_cassette())
+    session.receive_request(hit_request())
+    with pytest.raises(LocalProtocolError):
+        session.receive_request(hit_request())
+    assert session.state is State.ERROR
+    session = Session(hit_cassette())
+    session.receive_request(hit_request())
+    assert isinstance(session.next_event(), Replay)
+    with pytest.raises(LocalProtocolError):
+        session.start_next_cycle()
+    assert session.state is State.ERROR
+
+
 OTHER_A = Request("POST", "/v1/chat/completions", (), b'{"model":"gpt-4o-mini","messages":[]}')
 OTHER_B = Request("GET", "/v1/models?limit=2", ())
 REQUESTS = (hit_request(), OTHER_A, OTHER_B)

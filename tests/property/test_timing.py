@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from reel_core import (
@@ -26,6 +26,7 @@ from reel_core import (
     Signal,
     Timing,
     TimingMode,
+    UpstreamError,
 )
 
 from .strategies import hit_cassette, hit_request, recorded_responses, timings
@@ -57,6 +58,7 @@ def monotone(values: list[float]) -> bool:
 
 
 @given(recorded_responses(), timings())
+@example(RecordedResponse(100, (("content-type", "\u0100"),), stream="sse"), Timing())
 def test_replay_deadlines(response: RecordedResponse, timing: Timing) -> None:
     realtime = deadlines(hit_cassette(response), hit_request(), Timing())
     assert realtime == expected_realtime(response)
@@ -105,8 +107,6 @@ def test_recorded_stream_replays_monotone(
     for chunk in chunks:
         session.upstream_data(chunk, now=next(readings))
     if cut:
-        from reel_core import UpstreamError
-
         session.upstream_error(UpstreamError.RESET, "gone", now=next(readings))
     else:
         session.upstream_end(now=next(readings))
