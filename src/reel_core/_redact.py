@@ -72,9 +72,11 @@ SECRET_PATTERNS: Mapping[str, str] = {
 #: PII shapes, redacted unless turned off (``REEL_REDACT_PII=0``).
 PII_PATTERNS: Mapping[str, str] = {
     "email": r"(?<![\w.+-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}",
+    # Not inside a longer run of digit groups (UUIDs, version strings, ids):
+    # no digit group, "-" or "." may touch either end.
     "phone": (
-        r"(?<![\w+])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])"
-        r"\d{3,4}[ .\-]\d{3,4}(?![\w])"
+        r"(?<![\w+.\-])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])"
+        r"\d{3,4}[ .\-]\d{3,4}(?![\w\-]|\.\d)"
     ),
 }
 

@@ -225,3 +225,23 @@ def test_a_pattern_matching_its_own_placeholder_cannot_loop_forever() -> None:
     assert out.startswith("a [")
     assert out.endswith(":x] b")
     assert out.count(":x]") == 8  # bounded passes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "00000000-0000-0000-0000-000000000000",
+        "anthropic-organization-id: 550e8400-e29b-41d4-a716-446655440000",
+        "version 2024.11.22.1234",
+        "build 12-3456-7890-12",
+    ],
+)
+def test_digit_groups_inside_ids_are_not_phone_numbers(text: str) -> None:
+    assert Redactor().text(text) == text
+
+
+@pytest.mark.parametrize(
+    "text", ["call +1 415-555-0100 now", "(415) 555-0100.", "Call me at 415.555.0100."]
+)
+def test_phone_numbers_in_prose_are_redacted(text: str) -> None:
+    assert "[REDACTED:phone]" in Redactor().text(text)

@@ -1,0 +1,345 @@
+"""What every ``reel`` command shares: reading cassettes line by line,
+errors that become exit codes, tables, JSON output and terminal progress.
+
+Exit codes, for every command: 0 success; 1 the command found something
+(differences, secrets, bad lines, unconvertible interactions); 2 bad usage or
+input that cannot be read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+from reel_core import (
+    CassetteError,
+    CassetteMeta,
+    Interaction,
+    LocalProtocolError,
+    Redactor,
+    SchemaVersionError,
+)
+
+__all__ = [
+    "EXIT_FINDINGS",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CassetteLines",
+    "CliError",
+    "Line",
+    "Progress",
+    "atomic_write",
+    "count",
+    "env_pii",
+    "fmt_ms",
+    "fmt_num",
+    "fmt_usd",
+    "is_meta_line",
+    "num",
+    "parse_cassette",
+    "parse_line",
+    "plural",
+    "print_json",
+    "read_bytes",
+    "read_cassette",
+    "redactor_for",
+    "split_lines",
+    "table",
+]
+
+T = TypeVar("T")
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A failure the user can fix: printed as ``reel CMD: message``, exit 2."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``, or a :class:`CliError` saying why not."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CliError(f"{path}: is a directory, not a cassette file") from None
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+@dataclass
+class Line:
+    """One non-blank line of a cassette after the ``_meta`` line."""
+
+    #: 1-based line number in the file.
+    number: int
+    raw: bytes
+    interaction: Interaction | None
+    #: Why the line is not an interaction (``None`` when it is one).
+    error: str | None = None
+
+
+@dataclass
+class CassetteLines:
+    """A cassette file read line by line, tolerant of bad lines."""
+
+    path: Path
+    meta: CassetteMeta
+    lines: list[Line] = field(default_factory=list)
+    #: Why the first line is not a usable ``_meta`` line (the defaults are
+    #: then in force).
+    meta_error: str | None = None
+    #: The ``_meta`` line names a schema newer than this Reel reads.
+    meta_newer: bool = False
+
+    @property
+    def interactions(self) -> list[Interaction]:
+        return [line.interaction for line in self.lines if line.interaction is not None]
+
+    @property
+    def bad(self) -> list[Line]:
+        return [line for line in self.lines if line.error is not None]
+
+
+def parse_line(raw: bytes) -> Interaction:
+    """Parse one interaction line; ``ValueError`` says what is wrong (the
+    same checks as :meth:`reel_core.Cassette.loads`)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"not a JSON line ({exc})") from None
+    if isinstance(obj, dict) and "_meta" in obj:
+        raise ValueError("a _meta line must be the first line")
+    return Interaction.from_json(obj)
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """The ``\\n``-separated lines of ``data``, ends kept (a stray ``\\r``
+    stays inside its line): joined, they are ``data`` again."""
+    parts = data.split(b"\n")
+    out = [p + b"\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def is_meta_line(raw: bytes) -> bool:
+    return raw.lstrip(b"\xef\xbb\xbf \t").startswith(b"{") and b'"_meta"' in raw[:64]
+
+
+def read_cassette(path: Path, *, tolerant_meta: bool = False) -> CassetteLines:
+    """Read ``path`` line by line.  Bad interaction lines are kept with
+    their error; a bad ``_meta`` line raises :class:`CliError` unless
+    ``tolerant_meta`` (then the defaults apply and ``meta_error`` says why)."""
+    data = read_bytes(path)
+    return parse_cassette(data, path, tolerant_meta=tolerant_meta)
+
+
+def parse_cassette(
+    data: bytes, path: Path, *, tolerant_meta: bool = False, meta_only: bool = False
+) -> CassetteLines:
+    """:func:`read_cassette` for bytes; ``meta_only`` reads the ``_meta``
+    line alone."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    raw_lines = data.split(b"\n")
+    meta = CassetteMeta()
+    meta_error = None
+    newer = False
+    first = 0
+    if raw_lines and is_meta_line(raw_lines[0]):
+        first = 1
+        try:
+            obj = json.loads(raw_lines[0])
+            meta = CassetteMeta.from_json(obj, str(path))
+        except (ValueError, RecursionError) as exc:
+            meta_error = f"the _meta line is not JSON ({exc})"
+        except CassetteError as exc:
+            meta_error = exc.reason
+            newer = isinstance(exc, SchemaVersionError)
+        if meta_error is not None and not tolerant_meta:
+            raise CliError(f"{path}:1: {meta_error}")
+    out = CassetteLines(path, meta, meta_error=meta_error, meta_newer=newer)
+    if newer or meta_only:
+        return out  # a newer schema's lines are not ours to read
+    last = len(raw_lines) - 1
+    for i in range(first, len(raw_lines)):
+        raw = raw_lines[i]
+        if not raw.strip():
+            continue
+        try:
+            out.lines.append(Line(i + 1, raw, parse_line(raw)))
+        except ValueError as exc:
+            reason = str(exc)
+            if i == last:
+                reason += " (a torn last line: a write cut short)"
+            out.lines.append(Line(i + 1, raw, None, reason))
+    return out
+
+
+def env_pii(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether PII is redacted: ``REEL_REDACT_PII=0`` (``false``, ``no``,
+    ``off``) turns it off."""
+    env = os.environ if environ is None else environ
+    return env.get("REEL_REDACT_PII", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def redactor_for(meta: CassetteMeta, where: Path) -> Redactor:
+    """The redactor a cassette's recordings were made with: its ``_meta``
+    ``redact`` settings, PII off when they or ``REEL_REDACT_PII=0`` say so."""
+    settings = meta.extra.get("redact", {})
+    if not isinstance(settings, dict):
+        raise CliError(f'{where}:1: "_meta.redact" must be an object')
+    pii = bool(settings.get("pii", True)) and env_pii()
+    try:
+        return Redactor.from_settings({**settings, "pii": pii})
+    except LocalProtocolError as exc:
+        raise CliError(f'{where}:1: bad "_meta.redact" settings: {exc}') from None
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` at once: a temporary file in the same
+    directory, flushed to disk, then renamed over it.  On any failure the
+    original is untouched and the temporary file removed."""
+    directory = path.parent
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".reel-tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# -- output ------------------------------------------------------------------
+
+
+def print_json(value: Any, out: TextIO | None = None) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2), file=out or sys.stdout)
+
+
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[int] = ()
+) -> list[str]:
+    """Rows as aligned text lines (columns in ``right`` right-aligned)."""
+    body = [list(r) for r in rows]
+    widths = [len(h) for h in headers]
+    for row in body:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    right_set = set(right)
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cell.rjust(widths[i]) if i in right_set else cell.ljust(widths[i])
+            for i, cell in enumerate(cells)
+        ]
+        return "  ".join(parts).rstrip()
+
+    return [line(headers), *(line(r) for r in body)]
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 line``, ``2 lines``."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def fmt_ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
+
+
+def fmt_num(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def fmt_usd(value: float | None) -> str:
+    """``$0.0000048``; ``?`` when unknown (never 0)."""
+    if value is None:
+        return "?"
+    if value >= 1:
+        return f"${value:,.4f}"
+    text = f"{value:.8f}".rstrip("0").rstrip(".")
+    return "$" + (text if text != "0" or value == 0 else "0.00000001")
+
+
+def num(value: Any) -> float | None:
+    """A JSON number (never a bool), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+class Progress:
+    """``[3/40] path`` on stderr, rewritten in place, only when stderr is a
+    terminal and the work takes a moment; cleared when done."""
+
+    def __init__(self, total: int, *, stream: TextIO | None = None, delay: float = 0.3) -> None:
+        self.total = total
+        self.stream = stream if stream is not None else sys.stderr
+        try:
+            tty = self.stream.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        self.enabled = tty and total > 1
+        self._start = time.monotonic()
+        self._delay = delay
+        self._last = 0.0
+        self._shown = False
+
+    def step(self, done: int, label: str) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._start < self._delay or now - self._last < 0.05:
+            return
+        self._last = now
+        self.stream.write(f"\r\x1b[K[{done}/{self.total}] {label}"[:200])
+        self.stream.flush()
+        self._shown = True
+
+    def done(self) -> None:
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._shown = False
+
+    def track(self, items: Sequence[T]) -> Iterator[T]:
+        """Iterate ``items`` showing progress; clears the line at the end."""
+        try:
+            for i, item in enumerate(items):
+                self.step(i, str(item[0] if isinstance(item, tuple) else item))
+                yield item
+        finally:
+            self.done()

@@ -1,0 +1,292 @@
+"""``reel diff A B``: interactions added, removed and changed between two
+cassettes.
+
+Interactions are paired by match key (several recordings of one request in
+recorded order), then what is left by endpoint and id (an id survives a
+request edit or ``reel redact``).  A pair differs when its request or its
+response content does: status, body, stream kind, frames' bytes or a cut.
+Timing and response headers (request ids, rate-limit counters) change with
+every recording and alone make no difference; their drift is shown.
+
+The field-level request diff is the miss report's (``reel_core._miss``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reel_core import FieldDiff, Interaction, RecordedResponse
+from reel_core._body import parse_json
+from reel_core._match import diff_json
+from reel_core._miss import request_diff
+
+from ._common import EXIT_FINDINGS, EXIT_OK, fmt_ms, plural, print_json, read_cassette
+from ._figures import figures
+from ._text import assemble
+
+__all__ = ["add_parser"]
+
+#: Field differences listed per interaction (the rest are counted).
+MAX_DIFFS = 20
+#: Characters of a value shown.
+MAX_VALUE = 120
+
+
+def add_parser(commands: Any) -> None:
+    p: argparse.ArgumentParser = commands.add_parser(
+        "diff",
+        help="interactions added, removed and changed between two cassettes",
+        description="Compare two cassettes: interactions added, removed and changed. "
+        "Interactions pair by match key, then by endpoint and id. For a changed pair: "
+        "the request fields that differ (JSON paths), the status and body, and for "
+        "streams the frame count, assembled text, tool calls and time-to-first-token "
+        "drift. Timing and response headers alone are not a difference.",
+        epilog="Exit status: 0 the cassettes are the same; 1 they differ; 2 bad usage or "
+        "an unreadable file.",
+    )
+    p.add_argument("a", type=Path, metavar="A", help="the old cassette")
+    p.add_argument("b", type=Path, metavar="B", help="the new cassette")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(run=run)
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_VALUE:
+        return value[:MAX_VALUE] + f"... ({len(value)} characters)"
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False)
+        if len(text) > MAX_VALUE:
+            return text[:MAX_VALUE] + f"... ({len(text)} characters)"
+    return value
+
+
+def _diff_json(d: FieldDiff) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": d.path, "kind": d.kind}
+    if d.kind != "added":
+        out["a"] = _short(d.recorded)
+    if d.kind != "removed":
+        out["b"] = _short(d.received)
+    return out
+
+
+def _describe(d: FieldDiff) -> str:
+    a = json.dumps(_short(d.recorded), ensure_ascii=False)
+    b = json.dumps(_short(d.received), ensure_ascii=False)
+    if d.kind == "added":
+        return f"{d.path}: added {b}"
+    if d.kind == "removed":
+        return f"{d.path}: removed (was {a})"
+    return f"{d.path}: {a} -> {b}"
+
+
+def _same_content(a: RecordedResponse, b: RecordedResponse) -> bool:
+    return (
+        a.status == b.status
+        and a.stream == b.stream
+        and a.body == b.body
+        and [d for _, d in a.frames] == [d for _, d in b.frames]
+        and (a.cut is None) == (b.cut is None)
+        and (a.cut is None or b.cut is None or a.cut.error == b.cut.error)
+    )
+
+
+@dataclass
+class _Change:
+    a: Interaction
+    b: Interaction
+    paired_by: str
+    request: list[FieldDiff] = field(default_factory=list)
+    response: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    body: list[FieldDiff] = field(default_factory=list)
+
+
+def _response_changes(change: _Change) -> None:
+    a, b = change.a.response, change.b.response
+    r = change.response
+    if a.status != b.status:
+        r["status"] = [a.status, b.status]
+        change.notes.append(f"status: {a.status} -> {b.status}")
+    if a.stream != b.stream:
+        r["stream"] = [a.stream, b.stream]
+        change.notes.append(f"stream: {a.stream or 'whole body'} -> {b.stream or 'whole body'}")
+    if a.stream is not None or b.stream is not None:
+        if len(a.frames) != len(b.frames):
+            r["frames"] = [len(a.frames), len(b.frames)]
+            change.notes.append(f"frames: {len(a.frames)} -> {len(b.frames)}")
+        ta, tb = assemble(a), assemble(b)
+        if ta.text != tb.text:
+            r["text"] = [ta.text, tb.text]
+            change.notes.append(
+                f"text: {json.dumps(_short(ta.text), ensure_ascii=False)} -> "
+                f"{json.dumps(_short(tb.text), ensure_ascii=False)}"
+            )
+        calls_a = [[c.name, c.arguments] for c in ta.tool_calls]
+        calls_b = [[c.name, c.arguments] for c in tb.tool_calls]
+        if calls_a != calls_b:
+            r["tool_calls"] = [calls_a, calls_b]
+            change.notes.append(f"tool calls: {_calls(calls_a)} -> {_calls(calls_b)}")
+        cut_a = None if a.cut is None else a.cut.error
+        cut_b = None if b.cut is None else b.cut.error
+        if cut_a != cut_b:
+            r["cut"] = [cut_a, cut_b]
+            change.notes.append(f"cut: {cut_a or 'clean end'} -> {cut_b or 'clean end'}")
+    if a.stream is None and b.stream is None and a.body != b.body:
+        ja, va = parse_json(a.body)
+        jb, vb = parse_json(b.body)
+        if ja and jb:
+            change.body = list(diff_json(va, vb, ("body",)))
+        else:
+            change.body = [
+                FieldDiff(
+                    "body",
+                    "changed",
+                    a.body.decode("utf-8", "replace"),
+                    b.body.decode("utf-8", "replace"),
+                )
+            ]
+        r["body"] = [_diff_json(d) for d in change.body[:MAX_DIFFS]]
+        if len(change.body) > MAX_DIFFS:
+            r["more_body_differences"] = len(change.body) - MAX_DIFFS
+    fa, fb = figures(change.a), figures(change.b)
+    if fa.ttft_ms is not None and fb.ttft_ms is not None and fa.ttft_ms != fb.ttft_ms:
+        drift = fb.ttft_ms - fa.ttft_ms
+        r["ttft_ms"] = [fa.ttft_ms, fb.ttft_ms]
+        change.notes.append(
+            f"ttft: {fmt_ms(fa.ttft_ms)} ms -> {fmt_ms(fb.ttft_ms)} ms ({drift:+.1f} ms)"
+        )
+    tokens_a = [fa.tokens_in, fa.tokens_out]
+    tokens_b = [fb.tokens_in, fb.tokens_out]
+    if tokens_a != tokens_b:
+        r["tokens"] = [tokens_a, tokens_b]
+        change.notes.append(
+            f"tokens in/out: {'/'.join(map(str, tokens_a))} -> {'/'.join(map(str, tokens_b))}"
+        )
+
+
+def _calls(calls: list[list[str]]) -> str:
+    if not calls:
+        return "none"
+    return ", ".join(f"{name}({_short(args)})" for name, args in calls)
+
+
+def _entry(ix: Interaction) -> dict[str, Any]:
+    return {
+        "id": ix.id,
+        "key": ix.key,
+        "endpoint": ix.endpoint or f"{ix.request.method} {ix.request.path}",
+        "status": ix.response.status,
+    }
+
+
+def run(ns: argparse.Namespace) -> int:
+    ca, cb = read_cassette(ns.a), read_cassette(ns.b)
+    for cassette in (ca, cb):
+        for bad in cassette.bad:
+            print(f"reel diff: {cassette.path}:{bad.number}: skipped: {bad.error}", file=sys.stderr)
+    a_list, b_list = ca.interactions, cb.interactions
+    by_key: dict[str, list[int]] = defaultdict(list)
+    for j, ix in enumerate(b_list):
+        by_key[ix.key].append(j)
+    pairs: list[tuple[int, int, str]] = []
+    used_b: set[int] = set()
+    left_a: list[int] = []
+    for i, ix in enumerate(a_list):
+        queue = by_key.get(ix.key)
+        if queue:
+            j = queue.pop(0)
+            used_b.add(j)
+            pairs.append((i, j, "key"))
+        else:
+            left_a.append(i)
+    left_b = [j for j in range(len(b_list)) if j not in used_b]
+    # What is left: the same endpoint and id (a request edited, or redacted).
+    by_id: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for j in left_b:
+        ix = b_list[j]
+        by_id[(ix.id, ix.request.method, ix.request.path)].append(j)
+    removed: list[int] = []
+    for i in left_a:
+        ix = a_list[i]
+        queue = by_id.get((ix.id, ix.request.method, ix.request.path))
+        if queue:
+            j = queue.pop(0)
+            left_b.remove(j)
+            pairs.append((i, j, "id"))
+        else:
+            removed.append(i)
+    added = left_b
+    changes: list[_Change] = []
+    same = 0
+    for i, j, how in sorted(pairs):
+        a, b = a_list[i], b_list[j]
+        if how == "key" and _same_content(a.response, b.response):
+            same += 1
+            continue
+        change = _Change(a, b, how)
+        if how == "id":
+            change.request = request_diff(a.request, b.request)
+        _response_changes(change)
+        changes.append(change)
+    differ = bool(added or removed or changes)
+    if ns.json:
+        print_json(
+            {
+                "a": str(ns.a),
+                "b": str(ns.b),
+                "same": same,
+                "added": [_entry(b_list[j]) for j in added],
+                "removed": [_entry(a_list[i]) for i in removed],
+                "changed": [
+                    {
+                        "a": _entry(c.a),
+                        "b": _entry(c.b),
+                        "paired_by": c.paired_by,
+                        "request": [_diff_json(d) for d in c.request[:MAX_DIFFS]],
+                        "more_request_differences": max(0, len(c.request) - MAX_DIFFS),
+                        "response": c.response,
+                    }
+                    for c in changes
+                ],
+                "differ": differ,
+            }
+        )
+        return EXIT_FINDINGS if differ else EXIT_OK
+    print(f"--- {ns.a} ({plural(len(a_list), 'interaction')})")
+    print(f"+++ {ns.b} ({plural(len(b_list), 'interaction')})")
+    for i in removed:
+        ix = a_list[i]
+        print(f"- {ix.id}  {_entry(ix)['endpoint']}  ({ix.response.status})")
+    for j in added:
+        ix = b_list[j]
+        print(f"+ {ix.id}  {_entry(ix)['endpoint']}  ({ix.response.status})")
+    for c in changes:
+        ident = c.a.id if c.a.id == c.b.id else f"{c.a.id} -> {c.b.id}"
+        changed = []
+        if c.paired_by == "id":
+            changed.append("request")
+        if not _same_content(c.a.response, c.b.response):
+            changed.append("response")
+        what = " and ".join(changed) or "timing"
+        print(f"~ {ident}  {_entry(c.b)['endpoint']}  {what} changed")
+        for d in c.request[:MAX_DIFFS]:
+            print(f"    request {_describe(d)}")
+        if len(c.request) > MAX_DIFFS:
+            print(f"    ... and {len(c.request) - MAX_DIFFS} more request differences")
+        for note in c.notes:
+            print(f"    {note}")
+        for d in c.body[:MAX_DIFFS]:
+            print(f"    {_describe(d)}")
+        if len(c.body) > MAX_DIFFS:
+            print(f"    ... and {len(c.body) - MAX_DIFFS} more body differences")
+    if differ:
+        print(f"{len(added)} added, {len(removed)} removed, {len(changes)} changed, {same} same")
+    else:
+        print(f"same: {plural(same, 'interaction')}")
+    return EXIT_FINDINGS if differ else EXIT_OK

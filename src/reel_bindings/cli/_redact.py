@@ -1,0 +1,361 @@
+"""``reel redact FILE...`` and ``reel check FILE...``.
+
+Both run the redaction of a recording (``reel_core.Redactor``, with the
+cassette's ``_meta`` ``redact`` settings and ``REEL_REDACT_PII``) over every
+line: the request path, query and body, the response headers (only the safe
+set is kept), body, frames and cut detail, and the string values of
+``meta``.  ``check`` reports what it would replace; ``redact`` replaces it,
+rewriting the file atomically.  A line that is not an interaction is kept
+byte for byte by ``redact`` and scanned as raw text by ``check``.
+
+Redacting a request changes its match key: the key is recomputed (the id
+is kept), so the line still answers the redacted form of its request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from reel_core import (
+    CassetteMeta,
+    Interaction,
+    MatchConfig,
+    RecordedRequest,
+    RecordedResponse,
+    Redactor,
+    StreamCut,
+    keep_response_header,
+)
+
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    Progress,
+    atomic_write,
+    is_meta_line,
+    parse_cassette,
+    parse_line,
+    plural,
+    read_bytes,
+    redactor_for,
+    split_lines,
+)
+
+__all__ = ["add_parsers", "scrub"]
+
+#: The kind reported for a response header outside the safe set.
+UNSAFE_HEADER = "unsafe-header"
+#: Where a finding in a line that is not an interaction is.
+RAW_LINE = "a line that is not an interaction"
+
+
+def add_parsers(commands: Any) -> None:
+    p: argparse.ArgumentParser = commands.add_parser(
+        "redact",
+        help="re-run redaction on cassettes, in place",
+        description="Re-run redaction on every line of each cassette and rewrite the file "
+        "atomically (a temporary file, then a rename): secrets and, unless "
+        "REEL_REDACT_PII=0 or the cassette's _meta says otherwise, e-mail addresses and "
+        "phone numbers become [REDACTED:kind]; response headers outside the safe set are "
+        "dropped. Idempotent. Lines that are not interactions are kept as they are.",
+        epilog="Exit status: 0 ok (with --dry-run: nothing to redact); 1 with --dry-run: "
+        "something would be redacted; 2 bad usage or an unreadable or unwritable file.",
+    )
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="report what would be replaced; write nothing"
+    )
+    p.set_defaults(run=run_redact)
+    c: argparse.ArgumentParser = commands.add_parser(
+        "check",
+        help="fail if a cassette still holds a secret (the pre-commit hook)",
+        description="Report every secret shape (and, unless REEL_REDACT_PII=0, PII) left in "
+        "cassettes, with file, line, kind and place. `reel redact FILE` replaces them.",
+        epilog="Exit status: 0 clean; 1 something found; 2 bad usage or an unreadable file.",
+    )
+    c.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
+    c.set_defaults(run=run_check)
+
+
+# -- the scrubbing of one interaction -------------------------------------------
+
+
+@dataclass
+class Findings:
+    """What redaction replaced, and where."""
+
+    items: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, where: str, kinds: list[str]) -> None:
+        self.items.extend((where, kind) for kind in kinds)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def _redact_chunks(
+    frames: tuple[tuple[float, bytes], ...], redactor: Redactor, found: list[str]
+) -> tuple[tuple[float, bytes], ...]:
+    """Timed chunks redacted so that no secret escapes by straddling two
+    chunks: one by one when that is as good as redacting the whole body,
+    else re-cut at line ends, else kept as one chunk (as the recorder does)."""
+    whole = redactor.data(b"".join(d for _, d in frames), found)
+    if not found:
+        return frames
+    one_by_one = tuple((at, redactor.data(d)) for at, d in frames)
+    if b"".join(d for _, d in one_by_one) == whole:
+        return one_by_one
+    lines: list[tuple[float, bytes]] = []
+    pending: list[bytes] = []
+    for at, data in frames:
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            lines.append((at, redactor.data(b"".join([*pending, data[:cut]]))))
+            pending = [data[cut:]]
+        else:
+            pending.append(data)
+    rest = b"".join(pending)
+    if rest:
+        lines.append((frames[-1][0], redactor.data(rest)))
+    if b"".join(d for _, d in lines) == whole:
+        return tuple(lines)
+    return ((frames[-1][0], whole),)
+
+
+def _scrub_meta(value: Any, where: str, redactor: Redactor, findings: Findings) -> Any:
+    if isinstance(value, str):
+        found: list[str] = []
+        out = redactor.text(value, found)
+        findings.add(where, found)
+        return out
+    if isinstance(value, dict):
+        return {k: _scrub_meta(v, f"{where}.{k}", redactor, findings) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_meta(v, f"{where}[{i}]", redactor, findings) for i, v in enumerate(value)]
+    return value
+
+
+def scrub(ix: Interaction, redactor: Redactor, keying: MatchConfig) -> tuple[Interaction, Findings]:
+    """``ix`` redacted, and what was replaced where.  The key is recomputed
+    when the request changed; the id is kept."""
+    findings = Findings()
+
+    def text(where: str, value: str) -> str:
+        found: list[str] = []
+        out = redactor.text(value, found)
+        findings.add(where, found)
+        return out
+
+    def data(where: str, value: bytes) -> bytes:
+        found: list[str] = []
+        out = redactor.data(value, found)
+        findings.add(where, found)
+        return out
+
+    req = ix.request
+    found_query: list[str] = []
+    query = redactor.query(req.query, found_query)
+    findings.add("request.query", found_query)
+    request = RecordedRequest(
+        method=req.method,
+        path=text("request.path", req.path),
+        query=query,
+        body=data("request.body", req.body),
+    )
+    resp = ix.response
+    headers = []
+    for name, value in resp.headers:
+        if not keep_response_header(name):
+            findings.add(f"response.headers.{name.lower()}", [UNSAFE_HEADER])
+            continue
+        headers.append((name, text(f"response.headers.{name.lower()}", value)))
+    fields: dict[str, Any] = {"headers": tuple(headers)}
+    if resp.stream is None:
+        fields["body"] = data("response.body", resp.body)
+    elif resp.stream == "sse":
+        fields["frames"] = tuple(
+            (at, data(f"response.frames[{i}]", frame)) for i, (at, frame) in enumerate(resp.frames)
+        )
+    else:
+        found_chunks: list[str] = []
+        fields["frames"] = _redact_chunks(resp.frames, redactor, found_chunks)
+        findings.add("response.frames", found_chunks)
+    if resp.cut is not None:
+        fields["cut"] = StreamCut(
+            resp.cut.at_ms, resp.cut.error, text("response.cut", resp.cut.detail)
+        )
+    response: RecordedResponse = replace(resp, **fields)
+    endpoint = ix.endpoint
+    if endpoint == f"{req.method} {req.path}":
+        endpoint = f"{request.method} {request.path}"
+    else:
+        endpoint = text("endpoint", endpoint)
+    meta = _scrub_meta(dict(ix.meta), "meta", redactor, findings)
+    if not findings:
+        return ix, findings
+    key = ix.key if request == req else request.key(keying)
+    return (
+        replace(ix, key=key, request=request, response=response, endpoint=endpoint, meta=meta),
+        findings,
+    )
+
+
+# -- files ----------------------------------------------------------------------------
+
+
+@dataclass
+class FileReport:
+    path: Path
+    lines: int = 0
+    changed_lines: int = 0
+    keys: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    #: (line number, reason, kinds found in its raw text) of lines kept as they are.
+    kept: list[tuple[int, str, list[str]]] = field(default_factory=list)
+    #: (line number, where, kind) of every finding redaction replaces.
+    findings: list[tuple[int, str, str]] = field(default_factory=list)
+    #: (line number, where, kind) of findings in lines that are not
+    #: interactions: left for a person to fix.
+    raw_findings: list[tuple[int, str, str]] = field(default_factory=list)
+    output: bytes = b""
+
+
+def process(path: Path, data: bytes) -> FileReport:
+    """Redact the bytes of one cassette: the report, with the new bytes."""
+    report = FileReport(path)
+    parsed = parse_cassette(data, path, meta_only=True)  # refuses a bad or newer _meta
+    meta: CassetteMeta = parsed.meta
+    redactor = redactor_for(meta, path)
+    keying = meta.match.keying()
+    out: list[bytes] = []
+    for number, raw_line in enumerate(split_lines(data), start=1):
+        body = raw_line.rstrip(b"\n")
+        end = raw_line[len(body) :]
+        bom = b""
+        if number == 1 and body.startswith(b"\xef\xbb\xbf"):
+            bom, body = body[:3], body[3:]
+        if (number == 1 and is_meta_line(body)) or not body.strip():
+            out.append(raw_line)
+            continue
+        report.lines += 1
+        try:
+            ix = parse_line(body)
+        except ValueError as exc:
+            found: list[str] = []
+            redactor.text(body.decode("utf-8", "replace"), found)
+            report.kept.append((number, str(exc), found))
+            report.raw_findings.extend((number, RAW_LINE, kind) for kind in found)
+            out.append(raw_line)
+            continue
+        new, findings = scrub(ix, redactor, keying)
+        if not findings:
+            out.append(raw_line)
+            continue
+        report.changed_lines += 1
+        if new.key != ix.key:
+            report.keys += 1
+        for where, kind in findings.items:
+            report.kinds[kind] += 1
+            report.findings.append((number, where, kind))
+        out.append(bom + new.to_line()[:-1] + end)
+    report.output = b"".join(out)
+    return report
+
+
+def _kinds(counter: Counter[str]) -> str:
+    return ", ".join(
+        f"{kind} {n}" for kind, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+
+
+def run_redact(ns: argparse.Namespace) -> int:
+    files: list[Path] = ns.files
+    status = EXIT_OK
+    would = False
+    progress = Progress(len(files))
+    for path in progress.track(files):
+        try:
+            data = read_bytes(path)
+            report = process(path, data)
+        except CliError as exc:
+            print(f"reel redact: {exc}", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        for number, reason, found in report.kept:
+            warning = f"reel redact: {path}:{number}: kept as is, not an interaction: {reason}"
+            if found:
+                warning += f"; it holds {', '.join(sorted(set(found)))}: edit it by hand"
+            print(warning, file=sys.stderr)
+        replaced = sum(report.kinds.values())
+        if not replaced:
+            print(f"{path}: nothing to redact ({plural(report.lines, 'line')})")
+            continue
+        verb = "would replace" if ns.dry_run else "replaced"
+        line = (
+            f"{path}: {verb} {replaced} ({_kinds(report.kinds)}) in "
+            f"{report.changed_lines} of {plural(report.lines, 'line')}"
+        )
+        if report.keys:
+            line += f"; {plural(report.keys, 'match key')} recomputed"
+        if ns.dry_run:
+            would = True
+            print(line)
+            for number, where, kind in report.findings:
+                print(f"  {path}:{number}: {kind} in {where}")
+            continue
+        try:
+            atomic_write(path, report.output)
+        except OSError as exc:
+            print(
+                f"reel redact: {path}: cannot write: {exc.strerror or exc}; the file is unchanged",
+                file=sys.stderr,
+            )
+            status = EXIT_USAGE
+            continue
+        print(line)
+    if status == EXIT_OK and would:
+        return EXIT_FINDINGS
+    return status
+
+
+def run_check(ns: argparse.Namespace) -> int:
+    files: list[Path] = ns.files
+    status = EXIT_OK
+    dirty: list[Path] = []
+    total = 0
+    by_hand = 0
+    progress = Progress(len(files))
+    for path in progress.track(files):
+        try:
+            report = process(path, read_bytes(path))
+        except CliError as exc:
+            print(f"reel check: {exc}", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        found = report.findings + report.raw_findings
+        if not found:
+            continue
+        dirty.append(path)
+        grouped: Counter[tuple[int, str, str]] = Counter(sorted(found))
+        for (number, where, kind), n in grouped.items():
+            print(f"{path}:{number}: {kind} in {where}" + (f" (x{n})" if n > 1 else ""))
+            total += n
+        by_hand += len(report.raw_findings)
+    if dirty:
+        names = " ".join(str(p) for p in dirty)
+        print(
+            f"reel check: {plural(total, 'secret or personal data shape')} in "
+            f"{len(dirty)} of {plural(len(files), 'file')}; replace them with "
+            f"`reel redact {names}`"
+            + ("; fix the lines that are not interactions by hand" if by_hand else ""),
+            file=sys.stderr,
+        )
+        return max(status, EXIT_FINDINGS)
+    return status

@@ -1,0 +1,112 @@
+"""``reel cost``: totals by provider and model; unknown costs apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reel_bindings.cli import main
+from reel_core import PRICES_CHECKED, RecordedRequest, RecordedResponse
+
+from .helpers import DEMO, chat_body, interaction, write
+
+
+def test_totals_by_provider_and_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cost", str(DEMO)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].split() == [
+        "provider", "model", "calls", "tokens", "in", "tokens", "out", "cached", "USD",
+    ]  # fmt: skip
+    assert lines[1].split() == ["anthropic", "claude-sonnet-4-6", "2", "8", "14", "0", "$0.000234"]
+    assert lines[4].split() == ["total", "6", "24", "42", "0", "$0.000281"]
+    assert lines[6] == "unknown cost: 1 call NOT counted in the total above"
+    assert lines[8].split()[:5] == ["openai", "gpt-4o-mini", "1", "-", "-"]
+    assert "no token usage in the stream" in lines[8]
+    assert f"prices checked {PRICES_CHECKED}" in captured.err
+
+
+def test_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cost", str(DEMO), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"files", "groups", "unknown", "total", "prices_checked", "skipped_lines"}
+    assert data["groups"][0] == {
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-6",
+        "calls": 2,
+        "tokens_in": 8,
+        "tokens_out": 14,
+        "tokens_cached": 0,
+        "usd": 0.000234,
+    }
+    assert data["total"] == {
+        "calls": 6,
+        "tokens_in": 24,
+        "tokens_out": 42,
+        "tokens_cached": 0,
+        "usd": 0.000281,
+        "unknown_calls": 1,
+    }
+    assert data["unknown"] == [
+        {
+            "provider": "openai",
+            "model": "gpt-4o-mini",
+            "calls": 1,
+            "tokens_in": None,
+            "tokens_out": None,
+            "tokens_cached": None,
+            "reasons": {
+                "no token usage in the stream (sent without stream_options.include_usage?)": 1
+            },
+        }
+    ]
+
+
+def test_unknown_prices_are_flagged_never_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = b'{"model":"my-llm","usage":{"prompt_tokens":100,"completion_tokens":10}}'
+    mine = interaction(
+        RecordedRequest("POST", "/v1/chat/completions", body=chat_body(model="my-llm")),
+        RecordedResponse(200, body=body),
+    )
+    error = interaction(
+        RecordedRequest("POST", "/v1/chat/completions", body=chat_body("x")),
+        RecordedResponse(429, body=b'{"error":{"message":"slow down"}}'),
+    )
+    priced = interaction(
+        response=RecordedResponse(
+            200,
+            body=b'{"model":"gpt-4o-mini","usage":{"prompt_tokens":1000,"completion_tokens":0}}',
+        )
+    )
+    path = write(tmp_path / "c.jsonl", mine, error, priced)
+    assert main(["cost", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["total"]["usd"] == 0.00015
+    assert data["total"]["unknown_calls"] == 2
+    reasons = {g["model"]: g["reasons"] for g in data["unknown"]}
+    assert reasons["my-llm"] == {
+        f"no price for my-llm (Reel's price table, checked {PRICES_CHECKED})": 1
+    }
+    assert reasons["gpt-4o-mini"] == {"an error response (429) reporting no token usage": 1}
+    mine_group = next(g for g in data["unknown"] if g["model"] == "my-llm")
+    assert (mine_group["tokens_in"], mine_group["tokens_out"]) == (100, 10)
+
+
+def test_several_files_add_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(DEMO.read_bytes())
+    assert main(["cost", str(DEMO), str(copy), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["total"]["calls"] == 12
+    assert data["total"]["usd"] == 0.000562
+    assert data["total"]["unknown_calls"] == 2
+
+
+def test_an_empty_cassette(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "empty.jsonl")
+    assert main(["cost", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].split() == ["total", "0", "-", "-", "-", "$0"]

@@ -1,0 +1,269 @@
+"""``reel redact`` (in place, atomic, idempotent) and ``reel check``."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reel_bindings.cli import main
+from reel_core import (
+    Cassette,
+    CassetteMeta,
+    Config,
+    Interaction,
+    Mode,
+    RecordedRequest,
+    RecordedResponse,
+    Replay,
+    Request,
+    Session,
+)
+
+from .helpers import chat_body, interaction, write
+
+OPENAI_KEY = "sk-proj-" + "a" * 32
+GOOGLE_KEY = "AIza" + "b" * 35
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def secret_interaction() -> Interaction:
+    request = RecordedRequest(
+        "POST",
+        "/v1/chat/completions",
+        (("key", GOOGLE_KEY), ("alt", "sse")),
+        chat_body(f"my key is {OPENAI_KEY}, mail jane.doe@example.com"),
+    )
+    response = RecordedResponse(
+        200,
+        (("content-type", "application/json"), ("set-cookie", "session=abc")),
+        body=b'{"reply": "call +1 415-555-0100"}',
+    )
+    return interaction(request, response, id="secret000001")
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_redact_replaces_secrets_and_pii_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean = interaction()
+    path = write(tmp_path / "c.jsonl", clean, secret_interaction())
+    assert main(["redact", str(path)]) == 0
+    assert capsys.readouterr().out == (
+        f"{path}: replaced 5 (email 1, openai-key 1, phone 1, query-secret 1, unsafe-header 1) "
+        "in 1 of 2 lines; 1 match key recomputed\n"
+    )
+    meta, first, second = lines(path)
+    assert meta["_meta"]["schema"] == 1
+    assert first == json.loads(clean.to_line())  # untouched
+    assert second["id"] == "secret000001"  # the id is kept
+    assert second["request"]["query"] == [["key", "[REDACTED:query-secret]"], ["alt", "sse"]]
+    content = second["request"]["body"]["json"]["messages"][0]["content"]
+    assert content == "my key is [REDACTED:openai-key], mail [REDACTED:email]"
+    assert second["response"]["headers"] == [["content-type", "application/json"]]
+    assert second["response"]["body"]["json"] == {"reply": "call [REDACTED:phone]"}
+    assert OPENAI_KEY.encode() not in path.read_bytes()
+
+
+def test_the_recomputed_key_matches_the_live_request(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.jsonl", secret_interaction())
+    assert main(["redact", str(path)]) == 0
+    cassette = Cassette.loads(path.read_bytes())
+    session = Session(cassette, Config(mode=Mode.REPLAY))
+    target = f"/v1/chat/completions?key={GOOGLE_KEY}&alt=sse"
+    body = chat_body(f"my key is {OPENAI_KEY}, mail jane.doe@example.com")
+    session.receive_request(Request("POST", target, (), body))
+    decision = session.next_event()
+    assert isinstance(decision, Replay)
+    assert decision.interaction_id == "secret000001"
+
+
+def test_redact_is_idempotent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "c.jsonl", secret_interaction(), interaction())
+    assert main(["redact", str(path)]) == 0
+    once = path.read_bytes()
+    before = path.stat().st_mtime_ns
+    capsys.readouterr()
+    assert main(["redact", str(path)]) == 0
+    assert capsys.readouterr().out == f"{path}: nothing to redact (2 lines)\n"
+    assert path.read_bytes() == once
+    assert path.stat().st_mtime_ns == before  # not even rewritten
+    assert main(["check", str(path)]) == 0
+
+
+def test_dry_run_writes_nothing_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "c.jsonl", secret_interaction())
+    original = path.read_bytes()
+    assert main(["redact", "--dry-run", str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{path}: would replace 5 (")
+    assert f"  {path}:2: openai-key in request.body" in out
+    assert f"  {path}:2: unsafe-header in response.headers.set-cookie" in out
+    assert path.read_bytes() == original
+    clean = write(tmp_path / "clean.jsonl", interaction())
+    assert main(["redact", "--dry-run", str(clean)]) == 0
+
+
+def test_lines_it_cannot_parse_are_kept_byte_for_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = b'{"torn": "sk-ant-' + b"x" * 30 + b"\n"
+    blank = b"   \n"
+    path = write(tmp_path / "c.jsonl", broken, secret_interaction(), blank, b"not json at all")
+    assert main(["redact", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"reel redact: {path}:2: kept as is, not an interaction: not a JSON line" in err
+    assert "it holds anthropic-key: edit it by hand" in err
+    assert f"{path}:5: kept as is" in err
+    data = path.read_bytes().split(b"\n")
+    assert data[1] + b"\n" == broken
+    assert data[3] + b"\n" == blank
+    assert data[4] == b"not json at all"  # no newline added either
+    assert len(data) == 5
+    assert main(["check", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert f"{path}:2: anthropic-key in a line that is not an interaction" in captured.out
+    assert "fix the lines that are not interactions by hand" in captured.err
+
+
+def test_a_failed_write_leaves_the_original_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path / "c.jsonl", secret_interaction())
+    original = path.read_bytes()
+
+    def broken_replace(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    assert main(["redact", str(path)]) == 2
+    assert (
+        f"reel redact: {path}: cannot write: No space left on device; the file is unchanged"
+        in capsys.readouterr().err
+    )
+    assert path.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]  # no temporary file left
+
+
+def test_the_file_mode_is_kept(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.jsonl", secret_interaction())
+    path.chmod(0o600)
+    assert main(["redact", str(path)]) == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_pii_stays_with_reel_redact_pii_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REEL_REDACT_PII", "0")
+    path = write(tmp_path / "c.jsonl", secret_interaction())
+    assert main(["check", str(path)]) == 1
+    assert "email" not in capsys.readouterr().out
+    assert main(["redact", str(path)]) == 0
+    assert "jane.doe@example.com" in path.read_text()
+    assert OPENAI_KEY not in path.read_text()
+
+
+def test_the_cassettes_redact_settings_are_honoured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    meta = CassetteMeta(
+        extra={"redact": {"pii": False, "patterns": {"ticket": "TICKET-[0-9]+"}, "fields": ["sid"]}}
+    )
+    request = RecordedRequest(
+        "POST", "/v1/x", body=b'{"sid": "s-1", "note": "TICKET-42 from jane@example.com"}'
+    )
+    path = write(tmp_path / "c.jsonl", interaction(request), meta=meta)
+    assert main(["redact", str(path)]) == 0
+    assert "replaced 2 (secret-field 1, ticket 1)" in capsys.readouterr().out
+    body = lines(path)[1]["request"]["body"]["json"]
+    assert body == {
+        "sid": "[REDACTED:secret-field]",
+        "note": "[REDACTED:ticket] from jane@example.com",
+    }
+
+
+def test_a_secret_straddling_two_chunks_is_caught(tmp_path: Path) -> None:
+    frames = ((0.0, b'[{"text": "key sk-proj-' + b"c" * 10), (5.0, b"c" * 22 + b'"}]'))
+    response = RecordedResponse(200, stream="chunks", frames=frames, end_ms=6.0)
+    path = write(tmp_path / "c.jsonl", interaction(response=response))
+    assert main(["check", str(path)]) == 1
+    assert main(["redact", str(path)]) == 0
+    stored = Interaction.from_json(lines(path)[1])
+    assert stored.response.content == b'[{"text": "key [REDACTED:openai-key]"}]'
+
+
+def test_frames_of_a_stream_are_redacted_one_by_one(tmp_path: Path) -> None:
+    frames = (
+        (0.0, b'data: {"t": "hi"}\n\n'),
+        (7.5, b'data: {"t": "mail bob@example.org"}\n\n'),
+    )
+    response = RecordedResponse(200, stream="sse", frames=frames, end_ms=8.0)
+    path = write(tmp_path / "c.jsonl", interaction(response=response))
+    assert main(["redact", str(path)]) == 0
+    stored = Interaction.from_json(lines(path)[1])
+    assert stored.response.frames == (
+        (0.0, b'data: {"t": "hi"}\n\n'),
+        (7.5, b'data: {"t": "mail [REDACTED:email]"}\n\n'),
+    )
+
+
+def test_check_names_file_line_kind_and_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean = write(tmp_path / "clean.jsonl", interaction())
+    dirty = write(tmp_path / "dirty.jsonl", interaction(), secret_interaction())
+    assert main(["check", str(clean)]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert main(["check", str(clean), str(dirty)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        f"{dirty}:3: email in request.body",
+        f"{dirty}:3: openai-key in request.body",
+        f"{dirty}:3: query-secret in request.query",
+        f"{dirty}:3: phone in response.body",
+        f"{dirty}:3: unsafe-header in response.headers.set-cookie",
+    ]
+    assert captured.err == (
+        f"reel check: 5 secret or personal data shapes in 1 of 2 files; "
+        f"replace them with `reel redact {dirty}`\n"
+    )
+
+
+def test_check_exits_2_on_an_unreadable_file_even_with_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dirty = write(tmp_path / "dirty.jsonl", secret_interaction())
+    assert main(["check", str(dirty), str(tmp_path / "missing.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_the_pre_commit_hook_runs_reel_check() -> None:
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = hooks
+    assert hook["id"] == "reel-check"
+    assert hook["entry"] == "reel check"
+    assert hook["language"] == "python"
+    assert hook["files"] == r"\.jsonl$"
+
+
+def test_a_bad_meta_line_is_refused_and_the_file_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"_meta": {"schema": 9}}\n' + secret_interaction().to_line())
+    original = path.read_bytes()
+    assert main(["redact", str(path)]) == 2
+    assert f"reel redact: {path}:1: cassette schema 9" in capsys.readouterr().err
+    assert path.read_bytes() == original
+    assert main(["check", str(path)]) == 2
