@@ -111,7 +111,9 @@ def _loader() -> Any:
     try:
         import yaml
     except ImportError:  # pragma: no cover - pyyaml is in the test extra
-        raise CliError("reading vcrpy cassettes needs PyYAML: pip install 'reel[vcr]' (or pyyaml)") from None
+        raise CliError(
+            "reading vcrpy cassettes needs PyYAML: pip install 'reel[vcr]' (or pyyaml)"
+        ) from None
     base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class Loader(base):  # type: ignore[misc]
