@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -99,9 +99,7 @@ async def test_stall_after_the_head_is_a_recorded_timeout_cut(tmp_path: Path) ->
     assert abs(rep.duration - interaction.response.cut.at_ms / 1000) < 0.15
 
 
-@pytest.mark.parametrize(
-    ("scenario", "stream"), [("cut", True), ("reset", True), ("cut", False)]
-)
+@pytest.mark.parametrize(("scenario", "stream"), [("cut", True), ("reset", True), ("cut", False)])
 async def test_cut_stream_is_seen_live_and_replayed_at_the_same_place(
     tmp_path: Path, scenario: str, stream: bool
 ) -> None:
@@ -144,20 +142,66 @@ async def test_cut_stream_is_seen_live_and_replayed_at_the_same_place(
     assert again.status == 200
 
 
-@pytest.mark.parametrize(("scenario", "failure"), [("garbage", "protocol"), ("close-early", "closed")])
+@pytest.mark.parametrize(
+    ("scenario", "failure"), [("garbage", "protocol"), ("close-early", "closed")]
+)
 async def test_broken_upstream_answer_is_502(tmp_path: Path, scenario: str, failure: str) -> None:
     cassette = tmp_path / "c.jsonl"
     call = chat_call("broken", stream=True, headers={"x-fake-scenario": scenario})
-    async with serve_fake() as fake:
-        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
-            got = await fetch(client, call)
-            after = await fetch(client, chat_call("fine"))
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        got = await fetch(client, call)
+        after = await fetch(client, chat_call("fine"))
     assert got.status == 502
     error = got.json()["error"]
     assert error["failure"] == failure
     assert failure in error["message"]
     assert after.status == 200
     assert [i.response.status for i in interactions(cassette)] == [200]
+
+
+async def hang_up_mid_stream(url: str, call: Call) -> bytes:
+    """Send ``call`` on a raw connection, read until the first frame is in, hang up."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    head = (
+        f"{call.method} {call.path} HTTP/1.1\r\nhost: {parts.netloc}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(call.content)}\r\n\r\n"
+    )
+    got = b""
+    with anyio.fail_after(10):
+        async with await anyio.connect_tcp(parts.hostname, parts.port) as stream:
+            await stream.send(head.encode() + call.content)
+            while b"data: " not in got:
+                got += await stream.receive()
+    return got
+
+
+async def test_client_leaving_mid_stream_does_not_spoil_the_recording(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    call = chat_call("one two three four five six", stream=True)
+    async with serve_fake() as fake:
+        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
+            partial = await hang_up_mid_stream(str(client.base_url), call)
+            assert partial.startswith(b"HTTP/1.1 200 ")
+            # the proxy reads the upstream to the end and records it whole
+            with anyio.fail_after(10):
+                while cassette.read_bytes().count(b"\n") < 2:
+                    await anyio.sleep(0.01)
+            after = await fetch(client, chat_call("next"))
+        reply = upstream_reply(fake, 0)
+    assert after.status == 200
+    recorded = interactions(cassette)[0]
+    assert recorded.response.cut is None
+    assert recorded.response.content == reply.body
+    # and a replay client hanging up mid-stream leaves the proxy serving
+    async with proxied(options(Mode.REPLAY, cassette)) as client:
+        await hang_up_mid_stream(str(client.base_url), call)
+        whole = await fetch(client, call)
+    assert whole.body == reply.body
 
 
 # ------------------------------------------------------------------ routing
@@ -245,14 +289,14 @@ async def test_bad_cassette_names_are_400(tmp_path: Path, name: str) -> None:
 async def raw_exchange(url: str, data: bytes) -> bytes:
     """Send ``data`` on a fresh connection; everything the proxy answers until it closes."""
     parts = urlsplit(url)
-    assert parts.hostname is not None and parts.port is not None
+    assert parts.hostname is not None
+    assert parts.port is not None
     out = b""
     with anyio.fail_after(10):
         async with await anyio.connect_tcp(parts.hostname, parts.port) as stream:
-            try:
+            # the proxy may answer and close before reading everything
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await stream.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the proxy may answer and close before reading everything
             while True:
                 try:
                     out += await stream.receive()
@@ -281,9 +325,11 @@ BAD_INPUT = {
 async def test_bad_client_input_is_answered_and_serving_goes_on(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
     call = chat_call("alive", stream=True, headers={"x-fake-frame-delay-ms": "30"})
-    async with serve_fake() as fake:
-        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
-            recorded = await fetch(client, call)
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        recorded = await fetch(client, call)
     async with (
         running(options(Mode.REPLAY, cassette)) as url,
         httpx.AsyncClient(base_url=url) as client,
@@ -311,7 +357,8 @@ async def test_idle_client_is_dropped_after_client_timeout(tmp_path: Path) -> No
     opts = options(Mode.REPLAY, tmp_path / "none.jsonl", client_timeout=0.2)
     async with running(opts) as url:
         parts = urlsplit(url)
-        assert parts.hostname is not None and parts.port is not None
+        assert parts.hostname is not None
+        assert parts.port is not None
         with anyio.fail_after(5):
             async with await anyio.connect_tcp(parts.hostname, parts.port) as stream:
                 await stream.send(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")

@@ -61,7 +61,8 @@ async def test_sse_stream_replays_byte_and_frame_identical(tmp_path: Path, name:
     call = STREAMS[name]
     cassette = tmp_path / "c.jsonl"
     [rec], [rep], [reply] = await record_then_replay(cassette, [call])
-    assert rec.error is None and rep.error is None
+    assert rec.error is None
+    assert rep.error is None
     assert rec.status == rep.status == reply.status == 200
     # live: the upstream's bytes, untouched; replay: the same bytes
     assert rec.body == reply.body
@@ -69,6 +70,7 @@ async def test_sse_stream_replays_byte_and_frame_identical(tmp_path: Path, name:
     # frame by frame: the upstream's frames, the recorded frames, the replayed ones
     assert rec.events == list(reply.frames)
     assert rep.events == rec.events
+    assert len(rep.chunks) > 1  # streamed frame by frame, not buffered
     [interaction] = interactions(cassette)
     assert interaction.response.stream == "sse"
     assert [data for _, data in interaction.response.frames] == list(reply.frames)
@@ -91,7 +93,8 @@ async def test_gemini_json_array_stream_replays_identical(tmp_path: Path) -> Non
     [rec], [rep], [reply] = await record_then_replay(cassette, [call])
     assert rec.status == rep.status == 200
     assert rec.body == rep.body == reply.body
-    assert rep.body.startswith(b"[{") and rep.body.endswith(b"]")
+    assert rep.body.startswith(b"[{")
+    assert rep.body.endswith(b"]")
     [interaction] = interactions(cassette)
     assert interaction.response.stream == "chunks"
     frames = [data for _, data in interaction.response.frames]
@@ -183,9 +186,11 @@ async def test_gzip_is_recorded_decoded_and_replayed_plain(tmp_path: Path) -> No
 async def test_replay_timing_realtime_fast_and_slow(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
     call = chat_call("one two three", stream=True, headers={"x-fake-scenario": "slow"})
-    async with serve_fake() as fake:
-        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
-            rec = await fetch(client, call)
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        rec = await fetch(client, call)
     [interaction] = interactions(cassette)
     offsets = [at / 1000 for at, _ in interaction.response.frames]
     end = interaction.response.end_ms / 1000

@@ -29,10 +29,12 @@ pytestmark = pytest.mark.anyio
 
 async def test_miss_is_404_naming_the_closest_recording(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
-    async with serve_fake() as fake:
-        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
-            await fetch(client, chat_call("What is the capital of Norway?"))
-            await fetch(client, chat_call("Something else entirely", model="gpt-4.1"))
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        await fetch(client, chat_call("What is the capital of Norway?"))
+        await fetch(client, chat_call("Something else entirely", model="gpt-4.1"))
     recorded = interactions(cassette)[0]
     async with proxied(options(Mode.REPLAY, cassette)) as client:
         miss = await fetch(client, chat_call("What is the capital of Sweden?"))
@@ -191,7 +193,8 @@ async def test_fifty_concurrent_streams_each_get_their_own(tmp_path: Path) -> No
 
     for n in range(50):
         rec, rep = recorded[n], replayed[n]
-        assert rec.error is None and rep.error is None
+        assert rec.error is None
+        assert rep.error is None
         assert rep.status == 200
         assert rep.body == rec.body
         assert rep.events == rec.events
@@ -215,9 +218,11 @@ def chat_text(exchange: Exchange) -> str:
 async def test_one_log_line_per_request(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="reel.proxy")
     cassette = tmp_path / "c.jsonl"
-    async with serve_fake() as fake:
-        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
-            await fetch(client, chat_call("log me", stream=True))
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        await fetch(client, chat_call("log me", stream=True))
     key = interactions(cassette)[0].key[7:19]
 
     def lines() -> list[str]:
@@ -245,7 +250,8 @@ async def test_one_log_line_per_request(tmp_path: Path, caplog: pytest.LogCaptur
     assert miss.startswith("replay ")
     assert " miss " in miss
     assert " 404 " in miss
-    assert "key=" in miss and "key=-" not in miss
+    assert "key=" in miss
+    assert "key=-" not in miss
     for line in (recorded, hit, miss):
         duration = line.rsplit(" ", 1)[1]
         assert float(duration.removesuffix("ms")) >= 0

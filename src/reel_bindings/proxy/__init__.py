@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import logging
 import signal
 import sys
@@ -10,6 +12,8 @@ from contextlib import asynccontextmanager
 
 import anyio
 import anyio.abc
+
+from reel_core import CassetteError
 
 from .._upstream import AsyncUpstream
 from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, parse_options
@@ -29,7 +33,15 @@ __all__ = [
 
 log = logging.getLogger("reel.proxy")
 
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 def _proxy(options: ProxyOptions) -> Proxy:
@@ -68,7 +80,7 @@ async def serve(
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     host = f"[{options.host}]" if ":" in options.host else options.host
     url = f"http://{host}:{port}"
-    if options.host not in _LOOPBACK:
+    if not _loopback(options.host):
         log.warning(
             "listening on %s: other machines can reach this proxy; use --host 127.0.0.1 "
             "unless that is what you want",
@@ -76,12 +88,14 @@ async def serve(
         )
     cassette = options.cassette or options.cassette_dir
     log.info("%s mode, cassette %s, listening on %s", options.mode.value, cassette, url)
-    (ready or (lambda u: print(u, flush=True)))(url)
     try:
         async with anyio.create_task_group() as connections:
             async with anyio.create_task_group() as main:
                 if handle_signals:
-                    main.start_soon(_stop_on_signal, main.cancel_scope)
+                    # before announcing the URL: a signal sent as soon as the
+                    # URL is read must stop the proxy gracefully, not kill it
+                    await main.start(_stop_on_signal, main.cancel_scope)
+                (ready or (lambda u: print(u, flush=True)))(url)
                 main.start_soon(listener.serve, proxy.handle, connections)
             # The listener stopped: finish what is open, then cut the rest.
             proxy.shutdown_idle()
@@ -96,8 +110,11 @@ async def serve(
         log.info("stopped")
 
 
-async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+async def _stop_on_signal(
+    scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
         async for signum in signals:
             log.info("%s: finishing open exchanges, then stopping", signal.Signals(signum).name)
             scope.cancel()
@@ -134,7 +151,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if options.verbosity < 1:
         logging.getLogger("httpcore").setLevel(logging.WARNING)
     try:
-        anyio.run(serve, options, backend=options.backend)
+        proxy = _proxy(options)
+    except (CassetteError, OSError) as exc:  # say what is wrong, no traceback
+        print(f"reel: cannot open the cassette: {exc}", file=sys.stderr)
+        sys.exit(1)
+    try:
+        anyio.run(functools.partial(serve, options, proxy=proxy), backend=options.backend)
     except OSError as exc:
         print(f"reel: cannot listen on {options.host}:{options.port}: {exc}", file=sys.stderr)
         sys.exit(1)
