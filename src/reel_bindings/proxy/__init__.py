@@ -97,7 +97,9 @@ async def serve(
                     await main.start(_stop_on_signal, main.cancel_scope)
                 (ready or (lambda u: print(u, flush=True)))(url)
                 main.start_soon(listener.serve, proxy.handle, connections)
-            # The listener stopped: finish what is open, then cut the rest.
+            # The listener stopped: refuse new clients at once, finish what is
+            # open, then cut the rest.
+            await listener.aclose()
             proxy.shutdown_idle()
             with anyio.move_on_after(options.grace):
                 while proxy.active:
