@@ -19,6 +19,7 @@ its message); ``strict=True`` raises :class:`reel_core.MissError` instead.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import time
@@ -85,6 +86,36 @@ def _family(request: Any) -> ModuleType:
             f"reel_bindings.httpcore transports serve httpx and httpx2 requests, not {name}"
         )
     return importlib.import_module(name)
+
+
+@functools.cache
+def _streams(family: ModuleType) -> tuple[type, type]:
+    """Body streams of ``family`` that close the generator under them: when a
+    client closes a response it has not read to the end (an SDK stops at
+    ``[DONE]``), the relay must hear of it to read the rest and record it.
+    (A plain ``content=`` iterator is never closed, only garbage collected.)"""
+
+    class SyncStream(family.SyncByteStream):  # type: ignore[misc, name-defined]
+        def __init__(self, iterator: Iterator[bytes]) -> None:
+            self._iterator = iterator
+
+        def __iter__(self) -> Iterator[bytes]:
+            return self._iterator
+
+        def close(self) -> None:
+            self._iterator.close()  # type: ignore[attr-defined]
+
+    class AsyncStream(family.AsyncByteStream):  # type: ignore[misc, name-defined]
+        def __init__(self, iterator: AsyncIterator[bytes]) -> None:
+            self._iterator = iterator
+
+        def __aiter__(self) -> AsyncIterator[bytes]:
+            return self._iterator
+
+        async def aclose(self) -> None:
+            await self._iterator.aclose()  # type: ignore[attr-defined]
+
+    return SyncStream, AsyncStream
 
 
 def _core_request(request: Any, body: bytes) -> Request:
@@ -191,7 +222,7 @@ class Transport(_Base, _SyncBase):
         return family.Response(
             response.status_code,
             headers=response.headers.raw,
-            content=_relay(family, response, feed),
+            stream=_streams(family)[0](_relay(family, response, feed)),
             extensions=response.extensions,
         )
 
@@ -276,7 +307,7 @@ class AsyncTransport(_Base, _AsyncBase):
         return family.Response(
             response.status_code,
             headers=response.headers.raw,
-            content=_arelay(family, response, feed),
+            stream=_streams(family)[1](_arelay(family, response, feed)),
             extensions=response.extensions,
         )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -105,12 +105,17 @@ class _RelayRaw:
         self._raw = raw
         self._feed = feed
         self._encoding = encoding
+        self._active: Generator[bytes, None, None] | None = None
         self.closed = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
 
     def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
+        self._active = self._stream(amt, decode_content)
+        return self._active
+
+    def _stream(self, amt: int, decode_content: bool) -> Generator[bytes, None, None]:
         decoder = ContentDecoder(self._encoding if decode_content else "identity")
         chunks = self._raw.stream(amt, decode_content=False)
         try:
@@ -143,6 +148,8 @@ class _RelayRaw:
         self._raw.release_conn()
 
     def close(self) -> None:
+        if self._active is not None:
+            self._active.close()  # a reader that stopped early: record the rest
         self.closed = True
         self._raw.close()
 

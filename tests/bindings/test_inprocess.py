@@ -204,3 +204,32 @@ def test_a_foreign_request_type_is_refused(tmp_path: Path) -> None:
     transport = Transport(tmp_path / "x.jsonl")
     with pytest.raises(TypeError, match="httpx and httpx2"):
         transport.handle_request(object())
+
+
+@pytest.mark.parametrize("client", ["httpx2", "requests"])
+def test_a_reader_that_stops_early_still_records_the_whole_stream(
+    tmp_path: Path, fake: FakeUpstreamThread, client: str
+) -> None:
+    cassette = tmp_path / f"{client}.jsonl"
+    read_first = _first_frame_httpx2 if client == "httpx2" else _first_frame_requests
+    assert read_first(cassette, fake.url).startswith(b"data: ")
+    line = json.loads(cassette.read_bytes().splitlines()[1])
+    frames = line["response"]["frames"]
+    assert frames[-1][1] == "data: [DONE]\n\n"
+    assert "end" in line["response"]
+
+
+def _first_frame_httpx2(cassette: Path, url: str) -> bytes:
+    with (
+        httpx2.Client(transport=Transport(cassette, mode="record")) as client,
+        client.stream("POST", url + CHAT, content=body("stop early please")) as r,
+    ):
+        return next(r.iter_raw())
+
+
+def _first_frame_requests(cassette: Path, url: str) -> bytes:
+    session = requests.Session()
+    session.mount("http://", Adapter(cassette, mode="record"))
+    with session.post(url + CHAT, data=body("stop early please"), stream=True) as r:
+        first: bytes = next(r.iter_content(chunk_size=None))
+        return first
