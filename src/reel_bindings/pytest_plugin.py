@@ -1,0 +1,688 @@
+"""Reel's pytest plugin: a cassette per test, one switch for the mode, and a
+miss that fails the test even when the code under test swallowed the error.
+
+Loaded by the ``pytest11`` entry point (``-p reel``) once Reel is installed::
+
+    import pytest
+
+
+    @pytest.mark.reel(match="ignore-fields", ignore_fields=["user"])
+    def test_chat(reel):
+        client = reel.openai()  # an openai.OpenAI on this test's cassette
+        ...
+
+The cassette of a test is ``<reel_cassette_dir>/<module path>/<test name>.jsonl``
+under the rootdir (``reel_cassette_dir`` defaults to ``tests/cassettes``).
+The mode comes from ``--reel-mode``, else ``$REEL_MODE``, else the marker's
+``mode=``, else ``replay``: the network is never touched unless asked.
+Replay timing defaults to ``fast`` (no sleeps); the marker's ``timing=``,
+``--reel-timing`` or ``$REEL_TIMING`` change it.  See docs/pytest-plugin.md.
+
+Importing this module must not import ``reel_core``: pytest imports entry
+point plugins before coverage starts, so everything Reel is imported lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import tempfile
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+
+if TYPE_CHECKING:
+    import requests
+
+    from reel_bindings._files import CassetteFile
+    from reel_bindings._inprocess import Player
+    from reel_bindings.httpcore import AsyncTransport, Transport
+    from reel_bindings.proxy import Proxy
+    from reel_bindings.requests import Adapter
+    from reel_core import MatchConfig, MissReport, Mode, Timing
+
+__all__ = ["ReelCassette"]
+
+#: Where cassettes go, under the rootdir, unless the ``reel_cassette_dir`` ini says otherwise.
+DEFAULT_CASSETTE_DIR = "tests/cassettes"
+#: Replay timing when neither the marker, ``--reel-timing`` nor ``$REEL_TIMING`` names one.
+DEFAULT_TIMING = "fast"
+
+MARKER_HELP = (
+    "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
+    "repeat=True, proxy=False, upstream=None): record/replay this test's LLM API traffic "
+    "with Reel (the `reel` fixture gives the cassette; proxy=True starts a per-test proxy "
+    "and points the OpenAI, Anthropic and Gemini SDKs at it)"
+)
+
+_MARKER_KEYS = frozenset(
+    ("cassette", "mode", "match", "ignore_fields", "timing", "repeat", "proxy", "upstream")
+)
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\[\]=+-]+")
+_MAX_NAME = 150
+
+_CASSETTE_KEY = pytest.StashKey["ReelCassette"]()
+_RUN_DIR_KEY = pytest.StashKey[Path]()
+_WORKER_RUN_DIR = "reel_run_dir"
+
+#: What the per-test proxy sets, each to the proxy URL plus this suffix.
+PROXY_BASE_URLS = {
+    "OPENAI_BASE_URL": "/v1",
+    "ANTHROPIC_BASE_URL": "",
+    "GOOGLE_GEMINI_BASE_URL": "",
+}
+#: Keys set to a placeholder in replay mode when unset (the Gemini one unless
+#: ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY`` is set).
+PROXY_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+
+
+# -- hooks ---------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("reel", "Reel: record and replay LLM API traffic")
+    group.addoption(
+        "--reel-mode",
+        dest="reel_mode",
+        choices=("replay", "auto", "record", "live"),
+        default=None,
+        help="replay: serve cassettes, a miss fails the test, never touch the network "
+        "(default); auto: replay what is recorded, record what is not; record: re-record "
+        "(each cassette starts afresh once per run); live: forward, record nothing. "
+        "Wins over $REEL_MODE and the marker's mode=.",
+    )
+    group.addoption(
+        "--reel-timing",
+        dest="reel_timing",
+        default=None,
+        metavar="TIMING",
+        help="replay timing of streamed frames for tests whose marker names none: "
+        "fast (default: no sleeps), realtime (recorded offsets) or slow=N. "
+        "Wins over $REEL_TIMING.",
+    )
+    parser.addini(
+        "reel_cassette_dir",
+        help="directory of the cassettes, relative to the rootdir "
+        f"(default {DEFAULT_CASSETTE_DIR})",
+        default=DEFAULT_CASSETTE_DIR,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    # Bad global settings stop the run at once, with a message saying what to fix.
+    _global_mode(config)
+    _global_timing(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    run_dir = config.stash.get(_RUN_DIR_KEY, None)
+    if run_dir is not None:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: every worker shares the controller's run directory."""
+    node.workerinput[_WORKER_RUN_DIR] = str(_run_dir(node.config))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    mode, source = _global_mode(config)
+    timing = _global_timing(config) or f"{DEFAULT_TIMING} (default)"
+    return f"reel: mode {mode} ({source}), timing {timing}, cassettes in {_cassette_root(config)}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    try:
+        result = yield
+    except BaseException:
+        cassette = item.stash.get(_CASSETTE_KEY, None)
+        report = cassette._take_misses() if cassette is not None else None
+        if report:
+            item.add_report_section("call", "reel misses", report)
+        raise
+    cassette = item.stash.get(_CASSETTE_KEY, None)
+    report = cassette._take_misses() if cassette is not None else None
+    if report:
+        pytest.fail(report, pytrace=False)
+    return result
+
+
+# -- fixtures ------------------------------------------------------------------
+
+
+@pytest.fixture
+def reel(request: pytest.FixtureRequest) -> Iterator[ReelCassette]:
+    """This test's cassette: SDK clients, transports and a proxy on it."""
+    item = request.node
+    cassette = ReelCassette._for_item(item)
+    item.stash[_CASSETTE_KEY] = cassette
+    try:
+        yield cassette
+    finally:
+        del item.stash[_CASSETTE_KEY]  # items live all session: let the cassette go
+        cassette._close()
+    report = cassette._take_misses()  # misses of fixtures, after the call was checked
+    if report:
+        pytest.fail(report, pytrace=False)
+
+
+@pytest.fixture
+def reel_proxy(reel: ReelCassette) -> str:
+    """The URL of this test's proxy; the SDKs' base URL variables point at it."""
+    return reel.proxy_url
+
+
+@pytest.fixture(autouse=True)
+def _reel_marker_proxy(request: pytest.FixtureRequest) -> None:
+    """``@pytest.mark.reel(proxy=True)``: start the proxy before the test's
+    own fixtures build their clients."""
+    if _marker(request.node).get("proxy"):
+        request.getfixturevalue("reel_proxy")
+
+
+# -- the cassette of a test ------------------------------------------------------
+
+
+class ReelCassette:
+    """One test's cassette and every binding the test asked for on it.
+
+    All bindings share one open :class:`~reel_bindings.CassetteFile`, so what
+    one records the others replay.  Each helper passes its keyword arguments
+    through (to the SDK client, or to the transport / adapter).
+    """
+
+    def __init__(
+        self,
+        *,
+        path: Path,
+        mode: Mode,
+        timing: Timing,
+        match: MatchConfig | None,
+        repeat: bool,
+        upstream: str | None,
+        file: CassetteFile,
+        hint: str,
+        stack: contextlib.ExitStack,
+        display: str | None = None,
+    ) -> None:
+        self.path = path
+        #: The path as messages show it (relative to the rootdir when inside it).
+        self.display = display or str(path)
+        self.mode = mode
+        self.timing = timing
+        self.match = match
+        self.repeat = repeat
+        #: Where the proxy forwards in record/auto/live mode (``None``: the
+        #: provider's own host, found from the request path).
+        self.upstream = upstream
+        self.file = file
+        self.hint = hint
+        self._stack = stack
+        self._players: list[Player] = []
+        self._proxy: Proxy | None = None
+        self._proxy_url: str | None = None
+        self._reported: set[int] = set()
+        self._forwarding_transports = False
+
+    def __repr__(self) -> str:
+        return f"<ReelCassette {str(self.path)!r} mode={self.mode.value} timing={self.timing}>"
+
+    # -- in-process bindings --
+
+    def transport(self, **kwargs: Any) -> Transport:
+        """A sync transport for ``httpx.Client`` / ``httpx2.Client``."""
+        from reel_bindings.httpcore import Transport
+
+        transport = Transport(self.file, **self._binding_kwargs(kwargs))
+        self._adopt(transport.player)
+        self._stack.callback(transport.close)
+        self._forwarding_transports = True
+        return transport
+
+    def async_transport(self, **kwargs: Any) -> AsyncTransport:
+        """An async transport for ``httpx.AsyncClient`` / ``httpx2.AsyncClient``."""
+        from reel_bindings.httpcore import AsyncTransport
+
+        transport = AsyncTransport(self.file, **self._binding_kwargs(kwargs))
+        self._adopt(transport.player)
+        return transport
+
+    def requests_adapter(self, **kwargs: Any) -> Adapter:
+        """A transport adapter to mount on a ``requests.Session``."""
+        from reel_bindings.requests import Adapter
+
+        adapter = Adapter(self.file, **self._binding_kwargs(kwargs))
+        self._adopt(adapter.player)
+        self._stack.callback(adapter.close)
+        return adapter
+
+    def requests_session(self, **kwargs: Any) -> requests.Session:
+        """A ``requests.Session`` with :meth:`requests_adapter` mounted for
+        ``http://`` and ``https://``."""
+        import requests
+
+        session = requests.Session()
+        adapter = self.requests_adapter(**kwargs)
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
+        self._stack.callback(session.close)
+        return session
+
+    # -- SDK clients (what reel_bindings.sdk builds, on this cassette) --
+
+    def openai(self, *, strict: bool = False, **kwargs: Any) -> Any:
+        """An ``openai.OpenAI`` client; ``kwargs`` go to it (``base_url``, ...)."""
+        from reel_bindings.sdk import _import
+
+        openai, httpx2 = _import("openai", "openai"), _import("httpx2", "httpx2")
+        kwargs.setdefault("api_key", self._key("OPENAI_API_KEY"))
+        http_client = httpx2.Client(transport=self.transport(strict=strict))
+        return openai.OpenAI(http_client=http_client, **kwargs)
+
+    def async_openai(self, *, strict: bool = False, **kwargs: Any) -> Any:
+        """An ``openai.AsyncOpenAI`` client (asyncio or trio)."""
+        from reel_bindings.sdk import _import
+
+        openai, httpx2 = _import("openai", "openai"), _import("httpx2", "httpx2")
+        kwargs.setdefault("api_key", self._key("OPENAI_API_KEY"))
+        http_client = httpx2.AsyncClient(transport=self.async_transport(strict=strict))
+        return openai.AsyncOpenAI(http_client=http_client, **kwargs)
+
+    def anthropic(self, *, strict: bool = False, **kwargs: Any) -> Any:
+        """An ``anthropic.Anthropic`` client."""
+        from reel_bindings.sdk import _import
+
+        anthropic, httpx2 = _import("anthropic", "anthropic"), _import("httpx2", "httpx2")
+        kwargs.setdefault("api_key", self._key("ANTHROPIC_API_KEY"))
+        http_client = httpx2.Client(transport=self.transport(strict=strict))
+        return anthropic.Anthropic(http_client=http_client, **kwargs)
+
+    def async_anthropic(self, *, strict: bool = False, **kwargs: Any) -> Any:
+        """An ``anthropic.AsyncAnthropic`` client (asyncio or trio)."""
+        from reel_bindings.sdk import _import
+
+        anthropic, httpx2 = _import("anthropic", "anthropic"), _import("httpx2", "httpx2")
+        kwargs.setdefault("api_key", self._key("ANTHROPIC_API_KEY"))
+        http_client = httpx2.AsyncClient(transport=self.async_transport(strict=strict))
+        return anthropic.AsyncAnthropic(http_client=http_client, **kwargs)
+
+    def genai(self, *, strict: bool = False, **kwargs: Any) -> Any:
+        """A ``google.genai.Client``; its ``.aio`` side is on the cassette too.
+        ``base_url=`` and an ``http_options`` dict are honored."""
+        from reel_bindings.sdk import REPLAY_KEY, _import
+        from reel_core import Mode
+
+        genai = _import("google.genai", "google-genai")
+        http_options: dict[str, Any] = dict(kwargs.pop("http_options", None) or {})
+        base_url = kwargs.pop("base_url", None)
+        if base_url is not None:
+            http_options["base_url"] = base_url
+        http_options["client_args"] = {
+            **(http_options.get("client_args") or {}),
+            "transport": self.transport(strict=strict),
+        }
+        http_options["async_client_args"] = {
+            **(http_options.get("async_client_args") or {}),
+            "transport": self.async_transport(strict=strict),
+        }
+        key = kwargs.pop("api_key", None)
+        if key is None and self.mode is Mode.REPLAY and not _gemini_key_set():
+            key = REPLAY_KEY
+        return genai.Client(api_key=key, http_options=http_options, **kwargs)
+
+    # -- the per-test proxy --
+
+    @property
+    def proxy_url(self) -> str:
+        """The URL of a proxy serving this cassette (started on first use,
+        stopped at teardown).  Starting it points ``OPENAI_BASE_URL``,
+        ``ANTHROPIC_BASE_URL`` and ``GOOGLE_GEMINI_BASE_URL`` at it for the
+        rest of the test (and, in replay mode, sets placeholder API keys
+        that are unset), so unmodified SDK code goes through it."""
+        if self._proxy_url is None:
+            self._proxy_url = self._start_proxy()
+        return self._proxy_url
+
+    def _start_proxy(self) -> str:
+        import anyio.from_thread
+
+        from reel_bindings._upstream import AsyncUpstream
+        from reel_bindings.proxy import Proxy, ProxyOptions, running
+        from reel_bindings.sdk import REPLAY_KEY
+        from reel_core import Config, Mode
+
+        config = Config(
+            mode=self.mode,
+            match=self.match,
+            timing=self.timing,
+            repeat=self.repeat,
+            pii=False if _pii_off() else None,
+            routing=True,
+            upstream=self.upstream,
+            hint=self.hint,
+        )
+        proxy = Proxy(config, cassette=self.file, upstream=AsyncUpstream())
+        options = ProxyOptions(mode=self.mode, cassette=self.path, port=0, grace=0.0)
+        with contextlib.ExitStack() as stack:
+            portal = stack.enter_context(anyio.from_thread.start_blocking_portal("asyncio"))
+            url = stack.enter_context(
+                portal.wrap_async_context_manager(running(options, proxy=proxy))
+            )
+            self._stack.push(stack.pop_all())
+        self._proxy = proxy
+        env = pytest.MonkeyPatch()
+        self._stack.callback(env.undo)
+        for variable, suffix in PROXY_BASE_URLS.items():
+            env.setenv(variable, url + suffix)
+        if self.mode is Mode.REPLAY:
+            for variable in PROXY_KEYS:
+                taken = _gemini_key_set() if variable == "GEMINI_API_KEY" else None
+                if not (taken or os.environ.get(variable)):
+                    env.setenv(variable, REPLAY_KEY)
+        return url
+
+    # -- misses --
+
+    @property
+    def misses(self) -> list[MissReport]:
+        """Every miss served so far, by any binding of this test."""
+        found = [m for player in self._players for m in player.misses]
+        if self._proxy is not None:
+            found += self._proxy.misses
+        return found
+
+    def _take_misses(self) -> str | None:
+        """The failure text for the misses not reported yet, if any."""
+        new = [m for m in self.misses if id(m) not in self._reported]
+        if not new:
+            return None
+        self._reported.update(id(m) for m in new)
+        s = "" if len(new) == 1 else "s"
+        head = (
+            f"Reel: {len(new)} request{s} missed cassette {self.display} "
+            f"(mode {self.mode.value}). A miss fails the test even when the code under "
+            "test handled the error."
+        )
+        return "\n\n".join([head, *(m.render() for m in new)])
+
+    # -- plumbing --
+
+    def _binding_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if "mode" in kwargs:
+            raise TypeError(
+                "the mode is the test's: set it with --reel-mode, $REEL_MODE or the marker"
+            )
+        kwargs.setdefault("match", self.match)
+        kwargs.setdefault("timing", self.timing)
+        kwargs.setdefault("repeat", self.repeat)
+        return {"mode": self.mode, **kwargs}
+
+    def _adopt(self, player: Player) -> None:
+        player.config = dataclasses.replace(player.config, hint=self.hint)
+        self._players.append(player)
+
+    def _key(self, variable: str) -> str | None:
+        from reel_bindings.sdk import _key
+
+        return _key(variable, self.mode, None)
+
+    def _close(self) -> None:
+        from reel_core import Mode
+
+        if self._forwarding_transports and self.mode is not Mode.REPLAY:
+            # A response the test dropped unread (a stream left after its first
+            # chunk) still reads its upstream rest when collected, to record it
+            # whole: let that happen before the transports close their pools.
+            gc.collect()
+        self._stack.close()
+
+    @classmethod
+    def _for_item(cls, item: pytest.Item) -> ReelCassette:
+        from reel_bindings._files import CassetteFile
+        from reel_bindings._lock import CassetteLock
+        from reel_core import CassetteMeta, Mode
+
+        settings = _marker(item)
+        path = _cassette_path(item, settings.get("cassette"))
+        mode = _test_mode(item.config, settings.get("mode"))
+        timing = _test_timing(item.config, settings.get("timing"))
+        match = _match(settings.get("match"), settings.get("ignore_fields"))
+        repeat = settings.get("repeat", True)
+        if not isinstance(repeat, bool):
+            _marker_error(f"repeat= takes True or False, not {repeat!r}")
+        upstream = settings.get("upstream") or os.environ.get("REEL_UPSTREAM") or None
+        with contextlib.ExitStack() as stack:
+            if mode.records:
+                # One writer per cassette at a time, across xdist workers.
+                stack.enter_context(CassetteLock(path))
+            file_mode = mode
+            if mode is Mode.RECORD and not _first_in_run(item.config, path):
+                file_mode = Mode.AUTO  # refreshed earlier in this run: add to it
+            # A match setting goes into a new cassette's _meta line, as the proxy does.
+            meta = CassetteMeta(match=match) if match is not None else None
+            file = CassetteFile(path, mode=file_mode, meta=meta)
+            cassette = cls(
+                path=path,
+                mode=mode,
+                timing=timing,
+                match=match,
+                repeat=repeat,
+                upstream=upstream,
+                file=file,
+                hint=_hint(item, _display(item.config, path), exists=path.exists()),
+                display=_display(item.config, path),
+                stack=contextlib.ExitStack(),
+            )
+            cassette._stack = stack.pop_all()  # the lock is the cassette's now
+        return cassette
+
+
+# -- settings --------------------------------------------------------------------
+
+
+def _marker(item: pytest.Item) -> dict[str, Any]:
+    """The ``reel`` marker's settings; the closest marker wins per key."""
+    settings: dict[str, Any] = {}
+    for marker in reversed(list(item.iter_markers("reel"))):
+        if len(marker.args) > 1:
+            _marker_error(
+                f"takes at most one positional argument (the cassette), not {marker.args}"
+            )
+        unknown = set(marker.kwargs) - _MARKER_KEYS
+        if unknown:
+            _marker_error(
+                f"unknown argument(s) {', '.join(sorted(unknown))}; "
+                f"use {', '.join(sorted(_MARKER_KEYS))}"
+            )
+        if marker.args:
+            settings["cassette"] = marker.args[0]
+        settings.update(marker.kwargs)
+    return settings
+
+
+def _marker_error(message: str) -> NoReturn:
+    pytest.fail(f"@pytest.mark.reel: {message}", pytrace=False)
+
+
+def _cassette_root(config: pytest.Config) -> Path:
+    value = str(config.getini("reel_cassette_dir") or DEFAULT_CASSETTE_DIR)
+    return config.rootpath / value
+
+
+def _safe(name: str) -> str:
+    safe = _UNSAFE.sub("-", name).strip("-").lstrip(".") or "test"
+    if len(safe) > _MAX_NAME:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        safe = f"{safe[: _MAX_NAME - 13]}-{digest}"
+    return safe
+
+
+def _cassette_path(item: pytest.Item, name: object) -> Path:
+    """``<cassette dir>/<module path>/<test name>.jsonl`` (or the marker's
+    cassette name inside the module's directory)."""
+    config = item.config
+    try:
+        module = item.path.relative_to(config.rootpath).with_suffix("")
+    except ValueError:  # a test file outside the rootdir
+        module = Path(item.path.stem)
+    directory = _cassette_root(config) / module
+    if name is None:
+        parts = item.nodeid.split("::")[1:] or [item.name]
+        return directory / (_safe(".".join(parts)) + ".jsonl")
+    if not isinstance(name, (str, os.PathLike)):
+        _marker_error(f"the cassette is a name or a path, not {name!r}")
+    path = Path(name)
+    if not path.suffix:
+        path = path.with_name(path.name + ".jsonl")
+    return path if path.is_absolute() else directory / path
+
+
+def _global_mode(config: pytest.Config) -> tuple[str, str]:
+    """The mode set for the whole run, and where it came from."""
+    from reel_core import LocalProtocolError, Mode
+
+    option = config.getoption("reel_mode", None)
+    if option:
+        return str(option), "--reel-mode"
+    env = os.environ.get("REEL_MODE", "").strip()
+    if env:
+        try:
+            return Mode.parse(env).value, "REEL_MODE"
+        except LocalProtocolError as exc:
+            raise pytest.UsageError(f"REEL_MODE: {exc}") from None
+    return "replay", "default"
+
+
+def _test_mode(config: pytest.Config, marker: object) -> Mode:
+    """--reel-mode, then $REEL_MODE, then the marker's mode=, then replay."""
+    from reel_core import LocalProtocolError, Mode
+
+    mode, source = _global_mode(config)
+    if source != "default" or marker is None:
+        return Mode.parse(mode)
+    if isinstance(marker, Mode):
+        return marker
+    try:
+        return Mode.parse(str(marker))
+    except LocalProtocolError as exc:
+        _marker_error(f"mode=: {exc}")
+
+
+def _global_timing(config: pytest.Config) -> str | None:
+    """The timing set for the run (--reel-timing, else $REEL_TIMING), checked."""
+    from reel_core import LocalProtocolError, Timing
+
+    for source, value in (
+        ("--reel-timing", config.getoption("reel_timing", None)),
+        ("REEL_TIMING", os.environ.get("REEL_TIMING")),
+    ):
+        if value and str(value).strip():
+            try:
+                return str(Timing.parse(str(value)))
+            except LocalProtocolError as exc:
+                raise pytest.UsageError(f"{source}: {exc}") from None
+    return None
+
+
+def _test_timing(config: pytest.Config, marker: object) -> Timing:
+    """The marker's timing=, then --reel-timing, then $REEL_TIMING, then fast."""
+    from reel_core import LocalProtocolError, Timing
+
+    if isinstance(marker, Timing):
+        return marker
+    if marker is not None:
+        try:
+            return Timing.parse(str(marker))
+        except LocalProtocolError as exc:
+            _marker_error(f"timing=: {exc}")
+    return Timing.parse(_global_timing(config) or DEFAULT_TIMING)
+
+
+def _match(match: object, ignore_fields: object) -> MatchConfig | None:
+    from reel_core import LocalProtocolError, MatchConfig, MatchMode
+
+    if isinstance(match, MatchConfig):
+        if ignore_fields:
+            _marker_error("give ignore_fields= inside the MatchConfig, not beside it")
+        return match
+    if isinstance(ignore_fields, str):
+        ignore_fields = [ignore_fields]
+    if ignore_fields is None:
+        ignore_fields = ()
+    if not isinstance(ignore_fields, (list, tuple, set, frozenset)):
+        _marker_error(f"ignore_fields= takes a list of JSON paths, not {ignore_fields!r}")
+    fields = tuple(str(f) for f in ignore_fields)
+    if match is None and not fields:
+        return None  # the cassette's own setting (normalized by default)
+    try:
+        mode = MatchMode(match) if match is not None else MatchMode.IGNORE_FIELDS
+        return MatchConfig(mode, fields)
+    except ValueError:
+        choices = ", ".join(m.value for m in MatchMode)
+        _marker_error(f"match={match!r}: use one of {choices}")
+    except LocalProtocolError as exc:
+        _marker_error(str(exc))
+
+
+def _pii_off() -> bool:
+    """``REEL_REDACT_PII=0``: keep e-mail addresses and phone numbers."""
+    return os.environ.get("REEL_REDACT_PII", "1").strip().lower() in ("0", "false", "no", "off")
+
+
+def _gemini_key_set() -> bool:
+    return bool(os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY"))
+
+
+def _display(config: pytest.Config, path: Path) -> str:
+    try:
+        return str(path.relative_to(config.rootpath))
+    except ValueError:
+        return str(path)
+
+
+def _hint(item: pytest.Item, path: str, *, exists: bool) -> str:
+    command = f"pytest {shlex.quote(item.nodeid)} --reel-mode"
+    if not exists:
+        return f"the cassette {path} does not exist yet; record it with `{command} record`"
+    return (
+        f"run `{command} auto` to record what is missing "
+        f"(or `{command} record` to re-record the whole cassette)"
+    )
+
+
+# -- one refresh per cassette per run, across xdist workers -----------------------
+
+
+def _run_dir(config: pytest.Config) -> Path:
+    """A directory for this pytest run, shared with its xdist workers."""
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is not None and _WORKER_RUN_DIR in workerinput:
+        return Path(workerinput[_WORKER_RUN_DIR])
+    run_dir = config.stash.get(_RUN_DIR_KEY, None)
+    if run_dir is None:
+        run_dir = Path(tempfile.mkdtemp(prefix="reel-pytest-"))
+        config.stash[_RUN_DIR_KEY] = run_dir
+    return run_dir
+
+
+def _first_in_run(config: pytest.Config, path: Path) -> bool:
+    """True for the first test of the run to record ``path`` (it starts the
+    cassette afresh); later ones add to it.  Called holding the cassette lock."""
+    token = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
+    try:
+        fd = os.open(_run_dir(config) / token, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True

@@ -1,0 +1,62 @@
+"""Fixtures for the pytest plugin's tests: each runs small test files in a
+pytest subprocess (pytester) that loads the plugin by its entry point, with
+the fake upstream in this process and its URL in ``$FAKE_URL``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
+
+#: Variables of the outer environment an inner run must not inherit.
+SCRUBBED = (
+    "REEL_MODE",
+    "REEL_TIMING",
+    "REEL_UPSTREAM",
+    "REEL_MATCH",
+    "REEL_CASSETTE",
+    "REEL_CASSETTE_DIR",
+    "REEL_REDACT_PII",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "PYTEST_ADDOPTS",
+    "PYTEST_PLUGINS",
+    "PYTEST_XDIST_WORKER",
+    "PYTEST_XDIST_TESTRUNUID",
+    "PYTEST_XDIST_WORKER_COUNT",
+)
+
+#: The inner runs' configuration: as strict as this project's own.
+INNER_INI = """\
+[pytest]
+addopts = --strict-markers -p no:cacheprovider -p no:hypothesispytest -p no:cov
+filterwarnings = error
+"""
+
+#: A key to record with (the fake upstream takes any).
+FAKE_KEY = "sk-test-" + "k" * 24
+
+
+@pytest.fixture(autouse=True)
+def inner_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in SCRUBBED:
+        monkeypatch.delenv(variable, raising=False)
+    # Until a test starts the fake: a URL where nothing listens.
+    monkeypatch.setenv("FAKE_URL", closed_port_url())
+    pytester.makeini(INNER_INI)
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeUpstreamThread]:
+    """The fake upstream, its URL in ``$FAKE_URL``; stop it to prove a replay
+    needs no network."""
+    with FakeUpstreamThread() as server:
+        monkeypatch.setenv("FAKE_URL", server.url)
+        yield server

@@ -1,0 +1,311 @@
+"""Record against the fake upstream, then replay with no upstream at all --
+through the fixture's in-process helpers and through its per-test proxy with
+unmodified SDK code; and a miss fails its test even when the code swallowed it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
+
+from .conftest import FAKE_KEY
+
+
+def stop(fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No upstream from here on: a replay that reached out would fail."""
+    fake.stop()
+    monkeypatch.setenv("FAKE_URL", closed_port_url())
+
+
+def lines(path: Path) -> list[dict[str, object]]:
+    """A cassette's interaction lines (every line must be JSON)."""
+    parsed = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    return [line for line in parsed if "_meta" not in line]
+
+
+INPROCESS = """
+import os
+
+import anyio
+import httpx
+import pytest
+
+URL = os.environ["FAKE_URL"]
+MESSAGES = [{"role": "user", "content": "What is Reel?"}]
+ANSWER = "Fake reply to: What is Reel?"
+
+
+def test_openai(reel):
+    client = reel.openai(base_url=URL + "/v1", max_retries=0)
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    assert reply.choices[0].message.content == ANSWER
+    stream = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == ANSWER
+    assert reel.misses == []
+
+
+def test_stream_left_after_its_first_chunk(reel):
+    client = reel.openai(base_url=URL + "/v1", max_retries=0)
+    stream = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
+    next(iter(stream))  # and dropped: recorded whole all the same
+
+
+def test_anthropic_and_genai_share_a_cassette(reel):
+    claude = reel.anthropic(base_url=URL, max_retries=0)
+    message = claude.messages.create(model="claude-sonnet-4-6", max_tokens=64, messages=MESSAGES)
+    assert message.content[0].text == ANSWER
+    gemini = reel.genai(base_url=URL)
+    assert gemini.models.generate_content(model="gemini-2.5-flash", contents="What is Reel?").text
+
+
+def test_httpx_and_requests(reel):
+    body = {"model": "gpt-4o-mini", "messages": MESSAGES}
+    with httpx.Client(transport=reel.transport()) as client:
+        reply = client.post(URL + "/v1/chat/completions", json=body)
+    assert reply.json()["choices"][0]["message"]["content"] == ANSWER
+    session = reel.requests_session()
+    again = session.post(URL + "/v1/chat/completions", json=body).json()
+    assert again["choices"][0]["message"]["content"] == ANSWER
+
+
+@pytest.mark.anyio
+async def test_async_openai(reel):
+    client = reel.async_openai(base_url=URL + "/v1", max_retries=0)
+    async with client:
+        reply = await client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    assert reply.choices[0].message.content == ANSWER
+    async with httpx.AsyncClient(transport=reel.async_transport()) as raw:
+        body = {"model": "gpt-4o-mini", "messages": MESSAGES}
+        again = await raw.post(URL + "/v1/chat/completions", json=body)
+    assert again.json()["choices"][0]["message"]["content"] == ANSWER
+"""
+
+
+def test_inprocess_helpers_record_then_replay_without_upstream(
+    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_inproc=INPROCESS)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
+    recorded = pytester.runpytest_subprocess("--reel-mode", "record")
+    recorded.assert_outcomes(passed=6)  # the async test runs on asyncio and on trio
+    cassettes = pytester.path / "tests/cassettes/test_inproc"
+    assert sorted(p.name for p in cassettes.iterdir()) == [
+        "test_anthropic_and_genai_share_a_cassette.jsonl",
+        "test_async_openai[asyncio].jsonl",
+        "test_async_openai[trio].jsonl",
+        "test_httpx_and_requests.jsonl",
+        "test_openai.jsonl",
+        "test_stream_left_after_its_first_chunk.jsonl",
+    ]
+    assert len(lines(cassettes / "test_anthropic_and_genai_share_a_cassette.jsonl")) == 2
+    assert len(fake.requests) == 11
+    (dropped,) = lines(cassettes / "test_stream_left_after_its_first_chunk.jsonl")
+    assert dropped["response"]["frames"][-1][1] == "data: [DONE]\n\n"  # type: ignore[index]
+    before = {p.name: p.read_bytes() for p in cassettes.iterdir()}
+
+    stop(fake, monkeypatch)
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(variable)  # replay needs no key
+    replayed = pytester.runpytest_subprocess()  # replay is the default
+    replayed.assert_outcomes(passed=6)
+    assert {p.name: p.read_bytes() for p in cassettes.iterdir()} == before
+
+
+PROXY = """
+import os
+
+import anthropic
+import openai
+import pytest
+from google import genai
+
+MESSAGES = [{"role": "user", "content": "What is Reel?"}]
+ANSWER = "Fake reply to: What is Reel?"
+
+
+@pytest.mark.reel(proxy=True)
+def test_marker_points_the_sdks_at_the_proxy():
+    # Code under test, unmodified: each SDK reads its base URL and key variables.
+    client = openai.OpenAI(max_retries=0)
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    assert reply.choices[0].message.content == ANSWER
+    stream = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == ANSWER
+    claude = anthropic.Anthropic(max_retries=0)
+    message = claude.messages.create(model="claude-sonnet-4-6", max_tokens=64, messages=MESSAGES)
+    assert message.content[0].text == ANSWER
+    gemini = genai.Client()
+    assert gemini.models.generate_content(model="gemini-2.5-flash", contents="What is Reel?").text
+
+
+def test_fixture(reel_proxy, reel):
+    assert os.environ["OPENAI_BASE_URL"] == reel_proxy + "/v1"
+    assert os.environ["ANTHROPIC_BASE_URL"] == reel_proxy
+    assert os.environ["GOOGLE_GEMINI_BASE_URL"] == reel_proxy
+    assert reel.proxy_url == reel_proxy
+    client = openai.OpenAI(max_retries=0)
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    assert reply.choices[0].message.content == ANSWER
+    client.close()
+
+
+def test_environment_is_restored():
+    for variable in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+        assert variable not in os.environ
+    assert os.environ.get("OPENAI_API_KEY") == os.environ.get("OUTER_OPENAI_API_KEY")
+"""
+
+
+def test_unmodified_sdk_code_through_the_per_test_proxy(
+    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_proxy=PROXY)
+    monkeypatch.setenv("REEL_UPSTREAM", fake.url)  # where the proxy records from
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(variable, FAKE_KEY)
+    monkeypatch.setenv("OUTER_OPENAI_API_KEY", FAKE_KEY)
+    recorded = pytester.runpytest_subprocess("--reel-mode", "record")
+    recorded.assert_outcomes(passed=3)
+    cassettes = pytester.path / "tests/cassettes/test_proxy"
+    marked = lines(cassettes / "test_marker_points_the_sdks_at_the_proxy.jsonl")
+    assert [line["provider"] for line in marked] == ["openai", "openai", "anthropic", "gemini"]
+    assert len(lines(cassettes / "test_fixture.jsonl")) == 1
+    assert not (cassettes / "test_environment_is_restored.jsonl").exists()
+
+    stop(fake, monkeypatch)
+    monkeypatch.delenv("REEL_UPSTREAM")
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(variable)  # placeholders are set in replay mode
+    monkeypatch.delenv("OUTER_OPENAI_API_KEY")
+    replayed = pytester.runpytest_subprocess()
+    replayed.assert_outcomes(passed=3)
+
+
+MISSES = """
+import os
+
+import openai
+import pytest
+
+MESSAGES = [{"role": "user", "content": "not recorded"}]
+
+
+def test_swallowed_inprocess(reel):
+    client = reel.openai(base_url=os.environ["FAKE_URL"] + "/v1", max_retries=0)
+    try:
+        client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    except openai.NotFoundError:
+        pass  # the code under test "handles" it
+
+
+def test_swallowed_through_the_proxy(reel_proxy):
+    try:
+        openai.OpenAI(max_retries=0).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    except openai.APIError:
+        pass
+
+
+def test_raised(reel):
+    reel.openai(max_retries=0).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+
+
+@pytest.fixture
+def calls_at_teardown(reel):
+    yield
+    try:
+        reel.openai(max_retries=0).models.list()
+    except openai.NotFoundError:
+        pass
+
+
+def test_miss_in_a_fixture_teardown(calls_at_teardown):
+    pass
+"""
+
+
+def test_a_miss_fails_the_test_even_when_swallowed(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_misses=MISSES)
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=3, passed=1, errors=1)
+    missing = "tests/cassettes/test_misses/test_swallowed_inprocess.jsonl"
+    out = result.stdout
+    out.fnmatch_lines(
+        [
+            "*_ test_swallowed_inprocess _*",
+            f"Reel: 1 request missed cassette {missing} (mode replay). A miss fails the test "
+            "even when the code under test handled the error.",
+            "",
+            "Reel miss: no recording matches for POST /v1/chat/completions in cassette *",
+            f"  cassette: */{missing} (0 interactions)",
+            "  mode: replay, match: normalized, key: sha256:*",
+            "  closest: none (the cassette has no recordings)",
+            f"  to record it: the cassette {missing} does not exist yet; record it with "
+            "`pytest test_misses.py::test_swallowed_inprocess --reel-mode record`",
+        ],
+        consecutive=True,
+    )
+    out.fnmatch_lines(
+        [
+            "*_ test_swallowed_through_the_proxy _*",
+            "Reel: 1 request missed cassette *through_the_proxy.jsonl (mode replay)*",
+            "",
+            "Reel miss: no recording matches for POST /v1/chat/completions *",
+        ],
+        consecutive=True,
+    )
+    out.fnmatch_lines(
+        [
+            "*_ test_raised _*",
+            "E * openai.NotFoundError: *Reel miss: no recording matches*",
+            "*- Captured reel misses call -*",
+            "Reel: 1 request missed cassette *test_raised.jsonl*",
+        ]
+    )
+    out.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_miss_in_a_fixture_teardown*",
+            "Reel: 1 request missed cassette *test_miss_in_a_fixture_teardown.jsonl*",
+            "",
+            "Reel miss: no recording matches for GET /v1/models *",
+        ],
+        consecutive=True,
+    )
+    assert not (pytester.path / "tests").exists()  # replay writes nothing
+
+
+def test_a_miss_in_a_recorded_cassette_says_how_to_record_it(
+    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_prompt="""
+        import os
+
+        def test_prompt(reel):
+            client = reel.openai(base_url=os.environ["FAKE_URL"] + "/v1", max_retries=0)
+            prompt = os.environ["PROMPT"]
+            messages = [{"role": "user", "content": prompt}]
+            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+            assert reply.choices[0].message.content == "Fake reply to: " + prompt
+        """
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("PROMPT", "first")
+    pytester.runpytest_inprocess("--reel-mode", "record").assert_outcomes(passed=1)
+    stop(fake, monkeypatch)
+    monkeypatch.setenv("PROMPT", "second")
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*  closest: * POST /v1/chat/completions (similarity *)",
+            '    messages[0].content: recorded "first", received "second"',
+            "  to record it: run `pytest test_prompt.py::test_prompt --reel-mode auto` to record "
+            "what is missing (or `pytest test_prompt.py::test_prompt --reel-mode record` to "
+            "re-record the whole cassette)",
+        ]
+    )

@@ -1,0 +1,182 @@
+"""Where a test's cassette is, and which mode and timing it runs with."""
+
+from __future__ import annotations
+
+import pytest
+
+PATHS = """
+import pytest
+
+
+def test_default(reel, request):
+    root = request.config.rootpath
+    assert reel.path == root / "tests/cassettes/test_paths/test_default.jsonl"
+
+
+@pytest.mark.parametrize("model", ["gpt-4o/mini", "a b", "x:y*z"])
+def test_param(reel, model):
+    assert reel.path.parent.name == "test_paths"
+    safe = {"gpt-4o/mini": "gpt-4o-mini", "a b": "a-b", "x:y*z": "x-y-z"}[model]
+    assert reel.path.name == f"test_param[{safe}].jsonl"
+
+
+class TestGroup:
+    def test_method(self, reel):
+        assert reel.path.name == "TestGroup.test_method.jsonl"
+
+
+@pytest.mark.reel("shared")
+def test_named(reel, request):
+    assert reel.path == request.config.rootpath / "tests/cassettes/test_paths/shared.jsonl"
+
+
+@pytest.mark.reel(cassette="sub/other.json")
+def test_named_kw(reel):
+    assert reel.path.parts[-3:] == ("test_paths", "sub", "other.json")
+
+
+@pytest.mark.reel("shared")
+class TestMarked:
+    @pytest.mark.reel("closer")
+    def test_closest_wins(self, reel):
+        assert reel.path.name == "closer.jsonl"
+
+    def test_class_marker(self, reel):
+        assert reel.path.name == "shared.jsonl"
+"""
+
+
+def test_default_paths(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_paths=PATHS)
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(passed=9)
+    # Replay opens cassettes, it never creates them.
+    assert not (pytester.path / "tests").exists()
+
+
+def test_cassette_dir_ini_option(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider\nfilterwarnings = error\n"
+        "reel_cassette_dir = recorded/llm\n"
+    )
+    pytester.makepyfile(
+        test_ini="""
+        def test_where(reel, request):
+            expected = request.config.rootpath / "recorded/llm/test_ini/test_where.jsonl"
+            assert reel.path == expected
+        """
+    )
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["reel: mode replay (default), timing fast (default), *"])
+
+
+MODES = """
+import os
+
+import pytest
+
+
+def test_plain(reel):
+    assert reel.mode.value == os.environ["EXPECT_PLAIN_MODE"]
+    assert str(reel.timing) == os.environ["EXPECT_PLAIN_TIMING"]
+
+
+@pytest.mark.reel(mode="live", timing="realtime")
+def test_marked(reel):
+    assert reel.mode.value == os.environ["EXPECT_MARKED_MODE"]
+    assert str(reel.timing) == "realtime"  # the marker's timing wins
+"""
+
+
+@pytest.mark.parametrize(
+    ("option", "env", "plain", "marked"),
+    [
+        # nothing set: replay (the marker's mode is the test's default)
+        ([], {}, ("replay", "fast"), "live"),
+        # $REEL_MODE and $REEL_TIMING: every test, over the marker's mode
+        ([], {"REEL_MODE": "AUTO", "REEL_TIMING": "slow=2"}, ("auto", "slow=2"), "auto"),
+        # the command line wins over the environment
+        (
+            ["--reel-mode", "record", "--reel-timing", "realtime"],
+            {"REEL_MODE": "auto", "REEL_TIMING": "slow=2"},
+            ("record", "realtime"),
+            "record",
+        ),
+    ],
+    ids=["defaults", "environment", "command-line"],
+)
+def test_mode_and_timing_precedence(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    option: list[str],
+    env: dict[str, str],
+    plain: tuple[str, str],
+    marked: str,
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("EXPECT_PLAIN_MODE", plain[0])
+    monkeypatch.setenv("EXPECT_PLAIN_TIMING", plain[1])
+    monkeypatch.setenv("EXPECT_MARKED_MODE", marked)
+    pytester.makepyfile(test_modes=MODES)
+    result = pytester.runpytest_inprocess(*option)
+    result.assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        ([], {"REEL_MODE": "replya"}, "*REEL_MODE: unknown mode 'replya'*"),
+        (["--reel-timing", "slow"], {}, "*--reel-timing: bad timing 'slow'*"),
+        (["--reel-mode", "fast"], {}, "*argument --reel-mode: invalid choice: 'fast'*"),
+    ],
+)
+def test_bad_global_settings_stop_the_run(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    message: str,
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    pytester.makepyfile(test_nothing="def test_nothing(): pass")
+    result = pytester.runpytest_inprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_bad_marker_arguments_fail_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="""
+        import pytest
+
+        @pytest.mark.reel(mode="sometimes")
+        def test_mode(reel):
+            pass
+
+        @pytest.mark.reel(match="approximately")
+        def test_match(reel):
+            pass
+
+        @pytest.mark.reel(casette="x")
+        def test_typo(reel):
+            pass
+
+        @pytest.mark.reel(timing="slow=0")
+        def test_timing(reel):
+            pass
+        """
+    )
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(errors=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*@pytest.mark.reel: mode=: unknown mode 'sometimes'*",
+            "*@pytest.mark.reel: match='approximately': use one of exact, normalized*",
+            "*@pytest.mark.reel: unknown argument(s) casette; use cassette, *",
+            "*@pytest.mark.reel: timing=: bad timing 'slow=0'*",
+        ],
+        consecutive=False,
+    )
