@@ -246,9 +246,14 @@ def _relay(family: ModuleType, response: Any, feed: Upstreaming) -> Iterator[byt
                 yield chunk
         except GeneratorExit:
             # The client stopped reading (an SDK stops at [DONE]): read the
-            # rest, so what is recorded is what the upstream sent.
-            for chunk in chunks:
-                feed.data(chunk)
+            # rest, so what is recorded is what the upstream sent.  A failure
+            # now is recorded as a cut and not raised: nobody is reading.
+            try:
+                for chunk in chunks:
+                    feed.data(chunk)
+            except family.TransportError as exc:
+                feed.error(classify(exc), str(exc))
+                return
         feed.end()
     except family.TransportError as exc:
         feed.error(classify(exc), str(exc))
@@ -331,8 +336,12 @@ async def _arelay(family: ModuleType, response: Any, feed: Upstreaming) -> Async
                 yield chunk
         except GeneratorExit:
             # The client stopped reading: read the rest (see _relay).
-            async for chunk in chunks:
-                feed.data(chunk)
+            try:
+                async for chunk in chunks:
+                    feed.data(chunk)
+            except family.TransportError as exc:
+                feed.error(classify(exc), str(exc))
+                return
         feed.end()
     except family.TransportError as exc:
         feed.error(classify(exc), str(exc))
