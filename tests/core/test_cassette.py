@@ -592,3 +592,15 @@ def test_bad_redact_settings_are_refused_at_load(redact: bytes) -> None:
     with pytest.raises(CassetteError, match=r'bad "_meta" redact settings') as info:
         Cassette.loads(data, name="c.jsonl")
     assert info.value.line == 1
+
+
+def test_a_bad_line_is_left_out_of_an_index_for_other_settings() -> None:
+    good = Interaction(
+        "sha256:" + "1" * 64, "good", RecordedRequest("POST", "/v1/x", (), b"{}"),
+        RecordedResponse(200),
+    )  # fmt: skip
+    broken = b'{"key":"sha256:' + b"2" * 64 + b'","id":oops}\n'
+    cassette = Cassette.loads(good.to_line() + broken)
+    exact = MatchConfig(MatchMode.EXACT)
+    assert cassette.count(good.request.key(exact), exact) == 1
+    assert sum(len(keys) for keys in cassette._index(exact).values()) == 1

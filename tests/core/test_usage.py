@@ -1285,3 +1285,12 @@ def test_corpus_usage_matches_the_recorded_body(name: str) -> None:
             assert usage.model is not None, f"{name} #{recorded.index}: no model"
         checked += 1
     assert checked
+
+
+def test_a_json_array_stream_with_a_nested_array_and_non_objects() -> None:
+    body = b'[[1, {"usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 4}}]]'
+    response = RecordedResponse(200, stream="chunks", frames=((5.0, body),), end_ms=6.0)
+    usage = extract_usage(
+        "gemini", "/v1beta/models/gemini-2.5-flash:streamGenerateContent", b"{}", response
+    )
+    assert (usage.input_tokens, usage.output_tokens) == (3, 4)
