@@ -283,63 +283,36 @@ class ReelCassette:
 
     def openai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``openai.OpenAI`` client; ``kwargs`` go to it (``base_url``, ...)."""
-        from reel_bindings.sdk import _import
+        from reel_bindings.sdk import client_on
 
-        openai, httpx2 = _import("openai", "openai"), _import("httpx2", "httpx2")
-        kwargs.setdefault("api_key", self._key("OPENAI_API_KEY"))
-        http_client = httpx2.Client(transport=self.transport(strict=strict))
-        return openai.OpenAI(http_client=http_client, **kwargs)
+        return client_on("openai", self.transport(strict=strict), **kwargs)
 
     def async_openai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``openai.AsyncOpenAI`` client (asyncio or trio)."""
-        from reel_bindings.sdk import _import
+        from reel_bindings.sdk import client_on
 
-        openai, httpx2 = _import("openai", "openai"), _import("httpx2", "httpx2")
-        kwargs.setdefault("api_key", self._key("OPENAI_API_KEY"))
-        http_client = httpx2.AsyncClient(transport=self.async_transport(strict=strict))
-        return openai.AsyncOpenAI(http_client=http_client, **kwargs)
+        return client_on("openai", self.async_transport(strict=strict), **kwargs)
 
     def anthropic(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``anthropic.Anthropic`` client."""
-        from reel_bindings.sdk import _import
+        from reel_bindings.sdk import client_on
 
-        anthropic, httpx2 = _import("anthropic", "anthropic"), _import("httpx2", "httpx2")
-        kwargs.setdefault("api_key", self._key("ANTHROPIC_API_KEY"))
-        http_client = httpx2.Client(transport=self.transport(strict=strict))
-        return anthropic.Anthropic(http_client=http_client, **kwargs)
+        return client_on("anthropic", self.transport(strict=strict), **kwargs)
 
     def async_anthropic(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``anthropic.AsyncAnthropic`` client (asyncio or trio)."""
-        from reel_bindings.sdk import _import
+        from reel_bindings.sdk import client_on
 
-        anthropic, httpx2 = _import("anthropic", "anthropic"), _import("httpx2", "httpx2")
-        kwargs.setdefault("api_key", self._key("ANTHROPIC_API_KEY"))
-        http_client = httpx2.AsyncClient(transport=self.async_transport(strict=strict))
-        return anthropic.AsyncAnthropic(http_client=http_client, **kwargs)
+        return client_on("anthropic", self.async_transport(strict=strict), **kwargs)
 
     def genai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """A ``google.genai.Client``; its ``.aio`` side is on the cassette too.
         ``base_url=`` and an ``http_options`` dict are honored."""
-        from reel_bindings.sdk import REPLAY_KEY, _import
-        from reel_core import Mode
+        from reel_bindings.sdk import genai_on
 
-        genai = _import("google.genai", "google-genai")
-        http_options: dict[str, Any] = dict(kwargs.pop("http_options", None) or {})
-        base_url = kwargs.pop("base_url", None)
-        if base_url is not None:
-            http_options["base_url"] = base_url
-        http_options["client_args"] = {
-            **(http_options.get("client_args") or {}),
-            "transport": self.transport(strict=strict),
-        }
-        http_options["async_client_args"] = {
-            **(http_options.get("async_client_args") or {}),
-            "transport": self.async_transport(strict=strict),
-        }
-        key = kwargs.pop("api_key", None)
-        if key is None and self.mode is Mode.REPLAY and not _gemini_key_set():
-            key = REPLAY_KEY
-        return genai.Client(api_key=key, http_options=http_options, **kwargs)
+        return genai_on(
+            self.transport(strict=strict), self.async_transport(strict=strict), **kwargs
+        )
 
     # -- the per-test proxy --
 
@@ -431,11 +404,6 @@ class ReelCassette:
     def _adopt(self, player: Player) -> None:
         player.config = dataclasses.replace(player.config, hint=self.hint)
         self._players.append(player)
-
-    def _key(self, variable: str) -> str | None:
-        from reel_bindings.sdk import _key
-
-        return _key(variable, self.mode, None)
 
     def _close(self) -> None:
         from reel_core import Mode

@@ -11,6 +11,9 @@ In replay mode no API key is needed: a placeholder is passed when the SDK's
 key variable is unset.  Extra keyword arguments go to the SDK client.  The
 SDKs are not dependencies of Reel: a missing one raises an ImportError
 saying what to install.
+
+:func:`client_on` and :func:`genai_on` build the same clients on transports
+you made yourself (the pytest plugin does, to watch their misses).
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ from ._inprocess import mode_from_env
 from .httpcore import AsyncTransport, Transport
 
 __all__ = [
+    "REPLAY_KEY",
     "anthropic_client",
     "async_anthropic_client",
     "async_openai_client",
+    "client_on",
     "genai_client",
+    "genai_on",
     "openai_client",
 ]
 
@@ -38,6 +44,12 @@ __all__ = [
 REPLAY_KEY = "reel-replay-no-key"
 
 CassetteLike = str | os.PathLike[str] | CassetteFile
+
+#: SDK name -> (module, package to install, sync class, async class, key variable).
+_SDKS = {
+    "openai": ("openai", "openai", "OpenAI", "AsyncOpenAI", "OPENAI_API_KEY"),
+    "anthropic": ("anthropic", "anthropic", "Anthropic", "AsyncAnthropic", "ANTHROPIC_API_KEY"),
+}
 
 
 def _import(name: str, package: str) -> Any:
@@ -49,24 +61,57 @@ def _import(name: str, package: str) -> Any:
         ) from None
 
 
-def _key(variable: str, mode: Mode, given: str | None) -> str | None:
+def _key(variables: tuple[str, ...], mode: Mode, given: str | None) -> str | None:
     if given is not None:
         return given
-    if os.environ.get(variable):
+    if any(os.environ.get(v) for v in variables):
         return None  # the SDK reads it itself
     return REPLAY_KEY if mode is Mode.REPLAY else None
 
 
-def _transport_kwargs(
-    mode: Mode | str | None, match: MatchConfig | None, timing: Timing | str, strict: bool
-) -> dict[str, Any]:
-    return {"mode": mode_from_env(mode), "match": match, "timing": timing, "strict": strict}
-
-
-def _file(cassette: CassetteLike, mode: Mode) -> CassetteFile:
-    return (
-        cassette if isinstance(cassette, CassetteFile) else CassetteFile(Path(cassette), mode=mode)
+def client_on(sdk: str, transport: Transport | AsyncTransport, **kwargs: Any) -> Any:
+    """An ``openai`` or ``anthropic`` SDK client on ``transport``: the async
+    client for an :class:`AsyncTransport`.  ``kwargs`` go to the SDK client."""
+    module, package, sync_class, async_class, variable = _SDKS[sdk]
+    library = _import(module, package)
+    httpx2 = _import("httpx2", "httpx2")
+    is_async = isinstance(transport, AsyncTransport)
+    http_client = (httpx2.AsyncClient if is_async else httpx2.Client)(transport=transport)
+    kwargs["api_key"] = _key((variable,), transport.player.mode, kwargs.get("api_key"))
+    return getattr(library, async_class if is_async else sync_class)(
+        http_client=http_client, **kwargs
     )
+
+
+def genai_on(transport: Transport, async_transport: AsyncTransport, **kwargs: Any) -> Any:
+    """A ``google.genai.Client`` whose sync side uses ``transport`` and whose
+    ``.aio`` side uses ``async_transport``; ``base_url=`` and an
+    ``http_options`` dict are honoured.  genai builds (and closes) its own
+    httpx2 clients around the transports."""
+    genai = _import("google.genai", "google-genai")
+    http_options: dict[str, Any] = dict(kwargs.pop("http_options", None) or {})
+    base_url = kwargs.pop("base_url", None)
+    if base_url is not None:
+        http_options["base_url"] = base_url
+    for name, value in (("client_args", transport), ("async_client_args", async_transport)):
+        http_options[name] = {**(http_options.get(name) or {}), "transport": value}
+    variables = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+    key = _key(variables, transport.player.mode, kwargs.pop("api_key", None))
+    return genai.Client(api_key=key, http_options=http_options, **kwargs)
+
+
+def _transport(
+    cassette: CassetteLike,
+    kind: type[Transport] | type[AsyncTransport],
+    mode: Mode | str | None,
+    match: MatchConfig | None,
+    timing: Timing | str,
+    strict: bool,
+) -> Any:
+    resolved = mode_from_env(mode)
+    if not isinstance(cassette, CassetteFile):
+        cassette = CassetteFile(Path(cassette), mode=resolved)
+    return kind(cassette, mode=resolved, match=match, timing=timing, strict=strict)
 
 
 def openai_client(
@@ -76,16 +121,11 @@ def openai_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
-    api_key: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """An ``openai.OpenAI`` client recording to / replaying from ``cassette``."""
-    openai = _import("openai", "openai")
-    httpx2 = _import("httpx2", "httpx2")
-    options = _transport_kwargs(mode, match, timing, strict)
-    transport = Transport(_file(cassette, options["mode"]), **options)
-    key = _key("OPENAI_API_KEY", options["mode"], api_key)
-    return openai.OpenAI(api_key=key, http_client=httpx2.Client(transport=transport), **kwargs)
+    transport = _transport(cassette, Transport, mode, match, timing, strict)
+    return client_on("openai", transport, **kwargs)
 
 
 def async_openai_client(
@@ -95,18 +135,11 @@ def async_openai_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
-    api_key: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """An ``openai.AsyncOpenAI`` client (asyncio or trio) on ``cassette``."""
-    openai = _import("openai", "openai")
-    httpx2 = _import("httpx2", "httpx2")
-    options = _transport_kwargs(mode, match, timing, strict)
-    transport = AsyncTransport(_file(cassette, options["mode"]), **options)
-    key = _key("OPENAI_API_KEY", options["mode"], api_key)
-    return openai.AsyncOpenAI(
-        api_key=key, http_client=httpx2.AsyncClient(transport=transport), **kwargs
-    )
+    transport = _transport(cassette, AsyncTransport, mode, match, timing, strict)
+    return client_on("openai", transport, **kwargs)
 
 
 def anthropic_client(
@@ -116,18 +149,11 @@ def anthropic_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
-    api_key: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """An ``anthropic.Anthropic`` client on ``cassette``."""
-    anthropic = _import("anthropic", "anthropic")
-    httpx2 = _import("httpx2", "httpx2")
-    options = _transport_kwargs(mode, match, timing, strict)
-    transport = Transport(_file(cassette, options["mode"]), **options)
-    key = _key("ANTHROPIC_API_KEY", options["mode"], api_key)
-    return anthropic.Anthropic(
-        api_key=key, http_client=httpx2.Client(transport=transport), **kwargs
-    )
+    transport = _transport(cassette, Transport, mode, match, timing, strict)
+    return client_on("anthropic", transport, **kwargs)
 
 
 def async_anthropic_client(
@@ -137,18 +163,11 @@ def async_anthropic_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
-    api_key: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """An ``anthropic.AsyncAnthropic`` client (asyncio or trio) on ``cassette``."""
-    anthropic = _import("anthropic", "anthropic")
-    httpx2 = _import("httpx2", "httpx2")
-    options = _transport_kwargs(mode, match, timing, strict)
-    transport = AsyncTransport(_file(cassette, options["mode"]), **options)
-    key = _key("ANTHROPIC_API_KEY", options["mode"], api_key)
-    return anthropic.AsyncAnthropic(
-        api_key=key, http_client=httpx2.AsyncClient(transport=transport), **kwargs
-    )
+    transport = _transport(cassette, AsyncTransport, mode, match, timing, strict)
+    return client_on("anthropic", transport, **kwargs)
 
 
 def genai_client(
@@ -158,22 +177,12 @@ def genai_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
-    api_key: str | None = None,
-    base_url: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """A ``google.genai.Client`` on ``cassette``; its ``.aio`` side is wired too."""
-    genai = _import("google.genai", "google-genai")
-    options = _transport_kwargs(mode, match, timing, strict)
-    file = _file(cassette, options["mode"])
-    # genai builds (and closes) its own httpx2 clients around these transports.
-    http_options: dict[str, Any] = {
-        "client_args": {"transport": Transport(file, **options)},
-        "async_client_args": {"transport": AsyncTransport(file, **options)},
-    }
-    if base_url is not None:
-        http_options["base_url"] = base_url
-    key = api_key
-    if key is None and not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")):
-        key = REPLAY_KEY if options["mode"] is Mode.REPLAY else None
-    return genai.Client(api_key=key, http_options=http_options, **kwargs)
+    resolved = mode_from_env(mode)
+    if not isinstance(cassette, CassetteFile):
+        cassette = CassetteFile(Path(cassette), mode=resolved)
+    sync = _transport(cassette, Transport, resolved, match, timing, strict)
+    aio = _transport(cassette, AsyncTransport, resolved, match, timing, strict)
+    return genai_on(sync, aio, **kwargs)
