@@ -118,6 +118,14 @@ def _streams(family: ModuleType) -> tuple[type, type]:
     return SyncStream, AsyncStream
 
 
+def _immediate_body(events: list[Frame | EndOfResponse | Cut]) -> bytes | None:
+    """The whole body when a replay has nothing to wait for (one frame due at
+    once, then the end): it is answered as bytes, without a frame iterator."""
+    if len(events) > 2 or any(e.at != 0 or isinstance(e, Cut) for e in events):
+        return None
+    return b"".join(e.data for e in events if isinstance(e, Frame))
+
+
 def _core_request(request: Any, body: bytes) -> Request:
     return Request(request.method, request.url.raw_path.decode("ascii"), request.headers.raw, body)
 
@@ -183,12 +191,8 @@ class Transport(_Base, _SyncBase):
         if decision.head is None:
             return self._forward(family, request, decision)
         timed = frames_of(decision.events)
-        if (
-            len(timed) <= 2
-            and all(e.at == 0 for e in timed)
-            and not any(isinstance(e, Cut) for e in timed)
-        ):
-            body = b"".join(e.data for e in timed if isinstance(e, Frame))
+        body = _immediate_body(timed)
+        if body is not None:
             return self._replay_response(family, decision, body)
         start = time.monotonic()
         return self._replay_response(family, decision, self._frames(family, request, timed, start))
@@ -273,12 +277,8 @@ class AsyncTransport(_Base, _AsyncBase):
         if decision.head is None:
             return await self._forward(family, request, decision)
         timed = frames_of(decision.events)
-        if (
-            len(timed) <= 2
-            and all(e.at == 0 for e in timed)
-            and not any(isinstance(e, Cut) for e in timed)
-        ):
-            body = b"".join(e.data for e in timed if isinstance(e, Frame))
+        body = _immediate_body(timed)
+        if body is not None:
             return self._replay_response(family, decision, body)
         start = anyio.current_time()
         return self._replay_response(family, decision, self._frames(family, request, timed, start))
