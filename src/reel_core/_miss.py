@@ -20,7 +20,7 @@ from ._match import FieldDiff, MatchConfig, canonical_body, diff_json
 if TYPE_CHECKING:
     from ._cassette import Cassette, Interaction, RecordedRequest
 
-__all__ = ["Closest", "MissReport", "build_miss_report"]
+__all__ = ["Closest", "MissReport", "build_miss_report", "request_diff", "shorten"]
 
 #: Diffs listed in a report (the rest are counted).
 MAX_DIFFS = 20
@@ -129,7 +129,8 @@ class MissReport:
         return "\n".join(lines)
 
 
-def _short(value: Any) -> Any:
+def shorten(value: Any) -> Any:
+    """A value cut to :data:`MAX_VALUE` characters for showing in a diff."""
     if isinstance(value, str) and len(value) > MAX_VALUE:
         return value[:MAX_VALUE] + f"... ({len(value)} characters)"
     if isinstance(value, (dict, list)):
@@ -142,19 +143,19 @@ def _short(value: Any) -> Any:
 def _diff_json(d: FieldDiff) -> dict[str, Any]:
     out: dict[str, Any] = {"path": d.path, "kind": d.kind}
     if d.kind != "added":
-        out["recorded"] = _short(d.recorded)
+        out["recorded"] = shorten(d.recorded)
     if d.kind != "removed":
-        out["received"] = _short(d.received)
+        out["received"] = shorten(d.received)
     return out
 
 
 def _describe(d: FieldDiff) -> str:
     if d.kind == "added":
-        return f"only in this request: {json.dumps(_short(d.received), ensure_ascii=False)}"
+        return f"only in this request: {json.dumps(shorten(d.received), ensure_ascii=False)}"
     if d.kind == "removed":
-        return f"only in the recording: {json.dumps(_short(d.recorded), ensure_ascii=False)}"
-    recorded = json.dumps(_short(d.recorded), ensure_ascii=False)
-    received = json.dumps(_short(d.received), ensure_ascii=False)
+        return f"only in the recording: {json.dumps(shorten(d.recorded), ensure_ascii=False)}"
+    recorded = json.dumps(shorten(d.recorded), ensure_ascii=False)
+    received = json.dumps(shorten(d.received), ensure_ascii=False)
     return f"recorded {recorded}, received {received}"
 
 
@@ -200,7 +201,7 @@ def closest_to(
     request: RecordedRequest, cassette: Cassette, config: MatchConfig
 ) -> tuple[Interaction, float] | None:
     """The recording most like ``request``: same method and path first."""
-    candidates = list(cassette)
+    candidates = list(cassette.readable())  # a bad line is nobody's closest
     if not candidates:
         return None
     same = [

@@ -10,6 +10,7 @@ response byte.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any
 
 from ._body import ContentDecoder, parse_json
@@ -20,7 +21,7 @@ from ._prices import cost_usd
 from ._redact import Redactor, keep_response_header
 from ._usage import extract_usage
 
-__all__ = ["Recorder", "UpstreamError"]
+__all__ = ["Recorder", "UpstreamError", "redact_chunks", "response_shape"]
 
 
 class UpstreamError(enum.Enum):
@@ -68,17 +69,21 @@ def stream_kind(request: RecordedRequest, status: int, content_type: str) -> str
     return None
 
 
-def _redact_chunks(
-    frames: list[tuple[float, bytes]], redactor: Redactor
+def redact_chunks(
+    frames: Sequence[tuple[float, bytes]], redactor: Redactor, found: list[str] | None = None
 ) -> list[tuple[float, bytes]]:
     """Timed chunks, redacted so that no secret escapes by straddling two
     chunks (or by a chunk that splits a UTF-8 character, which the redactor
     cannot read).  Chunks are redacted one by one when that is as good as
     redacting the whole body; else they are re-cut at line ends (a JSON
     string never spans lines), each line stamped with the chunk that
-    completed it; else the body is kept as one chunk."""
+    completed it; else the body is kept as one chunk.  The kinds replaced
+    are appended to ``found`` when given."""
+    joined = b"".join(data for _, data in frames)
+    whole = redactor.data(joined, found)
+    if whole == joined:
+        return list(frames)
     redacted = [(at, redactor.data(data)) for at, data in frames]
-    whole = redactor.data(b"".join(data for _, data in frames))
     if b"".join(data for _, data in redacted) == whole:
         return redacted
     lines: list[tuple[float, bytes]] = []
@@ -237,7 +242,7 @@ class Recorder:
         else:
             frames = self._frames
             if kind == "chunks":
-                frames = _redact_chunks(frames, self._redactor)
+                frames = redact_chunks(frames, self._redactor)
             response = RecordedResponse(
                 self._status,
                 self._headers,

@@ -13,11 +13,11 @@ from reel_core._miss import (
     MAX_VALUE,
     _describe,
     _diff_json,
-    _short,
     _similarity,
     build_miss_report,
     closest_to,
     request_diff,
+    shorten,
 )
 
 from ._helpers import cassette_of, interaction
@@ -126,15 +126,15 @@ def test_render() -> None:
 
 def test_short() -> None:
     long = "x" * (MAX_VALUE + 50)
-    assert _short(long) == "x" * MAX_VALUE + f"... ({MAX_VALUE + 50} characters)"
-    assert _short("short") == "short"
-    assert _short(5) == 5
-    assert _short(None) is None
-    assert _short({"a": 1}) == {"a": 1}
+    assert shorten(long) == "x" * MAX_VALUE + f"... ({MAX_VALUE + 50} characters)"
+    assert shorten("short") == "short"
+    assert shorten(5) == 5
+    assert shorten(None) is None
+    assert shorten({"a": 1}) == {"a": 1}
     big = {"a": "y" * MAX_VALUE}
     text = json.dumps(big)
-    assert _short(big) == text[:MAX_VALUE] + f"... ({len(text)} characters)"
-    assert isinstance(_short(["z" * MAX_VALUE]), str)
+    assert shorten(big) == text[:MAX_VALUE] + f"... ({len(text)} characters)"
+    assert isinstance(shorten(["z" * MAX_VALUE]), str)
 
 
 def test_diff_json_and_describe_per_kind() -> None:

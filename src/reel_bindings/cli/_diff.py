@@ -24,7 +24,7 @@ from typing import Any
 from reel_core import FieldDiff, Interaction, RecordedResponse
 from reel_core._body import parse_json
 from reel_core._match import diff_json
-from reel_core._miss import request_diff
+from reel_core._miss import request_diff, shorten
 
 from ._common import EXIT_FINDINGS, EXIT_OK, fmt_ms, plural, print_json, read_cassette
 from ._figures import figures
@@ -35,7 +35,6 @@ __all__ = ["add_parser"]
 #: Field differences listed per interaction (the rest are counted).
 MAX_DIFFS = 20
 #: Characters of a value shown.
-MAX_VALUE = 120
 
 
 def add_parser(commands: Any) -> None:
@@ -56,28 +55,18 @@ def add_parser(commands: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _short(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > MAX_VALUE:
-        return value[:MAX_VALUE] + f"... ({len(value)} characters)"
-    if isinstance(value, (dict, list)):
-        text = json.dumps(value, ensure_ascii=False)
-        if len(text) > MAX_VALUE:
-            return text[:MAX_VALUE] + f"... ({len(text)} characters)"
-    return value
-
-
 def _diff_json(d: FieldDiff) -> dict[str, Any]:
     out: dict[str, Any] = {"path": d.path, "kind": d.kind}
     if d.kind != "added":
-        out["a"] = _short(d.recorded)
+        out["a"] = shorten(d.recorded)
     if d.kind != "removed":
-        out["b"] = _short(d.received)
+        out["b"] = shorten(d.received)
     return out
 
 
 def _describe(d: FieldDiff) -> str:
-    a = json.dumps(_short(d.recorded), ensure_ascii=False)
-    b = json.dumps(_short(d.received), ensure_ascii=False)
+    a = json.dumps(shorten(d.recorded), ensure_ascii=False)
+    b = json.dumps(shorten(d.received), ensure_ascii=False)
     if d.kind == "added":
         return f"{d.path}: added {b}"
     if d.kind == "removed":
@@ -124,8 +113,8 @@ def _response_changes(change: _Change) -> None:
         if ta.text != tb.text:
             r["text"] = [ta.text, tb.text]
             change.notes.append(
-                f"text: {json.dumps(_short(ta.text), ensure_ascii=False)} -> "
-                f"{json.dumps(_short(tb.text), ensure_ascii=False)}"
+                f"text: {json.dumps(shorten(ta.text), ensure_ascii=False)} -> "
+                f"{json.dumps(shorten(tb.text), ensure_ascii=False)}"
             )
         calls_a = [[c.name, c.arguments] for c in ta.tool_calls]
         calls_b = [[c.name, c.arguments] for c in tb.tool_calls]
@@ -173,7 +162,7 @@ def _response_changes(change: _Change) -> None:
 def _calls(calls: list[list[str]]) -> str:
     if not calls:
         return "none"
-    return ", ".join(f"{name}({_short(args)})" for name, args in calls)
+    return ", ".join(f"{name}({shorten(args)})" for name, args in calls)
 
 
 def _entry(ix: Interaction) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from reel_core import (
     StreamCut,
     keep_response_header,
 )
+from reel_core._record import redact_chunks
 
 from ._common import (
     EXIT_FINDINGS,
@@ -100,35 +101,6 @@ class Findings:
         return bool(self.items)
 
 
-def _redact_chunks(
-    frames: tuple[tuple[float, bytes], ...], redactor: Redactor, found: list[str]
-) -> tuple[tuple[float, bytes], ...]:
-    """Timed chunks redacted so that no secret escapes by straddling two
-    chunks: one by one when that is as good as redacting the whole body,
-    else re-cut at line ends, else kept as one chunk (as the recorder does)."""
-    whole = redactor.data(b"".join(d for _, d in frames), found)
-    if not found:
-        return frames
-    one_by_one = tuple((at, redactor.data(d)) for at, d in frames)
-    if b"".join(d for _, d in one_by_one) == whole:
-        return one_by_one
-    lines: list[tuple[float, bytes]] = []
-    pending: list[bytes] = []
-    for at, data in frames:
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            lines.append((at, redactor.data(b"".join([*pending, data[:cut]]))))
-            pending = [data[cut:]]
-        else:
-            pending.append(data)
-    rest = b"".join(pending)
-    if rest:
-        lines.append((frames[-1][0], redactor.data(rest)))
-    if b"".join(d for _, d in lines) == whole:
-        return tuple(lines)
-    return ((frames[-1][0], whole),)
-
-
 def _scrub_meta(value: Any, where: str, redactor: Redactor, findings: Findings) -> Any:
     if isinstance(value, str):
         found: list[str] = []
@@ -185,7 +157,7 @@ def scrub(ix: Interaction, redactor: Redactor, keying: MatchConfig) -> tuple[Int
         )
     else:
         found_chunks: list[str] = []
-        fields["frames"] = _redact_chunks(resp.frames, redactor, found_chunks)
+        fields["frames"] = tuple(redact_chunks(resp.frames, redactor, found_chunks))
         findings.add("response.frames", found_chunks)
     if resp.cut is not None:
         fields["cut"] = StreamCut(
