@@ -12,25 +12,12 @@ from urllib.parse import urlsplit
 import httpcore
 
 from reel_core import Request, UpstreamError
+from reel_core._http import HOP_BY_HOP
 
 __all__ = ["AsyncUpstream", "UpstreamFailure", "UpstreamResponse", "forward_headers"]
 
 #: Headers never forwarded: one-hop headers, and Reel's own.
-_DROP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-        b"host",
-        b"content-length",
-    }
-)
+_DROP = HOP_BY_HOP | {b"host", b"content-length"}
 
 
 class UpstreamFailure(Exception):
