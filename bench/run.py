@@ -1,9 +1,14 @@
-"""Reel benchmarks (``nox -s bench``; ``--quick`` for a smoke run).
+"""Reel's benchmarks: ``python bench/run.py`` (``nox -s bench``); ``--quick``
+is the CI smoke run (smaller sizes, shorter runs, well under a minute).
 
-Each figure is measured next to its baseline in the same run and reported as
-a ratio.  Results go to bench/results/latest.md and latest.json with the
-machine they ran on.  No figure here is asserted: targets are read, not
-tested.
+Every figure is measured next to its peer in the same run and reported as a
+ratio: the in-process transport against vcrpy and against httpx's
+MockTransport; cassette open against reading and splitting the file; the
+proxy against a minimal h11-on-anyio server; fast streaming against a bare
+anyio server; recording against talking to the upstream directly.  Results
+go to bench/results/latest.md and latest.json with the machine they ran on;
+``--docs`` also copies the tables into docs/performance.md.  Nothing here is
+asserted: the targets are read from the table, not tested.
 """
 
 from __future__ import annotations
@@ -11,155 +16,328 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
-from reel_core import (
-    Cassette,
-    Config,
-    EndOfResponse,
-    Interaction,
-    MatchConfig,
-    Mode,
-    RecordedRequest,
-    RecordedResponse,
-    Request,
-    Session,
-    match_key,
+if __package__ in (None, ""):  # run as a script: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import inprocess, opening, proxy, streaming
+from bench._common import ROOT, Row, machine, pinned
+from bench._data import Corpus
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DOCS = ROOT / "docs" / "performance.md"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+SECTIONS = ("replay", "open", "proxy", "streaming", "fast", "record", "memory")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of each figure a run measures."""
+
+    replay_sizes: tuple[int, ...]
+    replay_requests: int
+    vcr_budget: float
+    open_sizes: tuple[int, ...]
+    open_repeat: int
+    proxy_seconds: float
+    proxy_rounds: int
+    fidelity_streams: int
+    fast_seconds: float
+    record_requests: int
+    memory_size: int
+
+
+FULL = Plan(
+    replay_sizes=(10, 1_000, 10_000, 100_000),
+    replay_requests=2000,
+    vcr_budget=4.0,
+    open_sizes=(1_000, 10_000, 100_000),
+    open_repeat=3,
+    proxy_seconds=2.0,
+    proxy_rounds=2,
+    fidelity_streams=3,
+    fast_seconds=2.0,
+    record_requests=300,
+    memory_size=100_000,
+)
+QUICK = Plan(
+    replay_sizes=(10, 1_000),
+    replay_requests=400,
+    vcr_budget=0.5,
+    open_sizes=(1_000,),
+    open_repeat=2,
+    proxy_seconds=0.4,
+    proxy_rounds=1,
+    fidelity_streams=1,
+    fast_seconds=0.4,
+    record_requests=40,
+    memory_size=10_000,
 )
 
-RESULTS = Path(__file__).parent / "results"
 
+class Run:
+    """One run: its plan, its scratch directory, its figures so far."""
 
-def make_cassette(n: int, *, body_kb: int = 2) -> bytes:
-    """``n`` distinct chat interactions of realistic size, every tenth a stream."""
-    config = MatchConfig()
-    filler = "lorem ipsum dolor sit amet " * (body_kb * 1024 // 27)
-    lines = [Cassette().meta.to_line()]
-    for i in range(n):
-        body = json.dumps(
-            {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": f"question {i}"}]}
-        ).encode()
-        request = RecordedRequest("POST", "/v1/chat/completions", (), body)
-        key = match_key("POST", "/v1/chat/completions", (), body, config)
-        if i % 10 == 0:
-            frames = tuple(
-                (float(j), f'data: {{"choices":[{{"delta":{{"content":"w{j} "}}}}]}}\n\n'.encode())
-                for j in range(40)
-            )
-            response = RecordedResponse(
-                200,
-                (("content-type", "text/event-stream"),),
-                stream="sse",
-                frames=frames,
-                end_ms=41.0,
-            )
-        else:
-            answer = {"id": f"chatcmpl-{i}", "choices": [{"message": {"content": filler}}]}
-            response = RecordedResponse(
-                200, (("content-type", "application/json"),), body=json.dumps(answer).encode()
-            )
-        lines.append(Interaction(key, key[7:19], request, response).to_line())
-    return b"".join(lines)
+    def __init__(self, plan: Plan, work: Path, sections: tuple[str, ...]) -> None:
+        self.plan = plan
+        self.work = work
+        self.sections = sections
+        self.corpora: dict[int, Corpus] = {}
+        self.vcr: dict[int, dict[str, Any]] = {}
+        self.results: dict[str, list[Row]] = {}
+        self.started = time.perf_counter()
+        self.seconds: dict[str, float] = {}
 
+    def corpus(self, n: int) -> Corpus:
+        if n not in self.corpora:
+            self.corpora[n] = Corpus(self.work, n)
+        return self.corpora[n]
 
-def best_of(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
+    def vcr_for(self, n: int) -> dict[str, Any]:
+        """vcrpy's open and per-request times on the size-``n`` corpus (one
+        child process serves both figures)."""
+        if n not in self.vcr:
+            corpus = self.corpus(n)
+            indices = corpus.non_stream(self.plan.replay_requests)
+            self.vcr[n] = inprocess.vcr_run(corpus, indices, self.plan.vcr_budget)
+        return self.vcr[n]
+
+    def section(self, name: str, measure: Callable[[], list[Row]]) -> None:
+        if name not in self.sections:
+            return
         start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        _log(f"{name}...")
+        self.results[name] = measure()
+        self.seconds[name] = round(time.perf_counter() - start, 1)
+        _log(f"{name}: {self.seconds[name]} s")
 
 
-def json_loads_every_line(data: bytes) -> list[object]:
-    return [json.loads(line) for line in data.split(b"\n") if line]
+def _log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def bench_open(sizes: list[int], repeat: int) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
-    for n in sizes:
-        data = make_cassette(n)
-        split = best_of(partial(data.split, b"\n"), repeat)
-        loads = best_of(partial(json_loads_every_line, data), repeat)
-        reel = best_of(partial(Cassette.loads, data), repeat)
-        rows.append(
-            {
-                "interactions": n,
-                "mb": round(len(data) / 1e6, 1),
-                "read_split_ms": round(split * 1000, 2),
-                "json_loads_ms": round(loads * 1000, 2),
-                "reel_ms": round(reel * 1000, 2),
-                "reel_vs_split": round(reel / split, 2),
-                "json_loads_vs_reel": round(loads / reel, 1),
-            }
+def measure(run: Run) -> None:
+    plan = run.plan
+    backends = ["asyncio", "trio"]
+    run.section(
+        "replay",
+        lambda: [
+            inprocess.replay_cost(run.corpus(n), plan.replay_requests, vcr=run.vcr_for(n))
+            for n in plan.replay_sizes
+        ],
+    )
+    run.section(
+        "open",
+        lambda: [
+            opening.open_row(run.corpus(n), plan.open_repeat, run.vcr_for(n))
+            for n in plan.open_sizes
+        ],
+    )
+    with pinned(proxy.CLIENT_CPU):
+        run.section(
+            "proxy",
+            lambda: proxy.throughput(
+                run.corpus(1_000), backends, plan.proxy_seconds, plan.proxy_rounds, run.work
+            ),
         )
-    return rows
-
-
-def bench_lookup(sizes: list[int], requests: int) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
-    for n in sizes:
-        cassette = Cassette.loads(make_cassette(n))
-        config = Config(mode=Mode.REPLAY)
-        bodies = [
-            json.dumps(
-                {
-                    "model": "gpt-4o-mini",
-                    "messages": [{"role": "user", "content": f"question {i % n}"}],
-                }
-            ).encode()
-            for i in range(requests)
-        ]
-        per = []
-        for body in bodies:
-            start = time.perf_counter()
-            session = Session(cassette, config)
-            session.receive_request(Request("POST", "/v1/chat/completions", (), body))
-            while not isinstance(session.next_event(), EndOfResponse):
-                pass
-            per.append(time.perf_counter() - start)
-        rows.append(
-            {
-                "interactions": n,
-                "p50_us": round(statistics.median(per) * 1e6, 1),
-                "mean_us": round(statistics.fmean(per) * 1e6, 1),
-            }
+        run.section(
+            "streaming", lambda: streaming.fidelity(run.work, backends, plan.fidelity_streams)
         )
-    return rows
+        run.section("fast", lambda: streaming.fast_mode(run.work, backends, plan.fast_seconds))
+        run.section("record", lambda: proxy.record_overhead(plan.record_requests, run.work))
+        run.section(
+            "memory",
+            lambda: [proxy.memory(run.corpus(plan.memory_size), run.corpus(10), 2000)],
+        )
 
 
-def main() -> None:
+# -- targets -------------------------------------------------------------------
+
+
+def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
+    """Each target of the benchmark issue, read off the figures."""
+    out: list[dict[str, Any]] = []
+
+    def add(section: str, target: str, figure: str, met: bool | None) -> None:
+        out.append({"section": section, "target": target, "figure": figure, "met": met})
+
+    replay = results.get("replay", [])
+    if replay:
+        worst = max(r["reel_vs_floor"] for r in replay)
+        add(
+            "replay", "in-process replay <= 1.3x the MockTransport floor", f"{worst}x", worst <= 1.3
+        )
+        times = [r["reel_us"] for r in replay]
+        spread = round(max(times) / min(times), 2)
+        sizes = f"{replay[0]['interactions']:,}-{replay[-1]['interactions']:,}"
+        add(
+            "replay", f"flat over {sizes} interactions (max/min <= 1.2)", f"{spread}", spread <= 1.2
+        )
+        vcr = min(r.get("vcrpy_vs_reel", float("inf")) for r in replay)
+        add("replay", "vcrpy per request vs Reel (no target)", f"{vcr}x slower or more", None)
+    opened = results.get("open", [])
+    if opened:
+        worst = max(r["reel_vs_split"] for r in opened)
+        add("open", "open to first replay <= 2x read-and-split", f"{worst}x", worst <= 2)
+        least = min(r["json_loads_vs_reel"] for r in opened)
+        add("open", ">= 5x faster than json.loads of every line", f"{least}x", least >= 5)
+    rows = results.get("proxy", [])
+    if rows:
+        worst = min(r["reel_vs_baseline"] for r in rows)
+        add("proxy", ">= 60% of the baseline's requests/s", f"{worst * 100:.0f}%", worst >= 0.6)
+    realtime = [r for r in results.get("streaming", []) if "reference" not in r["via"]]
+    if realtime:
+        p99 = max(r["offset_p99_ms"] for r in realtime)
+        add("streaming", "realtime frame offset p99 <= 1 ms", f"{p99} ms", p99 <= 1)
+        dur = max(r["duration_error_pct"] for r in realtime)
+        add("streaming", "realtime duration error <= 1%", f"{dur}%", dur <= 1)
+    fast = results.get("fast", [])
+    if fast:
+        worst = min(r["reel_vs_bare"] for r in fast)
+        add(
+            "streaming",
+            "fast mode >= 50% of a bare anyio server's frames/s",
+            f"{worst * 100:.0f}%",
+            worst >= 0.5,
+        )
+    record = results.get("record", [])
+    if record:
+        added = max(max(r["added_ttfb_p50_us"], r["added_total_p50_us"]) for r in record)
+        add(
+            "record",
+            "record mode adds <= 1 ms at p50 (TTFB and total)",
+            f"{added / 1000:.2f} ms",
+            added <= 1000,
+        )
+    memory = results.get("memory", [])
+    if memory:
+        m = memory[0]
+        add(
+            "memory",
+            "peak RSS vs the cassette file (reported)",
+            f"{m['added_rss_vs_file']}x of {m['file_mb']} MB",
+            None,
+        )
+    return out
+
+
+# -- output --------------------------------------------------------------------
+
+CAPTIONS = {
+    "replay": "1. In-process replay, per request (p50 us): httpx + Reel's Transport, "
+    "vcrpy (matching method, uri, body) and the floor (httpx.MockTransport with a canned "
+    "response). Each request is the first play of its recording.",
+    "open": "2. Cassette open to first replay (ms, best of runs): Reel reads, indexes and "
+    "serves one request; baselines read and split the file, json.loads every line, and "
+    "vcrpy's use_cassette + first request. read_ms is reading the file alone: "
+    "json_loads_vs_read bounds what any open that reads the file can reach.",
+    "proxy": "3. Proxy replay throughput, keep-alive (fast timing): Reel's proxy vs a "
+    "minimal h11-on-anyio server with a fixed response; server and load generator on "
+    "separate cores.",
+    "streaming": "4a. Streaming fidelity: a 200-frame SSE stream (~2 s) replayed in realtime; "
+    "|actual - recorded| offset of each frame as the client sees it, and the error of the "
+    "whole stream's duration. The reference rows time Reel's deadline sleeps alone, with "
+    "no I/O.",
+    "fast": "4b. Fast mode: frames per second of the same stream through the proxy, vs a bare "
+    "anyio server writing the same frames one write each (the target's peer) and all in one "
+    "write (what Reel does with frames due at once), same backend and client.",
+    "record": "5. Record mode overhead: the proxy recording vs straight to the same local "
+    "upstream (tests/fakes), p50 over interleaved requests on keep-alive connections.",
+    "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served requests "
+    "from it, vs the same proxy on a 10-interaction cassette.",
+}
+
+
+def _table(rows: list[Row]) -> list[str]:
+    columns: list[str] = []
+    for row in rows:
+        columns += [c for c in row if c not in columns]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(row.get(c, "")) for c in columns) + " |")
+    return lines
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "met", False: "**missed**", None: "-"}[value]
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    m = report["machine"]
+    lines = [
+        f"Run: {report['mode']} on {report['date']} in {report['seconds']} s. "
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['python']}, {m['os']} "
+        f"(load average {m['load_average_at_start']} at start).",
+        "",
+        "| section | target | figure | met |",
+        "|---|---|---|---|",
+    ]
+    for t in report["targets"]:
+        lines.append(f"| {t['section']} | {t['target']} | {t['figure']} | {_cell(t['met'])} |")
+    for name, rows in report["results"].items():
+        lines += ["", f"**{CAPTIONS[name]}**", "", *_table(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def update_docs(table: str) -> None:
+    text = DOCS.read_text()
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    DOCS.write_text(text[:start] + "\n\n" + table + "\n" + text[end:])
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    args = parser.parse_args()
-    sizes = [10, 1_000] if args.quick else [10, 1_000, 10_000, 100_000]
-    results = {
-        "machine": {
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-        },
-        "open": bench_open(sizes[1:] if len(sizes) > 2 else sizes, repeat=3),
-        "core_lookup": bench_lookup(sizes, requests=200 if args.quick else 2000),
+    parser.add_argument("--quick", action="store_true", help="small sizes, short runs: a smoke run")
+    parser.add_argument(
+        "--only", action="append", choices=SECTIONS, help="run only this section (repeatable)"
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="write the generated cassettes here and reuse them (default: a temporary directory)",
+    )
+    parser.add_argument(
+        "--docs", action="store_true", help="copy the tables into docs/performance.md"
+    )
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    sections = tuple(args.only or SECTIONS)
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    with tempfile.TemporaryDirectory(prefix="reel-bench-") as scratch:
+        work = args.keep or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        run = Run(plan, work, sections)
+        info = machine()
+        measure(run)
+    report: dict[str, Any] = {
+        "mode": "quick" if args.quick else "full",
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "seconds": round(time.perf_counter() - run.started, 1),
+        "machine": info,
+        "section_seconds": run.seconds,
+        "targets": targets(run.results),
+        "results": run.results,
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
-    md = ["# Reel benchmark results", "", f"Machine: {results['machine']}", ""]
-    for section in ("open", "core_lookup"):
-        rows = results[section]
-        assert isinstance(rows, list)
-        md += [f"## {section}", "", "| " + " | ".join(rows[0]) + " |"]
-        md += ["|" + "---|" * len(rows[0])]
-        md += ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]
-        md.append("")
-    (RESULTS / "latest.md").write_text("\n".join(md))
-    print("\n".join(md))
+    (RESULTS / "latest.json").write_text(json.dumps(report, indent=2) + "\n")
+    table = markdown(report)
+    (RESULTS / "latest.md").write_text("# Reel benchmark results\n\n" + table)
+    if args.docs:
+        update_docs(table)
+    print(table)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import os
 import threading
 from pathlib import Path
 
-from reel_core import Cassette, CassetteMeta, Mode
+from reel_core import Cassette, CassetteMeta, Mode, is_meta_line
 
 __all__ = ["CassetteFile"]
 
@@ -84,7 +84,7 @@ class CassetteFile:
                 first = f.readline()
         except FileNotFoundError:
             return None
-        if not first.lstrip(b"\xef\xbb\xbf \t").startswith(b'{"_meta"'):
+        if not is_meta_line(first.removeprefix(b"\xef\xbb\xbf")):
             return None
         return Cassette.loads(first, name=name).meta
 

@@ -210,10 +210,12 @@ class Transport(_Base, _SyncBase):
                 raise _cut_error(family, event, request)
 
     def _upstream(self, family: ModuleType) -> Any:
-        key = family.__name__
-        if key not in self._upstreams:
-            self._upstreams[key] = family.HTTPTransport()
-        return self._upstreams[key]
+        upstream = self._upstreams.get(family.__name__)
+        if upstream is None:
+            # setdefault: threads racing here share one pool (another one
+            # would hold connections that close() never closes)
+            upstream = self._upstreams.setdefault(family.__name__, family.HTTPTransport())
+        return upstream
 
     def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
         feed = self.player.upstream(decision)
@@ -296,10 +298,12 @@ class AsyncTransport(_Base, _AsyncBase):
                 raise _cut_error(family, event, request)
 
     def _upstream(self, family: ModuleType) -> Any:
-        key = family.__name__
-        if key not in self._upstreams:
-            self._upstreams[key] = family.AsyncHTTPTransport()
-        return self._upstreams[key]
+        upstream = self._upstreams.get(family.__name__)
+        if upstream is None:
+            # setdefault: threads racing here share one pool (another one
+            # would hold connections that close() never closes)
+            upstream = self._upstreams.setdefault(family.__name__, family.AsyncHTTPTransport())
+        return upstream
 
     async def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
         feed = self.player.upstream(decision)

@@ -16,6 +16,7 @@ frames at their recorded offsets.  A miss answers the 404 miss report;
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any
@@ -175,6 +176,7 @@ class Adapter(BaseAdapter):
         )
         self.strict = strict
         self._upstream = upstream
+        self._lock = threading.Lock()
 
     @property
     def misses(self) -> list[Any]:
@@ -233,8 +235,9 @@ class Adapter(BaseAdapter):
         cert: Any,
         proxies: Mapping[str, str] | None,
     ) -> requests.Response:
-        if self._upstream is None:
-            self._upstream = HTTPAdapter()
+        with self._lock:  # threads racing here share one adapter (and its pool)
+            if self._upstream is None:
+                self._upstream = HTTPAdapter()
         feed = self.player.upstream(decision)
         try:
             response = self._upstream.send(

@@ -14,6 +14,7 @@ from ._cassette import (
     RecordedRequest,
     RecordedResponse,
     StreamCut,
+    is_meta_line,
     safe_cassette_name,
 )
 from ._config import Config, Mode
@@ -102,6 +103,7 @@ __all__ = [
     "decode_body",
     "encode_body",
     "extract_usage",
+    "is_meta_line",
     "keep_response_header",
     "match_key",
     "resolve_model",

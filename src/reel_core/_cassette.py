@@ -45,18 +45,28 @@ __all__ = [
     "RecordedRequest",
     "RecordedResponse",
     "StreamCut",
+    "is_meta_line",
     "safe_cassette_name",
 ]
 
 _KEY_PREFIX = b'{"key":"sha256:'
 _KEY_END = len(_KEY_PREFIX) + 64  # index of the quote closing the key
 _HEX = re.compile(rb"[0-9a-f]{64}")
-#: The start of a _meta line, however it was formatted.
-_META_START = re.compile(rb'\s*\{\s*"_meta"\s*:')
+#: The start of a line written by Reel: its key, then the next field.
+_KEY_LINE = re.compile(rb'\{"key":"sha256:[0-9a-f]{64}"')
+#: A version number (PEP 440-ish), safe to put in an upgrade command.
+_VERSION = re.compile(r"[0-9][0-9A-Za-z.+!]*")
 
 
 class CassetteWarning(UserWarning):
     """A tolerant load skipped a line it could not read."""
+
+
+def is_meta_line(raw: bytes) -> bool:
+    """Whether ``raw``, the first line of a cassette, is its ``_meta`` line:
+    an object naming ``"_meta"`` near its start, however it was formatted
+    (every reader of cassettes, ``reel validate`` included, decides so)."""
+    return raw.lstrip(b"\xef\xbb\xbf \t").startswith(b"{") and b'"_meta"' in raw[:64]
 
 
 @dataclass(frozen=True)
@@ -343,12 +353,15 @@ class CassetteMeta:
                 name, 1, f'"_meta.schema" must be a positive integer, not {schema!r}'
             )
         if schema > SCHEMA_VERSION:
+            # only a version number goes into the command (not "unknown", nor
+            # whatever a hand-edited line holds)
+            wanted = f"reel>={writer}" if _VERSION.fullmatch(str(writer)) else "reel"
             raise SchemaVersionError(
                 name,
                 1,
                 f"cassette schema {schema} (written by Reel {writer}) is newer than this "
                 f"Reel {__version__} reads (schema {SCHEMA_VERSION} and older): "
-                f"upgrade with `pip install -U 'reel>={writer}'`",
+                f"upgrade with `pip install -U '{wanted}'`",
             )
         try:
             mode = MatchMode(meta.get("match", MatchMode.NORMALIZED.value))
@@ -370,12 +383,39 @@ class CassetteMeta:
         return cls(schema=schema, match=match, writer=str(writer), extra=extra)
 
 
-@dataclass(eq=False)
 class _Line:
-    raw: bytes
-    number: int
-    key: str
-    parsed: Interaction | None = None
+    """One line: a slice of the bytes the cassette was loaded from (not
+    copied: loading never holds the file twice), or bytes of its own."""
+
+    __slots__ = ("_end", "_source", "_start", "key", "number", "parsed")
+
+    def __init__(
+        self,
+        source: bytes,
+        number: int,
+        key: str,
+        parsed: Interaction | None = None,
+        start: int = 0,
+        end: int | None = None,
+    ) -> None:
+        self._source = source
+        self._start = start
+        self._end = len(source) if end is None else end
+        self.number = number
+        self.key = key
+        self.parsed = parsed
+
+    @property
+    def raw(self) -> bytes:
+        if self._start == 0 and self._end == len(self._source):
+            return self._source
+        return self._source[self._start : self._end]
+
+    def holds(self, needle: bytes) -> bool:
+        return self._source.find(needle, self._start, self._end) >= 0
+
+    def starts_with(self, prefix: bytes) -> bool:
+        return self._source.startswith(prefix, self._start, self._end)
 
 
 class Cassette:
@@ -408,47 +448,55 @@ class Cassette:
         """
         if data.startswith(b"\xef\xbb\xbf"):  # a byte order mark an editor added
             data = data[3:]
-        lines = data.split(b"\n")
+        size = len(data)
+        find = data.find
+        first_end = find(b"\n")
+        if first_end < 0:
+            first_end = size
         meta = None
-        first = 0
-        if lines and _META_START.match(lines[0]):
+        pos = number = 0  # where the next line starts; the number of the line before it
+        if is_meta_line(data[:first_end]):
             try:
-                obj = json.loads(lines[0])
+                obj = json.loads(data[:first_end])
             except (ValueError, RecursionError) as exc:
                 raise CassetteError(name, 1, f"the _meta line is not JSON ({exc})") from None
             meta = CassetteMeta.from_json(obj, name)
-            first = 1
+            pos, number = first_end + 1, 1
         cassette = cls(name, meta)
         index = cassette._indexes[cassette.keying]
         append = cassette._lines.append
-        last = len(lines) - 1
-        for number in range(first, len(lines)):
-            raw = lines[number]
-            if not raw.strip():
-                continue
-            if (
-                raw.startswith(_KEY_PREFIX)
-                and raw[_KEY_END : _KEY_END + 1] == b'"'
-                and raw.endswith(b"}")
-                and _HEX.fullmatch(raw, len(_KEY_PREFIX), _KEY_END)
-            ):
-                key = raw[8:_KEY_END].decode("ascii")
-                parsed = None
+        key_at = _KEY_LINE.match
+        # Lines are indexed where they lie in ``data``: no split, no copy.
+        while pos <= size:
+            end = find(b"\n", pos)
+            if end < 0:
+                end = size  # the last line (torn if it is not JSON)
+            number += 1
+            if key_at(data, pos) is not None and data[end - 1] == 0x7D:  # "}"
+                key = data[pos + 8 : pos + _KEY_END].decode("ascii")
+                line = _Line(data, number, key, None, pos, end)
             else:
+                raw = data[pos:end]
+                if not raw.strip():
+                    pos = end + 1
+                    continue
                 try:
-                    parsed = cassette._slow_parse(raw, number + 1)
+                    parsed = cassette._slow_parse(raw, number)
                 except CassetteError as exc:
-                    torn = number == last
+                    torn = end == size
                     reason = exc.reason + (" (a torn last line: a write cut short)" if torn else "")
                     if strict:
-                        raise CassetteError(name, number + 1, reason) from None
+                        raise CassetteError(name, number, reason) from None
                     warnings.warn(
-                        f"{name}:{number + 1}: skipped: {reason}", CassetteWarning, stacklevel=2
+                        f"{name}:{number}: skipped: {reason}", CassetteWarning, stacklevel=2
                     )
+                    pos = end + 1
                     continue
                 key = parsed.key
+                line = _Line(raw, number, key, parsed)
             index.setdefault(key, []).append(len(cassette._lines))
-            append(_Line(raw, number + 1, key, parsed))
+            append(line)
+            pos = end + 1
         return cassette
 
     def _slow_parse(self, raw: bytes, number: int) -> Interaction:
@@ -481,6 +529,23 @@ class Cassette:
             line.parsed = parsed
         return line.parsed
 
+    def readable(self) -> Iterator[Interaction]:
+        """Every interaction that parses, in file order (a tolerant
+        ``iter``: lines that do not parse are left out)."""
+        for i in range(len(self._lines)):
+            interaction = self._parsed_or_none(i)
+            if interaction is not None:
+                yield interaction
+
+    def _parsed_or_none(self, i: int) -> Interaction | None:
+        """Line ``i`` parsed, or ``None`` when it does not parse: such a line
+        is no candidate for anything (serving it under its own key answers
+        the error, naming the line; ``reel validate`` lists it)."""
+        try:
+            return self._get(i)
+        except CassetteError:
+            return None
+
     def same_endpoint(self, method: str, path: str) -> Iterator[Interaction]:
         """The recordings of ``method`` ``path``, parsing only lines that can be."""
         needle = json.dumps(
@@ -488,10 +553,14 @@ class Cassette:
         )
         marker = needle[1:-1].encode()
         for i, line in enumerate(self._lines):
-            if line.parsed is None and marker not in line.raw and line.raw.startswith(_KEY_PREFIX):
+            if line.parsed is None and not line.holds(marker) and line.starts_with(_KEY_PREFIX):
                 continue  # our own lines always hold this exact text when they match
-            interaction = self._get(i)
-            if interaction.request.method == method and interaction.request.path == path:
+            interaction = self._parsed_or_none(i)
+            if (
+                interaction is not None
+                and interaction.request.method == method
+                and interaction.request.path == path
+            ):
                 yield interaction
 
     def validate(self) -> None:
@@ -506,7 +575,9 @@ class Cassette:
             # settings need every request parsed once.
             index = {}
             for i in range(len(self._lines)):
-                index.setdefault(self._get(i).request.key(config), []).append(i)
+                interaction = self._parsed_or_none(i)
+                if interaction is not None:  # a bad line has no key under other settings
+                    index.setdefault(interaction.request.key(config), []).append(i)
             self._indexes[config] = index
         return index
 
@@ -537,11 +608,15 @@ class Cassette:
 
     # -- writing -------------------------------------------------------------
 
-    def add(self, interaction: Interaction, *, played: bool = True) -> None:
+    def add(
+        self, interaction: Interaction, *, played: bool = True, line: bytes | None = None
+    ) -> None:
         """Add a freshly recorded interaction (served live, so it counts as
-        played once unless ``played=False``)."""
+        played once unless ``played=False``); ``line`` is its
+        :meth:`~Interaction.to_line`, when the caller has it already."""
         number = len(self._lines) + 1
-        self._lines.append(_Line(interaction.to_line()[:-1], number, interaction.key, interaction))
+        raw = (interaction.to_line() if line is None else line)[:-1]
+        self._lines.append(_Line(raw, number, interaction.key, interaction))
         position = len(self._lines) - 1
         for config, index in self._indexes.items():
             key = interaction.key if config == self.keying else interaction.request.key(config)

@@ -8,6 +8,7 @@ the core sees the same frozen value.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
@@ -47,7 +48,15 @@ def _as_bytes(value: str | bytes) -> bytes:
 
 def normalize_headers(headers: Iterable[tuple[str | bytes, str | bytes]]) -> Headers:
     """Headers as a tuple of ``(lowercase name, value)`` byte pairs."""
-    return tuple((_as_bytes(k).strip().lower(), _as_bytes(v).strip()) for k, v in headers)
+    return tuple(
+        [
+            (
+                (k if type(k) is bytes else _as_bytes(k)).strip().lower(),
+                (v if type(v) is bytes else _as_bytes(v)).strip(),
+            )
+            for k, v in headers
+        ]
+    )
 
 
 def header_value(headers: Headers, name: bytes) -> bytes | None:
@@ -57,6 +66,18 @@ def header_value(headers: Headers, name: bytes) -> bytes | None:
         if k == name:
             found = v
     return found
+
+
+#: Where an h11 error message starts quoting the client's bytes
+#: (``illegal header line: bytearray(b'...')``, ``Illegal header value b'...'``).
+_QUOTED = re.compile(r":?\s*(?:bytearray\()?b['\"].*", re.DOTALL)
+
+
+def _remote_error(exc: h11.RemoteProtocolError) -> RemoteProtocolError:
+    """h11's error without the bytes it quotes: a malformed header line may
+    hold a credential, and the message is logged and answered."""
+    message = _QUOTED.sub("", str(exc)).strip() or "malformed request"
+    return RemoteProtocolError(message, exc.error_status_hint)
 
 
 def _normalize_target(target: str | bytes) -> str:
@@ -153,7 +174,7 @@ class RequestReader:
         try:
             self._conn.receive_data(data)
         except h11.RemoteProtocolError as exc:
-            raise RemoteProtocolError(str(exc), exc.error_status_hint) from None
+            raise _remote_error(exc) from None
         except RuntimeError as exc:  # data after EOF: a binding bug
             raise LocalProtocolError(str(exc)) from None
 
@@ -162,7 +183,7 @@ class RequestReader:
             try:
                 event = self._conn.next_event()
             except h11.RemoteProtocolError as exc:
-                raise RemoteProtocolError(str(exc), exc.error_status_hint) from None
+                raise _remote_error(exc) from None
             if event is h11.NEED_DATA:
                 return ReaderSignal.NEED_DATA
             if event is h11.PAUSED:
@@ -187,7 +208,7 @@ class RequestReader:
                 return Request(
                     head.method.decode("latin-1"),
                     head.target.decode("latin-1"),
-                    tuple(head.headers),
+                    tuple(head.headers.raw_items()),
                     body,
                 )
 
@@ -203,13 +224,17 @@ class RequestReader:
         # a whole head that arrived in one read is measured here, so the
         # limit is the same however the bytes were split.
         size = len(head.method) + len(head.target) + 14  # " ", " HTTP/1.1\r\n", "\r\n"
-        size += sum(len(name) + len(value) + 4 for name, value in head.headers)
+        headers = head.headers.raw_items()  # iterating h11's Headers is slow
+        size += sum([len(name) + len(value) + 4 for name, value in headers])
         if size > self._limits.max_head + 1:
             raise RemoteProtocolError(
                 f"request head of {size} bytes is over the {self._limits.max_head}-byte limit",
                 431,
             )
-        length = header_value(tuple(head.headers), b"content-length")
+        length = None
+        for name, value in headers:
+            if name.lower() == b"content-length":
+                length = value
         if length is not None and int(length) > self._limits.max_body:
             raise RemoteProtocolError(
                 f"request body of {int(length)} bytes is over the "

@@ -171,9 +171,15 @@ def canonical_body(body: bytes, config: MatchConfig, path: str = "") -> bytes:
         return body
     for json_path in (*_drift_paths(path), *config.paths):
         value = _remove(value, json_path)
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = _CANONICAL.encode(value)
     # A lone surrogate ("\ud800" in the JSON) is kept as its escape.
     return text.encode("utf-8", "backslashreplace")
+
+
+#: ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
+#: without building an encoder per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 @functools.lru_cache(maxsize=64)
@@ -196,7 +202,7 @@ def match_key(
     h.update(b"\n")
     h.update(path.encode("utf-8", "surrogatepass"))
     h.update(b"\n")
-    query_text = json.dumps(sorted(query), ensure_ascii=False, separators=(",", ":"))
+    query_text = _COMPACT.encode(sorted(query)) if query else "[]"
     h.update(query_text.encode("utf-8", "surrogatepass"))
     h.update(b"\n")
     h.update(canonical_body(body, config, path))

@@ -11,6 +11,7 @@ recording.  What is forwarded upstream is never touched.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -66,12 +67,16 @@ SECRET_PATTERNS: Mapping[str, str] = {
     ),
     "slack-token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
     "jwt": r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-    "bearer-token": r"(?i:bearer)\s+[A-Za-z0-9._~+/\-]{16,}=*",
+    # The separator may be URL-encoded (a header dumped into a query string).
+    "bearer-token": r"(?i:bearer)(?:\s+|%20|\+)(?:[A-Za-z0-9._~+/\-]|%[0-9A-Fa-f]{2}){16,}=*",
 }
 
 #: PII shapes, redacted unless turned off (``REEL_REDACT_PII=0``).
 PII_PATTERNS: Mapping[str, str] = {
-    "email": r"(?<![\w.+-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}",
+    "email": (
+        r"(?<![\w.+-])[A-Za-z0-9._%+\-]+(?:@|%40)"  # the @ may be URL-encoded
+        r"[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"
+    ),
     # Not inside a longer run of digit groups (UUIDs, version strings, ids):
     # no digit group, "-" or "." may touch either end.
     "phone": (
@@ -87,6 +92,31 @@ _FIELD_VALUE = re.compile(
     rf'(?i)("{SECRET_FIELD}"\s*:\s*")((?:[^"\\]|\\.)*)(")'
     rf'|(\\"{SECRET_FIELD}\\"\s*:\s*\\")((?:[^"\\]|\\[^"])*)(\\")'
 )
+
+
+# A necessary condition for any built-in pattern to match ASCII text, checked
+# before the combined regular expression (which costs ~150 us on a 1 KB chat
+# request): every secret shape holds a match of _SECRET_HINT; the (?i) shapes
+# and every secret field (its name then a quote, or a backslash and a quote)
+# hold one of _FOLDED_HINTS once lower-cased; an e-mail holds an "@"; a phone
+# number six digits, three of them then a separator then three more.  Text
+# holding none of them cannot change, and is returned as it is.
+_SECRET_HINT = re.compile(r"sk-|AIza|gh[pousr]_|github_pat_|AKIA|ASIA|ABIA|ACCA|xox|eyJ")
+_FOLDED_HINTS = (
+    "aws_secret",
+    "awssecret",
+    "bearer",
+    *(
+        f"{name}{quote}"
+        for name in ("key", "secret", "token", "passwd", "password")
+        for quote in '"\\'
+    ),
+)
+_PHONE_HINT = re.compile(r"\d{3}[ .\-]\d{3}")
+_NOT_DIGITS = bytes(c for c in range(256) if not 0x30 <= c <= 0x39)
+
+
+_BEARER_PREFIX = re.compile(r"(?i:bearer)(?:\s+|%20|\+)")
 
 
 def _placeholder(kind: str) -> str:
@@ -107,6 +137,7 @@ class Redactor:
     _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _kinds: dict[str, str] = field(init=False, repr=False, compare=False)
     _field: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _hinted: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))
@@ -128,6 +159,23 @@ class Redactor:
         extra = rf'|("(?:{names})"\s*:\s*")((?:[^"\\]|\\.)*)(")' if names else ""
         field = re.compile(_FIELD_VALUE.pattern + extra, re.IGNORECASE)
         object.__setattr__(self, "_field", field)
+        # Hints cover the built-in patterns only.
+        object.__setattr__(self, "_hinted", not self.extra_patterns and not self.fields)
+
+    def _may_match(self, text: str) -> bool:
+        """False only when no pattern can match ``text`` (see ``_SECRET_HINT``)."""
+        if not self._hinted or not text.isascii():
+            return True
+        if _SECRET_HINT.search(text):
+            return True
+        if any(map(text.lower().__contains__, _FOLDED_HINTS)):
+            return True
+        if not self.pii:
+            return False
+        if "@" in text or "%40" in text:  # an e-mail, maybe URL-encoded
+            return True
+        digits = len(text.encode("ascii").translate(None, _NOT_DIGITS))
+        return digits >= 6 and _PHONE_HINT.search(text) is not None
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, object], *, pii: bool | None = None) -> Redactor:
@@ -144,6 +192,8 @@ class Redactor:
         if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
             raise LocalProtocolError('redact "fields" must be a list of field names')
         pii_setting = settings.get("pii", True) if pii is None else pii
+        if cls is Redactor:  # one per settings: building one compiles its patterns
+            return _shared(bool(pii_setting), tuple(patterns.items()), tuple(fields))
         return cls(pii=bool(pii_setting), extra_patterns=patterns, fields=tuple(fields))
 
     def text(self, text: str, found: list[str] | None = None) -> str:
@@ -155,7 +205,7 @@ class Redactor:
             if found is not None:
                 found.append(kind)
             if kind == "bearer-token":
-                return m.group(0).split()[0] + " " + _placeholder(kind)
+                return _BEARER_PREFIX.match(m.group(0)).group(0) + _placeholder(kind)  # type: ignore[union-attr]
             if kind == "aws-secret-key":
                 return m.group(0)[:-40] + _placeholder(kind)
             return _placeholder(kind)
@@ -172,6 +222,8 @@ class Redactor:
                     return groups[i] + _placeholder("secret-field") + groups[i + 2]
             return m.group(0)  # pragma: no cover - one alternative always matched
 
+        if not self._may_match(text):
+            return text
         # Repeat until nothing changes: a placeholder can complete a shape a
         # secret hid ("sk-ant-....b@c.de": the email's lookbehind saw the key),
         # and redaction must be idempotent.  A few passes always suffice.
@@ -223,3 +275,8 @@ class Redactor:
         return (
             self.text(path) + "?" + "&".join(f"{quote(k)}={quote(v, safe='[]:')}" for k, v in pairs)
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _shared(pii: bool, patterns: tuple[tuple[str, str], ...], fields: tuple[str, ...]) -> Redactor:
+    return Redactor(pii=pii, extra_patterns=dict(patterns), fields=fields)

@@ -11,6 +11,7 @@ through :mod:`reel_core._state`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import deque
 from collections.abc import Callable
@@ -56,6 +57,13 @@ def _json_response(status: int, body: bytes, *, head_only: bool = False) -> tupl
     return ResponseHead(status, headers), Frame(body, 0.0), EndOfResponse(0.0)
 
 
+@functools.lru_cache(maxsize=1024)
+def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
+    """A recording's response headers as sent (most recordings share a few sets)."""
+    return normalize_headers(headers)
+
+
+@functools.lru_cache(maxsize=128)
 def _phrase(status: int) -> bytes:
     try:
         return HTTPStatus(status).phrase.encode()
@@ -159,9 +167,11 @@ class Session:
             return Signal.NEED_DATA
         try:
             got = self._reader.next_request()
-        except RemoteProtocolError:
+        except RemoteProtocolError as exc:
             self._to(Input.PROTOCOL_ERROR)
-            raise
+            # the message is logged and answered: no credential the bad
+            # request carried may be in it
+            raise RemoteProtocolError(self.redactor.text(str(exc)), exc.status) from None
         if got is ReaderSignal.CLOSED:
             self._to(Input.CLIENT_CLOSED)
             return Signal.CLOSED
@@ -296,7 +306,7 @@ class Session:
 
     def _replay(self, interaction: Interaction, *, head_only: bool) -> list[Event]:
         response = interaction.response
-        headers = normalize_headers(response.headers)
+        headers = _wire_headers(response.headers)
         timing = self.config.timing
         events: list[Event] = []
         if response.stream is None:
@@ -397,8 +407,15 @@ class Session:
 
     def _store(self, interaction: Interaction) -> None:
         self._recorder = None
-        self.cassette.add(interaction)
-        self._events.append(Recorded(interaction.to_line(), interaction.id, interaction.key))
+        # Numbered when stored, not when the request came: identical
+        # requests recorded at the same time get ids -2, -3... too.
+        seen = self.cassette.count(interaction.key, self.cassette.keying)
+        ident = interaction.key[7:19] + (f"-{seen + 1}" if seen else "")
+        if ident != interaction.id:
+            interaction = replace(interaction, id=ident)
+        line = interaction.to_line()
+        self.cassette.add(interaction, line=line)
+        self._events.append(Recorded(line, interaction.id, interaction.key))
 
     def _to(self, event: Input) -> None:
         try:

@@ -366,7 +366,7 @@ def test_an_unterminated_last_line_is_redacted_whole() -> None:
 
 def test_a_secret_spanning_lines_keeps_the_body_whole() -> None:
     got = _chunks_of([b"Authorization: Bearer\n", b"abcdefghijklmnopqrstuvwxyz\n"])
-    assert got.response.frames == ((2.0, b"Authorization: Bearer [REDACTED:bearer-token]\n"),)
+    assert got.response.frames == ((2.0, b"Authorization: Bearer\n[REDACTED:bearer-token]\n"),)
     assert b"abcdefghijklmnop" not in got.response.content
 
 

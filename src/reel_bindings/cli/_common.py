@@ -26,6 +26,7 @@ from reel_core import (
     LocalProtocolError,
     Redactor,
     SchemaVersionError,
+    is_meta_line,
 )
 
 __all__ = [
@@ -136,10 +137,6 @@ def split_lines(data: bytes) -> list[bytes]:
     if parts[-1]:
         out.append(parts[-1])
     return out
-
-
-def is_meta_line(raw: bytes) -> bool:
-    return raw.lstrip(b"\xef\xbb\xbf \t").startswith(b"{") and b'"_meta"' in raw[:64]
 
 
 def read_cassette(path: Path, *, tolerant_meta: bool = False) -> CassetteLines:

@@ -12,6 +12,7 @@ import attrs
 
 from reel_core import (
     Config,
+    Limits,
     LocalProtocolError,
     MatchConfig,
     MatchMode,
@@ -61,6 +62,9 @@ class ProxyOptions:
     upstream_timeout: float = 120.0
     grace: float = 10.0
     verbosity: int = 0
+    #: Largest request head and body a client may send (431 and 413 beyond).
+    max_head: int = Limits().max_head
+    max_body: int = Limits().max_body
 
     def config(self) -> Config:
         return Config(
@@ -70,6 +74,7 @@ class ProxyOptions:
             pii=None if self.pii else False,
             routing=True,
             upstream=self.upstream,
+            limits=Limits(max_head=self.max_head, max_body=self.max_body),
             hint=(
                 "restart the proxy with --mode auto (records what is missing) "
                 "or --mode record (refreshes the cassette)"
@@ -116,6 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="how requests match recordings (default: the cassette's, normalized)",
     )
     add(
+        "--fuzzy-threshold",
+        type=float,
+        metavar="X",
+        help="with --match fuzzy: the least prompt similarity (0 to 1) a recording needs "
+        "to answer a request that matches none exactly (default 0.85)",
+    )
+    add(
         "--ignore-field",
         action="append",
         default=[],
@@ -146,6 +158,20 @@ def build_parser() -> argparse.ArgumentParser:
         "before the response head is answered 504, after it the stream is cut",
     )
     add("--grace", type=float, default=10.0, metavar="S", help="shutdown grace for open streams")
+    add(
+        "--max-body",
+        type=int,
+        default=Limits().max_body,
+        metavar="BYTES",
+        help="largest request body accepted; a larger one is answered 413 (default 32 MiB)",
+    )
+    add(
+        "--max-head",
+        type=int,
+        default=Limits().max_head,
+        metavar="BYTES",
+        help="largest request line and headers accepted; larger is answered 431 (default 64 KiB)",
+    )
     add("-q", "--quiet", action="store_true", help="log only warnings and errors")
     add("-v", "--verbose", action="store_true", help="log miss reports and connection details")
     return parser
@@ -168,6 +194,10 @@ def parse_options(
         if match_name or ignore:
             match_mode = MatchMode(match_name) if match_name else MatchMode.IGNORE_FIELDS
             match = MatchConfig(match_mode, ignore)
+        if args.fuzzy_threshold is not None:
+            if match is None or match.mode is not MatchMode.FUZZY:
+                raise LocalProtocolError("--fuzzy-threshold needs --match fuzzy")
+            match = MatchConfig(MatchMode.FUZZY, ignore, threshold=args.fuzzy_threshold)
     except (LocalProtocolError, ValueError) as exc:
         parser.error(str(exc))
     cassette = args.cassette
@@ -184,6 +214,9 @@ def parse_options(
     port = args.port if args.port is not None else int(env.get("REEL_PORT") or 7878)
     if not 0 <= port <= 65535:
         parser.error(f"--port {port} is not a TCP port (0-65535)")
+    for flag, value in (("--max-body", args.max_body), ("--max-head", args.max_head)):
+        if value < 1:
+            parser.error(f"{flag} {value} must be a positive number of bytes")
     return ProxyOptions(
         backend=args.backend,
         mode=mode,
@@ -199,5 +232,7 @@ def parse_options(
         client_timeout=args.client_timeout,
         upstream_timeout=args.upstream_timeout,
         grace=args.grace,
+        max_head=args.max_head,
+        max_body=args.max_body,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
     )

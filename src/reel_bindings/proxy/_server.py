@@ -61,6 +61,8 @@ class _Exchange:
     key: str = ""
     status: int = 0
     started: float = 0.0
+    #: When the first byte of the request arrived (0: none yet).
+    first_byte: float = 0.0
 
 
 class Proxy:
@@ -116,9 +118,18 @@ class Proxy:
         header = request.header(CASSETTE_HEADER)
         name = safe_cassette_name(header.decode("latin-1") if header else "default")
         path = self.cassette_dir / name
-        if not path.resolve().is_relative_to(self.cassette_dir.resolve()):
+        try:
+            inside = path.resolve().is_relative_to(self.cassette_dir.resolve())
+        except (OSError, RuntimeError):  # a symlink loop
+            inside = False
+        if not inside:
             raise RemoteProtocolError(f"cassette {name!r} leaves the cassette directory", 400)
-        return self._open(path).cassette
+        try:
+            return self._open(path).cassette
+        except OSError as exc:  # a directory, unreadable...: this request fails, not the proxy
+            raise RemoteProtocolError(
+                f"cassette {name!r} cannot be read: {exc.strerror or exc}", 500
+            ) from None
 
     def _file_of(self, cassette: Cassette) -> CassetteFile:
         return self._files[Path(cassette.name)]
@@ -142,6 +153,8 @@ class Proxy:
                 await self._serve(stream)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
             pass
+        except Exception:  # a bug: it costs this connection, never the proxy
+            log.exception("internal error while serving a connection (closed); please report it")
         finally:
             self.active -= 1
 
@@ -152,12 +165,16 @@ class Proxy:
         session = Session(select, self.config)
         exchange = _Exchange()
         start = 0.0  # when the response head went out (replay deadlines count from it)
+        out = b""  # response bytes due now, not written yet
         while True:
             try:
                 event = session.next_event()
             except RemoteProtocolError as exc:
                 log.warning("bad request from client: %s (answered %d)", exc, exc.status)
-                await _send(stream, session.error_response(exc))
+                answer = session.error_response(exc)
+                if answer:
+                    await _send(stream, answer)
+                    await _linger(stream, min(self.client_timeout, 10.0))
                 return
             if event is Signal.NEED_DATA:
                 if not await self._receive(stream, session, exchange):
@@ -173,10 +190,12 @@ class Proxy:
                 return
             if isinstance(event, (Replay, Miss, Forward, Refused)):
                 exchange.method = event.request.method
-                exchange.target = session.redactor.target(event.request.target)
+                exchange.target = event.request.target  # redacted when logged
                 exchange.started = anyio.current_time()
                 if isinstance(event, Replay):
                     exchange.outcome, exchange.key = "hit", event.key
+                    if event.similarity is not None:
+                        exchange.outcome = f"hit (fuzzy {event.similarity:.2f})"
                 elif isinstance(event, Miss):
                     exchange.outcome, exchange.key = "miss", event.report.key
                     self.misses.append(event.report)
@@ -189,51 +208,68 @@ class Proxy:
                     exchange.key = event.key
                     await self._forward(stream, session, event, exchange)
                 continue
+            # Bytes due now are gathered and go out in one write when the
+            # next frame must wait (or the response ends): a write per event
+            # costs a system call and a wake-up of the client each.
+            if isinstance(event, Recorded):
+                self._append(session, event)
+                continue
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
                 start = anyio.current_time()
-                await _send(stream, session.send(event))
-            elif isinstance(event, Frame):
-                if event.at is not None:
-                    await sleep_until(start + event.at)
-                await _send(stream, session.send(event))
+                out += session.send(event)
+                continue
+            if event.at and start + event.at > anyio.current_time():
+                await _send(stream, out)
+                out = b""
+                await sleep_until(start + event.at)
+            if isinstance(event, Frame):
+                out += session.send(event)
             elif isinstance(event, EndOfResponse):
-                if event.at is not None:
-                    await sleep_until(start + event.at)
-                await _send(stream, session.send(event))
+                await _send(stream, out + session.send(event))
+                out = b""
                 self._log(session, exchange)
             elif isinstance(event, Cut):
-                if event.at is not None:
-                    await sleep_until(start + event.at)
+                await _send(stream, out)
+                out = b""
                 session.send(event)
                 exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
                 return  # closing without finishing the body is the cut
-            elif isinstance(event, Recorded):
-                self._append(session, event)
 
     async def _receive(
         self, stream: anyio.abc.ByteStream, session: Session, exchange: _Exchange
     ) -> bool:
         idle = session.state is State.IDLE
-        scope = anyio.CancelScope()
+        if idle and self.closing:
+            return False
+        # A request under way must arrive whole within the timeout of its
+        # first byte, however it trickles in (no slowloris).
+        deadline = (exchange.first_byte or anyio.current_time()) + self.client_timeout
+        # One scope for both the timeout and a shutdown (cheaper than two).
+        scope = anyio.CancelScope(deadline=deadline)
         if idle:
-            if self.closing:
-                return False
             self._idle.add(scope)
         try:
-            with scope, anyio.fail_after(self.client_timeout):
+            with scope:
                 try:
                     data = await stream.receive()
                 except anyio.EndOfStream:
                     data = b""
-        except TimeoutError:
-            log.debug("client idle for %ss: closing", self.client_timeout)
-            return False
         finally:
             self._idle.discard(scope)
         if scope.cancelled_caught:
+            if anyio.current_time() >= deadline:
+                if exchange.first_byte:
+                    log.warning(
+                        "a client sent only part of a request in %ss (--client-timeout): closing",
+                        self.client_timeout,
+                    )
+                else:
+                    log.debug("client idle for %ss: closing", self.client_timeout)
             return False
+        if data and not exchange.first_byte:
+            exchange.first_byte = anyio.current_time()
         session.receive_data(data)
         return True
 
@@ -315,6 +351,8 @@ class Proxy:
             )
 
     def _log(self, session: Session, exchange: _Exchange) -> None:
+        if not log.isEnabledFor(logging.INFO):
+            return
         elapsed = (anyio.current_time() - exchange.started) * 1000
         key = exchange.key[7:19] if exchange.key else "-"
         log.info(
@@ -322,7 +360,7 @@ class Proxy:
             self.config.mode.value,
             exchange.outcome,
             exchange.method or "-",
-            exchange.target or "-",
+            session.redactor.target(exchange.target) if exchange.target else "-",
             key,
             exchange.status,
             elapsed,
@@ -332,3 +370,17 @@ class Proxy:
 async def _send(stream: anyio.abc.ByteStream, data: bytes) -> None:
     if data:
         await stream.send(data)
+
+
+async def _linger(stream: anyio.abc.ByteStream, limit: float) -> None:
+    """After an error answer, read and drop what the client still sends
+    (a body over the limit, say) until it closes, pauses for a second, or
+    ``limit`` seconds passed.  Closing with unread bytes would reset the
+    connection, and the client would see the reset instead of the answer."""
+    with anyio.move_on_after(limit):
+        await stream.send_eof()
+        while True:
+            with anyio.move_on_after(1.0) as pause:
+                await stream.receive()
+            if pause.cancelled_caught:
+                return

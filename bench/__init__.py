@@ -1,0 +1,1 @@
+"""Reel's benchmark suite: ``python bench/run.py`` (``--quick`` for a smoke run)."""

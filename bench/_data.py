@@ -1,0 +1,331 @@
+"""The interactions every benchmark replays, written as a Reel cassette and
+as a vcrpy YAML cassette holding the same requests and responses.
+
+Interactions are OpenAI chat completions of realistic size: a system prompt
+and a user question (about 0.8 KB of request), an answer of about 1.3 KB,
+and every fifth one a 40-frame SSE stream (about 8 KB): 3.8 KB a cassette
+line on average.  The request bodies are byte-identical in both cassettes,
+so both tools answer the same requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from reel_core import (
+    Cassette,
+    Interaction,
+    MatchConfig,
+    RecordedRequest,
+    RecordedResponse,
+    match_key,
+)
+
+__all__ = [
+    "BASE_URL",
+    "PATH",
+    "REQUEST_HEADERS",
+    "Corpus",
+    "answer_body",
+    "request_body",
+    "sse_frames",
+    "write_stream_cassette",
+]
+
+BASE_URL = "https://api.openai.com"
+PATH = "/v1/chat/completions"
+#: What an SDK sends with each request (never stored by Reel).
+REQUEST_HEADERS = {
+    "content-type": "application/json",
+    "authorization": "Bearer sk-bench0000000000000000000000000000000000000000",
+}
+RESPONSE_HEADERS = (
+    ("content-type", "application/json"),
+    ("x-request-id", "req_bench"),
+    ("openai-processing-ms", "412"),
+    ("x-ratelimit-remaining-requests", "9999"),
+)
+SSE_HEADERS = (("content-type", "text/event-stream; charset=utf-8"),)
+STREAM_EVERY = 5
+STREAM_FRAMES = 40
+
+_SYSTEM = (
+    "You are a careful assistant for a bookshop. Answer in two short paragraphs, cite the "
+    "catalogue entry you used, and never invent a title that is not in the catalogue. "
+) * 2
+_WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "a",
+    "lazy",
+    "dog",
+    "while",
+    "seven",
+    "wizards",
+    "quietly",
+    "box",
+    "jackdaws",
+    "near",
+    "the",
+    "old",
+    "mill",
+    "and",
+    "the",
+    "river",
+    "bends",
+    "toward",
+    "the",
+    "northern",
+    "hills",
+]
+
+
+def request_value(i: int, *, stream: bool = False) -> dict[str, Any]:
+    """The request of interaction ``i`` as a JSON value."""
+    body: dict[str, Any] = {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": _SYSTEM},
+            {
+                "role": "user",
+                "content": f"Question {i}: which of our titles about "
+                + " ".join(_WORDS[(i + k) % len(_WORDS)] for k in range(24))
+                + " would you recommend?",
+            },
+        ],
+        "temperature": 0.2,
+    }
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def request_body(i: int, *, stream: bool = False) -> bytes:
+    """The request of interaction ``i``, as an SDK sends it (compact JSON)."""
+    return _compact(request_value(i, stream=stream)).encode()
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _text(i: int, words: int) -> str:
+    return " ".join(_WORDS[(i * 7 + k) % len(_WORDS)] for k in range(words))
+
+
+def answer_value(i: int) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-bench{i:08d}",
+        "object": "chat.completion",
+        "created": 1_760_000_000 + i,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": _text(i, 120), "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 212, "completion_tokens": 150, "total_tokens": 362},
+        "system_fingerprint": "fp_bench",
+    }
+
+
+def answer_body(i: int) -> bytes:
+    """The non-stream answer of interaction ``i`` (about 1.3 KB, indented as
+    OpenAI sends it)."""
+    return json.dumps(answer_value(i), indent=2).encode()
+
+
+def sse_frames(i: int, count: int, gap_ms: float = 8.0) -> list[tuple[float, bytes]]:
+    """``count`` recorded SSE frames of a chat stream, with offsets in ms.
+
+    Gaps vary (a seeded draw around ``gap_ms``) like a real token stream's.
+    """
+    rng = random.Random(i)
+    frames = []
+    at = 0.0
+    for j in range(count - 1):
+        chunk = {
+            "id": f"chatcmpl-bench{i:08d}",
+            "object": "chat.completion.chunk",
+            "created": 1_760_000_000 + i,
+            "model": "gpt-4o-mini-2024-07-18",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"content": " " + _WORDS[(i + j) % len(_WORDS)]},
+                    "finish_reason": None,
+                }
+            ],
+        }
+        frames.append((round(at, 3), f"data: {_compact(chunk)}\n\n".encode()))
+        at += gap_ms * rng.uniform(0.25, 1.75)
+    frames.append((round(at, 3), b"data: [DONE]\n\n"))
+    return frames
+
+
+def is_stream(i: int) -> bool:
+    return i % STREAM_EVERY == STREAM_EVERY - 1
+
+
+_KEY_PREFIX = f"POST\n{PATH}\n[]\n".encode()
+_META = {"tokens_in": 212, "tokens_out": 150, "cost_usd": 0.000122, "total_ms": 412.0}
+
+
+def _interaction(i: int) -> Interaction:
+    """Interaction ``i`` built with Reel's own types (slow; checks :func:`_line`)."""
+    stream = is_stream(i)
+    body = request_body(i, stream=stream)
+    key = match_key("POST", PATH, (), body, MatchConfig())
+    request = RecordedRequest("POST", PATH, (), body)
+    if stream:
+        frames = tuple(sse_frames(i, STREAM_FRAMES))
+        response = RecordedResponse(
+            200, SSE_HEADERS, stream="sse", frames=frames, end_ms=frames[-1][0] + 1.0
+        )
+    else:
+        response = RecordedResponse(200, RESPONSE_HEADERS, body=answer_body(i))
+    return Interaction(
+        key,
+        key[7:19],
+        request,
+        response,
+        timestamp="2025-10-09T10:00:00.000Z",
+        provider="openai",
+        endpoint=f"POST {PATH}",
+        meta=_META,
+    )
+
+
+def _line(i: int) -> bytes:
+    """``_interaction(i).to_line()``, built directly (ten times faster)."""
+    stream = is_stream(i)
+    value = request_value(i, stream=stream)
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    key = "sha256:" + hashlib.sha256(_KEY_PREFIX + canonical.encode()).hexdigest()
+    response: dict[str, Any]
+    if stream:
+        frames = sse_frames(i, STREAM_FRAMES)
+        response = {
+            "status": 200,
+            "headers": [list(h) for h in SSE_HEADERS],
+            "stream": "sse",
+            "frames": [[at, data.decode()] for at, data in frames],
+            "end": {"at": frames[-1][0] + 1.0},
+        }
+    else:
+        response = {
+            "status": 200,
+            "headers": [list(h) for h in RESPONSE_HEADERS],
+            "body": {"json": answer_value(i), "style": "indent=2"},
+        }
+    line = {
+        "key": key,
+        "id": key[7:19],
+        "ts": "2025-10-09T10:00:00.000Z",
+        "provider": "openai",
+        "endpoint": f"POST {PATH}",
+        "request": {"method": "POST", "path": PATH, "body": {"json": value}},
+        "response": response,
+        "meta": _META,
+    }
+    return _compact(line).encode() + b"\n"
+
+
+class Corpus:
+    """``n`` distinct interactions, written once per size into ``directory``."""
+
+    def __init__(self, directory: Path, n: int) -> None:
+        self.n = n
+        self.reel = directory / f"reel-{n}.jsonl"
+        self.vcr = directory / f"vcr-{n}.yaml"
+
+    def write_reel(self) -> Path:
+        if not self.reel.exists():
+            for i in (0, STREAM_EVERY - 1):  # the fast writer agrees with Reel's own
+                if _line(i) != _interaction(i).to_line():
+                    raise AssertionError(f"bench line {i} differs from Interaction.to_line()")
+            with self.reel.open("wb") as f:
+                f.write(Cassette().meta.to_line())
+                f.writelines(_line(i) for i in range(self.n))
+        return self.reel
+
+    def write_vcr(self) -> Path:
+        """The same interactions as a vcrpy cassette, written by vcrpy's own
+        YAML serializer (one interaction at a time, to bound memory: the
+        concatenation is what one ``yaml.dump`` of the whole list writes)."""
+        if not self.vcr.exists():
+            from vcr.serializers import yamlserializer  # type: ignore[import-untyped]
+
+            with self.vcr.open("w") as f:
+                f.write("interactions:\n")
+                for i in range(self.n):
+                    f.write(yamlserializer.serialize([self._vcr_interaction(i)]))
+                f.write("version: 1\n")
+        return self.vcr
+
+    def _vcr_interaction(self, i: int) -> dict[str, Any]:
+        stream = is_stream(i)
+        body = request_body(i, stream=stream)
+        response_headers: tuple[tuple[str, str], ...]
+        if stream:
+            content = b"".join(data for _, data in sse_frames(i, STREAM_FRAMES))
+            response_headers = SSE_HEADERS
+        else:
+            content = answer_body(i)
+            response_headers = RESPONSE_HEADERS
+        headers = {
+            "accept": ["*/*"],
+            "accept-encoding": ["gzip, deflate"],
+            "connection": ["keep-alive"],
+            "content-length": [str(len(body))],
+            "content-type": ["application/json"],
+            "host": ["api.openai.com"],
+            "user-agent": ["python-httpx/0.28.1"],
+        }
+        return {
+            "request": {
+                "body": body.decode(),
+                "headers": headers,
+                "method": "POST",
+                "uri": BASE_URL + PATH,
+            },
+            "response": {
+                "body": {"string": content.decode()},
+                "headers": {k: [v] for k, v in response_headers},
+                "status": {"code": 200, "message": "OK"},
+            },
+        }
+
+    def non_stream(self, count: int, seed: int = 0) -> list[int]:
+        """``count`` distinct non-stream interactions spread over the cassette
+        (fewer when it holds fewer)."""
+        pool = [i for i in range(self.n) if not is_stream(i)]
+        if count >= len(pool):
+            return pool
+        return sorted(random.Random(seed).sample(pool, count))
+
+
+def write_stream_cassette(path: Path, frames: int, gap_ms: float) -> tuple[bytes, list[float]]:
+    """A cassette of one ``frames``-frame SSE stream; returns its request
+    body and the recorded frame offsets (ms)."""
+    config = MatchConfig()
+    body = request_body(0, stream=True)
+    recorded = sse_frames(0, frames, gap_ms)
+    key = match_key("POST", PATH, (), body, config)
+    response = RecordedResponse(
+        200, SSE_HEADERS, stream="sse", frames=tuple(recorded), end_ms=recorded[-1][0] + gap_ms
+    )
+    interaction = Interaction(key, key[7:19], RecordedRequest("POST", PATH, (), body), response)
+    path.write_bytes(Cassette().meta.to_line() + interaction.to_line())
+    return body, [at for at, _ in recorded] + [response.end_ms]

@@ -1,0 +1,176 @@
+"""The servers the benchmarks run in child processes.
+
+``python -m bench._servers fixed --backend B --body FILE``
+    The baseline of the proxy throughput figures: a minimal HTTP/1.1 server,
+    h11 on anyio (asyncio or trio), answering every request with one fixed
+    response (FILE's bytes as a JSON body) on keep-alive connections.
+
+``python -m bench._servers stream --backend B --frames FILE [--one-write]``
+    The baseline of the fast-mode streaming figure: answers every request
+    with the SSE frames in FILE (a JSON list of strings), chunked, one
+    socket write per frame as fast as it can (all in one write with
+    ``--one-write``).
+
+``python -m bench._servers proxy ARGS...``
+    Reel's proxy (``python -m reel_bindings.proxy ARGS...``).
+
+Each prints its URL when it listens, stops on SIGTERM, and then prints
+``maxrss_kb=N`` (its peak resident memory).  ``--cpu N`` keeps it on CPU N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import h11
+
+from ._common import pin_to_cpu
+
+__all__ = ["main"]
+
+
+async def _serve(handler: _Handler) -> None:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    print(f"http://127.0.0.1:{port}", flush=True)
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, handler.handle, tg)
+            async for _ in signals:
+                tg.cancel_scope.cancel()
+                return
+
+
+class _Handler:
+    """One h11 connection per client; answers each request with ``respond``."""
+
+    def __init__(self, head: h11.Response, frames: Sequence[bytes]) -> None:
+        self.head = head
+        self.frames = [h11.Data(data=f) for f in frames]
+
+    async def handle(self, stream: anyio.abc.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    try:
+                        data = await stream.receive(65536)
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        data = b""
+                    conn.receive_data(data)
+                    continue
+                if isinstance(event, h11.EndOfMessage):
+                    await self.respond(conn, stream)
+                    if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                        return
+                    conn.start_next_cycle()
+                elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                    return
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, h11.ProtocolError):
+            return
+        finally:
+            await anyio.aclose_forcefully(stream)
+
+    async def respond(self, conn: h11.Connection, stream: anyio.abc.SocketStream) -> None:
+        raise NotImplementedError
+
+
+class _Fixed(_Handler):
+    async def respond(self, conn: h11.Connection, stream: anyio.abc.SocketStream) -> None:
+        data = conn.send(self.head) or b""
+        for frame in self.frames:
+            data += conn.send(frame) or b""
+        await stream.send(data + (conn.send(h11.EndOfMessage()) or b""))
+
+
+class _OneWrite(_Handler):
+    """The stream's frames, all in one write (what Reel's fast mode does)."""
+
+    async def respond(self, conn: h11.Connection, stream: anyio.abc.SocketStream) -> None:
+        data = conn.send(self.head) or b""
+        for frame in self.frames:
+            data += conn.send(frame) or b""
+        await stream.send(data + (conn.send(h11.EndOfMessage()) or b""))
+
+
+class _Stream(_Handler):
+    async def respond(self, conn: h11.Connection, stream: anyio.abc.SocketStream) -> None:
+        await stream.send(conn.send(self.head) or b"")
+        for frame in self.frames:
+            await stream.send(conn.send(frame) or b"")
+        await stream.send(conn.send(h11.EndOfMessage()) or b"")
+
+
+def _rss() -> None:
+    """Print this process's peak resident memory.  On Linux from
+    /proc/self/status (VmHWM): ru_maxrss keeps the peak of the parent this
+    process was forked from, across exec."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    print(f"maxrss_kb={int(line.split()[1])}", flush=True)
+                    return
+    except OSError:
+        pass
+    scale = 1 if sys.platform != "darwin" else 1024  # macOS reports bytes
+    print(f"maxrss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // scale}", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    kind = args.pop(0)
+    if kind == "proxy":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cpu", type=int)
+        ours, rest = parser.parse_known_args(args)
+        pin_to_cpu(ours.cpu)
+        from reel_bindings.proxy import main as proxy_main
+
+        try:
+            proxy_main(rest)
+        finally:
+            _rss()
+        return
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    parser.add_argument("--cpu", type=int)
+    parser.add_argument("--body", type=Path)
+    parser.add_argument("--frames", type=Path)
+    parser.add_argument("--one-write", action="store_true", help="stream: all frames in one write")
+    opts = parser.parse_args(args)
+    pin_to_cpu(opts.cpu)
+    handler: _Handler
+    if kind == "fixed":
+        body = opts.body.read_bytes()
+        head = h11.Response(
+            status_code=200,
+            headers=[("content-type", "application/json"), ("content-length", str(len(body)))],
+        )
+        handler = _Fixed(head, [body])
+    elif kind == "stream":
+        frames = [f.encode() for f in json.loads(opts.frames.read_text())]
+        head = h11.Response(
+            status_code=200,
+            headers=[("content-type", "text/event-stream"), ("transfer-encoding", "chunked")],
+        )
+        handler = (_OneWrite if opts.one_write else _Stream)(head, frames)
+    else:
+        raise SystemExit(f"unknown server {kind!r}")
+    try:
+        anyio.run(_serve, handler, backend=opts.backend)
+    finally:
+        _rss()
+
+
+if __name__ == "__main__":
+    main()

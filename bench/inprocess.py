@@ -1,0 +1,134 @@
+"""1. In-process replay cost per request: an httpx client on Reel's
+transport, on vcrpy, and on the floor (``httpx.MockTransport`` answering a
+canned response) -- the same non-stream chat completions, same client code.
+
+Every timed request is the first play of its recording (what a test suite
+does): a small cassette is reopened (untimed) between rounds, a large one
+gives each request a recording of its own.  vcrpy patches httpx's
+transports, so it runs in a child process (:mod:`bench._vcr_worker`) and
+never touches the Reel or floor measurements.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from reel_bindings.httpcore import Transport
+
+from ._common import Row, median, percentile, ratio, run_json, us
+from ._data import (
+    BASE_URL,
+    PATH,
+    REQUEST_HEADERS,
+    RESPONSE_HEADERS,
+    Corpus,
+    answer_body,
+    request_body,
+)
+
+__all__ = ["replay_cost", "vcr_run"]
+
+URL = BASE_URL + PATH
+
+
+def _time_requests(client: httpx.Client, bodies: Sequence[bytes], out: list[float]) -> None:
+    post = client.post
+    clock = time.perf_counter
+    for body in bodies:
+        start = clock()
+        response = post(URL, content=body, headers=REQUEST_HEADERS)
+        response.read()
+        out.append(clock() - start)
+        if response.status_code != 200:
+            raise RuntimeError(f"bench request answered {response.status_code}: {response.text}")
+
+
+def _floor_client() -> httpx.Client:
+    answer = answer_body(0)
+    headers = [*RESPONSE_HEADERS, ("content-length", str(len(answer)))]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        request.read()
+        return httpx.Response(200, headers=headers, content=answer)
+
+    return httpx.Client(transport=httpx.MockTransport(handler))
+
+
+def vcr_run(corpus: Corpus, indices: Sequence[int], budget: float) -> dict[str, Any]:
+    """vcrpy in a child process: its cassette open (to first replay) and
+    per-request times on ``indices``."""
+    path = corpus.write_vcr()
+    args = ["-m", "bench._vcr_worker", str(path), ",".join(map(str, indices)), str(budget)]
+    result: dict[str, Any] = run_json(args)
+    return result
+
+
+def replay_cost(
+    corpus: Corpus,
+    requests: int,
+    *,
+    blocks: int = 4,
+    vcr: dict[str, Any] | None = None,
+) -> Row:
+    """Per-request time of Reel and of the floor (interleaved in ``blocks``),
+    next to vcrpy's (measured in a child, passed in as ``vcr``)."""
+    indices = corpus.non_stream(requests)
+    path = corpus.write_reel()
+    bodies = [request_body(i) for i in indices]
+    floor = _floor_client()
+    reel_times: list[float] = []
+    warm_times: list[float] = []
+    floor_times: list[float] = []
+    # Warm both clients (imports, first-call caches) on recordings not timed.
+    _warm(path, bodies[:5], floor)
+
+    small = len(bodies) < requests  # a whole cassette per round, reopened
+    rounds: list[Sequence[bytes]]
+    if small:
+        rounds = [bodies] * max(blocks, -(-requests // len(bodies)))
+    else:
+        size = -(-len(bodies) // blocks)
+        rounds = [bodies[k : k + size] for k in range(0, len(bodies), size)]
+    large: Transport | None = None if small else Transport(path, mode="replay")
+    for chunk in rounds:
+        _time_requests(floor, chunk, floor_times)
+        transport = Transport(path, mode="replay") if large is None else large
+        with httpx.Client(transport=transport) as client:
+            _time_requests(client, chunk, reel_times)
+            _time_requests(client, chunk, warm_times)  # second plays: lines parsed already
+    floor.close()
+    reel_p50 = median(reel_times)
+    floor_p50 = median(floor_times)
+    row: Row = {
+        "interactions": corpus.n,
+        "requests": len(reel_times),
+        "floor_us": us(floor_p50),
+        "reel_us": us(reel_p50),
+        "reel_p90_us": us(percentile(reel_times, 90)),
+        "reel_vs_floor": ratio(reel_p50, floor_p50),
+        "reel_warm_us": us(median(warm_times)),
+        "warm_vs_floor": ratio(median(warm_times), floor_p50),
+    }
+    if vcr is not None:
+        vcr_p50 = median(vcr["times"])
+        row["vcrpy_us"] = us(vcr_p50)
+        row["vcrpy_requests"] = len(vcr["times"])
+        row["vcrpy_vs_reel"] = ratio(vcr_p50, reel_p50, 1)
+    return row
+
+
+def _warm(path: Path, bodies: Sequence[bytes], floor: httpx.Client) -> None:
+    with httpx.Client(transport=Transport(path, mode="replay")) as client:
+        _time_requests(client, bodies, [])
+    _time_requests(floor, bodies, [])
+
+
+def flatness(rows: Sequence[Row], key: Callable[[Row], float]) -> float:
+    """Largest over smallest of a figure across cassette sizes."""
+    values = [key(r) for r in rows]
+    return ratio(max(values), min(values))

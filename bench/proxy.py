@@ -1,0 +1,194 @@
+"""The proxy over the wire, each server in a child process pinned to a core of
+its own, the client (this process) on the other.
+
+3. Replay throughput and latency on keep-alive connections (1 and 16),
+   asyncio and trio, against a minimal h11-on-anyio server answering a fixed
+   response of the same size on the same backend.
+5. Record overhead: time to first byte and total time of requests through
+   the proxy in record mode, next to the same requests sent straight to the
+   same local upstream (the fake OpenAI of ``tests/fakes``), interleaved.
+6. Memory: peak RSS of a proxy that opened a large cassette and served from
+   it, next to one serving a ten-interaction cassette.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from ._common import Row, cpu_seconds, maxrss_kb, percentile, ratio, spawn, us
+from ._data import PATH, REQUEST_HEADERS, Corpus, answer_body, request_body
+from ._loadgen import LoadResult, connect, load, post_bytes, read_response
+
+__all__ = ["memory", "record_overhead", "throughput"]
+
+SERVER_CPU = 1
+CLIENT_CPU = 0
+
+
+def _proxy_args(cassette: Path, backend: str, *extra: str) -> list[str]:
+    return [
+        "-m",
+        "bench._servers",
+        "proxy",
+        "--cpu",
+        str(SERVER_CPU),
+        "--backend",
+        backend,
+        "--cassette",
+        str(cassette),
+        "--port",
+        "0",
+        "-q",
+        *extra,
+    ]
+
+
+def _requests(url: str, corpus: Corpus, count: int) -> list[bytes]:
+    return [
+        post_bytes(url, PATH, request_body(i), list(REQUEST_HEADERS.items()))
+        for i in corpus.non_stream(count)
+    ]
+
+
+def _load_row(result: LoadResult) -> dict[str, float]:
+    return {
+        "cpu_us": us(result.cpu_per_request),
+        "rps": round(result.rps),
+        "p50_us": us(percentile(result.latencies, 50)),
+        "p99_us": us(percentile(result.latencies, 99)),
+    }
+
+
+def throughput(
+    corpus: Corpus, backends: list[str], duration: float, rounds: int, work: Path
+) -> list[Row]:
+    """Reel's proxy replaying ``corpus`` (fast timing) vs the fixed-response
+    baseline; the best of ``rounds`` alternated runs of each."""
+    body_file = work / "fixed-body.json"
+    body_file.write_bytes(answer_body(0))
+    rows: list[Row] = []
+    for backend in backends:
+        baseline_args = ["-m", "bench._servers", "fixed", "--backend", backend]
+        baseline_args += ["--cpu", str(SERVER_CPU), "--body", str(body_file)]
+        reel_args = _proxy_args(corpus.write_reel(), backend, "--timing", "fast")
+        with spawn(baseline_args) as baseline, spawn(reel_args) as reel:
+            for connections in (1, 16):
+                best: dict[str, LoadResult] = {}
+                for _ in range(rounds):
+                    for name, child in (("baseline", baseline), ("reel", reel)):
+                        requests = _requests(child.url, corpus, 2000)
+                        before = cpu_seconds(child.proc.pid)
+                        result = load(
+                            child.url, requests, connections=connections, duration=duration
+                        )
+                        after = cpu_seconds(child.proc.pid)
+                        if before is not None and after is not None and result.latencies:
+                            # CPU per request, warm-up included (it served those too)
+                            total = len(result.latencies) / result.duration * (duration + 0.3)
+                            result.cpu_per_request = (after - before) / total
+                        if result.errors:
+                            raise RuntimeError(f"{name} answered {result.errors} errors")
+                        if name not in best or result.rps > best[name].rps:
+                            best[name] = result
+                base = _load_row(best["baseline"])
+                ours = _load_row(best["reel"])
+                rows.append(
+                    {
+                        "backend": backend,
+                        "connections": connections,
+                        "baseline_rps": base["rps"],
+                        "reel_rps": ours["rps"],
+                        "reel_vs_baseline": ratio(ours["rps"], base["rps"]),
+                        "baseline_cpu_us": base["cpu_us"],
+                        "reel_cpu_us": ours["cpu_us"],
+                        "baseline_p50_us": base["p50_us"],
+                        "reel_p50_us": ours["p50_us"],
+                        "baseline_p99_us": base["p99_us"],
+                        "reel_p99_us": ours["p99_us"],
+                    }
+                )
+    return rows
+
+
+def record_overhead(requests: int, work: Path, backend: str = "asyncio") -> list[Row]:
+    """TTFB and total time, straight to the fake upstream and through the
+    proxy recording, for a non-stream and a stream chat completion."""
+    rows: list[Row] = []
+    upstream_args = ["-m", "tests.fakes.upstream", "--port", "0", "--frame-delay", "0.001"]
+    with spawn(upstream_args) as upstream:
+        cassette = work / "recorded.jsonl"
+        proxy_args = _proxy_args(cassette, backend, "--mode", "record", "--upstream", upstream.url)
+        with spawn(proxy_args) as proxy:
+            for stream in (False, True):
+                body = request_body(1, stream=stream)
+                headers = list(REQUEST_HEADERS.items())
+                direct_req = post_bytes(upstream.url, PATH, body, headers)
+                proxy_req = post_bytes(proxy.url, PATH, body, headers)
+                direct_sock, proxy_sock = connect(upstream.url), connect(proxy.url)
+                times: dict[str, list[tuple[float, float]]] = {"direct": [], "proxy": []}
+                try:
+                    for i in range(requests + 10):
+                        for name, sock, req in (
+                            ("direct", direct_sock, direct_req),
+                            ("proxy", proxy_sock, proxy_req),
+                        ):
+                            sent = time.perf_counter()
+                            sock.sendall(req)
+                            first, last, response = read_response(sock)
+                            if not response.startswith(b"HTTP/1.1 200"):
+                                raise RuntimeError(f"{name} answered {response[:200]!r}")
+                            if i >= 10:  # the first ones warm connections and caches
+                                times[name].append((first - sent, last - sent))
+                finally:
+                    direct_sock.close()
+                    proxy_sock.close()
+                row: Row = {"request": "stream (SSE)" if stream else "non-stream"}
+                for what, index in (("ttfb", 0), ("total", 1)):
+                    direct = [t[index] for t in times["direct"]]
+                    through = [t[index] for t in times["proxy"]]
+                    d50, p50 = percentile(direct, 50), percentile(through, 50)
+                    row[f"direct_{what}_p50_us"] = us(d50)
+                    row[f"proxy_{what}_p50_us"] = us(p50)
+                    row[f"added_{what}_p50_us"] = us(p50 - d50)
+                row["added_total_p99_us"] = us(
+                    percentile([t[1] for t in times["proxy"]], 99)
+                    - percentile([t[1] for t in times["direct"]], 99)
+                )
+                row["requests"] = requests
+                rows.append(row)
+        lines = cassette.read_bytes().count(b"\n") - 1 if cassette.exists() else 0
+        if lines < 2 * (requests + 10):
+            raise RuntimeError(f"the proxy recorded {lines} lines, not {2 * (requests + 10)}")
+    return rows
+
+
+def memory(corpus: Corpus, small: Corpus, requests: int) -> Row:
+    """Peak RSS of a proxy serving ``corpus``, next to one serving ``small``."""
+    peaks: dict[int, int] = {}
+    for c in (small, corpus):
+        with spawn(_proxy_args(c.write_reel(), "asyncio", "--timing", "fast")) as proxy:
+            reqs = _requests(proxy.url, c, requests)
+            result = load(proxy.url, reqs, connections=4, duration=0.5, warmup=0.0)
+            served = len(result.latencies)
+            out = proxy.stop()
+        peak = maxrss_kb(out)
+        if peak is None:
+            raise RuntimeError("the proxy did not report its peak memory")
+        peaks[c.n] = peak
+    size = corpus.reel.stat().st_size
+    base_mb = peaks[small.n] / 1024
+    peak_mb = peaks[corpus.n] / 1024
+    return {
+        "interactions": corpus.n,
+        "file_mb": round(size / 2**20, 1),
+        "idle_proxy_rss_mb": round(base_mb, 1),
+        "peak_rss_mb": round(peak_mb, 1),
+        "added_rss_vs_file": ratio((peak_mb - base_mb) * 2**20, size),
+        "requests_served": served,
+    }
+
+
+def scratch() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="reel-bench-")

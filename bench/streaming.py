@@ -1,0 +1,195 @@
+"""4. Streaming fidelity: a recorded 200-frame SSE stream replayed in
+realtime through the proxy (a child process) and through the async
+transport (in process), timed by the client as each frame completes; and
+fast mode's frames per second through the proxy, next to a bare anyio
+server writing the same frames (same backend, same client).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import h11
+import httpx
+
+from reel_bindings._clock import sleep_until
+from reel_bindings.httpcore import AsyncTransport
+
+from ._common import Row, percentile, ratio, spawn
+from ._data import BASE_URL, PATH, REQUEST_HEADERS, sse_frames, write_stream_cassette
+from ._loadgen import connect, post_bytes, read_response
+from .proxy import SERVER_CPU, _proxy_args
+
+__all__ = ["fast_mode", "fidelity"]
+
+FRAMES = 200
+GAP_MS = 10.0
+
+
+def _frame_times_wire(url: str, body: bytes) -> tuple[list[float], float]:
+    """Offsets (s) at which each frame was whole at the client, from the
+    response head; and the offset of the response's end."""
+    sock = connect(url)
+    conn = h11.Connection(h11.CLIENT)
+    host = url.split("//", 1)[1]
+    headers = [("host", host), ("content-length", str(len(body))), *REQUEST_HEADERS.items()]
+    out = conn.send(h11.Request(method="POST", target=PATH, headers=headers)) or b""
+    out += (conn.send(h11.Data(data=body)) or b"") + (conn.send(h11.EndOfMessage()) or b"")
+    sock.sendall(out)
+    head = 0.0
+    pending = b""
+    times: list[float] = []
+    try:
+        while True:
+            data = sock.recv(1 << 16)
+            now = time.perf_counter()
+            conn.receive_data(data)
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    break
+                if isinstance(event, h11.Response):
+                    head = now
+                elif isinstance(event, h11.Data):
+                    pending += bytes(event.data)
+                    while (cut := pending.find(b"\n\n")) >= 0:
+                        pending = pending[cut + 2 :]
+                        times.append(now - head)
+                elif isinstance(event, h11.EndOfMessage):
+                    return times, now - head
+                else:
+                    raise RuntimeError(f"unexpected {event!r} from the proxy")
+    finally:
+        sock.close()
+
+
+async def _frame_times_transport(path: Path, body: bytes) -> tuple[list[float], float]:
+    transport = AsyncTransport(path, mode="replay", timing="realtime")
+    async with httpx.AsyncClient(transport=transport) as client:
+        url = BASE_URL + PATH
+        async with client.stream("POST", url, content=body, headers=REQUEST_HEADERS) as response:
+            head = time.perf_counter()
+            pending = b""
+            times: list[float] = []
+            async for chunk in response.aiter_raw():
+                now = time.perf_counter()
+                pending += chunk
+                while (cut := pending.find(b"\n\n")) >= 0:
+                    pending = pending[cut + 2 :]
+                    times.append(now - head)
+            return times, time.perf_counter() - head
+
+
+def _row(
+    via: str, backend: str, runs: Sequence[tuple[list[float], float]], recorded: list[float]
+) -> Row:
+    errors: list[float] = []
+    duration_errors: list[float] = []
+    end = recorded[-1] / 1000
+    for times, total in runs:
+        if len(times) != len(recorded) - 1:
+            raise RuntimeError(f"{via}: {len(times)} frames, recorded {len(recorded) - 1}")
+        errors += [abs(t - at / 1000) for t, at in zip(times, recorded, strict=False)]
+        duration_errors.append(abs(total - end) / end)
+    return {
+        "via": via,
+        "backend": backend,
+        "streams": len(runs),
+        "frames": len(recorded) - 1,
+        "recorded_ms": round(recorded[-1], 1),
+        "offset_p50_ms": round(percentile(errors, 50) * 1000, 3),
+        "offset_p99_ms": round(percentile(errors, 99) * 1000, 3),
+        "offset_max_ms": round(max(errors) * 1000, 3),
+        "duration_error_pct": round(max(duration_errors) * 100, 3),
+    }
+
+
+async def _clock_only(recorded: list[float]) -> tuple[list[float], float]:
+    """The deadlines alone: Reel's sleep_until on the same offsets, no I/O."""
+    start = anyio.current_time()
+    times = []
+    for at in recorded[:-1]:
+        await sleep_until(start + at / 1000)
+        times.append(anyio.current_time() - start)
+    await sleep_until(start + recorded[-1] / 1000)
+    return times, anyio.current_time() - start
+
+
+def fidelity(work: Path, backends: list[str], streams: int) -> list[Row]:
+    """Each frame's |actual - recorded| offset, as the client sees it."""
+    cassette = work / "stream-200.jsonl"
+    body, recorded = write_stream_cassette(cassette, FRAMES, GAP_MS)
+    rows: list[Row] = []
+    for backend in backends:
+        with spawn(_proxy_args(cassette, backend, "--timing", "realtime")) as proxy:
+            _frame_times_wire(proxy.url, body)  # warm the proxy (its first replay parses)
+            runs = [_frame_times_wire(proxy.url, body) for _ in range(streams)]
+        rows.append(_row("proxy", backend, runs, recorded))
+    for backend in backends:
+        runs = [
+            anyio.run(_frame_times_transport, cassette, body, backend=backend)
+            for _ in range(streams)
+        ]
+        rows.append(_row("AsyncTransport", backend, runs, recorded))
+    for backend in backends:
+        runs = [anyio.run(_clock_only, recorded, backend=backend) for _ in range(streams)]
+        rows.append(_row("deadlines alone (reference)", backend, runs, recorded))
+    return rows
+
+
+def _fps(url: str, request: bytes, frames: int, duration: float) -> float:
+    sock = connect(url)
+    try:
+        sock.sendall(request)
+        read_response(sock)  # warm
+        count = 0
+        start = time.perf_counter()
+        while time.perf_counter() - start < duration:
+            sock.sendall(request)
+            _, _, response = read_response(sock)
+            if not response.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(f"answered {response[:200]!r}")
+            count += 1
+        return count * frames / (time.perf_counter() - start)
+    finally:
+        sock.close()
+
+
+def fast_mode(work: Path, backends: list[str], duration: float) -> list[Row]:
+    """Frames per second of the 200-frame stream in fast mode: the proxy vs a
+    bare anyio server writing the same frames (one write each)."""
+    cassette = work / "stream-200.jsonl"
+    body, _ = write_stream_cassette(cassette, FRAMES, GAP_MS)
+    frames_file = work / "frames.json"
+    frames = [data.decode() for _, data in sse_frames(0, FRAMES, GAP_MS)]
+    frames_file.write_text(json.dumps(frames))
+    rows: list[Row] = []
+    for backend in backends:
+        bare_args = ["-m", "bench._servers", "stream", "--backend", backend]
+        bare_args += ["--cpu", str(SERVER_CPU), "--frames", str(frames_file)]
+        with (
+            spawn(bare_args) as bare,
+            spawn([*bare_args, "--one-write"]) as one_write,
+            spawn(_proxy_args(cassette, backend, "--timing", "fast")) as proxy,
+        ):
+            headers = list(REQUEST_HEADERS.items())
+            fps = {"bare": 0.0, "one_write": 0.0, "reel": 0.0}
+            for _ in range(2):  # alternated; the better of two each
+                for name, child in (("bare", bare), ("one_write", one_write), ("reel", proxy)):
+                    request = post_bytes(child.url, PATH, body, headers)
+                    fps[name] = max(fps[name], _fps(child.url, request, FRAMES, duration / 3))
+        rows.append(
+            {
+                "backend": backend,
+                "bare_anyio_fps": round(fps["bare"]),
+                "reel_fps": round(fps["reel"]),
+                "reel_vs_bare": ratio(fps["reel"], fps["bare"]),
+                "bare_one_write_fps": round(fps["one_write"]),
+                "reel_vs_one_write": ratio(fps["reel"], fps["one_write"]),
+            }
+        )
+    return rows

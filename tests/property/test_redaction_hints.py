@@ -1,0 +1,77 @@
+"""The redactor's fast path (substring hints before the patterns) never
+changes what is redacted."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reel_core import Redactor
+
+from .strategies import SecretText, secret_texts
+
+FAST = {True: Redactor(), False: Redactor(pii=False)}
+#: An extra pattern that never matches turns the hints off.
+SLOW = {pii: Redactor(pii=pii, extra_patterns={"never": r"(?!)"}) for pii in (True, False)}
+
+#: Fragments near the edges of the hints: almost-secrets, digits, quotes.
+FRAGMENTS = st.sampled_from(
+    [
+        "sk-",
+        "sk-proj-",
+        "AIza",
+        "gh",
+        "ghp_",
+        "github_pat_",
+        "AKIA",
+        "ASIA",
+        "aws",
+        "AWS_",
+        "secret",
+        "Secret",
+        "_access_key",
+        "xox",
+        "xoxb-",
+        "eyJ",
+        ".",
+        "bearer ",
+        "Bearer\t",
+        "key",
+        "KEY",
+        "token",
+        "password",
+        "passwd",
+        '"',
+        '\\"',
+        ": ",
+        "=",
+        "@",
+        "example.com",
+        "(",
+        ")",
+        " ",
+        "-",
+        "123",
+        "4567",
+        "+1 ",
+        "0",
+        "a",
+        "Z",
+        "\u212a",
+        "\u00e9",
+    ]
+)
+ASCIIISH = st.lists(st.one_of(FRAGMENTS, st.text("abcXYZ09_-", max_size=12)), max_size=30).map(
+    "".join
+)
+
+
+@given(st.one_of(ASCIIISH, st.text()), st.booleans())
+def test_hints_change_nothing(text: str, pii: bool) -> None:
+    assert FAST[pii].text(text) == SLOW[pii].text(text)
+
+
+@given(st.one_of(secret_texts(separated=False), secret_texts(separated=True)), st.booleans())
+def test_hints_change_nothing_on_secrets(case: SecretText, pii: bool) -> None:
+    text, _ = case
+    assert FAST[pii].text(text) == SLOW[pii].text(text)
