@@ -15,9 +15,12 @@ import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
+from ._body import _dumps, _json_style, parse_json
 from ._errors import LocalProtocolError
+from ._match import WILDCARD, JSONPath, parse_path
 
 __all__ = [
     "RESPONSE_HEADER_ALLOWLIST",
@@ -128,19 +131,25 @@ class Redactor:
     """Scrubs secrets (always) and PII (unless ``pii=False``) from text.
 
     ``extra_patterns`` maps kinds to further regular expressions;
-    ``fields`` names further JSON fields / query parameters to blank.
+    ``fields`` names further JSON fields / query parameters to blank;
+    ``paths`` names JSON paths (``metadata.customer``, ``messages[*].name``,
+    as in matching) whose values are replaced in JSON bodies.
     """
 
     pii: bool = True
     extra_patterns: Mapping[str, str] = field(default_factory=dict, hash=False)
     fields: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
     _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _kinds: dict[str, str] = field(init=False, repr=False, compare=False)
     _field: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _hinted: bool = field(init=False, repr=False, compare=False)
+    _json_paths: tuple[JSONPath, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))
+        object.__setattr__(self, "paths", tuple(self.paths))
+        object.__setattr__(self, "_json_paths", tuple(parse_path(p) for p in self.paths))
         patterns = dict(SECRET_PATTERNS)
         if self.pii:
             patterns.update(PII_PATTERNS)
@@ -180,7 +189,8 @@ class Redactor:
     @classmethod
     def from_settings(cls, settings: Mapping[str, object], *, pii: bool | None = None) -> Redactor:
         """A redactor from a cassette ``_meta`` ``redact`` object:
-        ``{"pii": bool, "patterns": {kind: regex}, "fields": [name, ...]}``.
+        ``{"pii": bool, "patterns": {kind: regex}, "fields": [name, ...],
+        "paths": [json path, ...]}``.
         ``pii``, when given, wins over the object's own ``pii`` (the
         ``REEL_REDACT_PII`` switch); the patterns and fields are kept."""
         patterns = settings.get("patterns", {})
@@ -191,10 +201,15 @@ class Redactor:
             raise LocalProtocolError('redact "patterns" must map kinds to regular expressions')
         if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
             raise LocalProtocolError('redact "fields" must be a list of field names')
+        paths = settings.get("paths", [])
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise LocalProtocolError('redact "paths" must be a list of JSON paths')
         pii_setting = settings.get("pii", True) if pii is None else pii
         if cls is Redactor:  # one per settings: building one compiles its patterns
-            return _shared(bool(pii_setting), tuple(patterns.items()), tuple(fields))
-        return cls(pii=bool(pii_setting), extra_patterns=patterns, fields=tuple(fields))
+            return _shared(bool(pii_setting), tuple(patterns.items()), tuple(fields), tuple(paths))
+        return cls(
+            pii=bool(pii_setting), extra_patterns=patterns, fields=tuple(fields), paths=tuple(paths)
+        )
 
     def text(self, text: str, found: list[str] | None = None) -> str:
         """``text`` with every secret (and PII) replaced by a placeholder.
@@ -245,7 +260,25 @@ class Redactor:
         except UnicodeDecodeError:
             return data
         redacted = self.text(text, found)
-        return data if redacted == text else redacted.encode("utf-8")
+        out = data if redacted == text else redacted.encode("utf-8")
+        return self._blank_paths(out, found) if self._json_paths else out
+
+    def _blank_paths(self, data: bytes, found: list[str] | None) -> bytes:
+        """A JSON body with the values at ``paths`` replaced, written back in
+        the body's own formatting (compact when that is not recognised)."""
+        is_json, value = parse_json(data)
+        if not is_json:
+            return data
+        placeholder = _placeholder("json-path")
+        blanked = value
+        for path in self._json_paths:
+            blanked = _blank(blanked, path, placeholder)
+        if blanked == value:
+            return data
+        if found is not None:
+            found.append("json-path")
+        style = _json_style(data, value) or "compact"
+        return _dumps(blanked, style).encode("utf-8")
 
     def query(
         self, pairs: Iterable[tuple[str, str]], found: list[str] | None = None
@@ -278,5 +311,28 @@ class Redactor:
 
 
 @functools.lru_cache(maxsize=64)
-def _shared(pii: bool, patterns: tuple[tuple[str, str], ...], fields: tuple[str, ...]) -> Redactor:
-    return Redactor(pii=pii, extra_patterns=dict(patterns), fields=fields)
+def _shared(
+    pii: bool,
+    patterns: tuple[tuple[str, str], ...],
+    fields: tuple[str, ...],
+    paths: tuple[str, ...],
+) -> Redactor:
+    return Redactor(pii=pii, extra_patterns=dict(patterns), fields=fields, paths=paths)
+
+
+def _blank(value: Any, path: JSONPath, placeholder: str) -> Any:
+    """``value`` with what ``path`` names replaced by ``placeholder``."""
+    if not path:
+        return placeholder
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        if head is WILDCARD:
+            return {k: _blank(v, rest, placeholder) for k, v in value.items()}
+        if isinstance(head, str) and head in value:
+            return {**value, head: _blank(value[head], rest, placeholder)}
+    if isinstance(value, list):
+        if head is WILDCARD:
+            return [_blank(v, rest, placeholder) for v in value]
+        if isinstance(head, int) and head < len(value):
+            return [*value[:head], _blank(value[head], rest, placeholder), *value[head + 1 :]]
+    return value

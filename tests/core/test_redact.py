@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from reel_core import LocalProtocolError, Redactor, keep_response_header
+from reel_core import (
+    Cassette,
+    Config,
+    LocalProtocolError,
+    Mode,
+    Recorded,
+    Redactor,
+    Replay,
+    Request,
+    Session,
+    Signal,
+    keep_response_header,
+)
 from reel_core._redact import PII_PATTERNS, RESPONSE_HEADER_ALLOWLIST, SECRET_PATTERNS
 
 R = Redactor()
@@ -245,3 +259,56 @@ def test_digit_groups_inside_ids_are_not_phone_numbers(text: str) -> None:
 )
 def test_phone_numbers_in_prose_are_redacted(text: str) -> None:
     assert "[REDACTED:phone]" in Redactor().text(text)
+
+
+def test_json_paths_are_blanked_in_the_bodys_own_formatting() -> None:
+    r = Redactor(paths=("metadata.customer", "messages[*].name"))
+    body = json.dumps(
+        {
+            "metadata": {"customer": "ACME-42", "keep": 1},
+            "messages": [{"name": "ann", "content": "hi"}, {"name": "bob", "content": "yo"}],
+        },
+        indent=2,
+    ).encode()
+    found: list[str] = []
+    out = r.data(body, found)
+    value = json.loads(out)
+    assert value["metadata"] == {"customer": "[REDACTED:json-path]", "keep": 1}
+    assert [m["name"] for m in value["messages"]] == ["[REDACTED:json-path]"] * 2
+    assert out == json.dumps(value, indent=2).encode()  # indent kept
+    assert found == ["json-path"]
+    again: list[str] = []
+    assert r.data(out, again) == out  # idempotent
+    assert again == []
+    assert r.data(b"not json at all") == b"not json at all"
+    assert r.data(b'{"other": 1}') == b'{"other": 1}'
+
+
+def test_json_paths_from_the_cassettes_meta_make_a_live_request_match() -> None:
+    meta = b'{"_meta":{"schema":1,"redact":{"paths":["metadata.trace"]}}}\n'
+    cassette = Cassette.loads(meta)
+    record = Session(cassette, Config(mode=Mode.RECORD))
+    record.receive_request(Request("POST", "/v1/x", (), b'{"metadata":{"trace":"t-1"},"q":1}'))
+    record.next_event()
+    record.upstream_head(200, [], now=0.0)
+    record.upstream_end(now=0.1)
+    while not isinstance(event := record.next_event(), Signal):
+        if isinstance(event, Recorded):
+            assert b"t-1" not in event.line
+    replay = Session(cassette, Config(mode=Mode.REPLAY))
+    replay.receive_request(Request("POST", "/v1/x", (), b'{"metadata":{"trace":"t-2"},"q":1}'))
+    assert isinstance(replay.next_event(), Replay)
+
+
+@pytest.mark.parametrize("paths", ["metadata.trace", ["a[", "b"], [1]])
+def test_bad_redact_paths_are_refused(paths: object) -> None:
+    with pytest.raises(LocalProtocolError):
+        Redactor.from_settings({"paths": paths})
+
+
+def test_json_paths_with_a_dict_wildcard_and_an_index() -> None:
+    r = Redactor(paths=("headers[*]", "messages[1].content", "messages[5].content"))
+    body = b'{"headers": {"a": "1", "b": "2"}, "messages": [{"content": "x"}, {"content": "y"}]}'
+    value = json.loads(r.data(body))
+    assert value["headers"] == {"a": "[REDACTED:json-path]", "b": "[REDACTED:json-path]"}
+    assert value["messages"] == [{"content": "x"}, {"content": "[REDACTED:json-path]"}]
