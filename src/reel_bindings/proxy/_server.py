@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 import anyio
@@ -262,9 +263,17 @@ class Proxy:
             if anyio.current_time() >= deadline:
                 if exchange.first_byte:
                     log.warning(
-                        "a client sent only part of a request in %ss (--client-timeout): closing",
+                        "a client sent only part of a request in %ss (--client-timeout): "
+                        "answered 408",
                         self.client_timeout,
                     )
+                    late = RemoteProtocolError(
+                        f"the request did not arrive whole within {self.client_timeout:g} s "
+                        "of its first byte (the proxy's --client-timeout); send it at once",
+                        408,
+                    )
+                    with anyio.CancelScope(shield=True), suppress(anyio.BrokenResourceError):
+                        await _send(stream, session.error_response(late))
                 else:
                     log.debug("client idle for %ss: closing", self.client_timeout)
             return False
