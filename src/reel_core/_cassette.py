@@ -26,7 +26,7 @@ import json
 import math
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -80,6 +80,25 @@ class RecordedRequest:
 
     def key(self, config: MatchConfig) -> str:
         return match_key(self.method, self.path, self.query, self.body, config)
+
+    def redacted(
+        self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
+    ) -> RecordedRequest:
+        """This request with its path, query and body redacted (the one rule
+        for what of a request is scrubbed).  ``found(where, kinds)`` hears
+        what was replaced in ``request.path``, ``request.query`` and
+        ``request.body``."""
+        kinds: dict[str, list[str]] = {"request.path": [], "request.query": [], "request.body": []}
+        redacted = RecordedRequest(
+            method=self.method,
+            path=redactor.text(self.path, kinds["request.path"]),
+            query=redactor.query(self.query, kinds["request.query"]),
+            body=redactor.data(self.body, kinds["request.body"]),
+        )
+        if found is not None:
+            for where, replaced in kinds.items():
+                found(where, replaced)
+        return redacted
 
 
 @dataclass(frozen=True)

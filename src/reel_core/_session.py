@@ -195,12 +195,8 @@ class Session:
 
     def recorded_request(self, request: Request) -> RecordedRequest:
         """The redacted form of ``request`` that is keyed and stored."""
-        return RecordedRequest(
-            method=request.method,
-            path=self.redactor.text(request.path),
-            query=self.redactor.query(request.query),
-            body=self.redactor.data(request.body),
-        )
+        plain = RecordedRequest(request.method, request.path, request.query, request.body)
+        return plain.redacted(self.redactor)
 
     def _decide(self, request: Request) -> None:
         self._request = request

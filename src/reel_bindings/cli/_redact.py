@@ -25,7 +25,6 @@ from reel_core import (
     CassetteMeta,
     Interaction,
     MatchConfig,
-    RecordedRequest,
     RecordedResponse,
     Redactor,
     StreamCut,
@@ -132,15 +131,7 @@ def scrub(ix: Interaction, redactor: Redactor, keying: MatchConfig) -> tuple[Int
         return out
 
     req = ix.request
-    found_query: list[str] = []
-    query = redactor.query(req.query, found_query)
-    findings.add("request.query", found_query)
-    request = RecordedRequest(
-        method=req.method,
-        path=text("request.path", req.path),
-        query=query,
-        body=data("request.body", req.body),
-    )
+    request = req.redacted(redactor, findings.add)
     resp = ix.response
     headers = []
     for name, value in resp.headers:
