@@ -26,7 +26,7 @@ import json
 import math
 import re
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -49,11 +49,18 @@ __all__ = [
     "safe_cassette_name",
 ]
 
+_BOM = b"\xef\xbb\xbf"
 _KEY_PREFIX = b'{"key":"sha256:'
 _KEY_END = len(_KEY_PREFIX) + 64  # index of the quote closing the key
 _HEX = re.compile(rb"[0-9a-f]{64}")
 #: The start of a line written by Reel: its key, then the next field.
 _KEY_LINE = re.compile(rb'\{"key":"sha256:[0-9a-f]{64}"')
+#: A line of Reel's ending, and the next starting: ``}``, newline, the key.
+_JOINT = b"}\n" + _KEY_PREFIX
+#: ``sha256:<64 hex>"`` of a line matching ``_KEY_LINE`` (its head), with its
+#: hex digits turned into "0" by ``_HEX_AS_ZERO``: only a head reads so.
+_HEX_AS_ZERO = bytes.maketrans(b"123456789abcdef", b"0" * 15)
+_ZEROED_HEAD = b"sha256:".translate(_HEX_AS_ZERO) + b"0" * 64 + b'"'
 #: A version number (PEP 440-ish), safe to put in an upgrade command.
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+!]*")
 
@@ -88,6 +95,8 @@ class RecordedRequest:
         for what of a request is scrubbed).  ``found(where, kinds)`` hears
         what was replaced in ``request.path``, ``request.query`` and
         ``request.body``."""
+        if found is None and not self.query and redactor.keeps(self.path, self.body):
+            return self  # nearly every request: nothing to scrub, nothing to build
         kinds: dict[str, list[str]] = {"request.path": [], "request.query": [], "request.body": []}
         redacted = RecordedRequest(
             method=self.method,
@@ -402,39 +411,122 @@ class CassetteMeta:
         return cls(schema=schema, match=match, writer=str(writer), extra=extra)
 
 
-class _Line:
-    """One line: a slice of the bytes the cassette was loaded from (not
-    copied: loading never holds the file twice), or bytes of its own."""
+class _Lines:
+    """The lines of a cassette, column by column: line ``i`` is
+    ``sources[i][starts[i]:ends[i]]``, a slice of the bytes the cassette was
+    loaded from (not copied: loading never holds the file twice) or bytes of
+    its own.  Columns rather than an object per line: building that object
+    cost more than finding the line."""
 
-    __slots__ = ("_end", "_source", "_start", "key", "number", "parsed")
+    __slots__ = ("ends", "keys", "numbers", "parsed", "sources", "starts")
 
-    def __init__(
-        self,
-        source: bytes,
-        number: int,
-        key: str,
-        parsed: Interaction | None = None,
-        start: int = 0,
-        end: int | None = None,
+    def __init__(self) -> None:
+        self.sources: list[bytes] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        #: 1-based numbers of the lines in their file, for error messages.
+        self.numbers: list[int] = []
+        self.keys: list[str] = []
+        #: Each line parsed, once it was used.
+        self.parsed: list[Interaction | None] = []
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def append(self, raw: bytes, number: int, key: str, parsed: Interaction) -> None:
+        self.sources.append(raw)
+        self.starts.append(0)
+        self.ends.append(len(raw))
+        self.numbers.append(number)
+        self.keys.append(key)
+        self.parsed.append(parsed)
+
+    def extend(
+        self, source: bytes, starts: list[int], ends: list[int], keys: list[str], number: int
     ) -> None:
-        self._source = source
-        self._start = start
-        self._end = len(source) if end is None else end
-        self.number = number
-        self.key = key
-        self.parsed = parsed
+        """Add the lines ``source[starts[i]:ends[i]]``, numbered from ``number``."""
+        count = len(keys)
+        self.sources += [source] * count
+        self.starts += starts
+        self.ends += ends
+        self.numbers += range(number, number + count)
+        self.keys += keys
+        self.parsed += [None] * count
 
-    @property
-    def raw(self) -> bytes:
-        if self._start == 0 and self._end == len(self._source):
-            return self._source
-        return self._source[self._start : self._end]
+    def clear(self) -> None:
+        for column in (self.sources, self.starts, self.ends, self.numbers, self.keys, self.parsed):
+            column.clear()
 
-    def holds(self, needle: bytes) -> bool:
-        return self._source.find(needle, self._start, self._end) >= 0
+    def raw(self, i: int) -> bytes:
+        source, start, end = self.sources[i], self.starts[i], self.ends[i]
+        if start == 0 and end == len(source):
+            return source
+        return source[start:end]
 
-    def starts_with(self, prefix: bytes) -> bool:
-        return self._source.startswith(prefix, self._start, self._end)
+    def holds(self, i: int, needle: bytes) -> bool:
+        return self.sources[i].find(needle, self.starts[i], self.ends[i]) >= 0
+
+    def starts_with(self, i: int, prefix: bytes) -> bool:
+        return self.sources[i].startswith(prefix, self.starts[i], self.ends[i])
+
+
+#: An index: the position of the line (or lines, in recorded order) holding
+#: each key.  Loading files a bare position for each key: a list for each of
+#: 100,000 keys, each tracked by the garbage collector, cost a quarter of the
+#: whole load.
+_Index = dict[str, int | list[int]]
+
+
+def _file_position(index: _Index, key: str, position: int) -> None:
+    """Add line ``position`` to the recordings of ``key`` in ``index``."""
+    positions = index.setdefault(key, [])
+    if isinstance(positions, int):
+        positions = index[key] = [positions]
+    positions.append(position)
+
+
+def _scan_keyed(data: bytes, pos: int) -> tuple[list[int], list[int], list[str]]:
+    """The lines Reel wrote from ``pos`` on, up to the first it did not (or
+    the end): their starts, ends and keys.
+
+    Reel's line starts with its key (``_KEY_LINE``) and ends with ``}``; a
+    JSON line never holds a raw newline, so each ``\\n`` ends a line.  One
+    check at each newline covers the lines on both sides of it (``_JOINT``),
+    and the keys are checked and decoded for the whole run at once: per
+    line, a regex match and a decode cost nearly as much as the whole loop.
+    """
+    if not data.startswith(_KEY_PREFIX, pos):
+        return [], [], []
+    first = pos
+    ends: list[int] = []
+    heads: list[bytes] = []
+    # bound once: this loop runs once a line
+    find, starts_with = data.find, data.startswith
+    add_end, add_head = ends.append, heads.append
+    while True:
+        end = find(b"\n", pos)
+        if not starts_with(_JOINT, end - 1):
+            break
+        add_end(end)
+        add_head(data[pos + 8 : pos + _KEY_END + 1])
+        pos = end + 1
+    # the run's last line, which no line of Reel's follows
+    if end < 0:
+        end = len(data)
+    if data[end - 1] == 0x7D:  # "}"
+        add_end(end)
+        add_head(data[pos + 8 : pos + _KEY_END + 1])
+    starts = [first, *[stop + 1 for stop in ends]]
+    starts.pop()  # where the run stopped
+    blob = b"".join(heads)
+    if blob.translate(_HEX_AS_ZERO) != _ZEROED_HEAD * len(ends):
+        # a key that is not one (a hand-edited line): the run stops before it
+        good = next(i for i, start in enumerate(starts) if _KEY_LINE.match(data, start) is None)
+        del starts[good:], ends[good:]
+        blob = blob[: good * len(_ZEROED_HEAD)]  # the heads before it are whole
+    keys = blob.decode("ascii").split('"')
+    keys.pop()  # the empty string after the last key's quote
+    return starts, ends, keys
 
 
 class Cassette:
@@ -448,10 +540,10 @@ class Cassette:
     def __init__(self, name: str = "<memory>", meta: CassetteMeta | None = None) -> None:
         self.name = name
         self.meta = meta if meta is not None else CassetteMeta()
-        self._lines: list[_Line] = []
+        self._lines = _Lines()
         #: The settings the keys on the lines were computed with.
         self.keying = self.meta.match.keying()
-        self._indexes: dict[MatchConfig, dict[str, list[int]]] = {self.keying: {}}
+        self._indexes: dict[MatchConfig, _Index] = {self.keying: {}}
         self._plays: dict[tuple[MatchConfig, str], int] = {}
 
     # -- loading -------------------------------------------------------------
@@ -465,58 +557,66 @@ class Cassette:
         :class:`CassetteWarning` each and keeps every other line.  A newer
         schema raises :class:`SchemaVersionError` either way.
         """
-        if data.startswith(b"\xef\xbb\xbf"):  # a byte order mark an editor added
-            data = data[3:]
+        # a byte order mark an editor added is skipped, not cut off: no copy
+        pos = len(_BOM) if data.startswith(_BOM) else 0
         size = len(data)
         find = data.find
-        first_end = find(b"\n")
+        first_end = find(b"\n", pos)
         if first_end < 0:
             first_end = size
         meta = None
-        pos = number = 0  # where the next line starts; the number of the line before it
-        if is_meta_line(data[:first_end]):
+        number = 0  # the number of the line before ``pos``
+        if is_meta_line(data[pos:first_end]):
             try:
-                obj = json.loads(data[:first_end])
+                obj = json.loads(data[pos:first_end])
             except (ValueError, RecursionError) as exc:
                 raise CassetteError(name, 1, f"the _meta line is not JSON ({exc})") from None
             meta = CassetteMeta.from_json(obj, name)
             pos, number = first_end + 1, 1
         cassette = cls(name, meta)
-        index = cassette._indexes[cassette.keying]
-        append = cassette._lines.append
-        key_at = _KEY_LINE.match
         # Lines are indexed where they lie in ``data``: no split, no copy.
         while pos <= size:
+            starts, ends, keys = _scan_keyed(data, pos)
+            if keys:
+                cassette._file(data, starts, ends, keys, number + 1)
+                number += len(keys)
+                pos = ends[-1] + 1
+                continue
             end = find(b"\n", pos)
             if end < 0:
                 end = size  # the last line (torn if it is not JSON)
             number += 1
-            if key_at(data, pos) is not None and data[end - 1] == 0x7D:  # "}"
-                key = data[pos + 8 : pos + _KEY_END].decode("ascii")
-                line = _Line(data, number, key, None, pos, end)
-            else:
-                raw = data[pos:end]
-                if not raw.strip():
-                    pos = end + 1
-                    continue
-                try:
-                    parsed = cassette._slow_parse(raw, number)
-                except CassetteError as exc:
-                    torn = end == size
-                    reason = exc.reason + (" (a torn last line: a write cut short)" if torn else "")
-                    if strict:
-                        raise CassetteError(name, number, reason) from None
-                    warnings.warn(
-                        f"{name}:{number}: skipped: {reason}", CassetteWarning, stacklevel=2
-                    )
-                    pos = end + 1
-                    continue
-                key = parsed.key
-                line = _Line(raw, number, key, parsed)
-            index.setdefault(key, []).append(len(cassette._lines))
-            append(line)
+            raw = data[pos:end]
             pos = end + 1
+            if not raw.strip():
+                continue
+            try:
+                parsed = cassette._slow_parse(raw, number)
+            except CassetteError as exc:
+                torn = end == size
+                reason = exc.reason + (" (a torn last line: a write cut short)" if torn else "")
+                if strict:
+                    raise CassetteError(name, number, reason) from None
+                warnings.warn(f"{name}:{number}: skipped: {reason}", CassetteWarning, stacklevel=2)
+                continue
+            _file_position(cassette._indexes[cassette.keying], parsed.key, len(cassette._lines))
+            cassette._lines.append(raw, number, parsed.key, parsed)
         return cassette
+
+    def _file(
+        self, source: bytes, starts: list[int], ends: list[int], keys: list[str], number: int
+    ) -> None:
+        """Add and index the lines ``source[starts[i]:ends[i]]`` with keys
+        ``keys``, numbered from ``number``."""
+        index = self._indexes[self.keying]
+        first = len(self._lines)
+        fresh: _Index = dict(zip(keys, range(first, first + len(keys)), strict=True))
+        if len(fresh) == len(keys) and index.keys().isdisjoint(fresh.keys()):
+            index.update(fresh)
+        else:  # a request recorded more than once
+            for position, key in enumerate(keys, first):
+                _file_position(index, key, position)
+        self._lines.extend(source, starts, ends, keys, number)
 
     def _slow_parse(self, raw: bytes, number: int) -> Interaction:
         try:
@@ -540,13 +640,14 @@ class Cassette:
             yield self._get(i)
 
     def _get(self, i: int) -> Interaction:
-        line = self._lines[i]
-        if line.parsed is None:
-            parsed = self._slow_parse(line.raw, line.number)
-            if parsed.key != line.key:  # pragma: no cover - guarded by the fast path
-                raise CassetteError(self.name, line.number, "key changed while parsing")
-            line.parsed = parsed
-        return line.parsed
+        lines = self._lines
+        parsed = lines.parsed[i]
+        if parsed is None:
+            parsed = self._slow_parse(lines.raw(i), lines.numbers[i])
+            if parsed.key != lines.keys[i]:  # pragma: no cover - guarded by the fast path
+                raise CassetteError(self.name, lines.numbers[i], "key changed while parsing")
+            lines.parsed[i] = parsed
+        return parsed
 
     def readable(self) -> Iterator[Interaction]:
         """Every interaction that parses, in file order (a tolerant
@@ -571,8 +672,13 @@ class Cassette:
             {"method": method, "path": path}, ensure_ascii=False, separators=(",", ":")
         )
         marker = needle[1:-1].encode()
-        for i, line in enumerate(self._lines):
-            if line.parsed is None and not line.holds(marker) and line.starts_with(_KEY_PREFIX):
+        lines = self._lines
+        for i in range(len(lines)):
+            if (
+                lines.parsed[i] is None
+                and not lines.holds(i, marker)
+                and lines.starts_with(i, _KEY_PREFIX)
+            ):
                 continue  # our own lines always hold this exact text when they match
             interaction = self._parsed_or_none(i)
             if (
@@ -587,7 +693,7 @@ class Cassette:
         for _ in self:
             pass
 
-    def _index(self, config: MatchConfig) -> dict[str, list[int]]:
+    def _index(self, config: MatchConfig) -> _Index:
         index = self._indexes.get(config)
         if index is None:
             # Keys on disk are for the cassette's own match settings; other
@@ -596,19 +702,24 @@ class Cassette:
             for i in range(len(self._lines)):
                 interaction = self._parsed_or_none(i)
                 if interaction is not None:  # a bad line has no key under other settings
-                    index.setdefault(interaction.request.key(config), []).append(i)
+                    _file_position(index, interaction.request.key(config), i)
             self._indexes[config] = index
         return index
 
+    def _positions(self, key: str, config: MatchConfig) -> Sequence[int]:
+        """The lines recording ``key``, in recorded order."""
+        positions = self._index(config).get(key, ())
+        return (positions,) if isinstance(positions, int) else positions
+
     def count(self, key: str, config: MatchConfig) -> int:
         """How many recordings answer ``key``."""
-        return len(self._index(config).get(key, ()))
+        return len(self._positions(key, config))
 
     def play(self, key: str, config: MatchConfig, *, repeat: bool = True) -> Interaction | None:
         """The next recording for ``key``: recordings of one request are
         served in recorded order; once all were served the last one repeats
         (``repeat=True``) or there is none (``repeat=False``)."""
-        positions = self._index(config).get(key)
+        positions = self._positions(key, config)
         if not positions:
             return None
         n = self._plays.get((config, key), 0)
@@ -635,11 +746,11 @@ class Cassette:
         :meth:`~Interaction.to_line`, when the caller has it already."""
         number = len(self._lines) + 1
         raw = (interaction.to_line() if line is None else line)[:-1]
-        self._lines.append(_Line(raw, number, interaction.key, interaction))
+        self._lines.append(raw, number, interaction.key, interaction)
         position = len(self._lines) - 1
         for config, index in self._indexes.items():
             key = interaction.key if config == self.keying else interaction.request.key(config)
-            index.setdefault(key, []).append(position)
+            _file_position(index, key, position)
             if played:
                 self._plays[(config, key)] = self._plays.get((config, key), 0) + 1
 
@@ -651,7 +762,8 @@ class Cassette:
 
     def dumps(self) -> bytes:
         """The whole cassette as bytes: the ``_meta`` line, then every line."""
-        return self.meta.to_line() + b"".join(line.raw + b"\n" for line in self._lines)
+        lines = self._lines
+        return self.meta.to_line() + b"".join(lines.raw(i) + b"\n" for i in range(len(lines)))
 
 
 _NAME_PART = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")

@@ -426,6 +426,89 @@ def test_tolerant_load_skips_bad_lines_with_warnings() -> None:
     assert [i.id for i in c] == ["a", "b"]
 
 
+def _broken(i: Interaction) -> bytes:
+    """``i``'s line (no newline), with a body that fails only once parsed:
+    loading indexes such a line of Reel's without a complaint."""
+    line = i.to_line()[:-1]
+    assert line.count(b'"body":{"json":{"ok":true}}') == 1
+    return line.replace(b'"body":{"json":{"ok":true}}', b'"body":{"nope":1}')
+
+
+def test_lines_between_runs_of_reel_lines_keep_every_number() -> None:
+    a, b, c = (interaction(id=x, body=b'{"n":"%s"}' % x.encode()) for x in ("a", "b", "c"))
+    reordered = json.dumps({"id": "b", **json.loads(b.to_line())}).encode()  # key not first
+    data = b"\n".join(
+        [
+            b"\xef\xbb\xbf" + CassetteMeta().to_line()[:-1],  # 1
+            _broken(a),  # 2: Reel's
+            b"",  # 3
+            _broken(c),  # 4: Reel's, then
+            reordered,  # 5: a line Reel did not write
+            _broken(c),  # 6: Reel's, then
+            b'{"key":"sha256:' + b"A" * 64 + b'"}',  # 7: one that only starts like Reel's
+            _broken(a),  # 8: Reel's, the last line, with no newline
+        ]
+    )
+    with pytest.warns(CassetteWarning) as record:
+        cassette = Cassette.loads(data, name="runs.jsonl", strict=False)
+    assert [str(w.message) for w in record] == [
+        'runs.jsonl:7: skipped: "key" must be "sha256:" and 64 lowercase hex digits'
+    ]
+    kept = [_broken(a), _broken(c), reordered, _broken(c), _broken(a)]
+    assert cassette.dumps() == CassetteMeta().to_line() + b"".join(k + b"\n" for k in kept)
+    assert [i.id for i in cassette.same_endpoint("POST", "/v1/chat/completions")] == ["b"]
+    assert cassette.count(a.key, NORMALIZED) == cassette.count(c.key, NORMALIZED) == 2
+    played = cassette.play(b.key, NORMALIZED)
+    assert played is not None
+    assert played.id == "b"
+    # Reel's lines are parsed once used, and name their own lines
+    numbers = []
+    for key in (a.key, a.key, c.key, c.key):
+        with pytest.raises(CassetteError) as info:
+            cassette.play(key, NORMALIZED)
+        numbers.append(info.value.line)
+    assert numbers == [2, 8, 4, 6]
+    with pytest.raises(CassetteError) as info:
+        Cassette.loads(data, name="runs.jsonl")
+    assert info.value.line == 7
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        # shorter than a key, with a line of Reel's after it
+        (b'{"key":"sha256:}\n', "not a JSON line"),
+        # its key cut short by the end of the file
+        (b'{"key":"sha256:0f}', "a torn last line"),
+        # a key one digit short
+        (b'{"key":"sha256:' + b"0" * 63 + b'"}\n', '"key" must be "sha256:" and 64'),
+    ],
+)
+def test_a_line_that_only_starts_like_reel_s_is_read_alone(bad: bytes, reason: str) -> None:
+    good = interaction().to_line()
+    data = good + bad + (good if bad.endswith(b"\n") else b"")
+    with pytest.raises(CassetteError, match=_re(reason)) as info:
+        Cassette.loads(data, name="x.jsonl")
+    assert info.value.line == 2
+    with pytest.warns(CassetteWarning) as record:
+        cassette = Cassette.loads(data, name="x.jsonl", strict=False)
+    [message] = [str(w.message) for w in record]
+    assert message.startswith("x.jsonl:2: skipped: ")
+    assert reason in message
+    assert len(cassette) == data.count(good)
+
+
+def test_crlf_line_ends_are_read() -> None:
+    exact = MatchConfig(MatchMode.EXACT)
+    a, b = interaction(id="a", body=b'{"n":1}'), interaction(id="b", body=b'{"n":2}')
+    lines = [Interaction(i.request.key(exact), i.id, i.request, i.response) for i in (a, b)]
+    data = CassetteMeta(match=exact).to_line() + b"".join(i.to_line() for i in lines)
+    cassette = Cassette.loads(data.replace(b"\n", b"\r\n"))
+    assert cassette.meta.match == exact
+    assert [i.id for i in cassette] == ["a", "b"]
+    assert cassette.count(lines[1].key, exact) == 1
+
+
 # -- playing -------------------------------------------------------------------
 
 
@@ -603,4 +686,4 @@ def test_a_bad_line_is_left_out_of_an_index_for_other_settings() -> None:
     cassette = Cassette.loads(good.to_line() + broken)
     exact = MatchConfig(MatchMode.EXACT)
     assert cassette.count(good.request.key(exact), exact) == 1
-    assert sum(len(keys) for keys in cassette._index(exact).values()) == 1
+    assert sum(cassette.count(key, exact) for key in cassette._index(exact)) == 1
