@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
@@ -85,7 +86,7 @@ def _family(request: Any) -> ModuleType:
         raise TypeError(
             f"reel_bindings.httpcore transports serve httpx and httpx2 requests, not {name}"
         )
-    return importlib.import_module(name)
+    return sys.modules[name]  # imported: ``request`` is one of its objects
 
 
 @functools.cache

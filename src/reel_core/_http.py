@@ -121,7 +121,8 @@ class Request:
     @property
     def query(self) -> tuple[tuple[str, str], ...]:
         """The query string as ``(name, value)`` pairs in sent order."""
-        return tuple(parse_qsl(self.target.partition("?")[2], keep_blank_values=True))
+        query = self.target.partition("?")[2]
+        return tuple(parse_qsl(query, keep_blank_values=True)) if query else ()
 
     def header(self, name: str) -> bytes | None:
         """The last value of header ``name`` (any case), or ``None``."""

@@ -195,18 +195,11 @@ def match_key(
     config: MatchConfig,
 ) -> str:
     """``sha256:<hex>`` of the canonical request (redact it first)."""
-    h = hashlib.sha256()
+    query_text = _COMPACT.encode(sorted(query)) if query else "[]"
     # "surrogatepass": a lone surrogate (a "\ud800" escape in a cassette line)
     # must not crash keying, and must not collide with any other text.
-    h.update(method.upper().encode("utf-8", "surrogatepass"))
-    h.update(b"\n")
-    h.update(path.encode("utf-8", "surrogatepass"))
-    h.update(b"\n")
-    query_text = _COMPACT.encode(sorted(query)) if query else "[]"
-    h.update(query_text.encode("utf-8", "surrogatepass"))
-    h.update(b"\n")
-    h.update(canonical_body(body, config, path))
-    return "sha256:" + h.hexdigest()
+    head = f"{method.upper()}\n{path}\n{query_text}\n".encode("utf-8", "surrogatepass")
+    return "sha256:" + hashlib.sha256(head + canonical_body(body, config, path)).hexdigest()
 
 
 @dataclass(frozen=True)

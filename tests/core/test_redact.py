@@ -12,6 +12,7 @@ from reel_core import (
     LocalProtocolError,
     Mode,
     Recorded,
+    RecordedRequest,
     Redactor,
     Replay,
     Request,
@@ -312,3 +313,15 @@ def test_json_paths_with_a_dict_wildcard_and_an_index() -> None:
     value = json.loads(r.data(body))
     assert value["headers"] == {"a": "[REDACTED:json-path]", "b": "[REDACTED:json-path]"}
     assert value["messages"] == [{"content": "x"}, {"content": "[REDACTED:json-path]"}]
+
+
+def test_a_request_with_nothing_to_scrub_is_kept_as_it_is() -> None:
+    redactor = Redactor()
+    clean = RecordedRequest("POST", "/v1/chat/completions", (), b'{"model":"gpt-4o-mini"}')
+    assert clean.redacted(redactor) is clean
+    secret = RecordedRequest("POST", "/v1/chat/completions", (), b'{"api_key":"sk-abc"}')
+    assert secret.redacted(redactor).body == b'{"api_key":"[REDACTED:secret-field]"}'
+    # phone numbers: three digits, a separator, three more, in any of ' .-'
+    for sep in " .-":
+        call = RecordedRequest("POST", "/v1/x", (), f"call 555{sep}123{sep}4567".encode())
+        assert call.redacted(redactor).body == b"call [REDACTED:phone]"

@@ -75,3 +75,21 @@ def test_hints_change_nothing(text: str, pii: bool) -> None:
 def test_hints_change_nothing_on_secrets(case: SecretText, pii: bool) -> None:
     text, _ = case
     assert FAST[pii].text(text) == SLOW[pii].text(text)
+
+
+@given(st.lists(st.one_of(ASCIIISH, st.text()), min_size=1, max_size=3), st.booleans())
+def test_keeps_only_what_redaction_keeps(texts: list[str], pii: bool) -> None:
+    """``keeps`` (one scan of the parts joined) never vouches for a part
+    that redaction would change, whether given as text or as bytes."""
+    redactor = FAST[pii]
+    changed = any(SLOW[pii].text(t) != t for t in texts)
+    if redactor.keeps(*texts) or redactor.keeps(
+        *(t.encode("utf-8", "surrogatepass") for t in texts)
+    ):
+        assert not changed
+
+
+def test_keeps_is_off_without_hints() -> None:
+    assert FAST[True].keeps("/v1/chat/completions", b'{"model":"gpt-4o-mini"}')
+    assert not SLOW[True].keeps("/v1/chat/completions", b'{"model":"gpt-4o-mini"}')
+    assert not Redactor(paths=("model",)).keeps("/v1/chat/completions", b"{}")
