@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import zlib
@@ -31,19 +32,31 @@ _SPACED = {a: json.JSONEncoder(ensure_ascii=a) for a in (False, True)}
 
 
 def _dumps(value: Any, style: str) -> str:
-    spacing, _, flags = style.partition(",")
-    ascii_ = "ascii" in flags.split("+")
+    spacing, indent, ascii_, newline = _style(style)
     if spacing == "compact":
         text = _COMPACT[ascii_].encode(value)
     elif spacing == "spaced":
         text = _SPACED[ascii_].encode(value)
-    elif spacing.startswith("indent=") and 0 <= (indent := int(spacing[7:])) <= 64:
-        text = _indented(value, " " * indent, ascii_)
     else:
+        text = _indented(value, " " * indent, ascii_)
+    return text + "\n" if newline else text
+
+
+@functools.lru_cache(maxsize=64)
+def _style(style: str) -> tuple[str, int, bool, bool]:
+    """A style's spacing, indent, ``ascii`` flag and ``nl`` flag (a replay
+    renders a body per request: the few styles in use are read once)."""
+    spacing, _, flags = style.partition(",")
+    names = flags.split("+")
+    indent = 0
+    if spacing.startswith("indent="):
+        indent = int(spacing[7:])
+        if not 0 <= indent <= 64:
+            raise ValueError(f"unknown JSON style {style!r}")
+        spacing = "indent"
+    elif spacing not in ("compact", "spaced"):
         raise ValueError(f"unknown JSON style {style!r}")
-    if "nl" in flags.split("+"):
-        text += "\n"
-    return text
+    return spacing, indent, "ascii" in names, "nl" in names
 
 
 class _NotPlainJSON(Exception):
@@ -95,7 +108,13 @@ def _indented(value: Any, indent: str, ascii_: bool) -> str:
                 add(separator)
                 add(string(key))
                 add(": ")
-                encode(item, inner)
+                # strings and ints, most leaves, without a call each
+                if type(item) is str:
+                    add(string(item))
+                elif type(item) is int:
+                    add(int.__repr__(item))
+                else:
+                    encode(item, inner)
                 separator = "," + inner
             add(newline + "}")
         elif isinstance(o, list):
@@ -106,7 +125,10 @@ def _indented(value: Any, indent: str, ascii_: bool) -> str:
             separator = "[" + inner
             for item in o:
                 add(separator)
-                encode(item, inner)
+                if type(item) is str:
+                    add(string(item))
+                else:
+                    encode(item, inner)
                 separator = "," + inner
             add(newline + "]")
         else:

@@ -644,7 +644,7 @@ class Cassette:
         parsed = lines.parsed[i]
         if parsed is None:
             parsed = self._slow_parse(lines.raw(i), lines.numbers[i])
-            if parsed.key != lines.keys[i]:  # pragma: no cover - guarded by the fast path
+            if parsed.key != lines.keys[i]:  # a hand-edited line naming two keys
                 raise CassetteError(self.name, lines.numbers[i], "key changed while parsing")
             lines.parsed[i] = parsed
         return parsed
@@ -763,7 +763,8 @@ class Cassette:
     def dumps(self) -> bytes:
         """The whole cassette as bytes: the ``_meta`` line, then every line."""
         lines = self._lines
-        return self.meta.to_line() + b"".join(lines.raw(i) + b"\n" for i in range(len(lines)))
+        # one join, one copy of each line; the empty last part ends the file
+        return b"\n".join([self.meta.to_line()[:-1], *map(lines.raw, range(len(lines))), b""])
 
 
 _NAME_PART = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")

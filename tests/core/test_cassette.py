@@ -687,3 +687,14 @@ def test_a_bad_line_is_left_out_of_an_index_for_other_settings() -> None:
     exact = MatchConfig(MatchMode.EXACT)
     assert cassette.count(good.request.key(exact), exact) == 1
     assert sum(cassette.count(key, exact) for key in cassette._index(exact)) == 1
+
+
+def test_a_line_whose_key_is_given_twice_is_refused_when_used() -> None:
+    """The index reads a line's first "key", JSON parsing keeps its last: a
+    hand-edited line holding two is named, not served under either key."""
+    one = interaction()
+    doubled = one.to_line()[:-2] + b',"key":"sha256:' + b"b" * 64 + b'"}\n'
+    cassette = Cassette.loads(doubled, name="two-keys.jsonl")
+    assert cassette.count(one.key, cassette.keying) == 1
+    with pytest.raises(CassetteError, match=r"two-keys.jsonl:1: key changed while parsing"):
+        cassette.play(one.key, cassette.keying)

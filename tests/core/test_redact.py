@@ -325,3 +325,14 @@ def test_a_request_with_nothing_to_scrub_is_kept_as_it_is() -> None:
     for sep in " .-":
         call = RecordedRequest("POST", "/v1/x", (), f"call 555{sep}123{sep}4567".encode())
         assert call.redacted(redactor).body == b"call [REDACTED:phone]"
+
+
+def test_a_redacted_request_says_what_was_replaced_where() -> None:
+    heard: dict[str, list[str]] = {}
+    request = RecordedRequest("GET", "/v1/x", (("key", "AIza" + "x" * 35),), b"mail a@b.co")
+    request.redacted(Redactor(), lambda where, kinds: heard.setdefault(where, kinds))
+    assert heard == {
+        "request.path": [],
+        "request.query": ["query-secret"],
+        "request.body": ["email"],
+    }

@@ -31,6 +31,8 @@ VALUES = st.recursive(
 @given(VALUES, st.sampled_from([0, 1, 2, 4]), st.booleans(), st.booleans())
 @example({"a": [], "b": {}, "c": [1.5, -0.0, 10**30]}, 2, False, True)
 @example([math.nan, math.inf, -math.inf], 2, True, False)
+@example("a whole body that is one string", 2, False, False)
+@example({"n": 1, "t": True, "s": "x", "l": ["y", 2, None], "f": 0.5}, 2, True, False)
 def test_indent_styles_match_json_dumps(value: Any, indent: int, ascii_: bool, nl: bool) -> None:
     flags = "+".join(f for f in ("ascii" if ascii_ else "", "nl" if nl else "") if f)
     style = f"indent={indent}" + (f",{flags}" if flags else "")
