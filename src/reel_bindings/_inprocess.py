@@ -160,7 +160,7 @@ class Upstreaming:
             sent_at=self.sent_at,
             timestamp=time.time(),
         )
-        self._drain()
+        self._drain()  # only events: a line comes after the end
 
     def data(self, chunk: bytes) -> None:
         self._session.upstream_data(chunk, now=time.monotonic())
@@ -169,21 +169,28 @@ class Upstreaming:
     def end(self) -> None:
         with self._player.lock:
             self._session.upstream_end(now=time.monotonic())
-        self._drain()
+            lines = self._drain()  # pulling the line adds it to the shared cassette
+        self._append(lines)
 
     def error(self, error: UpstreamError, detail: str) -> None:
         with self._player.lock:
             self._session.upstream_error(error, detail, now=time.monotonic())
-        self._drain()
+            lines = self._drain()
+        self._append(lines)
 
-    def _drain(self) -> None:
+    def _drain(self) -> list[bytes]:
         # The client gets the upstream's own bytes; only the line matters here.
+        lines: list[bytes] = []
         while True:
             event = self._session.next_event()
             if isinstance(event, Signal):
-                return
+                return lines
             if isinstance(event, Recorded):
-                self._player.file.append(event.line)
+                lines.append(event.line)
+
+    def _append(self, lines: list[bytes]) -> None:
+        for line in lines:
+            self._player.file.append(line)
 
 
 def frames_of(events: Iterable[Event]) -> list[Frame | EndOfResponse | Cut]:

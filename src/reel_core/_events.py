@@ -130,7 +130,14 @@ class Cut:
 
 @dataclass(frozen=True)
 class Recorded:
-    """Append ``line`` to the cassette file (one write, under a lock)."""
+    """Append ``line`` to the cassette file (one write, under a lock).
+
+    The line is built (and added to the in-memory cassette) when this event
+    is pulled, after :class:`EndOfResponse` or :class:`Cut`: a binding sends
+    the end first, so the client never waits on the recording, then pulls
+    this event and appends it.  Building may raise (a bug); the line is
+    then lost and the error must be reported.
+    """
 
     line: bytes
     interaction_id: str

@@ -14,7 +14,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._body import ContentDecoder, parse_json
-from ._cassette import Interaction, RecordedRequest, RecordedResponse, StreamCut
+from ._cassette import (
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    StreamCut,
+    format_timestamp,
+)
 from ._frames import SSESplitter
 from ._http import Headers, header_value
 from ._prices import cost_usd
@@ -131,7 +137,13 @@ def response_shape(response: RecordedResponse, content_type: str) -> str:
 
 
 class Recorder:
-    """Builds one :class:`Interaction` from a fed upstream response."""
+    """Builds one :class:`Interaction` from a fed upstream response.
+
+    Feeding only keeps what came and when: decoding, cutting SSE events,
+    redaction and the header filter all run once, in :meth:`end` or
+    :meth:`fail`.  A proxy forwarding a stream then does no recording work
+    per chunk, and does it all after the client has its answer.
+    """
 
     def __init__(
         self,
@@ -150,8 +162,11 @@ class Recorder:
         self.provider = provider
         self.endpoint = endpoint
         self.timestamp = timestamp
+        self._wall: float | None = None
         self._redactor = redactor
         self._status = 0
+        self._raw_headers: Headers = ()
+        self._received: list[tuple[float, bytes]] = []
         self._headers: tuple[tuple[str, str], ...] = ()
         self._kind: str | None = None
         self._content_type = ""
@@ -164,10 +179,29 @@ class Recorder:
         self._size = 0
         self._broken: StreamCut | None = None
 
-    def head(self, status: int, headers: Headers, now: float, sent_at: float | None) -> None:
+    def head(
+        self,
+        status: int,
+        headers: Headers,
+        now: float,
+        sent_at: float | None,
+        wall: float | None = None,
+    ) -> None:
+        """The head came at ``now``; ``wall``, the wall-clock time then
+        (epoch seconds), is stored as the line's timestamp when given."""
         self._status = status
+        self._raw_headers = headers
         self._head_at = now
         self._sent_at = sent_at
+        if wall is not None:
+            self._wall = wall
+
+    def data(self, chunk: bytes, now: float) -> None:
+        if chunk:
+            self._received.append((now, chunk))
+
+    def _read_head(self) -> None:
+        headers = self._raw_headers
         encoding = (header_value(headers, b"content-encoding") or b"identity").decode("latin-1")
         self._decoder = ContentDecoder(encoding)
         kept = []
@@ -181,13 +215,13 @@ class Recorder:
         self._headers = tuple(kept)
         content_type = (header_value(headers, b"content-type") or b"").decode("latin-1").lower()
         self._content_type = content_type
-        self._kind = stream_kind(self.request, status, content_type)
+        self._kind = stream_kind(self.request, self._status, content_type)
 
     def _stamp(self, now: float) -> float:
         self._last_ms = max(self._last_ms, _ms(now - self._head_at))
         return self._last_ms
 
-    def data(self, chunk: bytes, now: float) -> None:
+    def _feed(self, chunk: bytes, now: float) -> None:
         if self._broken is not None:
             return
         try:
@@ -203,12 +237,17 @@ class Recorder:
         at = self._stamp(now)
         self._size += len(decoded)
         if self._kind == "sse":
-            for frame in self._splitter.feed(decoded):
-                self._frames.append((at, self._redactor.data(frame)))
+            self._frames.extend((at, frame) for frame in self._splitter.feed(decoded))
         else:
             self._frames.append((at, decoded))
 
     def _finish(self, now: float) -> None:
+        # The chunks in the order they came, as if read live: each event is
+        # stamped with the arrival of the chunk that completed it.
+        self._read_head()
+        for at, chunk in self._received:
+            self._feed(chunk, at)
+        self._received = []
         if self._broken is None:
             try:
                 self._take(self._decoder.flush(), now)
@@ -216,8 +255,11 @@ class Recorder:
                 self._broken = StreamCut(self._stamp(now), "protocol", str(exc))
         at = self._stamp(now)
         if self._kind == "sse":
-            for frame in self._splitter.close():
-                self._frames.append((at, self._redactor.data(frame)))
+            self._frames.extend((at, frame) for frame in self._splitter.close())
+            # Each event is redacted on its own (whole, so no secret is split);
+            # one scan of them all says when none needs it, the usual case.
+            if not self._redactor.keeps(*(frame for _, frame in self._frames)):
+                self._frames = [(at, self._redactor.data(frame)) for at, frame in self._frames]
 
     def end(self, now: float) -> Interaction:
         """The upstream response ended cleanly."""
@@ -268,7 +310,7 @@ class Recorder:
             id=self.id,
             request=self.request,
             response=response,
-            timestamp=self.timestamp,
+            timestamp=self.timestamp if self._wall is None else format_timestamp(self._wall),
             provider=self.provider,
             endpoint=self.endpoint,
             meta=meta,

@@ -150,8 +150,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     options = parse_options(argv)
     level = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}[options.verbosity]
     logging.basicConfig(level=level, format="reel: %(message)s", stream=sys.stderr)
-    if options.verbosity < 1:
-        logging.getLogger("httpcore").setLevel(logging.WARNING)
     try:
         proxy = _proxy(options)
     except (CassetteError, OSError) as exc:  # say what is wrong, no traceback

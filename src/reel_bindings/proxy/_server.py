@@ -9,6 +9,7 @@ session serializes, and appends the lines it hands out.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -64,6 +65,18 @@ class _Exchange:
     started: float = 0.0
     #: When the first byte of the request arrived (0: none yet).
     first_byte: float = 0.0
+
+
+@attrs.define(eq=False)
+class _Connection:
+    """One client connection: its session, the exchange under way, and the
+    scope that closes it when the client keeps the proxy waiting."""
+
+    session: Session
+    exchange: _Exchange = attrs.Factory(_Exchange)
+    guard: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
+    #: The client's deadline while a request is awaited.
+    deadline: float = math.inf
 
 
 class Proxy:
@@ -163,8 +176,17 @@ class Proxy:
         select: Cassette | Callable[[Request], Cassette] = (
             self._select if self._default is None else self._files[self._default].cassette
         )
-        session = Session(select, self.config)
-        exchange = _Exchange()
+        conn = _Connection(Session(select, self.config))
+        # One cancel scope for the whole connection, its deadline moved to the
+        # client's while a request is awaited (cheaper than a scope per read).
+        with conn.guard:
+            await self._converse(stream, conn)
+        if conn.guard.cancelled_caught:
+            await self._timed_out(stream, conn)
+
+    async def _converse(self, stream: anyio.abc.ByteStream, conn: _Connection) -> None:
+        session = conn.session
+        exchange = conn.exchange
         start = 0.0  # when the response head went out (replay deadlines count from it)
         out = b""  # response bytes due now, not written yet
         while True:
@@ -178,7 +200,7 @@ class Proxy:
                     await _linger(stream, min(self.client_timeout, 10.0))
                 return
             if event is Signal.NEED_DATA:
-                if not await self._receive(stream, session, exchange):
+                if not await self._receive(stream, conn):
                     return
                 continue
             if event is Signal.CLOSED:
@@ -186,7 +208,7 @@ class Proxy:
             if event is Signal.PAUSED:
                 if session.state is State.DONE and session.keep_alive and not self.closing:
                     session.start_next_cycle()
-                    exchange = _Exchange()
+                    exchange = conn.exchange = _Exchange()
                     continue
                 return
             if isinstance(event, (Replay, Miss, Forward, Refused)):
@@ -217,7 +239,7 @@ class Proxy:
                 continue
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
-                start = anyio.current_time()
+                start = exchange.started  # the head goes out now
                 out += session.send(event)
                 continue
             if event.at and start + event.at > anyio.current_time():
@@ -238,49 +260,49 @@ class Proxy:
                 self._log(session, exchange)
                 return  # closing without finishing the body is the cut
 
-    async def _receive(
-        self, stream: anyio.abc.ByteStream, session: Session, exchange: _Exchange
-    ) -> bool:
+    async def _receive(self, stream: anyio.abc.ByteStream, conn: _Connection) -> bool:
+        """Read what the client sent next; False when the connection is over."""
+        session, exchange, guard = conn.session, conn.exchange, conn.guard
         idle = session.state is State.IDLE
         if idle and self.closing:
             return False
         # A request under way must arrive whole within the timeout of its
         # first byte, however it trickles in (no slowloris).
-        deadline = (exchange.first_byte or anyio.current_time()) + self.client_timeout
-        # One scope for both the timeout and a shutdown (cheaper than two).
-        scope = anyio.CancelScope(deadline=deadline)
+        conn.deadline = (exchange.first_byte or anyio.current_time()) + self.client_timeout
+        guard.deadline = conn.deadline
         if idle:
-            self._idle.add(scope)
+            self._idle.add(guard)  # shutdown_idle() may close it now
         try:
-            with scope:
-                try:
-                    data = await stream.receive()
-                except anyio.EndOfStream:
-                    data = b""
+            data = await stream.receive()
+        except anyio.EndOfStream:
+            data = b""
         finally:
-            self._idle.discard(scope)
-        if scope.cancelled_caught:
-            if anyio.current_time() >= deadline:
-                if exchange.first_byte:
-                    log.warning(
-                        "a client sent only part of a request in %ss (--client-timeout): "
-                        "answered 408",
-                        self.client_timeout,
-                    )
-                    late = RemoteProtocolError(
-                        f"the request did not arrive whole within {self.client_timeout:g} s "
-                        "of its first byte (the proxy's --client-timeout); send it at once",
-                        408,
-                    )
-                    with anyio.CancelScope(shield=True), suppress(anyio.BrokenResourceError):
-                        await _send(stream, session.error_response(late))
-                else:
-                    log.debug("client idle for %ss: closing", self.client_timeout)
-            return False
+            guard.deadline = math.inf  # no deadline while the request is answered
+            self._idle.discard(guard)
         if data and not exchange.first_byte:
             exchange.first_byte = anyio.current_time()
         session.receive_data(data)
         return True
+
+    async def _timed_out(self, stream: anyio.abc.ByteStream, conn: _Connection) -> None:
+        """The guard fired: the client's deadline passed (a partial request
+        is answered 408), or the proxy is shutting down an idle connection."""
+        if anyio.current_time() < conn.deadline:
+            return  # shutdown
+        if not conn.exchange.first_byte:
+            log.debug("client idle for %ss: closing", self.client_timeout)
+            return
+        log.warning(
+            "a client sent only part of a request in %ss (--client-timeout): answered 408",
+            self.client_timeout,
+        )
+        late = RemoteProtocolError(
+            f"the request did not arrive whole within {self.client_timeout:g} s "
+            "of its first byte (the proxy's --client-timeout); send it at once",
+            408,
+        )
+        with suppress(anyio.BrokenResourceError):
+            await _send(stream, conn.session.error_response(late))
 
     async def _forward(
         self,
@@ -312,11 +334,17 @@ class Proxy:
                     client_gone = True
                 elif isinstance(event, EndOfResponse):
                     self._log(session, exchange)
-                if not client_gone:
-                    try:
-                        await _send(stream, data)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        client_gone = True  # keep reading upstream: the recording is still whole
+                if client_gone:
+                    continue
+                try:
+                    await _send(stream, data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    client_gone = True  # keep reading upstream: the recording is still whole
+                finally:
+                    if isinstance(event, EndOfResponse):
+                        # The client has its answer: now the line is built
+                        # and appended, even if the proxy is being stopped.
+                        self._record(session, forward.request.target)
 
         try:
             async with self.upstream.send(forward.request, forward.url) as response:
@@ -332,6 +360,9 @@ class Proxy:
                     session.upstream_data(chunk, now=anyio.current_time())
                     await flush()
                 session.upstream_end(now=anyio.current_time())
+                # before the upstream connection is put back: the client's
+                # end does not wait on that
+                await flush()
         except UpstreamFailure as exc:
             where = session.redactor.target(forward.request.target)
             log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
@@ -342,6 +373,23 @@ class Proxy:
             await flush()
             if client_gone:
                 raise anyio.BrokenResourceError
+
+    def _record(self, session: Session, target: str) -> None:
+        """Pull the recorded line that follows a response's end, and append it.
+        A recording that cannot be built (a bug) loses that exchange, said
+        loudly; the client has its answer and the connection stays up."""
+        try:
+            event = session.next_event()
+        except Exception:
+            self.write_errors += 1
+            log.exception(
+                "could not build the recording of %s: the exchange was NOT recorded (the client "
+                "got its answer); please report this",
+                session.redactor.target(target),
+            )
+            return
+        if isinstance(event, Recorded):
+            self._append(session, event)
 
     def _append(self, session: Session, recorded: Recorded) -> None:
         """Write a recorded line; a disk that fills or turns read-only loses

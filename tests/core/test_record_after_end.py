@@ -1,0 +1,113 @@
+"""A recording is built after the response's end was handed out, so a
+binding can give the client its whole answer before the recording work."""
+
+from __future__ import annotations
+
+import pytest
+
+from reel_core import (
+    Cassette,
+    Config,
+    Cut,
+    EndOfResponse,
+    Forward,
+    Frame,
+    LocalProtocolError,
+    Mode,
+    Recorded,
+    ResponseHead,
+    Session,
+    Signal,
+    State,
+    UpstreamError,
+)
+from reel_core._record import Recorder
+
+from ._helpers import pull, request, state
+
+SSE = [(b"content-type", b"text/event-stream")]
+
+
+def forwarded(cassette: Cassette, body: bytes = b'{"model":"m","stream":true}') -> Session:
+    session = Session(cassette, Config(mode=Mode.RECORD))
+    session.receive_request(request(body))
+    assert isinstance(session.next_event(), Forward)
+    session.upstream_head(200, SSE, now=1.0, sent_at=0.9, timestamp=1_700_000_000.0)
+    session.upstream_data(b"data: 1\n\n", now=1.1)
+    return session
+
+
+def test_the_end_comes_out_before_the_line_is_built() -> None:
+    cassette = Cassette("c")
+    session = forwarded(cassette)
+    session.upstream_end(now=1.2)
+    assert isinstance(session.next_event(), ResponseHead)
+    assert session.next_event() == Frame(b"data: 1\n\n")
+    assert session.next_event() == EndOfResponse()
+    assert len(cassette) == 0  # nothing built yet: the client is answered first
+    recorded = session.next_event()
+    assert isinstance(recorded, Recorded)
+    assert len(cassette) == 1
+    (stored,) = Cassette.loads(recorded.line).interactions()
+    assert stored.response.frames == ((100.0, b"data: 1\n\n"),)
+    assert session.next_event() is Signal.PAUSED
+    session.start_next_cycle()
+    assert state(session) is State.IDLE
+
+
+def test_a_cut_comes_out_before_the_line_is_built() -> None:
+    cassette = Cassette("c")
+    session = forwarded(cassette)
+    session.upstream_error(UpstreamError.RESET, "peer reset", now=1.3)
+    events, _ = pull(session)
+    assert [type(e) for e in events] == [ResponseHead, Frame, Cut, Recorded]
+    recorded = events[-1]
+    assert isinstance(recorded, Recorded)
+    (stored,) = Cassette.loads(recorded.line).interactions()
+    assert stored.response.cut is not None
+    assert stored.response.cut.error == "reset"
+
+
+def test_the_next_exchange_waits_for_the_line_to_be_pulled() -> None:
+    session = forwarded(Cassette("c"))
+    session.upstream_end(now=1.2)
+    for _ in range(3):  # head, frame, end
+        session.next_event()
+    with pytest.raises(LocalProtocolError, match="pull every event"):
+        session.start_next_cycle()
+
+
+def test_a_failure_while_building_is_raised_by_the_pull(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: Recorder, now: float) -> None:
+        raise RuntimeError("bug in the recorder")
+
+    monkeypatch.setattr(Recorder, "end", broken)
+    cassette = Cassette("c")
+    session = forwarded(cassette)
+    session.upstream_end(now=1.2)
+    events = [session.next_event() for _ in range(3)]
+    assert isinstance(events[-1], EndOfResponse)  # the client's answer is whole
+    with pytest.raises(RuntimeError, match="bug in the recorder"):
+        session.next_event()
+    assert len(cassette) == 0
+    assert session.next_event() is Signal.PAUSED  # raised once, not again
+
+
+def test_identical_requests_finishing_together_are_numbered_when_stored() -> None:
+    cassette = Cassette("c")
+    first, second = forwarded(cassette), forwarded(cassette)  # both decided before either ends
+    first.upstream_end(now=1.2)
+    second.upstream_end(now=1.2)
+    lines = [e for s in (first, second) for e in pull(s)[0] if isinstance(e, Recorded)]
+    assert [r.interaction_id for r in lines] == [lines[0].key[7:19], lines[0].key[7:19] + "-2"]
+    assert len(cassette) == 2
+
+
+def test_a_chunk_is_passed_on_uncopied() -> None:
+    session = forwarded(Cassette("c"))
+    chunk = b"data: 2\n\n"
+    session.upstream_data(chunk, now=1.15)
+    events, _ = pull(session)
+    frame = events[-1]
+    assert isinstance(frame, Frame)
+    assert frame.data is chunk  # bytes are passed on as they are, not copied
