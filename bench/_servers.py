@@ -3,7 +3,9 @@
 ``python -m bench._servers fixed --backend B --body FILE``
     The baseline of the proxy throughput figures: a minimal HTTP/1.1 server,
     h11 on anyio (asyncio or trio), answering every request with one fixed
-    response (FILE's bytes as a JSON body) on keep-alive connections.
+    response on keep-alive connections: FILE's bytes as the body, under the
+    headers the recorded answers carry (``bench._data.RESPONSE_HEADERS``),
+    so both servers write responses of the same shape.
 
 ``python -m bench._servers stream --backend B --frames FILE [--one-write]``
     The baseline of the fast-mode streaming figure: answers every request
@@ -33,6 +35,7 @@ import anyio.abc
 import h11
 
 from ._common import pin_to_cpu
+from ._data import RESPONSE_HEADERS
 
 __all__ = ["main"]
 
@@ -154,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         body = opts.body.read_bytes()
         head = h11.Response(
             status_code=200,
-            headers=[("content-type", "application/json"), ("content-length", str(len(body)))],
+            headers=[*RESPONSE_HEADERS, ("content-length", str(len(body)))],
         )
         handler = _Fixed(head, [body])
     elif kind == "stream":

@@ -85,22 +85,37 @@ async def _frame_times_transport(path: Path, body: bytes) -> tuple[list[float], 
 
 
 def _row(
-    via: str, backend: str, runs: Sequence[tuple[list[float], float]], recorded: list[float]
+    via: str,
+    backend: str,
+    rounds: Sequence[Sequence[tuple[list[float], float]]],
+    recorded: list[float],
 ) -> Row:
+    """The figures of the best round (lowest p99): a round disturbed by the
+    machine's other load is dropped, as the throughput figures keep the
+    better of their runs.  Every round's p99 is listed."""
+    rows = [_round(runs, recorded) for runs in rounds]
+    best = min(rows, key=lambda r: r["offset_p99_ms"])
+    return {
+        "via": via,
+        "backend": backend,
+        "streams": len(rounds[0]),
+        "frames": len(recorded) - 1,
+        "recorded_ms": round(recorded[-1], 1),
+        **best,
+        "rounds_p99_ms": " / ".join(str(r["offset_p99_ms"]) for r in rows),
+    }
+
+
+def _round(runs: Sequence[tuple[list[float], float]], recorded: list[float]) -> Row:
     errors: list[float] = []
     duration_errors: list[float] = []
     end = recorded[-1] / 1000
     for times, total in runs:
         if len(times) != len(recorded) - 1:
-            raise RuntimeError(f"{via}: {len(times)} frames, recorded {len(recorded) - 1}")
+            raise RuntimeError(f"{len(times)} frames, recorded {len(recorded) - 1}")
         errors += [abs(t - at / 1000) for t, at in zip(times, recorded, strict=False)]
         duration_errors.append(abs(total - end) / end)
     return {
-        "via": via,
-        "backend": backend,
-        "streams": len(runs),
-        "frames": len(recorded) - 1,
-        "recorded_ms": round(recorded[-1], 1),
         "offset_p50_ms": round(percentile(errors, 50) * 1000, 3),
         "offset_p99_ms": round(percentile(errors, 99) * 1000, 3),
         "offset_max_ms": round(max(errors) * 1000, 3),
@@ -119,26 +134,36 @@ async def _clock_only(recorded: list[float]) -> tuple[list[float], float]:
     return times, anyio.current_time() - start
 
 
-def fidelity(work: Path, backends: list[str], streams: int) -> list[Row]:
-    """Each frame's |actual - recorded| offset, as the client sees it."""
+def fidelity(work: Path, backends: list[str], streams: int, rounds: int) -> list[Row]:
+    """Each frame's |actual - recorded| offset, as the client sees it, in
+    ``rounds`` rounds of ``streams`` streams (the vias alternate)."""
     cassette = work / "stream-200.jsonl"
     body, recorded = write_stream_cassette(cassette, FRAMES, GAP_MS)
-    rows: list[Row] = []
+    vias = ("proxy", "AsyncTransport", "deadlines alone (reference)")
+    measured: dict[tuple[str, str], list[list[tuple[list[float], float]]]] = {}
     for backend in backends:
         with spawn(_proxy_args(cassette, backend, "--timing", "realtime")) as proxy:
             _frame_times_wire(proxy.url, body)  # warm the proxy (its first replay parses)
-            runs = [_frame_times_wire(proxy.url, body) for _ in range(streams)]
-        rows.append(_row("proxy", backend, runs, recorded))
-    for backend in backends:
-        runs = [
-            anyio.run(_frame_times_transport, cassette, body, backend=backend)
-            for _ in range(streams)
-        ]
-        rows.append(_row("AsyncTransport", backend, runs, recorded))
-    for backend in backends:
-        runs = [anyio.run(_clock_only, recorded, backend=backend) for _ in range(streams)]
-        rows.append(_row("deadlines alone (reference)", backend, runs, recorded))
-    return rows
+            for _ in range(rounds):
+                for via in vias:
+                    if via == "proxy":
+                        runs = [_frame_times_wire(proxy.url, body) for _ in range(streams)]
+                    elif via == "AsyncTransport":
+                        runs = [
+                            anyio.run(_frame_times_transport, cassette, body, backend=backend)
+                            for _ in range(streams)
+                        ]
+                    else:
+                        runs = [
+                            anyio.run(_clock_only, recorded, backend=backend)
+                            for _ in range(streams)
+                        ]
+                    measured.setdefault((via, backend), []).append(runs)
+    return [
+        _row(via, backend, measured[(via, backend)], recorded)
+        for via in vias
+        for backend in backends
+    ]
 
 
 def _fps(url: str, request: bytes, frames: int, duration: float) -> float:
