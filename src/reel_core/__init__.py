@@ -39,7 +39,7 @@ from ._events import (
     ResponseHead,
     Signal,
 )
-from ._frames import SSESplitter
+from ._frames import SSEEvent, SSESplitter, parse_sse_event
 from ._http import Limits, Request
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._miss import Closest, MissReport
@@ -88,6 +88,7 @@ __all__ = [
     "Replay",
     "Request",
     "ResponseHead",
+    "SSEEvent",
     "SSESplitter",
     "SchemaVersionError",
     "Session",
@@ -106,6 +107,7 @@ __all__ = [
     "is_meta_line",
     "keep_response_header",
     "match_key",
+    "parse_sse_event",
     "resolve_model",
     "safe_cassette_name",
 ]

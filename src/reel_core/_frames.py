@@ -4,14 +4,16 @@ Server-sent events are cut into byte-exact events: everything up to and
 including the blank line that ends each event, whatever its line endings (LF,
 CRLF or CR), so the frames joined give back the body byte for byte.  Other
 streamed bodies (Gemini's JSON array, NDJSON, plain chunked) are kept as the
-chunks they arrived in.
+chunks they arrived in.  :func:`parse_sse_event` reads the fields of one such
+event.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-__all__ = ["SSESplitter"]
+__all__ = ["SSEEvent", "SSESplitter", "parse_sse_event"]
 
 _EOL = re.compile(rb"\r\n|\r|\n")
 
@@ -64,3 +66,55 @@ class SSESplitter:
         self._pos = pos - frame_start
         self._line_start = line_start - frame_start
         return frames
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    """The fields of one server-sent event."""
+
+    #: The ``event:`` field as sent; ``None`` when absent.  EventSource
+    #: dispatches an event without one (or with an empty one) as
+    #: ``"message"``; the raw value is kept so callers can tell.
+    event: str | None = None
+    #: The ``data:`` lines joined with ``"\n"``; ``None`` when the event has no
+    #: data line (a keep-alive comment, a lone ``event:``): EventSource does
+    #: not dispatch such an event, and it is up to the caller to skip it.
+    data: str | None = None
+    #: The ``id:`` field; ``None`` when absent.
+    id: str | None = None
+
+
+def parse_sse_event(frame: bytes) -> SSEEvent:
+    """The fields of one event, as :class:`SSESplitter` cuts them.
+
+    As the WHATWG EventSource parser reads them: UTF-8 with U+FFFD for
+    invalid bytes; LF, CRLF or CR end a line; a line starting with ``:`` is a
+    comment; a field's name runs up to the first colon (the whole line when
+    there is none, so a bare ``data`` is an empty data line) and one space
+    after the colon is dropped; ``data`` lines add up, ``event`` and ``id``
+    keep the last one; an ``id`` holding NUL, ``retry`` (a setting of the
+    connection, not of the event) and unknown fields are ignored.
+
+    Blank lines are skipped: the frame ends with the one that ends the event,
+    so a frame holding several events (only a hand-written cassette has one)
+    reads as one event.
+    """
+    event: str | None = None
+    event_id: str | None = None
+    data: list[str] = []
+    text = frame.decode("utf-8", "replace")
+    # Not str.splitlines: it also breaks at U+2028, form feeds and the like,
+    # which SSE keeps as data.
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if not line or line[0] == ":":  # a blank line, a comment
+            continue
+        name, _, value = line.partition(":")
+        if value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
+        elif name == "id" and "\0" not in value:
+            event_id = value
+    return SSEEvent(event, "\n".join(data) if data else None, event_id)

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._cassette import RecordedResponse
-from ._frames import SSESplitter
+from ._frames import SSESplitter, parse_sse_event
 
 __all__ = ["Usage", "extract_usage"]
 
@@ -136,7 +136,6 @@ def _extract(provider: str, path: str, request_body: bytes, response: RecordedRe
     return acc.usage(model)
 
 
-_EOL = re.compile(r"\r\n|\r|\n")
 _SSE_START = (b"data:", b"event:", b"id:", b"retry:", b":")
 
 
@@ -147,29 +146,6 @@ def _looks_like_sse(frames: tuple[tuple[float, bytes], ...]) -> bool:
         if len(head) >= 6:
             break
     return head.startswith(_SSE_START)
-
-
-def _sse_events(frame: bytes) -> Iterator[tuple[str | None, str]]:
-    """``(event name, data)`` for each event in ``frame`` (normally one)."""
-    event: str | None = None
-    data: list[str] = []
-    for line in _EOL.split(frame.decode("utf-8", "replace")):
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = None, []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            data.append(value)
-        elif name == "event":
-            event = value
-    if data:
-        yield event, "\n".join(data)
 
 
 def _loads(text: str) -> Any:
@@ -193,17 +169,19 @@ def _read_sse_chunks(acc: _Accumulator, frames: tuple[tuple[float, bytes], ...])
 
 
 def _read_sse_frame(acc: _Accumulator, frame: bytes, at: float | None) -> None:
-    for event, data in _sse_events(frame):
-        if data == "[DONE]":
-            continue
-        obj = _loads(data)
-        if isinstance(obj, dict) and acc.take(obj, event) and acc.first_ms is None:
-            acc.first_ms = at
+    sse = parse_sse_event(frame)
+    if sse.data is None or sse.data == "[DONE]":  # a comment, a lone event name, the end
+        return
+    obj = _loads(sse.data)
+    if isinstance(obj, dict) and acc.take(obj, sse.event) and acc.first_ms is None:
+        acc.first_ms = at
 
 
 def _read_body(acc: _Accumulator, body: bytes) -> None:
-    if body.lstrip().startswith(_SSE_START):
-        _read_sse_frame(acc, body, None)
+    if body.lstrip().startswith(_SSE_START):  # served without its content type
+        splitter = SSESplitter()
+        for frame in [*splitter.feed(body), *splitter.close()]:
+            _read_sse_frame(acc, frame, None)
         return
     text = body.decode("utf-8", "replace")
     for obj, _, _ in _json_values(text):

@@ -1,4 +1,5 @@
-"""SSE framing: byte-exact events whatever the line endings and chunking."""
+"""SSE framing: byte-exact events whatever the line endings and chunking, and
+the fields of each event."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import random
 
 import pytest
 
-from reel_core import SSESplitter
+from reel_core import SSEEvent, SSESplitter, parse_sse_event
 
 from ._helpers import random_split, splittings
 
@@ -136,3 +137,99 @@ def test_random_streams_match_the_reference() -> None:
         for chunks in splittings(data, seed=rng.randint(0, 10**6), randoms=3):
             frames = frames_of(chunks)
             assert frames == reference_frames(data), (data, chunks)
+
+
+# -- reading an event's fields ---------------------------------------------------
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_fields_whatever_the_line_endings(eol: str) -> None:
+    frame = f"event: delta{eol}data: one{eol}data: two{eol}id: 7{eol}{eol}".encode()
+    assert parse_sse_event(frame) == SSEEvent("delta", "one\ntwo", "7")
+
+
+def test_mixed_line_endings() -> None:
+    assert parse_sse_event(b"data: a\rdata: b\r\ndata: c\n\r\n").data == "a\nb\nc"
+
+
+def test_data_lines_join_with_lf_keeping_empty_ones() -> None:
+    assert parse_sse_event(b"data: a\ndata:\ndata: b\n\n").data == "a\n\nb"
+    assert parse_sse_event(b"data: a\n\ndata: \n").data == "a\n"  # blank lines are skipped
+    assert parse_sse_event(b"data:\n\n").data == ""  # one empty line is still data
+
+
+def test_a_field_without_a_colon_has_an_empty_value() -> None:
+    assert parse_sse_event(b"data\ndata\n\n") == SSEEvent(data="\n")
+    assert parse_sse_event(b"event\ndata: x\n\n") == SSEEvent("", "x")
+    assert parse_sse_event(b"id\n\n") == SSEEvent(id="")
+
+
+def test_only_one_space_after_the_colon_is_dropped() -> None:
+    assert parse_sse_event(b"data:x\n\n").data == "x"
+    assert parse_sse_event(b"data: x\n\n").data == "x"
+    assert parse_sse_event(b"data:  x \n\n").data == " x "
+    assert parse_sse_event(b"data:\tx\n\n").data == "\tx"
+    # ... and only after the first colon: the value keeps its own
+    assert parse_sse_event(b'data: {"a": 1}\n\n').data == '{"a": 1}'
+    assert parse_sse_event(b"event:  ping\n\n").event == " ping"
+
+
+def test_comments_are_skipped() -> None:
+    frame = b": keep-alive\ndata: a\n:data: b\n: OPENROUTER PROCESSING\ndata: c\n\n"
+    assert parse_sse_event(frame) == SSEEvent(data="a\nc")
+    assert parse_sse_event(b":\n\n") == SSEEvent()
+
+
+def test_event_and_id_keep_the_last_value() -> None:
+    frame = b"event: a\nid: 1\nevent: b\nid: 2\ndata: x\n\n"
+    assert parse_sse_event(frame) == SSEEvent("b", "x", "2")
+
+
+def test_an_id_holding_nul_is_ignored() -> None:
+    assert parse_sse_event(b"id: 1\nid: 2\x003\ndata: x\n\n").id == "1"
+    assert parse_sse_event(b"id: \x00\n\n").id is None
+
+
+def test_retry_and_unknown_fields_are_ignored() -> None:
+    frame = b"retry: 3000\nfoo: bar\nDATA: shout\ndata : spaced\nevent: e\ndata: x\n\n"
+    assert parse_sse_event(frame) == SSEEvent("e", "x")
+
+
+def test_an_event_without_a_data_line_has_no_data() -> None:
+    # EventSource would not dispatch these; the caller decides.
+    assert parse_sse_event(b"event: ping\n\n") == SSEEvent(event="ping")
+    assert parse_sse_event(b": ping\r\n\r\n") == SSEEvent()
+    assert parse_sse_event(b"id: 9\nretry: 10\n\n") == SSEEvent(id="9")
+    assert parse_sse_event(b"\n") == SSEEvent()
+    assert parse_sse_event(b"") == SSEEvent()
+
+
+def test_an_unterminated_event_is_read_all_the_same() -> None:
+    assert parse_sse_event(b"event: e\ndata: half") == SSEEvent("e", "half")
+
+
+def test_bytes_are_utf8_and_bad_ones_become_replacement_characters() -> None:
+    assert parse_sse_event("data: héllo ✓\n\n".encode()).data == "héllo ✓"
+    assert parse_sse_event(b"data: a\xffb\n\n").data == "a\ufffdb"
+    # a truncated sequence is one replacement character, and a line end after
+    # it still ends the line
+    assert parse_sse_event(b"data: \xe2\x82\rdata: \xe2\x82\xac\n\n").data == "\ufffd\n€"
+    assert parse_sse_event(b"ev\xffent: x\n\n") == SSEEvent()
+
+
+def test_only_cr_and_lf_end_lines() -> None:
+    # str.splitlines would also break at these; SSE keeps them as data.
+    data = "a\u2028b\x0bc\x0cd\x1ce\x85f"
+    assert parse_sse_event(f"data: {data}\n\n".encode()).data == data
+
+
+def test_each_frame_the_splitter_cuts_reads_as_its_event() -> None:
+    body = b"event: a\r\ndata: 1\r\n\r\n: ping\n\ndata: 2\rdata: 3\r\rid: 4\n\ndata: 5"
+    events = [parse_sse_event(frame) for frame in frames_of([body])]
+    assert events == [
+        SSEEvent("a", "1"),
+        SSEEvent(),
+        SSEEvent(data="2\n3"),
+        SSEEvent(id="4"),
+        SSEEvent(data="5"),
+    ]

@@ -23,7 +23,9 @@ from reel_core import (
     Request,
     Session,
     Signal,
+    SSEEvent,
     SSESplitter,
+    parse_sse_event,
 )
 
 from .strategies import chunkings, sse_bodies
@@ -124,3 +126,49 @@ def test_recorded_frames_join_to_the_body(data: st.DataObject, body: bytes, mode
     assert frames == [redactor.data(f) for f in reference_frames(body)]
     for frame in frames[:-1]:
         assert ends_with_blank_line(frame)
+
+
+# -- the fields of each event --------------------------------------------------
+
+# A field value is any text without a line end (NUL is no value for an id).
+_values = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=12)
+_ids = _values.filter(lambda value: "\0" not in value)
+sse_events = st.builds(
+    SSEEvent,
+    event=st.none() | _values,
+    # The data may hold LFs: each line of it is sent as a data line.
+    data=st.none() | st.lists(_values, min_size=1, max_size=3).map("\n".join),
+    id=st.none() | _ids,
+)
+
+
+@st.composite
+def encoded(draw: st.DrawFn, event: SSEEvent, eol: str) -> bytes:
+    """``event`` as a server would send it: its field lines in any order
+    (data lines in theirs), with or without the space after the colon,
+    comments between them, and the blank line that ends it."""
+    fields = [("data", line) for line in ([] if event.data is None else event.data.split("\n"))]
+    for name, value in (("event", event.event), ("id", event.id)):
+        if value is not None:
+            fields.insert(draw(st.integers(0, len(fields))), (name, value))
+    lines: list[str] = []
+    for name, value in fields:
+        if draw(st.booleans()):
+            lines.append(":" + draw(_values))
+        style = draw(st.sampled_from(("space", "no space", "no colon")))
+        if style == "no colon" and not value:
+            lines.append(name)
+        elif style == "no space" and not value.startswith(" "):  # else that space is lost
+            lines.append(f"{name}:{value}")
+        else:
+            lines.append(f"{name}: {value}")
+    return "".join(line + eol for line in [*lines, ""]).encode()
+
+
+# One line end per body: a CR ending a line and the LF of a blank line after it
+# would read as one CRLF (the splitter's tests mix them).
+@given(st.data(), st.lists(sse_events, max_size=5), st.sampled_from(("\n", "\r\n", "\r")))
+def test_fields_round_trip(data: st.DataObject, events: list[SSEEvent], eol: str) -> None:
+    body = b"".join(data.draw(encoded(event, eol)) for event in events)
+    frames = split(data.draw(chunkings(body), label="chunks"))
+    assert [parse_sse_event(frame) for frame in frames] == events

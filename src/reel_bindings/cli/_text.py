@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from reel_core import RecordedResponse, SSESplitter
+from reel_core import RecordedResponse, SSESplitter, parse_sse_event
 
-__all__ = ["Assembled", "FrameText", "assemble", "frame_text", "sse_event"]
+__all__ = ["Assembled", "FrameText", "assemble", "frame_text"]
 
 
 @dataclass(frozen=True)
@@ -44,24 +44,6 @@ class FrameText:
     text: str
     #: The SSE event name, if any.
     event: str | None = None
-
-
-def sse_event(frame: bytes) -> tuple[str | None, str | None]:
-    """``(event name, data payload)`` of one SSE event; the data lines are
-    joined with ``\\n`` as the SSE spec says; ``None`` when absent."""
-    text = frame.decode("utf-8", "replace")
-    event = None
-    data: list[str] = []
-    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        if not line or line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "event":
-            event = value
-        elif name == "data":
-            data.append(value)
-    return event, ("\n".join(data) if data else None)
 
 
 @dataclass
@@ -231,11 +213,11 @@ def _objects(data: bytes) -> Iterator[tuple[Any, str | None]]:
     text = data.lstrip()
     if text.startswith((b"data:", b"event:", b":", b"id:")):
         for frame in _sse_frames(data):
-            event, payload = sse_event(frame)
-            if payload is None or payload.strip() == "[DONE]":
+            sse = parse_sse_event(frame)
+            if sse.data is None or sse.data.strip() == "[DONE]":
                 continue
             try:
-                yield json.loads(payload), event
+                yield json.loads(sse.data), sse.event
             except (ValueError, RecursionError):
                 continue
         return
@@ -259,14 +241,14 @@ def assemble(response: RecordedResponse) -> Assembled:
     fold = _Fold()
     if response.stream == "sse":
         for _, frame in response.frames:
-            event, payload = sse_event(frame)
-            if payload is None or payload.strip() == "[DONE]":
+            sse = parse_sse_event(frame)
+            if sse.data is None or sse.data.strip() == "[DONE]":
                 continue
             try:
-                obj = json.loads(payload)
+                obj = json.loads(sse.data)
             except (ValueError, RecursionError):
                 continue
-            pieces = _pieces(obj, event)
+            pieces = _pieces(obj, sse.event)
             if pieces is not None:
                 fold.add(pieces)
     else:
@@ -281,8 +263,9 @@ def frame_text(frame: bytes, stream: str) -> FrameText:
     """What one frame says: its delta text when recognisable, else its data
     payload (SSE) or its text (chunks)."""
     if stream == "sse":
-        event, payload = sse_event(frame)
-        if payload is None:
+        sse = parse_sse_event(frame)
+        event, payload = sse.event, sse.data
+        if payload is None:  # a comment or a lone event name: show it as it is
             return FrameText("data", frame.decode("utf-8", "replace").strip(), event)
         try:
             obj = json.loads(payload)
