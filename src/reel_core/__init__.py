@@ -39,7 +39,7 @@ from ._events import (
     ResponseHead,
     Signal,
 )
-from ._frames import SSEEvent, SSESplitter, parse_sse_event
+from ._frames import SSEEvent, SSESplitter, looks_like_sse, parse_sse_event
 from ._http import Limits, Request
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._miss import Closest, MissReport
@@ -106,6 +106,7 @@ __all__ = [
     "extract_usage",
     "is_meta_line",
     "keep_response_header",
+    "looks_like_sse",
     "match_key",
     "parse_sse_event",
     "resolve_model",

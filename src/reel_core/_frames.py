@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SSEEvent", "SSESplitter", "parse_sse_event"]
+__all__ = ["SSEEvent", "SSESplitter", "looks_like_sse", "parse_sse_event"]
 
 _EOL = re.compile(rb"\r\n|\r|\n")
 
@@ -118,3 +118,14 @@ def parse_sse_event(frame: bytes) -> SSEEvent:
         elif name == "id" and "\0" not in value:
             event_id = value
     return SSEEvent(event, "\n".join(data) if data else None, event_id)
+
+
+#: How a server-sent event stream starts: a field or a comment.
+_SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
+
+
+def looks_like_sse(head: bytes) -> bool:
+    """Whether a body starting with ``head`` (its first few bytes are enough)
+    reads as server-sent events: for a stream stored or served without its
+    ``text/event-stream`` content type."""
+    return head.lstrip().startswith(_SSE_STARTS)

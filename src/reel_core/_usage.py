@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._cassette import RecordedResponse
-from ._frames import SSESplitter, parse_sse_event
+from ._frames import SSESplitter, looks_like_sse, parse_sse_event
 
 __all__ = ["Usage", "extract_usage"]
 
@@ -136,16 +136,13 @@ def _extract(provider: str, path: str, request_body: bytes, response: RecordedRe
     return acc.usage(model)
 
 
-_SSE_START = (b"data:", b"event:", b"id:", b"retry:", b":")
-
-
 def _looks_like_sse(frames: tuple[tuple[float, bytes], ...]) -> bool:
     head = b""
     for _, data in frames:
         head = (head + data).lstrip()
         if len(head) >= 6:
             break
-    return head.startswith(_SSE_START)
+    return looks_like_sse(head)
 
 
 def _loads(text: str) -> Any:
@@ -178,7 +175,7 @@ def _read_sse_frame(acc: _Accumulator, frame: bytes, at: float | None) -> None:
 
 
 def _read_body(acc: _Accumulator, body: bytes) -> None:
-    if body.lstrip().startswith(_SSE_START):  # served without its content type
+    if looks_like_sse(body):  # served without its content type
         splitter = SSESplitter()
         for frame in [*splitter.feed(body), *splitter.close()]:
             _read_sse_frame(acc, frame, None)

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from reel_core import SSEEvent, SSESplitter, parse_sse_event
+from reel_core import SSEEvent, SSESplitter, looks_like_sse, parse_sse_event
 
 from ._helpers import random_split, splittings
 
@@ -233,3 +233,20 @@ def test_each_frame_the_splitter_cuts_reads_as_its_event() -> None:
         SSEEvent(id="4"),
         SSEEvent(data="5"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b"data: {}", True),
+        (b"\n\r\n  event: ping", True),
+        (b"id: 7", True),
+        (b"retry: 100", True),
+        (b": keep-alive", True),
+        (b'{"data": 1}', False),
+        (b"[{", False),
+        (b"", False),
+    ],
+)
+def test_looks_like_sse(head: bytes, expected: bool) -> None:
+    assert looks_like_sse(head) is expected

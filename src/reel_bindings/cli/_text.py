@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from reel_core import RecordedResponse, SSESplitter, parse_sse_event
+from reel_core import RecordedResponse, SSESplitter, looks_like_sse, parse_sse_event
 
 __all__ = ["Assembled", "FrameText", "assemble", "frame_text"]
 
@@ -210,8 +210,7 @@ def _objects(data: bytes) -> Iterator[tuple[Any, str | None]]:
         else:
             yield value, None
         return
-    text = data.lstrip()
-    if text.startswith((b"data:", b"event:", b":", b"id:")):
+    if looks_like_sse(data):
         for frame in _sse_frames(data):
             sse = parse_sse_event(frame)
             if sse.data is None or sse.data.strip() == "[DONE]":

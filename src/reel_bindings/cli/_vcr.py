@@ -43,6 +43,7 @@ from reel_core import (
     Request,
     Session,
     Signal,
+    looks_like_sse,
 )
 
 from ._common import (
@@ -245,10 +246,8 @@ def _status(value: Any) -> tuple[int, str]:
 
 
 def _looks_like_sse(body: bytes) -> bool:
-    head = body.lstrip()[:6]
-    return head.startswith((b"data:", b"event:", b"id:", b": ", b"retry:")) and (
-        b"\n\n" in body or b"\r\n\r\n" in body or b"\r\r" in body
-    )
+    # and holds the blank line that ends an event
+    return looks_like_sse(body) and (b"\n\n" in body or b"\r\n\r\n" in body or b"\r\r" in body)
 
 
 def _prepare_response(
