@@ -20,7 +20,7 @@ from ._match import FieldDiff, MatchConfig, canonical_body, diff_json
 if TYPE_CHECKING:
     from ._cassette import Cassette, Interaction, RecordedRequest
 
-__all__ = ["Closest", "MissReport", "build_miss_report", "request_diff", "shorten"]
+__all__ = ["Closest", "MissReport", "build_miss_report", "diff_row", "request_diff", "shorten"]
 
 #: Diffs listed in a report (the rest are counted).
 MAX_DIFFS = 20
@@ -87,7 +87,7 @@ class MissReport:
                 "method": self.closest.method,
                 "path": self.closest.path,
                 "similarity": round(self.closest.score, 3),
-                "diff": [_diff_json(d) for d in self.closest.diffs],
+                "diff": [diff_row(d) for d in self.closest.diffs],
                 "more_differences": self.closest.more,
             }
         return {
@@ -140,12 +140,15 @@ def shorten(value: Any) -> Any:
     return value
 
 
-def _diff_json(d: FieldDiff) -> dict[str, Any]:
+def diff_row(d: FieldDiff, old: str = "recorded", new: str = "received") -> dict[str, Any]:
+    """A field difference as JSON, its values shortened; ``old`` and ``new``
+    name the two sides (a miss report's recorded and received request;
+    ``reel diff``'s cassettes a and b)."""
     out: dict[str, Any] = {"path": d.path, "kind": d.kind}
     if d.kind != "added":
-        out["recorded"] = shorten(d.recorded)
+        out[old] = shorten(d.recorded)
     if d.kind != "removed":
-        out["received"] = shorten(d.received)
+        out[new] = shorten(d.received)
     return out
 
 

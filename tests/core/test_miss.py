@@ -12,10 +12,10 @@ from reel_core._miss import (
     MAX_DIFFS,
     MAX_VALUE,
     _describe,
-    _diff_json,
     _similarity,
     build_miss_report,
     closest_to,
+    diff_row,
     request_diff,
     shorten,
 )
@@ -141,9 +141,9 @@ def test_diff_json_and_describe_per_kind() -> None:
     added = FieldDiff("a", "added", received="x")
     removed = FieldDiff("b", "removed", recorded=["y"])
     changed = FieldDiff("c", "changed", 1, "é")
-    assert _diff_json(added) == {"path": "a", "kind": "added", "received": "x"}
-    assert _diff_json(removed) == {"path": "b", "kind": "removed", "recorded": ["y"]}
-    assert _diff_json(changed) == {"path": "c", "kind": "changed", "recorded": 1, "received": "é"}
+    assert diff_row(added) == {"path": "a", "kind": "added", "received": "x"}
+    assert diff_row(removed) == {"path": "b", "kind": "removed", "recorded": ["y"]}
+    assert diff_row(changed) == {"path": "c", "kind": "changed", "recorded": 1, "received": "é"}
     assert _describe(added) == 'only in this request: "x"'
     assert _describe(removed) == 'only in the recording: ["y"]'
     assert _describe(changed) == 'recorded 1, received "é"'

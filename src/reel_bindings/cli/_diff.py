@@ -24,7 +24,7 @@ from typing import Any
 from reel_core import FieldDiff, Interaction, RecordedResponse
 from reel_core._body import parse_json
 from reel_core._match import diff_json
-from reel_core._miss import request_diff, shorten
+from reel_core._miss import diff_row, request_diff, shorten
 
 from ._common import EXIT_FINDINGS, EXIT_OK, fmt_ms, plural, print_json, read_cassette
 from ._figures import figures
@@ -53,15 +53,6 @@ def add_parser(commands: Any) -> None:
     p.add_argument("b", type=Path, metavar="B", help="the new cassette")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(run=run)
-
-
-def _diff_json(d: FieldDiff) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": d.path, "kind": d.kind}
-    if d.kind != "added":
-        out["a"] = shorten(d.recorded)
-    if d.kind != "removed":
-        out["b"] = shorten(d.received)
-    return out
 
 
 def _describe(d: FieldDiff) -> str:
@@ -140,7 +131,7 @@ def _response_changes(change: _Change) -> None:
                     b.body.decode("utf-8", "replace"),
                 )
             ]
-        r["body"] = [_diff_json(d) for d in change.body[:MAX_DIFFS]]
+        r["body"] = [diff_row(d, "a", "b") for d in change.body[:MAX_DIFFS]]
         if len(change.body) > MAX_DIFFS:
             r["more_body_differences"] = len(change.body) - MAX_DIFFS
     fa, fb = figures(change.a), figures(change.b)
@@ -237,7 +228,7 @@ def run(ns: argparse.Namespace) -> int:
                         "a": _entry(c.a),
                         "b": _entry(c.b),
                         "paired_by": c.paired_by,
-                        "request": [_diff_json(d) for d in c.request[:MAX_DIFFS]],
+                        "request": [diff_row(d, "a", "b") for d in c.request[:MAX_DIFFS]],
                         "more_request_differences": max(0, len(c.request) - MAX_DIFFS),
                         "response": c.response,
                     }

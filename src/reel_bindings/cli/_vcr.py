@@ -185,18 +185,13 @@ def _request_body(req: Mapping[str, Any], notes: list[str]) -> bytes:
     if req.get("parsed_body") is not None:
         return _text_bytes(json.dumps(req["parsed_body"]))
     body = req.get("body")
-    if body is None:
-        return b""
-    if isinstance(body, bytes):
-        return body
-    if isinstance(body, str):
-        return _text_bytes(body)
     if isinstance(body, Mapping) and "string" in body:
-        inner = body["string"]
-        if isinstance(inner, (str, bytes)) or inner is None:
-            return (
-                b"" if inner is None else inner if isinstance(inner, bytes) else _text_bytes(inner)
-            )
+        plain = _plain_body(body["string"])
+        if plain is not None:
+            return plain
+    plain = _plain_body(body)
+    if plain is not None:
+        return plain
     if isinstance(body, (Mapping, list)):
         notes.append("the request body was YAML data: stored as its JSON")
         return _text_bytes(json.dumps(body))
@@ -212,13 +207,22 @@ def _response_body(resp: Mapping[str, Any]) -> bytes:
             keys = ", ".join(map(str, body)) or "none"
             raise _Skip(f'the response body has no "string" (its keys: {keys})')
         body = body["string"]
+    plain = _plain_body(body)
+    if plain is None:
+        raise _Skip(f"the response body is a {type(body).__name__}, not text or bytes")
+    return plain
+
+
+def _plain_body(body: Any) -> bytes | None:
+    """The bytes of a body vcrpy stored as bytes, text or nothing (``None``:
+    it stored something else)."""
     if body is None:
         return b""
     if isinstance(body, bytes):
         return body
     if isinstance(body, str):
         return _text_bytes(body)
-    raise _Skip(f"the response body is a {type(body).__name__}, not text or bytes")
+    return None
 
 
 def _headers(value: Any, where: str) -> list[tuple[str, str]]:
