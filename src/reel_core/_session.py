@@ -63,12 +63,14 @@ def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
     return normalize_headers(headers)
 
 
-@functools.lru_cache(maxsize=4096)
 def _h11_head(status: int, headers: Headers, reason: bytes) -> h11.Response:
-    """A response head as h11 sends it.  h11 validates every header when the
-    event is built (8 us for a recording's usual five): a recording replayed
-    again reuses its head, validated once."""
+    """A response head as h11 sends it."""
     return h11.Response(status_code=status, headers=list(headers), reason=reason or _phrase(status))
+
+
+#: h11 validates every header when a head is built (8 us for a recording's
+#: usual five): a recording replayed again reuses its head, validated once.
+_replayed_head = functools.lru_cache(maxsize=4096)(_h11_head)
 
 
 _END = h11.EndOfMessage()
@@ -466,10 +468,10 @@ class Session:
                 return b""
             h11_event: h11.Event = h11.Data(data=event.data)
         elif isinstance(event, ResponseHead):
-            if self.state is State.SERVING:  # a recording's head (or Reel's own)
-                h11_event = _h11_head(event.status, event.headers, event.reason)
-            else:  # an upstream's: its date and request id make it unique
-                h11_event = _h11_head.__wrapped__(event.status, event.headers, event.reason)
+            # a recording's head (or Reel's own) repeats; an upstream's, with
+            # its date and request id, never does
+            head = _replayed_head if self.state is State.SERVING else _h11_head
+            h11_event = head(event.status, event.headers, event.reason)
         elif isinstance(event, EndOfResponse):
             h11_event = _END
         elif isinstance(event, Cut):
