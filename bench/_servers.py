@@ -13,6 +13,13 @@
     socket write per frame as fast as it can (all in one write with
     ``--one-write``).
 
+``python -m bench._servers relay --backend B --upstream URL``
+    The peer of the record-mode figures: the least a forwarding proxy does,
+    h11 on anyio, no recording.  Each client connection gets a keep-alive
+    connection to URL of its own; each request is passed on whole, and
+    each event of the response (head, chunk, end) is written to the client
+    as it arrives.
+
 ``python -m bench._servers proxy ARGS...``
     Reel's proxy (``python -m reel_bindings.proxy ARGS...``).
 
@@ -29,6 +36,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -40,7 +48,7 @@ from ._data import RESPONSE_HEADERS
 __all__ = ["main"]
 
 
-async def _serve(handler: _Handler) -> None:
+async def _serve(handler: _Handler | _Relay) -> None:
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     print(f"http://127.0.0.1:{port}", flush=True)
@@ -113,6 +121,68 @@ class _Stream(_Handler):
         await stream.send(conn.send(h11.EndOfMessage()) or b"")
 
 
+class _Relay:
+    """Passes each request to ``upstream`` and relays the response as it comes."""
+
+    def __init__(self, upstream: str) -> None:
+        url = urlsplit(upstream)
+        if url.scheme != "http" or not url.hostname or not url.port:
+            raise SystemExit(f"relay: --upstream must be http://HOST:PORT, not {upstream!r}")
+        self.host, self.port = url.hostname, url.port
+
+    async def handle(self, client: anyio.abc.SocketStream) -> None:
+        try:
+            async with client, await anyio.connect_tcp(self.host, self.port) as upstream:
+                server, to_upstream = h11.Connection(h11.SERVER), h11.Connection(h11.CLIENT)
+                while await self._exchange(server, client, to_upstream, upstream):
+                    server.start_next_cycle()
+                    to_upstream.start_next_cycle()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, h11.ProtocolError):
+            return
+
+    async def _exchange(
+        self,
+        server: h11.Connection,
+        client: anyio.abc.SocketStream,
+        to_upstream: h11.Connection,
+        upstream: anyio.abc.SocketStream,
+    ) -> bool:
+        """One request and its response; False when the connection is done."""
+        event = await _next(server, client)
+        if not isinstance(event, h11.Request):
+            return False
+        data = to_upstream.send(event) or b""
+        while not isinstance(event, h11.EndOfMessage):
+            event = await _next(server, client)
+            if not isinstance(event, (h11.Data, h11.EndOfMessage)):
+                return False
+            data += to_upstream.send(event) or b""
+        await upstream.send(data)
+        while True:
+            event = await _next(to_upstream, upstream)
+            if not isinstance(event, (h11.Response, h11.Data, h11.EndOfMessage)):
+                return False
+            if isinstance(event, h11.Response):
+                event = h11.Response(
+                    status_code=event.status_code, headers=event.headers, reason=event.reason
+                )
+            await client.send(server.send(event) or b"")
+            if isinstance(event, h11.EndOfMessage):
+                return to_upstream.our_state is h11.DONE and server.our_state is h11.DONE
+
+
+async def _next(conn: h11.Connection, stream: anyio.abc.SocketStream) -> object:
+    """The next h11 event of ``conn``, reading ``stream`` as needed."""
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        try:
+            conn.receive_data(await stream.receive(65536))
+        except anyio.EndOfStream:
+            conn.receive_data(b"")
+
+
 def _rss() -> None:
     """Print this process's peak resident memory.  On Linux from
     /proc/self/status (VmHWM): ru_maxrss keeps the peak of the parent this
@@ -150,10 +220,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--body", type=Path)
     parser.add_argument("--frames", type=Path)
     parser.add_argument("--one-write", action="store_true", help="stream: all frames in one write")
+    parser.add_argument("--upstream", help="relay: where to pass requests (http://HOST:PORT)")
     opts = parser.parse_args(args)
     pin_to_cpu(opts.cpu)
-    handler: _Handler
-    if kind == "fixed":
+    handler: _Handler | _Relay
+    if kind == "relay":
+        handler = _Relay(opts.upstream or "")
+    elif kind == "fixed":
         body = opts.body.read_bytes()
         head = h11.Response(
             status_code=200,

@@ -6,7 +6,8 @@ its own, the client (this process) on the other.
    response of the same size on the same backend.
 5. Record overhead: time to first byte and total time of requests through
    the proxy in record mode, next to the same requests sent straight to the
-   same local upstream (the fake OpenAI of ``tests/fakes``), interleaved.
+   same local upstream (the fake OpenAI of ``tests/fakes``) and through a
+   bare h11 relay to it (what any proxy adds on this machine), interleaved.
 6. Memory: peak RSS of a proxy that opened a large cassette and served from
    it, next to one serving a ten-interaction cassette.
 """
@@ -113,47 +114,35 @@ def throughput(
 
 
 def record_overhead(requests: int, work: Path, backend: str = "asyncio") -> list[Row]:
-    """TTFB and total time, straight to the fake upstream and through the
-    proxy recording, for a non-stream and a stream chat completion."""
+    """TTFB and total time, straight to the fake upstream, through a bare
+    h11 relay (the least any forwarding proxy does) and through Reel's proxy
+    recording, for a non-stream and a stream chat completion."""
     rows: list[Row] = []
     upstream_args = ["-m", "tests.fakes.upstream", "--port", "0", "--frame-delay", "0.001"]
     with spawn(upstream_args) as upstream:
         cassette = work / "recorded.jsonl"
         proxy_args = _proxy_args(cassette, backend, "--mode", "record", "--upstream", upstream.url)
-        with spawn(proxy_args) as proxy:
+        relay_args = ["-m", "bench._servers", "relay", "--cpu", str(SERVER_CPU)]
+        relay_args += ["--backend", backend, "--upstream", upstream.url]
+        with spawn(proxy_args) as proxy, spawn(relay_args) as relay:
             for stream in (False, True):
-                body = request_body(1, stream=stream)
-                headers = list(REQUEST_HEADERS.items())
-                direct_req = post_bytes(upstream.url, PATH, body, headers)
-                proxy_req = post_bytes(proxy.url, PATH, body, headers)
-                direct_sock, proxy_sock = connect(upstream.url), connect(proxy.url)
-                times: dict[str, list[tuple[float, float]]] = {"direct": [], "proxy": []}
-                try:
-                    for i in range(requests + 10):
-                        for name, sock, req in (
-                            ("direct", direct_sock, direct_req),
-                            ("proxy", proxy_sock, proxy_req),
-                        ):
-                            sent = time.perf_counter()
-                            sock.sendall(req)
-                            first, last, response = read_response(sock)
-                            if not response.startswith(b"HTTP/1.1 200"):
-                                raise RuntimeError(f"{name} answered {response[:200]!r}")
-                            if i >= 10:  # the first ones warm connections and caches
-                                times[name].append((first - sent, last - sent))
-                finally:
-                    direct_sock.close()
-                    proxy_sock.close()
+                times = _interleaved(
+                    {"direct": upstream.url, "relay": relay.url, "reel": proxy.url},
+                    request_body(1, stream=stream),
+                    requests,
+                )
                 row: Row = {"request": "stream (SSE)" if stream else "non-stream"}
                 for what, index in (("ttfb", 0), ("total", 1)):
-                    direct = [t[index] for t in times["direct"]]
-                    through = [t[index] for t in times["proxy"]]
-                    d50, p50 = percentile(direct, 50), percentile(through, 50)
-                    row[f"direct_{what}_p50_us"] = us(d50)
-                    row[f"proxy_{what}_p50_us"] = us(p50)
-                    row[f"added_{what}_p50_us"] = us(p50 - d50)
+                    direct, relayed, through = (
+                        percentile([t[index] for t in times[name]], 50)
+                        for name in ("direct", "relay", "reel")
+                    )
+                    row[f"direct_{what}_p50_us"] = us(direct)
+                    row[f"relay_added_{what}_p50_us"] = us(relayed - direct)
+                    row[f"added_{what}_p50_us"] = us(through - direct)
+                    row[f"{what}_vs_relay"] = ratio(through - direct, relayed - direct)
                 row["added_total_p99_us"] = us(
-                    percentile([t[1] for t in times["proxy"]], 99)
+                    percentile([t[1] for t in times["reel"]], 99)
                     - percentile([t[1] for t in times["direct"]], 99)
                 )
                 row["requests"] = requests
@@ -162,6 +151,35 @@ def record_overhead(requests: int, work: Path, backend: str = "asyncio") -> list
         if lines < 2 * (requests + 10):
             raise RuntimeError(f"the proxy recorded {lines} lines, not {2 * (requests + 10)}")
     return rows
+
+
+def _interleaved(
+    urls: dict[str, str], body: bytes, requests: int
+) -> dict[str, list[tuple[float, float]]]:
+    """(TTFB, total) of ``requests`` requests to each of ``urls`` (after ten
+    to warm up), one keep-alive connection each.  Each round goes to every
+    URL in turn: the first one first, the others in an order rotating each
+    round, so none of them always follows the same one."""
+    headers = list(REQUEST_HEADERS.items())
+    names = list(urls)
+    socks = {name: connect(url) for name, url in urls.items()}
+    reqs = {name: post_bytes(url, PATH, body, headers) for name, url in urls.items()}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    try:
+        for i in range(requests + 10):
+            shift = i % (len(names) - 1)
+            for name in names[:1] + names[1 + shift :] + names[1 : 1 + shift]:
+                sent = time.perf_counter()
+                socks[name].sendall(reqs[name])
+                first, last, response = read_response(socks[name])
+                if not response.startswith(b"HTTP/1.1 200"):
+                    raise RuntimeError(f"{name} answered {response[:200]!r}")
+                if i >= 10:  # the first ones warm connections and caches
+                    times[name].append((first - sent, last - sent))
+    finally:
+        for sock in socks.values():
+            sock.close()
+    return times
 
 
 def memory(corpus: Corpus, small: Corpus, requests: int) -> Row:
