@@ -10,6 +10,7 @@ recorded ends with :class:`Recorded`, carrying the cassette line to append.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -57,17 +58,47 @@ class Replay:
     similarity: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Forward:
     """Decision: send ``request`` upstream unchanged, then feed the response
     back with ``upstream_head`` / ``upstream_data`` / ``upstream_end``.
-    ``record`` says whether the exchange will be written to the cassette."""
+    ``record`` says whether the exchange will be written to the cassette.
+
+    ``key`` is the request's match key.  In record and live modes nothing
+    waits on it, so the session computes it when it is first read (a secret
+    check and a canonical hash of the body): a binding that sends the
+    request before it reads ``key`` gets it upstream sooner."""
 
     request: Request
-    key: str
+    #: The key, or how to compute it (once, on the first read of ``key``).
+    _key: str | Callable[[], str]
     record: bool
     #: Where to send it (set when the session routes, as the proxy's does).
     url: str | None = None
+
+    @property
+    def key(self) -> str:
+        if not isinstance(self._key, str):
+            object.__setattr__(self, "_key", self._key())
+        assert isinstance(self._key, str)
+        return self._key
+
+    def _fields(self) -> tuple[Request, str, bool, str | None]:
+        return (self.request, self.key, self.record, self.url)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Forward):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"Forward(request={self.request!r}, key={self.key!r}, record={self.record!r}, "
+            f"url={self.url!r})"
+        )
 
 
 @dataclass(frozen=True)

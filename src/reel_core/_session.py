@@ -110,7 +110,8 @@ class Session:
         self._reader: RequestReader | None = None
         self._pending: Request | None = None
         self._events: deque[Event] = deque()
-        self._recorder: Recorder | None = None
+        #: What the upstream of the exchange being recorded sent so far.
+        self._capture: _Capture | None = None
         #: Builds the recording of a finished forward: called when the
         #: binding pulls the event after the response's end (see ``_store``).
         self._unstored: Callable[[], Interaction] | None = None
@@ -234,10 +235,12 @@ class Session:
             )
 
     def _match_and_decide(self, request: Request) -> None:
-        recorded = self.recorded_request(request)
-        key = recorded.key(self._keying)
         mode = self.config.mode
+        keyed: Callable[[], tuple[RecordedRequest, str]]
         if mode in (Mode.REPLAY, Mode.AUTO):
+            recorded = self.recorded_request(request)
+            key = recorded.key(self._keying)
+            keyed = lambda: (recorded, key)  # noqa: E731 - for a miss forwarded in auto mode
             interaction = self.cassette.play(key, self._keying, repeat=self.config.repeat)
             similarity = None
             # fuzzy only stands in for a request never recorded: one whose
@@ -262,6 +265,12 @@ class Session:
                     _json_response(404, report.to_bytes(), head_only=request.method == "HEAD")
                 )
                 return
+        else:
+            # Nothing here needs the key in record and live modes: the secret
+            # check, the key and the recording's name wait until the binding
+            # sent the request (for the recording, until the client has its
+            # answer), so they are not on the request's way upstream.
+            keyed = self._keyer(request)
         url = None
         if self.config.routing:
             url = route(request.path, request.headers, self.config.upstream)
@@ -276,11 +285,23 @@ class Session:
                 )
                 return
             url += request.target[len(request.path) :]
-        record = mode.records
-        recorder = self._new_recorder(request, recorded, key) if record else None
         self._to(Input.FORWARD)
-        self._recorder = recorder
-        self._events.append(Forward(request, key, record, url))
+        if mode.records:
+            self._capture = _Capture(functools.partial(self._new_recorder, request, keyed))
+        self._events.append(Forward(request, lambda: keyed()[1], mode.records, url))
+
+    def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
+        """``request`` redacted, and its match key: computed once, when first
+        asked for, with this request's redactor and match settings."""
+        redactor, keying = self.redactor, self._keying
+
+        @functools.cache
+        def keyed() -> tuple[RecordedRequest, str]:
+            plain = RecordedRequest(request.method, request.path, request.query, request.body)
+            recorded = plain.redacted(redactor)
+            return recorded, recorded.key(keying)
+
+        return keyed
 
     def _refuse(self, status: int, kind: str, message: str) -> None:
         self._to(Input.REFUSE)
@@ -342,9 +363,14 @@ class Session:
             events.append(EndOfResponse(timing.schedule(response.end_ms / 1000.0)))
         return events
 
-    def _new_recorder(self, request: Request, recorded: RecordedRequest, key: str) -> Recorder:
+    def _new_recorder(
+        self, request: Request, keyed: Callable[[], tuple[RecordedRequest, str]]
+    ) -> Recorder:
+        recorded, key = keyed()
         stored_config = self.cassette.keying
         stored_key = key if stored_config == self._keying else recorded.key(stored_config)
+        # Made when the recording is stored: identical requests recorded at
+        # the same time are numbered -2, -3... in the order they are stored.
         seen = self.cassette.count(stored_key, stored_config)
         ident = stored_key[7:19] + (f"-{seen + 1}" if seen else "")
         host = request.header("host")
@@ -379,8 +405,8 @@ class Session:
         headers = normalize_headers(headers)
         passed = tuple((k, v) for k, v in headers if k not in HOP_BY_HOP)
         self._events.append(ResponseHead(status, passed, reason))
-        if self._recorder is not None:
-            self._recorder.head(status, headers, now, sent_at, timestamp)
+        if self._capture is not None:
+            self._capture.head = (status, headers, now, sent_at, timestamp)
 
     def upstream_data(self, data: bytes, *, now: float) -> None:
         """A chunk of the upstream body (as received, still encoded)."""
@@ -388,16 +414,16 @@ class Session:
         if data:
             data = bytes(data)  # one copy at most (none for bytes), shared by both
             self._events.append(Frame(data))
-            if self._recorder is not None:
-                self._recorder.data(data, now)
+            if self._capture is not None:
+                self._capture.chunks.append((data, now))
 
     def upstream_end(self, *, now: float) -> None:
         """The upstream response ended cleanly."""
         self._to(Input.UPSTREAM_END)
         self._events.append(EndOfResponse())
-        if self._recorder is not None:
-            self._unstored = functools.partial(self._recorder.end, now)
-            self._recorder = None
+        if self._capture is not None:
+            capture, self._capture = self._capture, None
+            self._unstored = lambda: capture.recorder().end(now)
 
     def upstream_error(self, error: UpstreamError, detail: str = "", *, now: float = 0.0) -> None:
         """The upstream failed.  Before the head: the client gets a 502 (504
@@ -407,7 +433,7 @@ class Session:
             raise self._misuse(f"error must be an UpstreamError, not {error!r}")
         if self.state is State.AWAIT_UPSTREAM:
             self._to(Input.UPSTREAM_ERROR)
-            self._recorder = None
+            self._capture = None  # nothing came: nothing is recorded
             target = self.redactor.target(self._request.target) if self._request else ""
             message = f"Reel could not reach the upstream for {target}: {error.value}"
             if detail:
@@ -418,9 +444,9 @@ class Session:
         self._to(Input.UPSTREAM_ERROR)
         detail = self.redactor.text(detail)
         self._events.append(Cut(error.value, detail))
-        if self._recorder is not None:
-            self._unstored = functools.partial(self._recorder.fail, error, detail, now)
-            self._recorder = None
+        if self._capture is not None:
+            capture, self._capture = self._capture, None
+            self._unstored = lambda: capture.recorder().fail(error, detail, now)
 
     def _store(self) -> Recorded:
         """Build the recording and add it to the cassette.  This is the
@@ -430,12 +456,6 @@ class Session:
         assert self._unstored is not None
         build, self._unstored = self._unstored, None
         interaction = build()
-        # Numbered when stored, not when the request came: identical
-        # requests recorded at the same time get ids -2, -3... too.
-        seen = self.cassette.count(interaction.key, self.cassette.keying)
-        ident = interaction.key[7:19] + (f"-{seen + 1}" if seen else "")
-        if ident != interaction.id:
-            interaction = replace(interaction, id=ident)
         line = interaction.to_line()
         self.cassette.add(interaction, line=line)
         return Recorded(line, interaction.id, interaction.key)
@@ -509,3 +529,24 @@ class Session:
             )
         except LocalProtocolError:  # pragma: no cover - h11 refused mid-way
             return b""
+
+
+class _Capture:
+    """What the upstream of a recorded exchange sent, kept as it came.  The
+    :class:`Recorder` (which needs the request's secret check and key) is
+    made from it when the recording is built, after the client's answer."""
+
+    def __init__(self, new_recorder: Callable[[], Recorder]) -> None:
+        self._new_recorder = new_recorder
+        #: ``Recorder.head``'s arguments (a capture without a head is dropped).
+        self.head: tuple[int, Headers, float, float | None, float | None] = (0, (), 0.0, None, None)
+        #: ``(chunk, arrival)`` of each body chunk, in order.
+        self.chunks: list[tuple[bytes, float]] = []
+
+    def recorder(self) -> Recorder:
+        """A recorder fed with everything captured."""
+        recorder = self._new_recorder()
+        recorder.head(*self.head)
+        for chunk, now in self.chunks:
+            recorder.data(chunk, now)
+        return recorder

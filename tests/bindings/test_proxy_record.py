@@ -78,6 +78,9 @@ async def test_a_recording_that_cannot_be_built_is_reported(
         with monkeypatch.context() as patch:
             patch.setattr(Recorder, "end", broken)
             got = await fetch(client, chat_call("lost", stream=True))
+            with anyio.fail_after(5):  # the line is built after the client's answer
+                while not any("NOT recorded" in r.message for r in caplog.records):
+                    await anyio.sleep(0.005)
         after = await fetch(client, chat_call("kept"))
         replies = [respond(r) for r in fake.requests]
     # the client was answered in full; the failure is logged with its cause

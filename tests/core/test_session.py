@@ -25,6 +25,7 @@ from reel_core import (
     MissError,
     Mode,
     Recorded,
+    RecordedRequest,
     Redactor,
     Refused,
     RemoteProtocolError,
@@ -311,6 +312,53 @@ def test_a_fresh_recording_has_a_plain_id_and_is_then_replayed() -> None:
     replay = Session(Cassette.loads(c.dumps()))
     events = one_exchange(replay, request())
     assert b"".join(e.data for e in events if isinstance(e, Frame)) == b'{"ok":true}'
+
+
+@pytest.fixture
+def keyed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The path of each request keyed (``RecordedRequest.key`` called) from now on."""
+    real_key = RecordedRequest.key
+    calls: list[str] = []
+
+    def counting_key(self: RecordedRequest, keying: MatchConfig) -> str:
+        calls.append(self.path)
+        return real_key(self, keying)
+
+    monkeypatch.setattr(RecordedRequest, "key", counting_key)
+    return calls
+
+
+def test_record_keys_the_request_after_it_is_forwarded(keyed: list[str]) -> None:
+    # The secret check and the key are not on the request's way upstream:
+    # computed once, when the recording is built (or the key first read).
+    session = Session(Cassette(), Config(mode=Mode.RECORD))
+    session.receive_request(request(body=b'{"api_key": "sk-proj-abcdefghijklmnop123456"}'))
+    forward = session.next_event()
+    assert isinstance(forward, Forward)
+    assert keyed == []
+    session.upstream_head(200, [(b"content-type", b"application/json")], now=1.0)
+    session.upstream_data(b"{}", now=1.1)
+    session.upstream_end(now=1.2)
+    while not isinstance(session.next_event(), EndOfResponse):
+        pass
+    assert keyed == []  # the client has its whole answer before any of it
+    recorded = session.next_event()
+    assert isinstance(recorded, Recorded)
+    assert keyed == ["/v1/chat/completions"]
+    assert forward.key == recorded.key
+    assert keyed == ["/v1/chat/completions"]  # computed once, shared
+    assert b"sk-proj" not in recorded.line
+
+
+def test_live_keys_only_when_the_key_is_read(keyed: list[str]) -> None:
+    session = Session(Cassette(), Config(mode=Mode.LIVE))
+    session.receive_request(request())
+    forward = session.next_event()
+    assert isinstance(forward, Forward)
+    assert not forward.record
+    assert keyed == []
+    assert forward.key.startswith("sha256:")
+    assert keyed == ["/v1/chat/completions"]
 
 
 def test_live_forwards_and_records_nothing() -> None:

@@ -61,6 +61,8 @@ class _Exchange:
     target: str = ""
     outcome: str = ""
     key: str = ""
+    #: A forward's key is computed late (see ``Forward.key``): read when logged.
+    forward: Forward | None = None
     status: int = 0
     started: float = 0.0
     #: When the first byte of the request arrived (0: none yet).
@@ -228,7 +230,7 @@ class Proxy:
                     log.debug("refused: %s", event.message)
                 else:
                     exchange.outcome = "recorded" if event.record else "live"
-                    exchange.key = event.key
+                    exchange.forward = event  # its key is read when logged
                     await self._forward(stream, session, event, exchange)
                 continue
             # Bytes due now are gathered and go out in one write when the
@@ -332,12 +334,9 @@ class Proxy:
                     exchange.outcome += f" (cut: {event.error})"
                     self._log(session, exchange)
                     client_gone = True
-                elif isinstance(event, EndOfResponse):
-                    self._log(session, exchange)
-                if client_gone:
-                    continue
                 try:
-                    await _send(stream, data)
+                    if not client_gone:
+                        await _send(stream, data)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     client_gone = True  # keep reading upstream: the recording is still whole
                 finally:
@@ -345,6 +344,7 @@ class Proxy:
                         # The client has its answer: now the line is built
                         # and appended, even if the proxy is being stopped.
                         self._record(session, forward.request.target)
+                        self._log(session, exchange)
 
         try:
             async with self.upstream.send(forward.request, forward.url) as response:
@@ -411,7 +411,8 @@ class Proxy:
         if not log.isEnabledFor(logging.INFO):
             return
         elapsed = (anyio.current_time() - exchange.started) * 1000
-        key = exchange.key[7:19] if exchange.key else "-"
+        key = exchange.forward.key if exchange.forward is not None else exchange.key
+        key = key[7:19] if key else "-"
         log.info(
             "%s %-8s %s %s key=%s %d %.1fms",
             self.config.mode.value,
