@@ -126,25 +126,21 @@ def record_overhead(requests: int, work: Path, backend: str = "asyncio") -> list
         relay_args += ["--backend", backend, "--upstream", upstream.url]
         with spawn(proxy_args) as proxy, spawn(relay_args) as relay:
             for stream in (False, True):
-                times = _interleaved(
-                    {"direct": upstream.url, "relay": relay.url, "reel": proxy.url},
-                    request_body(1, stream=stream),
-                    requests,
-                )
+                body = request_body(1, stream=stream)
+                # A pass each, so each proxy idles between its requests for
+                # as long as the other (a CPU left idle runs slower after).
+                relayed = _interleaved(upstream.url, relay.url, body, requests)
+                through = _interleaved(upstream.url, proxy.url, body, requests)
                 row: Row = {"request": "stream (SSE)" if stream else "non-stream"}
                 for what, index in (("ttfb", 0), ("total", 1)):
-                    direct, relayed, through = (
-                        percentile([t[index] for t in times[name]], 50)
-                        for name in ("direct", "relay", "reel")
-                    )
+                    direct, added = _added(through, index)
+                    relay_added = _added(relayed, index)[1]
                     row[f"direct_{what}_p50_us"] = us(direct)
-                    row[f"relay_added_{what}_p50_us"] = us(relayed - direct)
-                    row[f"added_{what}_p50_us"] = us(through - direct)
-                    row[f"{what}_vs_relay"] = ratio(through - direct, relayed - direct)
-                row["added_total_p99_us"] = us(
-                    percentile([t[1] for t in times["reel"]], 99)
-                    - percentile([t[1] for t in times["direct"]], 99)
-                )
+                    row[f"relay_added_{what}_p50_us"] = us(relay_added)
+                    row[f"added_{what}_p50_us"] = us(added)
+                    row[f"{what}_vs_relay"] = ratio(added, relay_added)
+                direct_p99, proxy_p99 = (percentile([t[1] for t in side], 99) for side in through)
+                row["added_total_p99_us"] = us(proxy_p99 - direct_p99)
                 row["requests"] = requests
                 rows.append(row)
         lines = cassette.read_bytes().count(b"\n") - 1 if cassette.exists() else 0
@@ -154,32 +150,34 @@ def record_overhead(requests: int, work: Path, backend: str = "asyncio") -> list
 
 
 def _interleaved(
-    urls: dict[str, str], body: bytes, requests: int
-) -> dict[str, list[tuple[float, float]]]:
-    """(TTFB, total) of ``requests`` requests to each of ``urls`` (after ten
-    to warm up), one keep-alive connection each.  Each round goes to every
-    URL in turn: the first one first, the others in an order rotating each
-    round, so none of them always follows the same one."""
+    direct: str, proxy: str, body: bytes, requests: int
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """(TTFB, total) of ``requests`` requests straight to ``direct`` and
+    through ``proxy``, alternating, one keep-alive connection each (ten
+    more first, to warm them up)."""
     headers = list(REQUEST_HEADERS.items())
-    names = list(urls)
-    socks = {name: connect(url) for name, url in urls.items()}
-    reqs = {name: post_bytes(url, PATH, body, headers) for name, url in urls.items()}
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    sides = [(connect(url), post_bytes(url, PATH, body, headers)) for url in (direct, proxy)]
+    times: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
     try:
         for i in range(requests + 10):
-            shift = i % (len(names) - 1)
-            for name in names[:1] + names[1 + shift :] + names[1 : 1 + shift]:
+            for (sock, request), out in zip(sides, times, strict=True):
                 sent = time.perf_counter()
-                socks[name].sendall(reqs[name])
-                first, last, response = read_response(socks[name])
+                sock.sendall(request)
+                first, last, response = read_response(sock)
                 if not response.startswith(b"HTTP/1.1 200"):
-                    raise RuntimeError(f"{name} answered {response[:200]!r}")
+                    raise RuntimeError(f"{response[:200]!r} from {sock.getpeername()}")
                 if i >= 10:  # the first ones warm connections and caches
-                    times[name].append((first - sent, last - sent))
+                    out.append((first - sent, last - sent))
     finally:
-        for sock in socks.values():
+        for sock, _ in sides:
             sock.close()
     return times
+
+
+def _added(times: tuple[list[tuple[float, float]], ...], index: int) -> tuple[float, float]:
+    """The direct p50 of TTFB (``index`` 0) or total (1), and what the proxy adds to it."""
+    direct = percentile([t[index] for t in times[0]], 50)
+    return direct, percentile([t[index] for t in times[1]], 50) - direct
 
 
 def memory(corpus: Corpus, small: Corpus, requests: int) -> Row:
