@@ -294,12 +294,14 @@ class Session:
         """``request`` redacted, and its match key: computed once, when first
         asked for, with this request's redactor and match settings."""
         redactor, keying = self.redactor, self._keying
+        done: list[tuple[RecordedRequest, str]] = []  # functools.cache costs more
 
-        @functools.cache
         def keyed() -> tuple[RecordedRequest, str]:
-            plain = RecordedRequest(request.method, request.path, request.query, request.body)
-            recorded = plain.redacted(redactor)
-            return recorded, recorded.key(keying)
+            if not done:
+                plain = RecordedRequest(request.method, request.path, request.query, request.body)
+                recorded = plain.redacted(redactor)
+                done.append((recorded, recorded.key(keying)))
+            return done[0]
 
         return keyed
 
