@@ -125,6 +125,8 @@ def _extract(provider: str, path: str, request_body: bytes, response: RecordedRe
         _read_body(acc, response.body)
     elif response.stream == "sse":
         for at, frame in response.frames:
+            if _counts_only(acc) and not _may_count(frame):
+                continue
             _read_sse_frame(acc, frame, at)
     elif _looks_like_sse(response.frames):
         _read_sse_chunks(acc, response.frames)
@@ -150,6 +152,20 @@ def _loads(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+def _counts_only(acc: _Accumulator) -> bool:
+    """Whether only token counts are left to read: the model and the first
+    content (for the time to first token) are known."""
+    return acc.first_ms is not None and acc.model is not None
+
+
+def _may_count(event: bytes) -> bool:
+    """Whether an SSE event may hold token counts: every provider's are under
+    a key holding "usage" (``usage``, ``usageMetadata``) or ending in
+    "_count" (Ollama's ``eval_count``).  A long stream's content events
+    hold neither, and are not parsed once the first one is read."""
+    return b"usage" in event or b"_count" in event
 
 
 def _read_sse_chunks(acc: _Accumulator, frames: tuple[tuple[float, bytes], ...]) -> None:

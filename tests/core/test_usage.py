@@ -1287,6 +1287,22 @@ def test_corpus_usage_matches_the_recorded_body(name: str) -> None:
     assert checked
 
 
+def test_skipping_content_events_changes_no_usage(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Once the model and the first content are known, events holding no
+    # count are not parsed: every case and every corpus exchange (when the
+    # corpus is there) reads the same with all of them parsed.
+    from reel_core import _usage
+
+    exchanges = [(c.provider, c.path, c.request, c.response) for c in CASES.values()]
+    exchanges += [
+        (r.provider, r.path, r.request, r.response) for n in CORPUS_FILES for r in _exchanges(n)
+    ]
+    skipping = [extract_usage(*exchange) for exchange in exchanges]
+    monkeypatch.setattr(_usage, "_may_count", lambda event: True)
+    assert skipping == [extract_usage(*exchange) for exchange in exchanges]
+    assert sum(1 for *_, response in exchanges if response.stream == "sse") >= 5
+
+
 def test_a_json_array_stream_with_a_nested_array_and_non_objects() -> None:
     body = b'[[1, {"usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 4}}]]'
     response = RecordedResponse(200, stream="chunks", frames=((5.0, body),), end_ms=6.0)
