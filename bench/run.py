@@ -217,21 +217,23 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
         )
     record = results.get("record", [])
     if record:
-        added = max(max(r["added_ttfb_p50_us"], r["added_total_p50_us"]) for r in record)
+        # the worst of Reel's figures, and the relay's for the same request and time
+        added, row, what = max(
+            (r[f"added_{what}_p50_us"], i, what)
+            for i, r in enumerate(record)
+            for what in ("ttfb", "total")
+        )
         add(
             "record",
             "record mode adds <= 1 ms at p50 (TTFB and total)",
             f"{added / 1000:.2f} ms",
             added <= 1000,
         )
-        relay = max(
-            max(r["relay_added_ttfb_p50_us"], r["relay_added_total_p50_us"]) for r in record
-        )
-        versus = max(max(r["ttfb_vs_relay"], r["total_vs_relay"]) for r in record)
+        relay = record[row][f"relay_added_{what}_p50_us"]
         add(
             "record",
-            "a bare h11 relay adds, in the same run (no target)",
-            f"{relay / 1000:.2f} ms (Reel {versus}x of it)",
+            "a bare h11 relay adds there, in the same run (no target)",
+            f"{relay / 1000:.2f} ms (Reel {record[row][f'{what}_vs_relay']}x of it)",
             None,
         )
     memory = results.get("memory", [])
