@@ -13,9 +13,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SSEEvent", "SSESplitter", "looks_like_sse", "parse_sse_event"]
+__all__ = ["SSEEvent", "SSESplitter", "looks_like_sse", "parse_sse_event", "sse_event_ends"]
 
 _EOL = re.compile(rb"\r\n|\r|\n")
+#: One event of a body whose lines all end in LF: its lines, then the blank one.
+_LF_EVENT = re.compile(rb"(?:[^\n]+\n)*\n")
+
+
+def sse_event_ends(data: bytes) -> list[int] | None:
+    """Where each complete event of ``data`` ends, cut as :class:`SSESplitter`
+    cuts them, found in one pass when every line ends in LF (what servers
+    send); ``None`` when ``data`` holds a CR (feed a splitter instead)."""
+    if b"\r" in data:
+        return None
+    ends = []
+    pos = 0
+    for match in _LF_EVENT.finditer(data):
+        if match.start() != pos:  # past the last blank line: a line's own LF
+            break
+        pos = match.end()
+        ends.append(pos)
+    return ends
 
 
 class SSESplitter:

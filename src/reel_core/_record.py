@@ -21,7 +21,7 @@ from ._cassette import (
     StreamCut,
     format_timestamp,
 )
-from ._frames import SSESplitter
+from ._frames import SSESplitter, sse_event_ends
 from ._http import Headers, header_value
 from ._prices import cost_usd
 from ._redact import Redactor, keep_response_header
@@ -241,12 +241,39 @@ class Recorder:
         else:
             self._frames.append((at, decoded))
 
+    def _take_sse_at_once(self) -> bool:
+        """``_take`` every chunk of an SSE body kept as it came (no content
+        decoding) in one pass over the whole body, each event stamped with
+        the chunk that completed it: what taking the chunks one by one does,
+        a few times faster on a long stream.  False, having taken nothing,
+        when a line ends in CR (then they are taken one by one)."""
+        body = b"".join([chunk for _, chunk in self._received])
+        ends = sse_event_ends(body)
+        if ends is None:
+            return False
+        chunks = iter(self._received)
+        received = start = 0
+        at = 0.0
+        for end in ends:
+            while received < end:  # up to the chunk holding the event's last byte
+                now, chunk = next(chunks)
+                received += len(chunk)
+                at = self._stamp(now)
+            self._frames.append((at, body[start:end]))
+            start = end
+        for now, _ in chunks:
+            self._stamp(now)
+        self._size += len(body)
+        self._splitter.feed(body[start:])  # no event ends there: kept for close()
+        return True
+
     def _finish(self, now: float) -> None:
         # The chunks in the order they came, as if read live: each event is
         # stamped with the arrival of the chunk that completed it.
         self._read_head()
-        for at, chunk in self._received:
-            self._feed(chunk, at)
+        if not (self._kind == "sse" and not self._decoder.decodes and self._take_sse_at_once()):
+            for at, chunk in self._received:
+                self._feed(chunk, at)
         self._received = []
         if self._broken is None:
             try:

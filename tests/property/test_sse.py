@@ -8,7 +8,9 @@ of the whole body.  The same holds for the frames of a recorded stream.
 
 from __future__ import annotations
 
+import itertools
 import re
+from unittest import mock
 
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -19,6 +21,7 @@ from reel_core import (
     Frame,
     Mode,
     Recorded,
+    RecordedRequest,
     Redactor,
     Request,
     Session,
@@ -27,6 +30,8 @@ from reel_core import (
     SSESplitter,
     parse_sse_event,
 )
+from reel_core._frames import sse_event_ends
+from reel_core._record import Recorder
 
 from .strategies import chunkings, sse_bodies
 
@@ -87,6 +92,45 @@ def test_splitter_is_reusable_after_close(data: st.DataObject, body: bytes) -> N
             frames += splitter.feed(chunk)
         frames += splitter.close()
         assert frames == reference_frames(body)
+
+
+@given(sse_bodies())
+@example(b"\n\n\ndata: a\n\ndata: b\n")
+@example(b"data: a\ndata: b\n\n\n")
+def test_event_ends_in_one_pass_are_the_splitters(body: bytes) -> None:
+    ends = sse_event_ends(body)
+    if b"\r" in body:
+        assert ends is None
+        return
+    complete = SSESplitter().feed(body)  # without close(): complete events only
+    assert ends == list(itertools.accumulate(map(len, complete)))
+
+
+def _recorder_frames(chunks: list[bytes], times: list[float], one_by_one: bool) -> object:
+    request = RecordedRequest("POST", "/v1/chat/completions")
+    recorder = Recorder(request, key="k", id="i", redactor=Redactor())
+    recorder.head(200, ((b"content-type", b"text/event-stream"),), 10.0, 9.5)
+    for chunk, now in zip(chunks, times, strict=True):
+        recorder.data(chunk, now)
+    if one_by_one:
+        with mock.patch.object(Recorder, "_take_sse_at_once", return_value=False):
+            interaction = recorder.end(12.0)
+    else:
+        interaction = recorder.end(12.0)
+    response = interaction.response
+    return response.frames, response.end_ms, interaction.meta["bytes"]
+
+
+@given(st.data(), sse_bodies())
+def test_recorded_events_are_stamped_alike_in_one_pass(data: st.DataObject, body: bytes) -> None:
+    # Each event is stamped with the arrival of the chunk completing it,
+    # whether the body is cut in one pass or chunk by chunk.
+    chunks = data.draw(chunkings(body), label="chunks")
+    offsets = data.draw(st.lists(st.floats(0, 1), min_size=len(chunks), max_size=len(chunks)))
+    times = [10.0 + offset for offset in offsets]  # not always in order
+    assert _recorder_frames(chunks, times, one_by_one=False) == _recorder_frames(
+        chunks, times, one_by_one=True
+    )
 
 
 def _record(body: bytes, chunks: list[bytes], mode: Mode) -> tuple[list[bytes], bytes]:
