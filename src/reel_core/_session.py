@@ -214,8 +214,7 @@ class Session:
 
     def recorded_request(self, request: Request) -> RecordedRequest:
         """The redacted form of ``request`` that is keyed and stored."""
-        plain = RecordedRequest(request.method, request.path, request.query, request.body)
-        return plain.redacted(self.redactor)
+        return _recorded(request, self.redactor)
 
     def _decide(self, request: Request) -> None:
         self._request = request
@@ -298,8 +297,7 @@ class Session:
 
         def keyed() -> tuple[RecordedRequest, str]:
             if not done:
-                plain = RecordedRequest(request.method, request.path, request.query, request.body)
-                recorded = plain.redacted(redactor)
+                recorded = _recorded(request, redactor)
                 done.append((recorded, recorded.key(keying)))
             return done[0]
 
@@ -531,6 +529,12 @@ class Session:
             )
         except LocalProtocolError:  # pragma: no cover - h11 refused mid-way
             return b""
+
+
+def _recorded(request: Request, redactor: Redactor) -> RecordedRequest:
+    """``request`` as it is keyed and stored: redacted by ``redactor``."""
+    plain = RecordedRequest(request.method, request.path, request.query, request.body)
+    return plain.redacted(redactor)
 
 
 class _Capture:
