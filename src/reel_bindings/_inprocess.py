@@ -85,7 +85,7 @@ class Player:
         mode: Mode | str | None = None,
         match: MatchConfig | None = None,
         timing: Timing | str = "realtime",
-        repeat: bool = True,
+        repeat: bool | None = None,
         redactor: Redactor | None = None,
         strict_load: bool = False,
         hint: str = IN_PROCESS_HINT,

@@ -150,7 +150,7 @@ class _Base:
         mode: Mode | str | None = None,
         match: MatchConfig | None = None,
         timing: Timing | str = "realtime",
-        repeat: bool = True,
+        repeat: bool | None = None,
         strict: bool = False,
         redactor: Redactor | None = None,
         upstream: Any = None,

@@ -58,7 +58,7 @@ DEFAULT_TIMING = "fast"
 
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
-    "repeat=True, proxy=False, upstream=None): record/replay this test's LLM API traffic "
+    "repeat=None, proxy=False, upstream=None): record/replay this test's LLM API traffic "
     "with Reel (the `reel` fixture gives the cassette; proxy=True starts a per-test proxy "
     "and points the OpenAI, Anthropic and Gemini SDKs at it)"
 )
@@ -209,7 +209,7 @@ class ReelCassette:
         mode: Mode,
         timing: Timing,
         match: MatchConfig | None,
-        repeat: bool,
+        repeat: bool | None,
         upstream: str | None,
         file: CassetteFile,
         hint: str,
@@ -426,9 +426,9 @@ class ReelCassette:
         mode = _test_mode(item.config, settings.get("mode"))
         timing = _test_timing(item.config, settings.get("timing"))
         match = _match(settings.get("match"), settings.get("ignore_fields"))
-        repeat = settings.get("repeat", True)
-        if not isinstance(repeat, bool):
-            _marker_error(f"repeat= takes True or False, not {repeat!r}")
+        repeat = settings.get("repeat")
+        if repeat is not None and not isinstance(repeat, bool):
+            _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
         upstream = settings.get("upstream") or os.environ.get("REEL_UPSTREAM") or None
         with contextlib.ExitStack() as stack:
             if mode.records:

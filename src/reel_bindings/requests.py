@@ -165,7 +165,7 @@ class Adapter(BaseAdapter):
         mode: Mode | str | None = None,
         match: MatchConfig | None = None,
         timing: Timing | str = "realtime",
-        repeat: bool = True,
+        repeat: bool | None = None,
         strict: bool = False,
         redactor: Redactor | None = None,
         upstream: HTTPAdapter | None = None,

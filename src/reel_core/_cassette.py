@@ -350,6 +350,9 @@ class CassetteMeta:
     match: MatchConfig = MatchConfig()
     #: The Reel version that wrote the cassette.
     writer: str = __version__
+    #: In replay mode, once every recording of a request was served: serve
+    #: the last one again (``True``, the default) or miss (``False``).
+    repeat: bool = True
     #: Other settings (redaction switches, extra patterns), kept as given.
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
@@ -361,6 +364,8 @@ class CassetteMeta:
         }
         if self.match.ignore_fields:
             meta["ignore_fields"] = list(self.match.ignore_fields)
+        if not self.repeat:
+            meta["repeat"] = False
         meta.update(self.extra)
         return (
             json.dumps({"_meta": meta}, ensure_ascii=False, separators=(",", ":")).encode(
@@ -399,7 +404,12 @@ class CassetteMeta:
             match = MatchConfig(mode, tuple(ignore))
         except (ValueError, LocalProtocolError) as exc:
             raise CassetteError(name, 1, f'bad "_meta" match settings: {exc}') from None
-        known = {"schema", "reel", "match", "ignore_fields"}
+        repeat = meta.get("repeat", True)
+        if not isinstance(repeat, bool):
+            raise CassetteError(
+                name, 1, f'"_meta.repeat" must be true or false, not {json.dumps(repeat)}'
+            )
+        known = {"schema", "reel", "match", "ignore_fields", "repeat"}
         extra = {k: v for k, v in meta.items() if k not in known}
         redact = extra.get("redact", {})
         try:
@@ -408,7 +418,7 @@ class CassetteMeta:
             Redactor.from_settings(redact)
         except LocalProtocolError as exc:
             raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
-        return cls(schema=schema, match=match, writer=str(writer), extra=extra)
+        return cls(schema=schema, match=match, writer=str(writer), repeat=repeat, extra=extra)
 
 
 class _Lines:

@@ -49,9 +49,11 @@ class Config:
     #: ``None``: the cassette's own ``_meta`` settings (normalized by default).
     match: MatchConfig | None = None
     timing: Timing = Timing()
-    #: Once every recording of a request was served: repeat the last (True)
-    #: or treat the request as a miss (False).
-    repeat: bool = True
+    #: In replay mode, once every recording of a request was served: repeat
+    #: the last (True) or treat the request as a miss (False); ``None``: as
+    #: the cassette's ``_meta`` says (``"repeat"``, default true).  Auto mode
+    #: never repeats: it forwards and records the request again.
+    repeat: bool | None = None
     #: ``None``: the cassette's ``_meta`` redaction settings, PII on.
     redactor: Redactor | None = None
     #: Redact PII (True) or not (False, ``REEL_REDACT_PII=0``); ``None``: as

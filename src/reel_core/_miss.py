@@ -61,6 +61,9 @@ class MissReport:
     recorded: int
     closest: Closest | None
     hint: str = DEFAULT_HINT
+    #: How many recordings of this very request were already served: more
+    #: than 0 when the request is a repeat past its recorded count.
+    served: int = 0
 
     def summary(self) -> str:
         """One line, fit for an exception message or an SDK error."""
@@ -68,7 +71,12 @@ class MissReport:
             f"Reel miss: {self.reason} for {self.method} {self.path} in cassette "
             f"{self.cassette} (match={self.match}, key {self.key[:19]}...)"
         )
-        if self.closest is not None:
+        if self.served and self.closest is not None and not self.closest.diffs:
+            text += (
+                f"; recording {self.closest.id} is this very request, served "
+                f"{self.served} of {self.served} times already"
+            )
+        elif self.closest is not None:
             where = ", ".join(d.path for d in self.closest.diffs[:3]) or "nothing in the body"
             if self.closest.more or len(self.closest.diffs) > 3:
                 where += ", ..."
@@ -102,6 +110,11 @@ class MissReport:
                 "request": {"method": self.method, "path": self.path},
                 "reason": self.reason,
                 "recorded_interactions": self.recorded,
+                "repeat_past_count": (
+                    {"recorded": self.served, "this_request": self.served + 1}
+                    if self.served
+                    else None
+                ),
                 "closest": closest,
                 "rerecord": self.hint,
             }
@@ -242,6 +255,7 @@ def build_miss_report(
     reason: str = "no recording matches",
     hint: str = DEFAULT_HINT,
     nearest: tuple[Interaction, float] | None = None,
+    served: int = 0,
 ) -> MissReport:
     """Assemble the report for a request that missed (already redacted).
     ``nearest`` overrides the search for the closest recording (fuzzy
@@ -270,4 +284,5 @@ def build_miss_report(
         recorded=len(cassette),
         closest=closest,
         hint=hint,
+        served=served,
     )

@@ -122,6 +122,11 @@ class Session:
         #: The match settings in force: the config's, else the cassette's.
         self.match: MatchConfig = self.config.match or cassette.meta.match
         self._keying = self.match.keying()
+        #: Serve the last recording again once all were served?  Never in
+        #: auto mode: a retry of a recorded 429 must reach the upstream.
+        self._repeat = self.config.mode is Mode.REPLAY and (
+            cassette.meta.repeat if self.config.repeat is None else self.config.repeat
+        )
         redact = cassette.meta.extra.get("redact", {})
         self.redactor: Redactor = self.config.redactor or Redactor.from_settings(
             redact if isinstance(redact, dict) else {}, pii=self.config.pii
@@ -240,10 +245,10 @@ class Session:
             recorded = self.recorded_request(request)
             key = recorded.key(self._keying)
             keyed = lambda: (recorded, key)  # noqa: E731 - for a miss forwarded in auto mode
-            interaction = self.cassette.play(key, self._keying, repeat=self.config.repeat)
+            interaction = self.cassette.play(key, self._keying, repeat=self._repeat)
             similarity = None
             # fuzzy only stands in for a request never recorded: one whose
-            # recordings were all served (repeat off) stays a miss
+            # recordings were all served stays a miss (auto: is recorded again)
             fuzzy = self.match.mode is MatchMode.FUZZY and not self.cassette.count(
                 key, self._keying
             )
@@ -322,7 +327,12 @@ class Session:
             closest = nearest(recorded, self.cassette, replace(self.match, threshold=0.0))
             reason = f"no recording reaches the fuzzy threshold {self.match.threshold:g}"
         if count:
-            reason = f"all {count} recordings of this request were already served and repeat is off"
+            times = "once" if count == 1 else f"{count} times"
+            reason = (
+                f"this request was recorded {times} and each recording was already served: "
+                f"this is repeat {count + 1}, past the recorded count, and repeat is off "
+                '(set "repeat": true in the cassette\'s _meta line to serve the last one again)'
+            )
         return build_miss_report(
             recorded,
             key,
@@ -332,6 +342,7 @@ class Session:
             reason=reason,
             hint=self.config.hint,
             nearest=closest,
+            served=count,
         )
 
     def raise_for_miss(self, event: Event | Signal) -> None:

@@ -188,9 +188,13 @@ def test_auto_records_misses_and_replays_hits(tmp_path: Path, fake: FakeUpstream
     before = len(fake.requests)
     with httpx2.Client(transport=Transport(cassette, mode="auto")) as client:
         first = client.post(fake.url + CHAT, content=body("auto", stream=False)).json()
+    with httpx2.Client(transport=Transport(cassette, mode="auto")) as client:
+        again = client.post(fake.url + CHAT, content=body("auto", stream=False)).json()
+        # a second occurrence in the same run is one more exchange: recorded too
         second = client.post(fake.url + CHAT, content=body("auto", stream=False)).json()
-    assert first == second
-    assert len(fake.requests) == before + 1
+    assert first == again == second
+    assert len(fake.requests) == before + 2
+    assert len(cassette.read_bytes().splitlines()) == 3  # _meta and two recordings
 
 
 def test_mode_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

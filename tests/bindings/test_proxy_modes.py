@@ -105,21 +105,23 @@ async def test_auto_replays_hits_and_records_misses(tmp_path: Path) -> None:
         async with proxied(options(Mode.AUTO, cassette, upstream=fake.url)) as client:
             first = await fetch(client, call)
             assert len(fake.requests) == 1
-            second = await fetch(client, call)
-            assert len(fake.requests) == 1  # a hit: not forwarded
             other = await fetch(client, chat_call("A new one"))
             assert len(fake.requests) == 2  # a miss: forwarded and recorded
-        assert first.body == second.body
+            # asked again in the same run: one more occurrence, recorded too
+            second = await fetch(client, call)
+            assert len(fake.requests) == 3
+        assert first.body == second.body  # the fake answers alike
         assert other.status == 200
-        assert len(interactions(cassette)) == 2
-        # a new proxy on the same cassette replays both
+        assert len(interactions(cassette)) == 3
+        # a new proxy on the same cassette replays all three, in order
         async with proxied(options(Mode.AUTO, cassette, upstream=fake.url)) as client:
             third = await fetch(client, call)
             fourth = await fetch(client, chat_call("A new one"))
-        assert len(fake.requests) == 2
-    assert third.body == first.body
+            fifth = await fetch(client, call)
+        assert len(fake.requests) == 3  # hits: not forwarded
+    assert third.body == fifth.body == first.body
     assert fourth.body == other.body
-    assert len(interactions(cassette)) == 2
+    assert len(interactions(cassette)) == 3
 
 
 async def test_live_forwards_and_writes_nothing(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_config_defaults() -> None:
     assert c.mode is Mode.REPLAY
     assert c.match is None
     assert c.timing == Timing()
-    assert c.repeat is True
+    assert c.repeat is None  # the cassette decides (repeat by default)
     assert c.redactor is None
     assert c.limits == Limits()
     assert c.hint == DEFAULT_HINT

@@ -9,6 +9,7 @@ import pytest
 
 from reel_core import (
     Cassette,
+    CassetteError,
     CassetteMeta,
     Config,
     Cut,
@@ -215,9 +216,121 @@ def test_a_miss_when_every_recording_was_served() -> None:
         session.start_next_cycle()
     miss = one_exchange(session, request())[0]
     assert isinstance(miss, Miss)
-    assert miss.report.reason == (
-        "all 2 recordings of this request were already served and repeat is off"
+    assert miss.report.reason.startswith(
+        "this request was recorded 2 times and each recording was already served: "
+        "this is repeat 3, past the recorded count"
     )
+    assert miss.report.served == 2
+    error = miss.report.to_json()["error"]
+    assert error["repeat_past_count"] == {"recorded": 2, "this_request": 3}
+    assert "recording a is this very request, served 2 of 2 times already" in error["message"]
+
+
+def test_the_cassette_meta_decides_whether_replay_repeats() -> None:
+    meta = CassetteMeta(repeat=False)
+    assert b'"repeat":false' in meta.to_line()
+    assert b'"repeat"' not in CassetteMeta().to_line()  # the default is not written
+    c = Cassette.loads(meta.to_line() + interaction(id="a").to_line())
+    assert c.meta.repeat is False
+    session = Session(c)
+    assert isinstance(one_exchange(session, request())[0], Replay)
+    session.start_next_cycle()
+    assert isinstance(one_exchange(session, request())[0], Miss)
+    # the config, when it says, wins over the cassette
+    again = Session(Cassette.loads(meta.to_line() + interaction(id="a").to_line()))
+    again.config = Config(repeat=True)
+    again._use(again.cassette)
+    for _ in range(3):
+        assert isinstance(one_exchange(again, request())[0], Replay)
+        again.start_next_cycle()
+
+
+@pytest.mark.parametrize("value", ['"no"', "0", "null", "[]"])
+def test_a_bad_repeat_setting_is_refused(value: str) -> None:
+    line = b'{"_meta":{"schema":1,"repeat":' + value.encode() + b"}}\n"
+    with pytest.raises(CassetteError, match=r'"_meta.repeat" must be true or false, not '):
+        Cassette.loads(line)
+
+
+def test_replay_repeats_the_last_recording_by_default() -> None:
+    c = cassette_of(interaction(id="a", status=429), interaction(id="b"))
+    session = Session(c)
+    served = []
+    for _ in range(4):
+        event = one_exchange(session, request())[0]
+        assert isinstance(event, Replay)
+        served.append(event.interaction_id)
+        session.start_next_cycle()
+    assert served == ["a", "b", "b", "b"]
+
+
+def _record_answer(session: Session, req: Request, status: int, body: bytes) -> list[Event]:
+    session.receive_request(req)
+    events, _ = pull(session)
+    if not isinstance(events[0], Forward):
+        return events
+    session.upstream_head(status, [(b"content-type", b"application/json")], now=1.0)
+    session.upstream_data(body, now=1.1)
+    session.upstream_end(now=1.2)
+    more, _ = pull(session)
+    return [events[0], *more]
+
+
+def test_auto_forwards_a_retry_of_a_recorded_429_and_replay_gives_both_in_order() -> None:
+    c = Cassette()
+    session = Session(c, Config(mode=Mode.AUTO))
+    first = _record_answer(session, request(), 429, b'{"error":"slow down"}')
+    session.start_next_cycle()
+    # the SDK retries the very same request: it must reach the upstream
+    retry = _record_answer(session, request(), 200, b'{"ok":true}')
+    session.start_next_cycle()
+    assert isinstance(first[0], Forward)
+    assert isinstance(retry[0], Forward)
+    assert [i.response.status for i in c] == [429, 200]
+    replay = Session(Cassette.loads(c.dumps()))
+    statuses = []
+    for _ in range(2):
+        events = one_exchange(replay, request())
+        head = events[1]
+        assert isinstance(head, ResponseHead)
+        statuses.append(head.status)
+        replay.start_next_cycle()
+    assert statuses == [429, 200]
+
+
+def test_auto_serves_each_recording_once_then_records_the_next() -> None:
+    # three identical requests, the upstream answers A, B, C
+    c = Cassette()
+    session = Session(c, Config(mode=Mode.AUTO))
+    for body in (b'"A"', b'"B"', b'"C"'):
+        assert isinstance(_record_answer(session, request(), 200, body)[0], Forward)
+        session.start_next_cycle()
+    # a later auto run replays A, B, C in order, then records a fourth
+    later = Cassette.loads(c.dumps())
+    session = Session(later, Config(mode=Mode.AUTO))
+    bodies = []
+    for _ in range(3):
+        events = one_exchange(session, request())
+        assert isinstance(events[0], Replay)
+        frame = events[2]
+        assert isinstance(frame, Frame)
+        bodies.append(frame.data)
+        session.start_next_cycle()
+    assert bodies == [b'"A"', b'"B"', b'"C"']
+    assert isinstance(_record_answer(session, request(), 200, b'"D"')[0], Forward)
+    assert [i.response.body for i in later] == [b'"A"', b'"B"', b'"C"', b'"D"']
+    assert [i.id[-2:] for i in later][1:] == ["-2", "-3", "-4"]
+
+
+def test_auto_ignores_the_repeat_setting() -> None:
+    c = cassette_of(interaction(id="a"))
+    for repeat in (True, False, None):
+        c = cassette_of(interaction(id="a"))
+        session = Session(c, Config(mode=Mode.AUTO, repeat=repeat))
+        assert isinstance(one_exchange(session, request())[0], Replay)
+        session.start_next_cycle()
+        session.receive_request(request())
+        assert isinstance(session.next_event(), Forward)
 
 
 def test_the_miss_report_is_built_from_the_redacted_request() -> None:
@@ -1011,7 +1124,7 @@ def test_fuzzy_miss_when_every_recording_was_served() -> None:
     session.start_next_cycle()
     miss = one_exchange(session, request(_chat("hello there")))[0]
     assert isinstance(miss, Miss)
-    assert miss.report.reason.startswith("all 1 recordings of this request were already served")
+    assert miss.report.reason.startswith("this request was recorded once and each recording")
 
 
 # -- HEAD answers carry no body --------------------------------------------------

@@ -144,12 +144,14 @@ async def test_pipelined_requests_are_answered_in_order(cassette: Path, mode: Mo
     responses = parse_responses(answer)
     assert [r.status for r in responses] == [200, 200 if mode is Mode.AUTO else 404, 200, 200]
     assert responses[0].body == content_of(cassette, "a recorded stream of words")
-    assert responses[2].body == responses[3].body == content_of(cassette, "a recorded question")
+    assert responses[2].body == content_of(cassette, "a recorded question")
     assert responses[3].headers["connection"] == "close"
     if mode is Mode.AUTO:
-        assert forwarded == ["never recorded before"]
+        # the fourth (and still_serving's) ask again what the third was
+        # served: past the recorded count auto mode forwards and records
+        assert forwarded == ["never recorded before", *["a recorded question"] * 2]
         assert responses[1].body == content_of(cassette, "never recorded before")
-        assert len(check_cassette(cassette)) == 3
+        assert len(check_cassette(cassette)) == 5
     else:
         assert forwarded == []
         assert responses[1].json()["error"]["type"] == "reel_miss"
@@ -220,6 +222,10 @@ async def test_bodies_that_are_not_json_are_forwarded_and_matched_as_bytes(
             httpx.AsyncClient(base_url=url, timeout=10) as client,
         ):
             first = await client.post(path, content=body, headers=headers)
+        async with (
+            running(options(Mode.AUTO, cassette, upstream=fake.url)) as url,
+            httpx.AsyncClient(base_url=url, timeout=10) as client,
+        ):
             again = await client.post(path, content=body, headers=headers)  # a hit now
         assert [r.body for r in fake.requests] == [body]  # forwarded byte for byte, once
     [interaction] = check_cassette(cassette)

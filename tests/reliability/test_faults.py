@@ -95,8 +95,11 @@ async def test_clients_vanishing_anywhere_while_recording(tmp_path: Path) -> Non
                     for call, when, rst in calls:
                         tg.start_soon(functools.partial(hang_up, url, call, when, rst=rst))
             await wait_idle(proxy)
-            async with httpx.AsyncClient(base_url=url, timeout=10) as client:
-                again = await fetch(client, calls[1][0])  # a hit now
+        async with (
+            running(options(Mode.REPLAY, cassette)) as url,
+            httpx.AsyncClient(base_url=url, timeout=10) as client,
+        ):
+            again = await fetch(client, calls[1][0])  # a hit now
         replies = {prompt(r.body): respond(r) for r in fake.requests}
         assert len(fake.requests) == len(calls)  # each forwarded once
     assert proxy.write_errors == 0
@@ -174,7 +177,8 @@ async def test_a_write_that_fails_loses_one_exchange_loudly_and_serving_goes_on(
 ) -> None:
     cassette = tmp_path / "c.jsonl"
     saved = tmp_path / "saved.jsonl"
-    await record(cassette, [FIRST])
+    # recorded twice: each later ask is a hit, served once per recording
+    await record(cassette, [FIRST, FIRST])
     async with serve_fake() as fake:
         opts = options(Mode.AUTO, cassette, upstream=fake.url)
         proxy = Proxy(opts.config(), cassette=cassette)
@@ -205,6 +209,7 @@ async def test_a_write_that_fails_loses_one_exchange_loudly_and_serving_goes_on(
     recorded = check_cassette(cassette)
     assert [prompt(i.request.body) for i in recorded] == [
         prompt(FIRST.content),
+        prompt(FIRST.content),
         prompt(AFTER.content),
     ]
     [message] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
@@ -222,15 +227,15 @@ def test_a_read_only_cassette_loses_one_exchange_loudly(tmp_path: Path, backend:
     root = tmp_path / "cassettes"
     root.mkdir()
     cassette = root / "c.jsonl"
+    # FIRST recorded twice: each ask of it below is a hit (served once per recording)
+    anyio.run(functools.partial(record, cassette, [FIRST, FIRST]), backend=backend)
     with FakeUpstreamThread(backend=backend) as fake:
         args = ["--backend", backend, "--mode", "auto", "--cassette", str(cassette)]
         with (
             proxy_process([*args, "--upstream", fake.url], read_only_means_read_only=True) as p,
             httpx.Client(base_url=p.url, timeout=10) as client,
         ):
-            calls = [FIRST, LOST, AFTER]
             first = client.post(FIRST.path, content=FIRST.content)
-            assert client.post(FIRST.path, content=FIRST.content).status_code == 200  # written
             cassette.chmod(0o444)
             root.chmod(0o555)
             try:
@@ -242,14 +247,20 @@ def test_a_read_only_cassette_loses_one_exchange_loudly(tmp_path: Path, backend:
                 root.chmod(0o755)
                 cassette.chmod(0o644)
             after = client.post(AFTER.path, content=AFTER.content)
-            again = client.post(LOST.path, content=LOST.content)  # in memory: a hit
+            # asked again, the lost exchange is forwarded and recorded this time
+            again = client.post(LOST.path, content=LOST.content)
             p.proc.send_signal(signal.SIGTERM)
             assert p.proc.wait(timeout=30) == 0
         replies = [respond(r) for r in fake.requests]
+    assert [prompt(r.body) for r in fake.requests] == [
+        prompt(c.content) for c in (LOST, AFTER, LOST)
+    ]
     assert [r.status_code for r in (first, lost, after, again)] == [200] * 4
-    assert lost.content == replies[1].body
+    assert lost.content == replies[0].body
     recorded = check_cassette(cassette)
-    assert [prompt(i.request.body) for i in recorded] == [prompt(c.content) for c in calls[::2]]
+    assert [prompt(i.request.body) for i in recorded] == [
+        prompt(c.content) for c in (FIRST, FIRST, AFTER, LOST)
+    ]
     assert f"could not write {cassette} (Permission denied)" in p.stderr
     assert "NOT recorded" in p.stderr
 
