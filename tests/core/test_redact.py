@@ -112,9 +112,9 @@ def test_not_everything_is_a_secret() -> None:
 
 def test_secret_json_fields_are_blanked() -> None:
     found: list[str] = []
-    text = '{"api_key": "abc", "token":"x\\"y", "password" : "p", "model": "m"}'
+    text = '{"api_key": "abc", "access_token":"x\\"y", "password" : "p", "model": "m"}'
     assert R.text(text, found) == (
-        '{"api_key": "[REDACTED:secret-field]", "token":"[REDACTED:secret-field]", '
+        '{"api_key": "[REDACTED:secret-field]", "access_token":"[REDACTED:secret-field]", '
         '"password" : "[REDACTED:secret-field]", "model": "m"}'
     )
     assert found == ["secret-field"] * 3
@@ -127,7 +127,12 @@ def test_secret_fields_inside_escaped_json() -> None:
 
 def test_empty_or_redacted_fields_are_left_alone() -> None:
     found: list[str] = []
-    for text in ['{"token": ""}', '{"secret": "[REDACTED:openai-key]"}', '{"max_tokens": 5}']:
+    for text in [
+        '{"access_token": ""}',
+        '{"secret": "[REDACTED:openai-key]"}',
+        '{"max_tokens": 5}',
+        '{"token": "Hello"}',
+    ]:
         assert R.text(text, found) == text
     assert found == []
 
@@ -174,12 +179,12 @@ def test_from_settings_errors(settings: dict[str, object], message: str) -> None
 
 def test_data() -> None:
     assert R.data(b"") == b""
-    binary = b"\xff\xfe sk-proj-abcdefghijklmnopqrstuvwxyz"
+    binary = b"\xff\xfe sk-proj-abcdefghijklmnopqrstuvwxyz0123"
     assert R.data(binary) is binary  # not UTF-8: kept as it is
     clean = b"nothing to see"
     assert R.data(clean) is clean
     found: list[str] = []
-    assert R.data("é sk-proj-abcdefghijklmnopqrstuvwxyz".encode(), found) == (
+    assert R.data("é sk-proj-abcdefghijklmnopqrstuvwxyz0123".encode(), found) == (
         "é [REDACTED:openai-key]".encode()
     )
     assert found == ["openai-key"]
@@ -321,10 +326,12 @@ def test_a_request_with_nothing_to_scrub_is_kept_as_it_is() -> None:
     assert clean.redacted(redactor) is clean
     secret = RecordedRequest("POST", "/v1/chat/completions", (), b'{"api_key":"sk-abc"}')
     assert secret.redacted(redactor).body == b'{"api_key":"[REDACTED:secret-field]"}'
-    # phone numbers: three digits, a separator, three more, in any of ' .-'
-    for sep in " .-":
+    # phone numbers: 555-123-4567 and 555.123.4567; with spaces only it is text
+    for sep in ".-":
         call = RecordedRequest("POST", "/v1/x", (), f"call 555{sep}123{sep}4567".encode())
         assert call.redacted(redactor).body == b"call [REDACTED:phone]"
+    spaced = RecordedRequest("POST", "/v1/x", (), b"call 555 123 4567")
+    assert spaced.redacted(redactor).body == b"call 555 123 4567"
 
 
 def test_a_redacted_request_says_what_was_replaced_where() -> None:
