@@ -123,8 +123,12 @@ class Session:
         self.match: MatchConfig = self.config.match or cassette.meta.match
         self._keying = self.match.keying()
         redact = cassette.meta.extra.get("redact", {})
-        self.redactor: Redactor = self.config.redactor or Redactor.from_settings(
-            redact if isinstance(redact, dict) else {}, pii=self.config.pii
+        settings = redact if isinstance(redact, dict) else {}
+        # A redactor given in code digests with the cassette's salt.
+        self.redactor: Redactor = (
+            self.config.redactor.with_salt(settings.get("salt"))
+            if self.config.redactor is not None
+            else Redactor.from_settings(settings, pii=self.config.pii)
         )
 
     # -- client side ---------------------------------------------------------
