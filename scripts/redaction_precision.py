@@ -37,7 +37,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from reel_core import Redactor  # noqa: E402
-
 from reel_core._redact import is_credential_name  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -49,6 +49,7 @@ def new_cassette_meta(meta: CassetteMeta | None = None) -> CassetteMeta:
         return meta
     return _with_salt(meta, secrets.token_hex(16))
 
+
 try:
     import fcntl
 

@@ -84,9 +84,7 @@ SECRET_PATTERNS: Mapping[str, str] = {
         r"(?-i:[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
     ),
     "slack-token": _START + r"xox[abposr]-(?=[A-Za-z\-]*[0-9])[A-Za-z0-9\-]{10,}",
-    "jwt": (
-        r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
-    ),
+    "jwt": (r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     # The separator may be URL-encoded (a header dumped into a query string).
     # A token holds a digit: "bearer responsibilities" is prose.
     "bearer-token": (
@@ -295,8 +293,7 @@ def check_salt(salt: object) -> str:
     :class:`LocalProtocolError` saying what one is."""
     if not isinstance(salt, str) or not _SALT.fullmatch(salt):
         raise LocalProtocolError(
-            f'redact "salt" must be 32 lower-case hex digits (secrets.token_hex(16)), '
-            f"not {salt!r}"
+            f'redact "salt" must be 32 lower-case hex digits (secrets.token_hex(16)), not {salt!r}'
         )
     return salt
 
@@ -408,9 +405,8 @@ class Redactor:
         paths = settings.get("paths", [])
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
             raise LocalProtocolError('redact "paths" must be a list of JSON paths')
-        salt = settings.get("salt")
-        if salt is not None:
-            check_salt(salt)
+        raw_salt = settings.get("salt")
+        salt = None if raw_salt is None else check_salt(raw_salt)
         pii_setting = settings.get("pii", True) if pii is None else pii
         if cls is Redactor:  # one per settings: building one compiles its patterns
             return _shared(
@@ -418,14 +414,14 @@ class Redactor:
                 tuple(patterns.items()),
                 tuple(fields),
                 tuple(paths),
-                salt,  # type: ignore[arg-type]
+                salt,
             )
         return cls(
             pii=bool(pii_setting),
             extra_patterns=patterns,
             fields=tuple(fields),
             paths=tuple(paths),
-            salt=salt,  # type: ignore[arg-type]
+            salt=salt,
         )
 
     def with_salt(self, salt: str | None) -> Redactor:

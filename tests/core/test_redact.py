@@ -534,6 +534,8 @@ NOT_PHONES = [
     "$1,234,567.89",
     "EUR 1.234.567,89",
     "+1 2",  # too few digits
+    "+1 23 45",
+    "+123 4567 8901 2345 6789",  # too many digits
     "1+555 123 4567",  # a sum, not a number
     "+12345678901234567 890",  # too many digits
     "192.168.100.1000",
@@ -660,7 +662,7 @@ def test_from_settings_reads_the_salt() -> None:
 
 def _exchange(
     cassette: Cassette, body: bytes, answer: bytes, mode: Mode = Mode.AUTO
-) -> tuple[Event, bytes]:
+) -> tuple[Event | Signal, bytes]:
     """One request through a session on ``cassette``: the decision and the
     body the client got (``answer`` is what the upstream says)."""
     session = Session(cassette, Config(mode=mode))
@@ -770,7 +772,9 @@ def test_a_credential_in_a_query_or_field_never_stops_a_match() -> None:
     cassette = _salted_cassette()
     real = "AIza" + "R" * 35
     session = Session(cassette, Config(mode=Mode.RECORD))
-    session.receive_request(Request("POST", f"/v1beta/models/g:generateContent?key={real}", (), b"{}"))
+    session.receive_request(
+        Request("POST", f"/v1beta/models/g:generateContent?key={real}", (), b"{}")
+    )
     assert isinstance(session.next_event(), Forward)
     session.upstream_head(200, [], now=0.0)
     session.upstream_end(now=0.1)

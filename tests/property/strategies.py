@@ -809,9 +809,7 @@ def secrets() -> st.SearchStrategy[tuple[str, str]]:
         # Plausible keys: a run of 16 letters and digits holding a digit.
         st.tuples(
             st.just("openai"),
-            st.tuples(st.sampled_from(("sk-", "sk-proj-")), _keyish(), _s(_b64url, 4)).map(
-                "".join
-            ),
+            st.tuples(st.sampled_from(("sk-", "sk-proj-")), _keyish(), _s(_b64url, 4)).map("".join),
         ),
         st.tuples(
             st.just("anthropic"),
@@ -841,8 +839,9 @@ def secrets() -> st.SearchStrategy[tuple[str, str]]:
         # A bearer token holds a digit (prose after "bearer" does not).
         st.tuples(
             st.just("bearer"),
-            st.tuples(_s(_alnum + "._~+/-", 8), st.sampled_from("0123456789"), _s(_alnum, 7))
-            .map("".join),
+            st.tuples(_s(_alnum + "._~+/-", 8), st.sampled_from("0123456789"), _s(_alnum, 7)).map(
+                "".join
+            ),
         ),
         st.tuples(
             st.just("email"),
