@@ -9,13 +9,46 @@ next append starts on a fresh line so it never glues onto the torn one.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import secrets
 import threading
 from pathlib import Path
+from typing import Any
 
-from reel_core import Cassette, CassetteMeta, Mode, is_meta_line
+from reel_core import Cassette, CassetteError, CassetteMeta, Mode, is_meta_line
 
-__all__ = ["CassetteFile"]
+__all__ = ["CassetteFile", "new_cassette_meta"]
+
+
+def _salt_of(meta: CassetteMeta) -> Any:
+    redact = meta.extra.get("redact")
+    return redact.get("salt") if isinstance(redact, dict) else None
+
+
+def _with_salt(meta: CassetteMeta, salt: str | None) -> CassetteMeta:
+    redact = meta.extra.get("redact", {})
+    redact = dict(redact) if isinstance(redact, dict) else {}
+    if salt is None:
+        redact.pop("salt", None)
+    else:
+        redact["salt"] = salt
+    extra = {k: v for k, v in meta.extra.items() if k != "redact"}
+    if redact:
+        extra["redact"] = redact
+    return dataclasses.replace(meta, extra=extra)
+
+
+def new_cassette_meta(meta: CassetteMeta | None = None) -> CassetteMeta:
+    """The ``_meta`` of a new cassette: ``meta`` (or the defaults) with a
+    fresh random redaction salt (``"redact": {"salt": <32 hex>}``) unless
+    it has one.  The salt keys the digests that keep redacted values apart
+    (see docs/redaction.md); the core never makes one up itself."""
+    meta = meta if meta is not None else CassetteMeta()
+    if _salt_of(meta) is not None:
+        return meta
+    return _with_salt(meta, secrets.token_hex(16))
+
 
 try:
     import fcntl
@@ -52,6 +85,11 @@ class CassetteFile:
     the other modes read what is there (a missing file is an empty
     cassette).  ``strict`` loading raises at the first bad line; tolerant
     loading (the default) skips bad lines with a warning.
+
+    A new cassette (a missing or empty file, or one ``record`` starts
+    afresh without a salt) gets a fresh redaction salt in its ``_meta``
+    (:func:`new_cassette_meta`); an existing cassette keeps what its
+    ``_meta`` says, a salt or none.
     """
 
     def __init__(
@@ -66,17 +104,24 @@ class CassetteFile:
         self.mode = mode
         self._thread_lock = threading.Lock()
         name = str(self.path)
+        #: Our _meta is not (yet) the file's: set when the file was missing
+        #: or empty; another process may write its own first (see append).
+        self._unwritten_meta = False
         if mode is Mode.RECORD:
-            # Starting afresh keeps the cassette's own settings (its _meta line).
+            # Starting afresh keeps the cassette's own settings (its _meta line),
+            # its salt included.
             kept = self._existing_meta(name) if meta is None else meta
-            self.cassette = Cassette(name, kept)
+            self.cassette = Cassette(name, new_cassette_meta(kept))
             self._reset()
-        elif self.path.exists():
-            self.cassette = Cassette.loads(self.path.read_bytes(), name=name, strict=strict)
+            return
+        data = self.path.read_bytes() if self.path.exists() else b""
+        if data.strip(b"\xef\xbb\xbf \t\r\n"):
+            self.cassette = Cassette.loads(data, name=name, strict=strict)
             if strict:
                 self.cassette.validate()  # every line parsed, not just indexed
         else:
-            self.cassette = Cassette(name, meta)
+            self.cassette = Cassette(name, new_cassette_meta(meta))
+            self._unwritten_meta = True
 
     def _existing_meta(self, name: str) -> CassetteMeta | None:
         try:
@@ -87,6 +132,23 @@ class CassetteFile:
         if not is_meta_line(first.removeprefix(b"\xef\xbb\xbf")):
             return None
         return Cassette.loads(first, name=name).meta
+
+    def _adopt_salt(self, fd: int) -> None:
+        """Another process wrote this new cassette's ``_meta`` first: use
+        its salt from now on, so later recordings agree with the file.
+        (The line in hand was redacted with ours: a request of it that held
+        a secret or PII in its content will not replay and is recorded again
+        in auto mode.)"""
+        first = os.pread(fd, 65536, 0).split(b"\n", 1)[0].removeprefix(b"\xef\xbb\xbf")
+        if not is_meta_line(first):
+            disk: Any = None
+        else:
+            try:
+                disk = _salt_of(Cassette.loads(first, name=str(self.path)).meta)
+            except (CassetteError, ValueError):  # a bad _meta line: loading will say so
+                return
+        if disk != _salt_of(self.cassette.meta):
+            self.cassette.meta = _with_salt(self.cassette.meta, disk)
 
     def _reset(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,8 +179,12 @@ class CassetteFile:
                     prefix = b""
                     if size == 0:
                         prefix = self.cassette.meta.to_line()
-                    elif os.pread(fd, 1, size - 1) != b"\n":
-                        prefix = b"\n"  # a torn line from a crash: start afresh
+                    else:
+                        if self._unwritten_meta:
+                            self._adopt_salt(fd)
+                        if os.pread(fd, 1, size - 1) != b"\n":
+                            prefix = b"\n"  # a torn line from a crash: start afresh
+                    self._unwritten_meta = False
                     _write_all(fd, prefix + line)
                 finally:
                     _unlock(fd)

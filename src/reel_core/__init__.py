@@ -45,7 +45,7 @@ from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._miss import Closest, MissReport
 from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._record import UpstreamError
-from ._redact import Redactor, keep_response_header
+from ._redact import Redactor, is_credential_name, keep_response_header
 from ._session import Session
 from ._state import Input, State
 from ._timing import Timing, TimingMode
@@ -104,6 +104,7 @@ __all__ = [
     "decode_body",
     "encode_body",
     "extract_usage",
+    "is_credential_name",
     "is_meta_line",
     "keep_response_header",
     "looks_like_sse",

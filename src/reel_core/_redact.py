@@ -11,7 +11,9 @@ recording.  What is forwarded upstream is never touched.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ __all__ = [
     "RESPONSE_HEADER_ALLOWLIST",
     "SECRET_PATTERNS",
     "Redactor",
+    "is_credential_name",
     "keep_response_header",
 ]
 
@@ -57,53 +60,172 @@ def keep_response_header(name: str) -> bool:
     return name in RESPONSE_HEADER_ALLOWLIST or name.startswith(_ALLOWED_PREFIXES)
 
 
-#: Secret shapes, most specific first: kind -> regular expression.
+# No letter, digit or "_" may stand right before a key's prefix: "risk-..."
+# holds "sk-" but is a word.
+_START = r"(?<![A-Za-z0-9_])"
+
+#: Secret shapes, most specific first: kind -> regular expression.  Each
+#: starts at a word boundary and asks for a plausible body: OpenAI and
+#: Anthropic keys hold a run of 16 letters and digits and (OpenAI) a digit,
+#: which hyphenated words ("sk-assessment-framework-...") do not.
 SECRET_PATTERNS: Mapping[str, str] = {
-    "anthropic-key": r"sk-ant-[A-Za-z0-9_\-]{16,}",
-    "openai-key": r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
-    "google-key": r"AIza[0-9A-Za-z_\-]{35}",
-    "github-token": r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
-    "aws-access-key": r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])",
+    "anthropic-key": _START + r"sk-ant-(?=[A-Za-z0-9_\-]*?[A-Za-z0-9]{16})[A-Za-z0-9_\-]{16,}",
+    "openai-key": (
+        _START + r"sk-(?:proj-|svcacct-|admin-)?"
+        r"(?=[A-Za-z0-9_\-]*?[A-Za-z0-9]{16})(?=[A-Za-z0-9_\-]*?[0-9])[A-Za-z0-9_\-]{20,}"
+    ),
+    "google-key": _START + r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])",
+    "github-token": (
+        _START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})(?![A-Za-z0-9_])"
+    ),
+    "aws-access-key": r"(?<![A-Za-z0-9_])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Za-z0-9_])",
     "aws-secret-key": (
         r"(?i:aws_?secret_?access_?key|aws_?secret)[\"']?\s*[:=]\s*[\"']?"
         r"(?-i:[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
     ),
-    "slack-token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
-    "jwt": r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    "slack-token": _START + r"xox[abposr]-(?=[A-Za-z\-]*[0-9])[A-Za-z0-9\-]{10,}",
+    "jwt": (r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     # The separator may be URL-encoded (a header dumped into a query string).
-    "bearer-token": r"(?i:bearer)(?:\s+|%20|\+)(?:[A-Za-z0-9._~+/\-]|%[0-9A-Fa-f]{2}){16,}=*",
+    # A token holds a digit: "bearer responsibilities" is prose.
+    "bearer-token": (
+        _START + r"(?i:bearer)(?:\s+|%20|\+)"
+        r"(?=(?:[A-Za-z._~+/\-]|%[0-9A-Fa-f]{2})*[0-9])"
+        r"(?:[A-Za-z0-9._~+/\-]|%[0-9A-Fa-f]{2}){16,}=*"
+    ),
 }
+
+#: Generic top-level domains an e-mail address may end in (besides any two
+#: letters, a country code): "via@agent.tool" and "icon@2x.png" are not
+#: addresses.
+EMAIL_TLDS = (
+    "com net org edu gov mil int info biz name pro aero coop museum mobi "
+    "io ai app dev cloud email online site tech xyz page blog shop store "
+    "systems solutions services company group network digital agency"
+)
+_TLD = "|".join(sorted(EMAIL_TLDS.split(), key=len, reverse=True))
 
 #: PII shapes, redacted unless turned off (``REEL_REDACT_PII=0``).
 PII_PATTERNS: Mapping[str, str] = {
     "email": (
-        r"(?<![\w.+-])[A-Za-z0-9._%+\-]+(?:@|%40)"  # the @ may be URL-encoded
-        r"[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"
+        r"(?<![\w.+%-])[A-Za-z0-9._%+\-]+(?:@|%40)"  # the @ may be URL-encoded
+        rf"[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.(?i:{_TLD}|[a-z]{{2}})(?![\w\-]|\.\w)"
     ),
-    # Not inside a longer run of digit groups (UUIDs, version strings, ids):
-    # no digit group, "-" or "." may touch either end.
+    # Phone numbers, in the shapes people write them.  Not inside a longer
+    # run of digit groups (UUIDs, versions, ids): no word character, "+",
+    # "-", "/" or "." may touch either end.
     "phone": (
-        r"(?<![\w+.\-])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])"
-        r"\d{3,4}[ .\-]\d{3,4}(?![\w\-]|\.\d)"
+        r"(?<![\w+.\-/])(?:"
+        # international: "+", a country code, then two to five groups
+        # separated by one space, "-" or "." (the first may be in parentheses):
+        # +44 20 7946 0958, +49 30 1234567, +1 (555) 123-4567, +33 1 23 45 67 89
+        r"\+[1-9][0-9]{0,2}(?:[ .\-]\(?[0-9]{1,4}\)?|[ ]?\([0-9]{1,4}\))"
+        r"(?:[ .\-][0-9]{2,8}){1,4}"
+        # an area code in parentheses: (555) 123-4567, (020) 7946 0958
+        r"|\([0-9]{2,5}\)[ ]?[0-9]{3,4}[ .\-][0-9]{3,4}"
+        # North American, "-" or "." twice, the area code not starting with
+        # 0 or 1: 555-123-4567, 555.123.4567 (not 123 456 7890)
+        r"|[2-9][0-9]{2}-[0-9]{3}-[0-9]{4}|[2-9][0-9]{2}\.[0-9]{3}\.[0-9]{4}"
+        r")(?![\w\-/]|\.[0-9])"
     ),
 }
 
-#: JSON fields and query parameters whose string values are secrets.
-SECRET_FIELD = r"(?:[A-Za-z0-9]*[_\-])?(?:api[_\-]?key|apikey|key|secret|token|password|passwd)"
-_QUERY_SECRET = re.compile(rf"(?i){SECRET_FIELD}")
-_FIELD_VALUE = re.compile(
-    rf'(?i)("{SECRET_FIELD}"\s*:\s*")((?:[^"\\]|\\.)*)(")'
-    rf'|(\\"{SECRET_FIELD}\\"\s*:\s*\\")((?:[^"\\]|\\[^"])*)(\\")'
-)
+#: A phone number holds 7 to 15 digits (ITU E.164).
+_PHONE_DIGITS = range(7, 16)
 
+# -- names of credentials ---------------------------------------------------------
+
+#: Last name segments that make a name a credential on their own:
+#: ``password``, ``client_secret``, ``proxy-authorization``, ``apikey``.
+_CREDENTIAL_LAST = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "authorization",
+        "credential",
+        "credentials",
+        "apikey",
+        "accesstoken",
+        "authtoken",
+        "refreshtoken",
+        "idtoken",
+        "privatekey",
+        "secretkey",
+        "clientsecret",
+    }
+)
+#: ``key`` after one of these segments is a credential (``api_key``,
+#: ``x-api-key``, ``SecretAccessKey``, ``private_key``); ``sort_key``,
+#: ``cache_key`` and ``idempotency_key`` are not.
+_KEY_KINDS = frozenset(
+    {"api", "access", "secret", "private", "signing", "encryption", "master", "subscription"}
+)
+#: ``token`` after one of these is a credential (``access_token``,
+#: ``refresh_token``, ``id_token``, ``x-auth-token``); ``page_token``,
+#: ``eos_token`` and ``next_page_token`` are not.
+_TOKEN_KINDS = frozenset(
+    {"access", "refresh", "id", "auth", "api", "bearer", "session", "security", "oauth", "bot"}
+)
+#: Whole query parameter (and form field) names that carry credentials in
+#: URLs: Gemini's ``?key=``, ``?token=``, an Azure SAS ``sig``.
+_QUERY_CREDENTIALS = frozenset({"key", "token", "sig", "signature"})
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEGMENT_SEPARATORS = re.compile(r"[_\-.\s]+")
+
+
+def _segments(name: str) -> list[str]:
+    """``name`` cut into lower-case words at ``_``, ``-``, ``.``, spaces
+    and camelCase boundaries: ``xApiKey`` -> ``["x", "api", "key"]``."""
+    return [s.lower() for s in _SEGMENT_SEPARATORS.split(_CAMEL.sub("_", name)) if s]
+
+
+@functools.lru_cache(maxsize=1024)
+def is_credential_name(name: str, *, query: bool = False) -> bool:
+    """Whether a JSON field, query parameter or form field named ``name``
+    holds a credential: its last name segment (or last two) say so.
+
+    ``api_key``, ``apiKey``, ``x-api-key``, ``aws_secret_access_key``,
+    ``client_secret``, ``password``, ``access_token``, ``authorization``
+    are; ``token``, ``key``, ``max_tokens``, ``page_token``, ``sort_key``,
+    ``cache_key``, ``eos_token``, ``prompt_cache_key`` are not.  In a query
+    (``query=True``) the bare names URLs use for credentials count too:
+    ``key`` (Gemini), ``token``, ``sig`` and ``signature``.
+    """
+    if query and name.lower() in _QUERY_CREDENTIALS:
+        return True
+    words = _segments(name)
+    if not words:
+        return False
+    last = words[-1]
+    if last in _CREDENTIAL_LAST:
+        return True
+    before = words[-2] if len(words) > 1 else ""
+    return (last == "key" and before in _KEY_KINDS) or (last == "token" and before in _TOKEN_KINDS)
+
+
+# A JSON field whose name may be a credential's (its last word is one a
+# credential name ends in); is_credential_name decides.  Also JSON escaped
+# inside a JSON string: \"api_key\": \"...\".
+_NAME_END = r"(?:key|token|secret|password|passwd|passphrase|authorization|credentials?)"
+_NAME = rf"[A-Za-z0-9_.\- ]{{0,64}}?{_NAME_END}"
+_FIELD_VALUE = re.compile(
+    rf'(?i)("({_NAME})"\s*:\s*")((?:[^"\\]|\\.)*)(")'
+    rf'|(\\"({_NAME})\\"\s*:\s*\\")((?:[^"\\]|\\[^"])*)(\\")'
+)
+#: A placeholder, with or without its digest: ``[REDACTED:kind]``,
+#: ``[REDACTED:kind:0123456789ab]``.
+PLACEHOLDER = re.compile(r"\[REDACTED:[^\]]*?(?::(?P<digest>[0-9a-f]{12}))?\]")
+_SALT = re.compile(r"[0-9a-f]{32}")
 
 # A necessary condition for any built-in pattern to match ASCII text, checked
 # before the combined regular expression (which costs ~150 us on a 1 KB chat
 # request): every secret shape holds a match of _SECRET_HINT; the (?i) shapes
 # and every secret field (its name then a quote, or a backslash and a quote)
 # hold one of _FOLDED_HINTS once folded by _FOLD (lower case, a backslash
-# read as a quote); an e-mail an "@" (or "%40"); a phone number three digits,
-# a separator and three more, which _PHONE_CLASSES turns into "000 000".
+# read as a quote); an e-mail an "@" (or "%40"); a phone number a "+" and a
+# digit, or three digits, a separator and three more, which _PHONE_CLASSES
+# turns into "+0" and "000 000".
 # Text holding none of them cannot change, and is returned as it is.  Each
 # check is a C-speed scan of bytes; a regular expression per check would
 # cost several times more.
@@ -113,10 +235,24 @@ _FOLDED_HINTS = (
     b"aws_secret",
     b"awssecret",
     b"bearer",
-    *(name + b'"' for name in (b"key", b"secret", b"token", b"passwd", b"password")),
+    *(
+        name + b'"'
+        for name in (
+            b"key",
+            b"secret",
+            b"token",
+            b"passwd",
+            b"password",
+            b"passphrase",
+            b"authorization",
+            b"credential",
+            b"credentials",
+        )
+    ),
 )
 _PHONE_CLASSES = bytes(
-    0x30 if 0x30 <= c <= 0x39 else 0x20 if c in b" .-" else 0x78 for c in range(256)
+    0x30 if 0x30 <= c <= 0x39 else 0x20 if c in b" .-" else c if c == 0x2B else 0x78
+    for c in range(256)
 )
 
 
@@ -127,6 +263,41 @@ def _placeholder(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
+def _is_plain_placeholder(value: str) -> bool:
+    """Whether ``value`` is one placeholder without a digest (what a
+    credential position holds once redacted)."""
+    m = PLACEHOLDER.fullmatch(value)
+    return m is not None and m.group("digest") is None
+
+
+@functools.lru_cache(maxsize=4096)
+def digest(salt: str, kind: str, value: str) -> str:
+    """The 12 hex digits that tell ``value`` apart in a placeholder:
+    scrypt (N=2**12, r=8, p=1) of the value under the cassette's salt, 6
+    bytes.  Slow on purpose (see docs/redaction.md); cached per
+    ``(salt, kind, value)`` so a value repeated in a body or a stream costs
+    once."""
+    del kind  # the kind is in the placeholder already; it keys the cache only
+    return hashlib.scrypt(
+        value.encode("utf-8", "surrogatepass"),
+        salt=bytes.fromhex(salt),
+        n=2**12,
+        r=8,
+        p=1,
+        dklen=6,
+    ).hex()
+
+
+def check_salt(salt: object) -> str:
+    """``salt`` if it is a redaction salt (32 lower-case hex digits), else
+    :class:`LocalProtocolError` saying what one is."""
+    if not isinstance(salt, str) or not _SALT.fullmatch(salt):
+        raise LocalProtocolError(
+            f'redact "salt" must be 32 lower-case hex digits (secrets.token_hex(16)), not {salt!r}'
+        )
+    return salt
+
+
 @dataclass(frozen=True)
 class Redactor:
     """Scrubs secrets (always) and PII (unless ``pii=False``) from text.
@@ -135,12 +306,20 @@ class Redactor:
     ``fields`` names further JSON fields / query parameters to blank;
     ``paths`` names JSON paths (``metadata.customer``, ``messages[*].name``,
     as in matching) whose values are replaced in JSON bodies.
+
+    ``salt`` (the cassette's, 32 hex digits) turns on digests: a secret or
+    PII shape found in content becomes ``[REDACTED:kind:<12 hex>]``, the
+    same for the same value, different for different ones, so redaction
+    never makes two requests share a match key.  Credential positions (a
+    credential-named field or query parameter, ``fields``, ``paths``) never
+    carry a digest.  Without a salt every placeholder is plain.
     """
 
     pii: bool = True
     extra_patterns: Mapping[str, str] = field(default_factory=dict, hash=False)
     fields: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
+    salt: str | None = None
     _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _kinds: dict[str, str] = field(init=False, repr=False, compare=False)
     _field: re.Pattern[str] = field(init=False, repr=False, compare=False)
@@ -150,6 +329,8 @@ class Redactor:
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))
         object.__setattr__(self, "paths", tuple(self.paths))
+        if self.salt is not None:
+            check_salt(self.salt)
         object.__setattr__(self, "_json_paths", tuple(parse_path(p) for p in self.paths))
         patterns = dict(SECRET_PATTERNS)
         if self.pii:
@@ -166,11 +347,18 @@ class Redactor:
         object.__setattr__(self, "_pattern", re.compile(joined))
         object.__setattr__(self, "_kinds", kinds)
         names = "|".join(re.escape(f) for f in self.fields)
-        extra = rf'|("(?:{names})"\s*:\s*")((?:[^"\\]|\\.)*)(")' if names else ""
+        extra = rf'|("({names})"\s*:\s*")((?:[^"\\]|\\.)*)(")' if names else ""
         field = re.compile(_FIELD_VALUE.pattern + extra, re.IGNORECASE)
         object.__setattr__(self, "_field", field)
         # Hints cover the built-in patterns only.
         object.__setattr__(self, "_hinted", not self.extra_patterns and not self.fields)
+
+    def placeholder(self, kind: str, value: str) -> str:
+        """The placeholder for ``value`` of ``kind`` found in content:
+        with its digest when the redactor has a salt."""
+        if self.salt is None:
+            return _placeholder(kind)
+        return f"[REDACTED:{kind}:{digest(self.salt, kind, value)}]"
 
     def _may_match(self, text: str | bytes) -> bool:
         """False only when no pattern can match ``text`` (see ``_SECRET_HINT``)."""
@@ -186,7 +374,8 @@ class Redactor:
             return False
         if b"@" in data or b"%40" in data:  # an e-mail, maybe URL-encoded
             return True
-        return b"000 000" in data.translate(_PHONE_CLASSES)
+        classes = data.translate(_PHONE_CLASSES)
+        return b"000 000" in classes or b"+0" in classes
 
     def keeps(self, *texts: str | bytes) -> bool:
         """True only when redacting each of ``texts`` provably changes
@@ -202,7 +391,7 @@ class Redactor:
     def from_settings(cls, settings: Mapping[str, object], *, pii: bool | None = None) -> Redactor:
         """A redactor from a cassette ``_meta`` ``redact`` object:
         ``{"pii": bool, "patterns": {kind: regex}, "fields": [name, ...],
-        "paths": [json path, ...]}``.
+        "paths": [json path, ...], "salt": "<32 hex>"}``.
         ``pii``, when given, wins over the object's own ``pii`` (the
         ``REEL_REDACT_PII`` switch); the patterns and fields are kept."""
         patterns = settings.get("patterns", {})
@@ -216,12 +405,31 @@ class Redactor:
         paths = settings.get("paths", [])
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
             raise LocalProtocolError('redact "paths" must be a list of JSON paths')
+        raw_salt = settings.get("salt")
+        salt = None if raw_salt is None else check_salt(raw_salt)
         pii_setting = settings.get("pii", True) if pii is None else pii
         if cls is Redactor:  # one per settings: building one compiles its patterns
-            return _shared(bool(pii_setting), tuple(patterns.items()), tuple(fields), tuple(paths))
+            return _shared(
+                bool(pii_setting),
+                tuple(patterns.items()),
+                tuple(fields),
+                tuple(paths),
+                salt,
+            )
         return cls(
-            pii=bool(pii_setting), extra_patterns=patterns, fields=tuple(fields), paths=tuple(paths)
+            pii=bool(pii_setting),
+            extra_patterns=patterns,
+            fields=tuple(fields),
+            paths=tuple(paths),
+            salt=salt,
         )
+
+    def with_salt(self, salt: str | None) -> Redactor:
+        """This redactor with ``salt`` (a cassette's), when it has none of
+        its own: a redactor given in code digests with the cassette's salt."""
+        if salt is None or self.salt is not None:
+            return self
+        return _salted(self, salt)
 
     def text(self, text: str, found: list[str] | None = None) -> str:
         """``text`` with every secret (and PII) replaced by a placeholder.
@@ -229,24 +437,32 @@ class Redactor:
 
         def shape(m: re.Match[str]) -> str:
             kind = self._kinds[m.lastgroup or ""]
+            matched = m.group(0)
+            if kind == "phone" and sum(c.isdigit() for c in matched) not in _PHONE_DIGITS:
+                return matched
             if found is not None:
                 found.append(kind)
             if kind == "bearer-token":
-                return _BEARER_PREFIX.match(m.group(0)).group(0) + _placeholder(kind)  # type: ignore[union-attr]
+                prefix = _BEARER_PREFIX.match(matched).group(0)  # type: ignore[union-attr]
+                return prefix + self.placeholder(kind, matched[len(prefix) :])
             if kind == "aws-secret-key":
-                return m.group(0)[:-40] + _placeholder(kind)
-            return _placeholder(kind)
+                return matched[:-40] + self.placeholder(kind, matched[-40:])
+            return self.placeholder(kind, matched)
 
         def blank_field(m: re.Match[str]) -> str:
             groups = m.groups()
-            for i in range(0, len(groups), 3):
+            for i in range(0, len(groups), 4):
                 if groups[i] is not None:
-                    value = groups[i + 1]
-                    if value.startswith("[REDACTED:") or not value:
+                    name, value = groups[i + 1], groups[i + 2]
+                    # A credential position: the value never tells requests
+                    # apart (no digest); one already blanked is left alone.
+                    if not value or _is_plain_placeholder(value):
+                        return m.group(0)
+                    if i < 8 and not is_credential_name(name):
                         return m.group(0)
                     if found is not None:
                         found.append("secret-field")
-                    return groups[i] + _placeholder("secret-field") + groups[i + 2]
+                    return groups[i] + _placeholder("secret-field") + groups[i + 3]
             return m.group(0)  # pragma: no cover - one alternative always matched
 
         if not self._may_match(text):
@@ -295,12 +511,13 @@ class Redactor:
     def query(
         self, pairs: Iterable[tuple[str, str]], found: list[str] | None = None
     ) -> tuple[tuple[str, str], ...]:
-        """Query pairs with secret parameters (``key``, ``api_key``...) and
-        secret shapes in values replaced."""
+        """Query pairs (or form fields) with credential parameters (``key``,
+        ``api_key``... see :func:`is_credential_name`) blanked, without a
+        digest, and secret shapes in other values replaced."""
         out = []
         for name, value in pairs:
-            if (value and _QUERY_SECRET.fullmatch(name)) or name in self.fields:
-                if not value.startswith("[REDACTED:"):
+            if (value and is_credential_name(name, query=True)) or name in self.fields:
+                if not _is_plain_placeholder(value):
                     if found is not None:
                         found.append("query-secret")
                     value = _placeholder("query-secret")
@@ -328,8 +545,14 @@ def _shared(
     patterns: tuple[tuple[str, str], ...],
     fields: tuple[str, ...],
     paths: tuple[str, ...],
+    salt: str | None,
 ) -> Redactor:
-    return Redactor(pii=pii, extra_patterns=dict(patterns), fields=fields, paths=paths)
+    return Redactor(pii=pii, extra_patterns=dict(patterns), fields=fields, paths=paths, salt=salt)
+
+
+@functools.lru_cache(maxsize=64)
+def _salted(redactor: Redactor, salt: str) -> Redactor:
+    return dataclasses.replace(redactor, salt=salt)
 
 
 def _blank(value: Any, path: JSONPath, placeholder: str) -> Any:

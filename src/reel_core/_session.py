@@ -128,8 +128,12 @@ class Session:
             cassette.meta.repeat if self.config.repeat is None else self.config.repeat
         )
         redact = cassette.meta.extra.get("redact", {})
-        self.redactor: Redactor = self.config.redactor or Redactor.from_settings(
-            redact if isinstance(redact, dict) else {}, pii=self.config.pii
+        settings = redact if isinstance(redact, dict) else {}
+        # A redactor given in code digests with the cassette's salt.
+        self.redactor: Redactor = (
+            self.config.redactor.with_salt(settings.get("salt"))
+            if self.config.redactor is not None
+            else Redactor.from_settings(settings, pii=self.config.pii)
         )
 
     # -- client side ---------------------------------------------------------

@@ -10,6 +10,7 @@ on trio), and the requests adapter.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import requests
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.proxy import ProxyOptions, running
 from reel_bindings.requests import Adapter
-from reel_core import Mode, Timing
+from reel_core import CassetteMeta, Mode, Redactor, Timing
 from tests.fakes.upstream import SCENARIO_HEADER, FakeUpstreamThread
 
 SECRET = "sk-proj-" + "A1b2C3d4" * 5
@@ -46,6 +47,19 @@ class Row:
 
 def chat(content: str, **extra: Any) -> dict[str, Any]:
     return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}], **extra}
+
+
+def tool_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A chat request whose last message is a tool's ``result``."""
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    return {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "user", "content": "look it up"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": json.dumps(result)},
+        ],
+    }
 
 
 TOOL = {
@@ -73,8 +87,20 @@ TABLE = [
             "messages": [{"role": "user", "content": "hello"}],
         },
     ),
+    # Redaction never decides a match: a logprobs answer ("token" fields) is
+    # kept whole, tool results differing in a "key" field and prompts
+    # differing in an e-mail are two recordings, each replaying its own.
+    Row("logprobs", "/v1/chat/completions", chat("hello there", logprobs=True)),
+    Row("tool-key-1", "/v1/chat/completions", tool_result({"key": "user-1"})),
+    Row("tool-key-2", "/v1/chat/completions", tool_result({"key": "user-2"})),
+    Row("email-1", "/v1/chat/completions", chat("write to ann@example.com")),
+    Row("email-2", "/v1/chat/completions", chat("write to bob@example.com")),
     Row("miss", "/v1/chat/completions", chat("never recorded"), recorded=False),
 ]
+#: Every cassette of the table is recorded under this salt (a new cassette
+#: gets a random one: test_every_binding_salts_a_new_cassette).
+SALT = "a9" * 16
+SALTED = Redactor(salt=SALT)
 
 
 @dataclass(frozen=True)
@@ -211,6 +237,8 @@ def recordings(
     with FakeUpstreamThread() as fake:
         for name, opener in BINDINGS.items():
             cassette = tmp_path_factory.mktemp(name) / "table.jsonl"
+            # record mode keeps the cassette's salt: every binding the same one
+            cassette.write_bytes(CassetteMeta(extra={"redact": {"salt": SALT}}).to_line())
             with opener(cassette, Mode.RECORD, fake.url) as send:
                 out[name] = (cassette, {row.name: send(row) for row in TABLE if row.recorded})
     return out
@@ -243,7 +271,38 @@ def test_secrets_never_reach_the_cassette(
         data = cassette.read_text()
         assert SECRET not in data
         assert "sk-test" not in data
-        assert "[REDACTED:openai-key]" in data
+        assert "[REDACTED:openai-key:" in data
+        assert "ann@example.com" not in data
+
+
+def test_redaction_kept_apart_what_differs(
+    recordings: dict[str, tuple[Path, dict[str, Reply]]],
+) -> None:
+    reference = recordings["proxy-asyncio"][1]
+    assert reference["tool-key-1"] != reference["tool-key-2"]
+    assert reference["email-1"] != reference["email-2"]
+    entries = json.loads(reference["logprobs"].body)["choices"][0]["logprobs"]["content"]
+    assert entries
+    assert all("REDACTED" not in entry["token"] for entry in entries)
+    for cassette, _ in recordings.values():
+        lines = [json.loads(raw) for raw in cassette.read_bytes().splitlines()[1:]]
+        assert len({line["key"] for line in lines}) == len(lines)  # no two share a key
+        (logprobs,) = [line for line in lines if '"logprobs": true' in json.dumps(line)]
+        assert "REDACTED" not in json.dumps(logprobs)
+
+
+@pytest.mark.parametrize("binding", list(BINDINGS))
+def test_every_binding_salts_a_new_cassette(binding: str, tmp_path: Path) -> None:
+    salts = []
+    with FakeUpstreamThread() as fake:
+        for n in range(2):
+            cassette = tmp_path / f"new-{n}.jsonl"
+            with BINDINGS[binding](cassette, Mode.AUTO, fake.url) as send:
+                assert send(TABLE[0]).status == 200
+            meta = json.loads(cassette.read_bytes().splitlines()[0])["_meta"]
+            salts.append(meta["redact"]["salt"])
+    assert all(re.fullmatch("[0-9a-f]{32}", s) for s in salts)
+    assert salts[0] != salts[1]
 
 
 def test_gzip_is_stored_decoded(recordings: dict[str, tuple[Path, dict[str, Reply]]]) -> None:
@@ -261,10 +320,11 @@ def test_any_cassette_replays_in_every_binding(
     replayer: str, recordings: dict[str, tuple[Path, dict[str, Reply]]]
 ) -> None:
     reference = dict(recordings["proxy-asyncio"][1])
-    # The fake echoes the prompt: the secret in it is redacted on disk too.
-    live = reference["secret"]
-    assert SECRET.encode() in live.body
-    reference["secret"] = Reply(live.status, live.body.replace(SECRET.encode(), PLACEHOLDER))
+    # The fake echoes the prompt: the secret (and e-mail) in it is redacted on
+    # disk too, each with its digest under the cassette's salt.
+    assert SECRET.encode() in reference["secret"].body
+    reference = {name: Reply(r.status, SALTED.data(r.body)) for name, r in reference.items()}
+    assert PLACEHOLDER[:-1] + b":" in reference["secret"].body
     gone = "http://127.0.0.1:9"  # nothing listens there: replay must not need it
     for recorder, (cassette, _) in recordings.items():
         with BINDINGS[replayer](cassette, Mode.REPLAY, gone) as send:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -14,6 +15,7 @@ from reel_bindings import CassetteFile
 from reel_core import (
     Cassette,
     CassetteError,
+    CassetteMeta,
     CassetteWarning,
     Interaction,
     MatchConfig,
@@ -137,10 +139,73 @@ def test_record_mode_keeps_the_cassettes_own_settings(tmp_path: Path) -> None:
     file = CassetteFile(path, mode=Mode.RECORD)
     assert len(file.cassette) == 0
     assert file.cassette.meta.match == MatchConfig(MatchMode.EXACT)
-    assert file.cassette.meta.extra == {"redact": {"fields": ["ticket"]}}
+    # a cassette without a salt, started afresh, gets one (its lines are new)
+    redact = file.cassette.meta.extra["redact"]
+    assert redact["fields"] == ["ticket"]
+    assert re.fullmatch("[0-9a-f]{32}", redact["salt"])
     first = path.read_bytes().splitlines()[0]
     assert b'"match":"exact"' in first
-    assert b'"redact":{"fields":["ticket"]}' in first
+    assert b'"redact":{"fields":["ticket"],"salt":"' in first
+
+
+def _salt(file: CassetteFile) -> object:
+    return file.cassette.meta.extra.get("redact", {}).get("salt")
+
+
+@pytest.mark.parametrize("mode", [Mode.AUTO, Mode.RECORD, Mode.REPLAY])
+def test_a_new_cassette_gets_a_fresh_salt(tmp_path: Path, mode: Mode) -> None:
+    one = CassetteFile(tmp_path / "a.jsonl", mode=mode)
+    two = CassetteFile(tmp_path / "b.jsonl", mode=mode)
+    assert isinstance(_salt(one), str)
+    assert re.fullmatch("[0-9a-f]{32}", str(_salt(one)))
+    assert _salt(one) != _salt(two)  # random, per cassette
+    (tmp_path / "empty.jsonl").write_bytes(b"")  # an empty file is a new cassette too
+    assert _salt(CassetteFile(tmp_path / "empty.jsonl", mode=mode)) is not None
+
+
+def test_the_salt_is_written_with_the_first_line_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    file = CassetteFile(path, mode=Mode.AUTO, meta=CassetteMeta(match=MatchConfig(MatchMode.EXACT)))
+    salt = _salt(file)
+    file.append(line_for("a", 0))
+    assert f'"redact":{{"salt":"{salt}"}}'.encode() in path.read_bytes().splitlines()[0]
+    for mode in (Mode.AUTO, Mode.REPLAY, Mode.RECORD):  # reopening keeps it
+        assert _salt(CassetteFile(path, mode=mode)) == salt
+    assert _salt(CassetteFile(path, mode=Mode.RECORD)) == salt
+
+
+def test_a_legacy_cassette_keeps_having_no_salt(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"_meta":{"schema":1}}\n' + line_for("old", 0))
+    file = CassetteFile(path, mode=Mode.AUTO)
+    assert _salt(file) is None
+    file.append(line_for("new", 1))
+    assert b"salt" not in path.read_bytes()
+    path.write_bytes(line_for("old", 0))  # no _meta line at all
+    assert _salt(CassetteFile(path, mode=Mode.AUTO)) is None
+
+
+@pytest.mark.parametrize("theirs", ["0" * 32, None])
+def test_a_cassette_another_process_created_first_lends_its_salt(
+    tmp_path: Path, theirs: str | None
+) -> None:
+    path = tmp_path / "c.jsonl"
+    mine = CassetteFile(path, mode=Mode.AUTO)  # the file is missing: a salt of its own
+    redact = {"redact": {"salt": theirs}} if theirs else {}
+    other = CassetteMeta(extra=redact)
+    path.write_bytes(other.to_line() + line_for("other", 0))  # another process was first
+    mine.append(line_for("mine", 1))
+    assert _salt(mine) == theirs  # later recordings agree with the file
+    assert path.read_bytes().count(b"_meta") == 1
+    mine.append(line_for("mine", 2))
+    assert _salt(mine) == theirs
+    # a garbled first line is left for loading to report
+    path.write_bytes(b'{"_meta": 5}\n')
+    late = CassetteFile(tmp_path / "d.jsonl", mode=Mode.AUTO)
+    late.path = path
+    salt = _salt(late)
+    late.append(line_for("late", 3))
+    assert _salt(late) == salt
 
 
 def test_strict_opening_parses_every_line(tmp_path: Path) -> None:

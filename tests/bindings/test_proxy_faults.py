@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -252,6 +253,12 @@ async def test_cassette_dir_header_selects_and_creates_cassettes(tmp_path: Path)
     assert [i.request.body for i in interactions(root / "alpha.jsonl")] == [alpha.content]
     assert [i.request.body for i in interactions(root / "team/beta.jsonl")] == [beta.content]
     assert [i.request.body for i in interactions(root / "default.jsonl")] == [plain.content]
+    # each new cassette got its own redaction salt
+    salts = {
+        json.loads((root / name).read_bytes().splitlines()[0])["_meta"]["redact"]["salt"]
+        for name in ("alpha.jsonl", "team/beta.jsonl", "default.jsonl")
+    }
+    assert len(salts) == 3
 
     async with proxied(dir_options(root, Mode.REPLAY)) as client:
         hit = await fetch(client, alpha)

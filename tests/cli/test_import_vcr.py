@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,37 @@ def test_a_plain_exchange(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         200,
         ANSWER.encode(),
     )
+
+
+def test_an_imported_cassette_gets_a_salt_and_keeps_prompts_apart(tmp_path: Path) -> None:
+    """Two prompts differing only in an e-mail stay two recordings, each
+    answering its own prompt: their placeholders carry the new cassette's
+    digests."""
+
+    def ask(mail: str) -> str:
+        return json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": mail}]})
+
+    answers = [json.dumps({"choices": [{"message": {"content": n}}]}) for n in ("one", "two")]
+    prompts = [ask("write to ann@example.com"), ask("write to bob@example.com")]
+    source = imported(
+        tmp_path,
+        cassette_yaml(*(exchange(p, {"string": a}) for p, a in zip(prompts, answers, strict=True))),
+    )
+    assert main(["import", "vcr", str(source)]) == 0
+    out = tmp_path / "test_chat.jsonl"
+    raw = out.read_bytes()
+    meta = json.loads(raw.splitlines()[0])["_meta"]
+    assert re.fullmatch("[0-9a-f]{32}", meta["redact"]["salt"])
+    assert b"ann@" not in raw
+    assert b"bob@" not in raw
+    assert len(re.findall(rb"\[REDACTED:email:[0-9a-f]{12}\]", raw)) == 2
+    cassette = Cassette.loads(raw)
+    assert len({ix.key for ix in cassette}) == 2
+    for prompt, answer in zip(prompts, answers, strict=True):
+        assert replay(cassette, "POST", "/v1/chat/completions", prompt.encode()) == (
+            200,
+            answer.encode(),
+        )
 
 
 def test_repeats_get_numbered_ids_and_replay_in_order(tmp_path: Path) -> None:

@@ -120,7 +120,7 @@ def test_the_installed_script(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["interactions"]) == 7
-    dirty = write(tmp_path / "dirty.jsonl", b'{"oops": "sk-proj-' + b"a" * 30 + b'"}\n')
+    dirty = write(tmp_path / "dirty.jsonl", b'{"oops": "sk-proj-' + b"a1" * 15 + b'"}\n')
     done = subprocess.run([reel, "check", str(dirty)], capture_output=True, text=True, check=False)
     assert done.returncode == 1
     assert f"{dirty}:2: openai-key" in done.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from reel_core import (
 
 from .helpers import chat_body, interaction, write
 
-OPENAI_KEY = "sk-proj-" + "a" * 32
+OPENAI_KEY = "sk-proj-" + "a1" * 16
 GOOGLE_KEY = "AIza" + "b" * 35
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,6 +72,38 @@ def test_redact_replaces_secrets_and_pii_in_place(
     assert second["response"]["headers"] == [["content-type", "application/json"]]
     assert second["response"]["body"]["json"] == {"reply": "call [REDACTED:phone]"}
     assert OPENAI_KEY.encode() not in path.read_bytes()
+
+
+SALT = "c0ffee00" * 4
+
+
+def test_redact_keeps_a_salted_cassettes_salt_and_digests(tmp_path: Path) -> None:
+    salted = CassetteMeta(extra={"redact": {"salt": SALT}})
+    path = write(tmp_path / "c.jsonl", secret_interaction(), meta=salted)
+    assert main(["redact", str(path)]) == 0
+    once = path.read_bytes()
+    meta, line = lines(path)
+    assert meta["_meta"]["redact"] == {"salt": SALT}  # kept
+    content = line["request"]["body"]["json"]["messages"][0]["content"]
+    assert re.fullmatch(
+        r"my key is \[REDACTED:openai-key:[0-9a-f]{12}\], mail \[REDACTED:email:[0-9a-f]{12}\]",
+        content,
+    )
+    # a credential position stays plain: a dummy key replays it
+    assert line["request"]["query"] == [["key", "[REDACTED:query-secret]"], ["alt", "sse"]]
+    assert main(["redact", str(path)]) == 0
+    assert path.read_bytes() == once  # idempotent
+    # the live request, secrets and all, has the recomputed key
+    session = Session(Cassette.loads(once), Config(mode=Mode.REPLAY))
+    session.receive_request(
+        Request(
+            "POST",
+            "/v1/chat/completions?key=dummy&alt=sse",
+            (),
+            chat_body(f"my key is {OPENAI_KEY}, mail jane.doe@example.com"),
+        )
+    )
+    assert isinstance(session.next_event(), Replay)
 
 
 def test_the_recomputed_key_matches_the_live_request(tmp_path: Path) -> None:
@@ -194,7 +227,7 @@ def test_the_cassettes_redact_settings_are_honoured(
 
 
 def test_a_secret_straddling_two_chunks_is_caught(tmp_path: Path) -> None:
-    frames = ((0.0, b'[{"text": "key sk-proj-' + b"c" * 10), (5.0, b"c" * 22 + b'"}]'))
+    frames = ((0.0, b'[{"text": "key sk-proj-' + b"c1" * 5), (5.0, b"c1" * 11 + b'"}]'))
     response = RecordedResponse(200, stream="chunks", frames=frames, end_ms=6.0)
     path = write(tmp_path / "c.jsonl", interaction(response=response))
     assert main(["check", str(path)]) == 1

@@ -99,7 +99,7 @@ def test_whole_body() -> None:
         (b"set-cookie", b"session=abc"),
         (b"x-request-id", b"req_1"),
         (b"date", b"today"),
-        (b"openai-organization-id", b"org sk-proj-abcdefghijklmnopqrstuvwxyz"),
+        (b"openai-organization-id", b"org sk-proj-abcdefghijklmnopqrstuvwxyz0123"),
     )
     r.head(200, headers, now=10.0, sent_at=9.5)
     r.data(b'{"a":', 10.1)
@@ -365,7 +365,7 @@ def test_an_unterminated_last_line_is_redacted_whole() -> None:
 
 
 def test_a_secret_spanning_lines_keeps_the_body_whole() -> None:
-    got = _chunks_of([b"Authorization: Bearer\n", b"abcdefghijklmnopqrstuvwxyz\n"])
+    got = _chunks_of([b"Authorization: Bearer\n", b"abcdefghijklmnopqrstuvwxyz0123\n"])
     assert got.response.frames == ((2.0, b"Authorization: Bearer\n[REDACTED:bearer-token]\n"),)
     assert b"abcdefghijklmnop" not in got.response.content
 

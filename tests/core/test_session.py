@@ -574,7 +574,7 @@ def test_upstream_failure_before_the_head_is_answered(error: UpstreamError, stat
     session = Session(c, Config(mode=Mode.RECORD))
     session.receive_request(request(target="/v1/chat/completions?key=AIzaSecretValue"))
     pull(session)
-    session.upstream_error(error, "to sk-proj-abcdefghijklmnopqrstuvwxyz", now=1.0)
+    session.upstream_error(error, "to sk-proj-abcdefghijklmnopqrstuvwxyz0123", now=1.0)
     assert state(session) is State.SERVING
     events, signal = pull(session)
     assert signal is Signal.PAUSED

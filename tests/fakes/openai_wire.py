@@ -164,7 +164,7 @@ def chat(ask: Ask, scenarios: frozenset[Scenario]) -> Reply:
             {
                 "index": 0,
                 "message": message,
-                "logprobs": None,
+                "logprobs": _logprobs(ask) if tool is None else None,
                 "finish_reason": "tool_calls" if tool is not None else "stop",
             }
         ],
@@ -173,6 +173,21 @@ def chat(ask: Ask, scenarios: frozenset[Scenario]) -> Reply:
         "system_fingerprint": _FINGERPRINT,
     }
     return Reply(200, headers(ask.seed, JSON_TYPE), (pretty(body),), False, scenarios)
+
+
+def _logprobs(ask: Ask) -> dict[str, Any] | None:
+    """``logprobs.content`` when the request asks for it: one entry per
+    word of the reply, each with a ``token`` field."""
+    if ask.body.get("logprobs") is not True:
+        return None
+    words = ask.text.split(" ")
+    return {
+        "content": [
+            {"token": w, "logprob": -0.25, "bytes": list(w.encode()), "top_logprobs": []}
+            for w in words
+        ],
+        "refusal": None,
+    }
 
 
 def arguments_json(ask: Ask) -> str:

@@ -107,6 +107,8 @@ def test_inprocess_helpers_record_then_replay_without_upstream(
     (dropped,) = lines(cassettes / "test_stream_left_after_its_first_chunk.jsonl")
     assert dropped["response"]["frames"][-1][1] == "data: [DONE]\n\n"  # type: ignore[index]
     before = {p.name: p.read_bytes() for p in cassettes.iterdir()}
+    salts = {json.loads(c.splitlines()[0])["_meta"]["redact"]["salt"] for c in before.values()}
+    assert len(salts) == len(before)  # a salt of its own for each new cassette
 
     stop(fake, monkeypatch)
     for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):

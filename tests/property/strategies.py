@@ -33,6 +33,7 @@ from reel_core import (
     match_key,
 )
 from reel_core._match import MatchConfig
+from reel_core._redact import EMAIL_TLDS
 
 __all__ = [
     "HIT_BODY",
@@ -795,16 +796,25 @@ def _s(alphabet: str, n: int, m: int | None = None) -> st.SearchStrategy[str]:
     return st.text(alphabet, min_size=n, max_size=m if m is not None else n + 12)
 
 
+def _keyish() -> st.SearchStrategy[str]:
+    """16 or more letters and digits, one of them a digit."""
+    return st.tuples(_s(_alnum, 15), st.sampled_from("0123456789")).map("".join)
+
+
 @functools.cache
 def secrets() -> st.SearchStrategy[tuple[str, str]]:
     """``(kind, text)`` of one secret shape; the text is the part that must
     never survive redaction (for a bearer token: the token)."""
     return st.one_of(
+        # Plausible keys: a run of 16 letters and digits holding a digit.
         st.tuples(
             st.just("openai"),
-            st.tuples(st.sampled_from(("sk-", "sk-proj-")), _s(_b64url, 20)).map("".join),
+            st.tuples(st.sampled_from(("sk-", "sk-proj-")), _keyish(), _s(_b64url, 4)).map("".join),
         ),
-        st.tuples(st.just("anthropic"), _s(_b64url, 16).map(lambda s: "sk-ant-api03-" + s)),
+        st.tuples(
+            st.just("anthropic"),
+            st.tuples(_keyish(), _s(_b64url, 0)).map(lambda p: "sk-ant-api03-" + "".join(p)),
+        ),
         st.tuples(st.just("google"), _s(_b64url, 35, 35).map(lambda s: "AIza" + s)),
         st.tuples(
             st.just("github"),
@@ -816,7 +826,9 @@ def secrets() -> st.SearchStrategy[tuple[str, str]]:
         ),
         st.tuples(
             st.just("slack"),
-            st.tuples(st.sampled_from(("xoxb-", "xoxp-")), _s(_alnum + "-", 10)).map("".join),
+            st.tuples(
+                st.sampled_from(("xoxb-", "xoxp-")), st.sampled_from("0123456789"), _s(_alnum, 10)
+            ).map("".join),
         ),
         st.tuples(
             st.just("jwt"),
@@ -824,13 +836,19 @@ def secrets() -> st.SearchStrategy[tuple[str, str]]:
                 lambda p: f"eyJ{p[0]}.eyJ{p[1]}.{p[2]}"
             ),
         ),
-        st.tuples(st.just("bearer"), _s(_alnum + "._~+/-", 16)),
+        # A bearer token holds a digit (prose after "bearer" does not).
+        st.tuples(
+            st.just("bearer"),
+            st.tuples(_s(_alnum + "._~+/-", 8), st.sampled_from("0123456789"), _s(_alnum, 7)).map(
+                "".join
+            ),
+        ),
         st.tuples(
             st.just("email"),
             st.tuples(
                 _s(_alnum + "._%+-", 1, 10).filter(lambda s: s[0] in _alnum),
                 _s(string.ascii_lowercase + string.digits, 1, 8),
-                _s(string.ascii_lowercase, 2, 4),
+                st.one_of(_s(string.ascii_lowercase, 2, 2), st.sampled_from(EMAIL_TLDS.split())),
             ).map(lambda p: f"{p[0]}@{p[1]}.{p[2]}"),
         ),
     )

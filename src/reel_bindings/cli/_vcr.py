@@ -46,6 +46,7 @@ from reel_core import (
     looks_like_sse,
 )
 
+from .._files import new_cassette_meta
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -365,12 +366,17 @@ class Conversion:
     #: ``(interaction number, note)``: what was adjusted on the way.
     notes: list[tuple[int, str]] = field(default_factory=list)
     total: int = 0
+    #: The new cassette's ``_meta`` (its redaction salt: the one the
+    #: interactions were redacted with).
+    meta: CassetteMeta = field(default_factory=CassetteMeta)
 
     def dumps(self) -> bytes:
-        return CassetteMeta().to_line() + b"".join(ix.to_line() for ix in self.interactions)
+        return self.meta.to_line() + b"".join(ix.to_line() for ix in self.interactions)
 
 
-def convert_vcr(data: bytes, name: str, redactor: Redactor) -> Conversion:
+def convert_vcr(
+    data: bytes, name: str, redactor: Redactor, meta: CassetteMeta | None = None
+) -> Conversion:
     """Convert the bytes of a vcrpy cassette; :class:`CliError` when it is
     no vcrpy cassette at all."""
     doc = _load(data, name)
@@ -382,7 +388,7 @@ def convert_vcr(data: bytes, name: str, redactor: Redactor) -> Conversion:
         )
     cassette = Cassette(name)
     config = Config(mode=Mode.RECORD, redactor=redactor)
-    out = Conversion(total=len(items))
+    out = Conversion(total=len(items), meta=meta if meta is not None else CassetteMeta())
     for i, item in enumerate(items):
         notes: list[str] = []
         try:
@@ -439,7 +445,8 @@ def run(ns: argparse.Namespace) -> int:
                 )
             if out.exists() and not ns.force:
                 raise CliError(f"{out} exists: pass --force to overwrite it")
-            conversion = convert_vcr(data, str(path), redactor_for(CassetteMeta(), path))
+            meta = new_cassette_meta()  # a new cassette: a fresh redaction salt
+            conversion = convert_vcr(data, str(path), redactor_for(meta, path), meta)
         except CliError as exc:
             print(f"reel import vcr: {exc}", file=sys.stderr)
             status = EXIT_USAGE
