@@ -170,6 +170,10 @@ def _needles(value: bytes) -> set[bytes]:
         needles.add(_PERCENT.sub(lambda m: m.group(0).lower(), quoted))
     if b"/" in value:
         needles.add(value.replace(b"/", b"\\/"))  # "\/" in a JSON string
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:  # a Latin-1 header value: also as UTF-8 text holds it
+        needles.add(value.decode("latin-1").encode("utf-8"))
     return needles
 
 
