@@ -24,6 +24,7 @@ __all__ = [
     "COOKIE_VALUE",
     "GATEWAY_TOKEN",
     "GEMINI_KEY",
+    "INPROCESS_KEY",
     "OPENAI_KEY",
     "PLUGIN_KEY",
     "SDK_ANTHROPIC_KEY",
@@ -50,8 +51,10 @@ GEMINI_KEY = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkF"
 SDK_OPENAI_KEY = "sk-test-1234"
 SDK_ANTHROPIC_KEY = "sk-ant-test-1234"
 SDK_GEMINI_KEY = "AIza-test-1234"
-#: The key the pytest plugin's inner runs record with.
-PLUGIN_KEY = "sk-test-" + "k" * 24
+#: The key the pytest plugin's inner runs record with (no known shape).
+PLUGIN_KEY = "plg0" + "7f3a9c2e" * 3
+#: The key the in-process SDK helpers record with (no known shape).
+INPROCESS_KEY = "inp0" + "4b8d1e6a" * 3
 
 #: kind -> value, of every secret above.
 SECRETS: Mapping[str, str] = {
@@ -66,6 +69,7 @@ SECRETS: Mapping[str, str] = {
     "sdk-anthropic-key": SDK_ANTHROPIC_KEY,
     "sdk-gemini-key": SDK_GEMINI_KEY,
     "plugin-key": PLUGIN_KEY,
+    "inprocess-key": INPROCESS_KEY,
 }
 
 
