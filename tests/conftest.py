@@ -21,10 +21,18 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def no_secret_on_disk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def no_secret_on_disk(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[None]:
     """After the last test (of this xdist worker: each has its own
     basetemp), scan every file the tests and Reel wrote under basetemp for
     every secret in ``tests/secrets.py``; a hit fails the run."""
+    policy = pytestconfig.getini("tmp_path_retention_policy")
+    if policy != "all":  # the files would be gone before the scan: it could not fail
+        pytest.fail(
+            f"tmp_path_retention_policy is {policy!r}: the secret scan needs 'all'",
+            pytrace=False,
+        )
     yield
     root = tmp_path_factory.getbasetemp()
     hits = scan(root)

@@ -139,7 +139,8 @@ def credential_values(
             found.extend(_values_of(name, value))
     if not found:
         return ()
-    kept = {v for v in found if len(v) >= MIN_LENGTH}
+    # (a value inside the placeholder, "REDACTED", would be found in it again)
+    kept = {v for v in found if len(v) >= MIN_LENGTH and v not in _PLACEHOLDER_BYTES}
     return tuple(sorted(kept, key=lambda v: (-len(v), v)))
 
 
