@@ -131,11 +131,12 @@ class Session:
             settings, pii=self.config.pii
         )
         self.redactor: Redactor = self._redactor
-        names = (*self.config.credential_headers, *header_names(settings))
+        names = (
+            *header_names({"headers": list(self.config.credential_headers)}),
+            *header_names(settings),
+        )
         self._credentials = (
-            CREDENTIAL_HEADERS | {n.lower().encode("latin-1") for n in names}
-            if names
-            else CREDENTIAL_HEADERS
+            CREDENTIAL_HEADERS | {n.encode("ascii") for n in names} if names else CREDENTIAL_HEADERS
         )
 
     # -- client side ---------------------------------------------------------

@@ -19,6 +19,7 @@ from reel_core import (
     Cut,
     Forward,
     Frame,
+    LocalProtocolError,
     Miss,
     Mode,
     Recorded,
@@ -470,6 +471,11 @@ def test_further_headers_from_the_cassette() -> None:
     assert header_names({"headers": ["X-A", "b"]}) == ("x-a", "b")
     assert header_names({}) == ()
     assert b"cookie" in CREDENTIAL_HEADERS
+
+
+def test_a_bad_header_name_in_the_config() -> None:
+    with pytest.raises(LocalProtocolError, match="must be a list of header names"):
+        Session(Cassette("c"), Config(credential_headers=("x-caf\xe9",)))
 
 
 @pytest.mark.parametrize("bad", ["x-a", ["bad name"], [1], {"x": 1}])
