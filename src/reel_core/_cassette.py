@@ -33,6 +33,7 @@ from typing import Any
 
 from ._body import decode_body, encode_body
 from ._errors import CassetteError, LocalProtocolError, RemoteProtocolError, SchemaVersionError
+from ._literals import header_names
 from ._match import MatchConfig, MatchMode, match_key
 from ._redact import Redactor
 from ._version import SCHEMA_VERSION, __version__
@@ -416,6 +417,7 @@ class CassetteMeta:
             if not isinstance(redact, dict):
                 raise LocalProtocolError('"redact" must be an object')
             Redactor.from_settings(redact)
+            header_names(redact)
         except LocalProtocolError as exc:
             raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
         return cls(schema=schema, match=match, writer=str(writer), repeat=repeat, extra=extra)

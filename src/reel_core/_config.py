@@ -59,6 +59,10 @@ class Config:
     #: Redact PII (True) or not (False, ``REEL_REDACT_PII=0``); ``None``: as
     #: the cassette says (default on).  The cassette's patterns stay in force.
     pii: bool | None = None
+    #: Further request headers (any case) whose values are credentials,
+    #: scrubbed from everything written like ``Authorization``'s; added to
+    #: the cassette's ``_meta`` ``redact`` ``headers``.
+    credential_headers: tuple[str, ...] = ()
     limits: Limits = Limits()
     #: How to record a missing request, shown in every miss report.
     hint: str = DEFAULT_HINT

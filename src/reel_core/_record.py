@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ._body import ContentDecoder, parse_json
@@ -23,6 +24,7 @@ from ._cassette import (
 )
 from ._frames import SSESplitter, sse_event_ends
 from ._http import Headers, header_value
+from ._literals import ExchangeRedactor, Literals
 from ._prices import cost_usd
 from ._redact import Redactor, keep_response_header
 from ._usage import extract_usage
@@ -53,6 +55,9 @@ class UpstreamError(enum.Enum):
     def status(self) -> int:
         """The status answered when this happens before any response byte."""
         return 504 if self is UpstreamError.TIMEOUT else 502
+
+
+_NO_LITERALS = Literals(())
 
 
 def _ms(seconds: float) -> float:
@@ -143,6 +148,10 @@ class Recorder:
     redaction and the header filter all run once, in :meth:`end` or
     :meth:`fail`.  A proxy forwarding a stream then does no recording work
     per chunk, and does it all after the client has its answer.
+
+    With an :class:`~reel_core._literals.ExchangeRedactor`, the request's
+    credential values are scrubbed from the response first, a stream over
+    its joined bytes (a value split across two frames is found).
     """
 
     def __init__(
@@ -163,6 +172,9 @@ class Recorder:
         self.endpoint = endpoint
         self.timestamp = timestamp
         self._wall: float | None = None
+        self._literals = _NO_LITERALS
+        if isinstance(redactor, ExchangeRedactor):
+            self._literals, redactor = redactor.literals, redactor.base
         self._redactor = redactor
         self._status = 0
         self._raw_headers: Headers = ()
@@ -211,7 +223,7 @@ class Recorder:
                 continue
             if text == "content-encoding" and self._decoder.decodes:
                 continue
-            kept.append((text, self._redactor.text(value.decode("latin-1"))))
+            kept.append((text, self._redactor.text(self._literals.text(value.decode("latin-1")))))
         self._headers = tuple(kept)
         content_type = (header_value(headers, b"content-type") or b"").decode("latin-1").lower()
         self._content_type = content_type
@@ -283,6 +295,7 @@ class Recorder:
         at = self._stamp(now)
         if self._kind == "sse":
             self._frames.extend((at, frame) for frame in self._splitter.close())
+            self._frames = self._literals.frames(self._frames)
             # Each event is redacted on its own (whole, so no secret is split);
             # one scan of them all says when none needs it, the usual case.
             if not self._redactor.keeps(*(frame for _, frame in self._frames)):
@@ -305,13 +318,16 @@ class Recorder:
         kind = self._kind
         if kind is None and cut is not None:
             kind = "chunks"  # a body cut short replays as the chunks that came
+        if cut is not None:
+            cut = replace(cut, detail=self._literals.text(cut.detail))
         if kind is None:
-            body = self._redactor.data(b"".join(data for _, data in self._frames))
+            body = b"".join(data for _, data in self._frames)
+            body = self._redactor.data(self._literals.data(body))
             response = RecordedResponse(self._status, self._headers, body=body)
         else:
             frames = self._frames
             if kind == "chunks":
-                frames = redact_chunks(frames, self._redactor)
+                frames = redact_chunks(self._literals.frames(frames), self._redactor)
             response = RecordedResponse(
                 self._status,
                 self._headers,

@@ -38,6 +38,7 @@ from ._events import (
 )
 from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, ReaderSignal, Request, RequestReader, normalize_headers
+from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
 from ._miss import MissReport, build_miss_report
 from ._providers import guess_provider, route
@@ -129,11 +130,21 @@ class Session:
         )
         redact = cassette.meta.extra.get("redact", {})
         settings = redact if isinstance(redact, dict) else {}
-        # A redactor given in code digests with the cassette's salt.
-        self.redactor: Redactor = (
+        #: The redactor of the settings (a redactor given in code digests
+        #: with the cassette's salt); ``redactor`` is the current request's
+        #: (it also scrubs the request's credential values).
+        self._redactor = (
             self.config.redactor.with_salt(settings.get("salt"))
             if self.config.redactor is not None
             else Redactor.from_settings(settings, pii=self.config.pii)
+        )
+        self.redactor: Redactor = self._redactor
+        names = (
+            *header_names({"headers": list(self.config.credential_headers)}),
+            *header_names(settings),
+        )
+        self._credentials = (
+            CREDENTIAL_HEADERS | {n.encode("ascii") for n in names} if names else CREDENTIAL_HEADERS
         )
 
     # -- client side ---------------------------------------------------------
@@ -216,20 +227,27 @@ class Session:
             raise self._misuse("pull every event of the exchange before the next one")
         self._to(Input.NEXT_CYCLE)
         self._request = None
+        self.redactor = self._redactor
         if self._reader is not None:
             self._reader.start_next_cycle()
 
     # -- decisions -----------------------------------------------------------
 
     def recorded_request(self, request: Request) -> RecordedRequest:
-        """The redacted form of ``request`` that is keyed and stored."""
-        return _recorded(request, self.redactor)
+        """The redacted form of ``request`` that is keyed and stored (its
+        credential header values scrubbed too)."""
+        return _recorded(
+            request, exchange_redactor(self._redactor, request.headers, self._credentials)
+        )
 
     def _decide(self, request: Request) -> None:
         self._request = request
         try:
             if self._select is not None:
                 self._use(self._select(request))
+            # Until the next cycle: everything written or said about this
+            # exchange is scrubbed of the request's credential values too.
+            self.redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
             self._match_and_decide(request)
         except RemoteProtocolError as exc:
             self._refuse(exc.status, "reel_bad_cassette", str(exc))
@@ -295,7 +313,9 @@ class Session:
             url += request.target[len(request.path) :]
         self._to(Input.FORWARD)
         if mode.records:
-            self._capture = _Capture(functools.partial(self._new_recorder, request, keyed))
+            self._capture = _Capture(
+                functools.partial(self._new_recorder, request, keyed, self.redactor)
+            )
         self._events.append(Forward(request, lambda: keyed()[1], mode.records, url))
 
     def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
@@ -379,7 +399,10 @@ class Session:
         return events
 
     def _new_recorder(
-        self, request: Request, keyed: Callable[[], tuple[RecordedRequest, str]]
+        self,
+        request: Request,
+        keyed: Callable[[], tuple[RecordedRequest, str]],
+        redactor: Redactor,
     ) -> Recorder:
         recorded, key = keyed()
         stored_config = self.cassette.keying
@@ -393,7 +416,7 @@ class Session:
             recorded,
             key=stored_key,
             id=ident,
-            redactor=self.redactor,
+            redactor=redactor,
             provider=guess_provider(
                 recorded.path, host.decode("latin-1") if host else None, request.headers
             ),

@@ -9,6 +9,7 @@ on trio), and the requests adapter.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.from_thread
@@ -28,10 +30,18 @@ from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.proxy import ProxyOptions, running
 from reel_bindings.requests import Adapter
 from reel_core import CassetteMeta, Mode, Redactor, Timing
+from reel_core._literals import exchange_redactor
 from tests.fakes.upstream import SCENARIO_HEADER, FakeUpstreamThread
+from tests.secrets import AZURE_KEY, COOKIE_VALUE, GATEWAY_TOKEN, OPENAI_KEY, forms
 
-SECRET = "sk-proj-" + "A1b2C3d4" * 5
+SECRET = OPENAI_KEY
 PLACEHOLDER = b"[REDACTED:openai-key]"
+#: Sent by every row: a gateway token with no known shape.
+AUTHORIZATION = f"Bearer {GATEWAY_TOKEN}"
+#: An Azure key and a session cookie, with no known shape either.
+AZURE = (("api-key", AZURE_KEY), ("cookie", f"theme=dark; session={COOKIE_VALUE}"))
+ECHO = ((SCENARIO_HEADER, "echo-key"), *AZURE)
+UNSHAPED = {"azure-key": AZURE_KEY, "gateway-token": GATEWAY_TOKEN, "cookie": COOKIE_VALUE}
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,20 @@ TABLE = [
     Row("tool-key-2", "/v1/chat/completions", tool_result({"key": "user-2"})),
     Row("email-1", "/v1/chat/completions", chat("write to ann@example.com")),
     Row("email-2", "/v1/chat/completions", chat("write to bob@example.com")),
+    # The upstream echoes the credentials (in a 401 body; split across two
+    # writes of an SSE stream); the client puts one in its prompt, encoded.
+    Row("echo-key-401", "/v1/chat/completions", chat("who am I?"), ECHO),
+    Row("echo-key-stream", "/v1/chat/completions", chat("who am I?", stream=True), ECHO),
+    Row(
+        "key-in-body",
+        "/v1/chat/completions",
+        chat(
+            "see data:image/png;base64,"
+            + base64.b64encode(b"::" + AZURE_KEY.encode()).decode()
+            + f" and ?k={quote(GATEWAY_TOKEN, safe='')}"
+        ),
+        AZURE,
+    ),
     Row("miss", "/v1/chat/completions", chat("never recorded"), recorded=False),
 ]
 #: Every cassette of the table is recorded under this salt (a new cassette
@@ -115,9 +139,13 @@ Send = Callable[[Row], Reply]
 def _headers(row: Row) -> dict[str, str]:
     return {
         "content-type": "application/json",
-        "authorization": "Bearer sk-test",
+        "authorization": AUTHORIZATION,
         **dict(row.headers),
     }
+
+
+def _wire_headers(row: Row) -> tuple[tuple[bytes, bytes], ...]:
+    return tuple((k.encode(), v.encode()) for k, v in _headers(row).items())
 
 
 def _payload(row: Row) -> bytes:
@@ -267,12 +295,19 @@ def test_every_binding_got_the_same_live_answers(
 def test_secrets_never_reach_the_cassette(
     recordings: dict[str, tuple[Path, dict[str, Reply]]],
 ) -> None:
-    for cassette, _ in recordings.values():
-        data = cassette.read_text()
-        assert SECRET not in data
-        assert "sk-test" not in data
-        assert "[REDACTED:openai-key:" in data
-        assert "ann@example.com" not in data
+    for name, (cassette, replies) in recordings.items():
+        data = cassette.read_bytes()
+        assert SECRET.encode() not in data
+        assert b"[REDACTED:openai-key:" in data
+        assert b"ann@example.com" not in data
+        # no shape: found by value, in every form, in the 401 body, the
+        # split stream and the request
+        for kind, value in UNSHAPED.items():
+            assert not [form for form in forms(value) if form in data], (name, kind)
+        assert data.count(b"[REDACTED:credential]") >= 8, name
+        # and the upstream did echo them to the client, so there was something to scrub
+        assert AZURE_KEY.encode() in replies["echo-key-401"].body
+        assert AZURE_KEY.encode() in replies["echo-key-stream"].body
 
 
 def test_redaction_kept_apart_what_differs(
@@ -321,10 +356,21 @@ def test_any_cassette_replays_in_every_binding(
 ) -> None:
     reference = dict(recordings["proxy-asyncio"][1])
     # The fake echoes the prompt: the secret (and e-mail) in it is redacted on
-    # disk too, each with its digest under the cassette's salt.
+    # disk too, each with its digest under the cassette's salt; the
+    # credentials it echoes are replayed as placeholders.
     assert SECRET.encode() in reference["secret"].body
-    reference = {name: Reply(r.status, SALTED.data(r.body)) for name, r in reference.items()}
+    reference = {
+        row.name: Reply(
+            reference[row.name].status,
+            exchange_redactor(SALTED, _wire_headers(row)).data(reference[row.name].body),
+        )
+        for row in TABLE
+        if row.recorded
+    }
     assert PLACEHOLDER[:-1] + b":" in reference["secret"].body
+    for row in TABLE:
+        if dict(row.headers).get("api-key"):
+            assert b"[REDACTED:credential]" in reference[row.name].body, row.name
     gone = "http://127.0.0.1:9"  # nothing listens there: replay must not need it
     for recorder, (cassette, _) in recordings.items():
         with BINDINGS[replayer](cassette, Mode.REPLAY, gone) as send:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -10,7 +11,8 @@ import anyio
 import pytest
 
 from reel_core import Mode
-from tests.fakes.upstream import Reply, reply_text, serve_fake
+from tests.fakes.upstream import SCENARIO_HEADER, Reply, closed_port_url, reply_text, serve_fake
+from tests.secrets import AZURE_KEY, forms
 
 from .proxy_support import (
     Exchange,
@@ -257,3 +259,31 @@ async def test_one_log_line_per_request(tmp_path: Path, caplog: pytest.LogCaptur
     for line in (recorded, hit, miss):
         duration = line.rsplit(" ", 1)[1]
         assert float(duration.removesuffix("ms")) >= 0
+
+
+async def test_log_lines_never_show_a_credential(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The target, the upstream failure and the miss report the proxy logs
+    are scrubbed of the credential values the request carried."""
+    caplog.set_level(logging.DEBUG, logger="reel.proxy")
+    cassette = tmp_path / "c.jsonl"
+    headers = {"api-key": AZURE_KEY, SCENARIO_HEADER: "echo-key"}
+    call = chat_call(f"mine is {AZURE_KEY}", headers=headers)
+    call = dataclasses.replace(call, path=call.path + f"?trace={AZURE_KEY}")
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        echoed = await fetch(client, call)
+    assert AZURE_KEY.encode() in echoed.body  # the client gets what the upstream said
+    async with proxied(options(Mode.RECORD, cassette, upstream=closed_port_url())) as client:
+        failed = await fetch(client, call)
+    async with proxied(options(Mode.REPLAY, cassette)) as client:
+        miss = await fetch(client, dataclasses.replace(call, body={"model": "other"}))
+    assert (failed.status, miss.status) == (502, 404)
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name == "reel.proxy")
+    assert "upstream failed for" in logged
+    assert "[REDACTED:credential]" in logged
+    assert not [form for form in forms(AZURE_KEY) if form.decode() in logged]
+    assert not [form for form in forms(AZURE_KEY) if form in cassette.read_bytes()]

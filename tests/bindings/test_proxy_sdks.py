@@ -22,6 +22,7 @@ from google.genai import errors as genai_errors
 from reel_bindings.proxy import running
 from reel_core import Mode
 from tests.fakes.upstream import ToolSpec, reply_text, serve_fake, text_pieces, tool_arguments
+from tests.secrets import SDK_ANTHROPIC_KEY, SDK_GEMINI_KEY, SDK_OPENAI_KEY
 
 from .proxy_support import WEATHER_SCHEMA, interactions, options
 
@@ -52,7 +53,7 @@ async def record_and_replay(cassette: Path, scenario: Callable[[str], Awaitable[
 
 
 def openai_client(url: str) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-test-1234", max_retries=0)
+    return openai.AsyncOpenAI(base_url=url + "/v1", api_key=SDK_OPENAI_KEY, max_retries=0)
 
 
 async def test_openai_chat(tmp_path: Path) -> None:
@@ -155,7 +156,7 @@ async def test_openai_errors(
 
 
 def anthropic_client(url: str) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=url, api_key="sk-ant-test-1234", max_retries=0)
+    return anthropic.AsyncAnthropic(base_url=url, api_key=SDK_ANTHROPIC_KEY, max_retries=0)
 
 
 async def test_anthropic_message(tmp_path: Path) -> None:
@@ -230,7 +231,7 @@ async def test_anthropic_rate_limit(tmp_path: Path) -> None:
 
 
 def genai_client(url: str) -> genai.Client:
-    return genai.Client(api_key="AIza-test-1234", http_options={"base_url": url})
+    return genai.Client(api_key=SDK_GEMINI_KEY, http_options={"base_url": url})
 
 
 def gemini_sync(url: str) -> tuple[dict[str, Any], list[dict[str, Any]], tuple[object, ...]]:

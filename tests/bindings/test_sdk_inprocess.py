@@ -24,6 +24,7 @@ from reel_bindings.sdk import (
 )
 from reel_core import MissError
 from tests.fakes.upstream import FakeUpstreamThread
+from tests.secrets import INPROCESS_KEY
 
 GONE = "http://127.0.0.1:9"  # nothing listens: a replay that reached out would fail
 MESSAGES = [{"role": "user", "content": "What is Reel?"}]
@@ -50,7 +51,7 @@ def fake() -> Iterator[FakeUpstreamThread]:
 
 def key(mode: str) -> str | None:
     """A key to record with; replay needs none (the helpers pass a placeholder)."""
-    return "sk-test-" + "k" * 24 if mode == "record" else None
+    return INPROCESS_KEY if mode == "record" else None
 
 
 def twice(

@@ -13,6 +13,9 @@ import pytest
 from reel_bindings._upstream import AsyncUpstream, UpstreamFailure
 from reel_core import Request, UpstreamError
 from tests.fakes.upstream import closed_port_url, respond, serve_fake
+from tests.secrets import GATEWAY_TOKEN
+
+AUTHORIZATION = f"Bearer {GATEWAY_TOKEN}".encode()
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +27,7 @@ def chat(prompt: str = "hello", *, stream: bool = False, method: str = "POST") -
         prompt.encode(),
         b',"stream":true' if stream else b"",
     )
-    headers = ((b"content-type", b"application/json"), (b"authorization", b"Bearer sk-test"))
+    headers = ((b"content-type", b"application/json"), (b"authorization", AUTHORIZATION))
     return Request(method, CHAT, headers, body if method == "POST" else b"")
 
 
@@ -88,7 +91,7 @@ async def test_connections_are_kept_alive_and_bodies_streamed() -> None:
     assert fake.connections == 1
     # what the upstream saw: credentials intact, host and length set
     sent = fake.requests[0]
-    assert sent.header("authorization") == "Bearer sk-test"
+    assert sent.header("authorization") == AUTHORIZATION.decode()
     assert sent.header("host") == fake.url.removeprefix("http://")
 
 

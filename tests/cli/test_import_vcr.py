@@ -370,3 +370,18 @@ def test_python_2_string_tags_are_plain_strings(tmp_path: Path) -> None:
     assert conversion.failures == []
     (ix,) = conversion.interactions
     assert (ix.request.body, ix.response.body) == (CHAT.encode(), b"ok")
+
+
+def test_credential_values_of_the_recorded_headers_are_scrubbed(tmp_path: Path) -> None:
+    # (not a secret of tests/secrets.py: the vcrpy file written here holds it)
+    key = "f00dfeed" * 4  # an Azure-like key: no shape, found by its value
+    item = exchange(
+        response_body={"string": json.dumps({"error": f"Incorrect API key provided: {key}"})},
+        status={"code": 401, "message": "Unauthorized"},
+    )
+    item["request"]["headers"] = {"api-key": [key]}
+    source = imported(tmp_path, cassette_yaml(item))
+    assert main(["import", "vcr", str(source), "-o", str(tmp_path / "out.jsonl")]) == 0
+    text = (tmp_path / "out.jsonl").read_text()
+    assert key not in text
+    assert "Incorrect API key provided: [REDACTED:credential]" in text

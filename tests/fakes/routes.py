@@ -22,12 +22,14 @@ connection faults are carried on the reply for the server to play.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import enum
 import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import quote
 
 from . import anthropic_wire, gemini_wire, openai_wire, responses_wire
 from .wire import (
@@ -36,11 +38,14 @@ from .wire import (
     Reply,
     Scenario,
     UnknownScenarioError,
+    compact,
+    credentials_of,
     digest,
     parse_scenarios,
     pretty,
     scrub,
     secrets_of,
+    sse_frame,
 )
 
 __all__ = ["STATUS_SCENARIOS", "Endpoint", "Provider", "match", "respond", "scenarios_of"]
@@ -166,6 +171,8 @@ def respond(request: ReceivedRequest) -> Reply:
         scenarios = header_scenarios | scenarios_of(request, model)
     except UnknownScenarioError as exc:
         return finish(fail(Scenario.BAD_REQUEST, seed, str(exc)), header_scenarios)
+    if Scenario.ECHO_KEY in scenarios:
+        return _seal(_echo_key(request, seed, bool(body.get("stream"))), scenarios, ())
     for kind in STATUS_SCENARIOS:
         if kind in scenarios:
             return finish(fail(kind, seed, None), scenarios)
@@ -197,6 +204,45 @@ def _answer(
     ask = gemini_wire.parse_generate(model, body, seed, secrets, stream=stream)
     sse = "sse" in request.query.get("alt", [])
     return gemini_wire.generate(ask, scenarios, sse=sse)
+
+
+def _echo_key(request: ReceivedRequest, seed: str, stream: bool) -> Reply:
+    """What an upstream that echoes credentials answers (the ``echo-key``
+    scenario): never scrubbed, so Reel's own scrubbing is all there is."""
+    values = credentials_of(request)
+    if not stream:
+        seen = "; ".join(
+            f"{value} (data:image/png;base64,{base64.b64encode(value.encode()).decode()}, "
+            f"{quote(value, safe='')})"
+            for value in values
+        )
+        body = {
+            "error": {
+                "message": f"Incorrect API key provided: {seen}.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_api_key",
+            }
+        }
+        return Reply(401, (("content-type", "application/json"),), (pretty(body),))
+    frames: list[bytes] = []
+    for value in values:
+        event = sse_frame(compact(_delta(seed, f"your key is {value}")))
+        cut = event.index(value.encode()) + len(value) // 2
+        frames += [event[:cut], event[cut:]]  # two socket writes, the key split
+        b64 = base64.b64encode(f"->{value}".encode()).decode()
+        frames.append(sse_frame(compact(_delta(seed, f"data:image/png;base64,{b64}"))))
+    frames.append(sse_frame(b"[DONE]"))
+    return Reply(200, (("content-type", "text/event-stream"),), tuple(frames), True)
+
+
+def _delta(seed: str, text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-" + seed[:29],
+        "object": "chat.completion.chunk",
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+    }
 
 
 def _seal(reply: Reply, scenarios: frozenset[Scenario], secrets: tuple[str, ...]) -> Reply:

@@ -43,6 +43,7 @@ from tests.fakes.upstream import (
     tool_arguments,
 )
 from tests.fakes.wire import UnknownScenarioError, parse_scenarios
+from tests.secrets import AZURE_KEY, COOKIE_VALUE, GATEWAY_TOKEN
 
 pytestmark = pytest.mark.anyio
 
@@ -769,3 +770,27 @@ def test_standalone_process(backend: str) -> None:
         finally:
             if process.poll() is None:
                 process.kill()
+
+
+def test_echo_key_echoes_the_credentials_unscrubbed() -> None:
+    headers = (
+        ("authorization", f"Bearer {GATEWAY_TOKEN}"),
+        ("api-key", AZURE_KEY),
+        ("cookie", f"a=b; session={COOKIE_VALUE}"),
+        (SCENARIO_HEADER, "echo-key"),
+    )
+    plain = respond(ReceivedRequest("POST", CHAT, headers, json.dumps(chat_body()).encode()))
+    assert plain.status == 401
+    message = json.loads(plain.body)["error"]["message"]
+    for value in (GATEWAY_TOKEN, AZURE_KEY, COOKIE_VALUE):
+        assert value in message
+        assert base64.b64encode(value.encode()).decode() in message
+    streamed = respond(
+        ReceivedRequest("POST", CHAT, headers, json.dumps(chat_body(stream=True)).encode())
+    )
+    assert streamed.status == 200
+    assert streamed.streamed
+    for value in (GATEWAY_TOKEN, AZURE_KEY, COOKIE_VALUE):
+        assert value.encode() in streamed.body
+        assert not any(value.encode() in frame for frame in streamed.frames)  # always split
+    assert streamed.frames[-1] == b"data: [DONE]\n\n"

@@ -43,6 +43,7 @@ __all__ = [
     "ToolSpec",
     "UnknownScenarioError",
     "compact",
+    "credentials_of",
     "digest",
     "fragments",
     "obfuscation",
@@ -68,7 +69,14 @@ SCENARIO_HEADER = "x-fake-scenario"
 FRAME_DELAY_HEADER = "x-fake-frame-delay-ms"
 
 #: Header names whose values are secrets, and the query parameter Google uses for its key.
-_SECRET_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+_SECRET_HEADERS = (
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "x-goog-api-key",
+    "api-key",
+    "cookie",
+)
 _SECRET_QUERY = ("key",)
 
 Headers = tuple[tuple[str, str], ...]
@@ -108,6 +116,11 @@ class Scenario(enum.Enum):
     GARBAGE = "garbage"
     #: Close the connection after reading the request, before any response byte.
     CLOSE_EARLY = "close-early"
+    #: Echo the request's credential header values back (the one scenario
+    #: that does): a 401 JSON body holding each value as it is, base64 in a
+    #: data URL and URL-encoded; with ``"stream": true`` an SSE stream with
+    #: each value split across two socket writes, and its base64 in a data URL.
+    ECHO_KEY = "echo-key"
 
 
 _ALIASES = {"529": Scenario.OVERLOADED, "503": Scenario.OVERLOADED}
@@ -286,6 +299,23 @@ def secrets_of(request: ReceivedRequest) -> tuple[str, ...]:
     for name in _SECRET_QUERY:
         values.extend(v for v in request.query.get(name, []) if v)
     return tuple(sorted({v for v in values if len(v) >= 6}, key=len, reverse=True))
+
+
+def credentials_of(request: ReceivedRequest) -> tuple[str, ...]:
+    """The credential values of a request's headers, as the ``echo-key``
+    scenario echoes them: the token after an ``Authorization`` scheme
+    (``Bearer X`` -> ``X``), each cookie's value, the other headers whole."""
+    values: list[str] = []
+    for name, value in request.headers:
+        if name not in _SECRET_HEADERS or not value:
+            continue
+        if name == "cookie":
+            values.extend(c.partition("=")[2].strip() for c in value.split(";") if "=" in c)
+        elif name.endswith("authorization"):
+            values.append(value.partition(" ")[2].strip() or value)
+        else:
+            values.append(value)
+    return tuple(v for v in values if v)
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
+from tests.secrets import PLUGIN_KEY
 
 #: Variables of the outer environment an inner run must not inherit.
 SCRUBBED = (
@@ -40,8 +41,9 @@ addopts = --strict-markers -p no:cacheprovider -p no:hypothesispytest -p no:cov
 filterwarnings = error
 """
 
-#: A key to record with (the fake upstream takes any).
-FAKE_KEY = "sk-test-" + "k" * 24
+#: A key to record with (the fake upstream takes any; no known shape, so
+#: only its value says it is a secret).
+FAKE_KEY = PLUGIN_KEY
 
 
 @pytest.fixture(autouse=True)
