@@ -20,6 +20,7 @@ from http import HTTPStatus
 
 import h11
 
+from ._body import decode_request_body
 from ._cassette import Cassette, Interaction, RecordedRequest
 from ._config import Config, Mode
 from ._errors import CassetteError, LocalProtocolError, MissError, RemoteProtocolError
@@ -36,6 +37,7 @@ from ._events import (
     ResponseHead,
     Signal,
 )
+from ._forms import body_kind
 from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, ReaderSignal, Request, RequestReader, normalize_headers
 from ._match import MatchConfig, MatchMode
@@ -214,7 +216,7 @@ class Session:
 
     def recorded_request(self, request: Request) -> RecordedRequest:
         """The redacted form of ``request`` that is keyed and stored."""
-        return _recorded(request, self.redactor)
+        return _recorded(request, self.redactor, self.config.limits.max_body)
 
     def _decide(self, request: Request) -> None:
         self._request = request
@@ -292,12 +294,12 @@ class Session:
     def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
         """``request`` redacted, and its match key: computed once, when first
         asked for, with this request's redactor and match settings."""
-        redactor, keying = self.redactor, self._keying
+        redactor, keying, limit = self.redactor, self._keying, self.config.limits.max_body
         done: list[tuple[RecordedRequest, str]] = []  # functools.cache costs more
 
         def keyed() -> tuple[RecordedRequest, str]:
             if not done:
-                recorded = _recorded(request, redactor)
+                recorded = _recorded(request, redactor, limit)
                 done.append((recorded, recorded.key(keying)))
             return done[0]
 
@@ -531,9 +533,22 @@ class Session:
             return b""
 
 
-def _recorded(request: Request, redactor: Redactor) -> RecordedRequest:
-    """``request`` as it is keyed and stored: redacted by ``redactor``."""
-    plain = RecordedRequest(request.method, request.path, request.query, request.body)
+def _recorded(request: Request, redactor: Redactor, limit: int) -> RecordedRequest:
+    """``request`` as it is keyed and stored: its body decoded when it was
+    sent with a ``content-encoding`` (at most ``limit`` bytes of it), read
+    as a form when it is one, and all of it redacted by ``redactor``."""
+    body, encoding, error = decode_request_body(
+        request.body, request.header("content-encoding"), limit
+    )
+    plain = RecordedRequest(
+        request.method,
+        request.path,
+        request.query,
+        body,
+        content_type=None if error else body_kind(request.header("content-type"), body),
+        encoding=encoding,
+        encoding_error=error,
+    )
     return plain.redacted(redactor)
 
 
