@@ -264,14 +264,14 @@ class ContentDecoder:
         ``limit``."""
         if self._brotli is not None:
             return self._brotli_whole(data, limit)
-        if self._zlib is None:
+        if self._zlib is None or not data:
             return data
+        if self.encoding == "deflate" and not self._deflate_sniffed:
+            self._sniff(data)
         out: list[bytes] = []
         size = 0
         pending = data
         while True:
-            if self.encoding == "deflate" and not self._deflate_sniffed and pending:
-                self._sniff(pending)
             try:
                 chunk = self._zlib.decompress(pending, limit - size + 1)
             except zlib.error as exc:
@@ -280,9 +280,7 @@ class ContentDecoder:
             if size > limit:
                 raise ValueError(f"{self.encoding} body decodes to over {limit} bytes")
             out.append(chunk)
-            pending = self._zlib.unconsumed_tail
-            if pending:
-                continue
+            # all input is consumed: output stops short of the limit only then
             if not self._zlib.eof:
                 raise ValueError(f"truncated {self.encoding} body")
             pending = self._zlib.unused_data
