@@ -32,8 +32,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ._body import decode_body, encode_body
-from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
 from ._errors import CassetteError, LocalProtocolError, RemoteProtocolError, SchemaVersionError
+from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
 from ._match import MatchConfig, MatchMode, match_key
 from ._redact import Redactor
 from ._version import SCHEMA_VERSION, __version__

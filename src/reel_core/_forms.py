@@ -318,4 +318,3 @@ def multipart_value(body: bytes) -> dict[str, Any] | None:
     if parts is None:
         return None
     return _grouped((p.name, _shown(p, body[p.start : p.end])) for p in parts)
-

@@ -187,9 +187,7 @@ def canonical_body(
     return text.encode("utf-8", "backslashreplace")
 
 
-def _canonical_form(
-    body: bytes, config: MatchConfig, path: str, content_type: str
-) -> bytes | None:
+def _canonical_form(body: bytes, config: MatchConfig, path: str, content_type: str) -> bytes | None:
     exact = config.mode is MatchMode.EXACT
     # a JSON path of one name names a form field (or the parts of that name)
     drop = frozenset(
@@ -229,9 +227,10 @@ def match_key(
     # "surrogatepass": a lone surrogate (a "\ud800" escape in a cassette line)
     # must not crash keying, and must not collide with any other text.
     head = f"{method.upper()}\n{path}\n{query_text}\n".encode("utf-8", "surrogatepass")
-    return "sha256:" + hashlib.sha256(
-        head + canonical_body(body, config, path, content_type)
-    ).hexdigest()
+    return (
+        "sha256:"
+        + hashlib.sha256(head + canonical_body(body, config, path, content_type)).hexdigest()
+    )
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,8 @@ def test_brotli_request_bodies_decode() -> None:
     body, name, error = decode_request_body(packed, b"br", 1000)
     assert (body, name, error) == (packed, "br", "br body decodes to over 1000 bytes")
     body, _, error = decode_request_body(brotli.compress(PLAIN)[:-2], b"br", 1 << 20)
-    assert error is not None and "br body" in error
+    assert error is not None
+    assert "br body" in error
 
 
 @pytest.mark.parametrize(
@@ -154,14 +155,16 @@ def test_bodies_that_do_not_decode_are_kept_as_sent(
     body, name, why = decode_request_body(packed, encoding, 1000)
     assert body == packed
     assert name == encoding.decode().strip().lower().replace(", ", ", ")
-    assert why is not None and error in why
+    assert why is not None
+    assert error in why
 
 
 def test_a_bomb_is_refused_without_inflating_it() -> None:
     bomb = gz(b"\0" * (64 << 20))  # 64 MiB of zeros in ~64 KB
     assert len(bomb) < 100_000
     body, _, error = decode_request_body(bomb, b"gzip", 1 << 20)
-    assert body == bomb and error == "gzip body decodes to over 1048576 bytes"
+    assert body == bomb
+    assert error == "gzip body decodes to over 1048576 bytes"
 
 
 def test_br_without_brotli_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -476,7 +479,7 @@ def test_multipart_fields_and_text_files_are_redacted_binary_kept() -> None:
 
 def test_multipart_miss_reports_diff_parts_not_the_boundary() -> None:
     cassette = Cassette.loads(record(upload("one"), mode=Mode.RECORD).line)
-    purpose, file, audio = UPLOAD
+    _purpose, file, audio = UPLOAD
     miss = decision(
         cassette,
         upload("two", ("purpose", None, None, b"batch"), file, (*audio[:3], WAV[:-1])),
@@ -487,8 +490,10 @@ def test_multipart_miss_reports_diff_parts_not_the_boundary() -> None:
     assert set(diffs) == {"parts.purpose", "parts.audio.body"}
     assert diffs["parts.purpose"] == ("fine-tune", "batch")
     old, new = diffs["parts.audio.body"]
-    assert old.startswith("1024 bytes, sha256:") and new.startswith("1023 bytes, sha256:")
-    assert "one" not in miss.report.render() and "two" not in miss.report.render()
+    assert old.startswith("1024 bytes, sha256:")
+    assert new.startswith("1023 bytes, sha256:")
+    assert "one" not in miss.report.render()
+    assert "two" not in miss.report.render()
 
 
 def test_form_diff_needs_two_forms_of_one_kind() -> None:
@@ -590,7 +595,8 @@ def test_the_new_request_fields_round_trip() -> None:
 def test_lines_without_the_new_fields_read_as_before() -> None:
     request = RecordedRequest("POST", CHAT, body=PLAIN)
     line = Interaction(request.key(NORMALIZED), "i", request, _response()).to_line()
-    assert b"content_type" not in line and b"encoding" not in line
+    assert b"content_type" not in line
+    assert b"encoding" not in line
     (again,) = Cassette.loads(line)
     assert again.request == request
 
