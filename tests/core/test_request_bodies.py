@@ -539,7 +539,9 @@ def test_multipart_parsing_details() -> None:
         b'\r\n--"b"--\r\nepilogue'
     )
     assert body_kind(b'Multipart/Form-Data; charset=x; Boundary="\\"b\\""', body) is None
-    (part,) = parse_multipart(body) or ()
+    parts = parse_multipart(body)
+    assert parts is not None
+    (part,) = parts
     assert (part.name, part.filename, part.content_type) == ('a "q"', "plain.txt", "text/plain")
     assert body[part.start : part.end] == b"x\r\n--b\r\n"
     assert body_kind(b'multipart/form-data; boundary=""b""', body) is None
