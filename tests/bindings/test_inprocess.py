@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -263,7 +263,7 @@ def test_requests_adapter_forwards_a_streamed_body_it_read(
     cassette = tmp_path / "stream-body.jsonl"
     session = requests.Session()
     session.mount("http://", Adapter(cassette, mode="record"))
-    data: object = io.BytesIO(FORM_BODY) if kind == "file" else _pieces()
+    data: io.BytesIO | Iterator[bytes] = io.BytesIO(FORM_BODY) if kind == "file" else _pieces()
     with session:
         # the timeout only guards against a hang: a body read twice used to
         # leave the upstream waiting for bytes that never came
