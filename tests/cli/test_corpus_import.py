@@ -65,15 +65,15 @@ def _request_body(req: dict[str, Any]) -> bytes:
     return _bytes(body["string"] if isinstance(body, dict) and "string" in body else body)
 
 
-def _request_headers(req: dict[str, Any]) -> list[tuple[str, str]]:
+def _request_headers(req: dict[str, Any]) -> tuple[tuple[bytes, bytes], ...]:
     """The headers a client sends again: those that say what the body is (a
     multipart body's boundary, a compressed body's coding)."""
     pairs = []
     for name, values in (req.get("headers") or {}).items():
         if str(name).lower() in ("content-type", "content-encoding"):
             for value in values if isinstance(values, list) else [values]:
-                pairs.append((str(name), str(value)))
-    return pairs
+                pairs.append((str(name).encode(), str(value).encode()))
+    return tuple(pairs)
 
 
 def _response_body(resp: dict[str, Any]) -> bytes:
