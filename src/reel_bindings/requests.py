@@ -194,6 +194,9 @@ class Adapter(BaseAdapter):
         url = urlsplit(request.url or "/")
         target = (url.path or "/") + (f"?{url.query}" if url.query else "")
         body = _body_bytes(request.body)
+        if request.body is not None and not isinstance(request.body, bytes):
+            # a file or an iterator is read once: what goes upstream is what was read
+            request.body = body
         headers = [(k, v) for k, v in request.headers.items()]
         decision = self.player.decide(
             Request(

@@ -20,7 +20,14 @@ from typing import Any, Protocol
 
 from ._errors import LocalProtocolError
 
-__all__ = ["ContentDecoder", "decode_body", "encode_body", "parse_json"]
+__all__ = [
+    "ContentDecoder",
+    "decode_body",
+    "decode_content",
+    "decode_request_body",
+    "encode_body",
+    "parse_json",
+]
 
 #: separators per spacing name (indent styles use json's own).
 _SPACINGS = ("compact", "spaced", "indent=2", "indent=4")
@@ -244,14 +251,67 @@ class ContentDecoder:
         if self._zlib is None:
             return data
         if self.encoding == "deflate" and not self._deflate_sniffed and data:
-            # "deflate" is zlib-wrapped by the spec, raw in some servers.
-            self._deflate_sniffed = True
-            if data[0] & 0x0F != 8:
-                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+            self._sniff(data)
         try:
             return bytes(self._zlib.decompress(data))
         except zlib.error as exc:
             raise ValueError(f"corrupt {self.encoding} body: {exc}") from None
+
+    def decode_whole(self, data: bytes, limit: int) -> bytes:
+        """Decode a whole body, never holding more than ``limit`` decoded
+        bytes (a small compressed body can expand a thousandfold).  Raises
+        ``ValueError`` on corrupt or truncated data and on output over
+        ``limit``."""
+        if self._brotli is not None:
+            return self._brotli_whole(data, limit)
+        if self._zlib is None or not data:
+            return data
+        if self.encoding == "deflate" and not self._deflate_sniffed:
+            self._sniff(data)
+        out: list[bytes] = []
+        size = 0
+        pending = data
+        while True:
+            try:
+                chunk = self._zlib.decompress(pending, limit - size + 1)
+            except zlib.error as exc:
+                raise ValueError(f"corrupt {self.encoding} body: {exc}") from None
+            size += len(chunk)
+            if size > limit:
+                raise ValueError(f"{self.encoding} body decodes to over {limit} bytes")
+            out.append(chunk)
+            # all input is consumed: output stops short of the limit only then
+            if not self._zlib.eof:
+                raise ValueError(f"truncated {self.encoding} body")
+            pending = self._zlib.unused_data
+            if not pending:
+                return b"".join(out)
+            if self.encoding == "deflate":
+                raise ValueError(f"corrupt {self.encoding} body: bytes after its end")
+            # another gzip member (concatenated members are one gzip body)
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
+
+    def _sniff(self, data: bytes) -> None:
+        # "deflate" is zlib-wrapped by the spec, raw in some servers.
+        self._deflate_sniffed = True
+        if data[0] & 0x0F != 8:
+            self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+
+    def _brotli_whole(self, data: bytes, limit: int) -> bytes:
+        assert self._brotli is not None
+        out: list[bytes] = []
+        size = 0
+        # in small pieces: each piece's output is checked against the limit
+        for start in range(0, len(data), 256):
+            chunk = self.decode(data[start : start + 256])
+            size += len(chunk)
+            if size > limit:
+                raise ValueError(f"{self.encoding} body decodes to over {limit} bytes")
+            out.append(chunk)
+        finished = getattr(self._brotli, "is_finished", None)
+        if finished is not None and not finished():
+            raise ValueError(f"truncated {self.encoding} body")
+        return b"".join(out)
 
     def flush(self) -> bytes:
         if self._zlib is None:
@@ -280,3 +340,42 @@ def check_style(style: str) -> None:
         _dumps(None, style)
     except ValueError as exc:
         raise LocalProtocolError(str(exc)) from None
+
+
+def decode_content(data: bytes, encoding: str, limit: int) -> bytes:
+    """``data`` decoded from the ``content-encoding`` value ``encoding``
+    (codings applied in the order listed, so undone last first), at most
+    ``limit`` bytes.  Raises ``ValueError`` saying why it cannot: a coding
+    this install cannot decode, corrupt or truncated data, too much output."""
+    codings = [c.strip().lower() for c in encoding.split(",")]
+    for coding in reversed([c for c in codings if c and c != "identity"]):
+        decoder = ContentDecoder(coding)
+        if not decoder.decodes:
+            hint = " (install the brotli package)" if coding == "br" else ""
+            raise ValueError(f"cannot decode content-encoding {coding!r}{hint}")
+        data = decoder.decode_whole(data, limit)
+    return data
+
+
+def decode_request_body(
+    data: bytes, encoding: bytes | None, limit: int
+) -> tuple[bytes, str | None, str | None]:
+    """A request body as it is stored and keyed: ``(body, encoding, error)``.
+
+    A body sent with a ``content-encoding`` (gzip, deflate, br, or a list of
+    them) is decoded, so redaction and matching see what it says; ``encoding``
+    is the header's value, normalized.  A body that does not decode is kept
+    as sent, with ``error`` saying why.  Identity and an empty body are kept
+    as they are, with no encoding."""
+    if not data or encoding is None:
+        return data, None, None
+    text = encoding.decode("latin-1")
+    codings = [c.strip().lower() for c in text.split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if not codings:
+        return data, None, None
+    name = ", ".join(codings)
+    try:
+        return decode_content(data, name, limit), name, None
+    except ValueError as exc:
+        return data, name, str(exc)

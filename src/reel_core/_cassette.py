@@ -27,12 +27,13 @@ import math
 import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
 from ._body import decode_body, encode_body
 from ._errors import CassetteError, LocalProtocolError, RemoteProtocolError, SchemaVersionError
+from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
 from ._literals import header_names
 from ._match import MatchConfig, MatchMode, match_key
 from ._redact import Redactor
@@ -79,15 +80,26 @@ def is_meta_line(raw: bytes) -> bool:
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """The stored, redacted request: never any header."""
+    """The stored, redacted request: never any header.  What the headers
+    said about the body is kept only when it changes how the body is read."""
 
     method: str
     path: str
     query: tuple[tuple[str, str], ...] = ()
+    #: The body as redacted and keyed: decoded when it was sent encoded.
     body: bytes = b""
+    #: :data:`~reel_core._forms.FORM` or :data:`~reel_core._forms.MULTIPART`
+    #: for a body read as a form; ``None`` for any other body.
+    content_type: str | None = None
+    #: The ``content-encoding`` the body was sent with (``"gzip"``...).
+    encoding: str | None = None
+    #: Why a body sent with ``encoding`` did not decode (it is kept as sent).
+    encoding_error: str | None = None
 
     def key(self, config: MatchConfig) -> str:
-        return match_key(self.method, self.path, self.query, self.body, config)
+        return match_key(
+            self.method, self.path, self.query, self.body, config, content_type=self.content_type
+        )
 
     def redacted(
         self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
@@ -96,19 +108,36 @@ class RecordedRequest:
         for what of a request is scrubbed).  ``found(where, kinds)`` hears
         what was replaced in ``request.path``, ``request.query`` and
         ``request.body``."""
-        if found is None and not self.query and redactor.keeps(self.path, self.body):
+        if (
+            found is None
+            and not self.query
+            and self.content_type is None
+            and redactor.keeps(self.path, self.body)
+        ):
             return self  # nearly every request: nothing to scrub, nothing to build
         kinds: dict[str, list[str]] = {"request.path": [], "request.query": [], "request.body": []}
-        redacted = RecordedRequest(
-            method=self.method,
+        redacted = replace(
+            self,
             path=redactor.text(self.path, kinds["request.path"]),
             query=redactor.query(self.query, kinds["request.query"]),
-            body=redactor.data(self.body, kinds["request.body"]),
+            body=_redact_body(self.body, self.content_type, redactor, kinds["request.body"]),
         )
         if found is not None:
             for where, replaced in kinds.items():
                 found(where, replaced)
         return redacted
+
+
+def _redact_body(
+    body: bytes, content_type: str | None, redactor: Redactor, found: list[str]
+) -> bytes:
+    """A request body redacted as what it is: form fields by the query
+    string's name rules, then any text by the text rules."""
+    if content_type == FORM and form_fields(body) is not None:
+        body = redact_form(body, redactor, found)
+    elif content_type == MULTIPART and parse_multipart(body) is not None:
+        return redact_multipart(body, redactor, found)
+    return redactor.data(body, found)
 
 
 @dataclass(frozen=True)
@@ -168,6 +197,12 @@ class Interaction:
         if req.query:
             request["query"] = [list(pair) for pair in req.query]
         request["body"] = encode_body(req.body)
+        if req.content_type is not None:
+            request["content_type"] = req.content_type
+        if req.encoding is not None:
+            request["encoding"] = req.encoding
+        if req.encoding_error is not None:
+            request["encoding_error"] = req.encoding_error
         resp = self.response
         response: dict[str, Any] = {
             "status": resp.status,
@@ -216,6 +251,9 @@ class Interaction:
             path=_str(req, "path", "request."),
             query=tuple((p[0], p[1]) for p in query),
             body=_body(req, "request.body"),
+            content_type=_optional_str(req, "content_type", "request."),
+            encoding=_optional_str(req, "encoding", "request."),
+            encoding_error=_optional_str(req, "encoding_error", "request."),
         )
         resp = _obj(o.get("response"), "response")
         status = resp.get("status")
@@ -312,6 +350,13 @@ def _str(obj: dict[str, Any], name: str, prefix: str = "") -> str:
     value = obj.get(name)
     if not isinstance(value, str):
         raise ValueError(f'"{prefix}{name}" must be a string')
+    return value
+
+
+def _optional_str(obj: dict[str, Any], name: str, prefix: str) -> str | None:
+    value = obj.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f'"{prefix}{name}" must be a string when present')
     return value
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ._body import parse_json
 from ._errors import LocalProtocolError
+from ._forms import FORM, MULTIPART, canonical_form, canonical_multipart
 from ._providers import DRIFT_FIELDS, endpoint_family
 
 __all__ = [
@@ -158,13 +159,23 @@ def _remove(value: Any, path: JSONPath) -> Any:
     return value
 
 
-def canonical_body(body: bytes, config: MatchConfig, path: str = "") -> bytes:
+def canonical_body(
+    body: bytes, config: MatchConfig, path: str = "", content_type: str | None = None
+) -> bytes:
     """The body as the key sees it under ``config``, for a request to
     ``path``: outside ``exact`` mode, JSON is re-serialized canonically,
     without the fields that drift between identical-in-intent calls to the
     path's provider (:data:`reel_core._providers.DRIFT_FIELDS`) and without
-    the ignored fields."""
-    if config.mode is MatchMode.EXACT or not body:
+    the ignored fields.  A form body (``content_type``, see
+    :mod:`reel_core._forms`) is keyed by its fields, a multipart body by its
+    parts, never by its boundary."""
+    if not body:
+        return body
+    if content_type is not None:
+        form = _canonical_form(body, config, path, content_type)
+        if form is not None:
+            return form
+    if config.mode is MatchMode.EXACT:
         return body
     is_json, value = parse_json(body)
     if not is_json:
@@ -174,6 +185,21 @@ def canonical_body(body: bytes, config: MatchConfig, path: str = "") -> bytes:
     text = _CANONICAL.encode(value)
     # A lone surrogate ("\ud800" in the JSON) is kept as its escape.
     return text.encode("utf-8", "backslashreplace")
+
+
+def _canonical_form(body: bytes, config: MatchConfig, path: str, content_type: str) -> bytes | None:
+    exact = config.mode is MatchMode.EXACT
+    # a JSON path of one name names a form field (or the parts of that name)
+    drop = frozenset(
+        p[0]
+        for p in (*_drift_paths(path), *config.paths)
+        if len(p) == 1 and isinstance(p[0], str) and not exact
+    )
+    if content_type == MULTIPART:
+        return canonical_multipart(body, drop, exact=exact)
+    if content_type == FORM and not exact:
+        return canonical_form(body, drop)
+    return None
 
 
 #: ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
@@ -193,13 +219,18 @@ def match_key(
     query: Sequence[tuple[str, str]],
     body: bytes,
     config: MatchConfig,
+    *,
+    content_type: str | None = None,
 ) -> str:
     """``sha256:<hex>`` of the canonical request (redact it first)."""
     query_text = _COMPACT.encode(sorted(query)) if query else "[]"
     # "surrogatepass": a lone surrogate (a "\ud800" escape in a cassette line)
     # must not crash keying, and must not collide with any other text.
     head = f"{method.upper()}\n{path}\n{query_text}\n".encode("utf-8", "surrogatepass")
-    return "sha256:" + hashlib.sha256(head + canonical_body(body, config, path)).hexdigest()
+    return (
+        "sha256:"
+        + hashlib.sha256(head + canonical_body(body, config, path, content_type)).hexdigest()
+    )
 
 
 @dataclass(frozen=True)

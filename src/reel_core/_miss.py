@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._body import parse_json
+from ._forms import FORM, form_value, multipart_value
 from ._match import FieldDiff, MatchConfig, canonical_body, diff_json
 
 if TYPE_CHECKING:
@@ -192,7 +193,10 @@ def request_diff(recorded: RecordedRequest, received: RecordedRequest) -> list[F
             diffs.append(FieldDiff(f"query.{name}", "changed", rq[name], lq[name]))
     a_json, a = parse_json(recorded.body)
     b_json, b = parse_json(received.body)
-    if a_json and b_json:
+    forms = form_diff(recorded, received)
+    if forms is not None:
+        diffs.extend(forms)
+    elif a_json and b_json:
         diffs.extend(diff_json(a, b))
     elif recorded.body != received.body:
         diffs.append(
@@ -204,6 +208,20 @@ def request_diff(recorded: RecordedRequest, received: RecordedRequest) -> list[F
             )
         )
     return diffs
+
+
+def form_diff(recorded: RecordedRequest, received: RecordedRequest) -> list[FieldDiff] | None:
+    """The differences of two form bodies by field (``form.scope``) or of
+    two multipart bodies by part (``parts.purpose``, ``parts.file.body``),
+    never by boundary; ``None`` unless both bodies are forms of one kind."""
+    kind = recorded.content_type
+    if kind is None or kind != received.content_type:
+        return None
+    value, prefix = (form_value, "form") if kind == FORM else (multipart_value, "parts")
+    a, b = value(recorded.body), value(received.body)
+    if a is None or b is None:
+        return None
+    return list(diff_json(a, b, (prefix,)))
 
 
 def _similarity(a: bytes, b: bytes) -> float:
@@ -226,10 +244,15 @@ def closest_to(
         if i.request.method == request.method and i.request.path == request.path
     ]
     pool = same or candidates
-    mine = canonical_body(request.body, config, request.path)
+    mine = canonical_body(request.body, config, request.path, request.content_type)
     scored = []
     for interaction in pool:
-        theirs = canonical_body(interaction.request.body, config, interaction.request.path)
+        theirs = canonical_body(
+            interaction.request.body,
+            config,
+            interaction.request.path,
+            interaction.request.content_type,
+        )
         quick = difflib.SequenceMatcher(None, mine[:4000], theirs[:4000]).real_quick_ratio()
         scored.append((quick, interaction, theirs))
     scored.sort(key=lambda item: item[0], reverse=True)

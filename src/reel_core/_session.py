@@ -20,6 +20,7 @@ from http import HTTPStatus
 
 import h11
 
+from ._body import decode_request_body
 from ._cassette import Cassette, Interaction, RecordedRequest
 from ._config import Config, Mode
 from ._errors import CassetteError, LocalProtocolError, MissError, RemoteProtocolError
@@ -36,6 +37,7 @@ from ._events import (
     ResponseHead,
     Signal,
 )
+from ._forms import body_kind
 from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, ReaderSignal, Request, RequestReader, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
@@ -237,7 +239,9 @@ class Session:
         """The redacted form of ``request`` that is keyed and stored (its
         credential header values scrubbed too)."""
         return _recorded(
-            request, exchange_redactor(self._redactor, request.headers, self._credentials)
+            request,
+            exchange_redactor(self._redactor, request.headers, self._credentials),
+            self.config.limits.max_body,
         )
 
     def _decide(self, request: Request) -> None:
@@ -321,12 +325,12 @@ class Session:
     def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
         """``request`` redacted, and its match key: computed once, when first
         asked for, with this request's redactor and match settings."""
-        redactor, keying = self.redactor, self._keying
+        redactor, keying, limit = self.redactor, self._keying, self.config.limits.max_body
         done: list[tuple[RecordedRequest, str]] = []  # functools.cache costs more
 
         def keyed() -> tuple[RecordedRequest, str]:
             if not done:
-                recorded = _recorded(request, redactor)
+                recorded = _recorded(request, redactor, limit)
                 done.append((recorded, recorded.key(keying)))
             return done[0]
 
@@ -569,9 +573,22 @@ class Session:
             return b""
 
 
-def _recorded(request: Request, redactor: Redactor) -> RecordedRequest:
-    """``request`` as it is keyed and stored: redacted by ``redactor``."""
-    plain = RecordedRequest(request.method, request.path, request.query, request.body)
+def _recorded(request: Request, redactor: Redactor, limit: int) -> RecordedRequest:
+    """``request`` as it is keyed and stored: its body decoded when it was
+    sent with a ``content-encoding`` (at most ``limit`` bytes of it), read
+    as a form when it is one, and all of it redacted by ``redactor``."""
+    body, encoding, error = decode_request_body(
+        request.body, request.header("content-encoding"), limit
+    )
+    plain = RecordedRequest(
+        request.method,
+        request.path,
+        request.query,
+        body,
+        content_type=None if error else body_kind(request.header("content-type"), body),
+        encoding=encoding,
+        encoding_error=error,
+    )
     return plain.redacted(redactor)
 
 

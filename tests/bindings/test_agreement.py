@@ -10,8 +10,11 @@ on trio), and the requests adapter.
 from __future__ import annotations
 
 import base64
+import gzip
+import itertools
 import json
 import re
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
@@ -44,6 +47,10 @@ ECHO = ((SCENARIO_HEADER, "echo-key"), *AZURE)
 UNSHAPED = {"azure-key": AZURE_KEY, "gateway-token": GATEWAY_TOKEN, "cookie": COOKIE_VALUE}
 
 
+#: The body and headers a row sends: JSON unless the row says otherwise.
+Wire = Callable[[dict[str, Any]], tuple[bytes, dict[str, str]]]
+
+
 @dataclass(frozen=True)
 class Row:
     """One scenario: a request and what must hold of its answer."""
@@ -53,6 +60,46 @@ class Row:
     body: dict[str, Any]
     headers: tuple[tuple[str, str], ...] = ()
     recorded: bool = True
+    #: How ``body`` goes on the wire; called for every request, so what a
+    #: client draws per call (a multipart boundary, a gzip mtime) differs
+    #: between the recording and each replay.
+    wire: Wire | None = None
+
+
+_MTIMES = itertools.count(1_700_000_000, 17)
+FORM_SECRET = "hunter2-" + "Zx9" * 6
+
+
+def gzipped(body: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    """JSON, gzip-compressed, with a new gzip header time on every call."""
+    packed = gzip.compress(json.dumps(body).encode(), mtime=next(_MTIMES))
+    return packed, {"content-type": "application/json", "content-encoding": "gzip"}
+
+
+def form(body: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    from urllib.parse import urlencode
+
+    return urlencode(body).encode(), {"content-type": "application/x-www-form-urlencoded"}
+
+
+def multipart(body: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    """A multipart body with a fresh random boundary, as clients draw one."""
+    boundary = uuid.uuid4().hex
+    out = b""
+    for name, value in body.items():
+        disposition = f'form-data; name="{name}"'
+        head = ""
+        if isinstance(value, list):  # [filename, content type, content]
+            filename, ctype, content = value
+            disposition += f'; filename="{filename}"'
+            head = f"Content-Type: {ctype}\r\n"
+            data = content.encode("latin-1")
+        else:
+            data = str(value).encode()
+        out += f"--{boundary}\r\nContent-Disposition: {disposition}\r\n{head}\r\n".encode()
+        out += data + b"\r\n"
+    out += f"--{boundary}--\r\n".encode()
+    return out, {"content-type": f"multipart/form-data; boundary={boundary}"}
 
 
 def chat(content: str, **extra: Any) -> dict[str, Any]:
@@ -119,6 +166,23 @@ TABLE = [
         ),
         AZURE,
     ),
+    Row("gzip-request", "/v1/chat/completions", chat(f"zipped {SECRET}"), wire=gzipped),
+    Row(
+        "form",
+        "/oauth/token",
+        {"grant_type": "client_credentials", "client_id": "reel", "client_secret": FORM_SECRET},
+        wire=form,
+    ),
+    Row(
+        "multipart",
+        "/v1/files",
+        {
+            "purpose": "fine-tune",
+            "file": ["train.jsonl", "application/jsonl", '{"prompt": "hi"}\n'],
+            "extra": ["blob.bin", "application/octet-stream", "".join(map(chr, range(256)))],
+        },
+        wire=multipart,
+    ),
     Row("miss", "/v1/chat/completions", chat("never recorded"), recorded=False),
 ]
 #: Every cassette of the table is recorded under this salt (a new cassette
@@ -136,20 +200,17 @@ class Reply:
 Send = Callable[[Row], Reply]
 
 
-def _headers(row: Row) -> dict[str, str]:
-    return {
-        "content-type": "application/json",
-        "authorization": AUTHORIZATION,
-        **dict(row.headers),
-    }
+def _request(row: Row) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of one request of ``row``."""
+    if row.wire is None:
+        payload, headers = json.dumps(row.body).encode(), {"content-type": "application/json"}
+    else:
+        payload, headers = row.wire(row.body)
+    return payload, {**headers, "authorization": AUTHORIZATION, **dict(row.headers)}
 
 
 def _wire_headers(row: Row) -> tuple[tuple[bytes, bytes], ...]:
-    return tuple((k.encode(), v.encode()) for k, v in _headers(row).items())
-
-
-def _payload(row: Row) -> bytes:
-    return json.dumps(row.body).encode()
+    return tuple((k.encode(), v.encode()) for k, v in _request(row)[1].items())
 
 
 # -- one opener per binding: (cassette, mode, fake url) -> a send function ---------
@@ -162,7 +223,8 @@ def sync_transport(family: Any, cassette: Path, mode: Mode, url: str) -> Iterato
     with family.Client(transport=Transport(cassette, mode=mode, timing="fast")) as client:
 
         def send(row: Row) -> Reply:
-            r = client.post(url + row.path, content=_payload(row), headers=_headers(row))
+            payload, headers = _request(row)
+            r = client.post(url + row.path, content=payload, headers=headers)
             return Reply(r.status_code, r.read())
 
         yield send
@@ -177,7 +239,8 @@ def async_transport(
     def send(row: Row) -> Reply:
         async def go() -> Reply:
             async with family.AsyncClient(transport=transport) as client:
-                r = await client.post(url + row.path, content=_payload(row), headers=_headers(row))
+                payload, headers = _request(row)
+                r = await client.post(url + row.path, content=payload, headers=headers)
                 return Reply(r.status_code, await r.aread())
 
         result: Reply = anyio.run(go, backend=backend)
@@ -193,7 +256,8 @@ def requests_adapter(cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
     with session:
 
         def send(row: Row) -> Reply:
-            r = session.post(url + row.path, data=_payload(row), headers=_headers(row))
+            payload, headers = _request(row)
+            r = session.post(url + row.path, data=payload, headers=headers)
             return Reply(r.status_code, r.content)
 
         yield send
@@ -215,7 +279,8 @@ def proxy(backend: str, cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
         client = stack.enter_context(httpx.Client())
 
         def send(row: Row) -> Reply:
-            r = client.post(proxy_url + row.path, content=_payload(row), headers=_headers(row))
+            payload, headers = _request(row)
+            r = client.post(proxy_url + row.path, content=payload, headers=headers)
             return Reply(r.status_code, r.read())
 
         yield send
@@ -240,11 +305,16 @@ BINDINGS: dict[str, Opener] = {
 
 def comparable(path: Path) -> list[dict[str, Any]]:
     """A cassette's lines with what differs between runs removed: timestamps,
-    offsets and timings."""
+    offsets, timings and multipart boundaries."""
     lines = []
     for raw in path.read_bytes().splitlines()[1:]:
         line = json.loads(raw)
         del line["ts"]
+        body = line["request"]["body"]
+        if line["request"].get("content_type") == "multipart/form-data":
+            data = base64.b64decode(body["base64"]) if "base64" in body else body["text"].encode()
+            boundary = data[2 : data.index(b"\r\n")]
+            line["request"]["body"] = data.replace(boundary, b"BOUNDARY").decode("latin-1")
         for name in ("ttfb_ms", "total_ms", "ttft_ms"):
             line["meta"].pop(name, None)
         response = line["response"]
@@ -340,6 +410,46 @@ def test_every_binding_salts_a_new_cassette(binding: str, tmp_path: Path) -> Non
     assert salts[0] != salts[1]
 
 
+def lines_of(cassette: Path, needle: bytes) -> list[dict[str, Any]]:
+    return [json.loads(raw) for raw in cassette.read_bytes().splitlines()[1:] if needle in raw]
+
+
+def test_a_gzip_request_body_is_stored_decoded_and_redacted(
+    recordings: dict[str, tuple[Path, dict[str, Reply]]],
+) -> None:
+    for name, (cassette, _) in recordings.items():
+        (line,) = lines_of(cassette, b"zipped")
+        request = line["request"]
+        assert request["encoding"] == "gzip", name
+        content = request["body"]["json"]["messages"][0]["content"]
+        assert content.startswith("zipped [REDACTED:openai-key:"), name
+
+
+def test_a_form_body_is_redacted_by_field(
+    recordings: dict[str, tuple[Path, dict[str, Reply]]],
+) -> None:
+    for name, (cassette, _) in recordings.items():
+        assert FORM_SECRET not in cassette.read_text(), name
+        (line,) = lines_of(cassette, b"oauth/token")
+        assert line["request"]["content_type"] == "application/x-www-form-urlencoded"
+        assert line["request"]["body"] == {
+            "text": "grant_type=client_credentials&client_id=reel"
+            "&client_secret=[REDACTED:query-secret]"
+        }, name
+
+
+def test_a_multipart_body_is_stored_as_sent_and_keyed_by_its_parts(
+    recordings: dict[str, tuple[Path, dict[str, Reply]]],
+) -> None:
+    keys = set()
+    for name, (cassette, _) in recordings.items():
+        (line,) = lines_of(cassette, b"/v1/files")
+        assert line["request"]["content_type"] == "multipart/form-data", name
+        assert "base64" in line["request"]["body"]  # a binary part: the body as sent
+        keys.add(line["key"])
+    assert len(keys) == 1  # every binding drew its own boundary; one key
+
+
 def test_gzip_is_stored_decoded(recordings: dict[str, tuple[Path, dict[str, Reply]]]) -> None:
     for cassette, _ in recordings.values():
         (line,) = [
@@ -359,6 +469,7 @@ def test_any_cassette_replays_in_every_binding(
     # disk too, each with its digest under the cassette's salt; the
     # credentials it echoes are replayed as placeholders.
     assert SECRET.encode() in reference["secret"].body
+    assert SECRET.encode() in reference["gzip-request"].body
     reference = {
         row.name: Reply(
             reference[row.name].status,
@@ -371,6 +482,7 @@ def test_any_cassette_replays_in_every_binding(
     for row in TABLE:
         if dict(row.headers).get("api-key"):
             assert b"[REDACTED:credential]" in reference[row.name].body, row.name
+    assert PLACEHOLDER[:-1] + b":" in reference["gzip-request"].body
     gone = "http://127.0.0.1:9"  # nothing listens there: replay must not need it
     for recorder, (cassette, _) in recordings.items():
         with BINDINGS[replayer](cassette, Mode.REPLAY, gone) as send:

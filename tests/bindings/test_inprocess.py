@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -237,3 +238,73 @@ def _first_frame_requests(cassette: Path, url: str) -> bytes:
     with session.post(url + CHAT, data=body("stop early please"), stream=True) as r:
         first: bytes = next(r.iter_content(chunk_size=None))
         return first
+
+
+# -- streamed request bodies: read once, recorded and forwarded whole -------------
+
+FORM_BODY = b"grant_type=client_credentials&client_secret=streamed-secret-42"
+FORM_TYPE = {"content-type": "application/x-www-form-urlencoded"}
+
+
+def _pieces() -> Iterator[bytes]:
+    yield FORM_BODY[:20]
+    yield FORM_BODY[20:]
+
+
+def _stored_form(cassette: Path) -> str:
+    line = json.loads(cassette.read_bytes().splitlines()[-1])
+    assert line["request"]["content_type"] == "application/x-www-form-urlencoded"
+    text: str = line["request"]["body"]["text"]
+    return text
+
+
+@pytest.mark.parametrize("kind", ["file", "iterator"])
+def test_requests_adapter_forwards_a_streamed_body_it_read(
+    tmp_path: Path, fake: FakeUpstreamThread, kind: str
+) -> None:
+    import io
+
+    cassette = tmp_path / "stream-body.jsonl"
+    session = requests.Session()
+    session.mount("http://", Adapter(cassette, mode="record"))
+    data: io.BytesIO | Iterator[bytes] = io.BytesIO(FORM_BODY) if kind == "file" else _pieces()
+    with session:
+        # the timeout only guards against a hang: a body read twice used to
+        # leave the upstream waiting for bytes that never came
+        r = session.post(fake.url + "/oauth/token", data=data, headers=FORM_TYPE, timeout=30)
+    assert r.status_code == 200
+    assert fake.requests[-1].body == FORM_BODY
+    assert _stored_form(cassette).endswith("client_secret=[REDACTED:query-secret]")
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_transports_read_a_streamed_upload_whole(
+    tmp_path: Path, fake: FakeUpstreamThread, family: object
+) -> None:
+    cassette = tmp_path / "stream-body.jsonl"
+    client_type = family.Client  # type: ignore[attr-defined]
+    with client_type(transport=Transport(cassette, mode="record")) as client:
+        r = client.post(fake.url + "/oauth/token", content=_pieces(), headers=FORM_TYPE)
+    assert r.status_code == 200
+    assert fake.requests[-1].body == FORM_BODY
+    assert _stored_form(cassette).endswith("client_secret=[REDACTED:query-secret]")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_async_transport_reads_a_streamed_upload_whole(
+    tmp_path: Path, fake: FakeUpstreamThread, backend: str
+) -> None:
+    cassette = tmp_path / "stream-body.jsonl"
+
+    async def pieces() -> Any:
+        for piece in _pieces():
+            yield piece
+
+    async def go() -> int:
+        async with httpx2.AsyncClient(transport=AsyncTransport(cassette, mode="record")) as c:
+            r = await c.post(fake.url + "/oauth/token", content=pieces(), headers=FORM_TYPE)
+            return r.status_code
+
+    assert anyio.run(go, backend=backend) == 200
+    assert fake.requests[-1].body == FORM_BODY
+    assert _stored_form(cassette).endswith("client_secret=[REDACTED:query-secret]")

@@ -69,6 +69,32 @@ async def test_openai_chat(tmp_path: Path) -> None:
     assert replayed == recorded
 
 
+async def test_openai_uploads_in_auto_mode_then_replay(tmp_path: Path) -> None:
+    training = b'{"messages": [{"role": "user", "content": "hi"}]}\n'
+    audio = bytes(range(256)) * 8
+
+    async def uploads(url: str) -> list[dict[str, Any]]:
+        async with openai_client(url) as client:
+            made = await client.files.create(file=("train.jsonl", training), purpose="fine-tune")
+            heard = await client.audio.transcriptions.create(
+                model="whisper-1", file=("talk.wav", audio)
+            )
+        return [made.model_dump(), heard.model_dump()]
+
+    cassette = tmp_path / "uploads.jsonl"
+    async with serve_fake() as fake:
+        async with running(options(Mode.AUTO, cassette, upstream=fake.url)) as url:
+            recorded = await uploads(url)
+        assert len(fake.requests) == 2
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        replayed = await uploads(url)  # the SDK draws new boundaries: still hits
+    assert replayed == recorded
+    assert [ix.request.content_type for ix in interactions(cassette)] == [
+        "multipart/form-data",
+        "multipart/form-data",
+    ]
+
+
 @sdk_leaves_async_generators
 async def test_openai_chat_stream(tmp_path: Path) -> None:
     async def stream(url: str) -> list[dict[str, Any]]:

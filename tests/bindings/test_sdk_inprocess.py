@@ -160,6 +160,72 @@ def test_openai_async(tmp_path: Path, fake: FakeUpstreamThread, backend: str) ->
     assert len(live[1]) > 3
 
 
+# -- uploads: multipart bodies, a fresh boundary on every call ------------------
+
+TRAINING = b'{"messages": [{"role": "user", "content": "hi"}]}\n'
+AUDIO = bytes(range(256)) * 8  # binary: stored as sent, keyed by digest
+
+
+def openai_uploads(client: Any) -> list[Any]:
+    made = client.files.create(file=("train.jsonl", TRAINING), purpose="fine-tune")
+    heard = client.audio.transcriptions.create(model="whisper-1", file=("talk.wav", AUDIO))
+    return [made.model_dump(), heard.model_dump()]
+
+
+def test_openai_uploads_record_in_auto_mode_and_replay(
+    tmp_path: Path, fake: FakeUpstreamThread
+) -> None:
+    def run(cassette: Path, mode: str, base: str) -> Any:
+        client = openai_client(
+            cassette,
+            mode=mode,
+            timing="fast",
+            base_url=base + "/v1",
+            max_retries=0,
+            api_key="sk-test-" + "k" * 24,
+        )
+        with client:
+            return openai_uploads(client)
+
+    cassette = tmp_path / "uploads.jsonl"
+    live = run(cassette, "auto", fake.url)
+    seen = len(fake.requests)
+    assert len(cassette.read_bytes().splitlines()) == 3  # _meta and two uploads
+    again = run(cassette, "replay", GONE)  # new boundaries: still every one a hit
+    assert len(fake.requests) == seen
+    assert live == again
+    assert live[0]["filename"] == "train.jsonl"
+    assert live[0]["bytes"] == len(TRAINING)
+    assert f"{len(AUDIO)} bytes" in live[1]["text"]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_openai_async_uploads_replay(
+    tmp_path: Path, fake: FakeUpstreamThread, backend: str
+) -> None:
+    async def uploads(client: Any) -> list[Any]:
+        async with client:
+            made = await client.files.create(file=("train.jsonl", TRAINING), purpose="fine-tune")
+            heard = await client.audio.transcriptions.create(
+                model="whisper-1", file=("talk.wav", AUDIO)
+            )
+        return [made.model_dump(), heard.model_dump()]
+
+    def run(cassette: Path, mode: str, base: str) -> Any:
+        client = async_openai_client(
+            cassette,
+            mode=mode,
+            timing="fast",
+            base_url=base + "/v1",
+            max_retries=0,
+            api_key=key(mode),
+        )
+        return anyio.run(uploads, client, backend=backend)
+
+    live, again = twice(tmp_path, fake, run)
+    assert live == again
+
+
 def test_openai_miss_and_strict(tmp_path: Path) -> None:
     cassette = tmp_path / "empty.jsonl"
     client = openai_client(cassette, mode="replay", base_url=GONE + "/v1", max_retries=0)

@@ -65,6 +65,17 @@ def _request_body(req: dict[str, Any]) -> bytes:
     return _bytes(body["string"] if isinstance(body, dict) and "string" in body else body)
 
 
+def _request_headers(req: dict[str, Any]) -> tuple[tuple[bytes, bytes], ...]:
+    """The headers a client sends again: those that say what the body is (a
+    multipart body's boundary, a compressed body's coding)."""
+    pairs = []
+    for name, values in (req.get("headers") or {}).items():
+        if str(name).lower() in ("content-type", "content-encoding"):
+            for value in values if isinstance(values, list) else [values]:
+                pairs.append((str(name).encode(), str(value).encode()))
+    return tuple(pairs)
+
+
 def _response_body(resp: dict[str, Any]) -> bytes:
     """The body vcrpy stored, decoded as a client would see it."""
     if resp.get("parsed_body") is not None:
@@ -117,7 +128,9 @@ def test_import_then_replay(name: str, tmp_path: Path, capsys: pytest.CaptureFix
     cassette.validate()
     for i, item in enumerate(items):
         req, resp = item["request"], item["response"]
-        request = Request(str(req["method"]), str(req["uri"]), (), _request_body(req))
+        request = Request(
+            str(req["method"]), str(req["uri"]), _request_headers(req), _request_body(req)
+        )
         status, body = _replay(cassette, request)
         assert status == _status(resp), f"interaction {i}"
         expected = _response_body(resp)

@@ -300,3 +300,75 @@ def test_a_bad_meta_line_is_refused_and_the_file_untouched(
     assert f"reel redact: {path}:1: cassette schema 9" in capsys.readouterr().err
     assert path.read_bytes() == original
     assert main(["check", str(path)]) == 2
+
+
+# -- inside what is not text ------------------------------------------------------
+
+
+def old_gzip_line(tmp_path: Path, packed: bytes) -> Path:
+    """A cassette whose request body is stored as Reel stored a gzip request
+    body before it decoded them: base64 of the compressed bytes."""
+    request = RecordedRequest("POST", "/v1/chat/completions", body=packed)
+    path = write(tmp_path / "old.jsonl", interaction(request, RecordedResponse(200, ())))
+    assert b'"base64"' in path.read_bytes()
+    return path
+
+
+def test_check_looks_inside_a_gzip_request_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gzip
+
+    path = old_gzip_line(tmp_path, gzip.compress(chat_body(f"key {OPENAI_KEY}")))
+    assert main(["check", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [f"{path}:2: openai-key in request.body (inside gzip data)"]
+    assert "inside compressed or binary data cannot be replaced" in captured.err
+    # redact cannot replace it in place: it says so, and leaves the line
+    before = path.read_bytes()
+    assert main(["redact", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"{path}:2: openai-key in request.body (inside gzip data) cannot be replaced" in err
+    assert path.read_bytes() == before
+
+
+def test_check_looks_inside_nested_and_other_compressions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gzip
+    import zlib
+
+    brotli = pytest.importorskip("brotli")
+    text = chat_body(f"mail jane.doe@example.com {OPENAI_KEY}")
+    cases = {
+        "deflate data": zlib.compress(text),
+        "br data": brotli.compress(text),
+        "gzip data in gzip data": gzip.compress(gzip.compress(text)),
+    }
+    for what, packed in cases.items():
+        path = old_gzip_line(tmp_path, packed)
+        assert main(["check", str(path)]) == 1
+        out = capsys.readouterr().out.splitlines()
+        assert out == [
+            f"{path}:2: email in request.body (inside {what})",
+            f"{path}:2: openai-key in request.body (inside {what})",
+        ], what
+
+
+def test_check_searches_binary_data_for_secret_shapes_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    noise = bytes(range(128, 256))
+    body = noise + f"key={OPENAI_KEY} mail jane.doe@example.com".encode() + noise
+    response = RecordedResponse(
+        200, (), stream="chunks", frames=((0.0, noise), (1.0, noise + GOOGLE_KEY.encode()))
+    )
+    request = RecordedRequest("POST", "/v1/files", body=body)
+    path = write(tmp_path / "bin.jsonl", interaction(request, response))
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}:2: openai-key in request.body (inside binary data)",
+        f"{path}:2: google-key in response.frames[1] (inside binary data)",
+    ]
+    clean = write(tmp_path / "clean.jsonl", interaction(RecordedRequest("POST", "/x", body=noise)))
+    assert main(["check", str(clean)]) == 0

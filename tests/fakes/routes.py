@@ -11,7 +11,13 @@ path                                              answer
 ``/v1/messages``                                  Anthropic messages
 ``/{v1,v1beta,v1alpha}/models/M:generateContent``        Gemini
 ``/{v1,v1beta,v1alpha}/models/M:streamGenerateContent``  Gemini stream
+``…/files``                                       OpenAI file upload (multipart)
+``…/audio/transcriptions``                        OpenAI transcription (multipart)
+``…/oauth/token``                                 a token endpoint (form-urlencoded)
 ================================================  =========================
+
+A gzip or deflate ``content-encoding`` on the request is undone first (see
+:mod:`tests.fakes.uploads_wire`).
 
 Scenarios come from the ``x-fake-scenario`` header and from a model named
 ``fake-<scenario>[+<scenario>…]``; an unknown scenario name is a 400 that says
@@ -31,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from . import anthropic_wire, gemini_wire, openai_wire, responses_wire
+from . import anthropic_wire, gemini_wire, openai_wire, responses_wire, uploads_wire
 from .wire import (
     SCENARIO_HEADER,
     ReceivedRequest,
@@ -77,6 +83,9 @@ class Endpoint(enum.Enum):
     ANTHROPIC_MESSAGES = "anthropic-messages"
     GEMINI_GENERATE = "gemini-generate"
     GEMINI_STREAM = "gemini-stream"
+    OPENAI_FILES = "openai-files"
+    OPENAI_TRANSCRIPTIONS = "openai-transcriptions"
+    OPENAI_FORM_TOKEN = "openai-form-token"
 
     @property
     def provider(self) -> Provider:
@@ -91,7 +100,12 @@ _SUFFIXES = (
     ("/chat/completions", Endpoint.OPENAI_CHAT),
     ("/responses", Endpoint.OPENAI_RESPONSES),
     ("/embeddings", Endpoint.OPENAI_EMBEDDINGS),
+    ("/files", Endpoint.OPENAI_FILES),
+    ("/audio/transcriptions", Endpoint.OPENAI_TRANSCRIPTIONS),
+    ("/oauth/token", Endpoint.OPENAI_FORM_TOKEN),
 )
+#: Endpoints whose requests are not JSON.
+_UPLOADS = (Endpoint.OPENAI_FILES, Endpoint.OPENAI_TRANSCRIPTIONS, Endpoint.OPENAI_FORM_TOKEN)
 
 _ErrorFn = Callable[[Scenario, str, str | None], Reply]
 _ERROR: dict[Provider, _ErrorFn] = {
@@ -143,7 +157,8 @@ def _not_found(request: ReceivedRequest, scenarios: frozenset[Scenario]) -> Repl
 
 def respond(request: ReceivedRequest) -> Reply:
     """The fake's whole answer to ``request``: status, headers, frames and faults."""
-    seed = digest(request)
+    request = uploads_wire.decoded(request)
+    seed = digest(dataclasses.replace(request, body=uploads_wire.stable_body(request)))
     secrets = secrets_of(request)
     routed = match(request)
 
@@ -160,6 +175,14 @@ def respond(request: ReceivedRequest) -> Reply:
         return finish(_not_found(request, header_scenarios), header_scenarios)
     endpoint, path_model = routed
     fail = _ERROR[endpoint.provider]
+    if endpoint in _UPLOADS:
+        for kind in STATUS_SCENARIOS:
+            if kind in header_scenarios:
+                return finish(fail(kind, seed, None), header_scenarios)
+        reply = _upload(request, endpoint, seed)
+        if reply is None:
+            return finish(fail(Scenario.BAD_REQUEST, seed, None), header_scenarios)
+        return finish(reply, header_scenarios)
     try:
         body: Any = json.loads(request.body)
     except ValueError:
@@ -243,6 +266,18 @@ def _delta(seed: str, text: str) -> dict[str, Any]:
         "model": "gpt-4o-mini",
         "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
     }
+
+
+def _upload(request: ReceivedRequest, endpoint: Endpoint, seed: str) -> Reply | None:
+    if endpoint is Endpoint.OPENAI_FORM_TOKEN:
+        fields = uploads_wire.form_fields(request)
+        return None if fields is None else uploads_wire.form_token(fields, seed)
+    parts = uploads_wire.parts_of(request)
+    if parts is None:
+        return None
+    if endpoint is Endpoint.OPENAI_FILES:
+        return uploads_wire.file_object(parts, seed)
+    return uploads_wire.transcription(parts, seed)
 
 
 def _seal(reply: Reply, scenarios: frozenset[Scenario], secrets: tuple[str, ...]) -> Reply:

@@ -10,6 +10,12 @@ byte for byte by ``redact`` and scanned as raw text by ``check``.
 
 Redacting a request changes its match key: the key is recomputed (the id
 is kept), so the line still answers the redacted form of its request.
+
+Bodies and frames that are not text are looked inside as well: compressed
+data (gzip, deflate, br: what an older Reel stored of a request sent
+compressed) is decompressed and scanned like text, and other binary data is
+scanned for secret shapes.  What is found there cannot be replaced in place;
+both commands name it, for a person to re-record or edit.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from reel_core import (
     StreamCut,
     keep_response_header,
 )
+from reel_core._body import decode_content
 from reel_core._record import redact_chunks
 
 from ._common import (
@@ -54,6 +61,10 @@ __all__ = ["add_parsers", "scrub"]
 UNSAFE_HEADER = "unsafe-header"
 #: Where a finding in a line that is not an interaction is.
 RAW_LINE = "a line that is not an interaction"
+#: Decompressed bytes looked inside are at most this large.
+INSIDE_LIMIT = 64 * 1024 * 1024
+#: Compressed data inside compressed data is looked into this deep.
+INSIDE_DEPTH = 3
 
 
 def add_parsers(commands: Any) -> None:
@@ -170,6 +181,69 @@ def scrub(ix: Interaction, redactor: Redactor, keying: MatchConfig) -> tuple[Int
     )
 
 
+# -- what is not text -------------------------------------------------------------
+
+
+def _decompressed(data: bytes) -> tuple[str, bytes] | None:
+    """``(coding, bytes)`` when ``data`` is whole gzip, zlib or brotli data."""
+    candidates = []
+    if data.startswith(b"\x1f\x8b"):
+        candidates.append("gzip")
+    if len(data) > 1 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0:
+        candidates.append("deflate")
+    candidates.append("br")  # brotli has no magic number: it must decode whole
+    for coding in candidates:
+        try:
+            return coding, decode_content(data, coding, INSIDE_LIMIT)
+        except ValueError:
+            continue
+    return None
+
+
+def look_inside(
+    data: bytes, redactor: Redactor, secrets: Redactor, depth: int = 0
+) -> tuple[str, list[str]]:
+    """What redaction would find in bytes that are not UTF-8 text: ``(what
+    they are, kinds)``.  Compressed data is decompressed and read like any
+    body (text with ``redactor``, binary looked into again); other binary
+    data is searched for secret shapes only (``secrets``: personal-data
+    shapes turn up in random bytes)."""
+    found: list[str] = []
+    unpacked = _decompressed(data) if depth < INSIDE_DEPTH else None
+    if unpacked is None:
+        secrets.text(data.decode("latin-1"), found)
+        return "binary data", found
+    coding, inner = unpacked
+    try:
+        redactor.text(inner.decode("utf-8"), found)
+        return f"{coding} data", found
+    except UnicodeDecodeError:
+        what, found = look_inside(inner, redactor, secrets, depth + 1)
+        return f"{what} in {coding} data", found
+
+
+def hidden_findings(ix: Interaction, redactor: Redactor) -> list[tuple[str, str]]:
+    """``(where, kind)`` of what is inside the bodies and frames of ``ix``
+    that are not text: found by looking inside, not replaceable in place."""
+    secrets = replace(redactor, pii=False)
+    places: list[tuple[str, bytes]] = [("request.body", ix.request.body)]
+    resp = ix.response
+    if resp.stream is None:
+        places.append(("response.body", resp.body))
+    else:
+        places.extend((f"response.frames[{i}]", data) for i, (_, data) in enumerate(resp.frames))
+    out: list[tuple[str, str]] = []
+    for where, data in places:
+        try:
+            data.decode("utf-8")
+            continue  # text: redaction reads it
+        except UnicodeDecodeError:
+            pass
+        what, kinds = look_inside(data, redactor, secrets)
+        out.extend((f"{where} (inside {what})", kind) for kind in kinds)
+    return out
+
+
 # -- files ----------------------------------------------------------------------------
 
 
@@ -185,8 +259,12 @@ class FileReport:
     #: (line number, where, kind) of every finding redaction replaces.
     findings: list[tuple[int, str, str]] = field(default_factory=list)
     #: (line number, where, kind) of findings in lines that are not
-    #: interactions: left for a person to fix.
+    #: interactions, and inside bodies that are not text: left for a person
+    #: to fix.
     raw_findings: list[tuple[int, str, str]] = field(default_factory=list)
+    #: (line number, where, kind) of findings inside bodies that are not
+    #: text (also in ``raw_findings``).
+    hidden: list[tuple[int, str, str]] = field(default_factory=list)
     output: bytes = b""
 
 
@@ -218,6 +296,9 @@ def process(path: Path, data: bytes) -> FileReport:
             out.append(raw_line)
             continue
         new, findings = scrub(ix, redactor, keying)
+        hidden = [(number, where, kind) for where, kind in hidden_findings(new, redactor)]
+        report.hidden.extend(hidden)
+        report.raw_findings.extend(hidden)
         if not findings:
             out.append(raw_line)
             continue
@@ -256,6 +337,12 @@ def run_redact(ns: argparse.Namespace) -> int:
             if found:
                 warning += f"; it holds {', '.join(sorted(set(found)))}: edit it by hand"
             print(warning, file=sys.stderr)
+        for number, where, kind in sorted(set(report.hidden)):
+            print(
+                f"reel redact: {path}:{number}: {kind} in {where} cannot be replaced in place: "
+                "re-record that request, or edit the line by hand",
+                file=sys.stderr,
+            )
         replaced = sum(report.kinds.values())
         if not replaced:
             print(f"{path}: nothing to redact ({plural(report.lines, 'line')})")
@@ -294,6 +381,7 @@ def run_check(ns: argparse.Namespace) -> int:
     dirty: list[Path] = []
     total = 0
     by_hand = 0
+    hidden = 0
     progress = Progress(len(files))
     for path in progress.track(files):
         try:
@@ -310,14 +398,21 @@ def run_check(ns: argparse.Namespace) -> int:
         for (number, where, kind), n in grouped.items():
             print(f"{path}:{number}: {kind} in {where}" + (f" (x{n})" if n > 1 else ""))
             total += n
-        by_hand += len(report.raw_findings)
+        by_hand += len(report.raw_findings) - len(report.hidden)
+        hidden += len(report.hidden)
     if dirty:
         names = " ".join(str(p) for p in dirty)
         print(
             f"reel check: {plural(total, 'secret or personal data shape')} in "
             f"{len(dirty)} of {plural(len(files), 'file')}; replace them with "
             f"`reel redact {names}`"
-            + ("; fix the lines that are not interactions by hand" if by_hand else ""),
+            + ("; fix the lines that are not interactions by hand" if by_hand else "")
+            + (
+                "; what is inside compressed or binary data cannot be replaced: re-record "
+                "those requests, or edit the lines by hand"
+                if hidden
+                else ""
+            ),
             file=sys.stderr,
         )
         return max(status, EXIT_FINDINGS)
