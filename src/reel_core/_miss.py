@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._body import parse_json
-from ._match import FieldDiff, MatchConfig, canonical_body, diff_json
+from ._match import (
+    SPELLING_KINDS,
+    FieldDiff,
+    MatchConfig,
+    MatchMode,
+    canonical_body,
+    diff_json,
+    diff_spelling,
+)
 
 if TYPE_CHECKING:
     from ._cassette import Cassette, Interaction, RecordedRequest
@@ -69,9 +77,12 @@ class MissReport:
             f"{self.cassette} (match={self.match}, key {self.key[:19]}...)"
         )
         if self.closest is not None:
-            where = ", ".join(d.path for d in self.closest.diffs[:3]) or "nothing in the body"
-            if self.closest.more or len(self.closest.diffs) > 3:
+            diffs = self.closest.diffs
+            where = ", ".join(d.path for d in diffs[:3]) or "nothing in the body"
+            if self.closest.more or len(diffs) > 3:
                 where += ", ..."
+            if diffs and all(d.kind in SPELLING_KINDS for d in diffs):
+                where += f" ({_SAME_VALUE}: {_EXACT_ADVICE})"
             text += (
                 f"; closest recording {self.closest.id} "
                 f"(similarity {self.closest.score:.2f}) differs at {where}"
@@ -152,7 +163,28 @@ def diff_row(d: FieldDiff, old: str = "recorded", new: str = "received") -> dict
     return out
 
 
+_SAME_VALUE = "the same JSON value written differently"
+_EXACT_ADVICE = "exact mode compares bytes; match=normalized compares JSON values"
+
+
 def _describe(d: FieldDiff) -> str:
+    if d.kind == "spelled":
+        return (
+            f"the same number written {d.recorded} in the recording, {d.received} in this "
+            f"request ({_EXACT_ADVICE})"
+        )
+    if d.kind == "reordered":
+        return (
+            f"the same JSON value, keys in a different order: recorded "
+            f"{', '.join(d.recorded)}; received {', '.join(d.received)} ({_EXACT_ADVICE})"
+        )
+    if d.kind == "formatting":
+        recorded = json.dumps(shorten(d.recorded), ensure_ascii=False)
+        received = json.dumps(shorten(d.received), ensure_ascii=False)
+        return (
+            "the same JSON value, other formatting (whitespace or escapes): recorded "
+            f"{recorded}, received {received} ({_EXACT_ADVICE})"
+        )
     if d.kind == "added":
         return f"only in this request: {json.dumps(shorten(d.received), ensure_ascii=False)}"
     if d.kind == "removed":
@@ -162,8 +194,13 @@ def _describe(d: FieldDiff) -> str:
     return f"recorded {recorded}, received {received}"
 
 
-def request_diff(recorded: RecordedRequest, received: RecordedRequest) -> list[FieldDiff]:
-    """Every difference between two requests, request line first."""
+def request_diff(
+    recorded: RecordedRequest, received: RecordedRequest, *, exact: bool = False
+) -> list[FieldDiff]:
+    """Every difference between two requests, request line first.  With
+    ``exact`` (the match mode that compares body bytes), also where equal
+    JSON is written differently: numbers spelled otherwise, keys in another
+    order, or else other formatting."""
     diffs: list[FieldDiff] = []
     if recorded.method != received.method:
         diffs.append(FieldDiff("method", "changed", recorded.method, received.method))
@@ -180,7 +217,20 @@ def request_diff(recorded: RecordedRequest, received: RecordedRequest) -> list[F
     a_json, a = parse_json(recorded.body)
     b_json, b = parse_json(received.body)
     if a_json and b_json:
-        diffs.extend(diff_json(a, b))
+        values = list(diff_json(a, b))
+        diffs.extend(values)
+        if exact and recorded.body != received.body:
+            spelling = diff_spelling(recorded.body, received.body)
+            if not spelling and not values:
+                spelling = [
+                    FieldDiff(
+                        "body",
+                        "formatting",
+                        recorded.body.decode("utf-8", "replace"),
+                        received.body.decode("utf-8", "replace"),
+                    )
+                ]
+            diffs.extend(spelling)
     elif recorded.body != received.body:
         diffs.append(
             FieldDiff(
@@ -213,6 +263,10 @@ def closest_to(
         if i.request.method == request.method and i.request.path == request.path
     ]
     pool = same or candidates
+    if config.mode is MatchMode.EXACT:
+        # bytes that differ only in spelling hold the same value: the
+        # recording of that value is the closest, however its bytes compare
+        config = MatchConfig()
     mine = canonical_body(request.body, config, request.path)
     scored = []
     for interaction in pool:
@@ -250,7 +304,7 @@ def build_miss_report(
     found = nearest if nearest is not None else closest_to(request, cassette, config)
     if found is not None:
         interaction, score = found
-        diffs = request_diff(interaction.request, request)
+        diffs = request_diff(interaction.request, request, exact=config.mode is MatchMode.EXACT)
         closest = Closest(
             id=interaction.id,
             method=interaction.request.method,
