@@ -120,8 +120,10 @@ def test_lines_it_cannot_parse_are_kept_byte_for_byte(
     broken = b'{"torn": "sk-ant-' + b"x" * 30 + b"\n"
     blank = b"   \n"
     path = write(tmp_path / "c.jsonl", broken, secret_interaction(), blank, b"not json at all")
-    assert main(["redact", str(path)]) == 0
-    err = capsys.readouterr().err
+    assert main(["redact", str(path)]) == 1  # a secret is left for a person
+    captured = capsys.readouterr()
+    assert f"  {path}:2: anthropic-key in a line that is not an interaction" in captured.out
+    err = captured.err
     assert f"reel redact: {path}:2: kept as is, not an interaction: not a JSON line" in err
     assert "it holds anthropic-key: edit it by hand" in err
     assert f"{path}:5: kept as is" in err
