@@ -78,7 +78,7 @@ def encoding_problem(data: bytes) -> str | None:
         return "this file is gzip-compressed, not UTF-8 text: decompress it (gunzip) first"
     if b"\x00" in head:
         half = len(head) // 2
-        if head[0::2].count(0) >= half or head[1::2].count(0) >= half:
+        if half and (head[0::2].count(0) >= half or head[1::2].count(0) >= half):
             return "this file is UTF-16, not UTF-8: re-save it as UTF-8"
         return "this file holds NUL bytes: a binary file, not UTF-8 JSON lines"
     return None
@@ -90,9 +90,16 @@ def torn_note(reason: str) -> str:
     return " (a torn last line: a write cut short)" if reason.startswith("not a JSON") else ""
 
 
-def not_a_cassette(number: int, reason: str) -> str:
-    """Why a file with no ``_meta`` line and lines, none of them an
-    interaction, is refused (``number`` and ``reason``: its first bad line)."""
+def not_a_cassette(has_meta: bool, read: int, bad: Sequence[tuple[int, bytes, str]]) -> str | None:
+    """Why a file is no cassette at all, or ``None``: it has no ``_meta``
+    line, no line is an interaction (``read`` is how many are), and no bad
+    line (``(number, raw, reason)``) starts like a line of Reel's (a torn
+    one, say).  Every reader of cassettes decides so."""
+    if has_meta or read or not bad:
+        return None
+    if any(raw.lstrip(b"\xef\xbb\xbf \t").startswith(_KEY_PREFIX) for _, raw, _ in bad):
+        return None
+    number, _, reason = bad[0]
     return f"not a Reel cassette: no line is an interaction (line {number}: {reason})"
 
 
@@ -665,7 +672,7 @@ class Cassette:
             meta = CassetteMeta.from_json(obj, name)
             pos, number = first_end + 1, 1
         cassette = cls(name, meta)
-        skipped: list[tuple[int, str]] = []
+        skipped: list[tuple[int, bytes, str]] = []
         # Lines are indexed where they lie in ``data``: no split, no copy.
         while pos <= size:
             starts, ends, keys = _scan_keyed(data, pos)
@@ -688,14 +695,15 @@ class Cassette:
                 reason = exc.reason + (torn_note(exc.reason) if end == size else "")
                 if strict:
                     raise CassetteError(name, number, reason) from None
-                skipped.append((number, reason))
+                skipped.append((number, raw, reason))
                 continue
             _file_position(cassette._indexes[cassette.keying], parsed.key, len(cassette._lines))
             cassette._lines.append(raw, number, parsed.key, parsed)
         if skipped:
-            if meta is None and not cassette._lines:
-                raise CassetteError(name, None, not_a_cassette(*skipped[0]))
-            for number, reason in skipped:
+            junk = not_a_cassette(meta is not None, len(cassette._lines), skipped)
+            if junk is not None:
+                raise CassetteError(name, None, junk)
+            for number, _, reason in skipped:
                 warnings.warn(f"{name}:{number}: skipped: {reason}", CassetteWarning, stacklevel=2)
         return cassette
 

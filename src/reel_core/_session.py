@@ -225,13 +225,15 @@ class Session:
         except RemoteProtocolError as exc:
             self._refuse(exc.status, "reel_bad_cassette", str(exc))
         except CassetteError as exc:
-            # A line that passed indexing but does not parse: answer, keep serving.
-            self._refuse(
-                500,
-                "reel_bad_cassette",
-                f"{exc}. Fix or delete that line (`reel validate {exc.name}` lists every bad "
-                "line), or re-record the cassette.",
+            # A line that passed indexing but does not parse (or a selected
+            # cassette that is no cassette at all): answer, keep serving.
+            fix = (
+                f"Fix or delete that line (`reel validate {exc.name}` lists every bad line), "
+                "or re-record the cassette."
+                if exc.line is not None
+                else "Fix the file, or record it again."
             )
+            self._refuse(500, "reel_bad_cassette", f"{exc}. {fix}")
 
     def _match_and_decide(self, request: Request) -> None:
         mode = self.config.mode

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -354,6 +353,7 @@ async def test_bad_client_input_is_answered_and_serving_goes_on(tmp_path: Path) 
 
 
 async def test_idle_client_is_dropped_after_client_timeout(tmp_path: Path) -> None:
+    (tmp_path / "none.jsonl").write_bytes(b"")
     opts = options(Mode.REPLAY, tmp_path / "none.jsonl", client_timeout=0.2)
     async with running(opts) as url:
         parts = urlsplit(url)
@@ -371,4 +371,4 @@ async def test_idle_client_is_dropped_after_client_timeout(tmp_path: Path) -> No
         async with httpx.AsyncClient(base_url=url) as client:
             miss = await fetch(client, chat_call("after"))
     assert miss.status == 404
-    assert not os.path.exists(tmp_path / "none.jsonl")
+    assert (tmp_path / "none.jsonl").read_bytes() == b""  # nothing written

@@ -9,6 +9,7 @@ import pytest
 
 from reel_core import (
     Cassette,
+    CassetteError,
     CassetteMeta,
     Config,
     Cut,
@@ -723,6 +724,19 @@ def test_a_selector_chooses_the_cassette_per_request() -> None:
     assert end == EndOfResponse(0.0)
     assert state(session) is State.DONE
     assert seen == [ra, rb, request(headers=[(b"x-reel-cassette", b"bad")])]
+
+
+def test_a_selected_file_that_is_no_cassette_is_500_saying_so() -> None:
+    def select(req: Request) -> Cassette:
+        raise CassetteError("notes.txt", None, "not a Reel cassette: no line is an interaction")
+
+    refused, *_ = one_exchange(Session(select), request())
+    assert isinstance(refused, Refused)
+    assert refused.status == 500
+    assert refused.message == (
+        "notes.txt: not a Reel cassette: no line is an interaction. "
+        "Fix the file, or record it again."
+    )
 
 
 # -- routing -------------------------------------------------------------------

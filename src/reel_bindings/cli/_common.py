@@ -197,8 +197,10 @@ def parse_cassette(
             if i == last:
                 reason += torn_note(reason)
             out.lines.append(Line(i + 1, raw, None, reason))
-    if not out.has_meta and out.lines and not out.interactions:
-        raise CliError(f"{path}: {not_a_cassette(out.lines[0].number, out.lines[0].error or '')}")
+    bad = [(line.number, line.raw, line.error or "") for line in out.bad]
+    junk = not_a_cassette(out.has_meta, len(out.lines) - len(bad), bad)
+    if junk is not None:
+        raise CliError(f"{path}: {junk}")
     return out
 
 

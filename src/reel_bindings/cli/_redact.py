@@ -187,6 +187,8 @@ class FileReport:
     kinds: Counter[str] = field(default_factory=Counter)
     #: (line number, reason, kinds found in its raw text) of lines kept as they are.
     kept: list[tuple[int, str, list[str]]] = field(default_factory=list)
+    #: (line number, raw bytes, reason) of the same lines.
+    bad: list[tuple[int, bytes, str]] = field(default_factory=list)
     #: (line number, where, kind) of every finding redaction replaces.
     findings: list[tuple[int, str, str]] = field(default_factory=list)
     #: (line number, where, kind) of findings in lines that are not
@@ -223,6 +225,7 @@ def process(path: Path, data: bytes) -> FileReport:
             text = _MATCH_KEY.sub(b"{", body, count=1)
             redactor.text(text.decode("utf-8", "replace"), found)
             report.kept.append((number, str(exc), found))
+            report.bad.append((number, body, str(exc)))
             report.raw_findings.extend((number, RAW_LINE, kind) for kind in found)
             out.append(raw_line)
             continue
@@ -238,9 +241,7 @@ def process(path: Path, data: bytes) -> FileReport:
             report.findings.append((number, where, kind))
         out.append(bom + new.to_line()[:-1] + end)
     report.output = b"".join(out)
-    if not parsed.has_meta and report.kept and len(report.kept) == report.lines:
-        number, reason, _ = report.kept[0]
-        report.junk = not_a_cassette(number, reason)
+    report.junk = not_a_cassette(parsed.has_meta, report.lines - len(report.bad), report.bad)
     return report
 
 
