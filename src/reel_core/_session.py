@@ -148,9 +148,7 @@ class Session:
         if self.state is not State.IDLE or self._pending is not None:
             raise self._misuse(f"a request is already being served (state {self.state.value})")
         if len(request.body) > self.config.limits.max_body:
-            raise RemoteProtocolError(
-                f"request body over the {self.config.limits.max_body}-byte limit", 413
-            )
+            raise self.config.limits.body_too_large(len(request.body))
         self._pending = request
 
     def next_event(self) -> Event | Signal:

@@ -813,3 +813,10 @@ def test_a_cassette_with_a_meta_line_and_only_bad_lines_loads_tolerantly() -> No
     with pytest.warns(CassetteWarning):
         c = Cassette.loads(b"junk\n" + interaction().to_line(), name="x.jsonl", strict=False)
     assert len(c) == 1
+
+
+def test_a_file_whose_only_line_is_a_torn_line_of_reel_s_is_a_cassette() -> None:
+    torn = interaction().to_line()[:120]
+    with pytest.warns(CassetteWarning, match="torn last line"):
+        c = Cassette.loads(torn, name="t.jsonl", strict=False)
+    assert len(c) == 0

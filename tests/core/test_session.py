@@ -617,6 +617,8 @@ def test_a_parsed_request_over_the_body_limit_is_413() -> None:
     with pytest.raises(RemoteProtocolError, match="over the 10-byte limit") as info:
         session.receive_request(request(b"x" * 11))
     assert info.value.status == 413
+    assert "of 11 bytes" in str(info.value)
+    assert "REEL_MAX_BODY=BYTES" in str(info.value)
     session.receive_request(request(b"x" * 10))  # at the limit is fine
 
 
