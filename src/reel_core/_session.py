@@ -116,6 +116,8 @@ class Session:
         #: binding pulls the event after the response's end (see ``_store``).
         self._unstored: Callable[[], Interaction] | None = None
         self._request: Request | None = None
+        #: Where a routed forward went (for a failure's message).
+        self._forward_base: str | None = None
 
     def _use(self, cassette: Cassette) -> None:
         self.cassette = cassette
@@ -283,6 +285,11 @@ class Session:
                     "REEL_UPSTREAM) to send every request to that base URL.",
                 )
                 return
+            if self.config.upstream is not None:
+                self._forward_base = self.redactor.text(self.config.upstream)
+            else:
+                host = url[: len(url) - len(request.path)]
+                self._forward_base = f"the provider's own host ({host})"
             url += request.target[len(request.path) :]
         self._to(Input.FORWARD)
         if mode.records:
@@ -438,6 +445,11 @@ class Session:
             message = f"Reel could not reach the upstream for {target}: {error.value}"
             if detail:
                 message += f" ({self.redactor.text(detail)})"
+            if self._forward_base is not None:  # routed: the binding did not choose it
+                message += (
+                    f". Forwards go to {self._forward_base}: check that it is reachable, or "
+                    "name another base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
+                )
             body = _error_body("reel_upstream_error", message, failure=error.value)
             self._events.extend(_json_response(error.status, body, head_only=self._head_only))
             return

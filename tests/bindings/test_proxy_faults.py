@@ -52,7 +52,8 @@ async def silent_upstream() -> AsyncIterator[str]:
 
 async def test_refused_upstream_is_502_and_nothing_recorded(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
-    async with proxied(options(Mode.RECORD, cassette, upstream=closed_port_url())) as client:
+    closed = closed_port_url()
+    async with proxied(options(Mode.RECORD, cassette, upstream=closed)) as client:
         got = await fetch(client, chat_call("anyone there?"))
     assert got.status == 502
     error = got.json()["error"]
@@ -60,6 +61,10 @@ async def test_refused_upstream_is_502_and_nothing_recorded(tmp_path: Path) -> N
     assert error["failure"] == "refused"
     assert "could not reach the upstream" in error["message"]
     assert "refused" in error["message"]
+    assert error["message"].endswith(
+        f"Forwards go to {closed}: check that it is reachable, or name another "
+        "base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
+    )
     assert interactions(cassette) == []
 
 

@@ -483,6 +483,24 @@ def test_upstream_failure_before_the_head_is_answered(error: UpstreamError, stat
     assert len(c) == 0  # nothing recorded
 
 
+def test_a_routed_upstream_failure_names_where_forwards_go() -> None:
+    for upstream, where in (
+        (None, "the provider's own host (https://api.openai.com)"),
+        ("http://127.0.0.1:9", "http://127.0.0.1:9"),
+    ):
+        session = Session(Cassette(), Config(mode=Mode.LIVE, routing=True, upstream=upstream))
+        session.receive_request(request())
+        pull(session)
+        session.upstream_error(UpstreamError.REFUSED)
+        (_, frame, _), _ = pull(session)
+        assert isinstance(frame, Frame)
+        assert json.loads(frame.data)["error"]["message"] == (
+            "Reel could not reach the upstream for /v1/chat/completions: refused. "
+            f"Forwards go to {where}: check that it is reachable, or name another base URL "
+            "with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
+        )
+
+
 def test_upstream_failure_without_detail() -> None:
     session = Session(Cassette(), Config(mode=Mode.LIVE))
     session.receive_request(request())

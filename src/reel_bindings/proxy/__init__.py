@@ -166,9 +166,10 @@ def _show_warning(
         _python_showwarning(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of ``python -m reel_bindings.proxy``."""
-    options = parse_options(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> None:
+    """Entry point of ``python -m reel_bindings.proxy`` (and of ``reel
+    MODE``: ``prog`` names it in usage and errors)."""
+    options = parse_options(argv) if prog is None else parse_options(argv, prog=prog)
     level = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}[options.verbosity]
     logging.basicConfig(level=level, format="reel: %(message)s", stream=sys.stderr)
     # a line skipped while loading is a log line, not a Python warning

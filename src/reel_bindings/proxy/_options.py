@@ -83,9 +83,9 @@ class ProxyOptions:
         )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m reel_bindings.proxy",
+        prog=prog,
         description=(
             "Reel's record/replay proxy for LLM APIs. Point an SDK's base URL at it "
             "(e.g. OPENAI_BASE_URL=http://127.0.0.1:7878/v1)."
@@ -178,12 +178,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_options(
-    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    prog: str = "python -m reel_bindings.proxy",
 ) -> ProxyOptions:
     """Options from flags, then environment variables, then defaults.
-    Exits with status 2 and a message saying what to fix on bad input."""
+    Exits with status 2 and a message saying what to fix on bad input;
+    ``prog`` is the command named in usage and errors (``reel record``)."""
     env = os.environ if environ is None else environ
-    parser = build_parser()
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
         mode = Mode.parse(args.mode or env.get("REEL_MODE") or "replay")
