@@ -125,7 +125,8 @@ class MissReport:
 
     def render(self) -> str:
         """The report as text, for exceptions and terminals."""
-        lines = [self.summary(), f"  cassette: {self.cassette} ({self.recorded} interactions)"]
+        held = f"{self.recorded} interaction{'' if self.recorded == 1 else 's'}"
+        lines = [self.summary(), f"  cassette: {self.cassette} ({held})"]
         lines.append(f"  mode: {self.mode}, match: {self.match}, key: {self.key}")
         if self.closest is None:
             lines.append("  closest: none (the cassette has no recordings)")

@@ -130,6 +130,8 @@ def test_render() -> None:
         "    ... and 4 more differences",
         "  to record it: do X",
     ]
+    one = _report(None, recorded=1).render()
+    assert "  cassette: chat.jsonl (1 interaction)\n" in one
     none = _report(None).render()
     assert "  closest: none (the cassette has no recordings)" in none
     assert "more differences" not in _report(Closest("i", "GET", "/", 1.0, ())).render()
