@@ -378,3 +378,14 @@ def test_normalized_mode_ignores_spelling() -> None:
     assert request_diff(R(body=b'{"a":[1]}'), R(body=b'{"a":{"b":1}}'), exact=True) == [
         FieldDiff("a", "changed", [1], {"b": 1})
     ]
+
+
+def test_diff_spelling_edges() -> None:
+    from reel_core._match import diff_spelling
+
+    assert diff_spelling(b"not json", b"{}") == []
+    assert diff_spelling(b"{}", b"[") == []
+    # keys only on one side: no reordering, the values are diffed elsewhere
+    assert diff_spelling(b'{"a":1.0,"b":2}', b'{"a":1.00,"c":2}') == [
+        FieldDiff("a", "spelled", "1.0", "1.00")
+    ]
