@@ -6,16 +6,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._files import CassetteFile
+    from ._files import CassetteFile, CassetteNotFoundError
 
-__all__ = ["CassetteFile"]
+__all__ = ["CassetteFile", "CassetteNotFoundError"]
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use, so that loading the pytest plugin (an entry
     # point, imported before coverage starts) does not import reel_core.
-    if name == "CassetteFile":
-        from ._files import CassetteFile
+    if name in __all__:
+        from . import _files
 
-        return CassetteFile
+        return getattr(_files, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,12 @@ from typing import Any
 
 from reel_core import Cassette, CassetteError, CassetteMeta, Mode, is_meta_line
 
-__all__ = ["CassetteFile", "new_cassette_meta"]
+__all__ = [
+    "IN_PROCESS_RECORD_HINT",
+    "CassetteFile",
+    "CassetteNotFoundError",
+    "new_cassette_meta",
+]
 
 
 def _salt_of(meta: CassetteMeta) -> Any:
@@ -48,6 +53,24 @@ def new_cassette_meta(meta: CassetteMeta | None = None) -> CassetteMeta:
     if _salt_of(meta) is not None:
         return meta
     return _with_salt(meta, secrets.token_hex(16))
+
+
+#: How to create a missing cassette, said by the in-process bindings.
+IN_PROCESS_RECORD_HINT = (
+    'record it first: run with REEL_MODE=auto (or mode="auto"), which creates it '
+    "and records what is missing"
+)
+
+
+class CassetteNotFoundError(CassetteError):
+    """Replay mode was asked to read a cassette that does not exist: it
+    records nothing, so every request would miss."""
+
+    def __init__(
+        self, path: str, hint: str = IN_PROCESS_RECORD_HINT, *, what: str = "cassette"
+    ) -> None:
+        super().__init__(path, None, f"no such {what}, and replay mode records nothing: {hint}")
+        self.hint = hint
 
 
 try:
@@ -82,9 +105,12 @@ class CassetteFile:
     """One cassette on disk and its in-memory :class:`~reel_core.Cassette`.
 
     ``mode`` decides what opening does: ``record`` starts the file afresh,
-    the other modes read what is there (a missing file is an empty
-    cassette).  ``strict`` loading raises at the first bad line; tolerant
-    loading (the default) skips bad lines with a warning.
+    the other modes read what is there.  A missing file is an empty
+    cassette in ``auto`` and ``live`` mode (``auto`` creates it when it
+    records); in ``replay`` mode it raises :class:`CassetteNotFoundError`,
+    whose message ends with ``hint`` (how to record it), unless
+    ``missing_ok``.  ``strict`` loading raises at the first bad line;
+    tolerant loading (the default) skips bad lines with a warning.
 
     A new cassette (a missing or empty file, or one ``record`` starts
     afresh without a salt) gets a fresh redaction salt in its ``_meta``
@@ -99,6 +125,8 @@ class CassetteFile:
         mode: Mode = Mode.REPLAY,
         strict: bool = False,
         meta: CassetteMeta | None = None,
+        missing_ok: bool = False,
+        hint: str = IN_PROCESS_RECORD_HINT,
     ) -> None:
         self.path = Path(path)
         self.mode = mode
@@ -119,6 +147,8 @@ class CassetteFile:
             self.cassette = Cassette.loads(data, name=name, strict=strict)
             if strict:
                 self.cassette.validate()  # every line parsed, not just indexed
+        elif mode is Mode.REPLAY and not missing_ok:
+            raise CassetteNotFoundError(name, hint)
         else:
             self.cassette = Cassette(name, new_cassette_meta(meta))
             self._unwritten_meta = True

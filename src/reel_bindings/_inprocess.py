@@ -24,6 +24,8 @@ from reel_core import (
     Event,
     Forward,
     Frame,
+    Limits,
+    LocalProtocolError,
     MatchConfig,
     Miss,
     MissReport,
@@ -51,6 +53,20 @@ IN_PROCESS_HINT = (
 
 
 _OFF = ("0", "false", "no", "off")
+
+
+def limits_from_env() -> Limits:
+    """The request limits: ``$REEL_MAX_BODY`` (bytes) raises the body's."""
+    text = os.environ.get("REEL_MAX_BODY", "").strip()
+    if not text:
+        return Limits()
+    try:
+        max_body = int(text)
+    except ValueError:
+        max_body = 0
+    if max_body < 1:
+        raise LocalProtocolError(f"REEL_MAX_BODY={text!r} is not a positive number of bytes")
+    return Limits(max_body=max_body)
 
 
 def mode_from_env(mode: Mode | str | None) -> Mode:
@@ -109,6 +125,7 @@ class Player:
             redactor=redactor,
             pii=False if pii_off else None,
             hint=hint,
+            limits=limits_from_env(),
         )
         self.lock = threading.Lock()
         #: Every miss served so far (the pytest plugin fails a test on them).

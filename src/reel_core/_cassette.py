@@ -67,6 +67,61 @@ _ZEROED_HEAD = b"sha256:".translate(_HEX_AS_ZERO) + b"0" * 64 + b'"'
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+!]*")
 
 
+def encoding_problem(data: bytes) -> str | None:
+    """Why ``data`` (a whole file) cannot be a cassette's UTF-8, from its
+    first bytes: another Unicode encoding, a compressed or binary file.
+    ``None`` when it may be UTF-8 (each line's bytes are checked when read)."""
+    head = data[:64]
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "this file is UTF-32, not UTF-8: re-save it as UTF-8"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "this file is UTF-16, not UTF-8: re-save it as UTF-8"
+    if head.startswith(b"\x1f\x8b"):
+        return "this file is gzip-compressed, not UTF-8 text: decompress it (gunzip) first"
+    if b"\x00" in head:
+        half = len(head) // 2
+        if half and (head[0::2].count(0) >= half or head[1::2].count(0) >= half):
+            return "this file is UTF-16, not UTF-8: re-save it as UTF-8"
+        return "this file holds NUL bytes: a binary file, not UTF-8 JSON lines"
+    return None
+
+
+def torn_note(reason: str) -> str:
+    """What to add to ``reason``, why the last line of a file is bad: a line
+    that is not JSON there is most likely a write cut short."""
+    return " (a torn last line: a write cut short)" if reason.startswith("not a JSON") else ""
+
+
+def not_a_cassette(has_meta: bool, read: int, bad: Sequence[tuple[int, bytes, str]]) -> str | None:
+    """Why a file is no cassette at all, or ``None``: it has no ``_meta``
+    line, no line is an interaction (``read`` is how many are), and no bad
+    line (``(number, raw, reason)``) starts like a line of Reel's (a torn
+    one, say).  Every reader of cassettes decides so."""
+    if has_meta or read or not bad:
+        return None
+    if any(raw.lstrip(b"\xef\xbb\xbf \t").startswith(_KEY_PREFIX) for _, raw, _ in bad):
+        return None
+    number, _, reason = bad[0]
+    return f"not a Reel cassette: no line is an interaction (line {number}: {reason})"
+
+
+def read_line(raw: bytes) -> Interaction:
+    """Parse one interaction line; ``ValueError`` says what is wrong (what
+    every reader of cassettes reports for a bad line)."""
+    try:
+        obj = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"not UTF-8 at byte {exc.start + 1} of the line (0x{raw[exc.start]:02x}): "
+            "re-save the file as UTF-8"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"not a JSON line ({exc})") from None
+    if isinstance(obj, dict) and "_meta" in obj:
+        raise ValueError("a _meta line must be the first line")
+    return Interaction.from_json(obj)
+
+
 class CassetteWarning(UserWarning):
     """A tolerant load skipped a line it could not read."""
 
@@ -238,7 +293,16 @@ class Interaction:
     @classmethod
     def from_json(cls, obj: Any) -> Interaction:
         """Build from a parsed line; ``ValueError`` says what is wrong."""
-        o = _obj(obj, "line")
+        if not isinstance(obj, dict):
+            raise ValueError(
+                f"not an interaction (a JSON {_json_type(obj)}, not an object): "
+                "is this a Reel cassette?"
+            )
+        if not ("key" in obj or "request" in obj or "response" in obj):
+            raise ValueError(
+                'not an interaction (no "request" or "response"): is this a Reel cassette?'
+            )
+        o: dict[str, Any] = obj
         key = _str(o, "key")
         if not key.startswith("sha256:") or not _HEX.fullmatch(key[7:].encode()):
             raise ValueError('"key" must be "sha256:" and 64 lowercase hex digits')
@@ -340,6 +404,16 @@ def _frames(value: Any) -> tuple[tuple[float, bytes], ...]:
     return tuple(frames)
 
 
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else "array"
+
+
 def _obj(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f'"{where}" must be an object')
@@ -432,15 +506,12 @@ class CassetteMeta:
                 name, 1, f'"_meta.schema" must be a positive integer, not {schema!r}'
             )
         if schema > SCHEMA_VERSION:
-            # only a version number goes into the command (not "unknown", nor
-            # whatever a hand-edited line holds)
-            wanted = f"reel>={writer}" if _VERSION.fullmatch(str(writer)) else "reel"
             raise SchemaVersionError(
                 name,
                 1,
                 f"cassette schema {schema} (written by Reel {writer}) is newer than this "
                 f"Reel {__version__} reads (schema {SCHEMA_VERSION} and older): "
-                f"upgrade with `pip install -U '{wanted}'`",
+                + _upgrade(str(writer), schema),
             )
         try:
             mode = MatchMode(meta.get("match", MatchMode.NORMALIZED.value))
@@ -466,6 +537,30 @@ class CassetteMeta:
         except LocalProtocolError as exc:
             raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
         return cls(schema=schema, match=match, writer=str(writer), repeat=repeat, extra=extra)
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    """The release numbers of a version (``0.10.0rc1`` -> ``(0, 10, 0)``)."""
+    m = re.match(r"(\d+(?:\.\d+)*)", version)
+    if m is None:
+        return None
+    numbers = [int(n) for n in m.group(1).split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers)
+
+
+def _upgrade(writer: str, schema: int) -> str:
+    """What to install to read a cassette of ``schema`` written by Reel
+    ``writer``: a pin only when the writer is newer than this Reel (and is a
+    version number: never whatever a hand-edited line holds)."""
+    theirs, ours = _release(writer), _release(__version__)
+    if _VERSION.fullmatch(writer) and theirs is not None and ours is not None and theirs > ours:
+        return f"upgrade with `pip install -U 'reel>={writer}'`"
+    return (
+        f"it needs a Reel that reads schema {schema} (`pip install -U reel` gets the newest; "
+        "if that is this one, the _meta line was edited: record the cassette again)"
+    )
 
 
 class _Lines:
@@ -614,6 +709,9 @@ class Cassette:
         :class:`CassetteWarning` each and keeps every other line.  A newer
         schema raises :class:`SchemaVersionError` either way.
         """
+        problem = encoding_problem(data)
+        if problem is not None:
+            raise CassetteError(name, None, problem)
         # a byte order mark an editor added is skipped, not cut off: no copy
         pos = len(_BOM) if data.startswith(_BOM) else 0
         size = len(data)
@@ -631,6 +729,7 @@ class Cassette:
             meta = CassetteMeta.from_json(obj, name)
             pos, number = first_end + 1, 1
         cassette = cls(name, meta)
+        skipped: list[tuple[int, bytes, str]] = []
         # Lines are indexed where they lie in ``data``: no split, no copy.
         while pos <= size:
             starts, ends, keys = _scan_keyed(data, pos)
@@ -650,14 +749,19 @@ class Cassette:
             try:
                 parsed = cassette._slow_parse(raw, number)
             except CassetteError as exc:
-                torn = end == size
-                reason = exc.reason + (" (a torn last line: a write cut short)" if torn else "")
+                reason = exc.reason + (torn_note(exc.reason) if end == size else "")
                 if strict:
                     raise CassetteError(name, number, reason) from None
-                warnings.warn(f"{name}:{number}: skipped: {reason}", CassetteWarning, stacklevel=2)
+                skipped.append((number, raw, reason))
                 continue
             _file_position(cassette._indexes[cassette.keying], parsed.key, len(cassette._lines))
             cassette._lines.append(raw, number, parsed.key, parsed)
+        if skipped:
+            junk = not_a_cassette(meta is not None, len(cassette._lines), skipped)
+            if junk is not None:
+                raise CassetteError(name, None, junk)
+            for number, _, reason in skipped:
+                warnings.warn(f"{name}:{number}: skipped: {reason}", CassetteWarning, stacklevel=2)
         return cassette
 
     def _file(
@@ -677,13 +781,7 @@ class Cassette:
 
     def _slow_parse(self, raw: bytes, number: int) -> Interaction:
         try:
-            obj = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            raise CassetteError(self.name, number, f"not a JSON line ({exc})") from None
-        if isinstance(obj, dict) and "_meta" in obj:
-            raise CassetteError(self.name, number, "a _meta line must be the first line")
-        try:
-            return Interaction.from_json(obj)
+            return read_line(raw)
         except ValueError as exc:
             raise CassetteError(self.name, number, str(exc)) from None
 

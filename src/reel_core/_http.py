@@ -138,6 +138,17 @@ class Limits:
     #: Largest request body, in bytes (answered with 413).
     max_body: int = 32 * 1024 * 1024
 
+    def body_too_large(self, size: int | None = None) -> RemoteProtocolError:
+        """The 413 for a body of ``size`` bytes (``None``: not known yet),
+        naming the settings that raise the limit."""
+        of = "" if size is None else f"of {size} bytes is "
+        return RemoteProtocolError(
+            f"request body {of}over the {self.max_body}-byte limit: raise the limit with the "
+            "proxy's --max-body BYTES, or REEL_MAX_BODY=BYTES (the proxy and the in-process "
+            "bindings read it)",
+            413,
+        )
+
 
 class ReaderSignal(enum.Enum):
     """What :meth:`RequestReader.next_request` returns when it has no request."""
@@ -198,9 +209,7 @@ class RequestReader:
             elif isinstance(event, h11.Data):
                 self._size += len(event.data)
                 if self._size > self._limits.max_body:
-                    raise RemoteProtocolError(
-                        f"request body over the {self._limits.max_body}-byte limit", 413
-                    )
+                    raise self._limits.body_too_large()
                 self._body.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage):
                 assert self._head is not None
@@ -229,7 +238,8 @@ class RequestReader:
         size += sum([len(name) + len(value) + 4 for name, value in headers])
         if size > self._limits.max_head + 1:
             raise RemoteProtocolError(
-                f"request head of {size} bytes is over the {self._limits.max_head}-byte limit",
+                f"request head of {size} bytes is over the {self._limits.max_head}-byte limit: "
+                "raise the limit with the proxy's --max-head BYTES",
                 431,
             )
         length = None
@@ -237,11 +247,7 @@ class RequestReader:
             if name.lower() == b"content-length":
                 length = value
         if length is not None and int(length) > self._limits.max_body:
-            raise RemoteProtocolError(
-                f"request body of {int(length)} bytes is over the "
-                f"{self._limits.max_body}-byte limit",
-                413,
-            )
+            raise self._limits.body_too_large(int(length))
         self._head = head
 
     def send(self, event: h11.Event) -> bytes:

@@ -30,6 +30,7 @@ __all__ = [
     "MatchMode",
     "canonical_body",
     "diff_json",
+    "diff_spelling",
     "format_path",
     "match_key",
     "parse_path",
@@ -239,7 +240,11 @@ class FieldDiff:
 
     #: Where: ``messages[3].content``, ``query.alt``, ``body`` or ``path``.
     path: str
-    #: ``changed``, ``added`` (only in the received request) or ``removed``.
+    #: ``changed``, ``added`` (only in the received request) or ``removed``;
+    #: for the same JSON value written differently (what only ``exact`` mode
+    #: tells apart): ``spelled`` (a number, both spellings as JSON text),
+    #: ``reordered`` (an object's keys, both orders) or ``formatting`` (the
+    #: whole body text: whitespace or string escapes).
     kind: str
     recorded: Any = None
     received: Any = None
@@ -267,3 +272,68 @@ def diff_json(
             yield FieldDiff(format_path((*prefix, i)), "added", received=received[i])
     elif recorded != received or type(recorded) is not type(received):
         yield FieldDiff(format_path(prefix), "changed", recorded, received)
+
+
+#: The kinds of :class:`FieldDiff` for the same JSON value written differently.
+SPELLING_KINDS = frozenset(("spelled", "reordered", "formatting"))
+
+
+class _Number(str):
+    """A JSON number as it is written."""
+
+    __slots__ = ()
+
+
+class _Members(list[tuple[str, Any]]):
+    """A JSON object's members, in written order."""
+
+    __slots__ = ()
+
+
+def _as_written(body: bytes) -> Any:
+    """``body`` parsed keeping number spellings and key order (``None`` when
+    it is not JSON)."""
+    try:
+        return json.loads(
+            body,
+            parse_float=_Number,
+            parse_int=_Number,
+            parse_constant=_Number,
+            object_pairs_hook=_Members,
+        )
+    except (ValueError, RecursionError):
+        return None
+
+
+def _same_number(a: str, b: str) -> bool:
+    if any(c in a for c in ".eE") != any(c in b for c in ".eE"):
+        return False  # an int and a float: a changed value, not a spelling
+    return float(a) == float(b)  # NaN, Infinity included: float() reads them all
+
+
+def diff_spelling(recorded: bytes, received: bytes) -> list[FieldDiff]:
+    """Where two JSON bodies write equal parts differently: a number spelled
+    otherwise (``0.70`` / ``0.7``), an object's keys in another order.  What
+    ``exact`` mode tells apart and the other modes do not."""
+    a, b = _as_written(recorded), _as_written(received)
+    if a is None or b is None:
+        return []
+    return list(_spelling(a, b, ()))
+
+
+def _spelling(a: Any, b: Any, prefix: tuple[str | int, ...]) -> Iterator[FieldDiff]:
+    if isinstance(a, _Members) and isinstance(b, _Members):
+        order_a, order_b = [k for k, _ in a], [k for k, _ in b]
+        if order_a != order_b and sorted(order_a) == sorted(order_b):
+            yield FieldDiff(
+                format_path(prefix) if prefix else "body", "reordered", order_a, order_b
+            )
+        theirs = dict(b)
+        for k, v in dict(a).items():
+            if k in theirs:
+                yield from _spelling(v, theirs[k], (*prefix, k))
+    elif type(a) is list and type(b) is list:
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            yield from _spelling(x, y, (*prefix, i))
+    elif isinstance(a, _Number) and isinstance(b, _Number) and a != b and _same_number(a, b):
+        yield FieldDiff(format_path(prefix), "spelled", str(a), str(b))

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from ._body import parse_json
 from ._forms import FORM, form_value, multipart_value
-from ._match import FieldDiff, MatchConfig, canonical_body, diff_json
+from ._match import (
+    SPELLING_KINDS,
+    FieldDiff,
+    MatchConfig,
+    MatchMode,
+    canonical_body,
+    diff_json,
+    diff_spelling,
+)
 
 if TYPE_CHECKING:
     from ._cassette import Cassette, Interaction, RecordedRequest
@@ -78,9 +86,12 @@ class MissReport:
                 f"{self.served} of {self.served} times already"
             )
         elif self.closest is not None:
-            where = ", ".join(d.path for d in self.closest.diffs[:3]) or "nothing in the body"
-            if self.closest.more or len(self.closest.diffs) > 3:
+            diffs = self.closest.diffs
+            where = ", ".join(d.path for d in diffs[:3]) or "nothing in the body"
+            if self.closest.more or len(diffs) > 3:
                 where += ", ..."
+            if diffs and all(d.kind in SPELLING_KINDS for d in diffs):
+                where += f" ({_SAME_VALUE}: {_EXACT_ADVICE})"
             text += (
                 f"; closest recording {self.closest.id} "
                 f"(similarity {self.closest.score:.2f}) differs at {where}"
@@ -128,7 +139,8 @@ class MissReport:
 
     def render(self) -> str:
         """The report as text, for exceptions and terminals."""
-        lines = [self.summary(), f"  cassette: {self.cassette} ({self.recorded} interactions)"]
+        held = f"{self.recorded} interaction{'' if self.recorded == 1 else 's'}"
+        lines = [self.summary(), f"  cassette: {self.cassette} ({held})"]
         lines.append(f"  mode: {self.mode}, match: {self.match}, key: {self.key}")
         if self.closest is None:
             lines.append("  closest: none (the cassette has no recordings)")
@@ -166,7 +178,28 @@ def diff_row(d: FieldDiff, old: str = "recorded", new: str = "received") -> dict
     return out
 
 
+_SAME_VALUE = "the same JSON value written differently"
+_EXACT_ADVICE = "exact mode compares bytes; match=normalized compares JSON values"
+
+
 def _describe(d: FieldDiff) -> str:
+    if d.kind == "spelled":
+        return (
+            f"the same number written {d.recorded} in the recording, {d.received} in this "
+            f"request ({_EXACT_ADVICE})"
+        )
+    if d.kind == "reordered":
+        return (
+            f"the same JSON value, keys in a different order: recorded "
+            f"{', '.join(d.recorded)}; received {', '.join(d.received)} ({_EXACT_ADVICE})"
+        )
+    if d.kind == "formatting":
+        recorded = json.dumps(shorten(d.recorded), ensure_ascii=False)
+        received = json.dumps(shorten(d.received), ensure_ascii=False)
+        return (
+            "the same JSON value, other formatting (whitespace or escapes): recorded "
+            f"{recorded}, received {received} ({_EXACT_ADVICE})"
+        )
     if d.kind == "added":
         return f"only in this request: {json.dumps(shorten(d.received), ensure_ascii=False)}"
     if d.kind == "removed":
@@ -176,8 +209,13 @@ def _describe(d: FieldDiff) -> str:
     return f"recorded {recorded}, received {received}"
 
 
-def request_diff(recorded: RecordedRequest, received: RecordedRequest) -> list[FieldDiff]:
-    """Every difference between two requests, request line first."""
+def request_diff(
+    recorded: RecordedRequest, received: RecordedRequest, *, exact: bool = False
+) -> list[FieldDiff]:
+    """Every difference between two requests, request line first.  With
+    ``exact`` (the match mode that compares body bytes), also where equal
+    JSON is written differently: numbers spelled otherwise, keys in another
+    order, or else other formatting."""
     diffs: list[FieldDiff] = []
     if recorded.method != received.method:
         diffs.append(FieldDiff("method", "changed", recorded.method, received.method))
@@ -197,7 +235,20 @@ def request_diff(recorded: RecordedRequest, received: RecordedRequest) -> list[F
     if forms is not None:
         diffs.extend(forms)
     elif a_json and b_json:
-        diffs.extend(diff_json(a, b))
+        values = list(diff_json(a, b))
+        diffs.extend(values)
+        if exact and recorded.body != received.body:
+            spelling = diff_spelling(recorded.body, received.body)
+            if not spelling and not values:
+                spelling = [
+                    FieldDiff(
+                        "body",
+                        "formatting",
+                        recorded.body.decode("utf-8", "replace"),
+                        received.body.decode("utf-8", "replace"),
+                    )
+                ]
+            diffs.extend(spelling)
     elif recorded.body != received.body:
         diffs.append(
             FieldDiff(
@@ -244,6 +295,10 @@ def closest_to(
         if i.request.method == request.method and i.request.path == request.path
     ]
     pool = same or candidates
+    if config.mode is MatchMode.EXACT:
+        # bytes that differ only in spelling hold the same value: the
+        # recording of that value is the closest, however its bytes compare
+        config = MatchConfig()
     mine = canonical_body(request.body, config, request.path, request.content_type)
     scored = []
     for interaction in pool:
@@ -287,7 +342,7 @@ def build_miss_report(
     found = nearest if nearest is not None else closest_to(request, cassette, config)
     if found is not None:
         interaction, score = found
-        diffs = request_diff(interaction.request, request)
+        diffs = request_diff(interaction.request, request, exact=config.mode is MatchMode.EXACT)
         closest = Closest(
             id=interaction.id,
             method=interaction.request.method,

@@ -119,6 +119,8 @@ class Session:
         #: binding pulls the event after the response's end (see ``_store``).
         self._unstored: Callable[[], Interaction] | None = None
         self._request: Request | None = None
+        #: Where a routed forward went (for a failure's message).
+        self._forward_base: str | None = None
 
     def _use(self, cassette: Cassette) -> None:
         self.cassette = cassette
@@ -170,9 +172,7 @@ class Session:
         if self.state is not State.IDLE or self._pending is not None:
             raise self._misuse(f"a request is already being served (state {self.state.value})")
         if len(request.body) > self.config.limits.max_body:
-            raise RemoteProtocolError(
-                f"request body over the {self.config.limits.max_body}-byte limit", 413
-            )
+            raise self.config.limits.body_too_large(len(request.body))
         self._pending = request
 
     def next_event(self) -> Event | Signal:
@@ -256,13 +256,15 @@ class Session:
         except RemoteProtocolError as exc:
             self._refuse(exc.status, "reel_bad_cassette", str(exc))
         except CassetteError as exc:
-            # A line that passed indexing but does not parse: answer, keep serving.
-            self._refuse(
-                500,
-                "reel_bad_cassette",
-                f"{exc}. Fix or delete that line (`reel validate {exc.name}` lists every bad "
-                "line), or re-record the cassette.",
+            # A line that passed indexing but does not parse (or a selected
+            # cassette that is no cassette at all): answer, keep serving.
+            fix = (
+                f"Fix or delete that line (`reel validate {exc.name}` lists every bad line), "
+                "or re-record the cassette."
+                if exc.line is not None
+                else "Fix the file, or record it again."
             )
+            self._refuse(500, "reel_bad_cassette", f"{exc}. {fix}")
 
     def _match_and_decide(self, request: Request) -> None:
         mode = self.config.mode
@@ -314,6 +316,11 @@ class Session:
                     "REEL_UPSTREAM) to send every request to that base URL.",
                 )
                 return
+            if self.config.upstream is not None:
+                self._forward_base = self.redactor.text(self.config.upstream)
+            else:
+                host = url[: len(url) - len(request.path)]
+                self._forward_base = f"the provider's own host ({host})"
             url += request.target[len(request.path) :]
         self._to(Input.FORWARD)
         if mode.records:
@@ -480,6 +487,11 @@ class Session:
             message = f"Reel could not reach the upstream for {target}: {error.value}"
             if detail:
                 message += f" ({self.redactor.text(detail)})"
+            if self._forward_base is not None:  # routed: the binding did not choose it
+                message += (
+                    f". Forwards go to {self._forward_base}: check that it is reachable, or "
+                    "name another base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
+                )
             body = _error_body("reel_upstream_error", message, failure=error.value)
             self._events.extend(_json_response(error.status, body, head_only=self._head_only))
             return

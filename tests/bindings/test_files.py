@@ -118,9 +118,15 @@ def test_record_mode_starts_afresh(tmp_path: Path) -> None:
 
 
 def test_replay_mode_never_writes(tmp_path: Path) -> None:
-    file = CassetteFile(tmp_path / "missing.jsonl", mode=Mode.REPLAY)
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b"")  # an empty file: an empty cassette
+    file = CassetteFile(path, mode=Mode.REPLAY)
     with pytest.raises(RuntimeError, match="not written in replay mode"):
         file.append(line_for("a", 0))
+    assert path.read_bytes() == b""
+    missing = CassetteFile(tmp_path / "missing.jsonl", mode=Mode.REPLAY, missing_ok=True)
+    with pytest.raises(RuntimeError, match="not written in replay mode"):
+        missing.append(line_for("a", 0))
     assert not (tmp_path / "missing.jsonl").exists()
 
 

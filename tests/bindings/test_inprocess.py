@@ -167,6 +167,7 @@ def test_upstream_refused_raises_the_clients_own_error(tmp_path: Path) -> None:
 
 def test_miss_is_a_404_report_or_raises_when_strict(tmp_path: Path) -> None:
     cassette = tmp_path / "none.jsonl"
+    cassette.write_bytes(b"")
     transport = Transport(cassette, mode="replay")
     with httpx.Client(transport=transport) as client:
         r = client.post(GONE + CHAT, content=body("hello"))
@@ -201,12 +202,13 @@ def test_auto_records_misses_and_replays_hits(tmp_path: Path, fake: FakeUpstream
 def test_mode_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REEL_MODE", "live")
     assert Transport(tmp_path / "x.jsonl").player.mode.value == "live"
+    (tmp_path / "x.jsonl").write_bytes(b"")
     monkeypatch.delenv("REEL_MODE")
     assert Transport(tmp_path / "x.jsonl").player.mode.value == "replay"
 
 
 def test_a_foreign_request_type_is_refused(tmp_path: Path) -> None:
-    transport = Transport(tmp_path / "x.jsonl")
+    transport = Transport(tmp_path / "x.jsonl", mode="auto")
     with pytest.raises(TypeError, match="httpx and httpx2"):
         transport.handle_request(object())
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -54,7 +53,8 @@ async def silent_upstream() -> AsyncIterator[str]:
 
 async def test_refused_upstream_is_502_and_nothing_recorded(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
-    async with proxied(options(Mode.RECORD, cassette, upstream=closed_port_url())) as client:
+    closed = closed_port_url()
+    async with proxied(options(Mode.RECORD, cassette, upstream=closed)) as client:
         got = await fetch(client, chat_call("anyone there?"))
     assert got.status == 502
     error = got.json()["error"]
@@ -62,6 +62,10 @@ async def test_refused_upstream_is_502_and_nothing_recorded(tmp_path: Path) -> N
     assert error["failure"] == "refused"
     assert "could not reach the upstream" in error["message"]
     assert "refused" in error["message"]
+    assert error["message"].endswith(
+        f"Forwards go to {closed}: check that it is reachable, or name another "
+        "base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
+    )
     assert interactions(cassette) == []
 
 
@@ -361,6 +365,7 @@ async def test_bad_client_input_is_answered_and_serving_goes_on(tmp_path: Path) 
 
 
 async def test_idle_client_is_dropped_after_client_timeout(tmp_path: Path) -> None:
+    (tmp_path / "none.jsonl").write_bytes(b"")
     opts = options(Mode.REPLAY, tmp_path / "none.jsonl", client_timeout=0.2)
     async with running(opts) as url:
         parts = urlsplit(url)
@@ -378,4 +383,4 @@ async def test_idle_client_is_dropped_after_client_timeout(tmp_path: Path) -> No
         async with httpx.AsyncClient(base_url=url) as client:
             miss = await fetch(client, chat_call("after"))
     assert miss.status == 404
-    assert not os.path.exists(tmp_path / "none.jsonl")
+    assert (tmp_path / "none.jsonl").read_bytes() == b""  # nothing written

@@ -228,6 +228,7 @@ def test_openai_async_uploads_replay(
 
 def test_openai_miss_and_strict(tmp_path: Path) -> None:
     cassette = tmp_path / "empty.jsonl"
+    cassette.write_bytes(b"")
     client = openai_client(cassette, mode="replay", base_url=GONE + "/v1", max_retries=0)
     with pytest.raises(openai.NotFoundError, match="Reel miss"):
         client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)

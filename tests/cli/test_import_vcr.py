@@ -6,6 +6,7 @@ import base64
 import gzip
 import json
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +188,63 @@ def test_a_body_stored_decoded_under_a_gzip_header(tmp_path: Path) -> None:
     )
     (ix,) = conversion.interactions
     assert ix.response.body == ANSWER.encode()
-    assert conversion.notes == [(0, "content-encoding gzip dropped: the body was stored decoded")]
+    assert conversion.notes == [
+        (
+            0,
+            "content-encoding gzip dropped: the body was stored decoded (it is no gzip data) "
+            "and is kept as it is",
+        )
+    ]
+
+
+def test_raw_and_zlib_deflate_bodies_are_decoded() -> None:
+    for packed in (zlib.compress(ANSWER.encode()), zlib.compress(ANSWER.encode())[2:-4]):
+        text = (
+            "interactions:\n- request:\n    body: '" + CHAT + "'\n    headers: {}\n"
+            "    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n"
+            "  response:\n    body:\n      string: !!binary |\n        "
+            + base64.b64encode(packed).decode()
+            + "\n    headers:\n      Content-Encoding:\n      - deflate\n"
+            "    status:\n      code: 200\n      message: OK\nversion: 1\n"
+        )
+        conversion = convert_vcr(text.encode(), "x.yaml", Redactor())
+        (ix,) = conversion.interactions
+        assert ix.response.body == ANSWER.encode()
+        assert conversion.notes == []
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body"),
+    [
+        ("gzip", gzip.compress(ANSWER.encode(), mtime=0)[:12] + b"\xff" * 30),
+        ("gzip", b"\x1f\x8b\x08\x00garbage"),
+        ("deflate", b"\x78\x9c" + b"\xff" * 20),
+        ("br", b"\xff\xfe\xfd not brotli"),
+        ("gzip", gzip.compress(b"x" * 1000, mtime=0)[:-10]),  # cut short
+        ("deflate", zlib.compress(b"x" * 1000)[:-8]),
+    ],
+)
+def test_a_corrupt_encoded_body_is_not_converted_and_says_why(
+    tmp_path: Path, encoding: str, body: bytes
+) -> None:
+    if encoding == "br":
+        pytest.importorskip("brotli")
+    text = (
+        "interactions:\n- request:\n    body: '" + CHAT + "'\n    headers: {}\n    method: POST\n"
+        "    uri: https://api.openai.com/v1/chat/completions\n  response:\n    body:\n"
+        "      string: !!binary |\n        " + base64.b64encode(body).decode() + "\n"
+        f"    headers:\n      Content-Encoding:\n      - {encoding}\n      Content-Type:\n"
+        "      - application/json\n    status:\n      code: 200\n      message: OK\nversion: 1\n"
+    )
+    conversion = convert_vcr(text.encode(), "x.yaml", Redactor())
+    assert conversion.interactions == []
+    assert conversion.notes == []
+    ((index, reason),) = conversion.failures
+    assert index == 0
+    assert reason.startswith(
+        f"the body is {encoding}-encoded (content-encoding {encoding}) but corrupt: "
+    )
+    assert reason.endswith("; re-record it")
 
 
 def test_pydantic_ais_parsed_body_dialect(tmp_path: Path) -> None:

@@ -95,10 +95,34 @@ def test_a_newer_schema_is_refused_with_the_upgrade_command(
 
 @pytest.mark.parametrize("mode", ["record", "replay", "auto", "live"])
 def test_proxy_modes_go_to_the_proxy_unchanged(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[list[str]] = []
-    monkeypatch.setattr(reel_bindings.proxy, "main", lambda argv: seen.append(list(argv)))
+    seen: list[tuple[list[str], str | None]] = []
+
+    def fake(argv: list[str], *, prog: str | None = None) -> None:
+        seen.append((list(argv), prog))
+
+    monkeypatch.setattr(reel_bindings.proxy, "main", fake)
     assert main([mode, "--port", "0", "--cassette", "x.jsonl"]) == 0
-    assert seen == [["--mode", mode, "--port", "0", "--cassette", "x.jsonl"]]
+    assert seen == [(["--mode", mode, "--port", "0", "--cassette", "x.jsonl"], f"reel {mode}")]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["record", "--port", "nope"], "reel record: error: argument --port: invalid int value"),
+        (["auto"], "reel auto: error: --mode auto writes a cassette: name it with --cassette"),
+        (["replay", "--bogus"], "reel replay: error: unrecognized arguments: --bogus"),
+    ],
+)
+def test_proxy_mode_usage_errors_name_the_reel_command(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: reel {argv[0]} ")
+    assert message in err
+    assert "reel_bindings.proxy" not in err
 
 
 def test_the_old_entry_point_is_the_new_main() -> None:

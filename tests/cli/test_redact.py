@@ -153,8 +153,10 @@ def test_lines_it_cannot_parse_are_kept_byte_for_byte(
     broken = b'{"torn": "sk-ant-' + b"x" * 30 + b"\n"
     blank = b"   \n"
     path = write(tmp_path / "c.jsonl", broken, secret_interaction(), blank, b"not json at all")
-    assert main(["redact", str(path)]) == 0
-    err = capsys.readouterr().err
+    assert main(["redact", str(path)]) == 1  # a secret is left for a person
+    captured = capsys.readouterr()
+    assert f"  {path}:2: anthropic-key in a line that is not an interaction" in captured.out
+    err = captured.err
     assert f"reel redact: {path}:2: kept as is, not an interaction: not a JSON line" in err
     assert "it holds anthropic-key: edit it by hand" in err
     assert f"{path}:5: kept as is" in err
@@ -324,9 +326,10 @@ def test_check_looks_inside_a_gzip_request_body(
     captured = capsys.readouterr()
     assert captured.out.splitlines() == [f"{path}:2: openai-key in request.body (inside gzip data)"]
     assert "inside compressed or binary data cannot be replaced" in captured.err
-    # redact cannot replace it in place: it says so, and leaves the line
+    # redact cannot replace it in place: it says so, leaves the line, and
+    # fails (a file that still holds a secret never passes)
     before = path.read_bytes()
-    assert main(["redact", str(path)]) == 0
+    assert main(["redact", str(path)]) == 1
     err = capsys.readouterr().err
     assert f"{path}:2: openai-key in request.body (inside gzip data) cannot be replaced" in err
     assert path.read_bytes() == before

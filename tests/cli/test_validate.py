@@ -34,16 +34,18 @@ def test_every_bad_line_is_reported(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert err[0].startswith(f"{path}:3: not a JSON line (")
     assert err[1] == f'{path}:4: "response.status" must be an integer from 100 to 999'
     assert err[2] == f"{path}:5: a _meta line must be the first line"
-    assert err[3] == (
-        f'{path}:6: "key" must be "sha256:" and 64 lowercase hex digits '
-        "(a torn last line: a write cut short)"
-    )
+    # whole JSON is no torn line, even last
+    assert err[3] == f'{path}:6: "key" must be "sha256:" and 64 lowercase hex digits'
+    path.write_bytes(path.read_bytes() + b'\n{"key": "sha256:ab')
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].endswith("(a torn last line: a write cut short)")
 
 
 def test_a_bad_meta_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "c.jsonl"
     path.write_bytes(b'{"_meta": {"match": "sideways"}}\n' + interaction().to_line())
-    assert main(["validate", str(path)]) == 1
+    assert main(["validate", str(path)]) == 2  # unreadable, as for every command
     err = capsys.readouterr().err
     assert err.startswith(f'{path}:1: bad "_meta" match settings: ')
 
@@ -51,7 +53,7 @@ def test_a_bad_meta_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_a_newer_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "c.jsonl"
     path.write_bytes(b'{"_meta": {"schema": 7, "reel": "3.0"}}\n{"anything": 1}\n')
-    assert main(["validate", str(path)]) == 1
+    assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1  # the lines of a newer schema are not judged
     assert "cassette schema 7 (written by Reel 3.0) is newer" in err[0]

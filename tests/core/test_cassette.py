@@ -227,7 +227,7 @@ def test_from_json_bad_cut_and_body_response() -> None:
     obj = _with("response.cut", {"at": "soon", "error": "reset"})
     with pytest.raises(ValueError, match=_re('"response.cut.at" must be a number')):
         Interaction.from_json(obj)
-    with pytest.raises(ValueError, match=_re('"line" must be an object')):
+    with pytest.raises(ValueError, match=_re("not an interaction (a JSON array, not an object)")):
         Interaction.from_json([1])
     plain = json.loads(interaction().to_line())
     plain["response"]["body"] = {"base64": "@@"}
@@ -383,7 +383,7 @@ def test_loads_meta_and_lines() -> None:
         (b"[" * 100_000, "not a JSON line"),
         (b'{"_meta":{}}', "a _meta line must be the first line"),
         (b'{"key":"sha256:zz"}', '"key" must be "sha256:" and 64 lowercase hex digits'),
-        (b"42", '"line" must be an object'),
+        (b"42", "not an interaction (a JSON number, not an object)"),
     ],
 )
 def test_strict_load_names_the_bad_line(bad: bytes, reason: str) -> None:
@@ -698,3 +698,125 @@ def test_a_line_whose_key_is_given_twice_is_refused_when_used() -> None:
     assert cassette.count(one.key, cassette.keying) == 1
     with pytest.raises(CassetteError, match=r"two-keys.jsonl:1: key changed while parsing"):
         cassette.play(one.key, cassette.keying)
+
+
+# -- what a cassette that is not one, or not UTF-8, says ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("writer", "wanted"),
+    [
+        ("9.0", "upgrade with `pip install -U 'reel>=9.0'`"),
+        ("0.10.0rc1", "upgrade with `pip install -U 'reel>=0.10.0rc1'`"),
+        # the same version as ours (a hand-edited line): no pin that cannot help
+        (__version__, "it needs a Reel that reads schema 2"),
+        ("0.0.9", "it needs a Reel that reads schema 2"),
+        ("unknown", "it needs a Reel that reads schema 2"),
+        ("1.0; rm -rf /", "it needs a Reel that reads schema 2"),
+    ],
+)
+def test_newer_schema_suggests_only_an_upgrade_that_can_help(writer: str, wanted: str) -> None:
+    data = json.dumps({"_meta": {"schema": 2, "reel": writer}}).encode() + b"\n"
+    with pytest.raises(SchemaVersionError) as info:
+        Cassette.loads(data, name="new.jsonl")
+    reason = info.value.reason
+    assert wanted in reason
+    if "reel>=" not in wanted:
+        assert "reel>=" not in reason
+        assert "`pip install -U reel`" in reason  # the newest may read it
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b'{"_meta":{}}\n'.decode().encode("utf-16"), "this file is UTF-16, not UTF-8"),
+        (b'{"_meta":{}}\n'.decode().encode("utf-16-le"), "this file is UTF-16, not UTF-8"),
+        (b'{"_meta":{}}\n'.decode().encode("utf-16-be"), "this file is UTF-16, not UTF-8"),
+        (b"\xfe\xff\x00{", "this file is UTF-16, not UTF-8"),
+        (b'{"_meta":{}}\n'.decode().encode("utf-32"), "this file is UTF-32, not UTF-8"),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00", "this file is gzip-compressed"),
+        (b"\x00\x01\x02\x03binary", "NUL bytes"),
+    ],
+)
+def test_a_file_not_in_utf8_is_named_as_such(data: bytes, reason: str) -> None:
+    for strict in (True, False):
+        with pytest.raises(CassetteError) as info:
+            Cassette.loads(data, name="enc.jsonl", strict=strict)
+        assert reason in info.value.reason
+        assert info.value.line is None
+        assert "UTF-8" in info.value.reason
+
+
+def test_a_line_not_in_utf8_names_the_byte() -> None:
+    good = interaction(body=b'{"q":"caf\xc3\xa9"}').to_line()
+    latin1 = good.replace(b"caf\xc3\xa9", b"caf\xe9")
+    assert latin1 != good
+    # indexed by its key (fast path), parsed when used
+    c = Cassette.loads(good + latin1, name="l1.jsonl")
+    with pytest.raises(CassetteError) as info:
+        c.validate()
+    at = latin1.index(b"\xe9") + 1
+    assert info.value.line == 2
+    assert info.value.reason == (
+        f"not UTF-8 at byte {at} of the line (0xe9): re-save the file as UTF-8"
+    )
+    # parsed while loading (slow path)
+    with pytest.raises(CassetteError) as info:
+        Cassette.loads(good + b"[" + latin1, name="l1.jsonl")
+    assert info.value.reason.startswith("not UTF-8 at byte ")
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'{"a":1}', 'not an interaction (no "request" or "response"): is this a Reel cassette?'),
+        (b"42", "not an interaction (a JSON number, not an object): is this a Reel cassette?"),
+        (b"[1]", "not an interaction (a JSON array, not an object): is this a Reel cassette?"),
+        (b'"s"', "not an interaction (a JSON string, not an object): is this a Reel cassette?"),
+        (b"null", "not an interaction (a JSON null, not an object): is this a Reel cassette?"),
+        (b"true", "not an interaction (a JSON boolean, not an object): is this a Reel cassette?"),
+    ],
+)
+def test_json_that_is_not_an_interaction(line: bytes, reason: str) -> None:
+    with pytest.raises(CassetteError) as info:
+        Cassette.loads(interaction().to_line() + line, name="j.jsonl")
+    assert info.value.reason == reason
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"Meeting notes\n- buy milk\n",
+        b'{"a":1}\n{"b":2}\n',
+        b"just one line without a newline",
+        b"[]\n",
+    ],
+)
+def test_a_file_with_no_interaction_and_no_meta_is_not_a_cassette(data: bytes) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused, not a warning per line
+        with pytest.raises(CassetteError) as info:
+            Cassette.loads(data, name="notes.txt", strict=False)
+    assert info.value.line is None
+    assert info.value.reason.startswith("not a Reel cassette: no line is an interaction (line 1: ")
+    assert "is this a Reel cassette?" not in info.value.reason.split("(line 1: ")[0]
+
+
+def test_a_cassette_with_a_meta_line_and_only_bad_lines_loads_tolerantly() -> None:
+    data = CassetteMeta().to_line() + b'{"key":"sha256:torn'
+    with pytest.warns(CassetteWarning):
+        c = Cassette.loads(data, name="torn.jsonl", strict=False)
+    assert len(c) == 0
+    # and a good line among junk is a cassette with bad lines
+    with pytest.warns(CassetteWarning):
+        c = Cassette.loads(b"junk\n" + interaction().to_line(), name="x.jsonl", strict=False)
+    assert len(c) == 1
+
+
+def test_a_file_whose_only_line_is_a_torn_line_of_reel_s_is_a_cassette() -> None:
+    torn = interaction().to_line()[:120]
+    with pytest.warns(CassetteWarning, match="torn last line"):
+        c = Cassette.loads(torn, name="t.jsonl", strict=False)
+    assert len(c) == 0

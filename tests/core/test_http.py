@@ -347,6 +347,13 @@ def test_head_limit_boundary_is_the_same_for_every_split() -> None:
     assert min(refused) == limits.max_head + 2
 
 
+def test_oversized_head_names_the_flag_that_raises_the_limit() -> None:
+    reader = RequestReader(Limits(max_head=40))
+    reader.receive_data(b"GET /x HTTP/1.1\r\nHost: a\r\nX-Long: " + b"y" * 50 + b"\r\n\r\n")
+    with pytest.raises(RemoteProtocolError, match=r"over the 40-byte limit: .*--max-head BYTES"):
+        reader.next_request()
+
+
 def test_body_over_the_limit_by_content_length_is_413() -> None:
     limits = Limits(max_body=100)
     reader = RequestReader(limits)
@@ -355,6 +362,10 @@ def test_body_over_the_limit_by_content_length_is_413() -> None:
     with pytest.raises(RemoteProtocolError, match="request body of 101 bytes is over") as info:
         reader.next_request()
     assert info.value.status == 413
+    assert str(info.value) == (
+        "request body of 101 bytes is over the 100-byte limit: raise the limit with the proxy's "
+        "--max-body BYTES, or REEL_MAX_BODY=BYTES (the proxy and the in-process bindings read it)"
+    )
     assert reader.can_respond  # a 413 can still be answered
 
 
@@ -384,6 +395,8 @@ def test_chunked_body_over_the_limit_is_413_while_streaming() -> None:
     with pytest.raises(RemoteProtocolError, match="over the 1000-byte limit") as info:
         stream_until_refused()
     assert info.value.status == 413
+    assert str(info.value).startswith("request body over the 1000-byte limit: raise the limit")
+    assert "--max-body BYTES" in str(info.value)
     assert 1000 < sum(sent) <= 1300  # refused as soon as it went over
 
 

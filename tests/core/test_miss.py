@@ -6,7 +6,18 @@ import json
 
 import pytest
 
-from reel_core import Cassette, Closest, FieldDiff, MatchConfig, MissReport, RecordedRequest
+from reel_core import (
+    Cassette,
+    CassetteMeta,
+    Closest,
+    FieldDiff,
+    MatchConfig,
+    MatchMode,
+    Miss,
+    MissReport,
+    RecordedRequest,
+    Session,
+)
 from reel_core._miss import (
     DEFAULT_HINT,
     MAX_DIFFS,
@@ -20,7 +31,7 @@ from reel_core._miss import (
     shorten,
 )
 
-from ._helpers import cassette_of, interaction
+from ._helpers import cassette_of, interaction, pull, request
 
 NORMALIZED = MatchConfig()
 KEY = "sha256:" + "ab" * 32
@@ -119,6 +130,8 @@ def test_render() -> None:
         "    ... and 4 more differences",
         "  to record it: do X",
     ]
+    one = _report(None, recorded=1).render()
+    assert "  cassette: chat.jsonl (1 interaction)\n" in one
     none = _report(None).render()
     assert "  closest: none (the cassette has no recordings)" in none
     assert "more differences" not in _report(Closest("i", "GET", "/", 1.0, ())).render()
@@ -263,3 +276,116 @@ def test_build_miss_report_caps_the_diff() -> None:
     assert len(report.closest.diffs) == MAX_DIFFS
     assert report.closest.more == 5
     assert "... and 5 more differences" in report.render()
+
+
+# -- exact mode: the same JSON value, spelled differently -------------------------
+
+EXACT = MatchConfig(MatchMode.EXACT)
+
+
+def _exact_miss(recorded: list[bytes], sent: bytes) -> MissReport:
+    """The miss report a replay session in exact mode serves for ``sent``."""
+    items = [interaction(id=f"rec{i}", body=body, config=EXACT) for i, body in enumerate(recorded)]
+    cassette = cassette_of(*items, meta=CassetteMeta(match=EXACT))
+    session = Session(cassette)
+    session.receive_request(request(sent))
+    (miss, *_), _ = pull(session)
+    assert isinstance(miss, Miss)
+    return miss.report
+
+
+def test_exact_miss_names_a_number_spelled_differently() -> None:
+    report = _exact_miss([b'{"model":"m","temperature":0.70}'], b'{"model":"m","temperature":0.7}')
+    assert report.closest is not None
+    assert report.closest.diffs == (FieldDiff("temperature", "spelled", "0.70", "0.7"),)
+    summary = report.summary()
+    assert "differs at nothing" not in summary
+    assert "differs at temperature (the same JSON value written differently:" in summary
+    assert "exact mode compares bytes; match=normalized" in summary
+    assert (
+        "    temperature: the same number written 0.70 in the recording, 0.7 in this request"
+        in report.render()
+    )
+    row = report.to_json()["error"]["closest"]["diff"]
+    assert row == [
+        {"path": "temperature", "kind": "spelled", "recorded": "0.70", "received": "0.7"}
+    ]
+
+
+def test_exact_miss_names_keys_in_another_order_not_an_unrelated_recording() -> None:
+    reordered = b'{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":1}'
+    # byte for byte nearer to what is sent, but a different value
+    other = b'{"temperature":2,"model":"m","messages":[{"role":"user","content":"hi"}]}'
+    sent = b'{"temperature":1,"model":"m","messages":[{"role":"user","content":"hi"}]}'
+    report = _exact_miss([other, reordered], sent)
+    assert report.closest is not None
+    assert report.closest.id == "rec1"
+    assert report.closest.diffs == (
+        FieldDiff(
+            "body",
+            "reordered",
+            ["model", "messages", "temperature"],
+            ["temperature", "model", "messages"],
+        ),
+    )
+    text = report.render()
+    assert "keys in a different order" in text
+    assert "exact mode compares bytes" in text
+
+
+def test_exact_miss_nested_reorder_and_spelling_with_value_changes() -> None:
+    recorded = b'{"model":"m","opts":{"a":1,"b":2.50},"n":1}'
+    sent = b'{"model":"x","opts":{"b":2.5,"a":1},"n":1}'
+    report = _exact_miss([recorded], sent)
+    assert report.closest is not None
+    assert report.closest.diffs == (
+        FieldDiff("model", "changed", "m", "x"),
+        FieldDiff("opts", "reordered", ["a", "b"], ["b", "a"]),
+        FieldDiff("opts.b", "spelled", "2.50", "2.5"),
+    )
+
+
+def test_exact_miss_other_formatting() -> None:
+    report = _exact_miss([b'{"a": 1, "s": "\\u00e9"}'], '{"a":1,"s":"é"}'.encode())
+    assert report.closest is not None
+    (diff,) = report.closest.diffs
+    assert (diff.path, diff.kind) == ("body", "formatting")
+    assert diff.recorded == '{"a": 1, "s": "\\u00e9"}'
+    assert diff.received == '{"a":1,"s":"é"}'
+    assert "the same JSON value, other formatting (whitespace or escapes)" in report.render()
+
+
+def test_normalized_mode_ignores_spelling() -> None:
+    a = R(body=b'{"t":0.70,"u":1}')
+    b = R(body=b'{"u":1,"t":0.7}')
+    assert request_diff(a, b) == []
+    assert request_diff(a, b, exact=True) == [
+        FieldDiff("body", "reordered", ["t", "u"], ["u", "t"]),
+        FieldDiff("t", "spelled", "0.70", "0.7"),
+    ]
+    # ints and floats, NaN, lists and odd shapes: only equal numbers count
+    assert request_diff(R(body=b"[1, 2.0]"), R(body=b"[1, 2.00]"), exact=True) == [
+        FieldDiff("[1]", "spelled", "2.0", "2.00")
+    ]
+    assert request_diff(R(body=b"[1e2, 1]"), R(body=b"[100.0, 1.0]"), exact=True) == [
+        FieldDiff("[1]", "changed", 1, 1.0),  # an int and a float: a changed value
+        FieldDiff("[0]", "spelled", "1e2", "100.0"),
+    ]
+    assert request_diff(R(body=b"[Infinity]"), R(body=b"[ Infinity]"), exact=True) == [
+        FieldDiff("body", "formatting", "[Infinity]", "[ Infinity]")
+    ]
+    assert request_diff(R(body=b'{"a":1}'), R(body=b'{"a":1}'), exact=True) == []
+    assert request_diff(R(body=b'{"a":[1]}'), R(body=b'{"a":{"b":1}}'), exact=True) == [
+        FieldDiff("a", "changed", [1], {"b": 1})
+    ]
+
+
+def test_diff_spelling_edges() -> None:
+    from reel_core._match import diff_spelling
+
+    assert diff_spelling(b"not json", b"{}") == []
+    assert diff_spelling(b"{}", b"[") == []
+    # keys only on one side: no reordering, the values are diffed elsewhere
+    assert diff_spelling(b'{"a":1.0,"b":2}', b'{"a":1.00,"c":2}') == [
+        FieldDiff("a", "spelled", "1.0", "1.00")
+    ]

@@ -595,6 +595,24 @@ def test_upstream_failure_before_the_head_is_answered(error: UpstreamError, stat
     assert len(c) == 0  # nothing recorded
 
 
+def test_a_routed_upstream_failure_names_where_forwards_go() -> None:
+    for upstream, where in (
+        (None, "the provider's own host (https://api.openai.com)"),
+        ("http://127.0.0.1:9", "http://127.0.0.1:9"),
+    ):
+        session = Session(Cassette(), Config(mode=Mode.LIVE, routing=True, upstream=upstream))
+        session.receive_request(request())
+        pull(session)
+        session.upstream_error(UpstreamError.REFUSED)
+        (_, frame, _), _ = pull(session)
+        assert isinstance(frame, Frame)
+        assert json.loads(frame.data)["error"]["message"] == (
+            "Reel could not reach the upstream for /v1/chat/completions: refused. "
+            f"Forwards go to {where}: check that it is reachable, or name another base URL "
+            "with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
+        )
+
+
 def test_upstream_failure_without_detail() -> None:
     session = Session(Cassette(), Config(mode=Mode.LIVE))
     session.receive_request(request())
@@ -729,6 +747,8 @@ def test_a_parsed_request_over_the_body_limit_is_413() -> None:
     with pytest.raises(RemoteProtocolError, match="over the 10-byte limit") as info:
         session.receive_request(request(b"x" * 11))
     assert info.value.status == 413
+    assert "of 11 bytes" in str(info.value)
+    assert "REEL_MAX_BODY=BYTES" in str(info.value)
     session.receive_request(request(b"x" * 10))  # at the limit is fine
 
 
@@ -836,6 +856,19 @@ def test_a_selector_chooses_the_cassette_per_request() -> None:
     assert end == EndOfResponse(0.0)
     assert state(session) is State.DONE
     assert seen == [ra, rb, request(headers=[(b"x-reel-cassette", b"bad")])]
+
+
+def test_a_selected_file_that_is_no_cassette_is_500_saying_so() -> None:
+    def select(req: Request) -> Cassette:
+        raise CassetteError("notes.txt", None, "not a Reel cassette: no line is an interaction")
+
+    refused, *_ = one_exchange(Session(select), request())
+    assert isinstance(refused, Refused)
+    assert refused.status == 500
+    assert refused.message == (
+        "notes.txt: not a Reel cassette: no line is an interaction. "
+        "Fix the file, or record it again."
+    )
 
 
 # -- routing -------------------------------------------------------------------

@@ -4,13 +4,14 @@ Client garbage makes a session answer a Signal or raise
 :class:`RemoteProtocolError` (which it can always answer), never any other
 exception.  Cassette garbage makes a strict load raise only
 :class:`CassetteError`; a tolerant load raises only for the ``_meta`` line
-and warns once for every line it skips.
+or a file that is no cassette at all, and warns once for every line it skips.
 """
 
 from __future__ import annotations
 
 import warnings
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -107,6 +108,14 @@ def test_tolerant_load_warns_for_each_skipped_line(data: bytes) -> None:
             cassette = Cassette.loads(data, name="bad.jsonl", strict=False)
         except CassetteError as exc:  # SchemaVersionError included
             error = exc
+    if error is not None and error.line is None:
+        # a file that is no cassette at all: not UTF-8, or no _meta line and
+        # no interaction (then a strict load refuses it too)
+        assert error.reason.startswith(("this file ", "not a Reel cassette: "))
+        assert not caught
+        with pytest.raises(CassetteError):
+            Cassette.loads(data, name="bad.jsonl", strict=True)
+        return
     if error is not None:
         assert error.line == 1  # only the _meta line may stop a tolerant load
         assert b'"_meta"' in first_line

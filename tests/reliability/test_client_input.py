@@ -318,6 +318,7 @@ async def test_bodies_over_the_configured_limit_are_413(cassette: Path) -> None:
             error = refused.json()["error"]
             assert error["type"] == "reel_bad_request"
             assert f"{limit}-byte limit" in error["message"]
+            assert "raise the limit with the proxy's --max-body BYTES" in error["message"]
             await still_serving(url, cassette)
 
         # chunked, so the size shows only while reading

@@ -106,6 +106,7 @@ async def test_listens_on_loopback_and_warns_when_bound_elsewhere(
     assert ProxyOptions().host == "127.0.0.1"
     assert parse_options([], environ={}).host == "127.0.0.1"
     cassette = tmp_path / "c.jsonl"
+    cassette.write_bytes(b"")
 
     def warnings_logged() -> list[str]:
         return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]

@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] in _MODES:
         from ..proxy import main as proxy_main
 
-        proxy_main(["--mode", args[0], *args[1:]])
+        proxy_main(["--mode", args[0], *args[1:]], prog=f"reel {args[0]}")
         return 0
     parser = build_parser()
     try:

@@ -28,6 +28,7 @@ from reel_core import (
     SchemaVersionError,
     is_meta_line,
 )
+from reel_core._cassette import encoding_problem, not_a_cassette, read_line, torn_note
 
 __all__ = [
     "EXIT_FINDINGS",
@@ -107,6 +108,13 @@ class CassetteLines:
     meta_error: str | None = None
     #: The ``_meta`` line names a schema newer than this Reel reads.
     meta_newer: bool = False
+    #: The file has a ``_meta`` line (good or bad).
+    has_meta: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """No ``_meta`` line and no line but blank ones."""
+        return not self.has_meta and not self.lines
 
     @property
     def interactions(self) -> list[Interaction]:
@@ -120,13 +128,14 @@ class CassetteLines:
 def parse_line(raw: bytes) -> Interaction:
     """Parse one interaction line; ``ValueError`` says what is wrong (the
     same checks as :meth:`reel_core.Cassette.loads`)."""
-    try:
-        obj = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"not a JSON line ({exc})") from None
-    if isinstance(obj, dict) and "_meta" in obj:
-        raise ValueError("a _meta line must be the first line")
-    return Interaction.from_json(obj)
+    return read_line(raw)
+
+
+def refuse_encoding(data: bytes, path: Path) -> None:
+    """Raise :class:`CliError` when ``data`` is not UTF-8 text at all."""
+    problem = encoding_problem(data)
+    if problem is not None:
+        raise CliError(f"{path}: {problem}")
 
 
 def split_lines(data: bytes) -> list[bytes]:
@@ -151,7 +160,9 @@ def parse_cassette(
     data: bytes, path: Path, *, tolerant_meta: bool = False, meta_only: bool = False
 ) -> CassetteLines:
     """:func:`read_cassette` for bytes; ``meta_only`` reads the ``_meta``
-    line alone."""
+    line alone.  A file that is not UTF-8, or whose lines are all bad with
+    no ``_meta`` line, is no cassette: :class:`CliError`."""
+    refuse_encoding(data, path)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     raw_lines = data.split(b"\n")
@@ -171,7 +182,7 @@ def parse_cassette(
             newer = isinstance(exc, SchemaVersionError)
         if meta_error is not None and not tolerant_meta:
             raise CliError(f"{path}:1: {meta_error}")
-    out = CassetteLines(path, meta, meta_error=meta_error, meta_newer=newer)
+    out = CassetteLines(path, meta, meta_error=meta_error, meta_newer=newer, has_meta=first == 1)
     if newer or meta_only:
         return out  # a newer schema's lines are not ours to read
     last = len(raw_lines) - 1
@@ -184,8 +195,12 @@ def parse_cassette(
         except ValueError as exc:
             reason = str(exc)
             if i == last:
-                reason += " (a torn last line: a write cut short)"
+                reason += torn_note(reason)
             out.lines.append(Line(i + 1, raw, None, reason))
+    bad = [(line.number, line.raw, line.error or "") for line in out.bad]
+    junk = not_a_cassette(out.has_meta, len(out.lines) - len(bad), bad)
+    if junk is not None:
+        raise CliError(f"{path}: {junk}")
     return out
 
 

@@ -21,6 +21,7 @@ both commands name it, for a person to re-record or edit.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -37,6 +38,7 @@ from reel_core import (
     keep_response_header,
 )
 from reel_core._body import decode_content
+from reel_core._cassette import not_a_cassette
 from reel_core._record import redact_chunks
 
 from ._common import (
@@ -46,7 +48,6 @@ from ._common import (
     CliError,
     Progress,
     atomic_write,
-    is_meta_line,
     parse_cassette,
     parse_line,
     plural,
@@ -59,6 +60,8 @@ __all__ = ["add_parsers", "scrub"]
 
 #: The kind reported for a response header outside the safe set.
 UNSAFE_HEADER = "unsafe-header"
+#: The start of a line of Reel's: its match key, a hash (no secret).
+_MATCH_KEY = re.compile(rb'^\{"key":"sha256:[0-9a-f]{64}",?')
 #: Where a finding in a line that is not an interaction is.
 RAW_LINE = "a line that is not an interaction"
 #: Decompressed bytes looked inside are at most this large.
@@ -77,7 +80,8 @@ def add_parsers(commands: Any) -> None:
         "phone numbers become [REDACTED:kind]; response headers outside the safe set are "
         "dropped. Idempotent. Lines that are not interactions are kept as they are.",
         epilog="Exit status: 0 ok (with --dry-run: nothing to redact); 1 with --dry-run: "
-        "something would be redacted; 2 bad usage or an unreadable or unwritable file.",
+        "something would be redacted, and always: a secret left in a line that is not an "
+        "interaction; 2 bad usage, or a file that is unreadable, unwritable or no cassette.",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
     p.add_argument(
@@ -89,7 +93,8 @@ def add_parsers(commands: Any) -> None:
         help="fail if a cassette still holds a secret (the pre-commit hook)",
         description="Report every secret shape (and, unless REEL_REDACT_PII=0, PII) left in "
         "cassettes, with file, line, kind and place. `reel redact FILE` replaces them.",
-        epilog="Exit status: 0 clean; 1 something found; 2 bad usage or an unreadable file.",
+        epilog="Exit status: 0 clean; 1 something found; 2 bad usage, or a file that is "
+        "unreadable or no cassette (its secrets are still reported).",
     )
     c.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
     c.set_defaults(run=run_check)
@@ -256,6 +261,8 @@ class FileReport:
     kinds: Counter[str] = field(default_factory=Counter)
     #: (line number, reason, kinds found in its raw text) of lines kept as they are.
     kept: list[tuple[int, str, list[str]]] = field(default_factory=list)
+    #: (line number, raw bytes, reason) of the same lines.
+    bad: list[tuple[int, bytes, str]] = field(default_factory=list)
     #: (line number, where, kind) of every finding redaction replaces.
     findings: list[tuple[int, str, str]] = field(default_factory=list)
     #: (line number, where, kind) of findings in lines that are not
@@ -265,6 +272,8 @@ class FileReport:
     #: (line number, where, kind) of findings inside bodies that are not
     #: text (also in ``raw_findings``).
     hidden: list[tuple[int, str, str]] = field(default_factory=list)
+    #: Why the file is no cassette (no ``_meta`` line, no line an interaction).
+    junk: str | None = None
     output: bytes = b""
 
 
@@ -282,7 +291,7 @@ def process(path: Path, data: bytes) -> FileReport:
         bom = b""
         if number == 1 and body.startswith(b"\xef\xbb\xbf"):
             bom, body = body[:3], body[3:]
-        if (number == 1 and is_meta_line(body)) or not body.strip():
+        if (number == 1 and parsed.has_meta) or not body.strip():
             out.append(raw_line)
             continue
         report.lines += 1
@@ -290,8 +299,11 @@ def process(path: Path, data: bytes) -> FileReport:
             ix = parse_line(body)
         except ValueError as exc:
             found: list[str] = []
-            redactor.text(body.decode("utf-8", "replace"), found)
+            # the match key a line of Reel's starts with is a hash, not a secret
+            text = _MATCH_KEY.sub(b"{", body, count=1)
+            redactor.text(text.decode("utf-8", "replace"), found)
             report.kept.append((number, str(exc), found))
+            report.bad.append((number, body, str(exc)))
             report.raw_findings.extend((number, RAW_LINE, kind) for kind in found)
             out.append(raw_line)
             continue
@@ -310,6 +322,7 @@ def process(path: Path, data: bytes) -> FileReport:
             report.findings.append((number, where, kind))
         out.append(bom + new.to_line()[:-1] + end)
     report.output = b"".join(out)
+    report.junk = not_a_cassette(parsed.has_meta, report.lines - len(report.bad), report.bad)
     return report
 
 
@@ -319,10 +332,22 @@ def _kinds(counter: Counter[str]) -> str:
     )
 
 
+def _left(report: FileReport) -> str:
+    """What redaction leaves: secret shapes in lines that are not interactions."""
+    n = len(report.raw_findings)
+    where = (
+        "a line that is"
+        if len({number for number, _, _ in report.raw_findings}) == 1
+        else ("lines that are")
+    )
+    it = "it" if where.startswith("a ") else "them"
+    return f"{plural(n, 'secret shape')} left in {where} not an interaction: edit {it} by hand"
+
+
 def run_redact(ns: argparse.Namespace) -> int:
     files: list[Path] = ns.files
     status = EXIT_OK
-    would = False
+    found_any = False  # something replaced (with --dry-run) or left for a person
     progress = Progress(len(files))
     for path in progress.track(files):
         try:
@@ -330,6 +355,12 @@ def run_redact(ns: argparse.Namespace) -> int:
             report = process(path, data)
         except CliError as exc:
             print(f"reel redact: {exc}", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        left = [f"  {path}:{n}: {kind} in {where}" for n, where, kind in report.raw_findings]
+        if report.junk is not None:
+            print("\n".join(left), end="\n" if left else "")
+            print(f"reel redact: {path}: {report.junk}; nothing written", file=sys.stderr)
             status = EXIT_USAGE
             continue
         for number, reason, found in report.kept:
@@ -343,9 +374,15 @@ def run_redact(ns: argparse.Namespace) -> int:
                 "re-record that request, or edit the line by hand",
                 file=sys.stderr,
             )
+        found_any = found_any or bool(left)
         replaced = sum(report.kinds.values())
         if not replaced:
-            print(f"{path}: nothing to redact ({plural(report.lines, 'line')})")
+            if left:
+                lines = plural(report.lines, "line")
+                print(f"{path}: nothing it can redact ({lines}); {_left(report)}")
+                print("\n".join(left))
+            else:
+                print(f"{path}: nothing to redact ({plural(report.lines, 'line')})")
             continue
         verb = "would replace" if ns.dry_run else "replaced"
         line = (
@@ -354,11 +391,14 @@ def run_redact(ns: argparse.Namespace) -> int:
         )
         if report.keys:
             line += f"; {plural(report.keys, 'match key')} recomputed"
+        if left:
+            line += f"; {_left(report)}"
         if ns.dry_run:
-            would = True
+            found_any = True
             print(line)
             for number, where, kind in report.findings:
                 print(f"  {path}:{number}: {kind} in {where}")
+            print("\n".join(left), end="\n" if left else "")
             continue
         try:
             atomic_write(path, report.output)
@@ -370,7 +410,8 @@ def run_redact(ns: argparse.Namespace) -> int:
             status = EXIT_USAGE
             continue
         print(line)
-    if status == EXIT_OK and would:
+        print("\n".join(left), end="\n" if left else "")
+    if status == EXIT_OK and found_any:
         return EXIT_FINDINGS
     return status
 
@@ -391,6 +432,9 @@ def run_check(ns: argparse.Namespace) -> int:
             status = EXIT_USAGE
             continue
         found = report.findings + report.raw_findings
+        if report.junk is not None:
+            print(f"reel check: {path}: {report.junk}", file=sys.stderr)
+            status = EXIT_USAGE
         if not found:
             continue
         dirty.append(path)

@@ -36,8 +36,9 @@ def add_parser(commands: Any) -> None:
         description="Check that every line of each cassette is a valid interaction "
         f"(schema {SCHEMA_VERSION}); report every bad line with its number and reason. "
         "Warn about ids used twice and about keys that do not match their request.",
-        epilog="Exit status: 0 every line is valid; 1 bad lines; 2 bad usage or an "
-        "unreadable file.",
+        epilog="Exit status: 0 every line is valid; 1 bad lines, or an empty file; 2 bad "
+        "usage, an unreadable file, or one that is no cassette (not UTF-8, no line an "
+        "interaction, a bad or newer _meta line).",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
     p.set_defaults(run=run)
@@ -54,12 +55,18 @@ def run(ns: argparse.Namespace) -> int:
             print(f"reel validate: {exc}", file=sys.stderr)
             status = EXIT_USAGE
             continue
+        if cassette.empty:
+            print(f"{path}: empty: no _meta line and no interactions")
+            status = max(status, EXIT_FINDINGS)
+            continue
         bad = 0
         if cassette.meta_error is not None:
+            # unreadable, as for every command; the lines are still judged
+            # (under the default settings) unless the schema is newer
             bad += 1
             print(f"{path}:1: {cassette.meta_error}", file=sys.stderr)
+            status = EXIT_USAGE
             if cassette.meta_newer:
-                status = max(status, EXIT_FINDINGS)
                 continue
         for line in cassette.bad:
             bad += 1

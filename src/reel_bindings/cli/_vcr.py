@@ -22,6 +22,7 @@ import argparse
 import functools
 import json
 import sys
+import zlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -255,6 +256,38 @@ def _looks_like_sse(body: bytes) -> bool:
     return looks_like_sse(body) and (b"\n\n" in body or b"\r\n\r\n" in body or b"\r\r" in body)
 
 
+def _whole(encoding: str, body: bytes) -> None:
+    """``ValueError`` when a gzip or deflate ``body`` stops before its end
+    (the decoder hands out what it has; an import must not store a part)."""
+    wbits = {"gzip": 31, "x-gzip": 31, "deflate": 15}.get(encoding)
+    if wbits is None or not body:
+        return
+    if wbits == 15 and not _looks_encoded("deflate", body):
+        wbits = -15  # raw deflate, without the zlib header
+    reader = zlib.decompressobj(wbits)
+    try:
+        reader.decompress(body)
+    except zlib.error as exc:
+        raise ValueError(str(exc)) from None
+    if not reader.eof:
+        raise ValueError(f"the {encoding} data stops before its end")
+
+
+def _looks_encoded(encoding: str, body: bytes) -> bool:
+    """Whether ``body`` starts as data of ``encoding`` does (its magic
+    bytes; br has none: then anything that is not UTF-8 text)."""
+    if encoding in ("gzip", "x-gzip"):
+        return body.startswith(b"\x1f\x8b")
+    if encoding == "deflate":
+        # a zlib header: compression method 8, header checksum
+        return len(body) >= 2 and body[0] & 0x0F == 8 and (body[0] << 8 | body[1]) % 31 == 0
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
 def _prepare_response(
     headers: list[tuple[str, str]], body: bytes, notes: list[str]
 ) -> list[tuple[str, str]]:
@@ -268,10 +301,21 @@ def _prepare_response(
         if decoder.decodes:
             try:
                 decoded = decoder.decode(body) + decoder.flush()
-            except ValueError:
+                _whole(encoding, body)
+            except ValueError as exc:
+                if _looks_encoded(encoding, body):
+                    # the bytes are the encoding's, but broken: storing them
+                    # decoded (or plain) would replay garbage as text
+                    raise _Skip(
+                        f"the body is {encoding}-encoded (content-encoding {encoding}) but "
+                        f"corrupt: {exc}; re-record it"
+                    ) from None
                 # vcrpy's decode_compressed_response (or a hand edit) stored it decoded.
                 headers = [(k, v) for k, v in headers if k != "content-encoding"]
-                notes.append(f"content-encoding {encoding} dropped: the body was stored decoded")
+                notes.append(
+                    f"content-encoding {encoding} dropped: the body was stored decoded "
+                    f"(it is no {encoding} data) and is kept as it is"
+                )
         elif body:
             notes.append(f"the body stays {encoding}-encoded: Reel cannot decode {encoding} here")
     if not any(k == "content-type" for k, _ in headers) and _looks_like_sse(decoded):

@@ -7,13 +7,14 @@ import ipaddress
 import logging
 import signal
 import sys
+import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
 import anyio.abc
 
-from reel_core import CassetteError
+from reel_core import CassetteError, CassetteWarning, Mode
 
 from .._upstream import AsyncUpstream
 from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, parse_options
@@ -125,7 +126,10 @@ async def _stop_on_signal(
 
 @asynccontextmanager
 async def running(options: ProxyOptions, *, proxy: Proxy | None = None) -> AsyncIterator[str]:
-    """Run a proxy in the background of the current task; yields its URL."""
+    """Run a proxy in the background of the current task; yields its URL.
+    A cassette that cannot be opened raises here, before anything runs."""
+    if proxy is None:
+        proxy = _proxy(options)
     async with anyio.create_task_group() as tg:
         urls: list[str] = []
         event = anyio.Event()
@@ -145,16 +149,52 @@ async def running(options: ProxyOptions, *, proxy: Proxy | None = None) -> Async
             tg.cancel_scope.cancel()
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of ``python -m reel_bindings.proxy``."""
-    options = parse_options(argv)
+_python_showwarning = warnings.showwarning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
+    if issubclass(category, CassetteWarning):
+        log.warning("%s", message)
+    else:  # pragma: no cover - no other warning is expected here
+        _python_showwarning(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> None:
+    """Entry point of ``python -m reel_bindings.proxy`` (and of ``reel
+    MODE``: ``prog`` names it in usage and errors)."""
+    options = parse_options(argv) if prog is None else parse_options(argv, prog=prog)
     level = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}[options.verbosity]
     logging.basicConfig(level=level, format="reel: %(message)s", stream=sys.stderr)
+    # a line skipped while loading is a log line, not a Python warning
+    previous, warnings.showwarning = warnings.showwarning, _show_warning
+    try:
+        _main(options)
+    finally:
+        warnings.showwarning = previous
+
+
+def _main(options: ProxyOptions) -> None:
     try:
         proxy = _proxy(options)
     except (CassetteError, OSError) as exc:  # say what is wrong, no traceback
         print(f"reel: cannot open the cassette: {exc}", file=sys.stderr)
         sys.exit(1)
+    if options.mode is Mode.REPLAY and options.cassette is not None:
+        (file,) = proxy.cassettes
+        if not len(file.cassette):
+            log.warning(
+                "cassette %s holds no interactions: every request will miss; record it "
+                "with `reel auto --cassette %s`",
+                options.cassette,
+                options.cassette,
+            )
     try:
         anyio.run(functools.partial(serve, options, proxy=proxy), backend=options.backend)
     except OSError as exc:

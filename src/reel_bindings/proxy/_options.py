@@ -33,6 +33,7 @@ environment variables (a flag wins over its variable):
   REEL_TIMING        --timing
   REEL_MATCH         --match
   REEL_UPSTREAM      --upstream
+  REEL_MAX_BODY      --max-body (the in-process bindings read it too)
   REEL_HOST          --host
   REEL_PORT          --port
   REEL_REDACT_PII    0 keeps e-mail addresses and phone numbers (default 1: redacted)
@@ -82,9 +83,9 @@ class ProxyOptions:
         )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m reel_bindings.proxy",
+        prog=prog,
         description=(
             "Reel's record/replay proxy for LLM APIs. Point an SDK's base URL at it "
             "(e.g. OPENAI_BASE_URL=http://127.0.0.1:7878/v1)."
@@ -161,7 +162,6 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--max-body",
         type=int,
-        default=Limits().max_body,
         metavar="BYTES",
         help="largest request body accepted; a larger one is answered 413 (default 32 MiB)",
     )
@@ -178,12 +178,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_options(
-    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    prog: str = "python -m reel_bindings.proxy",
 ) -> ProxyOptions:
     """Options from flags, then environment variables, then defaults.
-    Exits with status 2 and a message saying what to fix on bad input."""
+    Exits with status 2 and a message saying what to fix on bad input;
+    ``prog`` is the command named in usage and errors (``reel record``)."""
     env = os.environ if environ is None else environ
-    parser = build_parser()
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
         mode = Mode.parse(args.mode or env.get("REEL_MODE") or "replay")
@@ -214,7 +218,13 @@ def parse_options(
     port = args.port if args.port is not None else int(env.get("REEL_PORT") or 7878)
     if not 0 <= port <= 65535:
         parser.error(f"--port {port} is not a TCP port (0-65535)")
-    for flag, value in (("--max-body", args.max_body), ("--max-head", args.max_head)):
+    max_body = args.max_body
+    if max_body is None:
+        try:
+            max_body = int(env.get("REEL_MAX_BODY") or Limits().max_body)
+        except ValueError:
+            parser.error(f"REEL_MAX_BODY={env['REEL_MAX_BODY']!r} is not a number of bytes")
+    for flag, value in (("--max-body", max_body), ("--max-head", args.max_head)):
         if value < 1:
             parser.error(f"{flag} {value} must be a positive number of bytes")
     return ProxyOptions(
@@ -233,6 +243,6 @@ def parse_options(
         upstream_timeout=args.upstream_timeout,
         grace=args.grace,
         max_head=args.max_head,
-        max_body=args.max_body,
+        max_body=max_body,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
     )

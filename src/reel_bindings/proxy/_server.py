@@ -29,6 +29,7 @@ from reel_core import (
     Frame,
     Miss,
     MissReport,
+    Mode,
     Recorded,
     Refused,
     RemoteProtocolError,
@@ -42,7 +43,7 @@ from reel_core import (
 )
 
 from .._clock import sleep_until
-from .._files import CassetteFile
+from .._files import CassetteFile, CassetteNotFoundError
 from .._upstream import AsyncUpstream, UpstreamFailure
 
 __all__ = ["CASSETTE_HEADER", "Proxy"]
@@ -110,6 +111,12 @@ class Proxy:
         self._default = cassette
         if cassette is not None:
             self._open(cassette)
+        elif config.mode is Mode.REPLAY and not (cassette_dir and cassette_dir.is_dir()):
+            raise CassetteNotFoundError(
+                str(cassette_dir),
+                f"record into it first with `reel auto --cassette-dir {cassette_dir}`",
+                what="cassette directory",
+            )
         self.active = 0
         #: Recorded exchanges that could not be written (disk full, read-only).
         self.write_errors = 0
@@ -121,7 +128,19 @@ class Proxy:
         if file is None:
             # --match given: a new (or re-recorded) cassette keeps it in its _meta line.
             meta = CassetteMeta(match=self.config.match) if self.config.match else None
-            file = CassetteFile(path, mode=self.config.mode, strict=self.strict, meta=meta)
+            if self._default is not None:
+                hint = (
+                    f"record it first with `reel auto --cassette {path}` (records what is "
+                    f"missing) or `reel record --cassette {path}`"
+                )
+            else:
+                hint = (
+                    f"record it first with `reel auto --cassette-dir {self.cassette_dir}` "
+                    "(records what is missing)"
+                )
+            file = CassetteFile(
+                path, mode=self.config.mode, strict=self.strict, meta=meta, hint=hint
+            )
             self._files[path] = file
         return file
 
@@ -142,6 +161,8 @@ class Proxy:
             raise RemoteProtocolError(f"cassette {name!r} leaves the cassette directory", 400)
         try:
             return self._open(path).cassette
+        except CassetteNotFoundError as exc:  # this request misses its cassette
+            raise RemoteProtocolError(str(exc), 404) from None
         except OSError as exc:  # a directory, unreadable...: this request fails, not the proxy
             raise RemoteProtocolError(
                 f"cassette {name!r} cannot be read: {exc.strerror or exc}", 500
