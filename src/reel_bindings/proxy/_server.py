@@ -190,7 +190,7 @@ class Proxy:
         session = conn.session
         exchange = conn.exchange
         start = 0.0  # when the response head went out (replay deadlines count from it)
-        out = b""  # response bytes due now, not written yet
+        out = _Pending()  # response bytes due now, not written yet
         while True:
             try:
                 event = session.next_event()
@@ -234,29 +234,31 @@ class Proxy:
                     await self._forward(stream, session, event, exchange)
                 continue
             # Bytes due now are gathered and go out in one write when the
-            # next frame must wait (or the response ends): a write per event
-            # costs a system call and a wake-up of the client each.
+            # next frame must wait, the response ends, or WRITE_SIZE bytes
+            # are pending: a write per event costs a system call and a
+            # wake-up of the client each, and one write of a whole long
+            # stream due at once (fast timing) would hold it all in memory
+            # and keep every other connection waiting.
             if isinstance(event, Recorded):
                 self._append(session, event)
                 continue
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
                 start = exchange.started  # the head goes out now
-                out += session.send(event)
+                out.add(session.send(event))
                 continue
             if event.at and start + event.at > anyio.current_time():
-                await _send(stream, out)
-                out = b""
+                await out.flush(stream)
                 await sleep_until(start + event.at)
             if isinstance(event, Frame):
-                out += session.send(event)
+                if out.add(session.send(event)):
+                    await out.flush(stream)
             elif isinstance(event, EndOfResponse):
-                await _send(stream, out + session.send(event))
-                out = b""
+                out.add(session.send(event))
+                await out.flush(stream)
                 self._log(session, exchange)
             elif isinstance(event, Cut):
-                await _send(stream, out)
-                out = b""
+                await out.flush(stream)
                 session.send(event)
                 exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
@@ -428,6 +430,49 @@ class Proxy:
 async def _send(stream: anyio.abc.ByteStream, data: bytes) -> None:
     if data:
         await stream.send(data)
+
+
+#: The most response bytes joined into one write to a client.
+WRITE_SIZE = 64 * 1024
+
+
+class _Pending:
+    """Response bytes due now, not written yet, joined into writes of at
+    most ``WRITE_SIZE`` bytes (a larger piece, a big body, is cut into
+    writes of that size)."""
+
+    __slots__ = ("_pieces", "_size")
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []
+        self._size = 0
+
+    def add(self, data: bytes) -> bool:
+        """Keep ``data``; True when a write is due (``WRITE_SIZE`` reached)."""
+        if data:
+            self._pieces.append(data)
+            self._size += len(data)
+        return self._size >= WRITE_SIZE
+
+    async def flush(self, stream: anyio.abc.ByteStream) -> None:
+        """Write what is pending, in writes of at most ``WRITE_SIZE`` bytes.
+        Each write yields to the event loop: other connections get their
+        turn between them."""
+        pieces, self._pieces, self._size = self._pieces, [], 0
+        batch: list[bytes] = []
+        size = 0
+        for piece in pieces:
+            if batch and size + len(piece) > WRITE_SIZE:
+                await stream.send(b"".join(batch))
+                batch, size = [], 0
+            if len(piece) > WRITE_SIZE:  # a large whole body: cut into writes
+                for at in range(0, len(piece), WRITE_SIZE):
+                    await stream.send(piece[at : at + WRITE_SIZE])
+                continue
+            batch.append(piece)
+            size += len(piece)
+        if batch:
+            await stream.send(b"".join(batch))
 
 
 async def _linger(stream: anyio.abc.ByteStream, limit: float) -> None:
