@@ -31,8 +31,10 @@ from reel_core._http import HOP_BY_HOP
 
 __all__ = ["AsyncUpstream", "UpstreamFailure", "UpstreamResponse", "forward_headers"]
 
-#: Headers never forwarded: one-hop headers, and Reel's own.
-_DROP = HOP_BY_HOP | {b"host", b"content-length"}
+#: Headers never forwarded: one-hop headers, and Reel's own.  ``expect``
+#: too: the proxy answered a ``100-continue`` itself, and sends the body
+#: with the head.
+_DROP = HOP_BY_HOP | {b"host", b"content-length", b"expect"}
 #: Bytes asked of the socket per read.
 _READ_SIZE = 65536
 #: The largest response head read (h11's default is 16 KiB; httpcore's 100).

@@ -11,6 +11,7 @@ from reel_core import (
     Cassette,
     CassetteMeta,
     Config,
+    Continue,
     Cut,
     EndOfResponse,
     Event,
@@ -890,6 +891,25 @@ def test_wire_cut_aborts_the_response() -> None:
     assert not complete  # the client sees the response break off
     assert not session.keep_alive
     assert session.send(Frame(b"")) == b""
+
+
+def test_wire_client_waiting_for_100_continue_gets_it_then_its_answer() -> None:
+    body = b'{"model":"m","messages":[]}'
+    wire = client_bytes(headers=[(b"expect", b"100-continue")], body=body)
+    head, rest = wire[: wire.index(b"\r\n\r\n") + 4], wire[wire.index(b"\r\n\r\n") + 4 :]
+    assert rest == body
+    session = Session(cassette_of(interaction()))
+    session.receive_data(head)
+    events, signal = pull(session)
+    assert events == [Continue()]
+    assert signal is Signal.NEED_DATA
+    assert session.send(events[0]) == b"HTTP/1.1 100 Continue\r\n\r\n"
+    assert state(session) is State.IDLE  # an interim answer changes no state
+    events, out = serve_wire(session, [rest])
+    assert isinstance(events[0], Replay)
+    _, answer, complete = parse_response(out)
+    assert complete
+    assert answer == interaction().response.body
 
 
 def test_send_is_for_wire_sessions() -> None:

@@ -23,6 +23,7 @@ from reel_core import (
     Cassette,
     CassetteMeta,
     Config,
+    Continue,
     Cut,
     EndOfResponse,
     Forward,
@@ -207,6 +208,9 @@ class Proxy:
                 continue
             if event is Signal.CLOSED:
                 return
+            if isinstance(event, Continue):  # the client waits for it to send the body
+                await _send(stream, session.send(event))
+                continue
             if event is Signal.PAUSED:
                 if session.state is State.DONE and session.keep_alive and not self.closing:
                     session.start_next_cycle()
