@@ -1102,3 +1102,21 @@ def test_a_corrupt_line_is_answered_500_and_the_session_goes_on() -> None:
     session.start_next_cycle()
     # another request is a plain miss: the bad line is nobody's closest recording
     assert isinstance(one_exchange(session, request(b'{"other": 1}'))[0], Miss)
+
+
+def test_a_client_that_left_is_a_recorded_cut_of_its_own_kind() -> None:
+    session = Session(Cassette(), Config(mode=Mode.RECORD))
+    session.receive_request(request(body=b'{"model":"m","stream":true}'))
+    assert isinstance(session.next_event(), Forward)
+    session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
+    session.upstream_data(b"data: 1\n\n", now=0.1)
+    session.upstream_error(UpstreamError.CLIENT_CLOSED, "the client closed", now=0.2)
+    events, _ = pull(session)
+    assert events[-2] == Cut("client-closed", "the client closed")
+    assert isinstance(events[-1], Recorded)
+    [line] = session.cassette
+    assert line.response.cut == StreamCut(200.0, "client-closed", "the client closed")
+    assert line.response.frames == ((100.0, b"data: 1\n\n"),)
+    # replayed: the frames, then the cut where the client left
+    replayed = one_exchange(Session(session.cassette), request(body=b'{"model":"m","stream":true}'))
+    assert replayed[-1] == Cut("client-closed", "the client closed", 0.2)

@@ -39,6 +39,7 @@ from reel_core import (
     Session,
     Signal,
     State,
+    UpstreamError,
     safe_cassette_name,
 )
 
@@ -319,13 +320,52 @@ class Proxy:
         forward: Forward,
         exchange: _Exchange,
     ) -> None:
-        """Send the request upstream, passing each chunk on as it arrives."""
+        """Send the request upstream, passing each chunk on as it arrives.
+
+        The client is watched meanwhile: when it closes the connection (or a
+        write to it fails), the upstream is closed at once, and the exchange
+        ends as cut by the client (recorded so, with what came until then)."""
+        assert forward.url is not None
+        gone = _Gone()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch, stream, session, gone, tg.cancel_scope)
+            try:
+                await self._relay(stream, session, forward, exchange, gone, tg.cancel_scope)
+            finally:
+                tg.cancel_scope.cancel()  # the watch is over
+        if not gone.why:
+            return
+        if session.state in (State.AWAIT_UPSTREAM, State.STREAMING):
+            log.info(
+                "the client closed the connection mid-exchange: the upstream was closed too%s",
+                " (what came so far is recorded)" if forward.record else "",
+            )
+            if session.state is State.AWAIT_UPSTREAM:
+                exchange.outcome += " (client left)"
+            session.upstream_error(UpstreamError.CLIENT_CLOSED, gone.why, now=anyio.current_time())
+        # nobody reads the rest: pull it, append the line
+        while not isinstance(event := session.next_event(), Signal):
+            if isinstance(event, Recorded):
+                self._append(session, event)
+            elif isinstance(event, Cut):
+                session.send(event)
+                exchange.outcome += f" (cut: {event.error})"
+                self._log(session, exchange)
+        raise anyio.BrokenResourceError
+
+    async def _relay(
+        self,
+        stream: anyio.abc.ByteStream,
+        session: Session,
+        forward: Forward,
+        exchange: _Exchange,
+        gone: _Gone,
+        stop: anyio.CancelScope,
+    ) -> None:
         assert forward.url is not None
         sent_at = anyio.current_time()
-        client_gone = False
 
         async def flush() -> None:
-            nonlocal client_gone
             while True:
                 event = session.next_event()
                 if isinstance(event, Signal):
@@ -339,12 +379,12 @@ class Proxy:
                 if isinstance(event, Cut):
                     exchange.outcome += f" (cut: {event.error})"
                     self._log(session, exchange)
-                    client_gone = True
                 try:
-                    if not client_gone:
-                        await _send(stream, data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    client_gone = True  # keep reading upstream: the recording is still whole
+                    await _send(stream, data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                    # stop reading the upstream: nobody reads on
+                    gone.why = gone.why or f"a write to the client failed ({_reason(exc)})"
+                    stop.cancel()
                 finally:
                     if isinstance(event, EndOfResponse):
                         # The client has its answer: now the line is built
@@ -377,8 +417,6 @@ class Proxy:
             session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         if session.state is State.DONE:
             await flush()
-            if client_gone:
-                raise anyio.BrokenResourceError
 
     def _record(self, session: Session, target: str) -> None:
         """Pull the recorded line that follows a response's end, and append it.
@@ -429,6 +467,40 @@ class Proxy:
             exchange.status,
             elapsed,
         )
+
+
+@attrs.define(eq=False)
+class _Gone:
+    """Set when the client left while its request was forwarded."""
+
+    #: What showed it ("" while the client is there).
+    why: str = ""
+
+
+async def _watch(
+    stream: anyio.abc.ByteStream, session: Session, gone: _Gone, stop: anyio.CancelScope
+) -> None:
+    """While a request is forwarded: read from the client.  Its EOF (or a
+    broken connection) means it left: ``stop`` the forward.  Bytes are the
+    next request, pipelined: they wait in the session, and the watch ends."""
+    try:
+        data = await stream.receive()
+    except anyio.EndOfStream:
+        data = b""
+        why = "the client closed the connection"
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+        data = b""
+        why = f"the client connection broke ({_reason(exc)})"
+    if data:
+        session.receive_data(data)
+        return
+    gone.why = gone.why or why
+    stop.cancel()
+
+
+def _reason(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__ or exc
+    return str(cause) or type(cause).__name__
 
 
 async def _send(stream: anyio.abc.ByteStream, data: bytes) -> None:
