@@ -46,7 +46,7 @@ from reel_core import (
 from ._clock import sleep_until, sleep_until_sync
 from ._files import CassetteFile
 from ._inprocess import CLIENT_CLOSED, Decision, Player, Upstreaming, frames_of
-from ._upstream import classify
+from ._upstream import classify, environment_proxies, proxy_for
 
 __all__ = ["AsyncTransport", "Transport"]
 
@@ -176,9 +176,33 @@ class _Base:
             cassette, mode=mode, match=match, timing=timing, repeat=repeat, redactor=redactor
         )
         self.strict = strict
-        self._upstreams: dict[str, Any] = {}
+        #: The pools forwards go through, by client family and proxy URL
+        #: (``""``: direct); an ``upstream`` given serves its family always.
+        self._upstreams: dict[tuple[str, str], Any] = {}
+        self._given: dict[str, Any] = {}
         if upstream is not None:
-            self._upstreams[type(upstream).__module__.partition(".")[0]] = upstream
+            self._given[type(upstream).__module__.partition(".")[0]] = upstream
+        self._proxies = environment_proxies()
+
+    def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
+        """The pool a forward of ``request`` goes through: the ``upstream``
+        given for its family, else one of ``make`` (the family's
+        ``HTTPTransport`` or ``AsyncHTTPTransport``) through the proxy the
+        environment names for its URL, if any (``HTTPS_PROXY``,
+        ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``)."""
+        given = self._given.get(family.__name__)
+        if given is not None:
+            return given
+        url = request.url
+        port = url.port or (443 if url.scheme == "https" else 80)
+        proxy = proxy_for(url.scheme, url.host, port, self._proxies) or ""
+        upstream = self._upstreams.get((family.__name__, proxy))
+        if upstream is None:
+            made = make(proxy=proxy) if proxy else make()
+            # setdefault: threads racing here share one pool (another one
+            # would hold connections that close() never closes)
+            upstream = self._upstreams.setdefault((family.__name__, proxy), made)
+        return upstream
 
     @property
     def misses(self) -> list[Any]:
@@ -227,18 +251,13 @@ class Transport(_Base, _SyncBase):
             elif isinstance(event, Cut):
                 raise _cut_error(family, event, request)
 
-    def _upstream(self, family: ModuleType) -> Any:
-        upstream = self._upstreams.get(family.__name__)
-        if upstream is None:
-            # setdefault: threads racing here share one pool (another one
-            # would hold connections that close() never closes)
-            upstream = self._upstreams.setdefault(family.__name__, family.HTTPTransport())
-        return upstream
+    def _upstream(self, family: ModuleType, request: Any) -> Any:
+        return self._pool(family, request, family.HTTPTransport)
 
     def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
         feed = self.player.upstream(decision)
         try:
-            response = self._upstream(family).handle_request(request)
+            response = self._upstream(family, request).handle_request(request)
         except family.TransportError as exc:
             feed.error(classify(exc), str(exc))
             raise
@@ -251,7 +270,7 @@ class Transport(_Base, _SyncBase):
         )
 
     def close(self) -> None:
-        for upstream in self._upstreams.values():
+        for upstream in [*self._upstreams.values(), *self._given.values()]:
             upstream.close()
 
     def __enter__(self) -> Transport:
@@ -323,18 +342,13 @@ class AsyncTransport(_Base, _AsyncBase):
             elif isinstance(event, Cut):
                 raise _cut_error(family, event, request)
 
-    def _upstream(self, family: ModuleType) -> Any:
-        upstream = self._upstreams.get(family.__name__)
-        if upstream is None:
-            # setdefault: threads racing here share one pool (another one
-            # would hold connections that close() never closes)
-            upstream = self._upstreams.setdefault(family.__name__, family.AsyncHTTPTransport())
-        return upstream
+    def _upstream(self, family: ModuleType, request: Any) -> Any:
+        return self._pool(family, request, family.AsyncHTTPTransport)
 
     async def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
         feed = self.player.upstream(decision)
         try:
-            response = await self._upstream(family).handle_async_request(request)
+            response = await self._upstream(family, request).handle_async_request(request)
         except family.TransportError as exc:
             feed.error(classify(exc), str(exc))
             raise
@@ -347,7 +361,7 @@ class AsyncTransport(_Base, _AsyncBase):
         )
 
     async def aclose(self) -> None:
-        for upstream in self._upstreams.values():
+        for upstream in [*self._upstreams.values(), *self._given.values()]:
             await upstream.aclose()
 
     async def __aenter__(self) -> AsyncTransport:

@@ -37,6 +37,10 @@ environment variables (a flag wins over its variable):
   REEL_PORT          --port
   REEL_REDACT_PII    0 keeps e-mail addresses and phone numbers (default 1: redacted)
 
+Forwarded requests honour HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY (any
+case; loopback upstreams always go direct), and SSL_CERT_FILE / SSL_CERT_DIR
+for the CAs upstream certificates are checked against (with --ca besides).
+
 With no cassette named, the proxy replays the demo cassette shipped with Reel,
 so `python -m reel_bindings.proxy` answers OpenAI, Anthropic and Gemini calls
 with no key and no network.
@@ -60,6 +64,8 @@ class ProxyOptions:
     strict: bool = False
     client_timeout: float = 60.0
     upstream_timeout: float = 120.0
+    #: A PEM file of CAs trusted for upstream TLS, besides the usual ones.
+    ca: Path | None = None
     grace: float = 10.0
     verbosity: int = 0
     #: Largest request head and body a client may send (431 and 413 beyond).
@@ -157,6 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for the upstream to connect and for each chunk: a timeout "
         "before the response head is answered 504, after it the stream is cut",
     )
+    add(
+        "--ca",
+        type=Path,
+        metavar="FILE",
+        help="a PEM file of CA certificates to trust for upstream TLS, besides the system's "
+        "and certifi's (a corporate proxy's or a private CA)",
+    )
     add("--grace", type=float, default=10.0, metavar="S", help="shutdown grace for open streams")
     add(
         "--max-body",
@@ -214,6 +227,8 @@ def parse_options(
     port = args.port if args.port is not None else int(env.get("REEL_PORT") or 7878)
     if not 0 <= port <= 65535:
         parser.error(f"--port {port} is not a TCP port (0-65535)")
+    if args.ca is not None and not args.ca.is_file():
+        parser.error(f"--ca {args.ca}: no such file; give a PEM file of CA certificates")
     for flag, value in (("--max-body", args.max_body), ("--max-head", args.max_head)):
         if value < 1:
             parser.error(f"{flag} {value} must be a positive number of bytes")
@@ -231,6 +246,7 @@ def parse_options(
         strict=args.strict,
         client_timeout=args.client_timeout,
         upstream_timeout=args.upstream_timeout,
+        ca=args.ca,
         grace=args.grace,
         max_head=args.max_head,
         max_body=args.max_body,
