@@ -24,7 +24,7 @@ import os
 import select
 import socket
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Protocol
@@ -113,7 +113,7 @@ class UpstreamResponse(Protocol):
     status: int
     headers: list[tuple[bytes, bytes]]
 
-    def chunks(self) -> AsyncIterator[bytes]: ...
+    def chunks(self) -> AsyncGenerator[bytes, None]: ...
 
 
 #: ``(scheme, host, port)``: which connections a request may reuse.
@@ -381,7 +381,7 @@ class _Response:
         self._timeout = read_timeout
         self.complete = False
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         while True:
             event = await self._connection.next_event(self._timeout)
             if isinstance(event, h11.Data):

@@ -12,7 +12,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import aclosing, suppress
 from pathlib import Path
 
 import anyio
@@ -402,9 +402,11 @@ class Proxy:
                     timestamp=time.time(),
                 )
                 await flush()
-                async for chunk in response.chunks():
-                    session.upstream_data(chunk, now=anyio.current_time())
-                    await flush()
+                # closed however the loop ends (a client that left cancels it)
+                async with aclosing(response.chunks()) as chunks:
+                    async for chunk in chunks:
+                        session.upstream_data(chunk, now=anyio.current_time())
+                        await flush()
                 session.upstream_end(now=anyio.current_time())
                 # before the upstream connection is put back: the client's
                 # end does not wait on that
