@@ -12,14 +12,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio.from_thread
 import httpx
 import httpx2
 import pytest
+import requests
 
 from reel_bindings._upstream import environment_proxies, proxy_for
-from reel_bindings.httpcore import AsyncTransport
+from reel_bindings.httpcore import AsyncTransport, Transport
+from reel_bindings.requests import Adapter
 from reel_core import Mode
-from tests.fakes.upstream import serve_fake
+from tests.fakes.upstream import FakeUpstreamThread, serve_fake
 
 from .forward_proxy import LocalCA, serve_forward_proxy, serve_tls_fake
 from .proxy_support import chat_call, fetch, interactions, options, proxied
@@ -207,3 +210,33 @@ async def test_async_transport_goes_through_the_environment_proxy(
         ("CONNECT", f"{NAME}:443"),
     ]
     assert len(plain.requests) == len(tls.requests) == 1
+
+
+@pytest.mark.parametrize("binding", ["httpx", "httpx2", "requests"])
+def test_sync_bindings_go_through_the_environment_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, binding: str
+) -> None:
+    body = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]})
+    url = f"http://{NAME}/v1/chat/completions"
+    with (
+        FakeUpstreamThread() as fake,
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(
+            serve_forward_proxy({f"{NAME}:80": ("127.0.0.1", fake.server.port)})
+        ) as forward,
+    ):
+        monkeypatch.setenv("HTTP_PROXY", forward.url)
+        cassette = tmp_path / "c.jsonl"
+        if binding == "requests":
+            session = requests.Session()
+            session.mount("http://", Adapter(cassette, mode=Mode.RECORD))
+            with session:
+                status = session.post(url, data=body).status_code
+        else:
+            family = httpx if binding == "httpx" else httpx2
+            transport = Transport(cassette, mode=Mode.RECORD)
+            with family.Client(transport=transport) as client:
+                status = client.post(url, content=body).status_code
+    assert status == 200
+    assert [(s.method, s.target) for s in forward.seen] == [("POST", url)]
+    assert len(interactions(cassette)) == 1
