@@ -33,6 +33,7 @@ __all__ = [
     "answer_body",
     "request_body",
     "sse_frames",
+    "write_big_stream_cassette",
     "write_stream_cassette",
 ]
 
@@ -329,3 +330,31 @@ def write_stream_cassette(path: Path, frames: int, gap_ms: float) -> tuple[bytes
     interaction = Interaction(key, key[7:19], RecordedRequest("POST", PATH, (), body), response)
     path.write_bytes(Cassette().meta.to_line() + interaction.to_line())
     return body, [at for at, _ in recorded] + [response.end_ms]
+
+
+def write_big_stream_cassette(path: Path, megabytes: float) -> tuple[bytes, bytes, int]:
+    """A cassette of one SSE stream of about ``megabytes`` MB (small frames,
+    all at offset 0) and of interaction 1 (a small non-stream answer);
+    returns the stream's request body, the small one's, and the stream's
+    body size in bytes."""
+    body = request_body(0, stream=True)
+    frames: list[tuple[float, bytes]] = []
+    size = 0
+    j = 0
+    while size < megabytes * 1_000_000:
+        word = _WORDS[j % len(_WORDS)]
+        data = (
+            'data: {"id":"chatcmpl-big","object":"chat.completion.chunk","choices":[{"index":0,'
+            f'"delta":{{"content":" {word} {j}"}},"finish_reason":null}}]}}\n\n'
+        ).encode()
+        frames.append((0.0, data))
+        size += len(data)
+        j += 1
+    frames.append((0.0, b"data: [DONE]\n\n"))
+    size += len(frames[-1][1])
+    key = match_key("POST", PATH, (), body, MatchConfig())
+    response = RecordedResponse(200, SSE_HEADERS, stream="sse", frames=tuple(frames), end_ms=0.0)
+    big = Interaction(key, key[7:19], RecordedRequest("POST", PATH, (), body), response)
+    with path.open("wb") as f:
+        f.write(Cassette().meta.to_line() + big.to_line() + _line(1))
+    return body, request_body(1), size

@@ -36,7 +36,7 @@ from bench._data import Corpus
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
-SECTIONS = ("replay", "open", "proxy", "streaming", "fast", "record", "memory")
+SECTIONS = ("replay", "open", "proxy", "streaming", "fast", "big", "record", "memory")
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ class Plan:
     fidelity_streams: int
     fidelity_rounds: int
     fast_seconds: float
+    #: Size of the stream the "big" section replays, in MB.
+    big_megabytes: float
     record_requests: int
     memory_size: int
 
@@ -68,6 +70,7 @@ FULL = Plan(
     fidelity_streams=3,
     fidelity_rounds=3,
     fast_seconds=2.0,
+    big_megabytes=50.0,
     record_requests=300,
     memory_size=100_000,
 )
@@ -82,6 +85,7 @@ QUICK = Plan(
     fidelity_streams=1,
     fidelity_rounds=1,
     fast_seconds=0.4,
+    big_megabytes=5.0,
     record_requests=40,
     memory_size=10_000,
 )
@@ -159,6 +163,7 @@ def measure(run: Run) -> None:
             ),
         )
         run.section("fast", lambda: streaming.fast_mode(run.work, backends, plan.fast_seconds))
+        run.section("big", lambda: streaming.big_stream(run.work, backends, plan.big_megabytes))
         run.section("record", lambda: proxy.record_overhead(plan.record_requests, run.work))
         run.section(
             "memory",
@@ -215,6 +220,17 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
             f"{worst * 100:.0f}%",
             worst >= 0.5,
         )
+    big = results.get("big", [])
+    if big:
+        slowest = max(r["proxy_vs_inprocess"] for r in big)
+        add(
+            "big",
+            f"a {big[0]['stream_mb']} MB stream through the proxy vs in process (no target)",
+            f"{slowest}x the time",
+            None,
+        )
+        during = max(r["small_request_during_ms"] for r in big)
+        add("big", "a small request served during it (no target)", f"{during} ms", None)
     record = results.get("record", [])
     if record:
         # the worst of Reel's figures, and the relay's for the same request and time
@@ -269,6 +285,11 @@ CAPTIONS = {
     "fast": "4b. Fast mode: frames per second of the same stream through the proxy, vs a bare "
     "anyio server writing the same frames one write each (the target's peer) and all in one "
     "write (what Reel does with frames due at once), same backend and client.",
+    "big": "4c. A big SSE stream (small frames, all due at once) replayed in fast mode: "
+    "through the proxy to a raw socket client, and through the async transport in process "
+    "(httpx reading raw chunks). small_request_during_ms: a small request on a second "
+    "connection, sent once the stream's first bytes arrived and answered while the proxy "
+    "writes the stream (written in bounded writes, so other connections are served between).",
     "record": "5. Record mode overhead: the proxy recording vs straight to the same local "
     "upstream (tests/fakes), p50 over interleaved requests on keep-alive connections. The "
     "peer: a bare h11-on-anyio relay to the same upstream, which records nothing (relay_added_* "

@@ -2,12 +2,16 @@
 realtime through the proxy (a child process) and through the async
 transport (in process), timed by the client as each frame completes; and
 fast mode's frames per second through the proxy, next to a bare anyio
-server writing the same frames (same backend, same client).
+server writing the same frames (same backend, same client).  And a big
+stream (50 MB) replayed in fast mode through the proxy, next to the async
+transport replaying it in process, with a small request served on another
+connection while it streams.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,11 +24,18 @@ from reel_bindings._clock import sleep_until
 from reel_bindings.httpcore import AsyncTransport
 
 from ._common import Row, percentile, ratio, spawn
-from ._data import BASE_URL, PATH, REQUEST_HEADERS, sse_frames, write_stream_cassette
+from ._data import (
+    BASE_URL,
+    PATH,
+    REQUEST_HEADERS,
+    sse_frames,
+    write_big_stream_cassette,
+    write_stream_cassette,
+)
 from ._loadgen import connect, post_bytes, read_response
 from .proxy import SERVER_CPU, _proxy_args
 
-__all__ = ["fast_mode", "fidelity"]
+__all__ = ["big_stream", "fast_mode", "fidelity"]
 
 FRAMES = 200
 GAP_MS = 10.0
@@ -215,6 +226,86 @@ def fast_mode(work: Path, backends: list[str], duration: float) -> list[Row]:
                 "reel_vs_bare": ratio(fps["reel"], fps["bare"]),
                 "bare_one_write_fps": round(fps["one_write"]),
                 "reel_vs_one_write": ratio(fps["reel"], fps["one_write"]),
+            }
+        )
+    return rows
+
+
+_CHUNKED_END = b"\r\n0\r\n\r\n"
+
+
+def _read_chunked(sock: socket.socket) -> int:
+    """Read one chunked response to its end (the head included); returns
+    the bytes read.  Only the tail is searched: linear in the size."""
+    total = 0
+    tail = b""
+    while True:
+        data = sock.recv(1 << 18)
+        if not data:
+            raise ConnectionError("closed mid-response")
+        total += len(data)
+        tail = (tail + data)[-len(_CHUNKED_END) :]
+        if tail == _CHUNKED_END:
+            return total
+
+
+async def _inprocess_seconds(path: Path, body: bytes) -> tuple[float, int]:
+    transport = AsyncTransport(path, mode="replay", timing="fast")
+    async with httpx.AsyncClient(transport=transport) as client:
+        start = time.perf_counter()
+        size = 0
+        async with client.stream(
+            "POST", BASE_URL + PATH, content=body, headers=REQUEST_HEADERS
+        ) as response:
+            async for chunk in response.aiter_raw():
+                size += len(chunk)
+        return time.perf_counter() - start, size
+
+
+def big_stream(work: Path, backends: list[str], megabytes: float) -> list[Row]:
+    """A stream of ``megabytes`` MB replayed in fast mode: seconds and MB/s
+    through the proxy (a raw socket client) and through the async transport
+    in process; and the time a small request on a second connection takes
+    while the stream is under way (the stream's client reads nothing
+    meanwhile, so the proxy is in the middle of writing it)."""
+    cassette = work / f"stream-{megabytes:g}mb.jsonl"
+    big, small, size = write_big_stream_cassette(cassette, megabytes)
+    headers = list(REQUEST_HEADERS.items())
+    rows: list[Row] = []
+    for backend in backends:
+        with spawn(_proxy_args(cassette, backend, "--timing", "fast")) as proxy:
+            other = connect(proxy.url)
+            stream = connect(proxy.url)
+            try:
+                other.sendall(post_bytes(proxy.url, PATH, small, headers))
+                read_response(other)  # warm: the cassette is indexed, the line parsed
+                start = time.perf_counter()
+                stream.sendall(post_bytes(proxy.url, PATH, big, headers))
+                first = stream.recv(1 << 16)  # the stream is under way
+                asked = time.perf_counter()
+                other.sendall(post_bytes(proxy.url, PATH, small, headers))
+                _, answered, response = read_response(other)
+                if not response.startswith(b"HTTP/1.1 200"):
+                    raise RuntimeError(f"answered {response[:200]!r}")
+                received = len(first) + _read_chunked(stream)
+                seconds = time.perf_counter() - start
+            finally:
+                stream.close()
+                other.close()
+        if received < size:
+            raise RuntimeError(f"the proxy sent {received} bytes of a {size}-byte stream")
+        inprocess, got = anyio.run(_inprocess_seconds, cassette, big, backend=backend)
+        if got != size:
+            raise RuntimeError(f"the transport replayed {got} bytes of {size}")
+        rows.append(
+            {
+                "backend": backend,
+                "stream_mb": round(size / 1e6, 1),
+                "proxy_s": round(seconds, 2),
+                "proxy_mb_per_s": round(size / 1e6 / seconds, 1),
+                "small_request_during_ms": round((answered - asked) * 1000, 2),
+                "inprocess_s": round(inprocess, 2),
+                "proxy_vs_inprocess": ratio(seconds, inprocess),
             }
         )
     return rows

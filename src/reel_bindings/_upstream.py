@@ -3,8 +3,12 @@ upstream and stream the response back, with failures mapped onto
 :class:`reel_core.UpstreamError` at this edge.
 
 The client is h11 over anyio streams (TLS through anyio, checked against
-certifi's CA bundle as httpcore does), with keep-alive connections kept per
-origin.  It is this small because it sits on the proxy's path in record
+the system's CAs, certifi's bundle as httpcore does, and ``--ca``), with
+keep-alive connections kept per origin.  It honours the proxy environment
+variables (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, in
+either case) the way urllib and httpx read them: an ``http://`` upstream is
+asked of the proxy in absolute form, an ``https://`` one through a
+``CONNECT`` tunnel.  It is this small because it sits on the proxy's path in record
 mode: a general client (httpcore) cost ~0.15 ms a request more, spent on
 locks, trace hooks and one event-loop pass per write, and it wrote the
 request head and body apart, which costs the upstream a second wake-up.
@@ -14,25 +18,40 @@ before it does.
 
 from __future__ import annotations
 
+import base64
+import ipaddress
+import os
 import select
 import socket
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Protocol
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import anyio.abc
+import anyio.streams.tls
 import h11
 
 from reel_core import Request, UpstreamError
 from reel_core._http import HOP_BY_HOP
 
-__all__ = ["AsyncUpstream", "UpstreamFailure", "UpstreamResponse", "forward_headers"]
+__all__ = [
+    "TLS_HINT",
+    "AsyncUpstream",
+    "UpstreamFailure",
+    "UpstreamResponse",
+    "environment_proxies",
+    "forward_headers",
+    "proxy_for",
+]
 
-#: Headers never forwarded: one-hop headers, and Reel's own.
-_DROP = HOP_BY_HOP | {b"host", b"content-length"}
+#: Headers never forwarded: one-hop headers, and Reel's own.  ``expect``
+#: too: the proxy answered a ``100-continue`` itself, and sends the body
+#: with the head.
+_DROP = HOP_BY_HOP | {b"host", b"content-length", b"expect"}
 #: Bytes asked of the socket per read.
 _READ_SIZE = 65536
 #: The largest response head read (h11's default is 16 KiB; httpcore's 100).
@@ -94,7 +113,7 @@ class UpstreamResponse(Protocol):
     status: int
     headers: list[tuple[bytes, bytes]]
 
-    def chunks(self) -> AsyncIterator[bytes]: ...
+    def chunks(self) -> AsyncGenerator[bytes, None]: ...
 
 
 #: ``(scheme, host, port)``: which connections a request may reuse.
@@ -115,7 +134,18 @@ def _origin(url: str) -> tuple[_Origin, str]:
     return (scheme, parts.hostname, port), target
 
 
-def _ssl_context() -> ssl.SSLContext:
+#: Added to every TLS failure: what to set when the upstream's certificate
+#: is signed by a CA Reel does not know (a corporate proxy, a private CA).
+TLS_HINT = (
+    "if a corporate proxy or a private CA signs the upstream's certificate, give the CA "
+    "bundle with the proxy's --ca FILE, or set SSL_CERT_FILE (or SSL_CERT_DIR)"
+)
+
+
+def ssl_context(ca: str | os.PathLike[str] | None = None) -> ssl.SSLContext:
+    """What upstream certificates are checked against: the system's CAs
+    (OpenSSL reads ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` for them),
+    certifi's bundle, and ``ca`` (a PEM file) when given."""
     context = ssl.create_default_context()
     try:
         import certifi
@@ -123,8 +153,108 @@ def _ssl_context() -> ssl.SSLContext:
         pass
     else:
         context.load_verify_locations(certifi.where())
+    if ca is not None:
+        context.load_verify_locations(os.fspath(ca))
     context.set_alpn_protocols(["http/1.1"])
     return context
+
+
+def environment_proxies(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{scheme: proxy URL}`` (and ``"no"``: the ``NO_PROXY`` list) from
+    ``*_PROXY`` variables, as :func:`urllib.request.getproxies_environment`
+    reads them: any case, the lower-case one winning; ``HTTP_PROXY`` is
+    ignored in a CGI script (``REQUEST_METHOD`` set)."""
+    env = os.environ if environ is None else environ
+    proxies: dict[str, str] = {}
+    for name, value in env.items():
+        if value and name[-6:].lower() == "_proxy":
+            proxies[name[:-6].lower()] = value
+    if "REQUEST_METHOD" in env:
+        proxies.pop("http", None)
+    for name, value in env.items():
+        if name[-6:] == "_proxy":
+            if value:
+                proxies[name[:-6].lower()] = value
+            else:
+                proxies.pop(name[:-6].lower(), None)
+    return proxies
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def proxy_for(scheme: str, host: str, port: int, proxies: Mapping[str, str]) -> str | None:
+    """The proxy URL to reach ``scheme://host:port`` through (``None``:
+    connect directly).  ``HTTPS_PROXY`` is for https upstreams,
+    ``HTTP_PROXY`` for http ones, ``ALL_PROXY`` for both when the other is
+    unset; ``NO_PROXY`` (host names, ``.suffix`` or ``suffix`` for a
+    domain and its subdomains, ``host:port``, ``*`` for all) bypasses them,
+    as urllib and httpx read it.  A loopback upstream (``localhost``,
+    127.0.0.0/8, ``::1``) is never proxied."""
+    proxy = proxies.get(scheme) or proxies.get("all")
+    if not proxy or _loopback(host):
+        return None
+    if _bypassed(host, port, proxies.get("no", "")):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def _bypassed(host: str, port: int, no_proxy: str) -> bool:
+    """Whether ``NO_PROXY`` names ``host`` (or ``host:port``): ``*``, the
+    host itself, or a domain it is in (``example.com`` and ``.example.com``
+    both cover ``api.example.com``), as urllib's ``proxy_bypass_environment``."""
+    if no_proxy.strip() == "*":
+        return True
+    host = host.lower()
+    with_port = f"{host}:{port}"
+    for entry in no_proxy.split(","):
+        name = entry.strip().lstrip(".").lower()
+        if name.startswith("[") and "]" in name:  # [::1] or [::1]:443
+            name = name[1:].replace("]", "", 1)
+        if not name:
+            continue
+        if name in (host, with_port):
+            return True
+        if host.endswith("." + name) or with_port.endswith("." + name):
+            return True
+    return False
+
+
+class _Proxy:
+    """An HTTP proxy in the way: where it is, and its credentials."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme.lower() != "http" or not parts.hostname:
+            raise UpstreamFailure(
+                UpstreamError.PROTOCOL,
+                f"the proxy {_safe(url)} is not an http:// proxy, the only kind the proxy's "
+                "upstream client speaks; point HTTPS_PROXY/HTTP_PROXY at one",
+            )
+        self.url = _safe(url)
+        self.host = parts.hostname
+        try:
+            self.port = parts.port or 80
+        except ValueError:
+            raise UpstreamFailure(UpstreamError.PROTOCOL, f"bad port in {self.url}") from None
+        self.headers: list[tuple[bytes, bytes]] = []
+        if parts.username is not None:
+            secret = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            token = base64.b64encode(secret.encode("utf-8")).decode("ascii")
+            self.headers.append((b"proxy-authorization", f"Basic {token}".encode("ascii")))
+
+
+def _safe(url: str) -> str:
+    """``url`` without its credentials (it is logged and answered)."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    netloc = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{netloc}"
 
 
 def _readable(sock: socket.socket) -> bool:
@@ -191,6 +321,47 @@ class _Connection:
             await anyio.aclose_forcefully(self.stream)
 
 
+async def _tunnel(
+    stream: anyio.abc.ByteStream, proxy: _Proxy, where: str, host: str, port: int
+) -> None:
+    """Ask ``proxy`` for a tunnel to ``host:port`` (``CONNECT``)."""
+    authority = (f"[{host}]" if ":" in host else host) + f":{port}"
+    conn = h11.Connection(h11.CLIENT)
+    ask = h11.Request(
+        method="CONNECT",
+        target=authority,
+        headers=[(b"host", authority.encode("ascii")), *proxy.headers],
+    )
+    await stream.send((conn.send(ask) or b"") + (conn.send(h11.EndOfMessage()) or b""))
+    while True:
+        try:
+            event = conn.next_event()
+        except h11.RemoteProtocolError as exc:
+            raise UpstreamFailure(
+                UpstreamError.PROTOCOL, f"the proxy's answer to CONNECT is not HTTP: {exc}{where}"
+            ) from None
+        if event is h11.NEED_DATA:
+            try:
+                conn.receive_data(await stream.receive(_READ_SIZE))
+            except anyio.EndOfStream:
+                conn.receive_data(b"")
+            continue
+        if isinstance(event, h11.InformationalResponse):
+            continue
+        if isinstance(event, h11.Response) and 200 <= event.status_code < 300:
+            return
+        if isinstance(event, h11.Response):
+            status = f"{event.status_code} {event.reason.decode('latin-1')}".strip()
+            hint = " (check the credentials in the proxy URL)" if event.status_code == 407 else ""
+            raise UpstreamFailure(
+                UpstreamError.REFUSED,
+                f"the proxy refused to tunnel to {authority}: {status}{hint}{where}",
+            )
+        raise UpstreamFailure(  # ConnectionClosed
+            UpstreamError.CLOSED, f"the proxy closed the connection instead of tunnelling{where}"
+        )
+
+
 def _closed(waiting: bool, exc: h11.RemoteProtocolError) -> str:
     if waiting:
         return "the upstream closed the connection without sending a response"
@@ -210,7 +381,7 @@ class _Response:
         self._timeout = read_timeout
         self.complete = False
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         while True:
             event = await self._connection.next_event(self._timeout)
             if isinstance(event, h11.Data):
@@ -222,17 +393,25 @@ class _Response:
                 raise UpstreamFailure(UpstreamError.PROTOCOL, f"unexpected {event!r}")
 
 
-def _connect_failure(exc: BaseException) -> UpstreamFailure | None:
-    """What a failed connection attempt raises (``None``: the exception itself)."""
+def _connect_failure(exc: BaseException, where: str = "") -> UpstreamFailure | None:
+    """What a failed connection attempt raises (``None``: the exception
+    itself); ``where`` names a proxy on the way."""
+    if isinstance(exc, UpstreamFailure):
+        return exc
     if isinstance(exc, socket.gaierror):
-        return UpstreamFailure(UpstreamError.DNS, str(exc))
+        return UpstreamFailure(UpstreamError.DNS, str(exc) + where)
     if isinstance(exc, (ssl.SSLError, ssl.CertificateError)):
-        return UpstreamFailure(UpstreamError.TLS, str(exc))
+        return UpstreamFailure(UpstreamError.TLS, f"{exc}{where}; {TLS_HINT}")
     if isinstance(exc, anyio.BrokenResourceError):  # the TLS handshake broke off
-        return UpstreamFailure(UpstreamError.TLS, _reason(exc, "the TLS handshake failed"))
+        reason = _reason(exc, "the TLS handshake failed")
+        return UpstreamFailure(UpstreamError.TLS, f"{reason}{where}; {TLS_HINT}")
     if isinstance(exc, OSError):
-        return UpstreamFailure(UpstreamError.REFUSED, _reason(exc, "connection refused"))
+        return UpstreamFailure(UpstreamError.REFUSED, _reason(exc, "connection refused") + where)
     return None
+
+
+#: Which variable names the proxy for a scheme key of :func:`environment_proxies`.
+_VARIABLES = {"http": "HTTP_PROXY", "https": "HTTPS_PROXY", "all": "ALL_PROXY"}
 
 
 class AsyncUpstream:
@@ -244,24 +423,54 @@ class AsyncUpstream:
         connect_timeout: float = 10.0,
         read_timeout: float = 120.0,
         max_connections: int = 100,
+        ca: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
+        """``ca``: a PEM bundle of CAs trusted besides the usual ones.
+        ``environ``: where the proxy variables are read (default
+        ``os.environ``, read now)."""
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_connections = max_connections
+        self.ca = None if ca is None else Path(ca)
+        self.proxies = environment_proxies(environ)
         self._idle: dict[_Origin, list[_Connection]] = {}
         self._open = 0
         self._freed: anyio.Event | None = None
         self._ssl: ssl.SSLContext | None = None
+
+    def _route(self, origin: _Origin) -> tuple[_Proxy, str] | None:
+        """The proxy to reach ``origin`` through, and the variable naming it."""
+        scheme, host, port = origin
+        url = proxy_for(scheme, host, port, self.proxies)
+        if url is None:
+            return None
+        variable = _VARIABLES[scheme if self.proxies.get(scheme) else "all"]
+        return _Proxy(url), variable
+
+    def _context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            try:
+                self._ssl = ssl_context(self.ca)
+            except (OSError, ssl.SSLError) as exc:
+                raise UpstreamFailure(
+                    UpstreamError.TLS, f"cannot load the CA bundle {self.ca} (--ca): {exc}"
+                ) from None
+        return self._ssl
 
     @asynccontextmanager
     async def send(self, request: Request, url: str) -> AsyncIterator[UpstreamResponse]:
         """Send ``request`` to ``url``; yields the response whose body is
         read with ``chunks()``.  Raises :class:`UpstreamFailure`."""
         origin, target = _origin(url)
+        headers = forward_headers(request, url)
+        route = self._route(origin)
+        if route is not None and origin[0] == "http":
+            # through an HTTP proxy: the absolute form, and its credentials
+            target = f"http://{urlsplit(url).netloc.rpartition('@')[2]}{target}"
+            headers += route[0].headers
         try:
-            head = h11.Request(
-                method=request.method, target=target, headers=forward_headers(request, url)
-            )
+            head = h11.Request(method=request.method, target=target, headers=headers)
         except h11.LocalProtocolError as exc:
             raise UpstreamFailure(UpstreamError.PROTOCOL, str(exc)) from None
         connection = await self._take(origin)
@@ -329,25 +538,53 @@ class AsyncUpstream:
 
     async def _connect(self, origin: _Origin) -> _Connection:
         scheme, host, port = origin
+        route = self._route(origin)
+        where = "" if route is None else f" (through the proxy {route[0].url}, from {route[1]})"
         self._open += 1
         with anyio.move_on_after(self.connect_timeout):
             try:
-                if scheme == "https":
-                    if self._ssl is None:
-                        self._ssl = _ssl_context()
-                    stream: anyio.abc.ByteStream = await anyio.connect_tcp(
-                        host, port, ssl_context=self._ssl, tls_hostname=host
+                stream: anyio.abc.ByteStream
+                if route is not None:
+                    stream = await self._through(route[0], where, origin)
+                elif scheme == "https":
+                    stream = await anyio.connect_tcp(
+                        host, port, ssl_context=self._context(), tls_hostname=host
                     )
                 else:
                     stream = await anyio.connect_tcp(host, port)
             except BaseException as exc:
                 self._freeing()
-                failure = _connect_failure(exc)
+                failure = _connect_failure(exc, where)
                 if failure is None:
                     raise  # a cancellation (the connect timeout's own), or a bug
                 raise failure from None
             return _Connection(stream, origin)
-        raise UpstreamFailure(UpstreamError.TIMEOUT, f"connecting to {host}:{port} timed out")
+        raise UpstreamFailure(
+            UpstreamError.TIMEOUT, f"connecting to {host}:{port} timed out{where}"
+        )
+
+    async def _through(self, proxy: _Proxy, where: str, origin: _Origin) -> anyio.abc.ByteStream:
+        """A connection to ``origin`` through ``proxy``: the proxy's own for
+        an http upstream; a ``CONNECT`` tunnel, then TLS, for an https one."""
+        scheme, host, port = origin
+        try:
+            stream: anyio.abc.ByteStream = await anyio.connect_tcp(proxy.host, proxy.port)
+        except OSError as exc:
+            kind = UpstreamError.DNS if isinstance(exc, socket.gaierror) else UpstreamError.REFUSED
+            raise UpstreamFailure(
+                kind,
+                f"cannot reach the proxy: {_reason(exc, 'connection refused')}{where}",
+            ) from None
+        if scheme == "http":
+            return stream
+        try:
+            await _tunnel(stream, proxy, where, host, port)
+            return await anyio.streams.tls.TLSStream.wrap(
+                stream, hostname=host, ssl_context=self._context()
+            )
+        except BaseException:
+            await anyio.aclose_forcefully(stream)
+            raise
 
     def _freeing(self) -> None:
         """One connection fewer is open."""

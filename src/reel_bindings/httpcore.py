@@ -24,7 +24,7 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -40,12 +40,13 @@ from reel_core import (
     Redactor,
     Request,
     Timing,
+    UpstreamError,
 )
 
 from ._clock import sleep_until, sleep_until_sync
 from ._files import CassetteFile
-from ._inprocess import Decision, Player, Upstreaming, frames_of
-from ._upstream import classify
+from ._inprocess import CLIENT_CLOSED, Decision, Player, Upstreaming, frames_of
+from ._upstream import classify, environment_proxies, proxy_for
 
 __all__ = ["AsyncTransport", "Transport"]
 
@@ -92,9 +93,9 @@ def _family(request: Any) -> ModuleType:
 @functools.cache
 def _streams(family: ModuleType) -> tuple[type, type]:
     """Body streams of ``family`` that close the generator under them: when a
-    client closes a response it has not read to the end (an SDK stops at
-    ``[DONE]``), the relay must hear of it to read the rest and record it.
-    (A plain ``content=`` iterator is never closed, only garbage collected.)"""
+    client closes a response it has not read to the end, the relay must hear
+    of it at once to close the upstream and record the cut.  (A plain
+    ``content=`` iterator is never closed, only garbage collected.)"""
 
     class SyncStream(family.SyncByteStream):  # type: ignore[misc, name-defined]
         def __init__(self, iterator: Iterator[bytes]) -> None:
@@ -109,12 +110,23 @@ def _streams(family: ModuleType) -> tuple[type, type]:
     class AsyncStream(family.AsyncByteStream):  # type: ignore[misc, name-defined]
         def __init__(self, iterator: AsyncIterator[bytes]) -> None:
             self._iterator = iterator
+            self._closed = False
 
         def __aiter__(self) -> AsyncIterator[bytes]:
-            return self._iterator
+            # Not the generator itself: httpx closes an iterator that is a
+            # generator when its own is finalized (a client that broke out of
+            # ``aiter_*`` and closed the response), maybe while the close
+            # below still runs (it reads on for the body's end).  Only
+            # ``aclose`` closes the generator, once.
+            return self
+
+        async def __anext__(self) -> bytes:
+            return await self._iterator.__anext__()
 
         async def aclose(self) -> None:
-            await self._iterator.aclose()  # type: ignore[attr-defined]
+            if not self._closed:
+                self._closed = True
+                await self._iterator.aclose()  # type: ignore[attr-defined]
 
     return SyncStream, AsyncStream
 
@@ -135,6 +147,11 @@ def _cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
     message = (
         f"peer closed connection without sending complete message body (recorded cut: {cut.error})"
     )
+    if cut.error == UpstreamError.CLIENT_CLOSED.value:
+        message += (
+            "; the recording ends here because its client closed the response early: "
+            "re-record it (REEL_MODE=record) if this client reads further"
+        )
     if cut.error == "timeout":
         exc: Exception = family.ReadTimeout(message, request=request)
     else:
@@ -159,9 +176,33 @@ class _Base:
             cassette, mode=mode, match=match, timing=timing, repeat=repeat, redactor=redactor
         )
         self.strict = strict
-        self._upstreams: dict[str, Any] = {}
+        #: The pools forwards go through, by client family and proxy URL
+        #: (``""``: direct); an ``upstream`` given serves its family always.
+        self._upstreams: dict[tuple[str, str], Any] = {}
+        self._given: dict[str, Any] = {}
         if upstream is not None:
-            self._upstreams[type(upstream).__module__.partition(".")[0]] = upstream
+            self._given[type(upstream).__module__.partition(".")[0]] = upstream
+        self._proxies = environment_proxies()
+
+    def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
+        """The pool a forward of ``request`` goes through: the ``upstream``
+        given for its family, else one of ``make`` (the family's
+        ``HTTPTransport`` or ``AsyncHTTPTransport``) through the proxy the
+        environment names for its URL, if any (``HTTPS_PROXY``,
+        ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``)."""
+        given = self._given.get(family.__name__)
+        if given is not None:
+            return given
+        url = request.url
+        port = url.port or (443 if url.scheme == "https" else 80)
+        proxy = proxy_for(url.scheme, url.host, port, self._proxies) or ""
+        upstream = self._upstreams.get((family.__name__, proxy))
+        if upstream is None:
+            made = make(proxy=proxy) if proxy else make()
+            # setdefault: threads racing here share one pool (another one
+            # would hold connections that close() never closes)
+            upstream = self._upstreams.setdefault((family.__name__, proxy), made)
+        return upstream
 
     @property
     def misses(self) -> list[Any]:
@@ -210,18 +251,13 @@ class Transport(_Base, _SyncBase):
             elif isinstance(event, Cut):
                 raise _cut_error(family, event, request)
 
-    def _upstream(self, family: ModuleType) -> Any:
-        upstream = self._upstreams.get(family.__name__)
-        if upstream is None:
-            # setdefault: threads racing here share one pool (another one
-            # would hold connections that close() never closes)
-            upstream = self._upstreams.setdefault(family.__name__, family.HTTPTransport())
-        return upstream
+    def _upstream(self, family: ModuleType, request: Any) -> Any:
+        return self._pool(family, request, family.HTTPTransport)
 
     def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
         feed = self.player.upstream(decision)
         try:
-            response = self._upstream(family).handle_request(request)
+            response = self._upstream(family, request).handle_request(request)
         except family.TransportError as exc:
             feed.error(classify(exc), str(exc))
             raise
@@ -234,7 +270,7 @@ class Transport(_Base, _SyncBase):
         )
 
     def close(self) -> None:
-        for upstream in self._upstreams.values():
+        for upstream in [*self._upstreams.values(), *self._given.values()]:
             upstream.close()
 
     def __enter__(self) -> Transport:
@@ -252,12 +288,18 @@ def _relay(family: ModuleType, response: Any, feed: Upstreaming) -> Iterator[byt
                 feed.data(chunk)
                 yield chunk
         except GeneratorExit:
-            # The client stopped reading (an SDK stops at [DONE]): read the
-            # rest, so what is recorded is what the upstream sent.  A failure
-            # now is recorded as a cut and not raised: nobody is reading.
+            # The client closed the response before its end.  One more read
+            # takes the end if it is there (an SDK stops at a stream's last
+            # event, [DONE], before the body's end was read); else the
+            # upstream is closed now (finally) and the recording is cut
+            # there, by the client.  A failure now is recorded, not raised:
+            # nobody is reading.
             try:
-                for chunk in chunks:
+                chunk = next(chunks, None)
+                if chunk is not None:
                     feed.data(chunk)
+                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
+                    return
             except family.TransportError as exc:
                 feed.error(classify(exc), str(exc))
                 return
@@ -266,6 +308,8 @@ def _relay(family: ModuleType, response: Any, feed: Upstreaming) -> Iterator[byt
         feed.error(classify(exc), str(exc))
         raise
     finally:
+        if isinstance(chunks, Generator):  # left before its end: close it now
+            chunks.close()
         response.close()
 
 
@@ -298,18 +342,13 @@ class AsyncTransport(_Base, _AsyncBase):
             elif isinstance(event, Cut):
                 raise _cut_error(family, event, request)
 
-    def _upstream(self, family: ModuleType) -> Any:
-        upstream = self._upstreams.get(family.__name__)
-        if upstream is None:
-            # setdefault: threads racing here share one pool (another one
-            # would hold connections that close() never closes)
-            upstream = self._upstreams.setdefault(family.__name__, family.AsyncHTTPTransport())
-        return upstream
+    def _upstream(self, family: ModuleType, request: Any) -> Any:
+        return self._pool(family, request, family.AsyncHTTPTransport)
 
     async def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
         feed = self.player.upstream(decision)
         try:
-            response = await self._upstream(family).handle_async_request(request)
+            response = await self._upstream(family, request).handle_async_request(request)
         except family.TransportError as exc:
             feed.error(classify(exc), str(exc))
             raise
@@ -322,7 +361,7 @@ class AsyncTransport(_Base, _AsyncBase):
         )
 
     async def aclose(self) -> None:
-        for upstream in self._upstreams.values():
+        for upstream in [*self._upstreams.values(), *self._given.values()]:
             await upstream.aclose()
 
     async def __aenter__(self) -> AsyncTransport:
@@ -340,10 +379,14 @@ async def _arelay(family: ModuleType, response: Any, feed: Upstreaming) -> Async
                 feed.data(chunk)
                 yield chunk
         except GeneratorExit:
-            # The client stopped reading: read the rest (see _relay).
+            # The client closed the response: one more read, then the
+            # upstream is closed and the recording cut (see _relay).
             try:
-                async for chunk in chunks:
+                chunk = await anext(chunks, None)
+                if chunk is not None:
                     feed.data(chunk)
+                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
+                    return
             except family.TransportError as exc:
                 feed.error(classify(exc), str(exc))
                 return
@@ -352,4 +395,6 @@ async def _arelay(family: ModuleType, response: Any, feed: Upstreaming) -> Async
         feed.error(classify(exc), str(exc))
         raise
     finally:
+        if isinstance(chunks, AsyncGenerator):  # left before its end: close it now
+            await chunks.aclose()
         await response.aclose()

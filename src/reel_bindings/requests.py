@@ -33,11 +33,12 @@ from reel_core import (
     Redactor,
     Request,
     Timing,
+    UpstreamError,
 )
 
 from ._clock import sleep_until_sync
 from ._files import CassetteFile
-from ._inprocess import Decision, Player, Upstreaming, frames_of
+from ._inprocess import CLIENT_CLOSED, Decision, Player, Upstreaming, frames_of
 from ._upstream import classify
 
 try:
@@ -127,11 +128,16 @@ class _RelayRaw:
                     if out:
                         yield out
             except GeneratorExit:
-                # The client stopped reading: read the rest, so the
-                # recording is what the upstream sent.
-                for chunk in chunks:
+                # The client closed the response before its end: one more
+                # read takes the end if it is there (a client that stops at
+                # a stream's last event); else the upstream is closed now
+                # and the recording cut there, by the client.
+                chunk = next(chunks, None)
+                if chunk is None:
+                    self._feed.end()
+                else:
                     self._feed.data(chunk)
-                self._feed.end()
+                    self._feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
                 raise
         except (Urllib3Error, OSError) as exc:
             self._feed.error(classify(exc), str(exc))

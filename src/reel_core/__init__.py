@@ -27,6 +27,7 @@ from ._errors import (
     SchemaVersionError,
 )
 from ._events import (
+    Continue,
     Cut,
     EndOfResponse,
     Event,
@@ -62,6 +63,7 @@ __all__ = [
     "Closest",
     "Config",
     "ContentDecoder",
+    "Continue",
     "Cut",
     "EndOfResponse",
     "Event",

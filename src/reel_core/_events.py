@@ -5,6 +5,8 @@ Decisions come first (:class:`Replay`, :class:`Forward`, :class:`Miss` or
 then the response as :class:`ResponseHead`, :class:`Frame` events and an
 :class:`EndOfResponse` or a :class:`Cut`; a forwarded exchange that is being
 recorded ends with :class:`Recorded`, carrying the cassette line to append.
+A client that waits for ``100 Continue`` before sending its body gets a
+:class:`Continue` first.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from ._miss import MissReport
 
 __all__ = [
+    "Continue",
     "Cut",
     "EndOfResponse",
     "Event",
@@ -44,6 +47,15 @@ class Signal(enum.Enum):
     PAUSED = "PAUSED"
     #: The client closed the connection; the session is finished.
     CLOSED = "CLOSED"
+
+
+@dataclass(frozen=True)
+class Continue:
+    """The client sent ``Expect: 100-continue`` and waits for the interim
+    ``100 Continue`` before it sends the body: write ``session.send(event)``
+    to it, then read on.  Handed out once per request, only to a session
+    fed with bytes; a request refused at its head (a body over the limit:
+    413) gets its final answer instead."""
 
 
 @dataclass(frozen=True)
@@ -175,4 +187,15 @@ class Recorded:
     key: str
 
 
-Event = Replay | Forward | Miss | Refused | ResponseHead | Frame | EndOfResponse | Cut | Recorded
+Event = (
+    Continue
+    | Replay
+    | Forward
+    | Miss
+    | Refused
+    | ResponseHead
+    | Frame
+    | EndOfResponse
+    | Cut
+    | Recorded
+)

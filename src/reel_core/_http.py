@@ -159,6 +159,9 @@ class ReaderSignal(enum.Enum):
     PAUSED = "PAUSED"
     #: The client closed its side.
     CLOSED = "CLOSED"
+    #: The client waits for ``100 Continue`` before sending the body
+    #: (``Expect: 100-continue``): send it with :meth:`RequestReader.send_continue`.
+    CONTINUE = "CONTINUE"
 
 
 class RequestReader:
@@ -171,6 +174,8 @@ class RequestReader:
         self._head: h11.Request | None = None
         self._body: list[bytes] = []
         self._size = 0
+        #: Whether ``CONTINUE`` was returned for the request being read.
+        self._offered_continue = False
 
     @property
     def client_http_version(self) -> bytes | None:
@@ -197,6 +202,11 @@ class RequestReader:
             except h11.RemoteProtocolError as exc:
                 raise _remote_error(exc) from None
             if event is h11.NEED_DATA:
+                if self._conn.they_are_waiting_for_100_continue and not self._offered_continue:
+                    # curl, for one, waits a second for it before sending a
+                    # body over 1 KB; the head was read and accepted.
+                    self._offered_continue = True
+                    return ReaderSignal.CONTINUE
                 return ReaderSignal.NEED_DATA
             if event is h11.PAUSED:
                 return ReaderSignal.PAUSED
@@ -249,6 +259,14 @@ class RequestReader:
         if length is not None and int(length) > self._limits.max_body:
             raise self._limits.body_too_large(int(length))
         self._head = head
+        self._offered_continue = False
+
+    def send_continue(self) -> bytes:
+        """The bytes of the interim ``100 Continue`` answer, or ``b""`` when
+        it is no longer due (the client started sending the body)."""
+        if not self._conn.they_are_waiting_for_100_continue:
+            return b""
+        return self.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
 
     def send(self, event: h11.Event) -> bytes:
         try:

@@ -33,8 +33,8 @@ __all__ = ["Recorder", "UpstreamError", "redact_chunks", "response_shape"]
 
 
 class UpstreamError(enum.Enum):
-    """How an upstream exchange can fail; the binding maps its library's
-    exceptions onto these."""
+    """How an upstream exchange can end early; the binding maps its
+    library's exceptions onto these."""
 
     #: The connection was refused.
     REFUSED = "refused"
@@ -50,6 +50,9 @@ class UpstreamError(enum.Enum):
     CLOSED = "closed"
     #: The upstream answered something that is not HTTP.
     PROTOCOL = "protocol"
+    #: Not the upstream's doing: the client closed the connection before the
+    #: response ended, and the binding stopped reading the upstream.
+    CLIENT_CLOSED = "client-closed"
 
     @property
     def status(self) -> int:

@@ -25,6 +25,7 @@ from ._cassette import Cassette, Interaction, RecordedRequest
 from ._config import Config, Mode
 from ._errors import CassetteError, LocalProtocolError, MissError, RemoteProtocolError
 from ._events import (
+    Continue,
     Cut,
     EndOfResponse,
     Event,
@@ -190,7 +191,7 @@ class Session:
             return self._store()
         if self.state is State.IDLE:
             request = self._next_request()
-            if isinstance(request, Signal):
+            if isinstance(request, (Signal, Continue)):
                 return request
             self._decide(request)
             return self.next_event()
@@ -200,7 +201,7 @@ class Session:
             raise LocalProtocolError("the session failed earlier; close the connection")
         return Signal.PAUSED
 
-    def _next_request(self) -> Request | Signal:
+    def _next_request(self) -> Request | Signal | Continue:
         if self._pending is not None:
             request, self._pending = self._pending, None
             return request
@@ -218,6 +219,8 @@ class Session:
             return Signal.CLOSED
         if got is ReaderSignal.NEED_DATA:
             return Signal.NEED_DATA
+        if got is ReaderSignal.CONTINUE:
+            return Continue()
         if got is ReaderSignal.PAUSED:  # pragma: no cover - h11 pauses only mid-response
             return Signal.PAUSED
         assert isinstance(got, Request)
@@ -551,6 +554,8 @@ class Session:
         elif isinstance(event, Cut):
             self._reader.send_failed()
             return b""
+        elif isinstance(event, Continue):
+            return self._reader.send_continue()
         else:
             raise LocalProtocolError(f"{type(event).__name__} is not sent to the client")
         return self._reader.send(h11_event)

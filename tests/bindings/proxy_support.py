@@ -215,7 +215,8 @@ async def proxied(opts: ProxyOptions) -> AsyncIterator[httpx.AsyncClient]:
     """A running proxy and an HTTP client whose base URL is the proxy."""
     async with (
         running(opts) as url,
-        httpx.AsyncClient(base_url=url, timeout=30) as client,
+        # trust_env off: a test's proxy variables are for the proxy, not this client
+        httpx.AsyncClient(base_url=url, timeout=30, trust_env=False) as client,
     ):
         yield client
 

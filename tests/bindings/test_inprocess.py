@@ -18,7 +18,7 @@ import requests
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
 from reel_core import MissError
-from tests.fakes.upstream import SCENARIO_HEADER, FakeUpstreamThread
+from tests.fakes.upstream import FRAME_DELAY_HEADER, SCENARIO_HEADER, FakeUpstreamThread
 
 CHAT = "/v1/chat/completions"
 GONE = "http://127.0.0.1:9"
@@ -214,22 +214,31 @@ def test_a_foreign_request_type_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("client", ["httpx2", "requests"])
-def test_a_reader_that_stops_early_still_records_the_whole_stream(
+def test_a_reader_that_stops_early_leaves_a_recording_cut_by_the_client(
     tmp_path: Path, fake: FakeUpstreamThread, client: str
 ) -> None:
+    """The upstream is not read to its end: what came (the chunk read, and
+    at most one more) is recorded, cut by the client."""
     cassette = tmp_path / f"{client}.jsonl"
     read_first = _first_frame_httpx2 if client == "httpx2" else _first_frame_requests
-    assert read_first(cassette, fake.url).startswith(b"data: ")
+    first = read_first(cassette, fake.url)
+    assert first.startswith(b"data: ")
     line = json.loads(cassette.read_bytes().splitlines()[1])
-    frames = line["response"]["frames"]
-    assert frames[-1][1] == "data: [DONE]\n\n"
-    assert "end" in line["response"]
+    frames = [data.encode() for _, data in line["response"]["frames"]]
+    assert b"".join(frames).startswith(first)
+    assert b"[DONE]" not in b"".join(frames)
+    assert "end" not in line["response"]
+    assert line["response"]["cut"]["error"] == "client-closed"
+
+
+#: Frames 50 ms apart: the one more chunk read after the client left is not the end.
+SLOW = {FRAME_DELAY_HEADER: "50"}
 
 
 def _first_frame_httpx2(cassette: Path, url: str) -> bytes:
     with (
         httpx2.Client(transport=Transport(cassette, mode="record")) as client,
-        client.stream("POST", url + CHAT, content=body("stop early please")) as r,
+        client.stream("POST", url + CHAT, content=body("stop early please"), headers=SLOW) as r,
     ):
         return next(r.iter_raw())
 
@@ -237,7 +246,7 @@ def _first_frame_httpx2(cassette: Path, url: str) -> bytes:
 def _first_frame_requests(cassette: Path, url: str) -> bytes:
     session = requests.Session()
     session.mount("http://", Adapter(cassette, mode="record"))
-    with session.post(url + CHAT, data=body("stop early please"), stream=True) as r:
+    with session.post(url + CHAT, data=body("stop early please"), headers=SLOW, stream=True) as r:
         first: bytes = next(r.iter_content(chunk_size=None))
         return first
 

@@ -15,7 +15,7 @@ import pytest
 
 from reel_bindings.proxy import ProxyOptions, running
 from reel_core import Mode
-from tests.fakes.upstream import CUT_AFTER, closed_port_url, serve_fake
+from tests.fakes.upstream import CUT_AFTER, FRAME_DELAY_HEADER, closed_port_url, serve_fake
 
 from .proxy_support import Call, chat_call, fetch, interactions, options, proxied, upstream_reply
 
@@ -185,14 +185,16 @@ async def hang_up_mid_stream(url: str, call: Call) -> bytes:
     return got
 
 
-async def test_client_leaving_mid_stream_does_not_spoil_the_recording(tmp_path: Path) -> None:
+async def test_client_leaving_mid_stream_closes_the_upstream_and_records_a_cut(
+    tmp_path: Path,
+) -> None:
     cassette = tmp_path / "c.jsonl"
-    call = chat_call("one two three four five six", stream=True)
+    call = chat_call("one two three four five six", stream=True, headers={FRAME_DELAY_HEADER: "50"})
     async with serve_fake() as fake:
         async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
             partial = await hang_up_mid_stream(str(client.base_url), call)
             assert partial.startswith(b"HTTP/1.1 200 ")
-            # the proxy reads the upstream to the end and records it whole
+            # the proxy stops reading the upstream and records what came
             with anyio.fail_after(10):
                 while cassette.read_bytes().count(b"\n") < 2:
                     await anyio.sleep(0.01)
@@ -200,13 +202,19 @@ async def test_client_leaving_mid_stream_does_not_spoil_the_recording(tmp_path: 
         reply = upstream_reply(fake, 0)
     assert after.status == 200
     recorded = interactions(cassette)[0]
-    assert recorded.response.cut is None
-    assert recorded.response.content == reply.body
-    # and a replay client hanging up mid-stream leaves the proxy serving
+    assert recorded.response.cut is not None
+    assert recorded.response.cut.error == "client-closed"
+    content = recorded.response.content
+    assert content
+    assert reply.body.startswith(content)
+    assert len(content) < len(reply.body)
+    # a replay breaks off where the client left; a replay client hanging up
+    # mid-stream leaves the proxy serving
     async with proxied(options(Mode.REPLAY, cassette)) as client:
         await hang_up_mid_stream(str(client.base_url), call)
-        whole = await fetch(client, call)
-    assert whole.body == reply.body
+        replayed = await fetch(client, call)
+    assert replayed.body == content
+    assert replayed.error is not None
 
 
 # ------------------------------------------------------------------ routing

@@ -193,6 +193,14 @@ def test_help_documents_every_flag_and_variable() -> None:
         assert mode.value in out
 
 
+def test_the_help_in_the_docs_is_the_real_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/proxy.md shows ``--help`` as printed on an 80-column terminal;
+    regenerate it with ``COLUMNS=80 python -m reel_bindings.proxy --help``."""
+    monkeypatch.setenv("COLUMNS", "80")
+    page = (Path(__file__).parents[2] / "docs" / "proxy.md").read_text("utf-8")
+    assert build_parser().format_help() in page
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -6,6 +6,7 @@ import typing
 import pytest
 
 from reel_core import (
+    Continue,
     Cut,
     EndOfResponse,
     Event,
@@ -24,6 +25,7 @@ from ._helpers import request
 
 def test_event_union_lists_every_event() -> None:
     assert set(typing.get_args(Event)) == {
+        Continue,
         Replay,
         Forward,
         Miss,

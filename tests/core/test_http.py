@@ -262,6 +262,8 @@ def test_events_a_server_never_receives_are_skipped() -> None:
     """Defensive: the reader loops past any h11 event it has no use for."""
 
     class Odd:
+        they_are_waiting_for_100_continue = False
+
         def __init__(self) -> None:
             self.events: list[object] = [
                 h11.InformationalResponse(status_code=100, headers=[]),
@@ -427,3 +429,74 @@ def test_random_splits_of_many_requests() -> None:
         )
         got = read_all(random_split(data, rng, rng.randint(1, 30)))
         assert [g.body for g in got if isinstance(g, Request)] == bodies
+
+
+# -- Expect: 100-continue -------------------------------------------------------
+
+EXPECT_HEAD = (
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n"
+    b"Expect: 100-continue\r\n\r\n"
+)
+
+
+def test_a_client_waiting_for_100_continue_is_told_to_go_on_once() -> None:
+    reader = RequestReader(Limits())
+    reader.receive_data(EXPECT_HEAD)
+    assert reader.next_request() is ReaderSignal.CONTINUE
+    assert reader.send_continue() == b"HTTP/1.1 100 Continue\r\n\r\n"
+    assert reader.next_request() is ReaderSignal.NEED_DATA  # offered once
+    reader.receive_data(b"{}{}")
+    request = reader.next_request()
+    assert isinstance(request, Request)
+    assert request.body == b"{}{}"
+    assert reader.send(h11.Response(status_code=200, headers=[(b"content-length", b"0")]))
+    reader.send(h11.EndOfMessage())
+    assert reader.keep_alive  # the interim answer leaves the exchange as it was
+
+
+def test_100_continue_is_offered_once_even_if_not_sent() -> None:
+    reader = RequestReader(Limits())
+    reader.receive_data(EXPECT_HEAD)
+    assert reader.next_request() is ReaderSignal.CONTINUE
+    assert reader.next_request() is ReaderSignal.NEED_DATA
+
+
+def test_100_continue_is_not_due_once_the_body_is_coming() -> None:
+    reader = RequestReader(Limits())
+    reader.receive_data(EXPECT_HEAD)
+    assert reader.next_request() is ReaderSignal.CONTINUE
+    reader.receive_data(b"{}")  # the client did not wait (curl gives up after a second)
+    assert reader.next_request() is ReaderSignal.NEED_DATA
+    assert reader.send_continue() == b""
+    # and a client that sends the body with the head is never offered it
+    whole = RequestReader(Limits())
+    whole.receive_data(EXPECT_HEAD + b"{}{}")
+    assert isinstance(whole.next_request(), Request)
+
+
+def test_100_continue_is_offered_again_for_the_next_request() -> None:
+    reader = RequestReader(Limits())
+    reader.receive_data(EXPECT_HEAD)
+    assert reader.next_request() is ReaderSignal.CONTINUE
+    reader.send_continue()
+    reader.receive_data(b"{}{}")
+    assert isinstance(reader.next_request(), Request)
+    reader.send(h11.Response(status_code=204, headers=[]))
+    reader.send(h11.EndOfMessage())
+    reader.start_next_cycle()
+    reader.receive_data(EXPECT_HEAD)
+    assert reader.next_request() is ReaderSignal.CONTINUE
+
+
+def test_a_body_over_the_limit_is_refused_instead_of_continued() -> None:
+    reader = RequestReader(Limits(max_body=3))
+    reader.receive_data(EXPECT_HEAD)
+    with pytest.raises(RemoteProtocolError) as info:
+        reader.next_request()
+    assert info.value.status == 413
+
+
+def test_http_1_0_clients_are_never_offered_100_continue() -> None:
+    reader = RequestReader(Limits())
+    reader.receive_data(EXPECT_HEAD.replace(b"HTTP/1.1", b"HTTP/1.0"))
+    assert reader.next_request() is ReaderSignal.NEED_DATA

@@ -54,6 +54,7 @@ def test_upstream_error_statuses() -> None:
         "reset",
         "closed",
         "protocol",
+        "client-closed",
     }
 
 

@@ -12,6 +12,7 @@ from reel_core import (
     CassetteError,
     CassetteMeta,
     Config,
+    Continue,
     Cut,
     EndOfResponse,
     Event,
@@ -1038,6 +1039,25 @@ def test_wire_cut_aborts_the_response() -> None:
     assert session.send(Frame(b"")) == b""
 
 
+def test_wire_client_waiting_for_100_continue_gets_it_then_its_answer() -> None:
+    body = b'{"model":"m","messages":[]}'
+    wire = client_bytes(headers=[(b"expect", b"100-continue")], body=body)
+    head, rest = wire[: wire.index(b"\r\n\r\n") + 4], wire[wire.index(b"\r\n\r\n") + 4 :]
+    assert rest == body
+    session = Session(cassette_of(interaction()))
+    session.receive_data(head)
+    events, signal = pull(session)
+    assert events == [Continue()]
+    assert signal is Signal.NEED_DATA
+    assert session.send(events[0]) == b"HTTP/1.1 100 Continue\r\n\r\n"
+    assert state(session) is State.IDLE  # an interim answer changes no state
+    events, out = serve_wire(session, [rest])
+    assert isinstance(events[0], Replay)
+    _, answer, complete = parse_response(out)
+    assert complete
+    assert answer == interaction().response.body
+
+
 def test_send_is_for_wire_sessions() -> None:
     session = Session(cassette_of(interaction()))
     with pytest.raises(LocalProtocolError, match="send\\(\\) is for sessions fed with"):
@@ -1228,3 +1248,21 @@ def test_a_corrupt_line_is_answered_500_and_the_session_goes_on() -> None:
     session.start_next_cycle()
     # another request is a plain miss: the bad line is nobody's closest recording
     assert isinstance(one_exchange(session, request(b'{"other": 1}'))[0], Miss)
+
+
+def test_a_client_that_left_is_a_recorded_cut_of_its_own_kind() -> None:
+    session = Session(Cassette(), Config(mode=Mode.RECORD))
+    session.receive_request(request(body=b'{"model":"m","stream":true}'))
+    assert isinstance(session.next_event(), Forward)
+    session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
+    session.upstream_data(b"data: 1\n\n", now=0.1)
+    session.upstream_error(UpstreamError.CLIENT_CLOSED, "the client closed", now=0.2)
+    events, _ = pull(session)
+    assert events[-2] == Cut("client-closed", "the client closed")
+    assert isinstance(events[-1], Recorded)
+    [line] = session.cassette
+    assert line.response.cut == StreamCut(200.0, "client-closed", "the client closed")
+    assert line.response.frames == ((100.0, b"data: 1\n\n"),)
+    # replayed: the frames, then the cut where the client left
+    replayed = one_exchange(Session(session.cassette), request(body=b'{"model":"m","stream":true}'))
+    assert replayed[-1] == Cut("client-closed", "the client closed", 0.2)

@@ -79,6 +79,9 @@ class FakeUpstream:
         self.requests: list[ReceivedRequest] = []
         #: How many TCP connections were accepted.
         self.connections = 0
+        #: How many connections the client closed (or broke) while an answer
+        #: was being sent on them.
+        self.hangups = 0
         #: Exceptions the fake's own code raised while answering (each answered with a 500).
         self.errors: list[Exception] = []
         self._scripted: deque[Reply] = deque()
@@ -99,6 +102,7 @@ class FakeUpstream:
         self.requests.clear()
         self.errors.clear()
         self.connections = 0
+        self.hangups = 0
 
     def frame_delay_for(self, request: ReceivedRequest, reply: Reply) -> float:
         override = request.header(FRAME_DELAY_HEADER)
@@ -120,8 +124,12 @@ class FakeUpstream:
                     return
                 self.requests.append(request)
                 reply = self._scripted.popleft() if self._scripted else self._respond(request)
-                if not await self._play(conn, stream, request, reply):
-                    return
+                try:
+                    if not await self._play(conn, stream, request, reply):
+                        return
+                except _GONE:
+                    self.hangups += 1
+                    raise
                 if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                     return
                 conn.start_next_cycle()

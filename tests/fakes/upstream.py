@@ -153,6 +153,10 @@ class FakeUpstreamThread:
     def connections(self) -> int:
         return self.server.connections
 
+    @property
+    def hangups(self) -> int:
+        return self.server.hangups
+
     def push_reply(self, reply: Reply) -> None:
         self.server.push_reply(reply)
 

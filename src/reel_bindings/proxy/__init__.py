@@ -55,6 +55,7 @@ def _proxy(options: ProxyOptions) -> Proxy:
         upstream=AsyncUpstream(
             connect_timeout=min(10.0, options.upstream_timeout),
             read_timeout=options.upstream_timeout,
+            ca=options.ca,
         ),
     )
 

@@ -38,6 +38,10 @@ environment variables (a flag wins over its variable):
   REEL_PORT          --port
   REEL_REDACT_PII    0 keeps e-mail addresses and phone numbers (default 1: redacted)
 
+Forwarded requests honour HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY (any
+case; loopback upstreams always go direct), and SSL_CERT_FILE / SSL_CERT_DIR
+for the CAs upstream certificates are checked against (with --ca besides).
+
 With no cassette named, the proxy replays the demo cassette shipped with Reel,
 so `python -m reel_bindings.proxy` answers OpenAI, Anthropic and Gemini calls
 with no key and no network.
@@ -61,6 +65,8 @@ class ProxyOptions:
     strict: bool = False
     client_timeout: float = 60.0
     upstream_timeout: float = 120.0
+    #: A PEM file of CAs trusted for upstream TLS, besides the usual ones.
+    ca: Path | None = None
     grace: float = 10.0
     verbosity: int = 0
     #: Largest request head and body a client may send (431 and 413 beyond).
@@ -158,6 +164,13 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         help="seconds to wait for the upstream to connect and for each chunk: a timeout "
         "before the response head is answered 504, after it the stream is cut",
     )
+    add(
+        "--ca",
+        type=Path,
+        metavar="FILE",
+        help="a PEM file of CA certificates to trust for upstream TLS, besides the system's "
+        "and certifi's (a corporate proxy's or a private CA)",
+    )
     add("--grace", type=float, default=10.0, metavar="S", help="shutdown grace for open streams")
     add(
         "--max-body",
@@ -224,6 +237,8 @@ def parse_options(
             max_body = int(env.get("REEL_MAX_BODY") or Limits().max_body)
         except ValueError:
             parser.error(f"REEL_MAX_BODY={env['REEL_MAX_BODY']!r} is not a number of bytes")
+    if args.ca is not None and not args.ca.is_file():
+        parser.error(f"--ca {args.ca}: no such file; give a PEM file of CA certificates")
     for flag, value in (("--max-body", max_body), ("--max-head", args.max_head)):
         if value < 1:
             parser.error(f"{flag} {value} must be a positive number of bytes")
@@ -241,6 +256,7 @@ def parse_options(
         strict=args.strict,
         client_timeout=args.client_timeout,
         upstream_timeout=args.upstream_timeout,
+        ca=args.ca,
         grace=args.grace,
         max_head=args.max_head,
         max_body=max_body,

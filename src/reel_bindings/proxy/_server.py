@@ -12,7 +12,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import aclosing, suppress
 from pathlib import Path
 
 import anyio
@@ -23,6 +23,7 @@ from reel_core import (
     Cassette,
     CassetteMeta,
     Config,
+    Continue,
     Cut,
     EndOfResponse,
     Forward,
@@ -39,6 +40,7 @@ from reel_core import (
     Session,
     Signal,
     State,
+    UpstreamError,
     safe_cassette_name,
 )
 
@@ -211,7 +213,7 @@ class Proxy:
         session = conn.session
         exchange = conn.exchange
         start = 0.0  # when the response head went out (replay deadlines count from it)
-        out = b""  # response bytes due now, not written yet
+        out = _Pending()  # response bytes due now, not written yet
         while True:
             try:
                 event = session.next_event()
@@ -228,6 +230,9 @@ class Proxy:
                 continue
             if event is Signal.CLOSED:
                 return
+            if isinstance(event, Continue):  # the client waits for it to send the body
+                await _send(stream, session.send(event))
+                continue
             if event is Signal.PAUSED:
                 if session.state is State.DONE and session.keep_alive and not self.closing:
                     session.start_next_cycle()
@@ -255,29 +260,31 @@ class Proxy:
                     await self._forward(stream, session, event, exchange)
                 continue
             # Bytes due now are gathered and go out in one write when the
-            # next frame must wait (or the response ends): a write per event
-            # costs a system call and a wake-up of the client each.
+            # next frame must wait, the response ends, or WRITE_SIZE bytes
+            # are pending: a write per event costs a system call and a
+            # wake-up of the client each, and one write of a whole long
+            # stream due at once (fast timing) would hold it all in memory
+            # and keep every other connection waiting.
             if isinstance(event, Recorded):
                 self._append(session, event)
                 continue
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
                 start = exchange.started  # the head goes out now
-                out += session.send(event)
+                out.add(session.send(event))
                 continue
             if event.at and start + event.at > anyio.current_time():
-                await _send(stream, out)
-                out = b""
+                await out.flush(stream)
                 await sleep_until(start + event.at)
             if isinstance(event, Frame):
-                out += session.send(event)
+                if out.add(session.send(event)):
+                    await out.flush(stream)
             elif isinstance(event, EndOfResponse):
-                await _send(stream, out + session.send(event))
-                out = b""
+                out.add(session.send(event))
+                await out.flush(stream)
                 self._log(session, exchange)
             elif isinstance(event, Cut):
-                await _send(stream, out)
-                out = b""
+                await out.flush(stream)
                 session.send(event)
                 exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
@@ -334,13 +341,52 @@ class Proxy:
         forward: Forward,
         exchange: _Exchange,
     ) -> None:
-        """Send the request upstream, passing each chunk on as it arrives."""
+        """Send the request upstream, passing each chunk on as it arrives.
+
+        The client is watched meanwhile: when it closes the connection (or a
+        write to it fails), the upstream is closed at once, and the exchange
+        ends as cut by the client (recorded so, with what came until then)."""
+        assert forward.url is not None
+        gone = _Gone()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch, stream, session, gone, tg.cancel_scope)
+            try:
+                await self._relay(stream, session, forward, exchange, gone, tg.cancel_scope)
+            finally:
+                tg.cancel_scope.cancel()  # the watch is over
+        if not gone.why:
+            return
+        if session.state in (State.AWAIT_UPSTREAM, State.STREAMING):
+            log.info(
+                "the client closed the connection mid-exchange: the upstream was closed too%s",
+                " (what came so far is recorded)" if forward.record else "",
+            )
+            if session.state is State.AWAIT_UPSTREAM:
+                exchange.outcome += " (client left)"
+            session.upstream_error(UpstreamError.CLIENT_CLOSED, gone.why, now=anyio.current_time())
+        # nobody reads the rest: pull it, append the line
+        while not isinstance(event := session.next_event(), Signal):
+            if isinstance(event, Recorded):
+                self._append(session, event)
+            elif isinstance(event, Cut):
+                session.send(event)
+                exchange.outcome += f" (cut: {event.error})"
+                self._log(session, exchange)
+        raise anyio.BrokenResourceError
+
+    async def _relay(
+        self,
+        stream: anyio.abc.ByteStream,
+        session: Session,
+        forward: Forward,
+        exchange: _Exchange,
+        gone: _Gone,
+        stop: anyio.CancelScope,
+    ) -> None:
         assert forward.url is not None
         sent_at = anyio.current_time()
-        client_gone = False
 
         async def flush() -> None:
-            nonlocal client_gone
             while True:
                 event = session.next_event()
                 if isinstance(event, Signal):
@@ -354,12 +400,12 @@ class Proxy:
                 if isinstance(event, Cut):
                     exchange.outcome += f" (cut: {event.error})"
                     self._log(session, exchange)
-                    client_gone = True
                 try:
-                    if not client_gone:
-                        await _send(stream, data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    client_gone = True  # keep reading upstream: the recording is still whole
+                    await _send(stream, data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                    # stop reading the upstream: nobody reads on
+                    gone.why = gone.why or f"a write to the client failed ({_reason(exc)})"
+                    stop.cancel()
                 finally:
                     if isinstance(event, EndOfResponse):
                         # The client has its answer: now the line is built
@@ -377,9 +423,11 @@ class Proxy:
                     timestamp=time.time(),
                 )
                 await flush()
-                async for chunk in response.chunks():
-                    session.upstream_data(chunk, now=anyio.current_time())
-                    await flush()
+                # closed however the loop ends (a client that left cancels it)
+                async with aclosing(response.chunks()) as chunks:
+                    async for chunk in chunks:
+                        session.upstream_data(chunk, now=anyio.current_time())
+                        await flush()
                 session.upstream_end(now=anyio.current_time())
                 # before the upstream connection is put back: the client's
                 # end does not wait on that
@@ -392,8 +440,6 @@ class Proxy:
             session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         if session.state is State.DONE:
             await flush()
-            if client_gone:
-                raise anyio.BrokenResourceError
 
     def _record(self, session: Session, target: str) -> None:
         """Pull the recorded line that follows a response's end, and append it.
@@ -446,9 +492,86 @@ class Proxy:
         )
 
 
+@attrs.define(eq=False)
+class _Gone:
+    """Set when the client left while its request was forwarded."""
+
+    #: What showed it ("" while the client is there).
+    why: str = ""
+
+
+async def _watch(
+    stream: anyio.abc.ByteStream, session: Session, gone: _Gone, stop: anyio.CancelScope
+) -> None:
+    """While a request is forwarded: read from the client.  Its EOF (or a
+    broken connection) means it left: ``stop`` the forward.  Bytes are the
+    next request, pipelined: they wait in the session, and the watch ends."""
+    try:
+        data = await stream.receive()
+    except anyio.EndOfStream:
+        data = b""
+        why = "the client closed the connection"
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+        data = b""
+        why = f"the client connection broke ({_reason(exc)})"
+    if data:
+        session.receive_data(data)
+        return
+    gone.why = gone.why or why
+    stop.cancel()
+
+
+def _reason(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__ or exc
+    return str(cause) or type(cause).__name__
+
+
 async def _send(stream: anyio.abc.ByteStream, data: bytes) -> None:
     if data:
         await stream.send(data)
+
+
+#: The most response bytes joined into one write to a client.
+WRITE_SIZE = 64 * 1024
+
+
+class _Pending:
+    """Response bytes due now, not written yet, joined into writes of at
+    most ``WRITE_SIZE`` bytes (a larger piece, a big body, is cut into
+    writes of that size)."""
+
+    __slots__ = ("_pieces", "_size")
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []
+        self._size = 0
+
+    def add(self, data: bytes) -> bool:
+        """Keep ``data``; True when a write is due (``WRITE_SIZE`` reached)."""
+        if data:
+            self._pieces.append(data)
+            self._size += len(data)
+        return self._size >= WRITE_SIZE
+
+    async def flush(self, stream: anyio.abc.ByteStream) -> None:
+        """Write what is pending, in writes of at most ``WRITE_SIZE`` bytes.
+        Each write yields to the event loop: other connections get their
+        turn between them."""
+        pieces, self._pieces, self._size = self._pieces, [], 0
+        batch: list[bytes] = []
+        size = 0
+        for piece in pieces:
+            if batch and size + len(piece) > WRITE_SIZE:
+                await stream.send(b"".join(batch))
+                batch, size = [], 0
+            if len(piece) > WRITE_SIZE:  # a large whole body: cut into writes
+                for at in range(0, len(piece), WRITE_SIZE):
+                    await stream.send(piece[at : at + WRITE_SIZE])
+                continue
+            batch.append(piece)
+            size += len(piece)
+        if batch:
+            await stream.send(b"".join(batch))
 
 
 async def _linger(stream: anyio.abc.ByteStream, limit: float) -> None:

@@ -1,0 +1,243 @@
+"""A client that closes a forwarded stream early: the upstream is closed at
+once (not read to its end), and in record mode the cassette keeps what came,
+cut by the client (``client-closed``).
+
+The fake upstream would stream for 30 s (a frame every 100 ms); the client
+reads two frames and closes.  Every binding must close the upstream
+connection (the fake counts it as a hang-up) and record the cut.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import aclosing
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.from_thread
+import httpx
+import httpx2
+import pytest
+import requests
+
+from reel_bindings.httpcore import AsyncTransport, Transport
+from reel_bindings.requests import Adapter
+from reel_core import Mode
+from tests.fakes.upstream import (
+    FRAME_DELAY_HEADER,
+    FakeUpstreamThread,
+    Reply,
+    serve_fake,
+)
+
+from .proxy_support import interactions, options, proxied
+
+PATH = "/v1/chat/completions"
+BODY = json.dumps(
+    {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "long"}]}
+).encode()
+HEADERS = {"content-type": "application/json", FRAME_DELAY_HEADER: "100"}
+FRAMES = tuple(b'data: {"n": %d}\n\n' % i for i in range(300))  # 30 s of stream
+LONG = Reply(200, (("content-type", "text/event-stream"),), FRAMES, streamed=True)
+#: How long a test waits for the upstream to see the hang-up: far less than
+#: the 30 s the stream would last if it were read to its end.
+PATIENCE = 15.0
+
+
+def assert_cut_by_the_client(cassette: Path, read: int) -> None:
+    response = interactions(cassette)[0].response
+    assert response.cut is not None
+    assert response.cut.error == "client-closed"
+    assert response.cut.detail
+    frames = [data for _, data in response.frames]
+    assert read <= len(frames) < len(FRAMES) // 2  # what came, not the whole stream
+    assert frames == list(FRAMES[: len(frames)])
+
+
+def sse_count(data: bytes) -> int:
+    return data.count(b"\n\n")
+
+
+# -- the proxy (asyncio and trio) -----------------------------------------------
+
+
+async def hang_up_after(url: str, events: int) -> bytes:
+    parts = urlsplit(url)
+    assert parts.hostname
+    assert parts.port
+    head = (
+        f"POST {PATH} HTTP/1.1\r\nhost: {parts.netloc}\r\ncontent-type: application/json\r\n"
+        f"{FRAME_DELAY_HEADER}: 100\r\ncontent-length: {len(BODY)}\r\n\r\n"
+    )
+    got = b""
+    async with await anyio.connect_tcp(parts.hostname, parts.port) as stream:
+        await stream.send(head.encode() + BODY)
+        while sse_count(got.partition(b"\r\n\r\n")[2]) < events:
+            got += await stream.receive()
+    return got
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", [Mode.RECORD, Mode.LIVE])
+async def test_proxy_closes_the_upstream_when_the_client_leaves(tmp_path: Path, mode: Mode) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake() as fake:
+        fake.push_reply(LONG)
+        async with proxied(options(mode, cassette, upstream=fake.url)) as client:
+            got = await hang_up_after(str(client.base_url), 2)
+            assert got.startswith(b"HTTP/1.1 200 ")
+            with anyio.fail_after(PATIENCE):
+                while not fake.hangups:
+                    await anyio.sleep(0.01)
+                if mode is Mode.RECORD:
+                    while cassette.read_bytes().count(b"\n") < 2:
+                        await anyio.sleep(0.01)
+            # the proxy serves on
+            fake.push_reply(Reply(200, (("content-type", "application/json"),), (b"{}",)))
+            after = await client.post("/v1/x", content=b"{}")
+            assert after.status_code == 200
+    assert fake.connections == 2  # the cut connection was not reused
+    if mode is Mode.RECORD:
+        assert_cut_by_the_client(cassette, 2)
+
+
+@pytest.mark.anyio
+async def test_a_replayed_client_cut_breaks_off_where_the_client_left(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake() as fake:
+        fake.push_reply(LONG)
+        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
+            await hang_up_after(str(client.base_url), 2)
+            with anyio.fail_after(PATIENCE):
+                while cassette.read_bytes().count(b"\n") < 2:
+                    await anyio.sleep(0.01)
+    [line] = interactions(cassette)
+    async with proxied(options(Mode.REPLAY, cassette, timing="fast")) as client:
+        request = client.build_request("POST", PATH, content=BODY, headers=HEADERS)
+        response = await client.send(request, stream=True)
+        chunks: list[bytes] = []
+
+        async def read() -> None:
+            async for chunk in response.aiter_raw():
+                chunks.append(chunk)
+
+        with pytest.raises(httpx.RemoteProtocolError):
+            await read()
+        await response.aclose()
+    assert b"".join(chunks) == line.response.content
+
+
+# -- the in-process transports ---------------------------------------------------
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeUpstreamThread]:
+    with FakeUpstreamThread() as server:
+        yield server
+
+
+def wait_for_hangup(fake: FakeUpstreamThread) -> None:
+    with anyio.from_thread.start_blocking_portal() as portal:
+
+        async def wait() -> None:
+            with anyio.fail_after(PATIENCE):
+                while not fake.hangups:
+                    await anyio.sleep(0.01)
+
+        portal.call(wait)
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_sync_transport_closes_the_upstream_when_the_response_is_closed(
+    tmp_path: Path, fake: FakeUpstreamThread, family: object
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    fake.push_reply(LONG)
+    transport = Transport(cassette, mode=Mode.RECORD)
+    with (
+        family.Client(transport=transport) as client,  # type: ignore[attr-defined]
+        client.stream("POST", fake.url + PATH, content=BODY, headers=HEADERS) as response,
+    ):
+        got = b""
+        for chunk in response.iter_raw():
+            got += chunk
+            if sse_count(got) >= 2:
+                break
+        response.close()
+        wait_for_hangup(fake)
+    assert_cut_by_the_client(cassette, 2)
+
+
+# On trio, httpx itself leaves an inner generator of its response stream to
+# the garbage collector when a response is closed before its end (plain
+# httpx, without Reel, warns the same).
+@pytest.mark.filterwarnings(
+    "ignore:Async generator 'http(x|core).*was garbage collected:ResourceWarning"
+)
+@pytest.mark.anyio
+@pytest.mark.parametrize("family", [httpx, httpx2], ids=["httpx", "httpx2"])
+async def test_async_transport_closes_the_upstream_when_the_response_is_closed(
+    tmp_path: Path, family: object
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake() as fake:
+        fake.push_reply(LONG)
+        transport = AsyncTransport(cassette, mode=Mode.RECORD)
+        async with family.AsyncClient(transport=transport) as client:  # type: ignore[attr-defined]
+            request = client.build_request("POST", fake.url + PATH, content=BODY, headers=HEADERS)
+            response = await client.send(request, stream=True)
+            got = b""
+            async with aclosing(response.aiter_raw()) as chunks:
+                async for chunk in chunks:
+                    got += chunk
+                    if sse_count(got) >= 2:
+                        break
+            await response.aclose()
+            with anyio.fail_after(PATIENCE):
+                while not fake.hangups:
+                    await anyio.sleep(0.01)
+    assert_cut_by_the_client(cassette, 2)
+
+
+def test_requests_adapter_closes_the_upstream_when_the_response_is_closed(
+    tmp_path: Path, fake: FakeUpstreamThread
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    fake.push_reply(LONG)
+    session = requests.Session()
+    session.mount("http://", Adapter(cassette, mode=Mode.RECORD))
+    with session:
+        response = session.post(fake.url + PATH, data=BODY, headers=HEADERS, stream=True)
+        got = b""
+        for chunk in response.iter_content(chunk_size=None):
+            got += chunk
+            if sse_count(got) >= 2:
+                break
+        response.close()
+        wait_for_hangup(fake)
+    assert_cut_by_the_client(cassette, 2)
+
+
+def test_a_client_that_reads_to_the_last_event_leaves_a_whole_recording(
+    tmp_path: Path, fake: FakeUpstreamThread
+) -> None:
+    """An SDK stops at ``[DONE]`` and closes before the body's end was read:
+    the end, already on its way, is read, and the recording is whole."""
+    cassette = tmp_path / "c.jsonl"
+    frames = (b"data: 1\n\n", b"data: [DONE]\n\n")
+    fake.push_reply(Reply(200, (("content-type", "text/event-stream"),), frames, streamed=True))
+    with (
+        httpx.Client(transport=Transport(cassette, mode=Mode.RECORD)) as client,
+        client.stream("POST", fake.url + PATH, content=BODY, headers=HEADERS) as response,
+    ):
+        got = b""
+        for chunk in response.iter_raw():
+            got += chunk
+            if got.endswith(b"[DONE]\n\n"):
+                break
+        response.close()
+    [line] = interactions(cassette)
+    assert line.response.cut is None
+    assert [data for _, data in line.response.frames] == list(frames)
