@@ -142,12 +142,13 @@ class CassetteFile:
             self.cassette = Cassette(name, new_cassette_meta(kept))
             self._reset()
             return
-        data = self.path.read_bytes() if self.path.exists() else b""
+        exists = self.path.exists()
+        data = self.path.read_bytes() if exists else b""
         if data.strip(b"\xef\xbb\xbf \t\r\n"):
             self.cassette = Cassette.loads(data, name=name, strict=strict)
             if strict:
                 self.cassette.validate()  # every line parsed, not just indexed
-        elif mode is Mode.REPLAY and not missing_ok:
+        elif not exists and mode is Mode.REPLAY and not missing_ok:
             raise CassetteNotFoundError(name, hint)
         else:
             self.cassette = Cassette(name, new_cassette_meta(meta))

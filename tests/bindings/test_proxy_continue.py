@@ -86,6 +86,7 @@ async def test_a_client_waiting_for_100_continue_gets_it(tmp_path: Path) -> None
 
 
 async def test_a_body_over_the_limit_is_refused_without_100_continue(tmp_path: Path) -> None:
+    (tmp_path / "c.jsonl").write_bytes(b"")  # an empty cassette: replay refuses a missing one
     opts = options(Mode.REPLAY, tmp_path / "c.jsonl", max_body=100)
     async with running(opts) as url:
         parts = urlsplit(url)

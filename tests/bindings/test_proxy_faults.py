@@ -392,3 +392,31 @@ async def test_idle_client_is_dropped_after_client_timeout(tmp_path: Path) -> No
             miss = await fetch(client, chat_call("after"))
     assert miss.status == 404
     assert (tmp_path / "none.jsonl").read_bytes() == b""  # nothing written
+
+
+class _GoneClient:
+    """A client stream whose peer reset the connection: shutdown fails with
+    ENOTCONN (what trio raises), reads find it gone."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    async def send_eof(self) -> None:
+        raise self.error
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        raise self.error
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "error",
+    [OSError(107, "Transport endpoint is not connected"), anyio.BrokenResourceError()],
+    ids=["enotconn", "broken"],
+)
+async def test_lingering_after_an_error_answer_survives_a_client_already_gone(
+    error: BaseException,
+) -> None:
+    from reel_bindings.proxy._server import _linger
+
+    await _linger(_GoneClient(error), 1.0)  # type: ignore[arg-type]

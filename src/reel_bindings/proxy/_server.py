@@ -578,8 +578,13 @@ async def _linger(stream: anyio.abc.ByteStream, limit: float) -> None:
     """After an error answer, read and drop what the client still sends
     (a body over the limit, say) until it closes, pauses for a second, or
     ``limit`` seconds passed.  Closing with unread bytes would reset the
-    connection, and the client would see the reset instead of the answer."""
-    with anyio.move_on_after(limit):
+    connection, and the client would see the reset instead of the answer.
+    A client already gone (a reset: ``ENOTCONN`` from ``shutdown`` on trio)
+    leaves nothing to wait for."""
+    with (
+        anyio.move_on_after(limit),
+        suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream),
+    ):
         await stream.send_eof()
         while True:
             with anyio.move_on_after(1.0) as pause:
