@@ -10,7 +10,7 @@ connection (the fake counts it as a hang-up) and record the cut.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import aclosing
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -58,6 +58,16 @@ def assert_cut_by_the_client(cassette: Path, read: int) -> None:
 
 def sse_count(data: bytes) -> int:
     return data.count(b"\n\n")
+
+
+def read_events(chunks: Iterable[bytes], events: int = 2) -> bytes:
+    """Read ``chunks`` until ``events`` whole SSE events came, then stop."""
+    got = b""
+    for chunk in chunks:
+        got += chunk
+        if sse_count(got) >= events:
+            break
+    return got
 
 
 # -- the proxy (asyncio and trio) -----------------------------------------------
@@ -160,11 +170,7 @@ def test_sync_transport_closes_the_upstream_when_the_response_is_closed(
         family.Client(transport=transport) as client,  # type: ignore[attr-defined]
         client.stream("POST", fake.url + PATH, content=BODY, headers=HEADERS) as response,
     ):
-        got = b""
-        for chunk in response.iter_raw():
-            got += chunk
-            if sse_count(got) >= 2:
-                break
+        read_events(response.iter_raw())
         response.close()
         wait_for_hangup(fake)
     assert_cut_by_the_client(cassette, 2)
@@ -210,11 +216,7 @@ def test_requests_adapter_closes_the_upstream_when_the_response_is_closed(
     session.mount("http://", Adapter(cassette, mode=Mode.RECORD))
     with session:
         response = session.post(fake.url + PATH, data=BODY, headers=HEADERS, stream=True)
-        got = b""
-        for chunk in response.iter_content(chunk_size=None):
-            got += chunk
-            if sse_count(got) >= 2:
-                break
+        read_events(response.iter_content(chunk_size=None))
         response.close()
         wait_for_hangup(fake)
     assert_cut_by_the_client(cassette, 2)

@@ -69,6 +69,13 @@ def twice(
 # -- OpenAI -----------------------------------------------------------------------
 
 
+def async_openai(cassette: Path, mode: str, base: str) -> Any:
+    """An async OpenAI client on ``cassette`` (fast timing, no retries)."""
+    return async_openai_client(
+        cassette, mode=mode, timing="fast", base_url=base + "/v1", max_retries=0, api_key=key(mode)
+    )
+
+
 def openai_calls(client: Any) -> list[Any]:
     out: list[Any] = [client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)]
     stream = client.chat.completions.create(
@@ -145,14 +152,7 @@ SDK_ASYNCGEN = pytest.mark.filterwarnings(
 @pytest.mark.parametrize("backend", ["asyncio", pytest.param("trio", marks=SDK_ASYNCGEN)])
 def test_openai_async(tmp_path: Path, fake: FakeUpstreamThread, backend: str) -> None:
     def run(cassette: Path, mode: str, base: str) -> Any:
-        client = async_openai_client(
-            cassette,
-            mode=mode,
-            timing="fast",
-            base_url=base + "/v1",
-            max_retries=0,
-            api_key=key(mode),
-        )
+        client = async_openai(cassette, mode, base)
         return anyio.run(openai_async_calls, client, backend=backend)
 
     live, again = twice(tmp_path, fake, run)
@@ -212,14 +212,7 @@ def test_openai_async_uploads_replay(
         return [made.model_dump(), heard.model_dump()]
 
     def run(cassette: Path, mode: str, base: str) -> Any:
-        client = async_openai_client(
-            cassette,
-            mode=mode,
-            timing="fast",
-            base_url=base + "/v1",
-            max_retries=0,
-            api_key=key(mode),
-        )
+        client = async_openai(cassette, mode, base)
         return anyio.run(uploads, client, backend=backend)
 
     live, again = twice(tmp_path, fake, run)
