@@ -15,15 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from ._body import ContentDecoder, parse_json
-from ._cassette import (
-    Interaction,
-    RecordedRequest,
-    RecordedResponse,
-    StreamCut,
-    format_timestamp,
-)
+from ._codec import format_timestamp
 from ._frames import SSESplitter, sse_event_ends
 from ._http import Headers, header_value
+from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._literals import ExchangeRedactor, Literals
 from ._prices import cost_usd
 from ._redact import Redactor, keep_response_header

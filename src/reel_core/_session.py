@@ -23,6 +23,7 @@ import h11
 from ._body import decode_request_body
 from ._cassette import Cassette, Interaction, RecordedRequest
 from ._config import Config, Mode
+from ._cursor import repeats_last
 from ._errors import CassetteError, LocalProtocolError, MissError, RemoteProtocolError
 from ._events import (
     Continue,
@@ -130,9 +131,7 @@ class Session:
         self._keying = self.match.keying()
         #: Serve the last recording again once all were served?  Never in
         #: auto mode: a retry of a recorded 429 must reach the upstream.
-        self._repeat = self.config.mode is Mode.REPLAY and (
-            cassette.meta.repeat if self.config.repeat is None else self.config.repeat
-        )
+        self._repeat = repeats_last(self.config.mode, self.config.repeat, cassette.meta.repeat)
         redact = cassette.meta.extra.get("redact", {})
         settings = redact if isinstance(redact, dict) else {}
         #: The redactor of the settings (a redactor given in code digests
