@@ -1,0 +1,120 @@
+"""Everything Reel knows about Google's Gemini API (AI Studio and Vertex AI).
+
+- Recognition: the ``generativelanguage`` or ``aiplatform`` host, a
+  ``/v1beta/`` path, an ``x-goog-api-key`` header, or a
+  ``/models/{model}:method`` path; the family is ``generateContent`` /
+  ``streamGenerateContent`` calls.
+- Drift: ``labels`` (Vertex AI billing labels).
+- Model: the ``models/{model}:method`` path segment asks for it;
+  ``modelVersion`` in the response names the one that answered.
+- Usage: ``usageMetadata`` (``promptTokenCount``, ``candidatesTokenCount``,
+  ``thoughtsTokenCount``, ``cachedContentTokenCount``,
+  ``toolUsePromptTokenCount``); in a stream the last one wins, whether the
+  stream is SSE (``alt=sse``) or the JSON array kept as timed chunks.
+  Thoughts are reported apart from the candidates, so the output count is
+  their sum; tool-use prompt tokens are billed as input and added to it;
+  cache reads are inside the input count.  Zero counts are left out of the
+  JSON (proto3).
+- Answers: the first candidate's text parts and ``functionCall`` parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._http import Headers, header_value
+from ._base import Piece, Provider, Tally, count, dumps, string, text
+
+__all__ = ["PROVIDER", "answer_pieces", "path_model", "read_usage"]
+
+
+def recognizes(path: str, host: str, headers: Headers) -> bool:
+    return (
+        "generativelanguage" in host
+        or "aiplatform" in host
+        or path.startswith("/v1beta/")
+        or header_value(headers, b"x-goog-api-key") is not None
+        or ("/models/" in path and ":" in path.rpartition("/")[2])
+    )
+
+
+def family(path: str) -> bool:
+    return ":generateContent" in path or ":streamGenerateContent" in path
+
+
+def path_model(path: str) -> str | None:
+    """The model of a ``.../models/{model}:method`` path."""
+    if "/models/" in path:
+        return path.rpartition("/models/")[2].partition(":")[0] or None
+    return None
+
+
+def _is_gemini(obj: dict[str, Any]) -> bool:
+    return "candidates" in obj or "usageMetadata" in obj or "modelVersion" in obj
+
+
+def read_usage(tally: Tally, obj: dict[str, Any], kind: object) -> bool | None:
+    """A ``GenerateContentResponse`` (whole, or one element of a stream)."""
+    if not _is_gemini(obj):
+        return None
+    tally.set_model(obj.get("modelVersion"))
+    meta = obj.get("usageMetadata")
+    if isinstance(meta, dict):
+        prompt = count(meta.get("promptTokenCount"))
+        candidates = count(meta.get("candidatesTokenCount"))
+        thoughts = count(meta.get("thoughtsTokenCount"))
+        if prompt is not None or candidates is not None or thoughts is not None:
+            # Zero counts are left out of Gemini's JSON (proto3).
+            tool_prompt = count(meta.get("toolUsePromptTokenCount")) or 0
+            tally.input = None if prompt is None else prompt + tool_prompt
+            tally.output = (candidates or 0) + (thoughts or 0)
+            tally.cached = count(meta.get("cachedContentTokenCount"))
+            tally.reasoning = thoughts
+            tally.includes_cached = True
+    candidates_list = obj.get("candidates")
+    if isinstance(candidates_list, list):
+        for candidate in candidates_list:
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            parts = content.get("parts") if isinstance(content, dict) else None
+            if isinstance(parts, list):
+                for part in parts:
+                    if isinstance(part, dict) and (
+                        text(part.get("text")) or isinstance(part.get("functionCall"), dict)
+                    ):
+                        return True
+    return False
+
+
+def answer_pieces(obj: dict[str, Any], kind: object) -> list[Piece] | None:
+    """The first candidate's parts; a usage-only element says nothing."""
+    if isinstance(obj.get("candidates"), list):
+        out: list[Piece] = []
+        for candidate in obj["candidates"][:1]:
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            parts = content.get("parts") if isinstance(content, dict) else None
+            for part in parts if isinstance(parts, list) else []:
+                if not isinstance(part, dict):
+                    continue
+                call = part.get("functionCall")
+                if isinstance(call, dict):
+                    out.append(Piece(tool=("", string(call.get("name")), dumps(call.get("args")))))
+                else:
+                    out.append(Piece(string(part.get("text"))))
+        return out
+    if "usageMetadata" in obj or "modelVersion" in obj:
+        return []
+    return None
+
+
+PROVIDER = Provider(
+    name="gemini",
+    host="https://generativelanguage.googleapis.com",
+    recognizes=recognizes,
+    family=family,
+    drift_fields=("labels",),
+    # Gemini streams are unnamed elements (SSE data-only, or a JSON array).
+    stream_event_kinds=frozenset(),
+    stream_usage_opt_in=False,
+    usage_readers=(read_usage,),
+    answer_readers=(answer_pieces,),
+)
