@@ -41,7 +41,7 @@ from typing import Any
 
 from ._cassette import RecordedResponse
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
-from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally
+from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally, gemini
 
 __all__ = ["Usage", "extract_usage"]
 
@@ -265,9 +265,6 @@ def _json_values(text: str) -> Iterator[tuple[dict[str, Any], int, int]]:
         pos = _skip(text, stop)
 
 
-_GEMINI_MODEL_PATH = re.compile(r"/models/([^/:]+)")
-
-
 def _request_model(provider: str, path: str, body: bytes) -> str | None:
     if b'"model"' in body:
         obj = _loads(body.decode("utf-8", "replace"))
@@ -275,10 +272,7 @@ def _request_model(provider: str, path: str, body: bytes) -> str | None:
             model = obj.get("model")
             if isinstance(model, str) and model:
                 return model
-    match = _GEMINI_MODEL_PATH.search(path)
-    if match and (provider == "gemini" or ":" in path.rpartition("/")[2]):
-        return match.group(1)
-    return None
+    return gemini.method_model(provider, path)
 
 
 # -- the fold ------------------------------------------------------------------

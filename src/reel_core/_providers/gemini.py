@@ -20,12 +20,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .._http import Headers, header_value
 from ._base import Piece, Provider, Tally, count, dumps, string, text
 
-__all__ = ["PROVIDER", "answer_pieces", "path_model", "read_usage"]
+__all__ = ["PROVIDER", "answer_pieces", "method_model", "path_model", "read_usage"]
 
 
 def recognizes(path: str, host: str, headers: Headers) -> bool:
@@ -46,6 +47,19 @@ def path_model(path: str) -> str | None:
     """The model of a ``.../models/{model}:method`` path."""
     if "/models/" in path:
         return path.rpartition("/models/")[2].partition(":")[0] or None
+    return None
+
+
+_MODEL_PATH = re.compile(r"/models/([^/:]+)")
+
+
+def method_model(provider: str, path: str) -> str | None:
+    """The model of a recorded ``.../models/{model}:method`` call, the
+    fallback when a response names none: the first ``models/`` segment,
+    when the interaction is Gemini's or the path ends in a ``:method``."""
+    match = _MODEL_PATH.search(path)
+    if match and (provider == "gemini" or ":" in path.rpartition("/")[2]):
+        return match.group(1)
     return None
 
 
