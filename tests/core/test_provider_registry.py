@@ -123,3 +123,14 @@ def test_answer_pieces_of_what_no_provider_reads() -> None:
 
 def test_stream_usage_is_opt_in_only_for_openai_shapes() -> None:
     assert {n for n, p in PROVIDERS.items() if p.stream_usage_opt_in} == {"openai", "generic"}
+
+
+def test_each_model_is_priced_by_one_provider() -> None:
+    from reel_core._prices import ALIASES, PRICES
+
+    assert sum(len(p.prices) for p in PROVIDERS.values()) == len(PRICES)
+    assert sum(len(p.aliases) for p in PROVIDERS.values()) == len(ALIASES)
+    for provider in PROVIDERS.values():
+        # An alias names a price of its own provider.
+        assert set(provider.aliases.values()) <= set(provider.prices)
+    assert PROVIDERS["generic"].prices == {}

@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 from .._http import Headers
 from . import anthropic, gemini, generic, openai
-from ._base import AnswerReader, Piece, Provider, Tally, UsageReader, body_model
+from ._base import AnswerReader, Piece, Price, Provider, Tally, UsageReader, body_model
 
 __all__ = [
     "ANSWER_READERS",
@@ -34,6 +34,7 @@ __all__ = [
     "USAGE_READERS",
     "AnswerReader",
     "Piece",
+    "Price",
     "Provider",
     "Tally",
     "UsageReader",

@@ -10,7 +10,7 @@ keeps no state and does no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from .._http import Headers
 __all__ = [
     "AnswerReader",
     "Piece",
+    "Price",
     "Provider",
     "Tally",
     "UsageReader",
@@ -84,6 +85,19 @@ AnswerReader = Callable[[dict[str, Any], object], "list[Piece] | None"]
 
 
 @dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    #: Cached-input (cache hit) rate; ``None`` when the model has no cache
+    #: discount (cached tokens are then billed at the input rate).
+    cached_input: float | None = None
+    #: Cache-write rate (Anthropic's 5-minute writes); ``None``: the input rate.
+    cache_write: float | None = None
+
+
+@dataclass(frozen=True)
 class Provider:
     """Everything Reel knows about one provider, as values and functions."""
 
@@ -107,6 +121,10 @@ class Provider:
     stream_usage_opt_in: bool
     #: The readers of its response objects' model, usage and first content.
     usage_readers: tuple[UsageReader, ...]
+    #: USD per million tokens by model name (read by :mod:`reel_core._prices`).
+    prices: Mapping[str, Price]
+    #: Model names that are not a price key plus a snapshot suffix.
+    aliases: Mapping[str, str]
     #: The readers of its response objects' answer text and tool calls.
     answer_readers: tuple[AnswerReader, ...]
 

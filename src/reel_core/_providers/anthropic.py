@@ -18,9 +18,17 @@ from __future__ import annotations
 from typing import Any
 
 from .._http import Headers, header_value
-from ._base import Piece, Provider, Tally, count, dumps, mapping, string, text
+from ._base import Piece, Price, Provider, Tally, count, dumps, mapping, string, text
 
-__all__ = ["PROVIDER", "STREAM_EVENTS", "answer_pieces", "read_counts", "read_usage"]
+__all__ = [
+    "ALIASES",
+    "PRICES",
+    "PROVIDER",
+    "STREAM_EVENTS",
+    "answer_pieces",
+    "read_counts",
+    "read_usage",
+]
 
 #: The event names of a messages stream.
 STREAM_EVENTS = frozenset(
@@ -154,6 +162,56 @@ def answer_pieces(obj: dict[str, Any], kind: object) -> list[Piece] | None:
     return None
 
 
+# -- prices --------------------------------------------------------------------
+
+
+def _price(input: float, output: float) -> Price:
+    # Anthropic prices cache reads at 0.1x and 5-minute cache writes at 1.25x
+    # the base input rate, for every model in this table.
+    return Price(input, output, round(input * 0.1, 6), round(input * 1.25, 6))
+
+
+#: USD per million tokens, by model (see :mod:`reel_core._prices`).
+PRICES: dict[str, Price] = {
+    # -- Anthropic -------------------------------------------------------------
+    # Source: Anthropic's pricing page, "Model pricing" (base input, 5m cache
+    # writes, cache hits, output per MTok): the platform.claude.com/docs/en/
+    # about-claude/pricing copy listing models up to Claude Fable 5.1 (autumn
+    # 2026) for Opus 4.5-5 and Opus 4.1/4, an older docs.anthropic.com copy
+    # for Sonnet 4/3.7/3.5 and Haiku 3.5/3; Sonnet 4/4.5/4.6, Haiku 4.5 and
+    # Opus 4.5-5 (with cache-write rates) also from github/docs data/tables/
+    # copilot/models-and-pricing.yml (late 2026), simonw/llm-prices
+    # data/anthropic.json and deploybase.ai's table of 2026-03-21.  Sonnet 4
+    # and 4.5 cost $6/$22.50 past 200k input tokens (1M-context beta): base
+    # tier here.
+    "claude-opus-5": _price(5.00, 25.00),
+    "claude-opus-4-8": _price(5.00, 25.00),
+    "claude-opus-4-7": _price(5.00, 25.00),
+    "claude-opus-4-6": _price(5.00, 25.00),
+    "claude-opus-4-5": _price(5.00, 25.00),
+    "claude-opus-4-1": _price(15.00, 75.00),
+    "claude-opus-4": _price(15.00, 75.00),
+    "claude-sonnet-4-6": _price(3.00, 15.00),
+    "claude-sonnet-4-5": _price(3.00, 15.00),
+    "claude-sonnet-4": _price(3.00, 15.00),
+    "claude-haiku-4-5": _price(1.00, 5.00),
+    "claude-3-7-sonnet": _price(3.00, 15.00),
+    "claude-3-5-sonnet": _price(3.00, 15.00),
+    "claude-3-5-haiku": _price(0.80, 4.00),
+    "claude-3-opus": _price(15.00, 75.00),
+    "claude-3-haiku": Price(0.25, 1.25, 0.03, 0.30),
+}
+
+#: Model names that are not a price key plus a snapshot suffix.
+ALIASES: dict[str, str] = {
+    "claude-opus-4-0": "claude-opus-4",
+    "claude-sonnet-4-0": "claude-sonnet-4",
+    "claude-3-7-sonnet-latest": "claude-3-7-sonnet",
+    "claude-3-5-sonnet-latest": "claude-3-5-sonnet",
+    "claude-3-5-haiku-latest": "claude-3-5-haiku",
+    "claude-3-opus-latest": "claude-3-opus",
+}
+
 PROVIDER = Provider(
     name="anthropic",
     host="https://api.anthropic.com",
@@ -163,5 +221,7 @@ PROVIDER = Provider(
     stream_event_kinds=STREAM_EVENTS,
     stream_usage_opt_in=False,
     usage_readers=(read_usage,),
+    prices=PRICES,
+    aliases=ALIASES,
     answer_readers=(answer_pieces,),
 )

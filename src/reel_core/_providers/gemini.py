@@ -24,9 +24,17 @@ import re
 from typing import Any
 
 from .._http import Headers, header_value
-from ._base import Piece, Provider, Tally, count, dumps, string, text
+from ._base import Piece, Price, Provider, Tally, count, dumps, string, text
 
-__all__ = ["PROVIDER", "answer_pieces", "method_model", "path_model", "read_usage"]
+__all__ = [
+    "ALIASES",
+    "PRICES",
+    "PROVIDER",
+    "answer_pieces",
+    "method_model",
+    "path_model",
+    "read_usage",
+]
 
 
 def recognizes(path: str, host: str, headers: Headers) -> bool:
@@ -120,6 +128,40 @@ def answer_pieces(obj: dict[str, Any], kind: object) -> list[Piece] | None:
     return None
 
 
+# -- prices --------------------------------------------------------------------
+
+#: USD per million tokens, by model (see :mod:`reel_core._prices`).
+PRICES: dict[str, Price] = {
+    # -- Gemini (Gemini Developer API, paid tier) ------------------------------
+    # Source: Google's pricing page (ai.google.dev/gemini-api/docs/pricing:
+    # text/image/video input, output "including thinking tokens", context
+    # caching) as quoted from it on 2026-07-04 (factquire.com,
+    # gemini-3-flash-preview) and in morphllm.com's 2026 table, with cached
+    # rates from simonw/llm-prices data/google.json and github/docs
+    # data/tables/copilot/models-and-pricing.yml (late 2026: gemini-3.1-pro,
+    # gemini-3.5-flash).  Not in those sources, so less sure: the cached
+    # rates of gemini-3-pro-preview ($0.20, as 3.1 Pro) and gemini-2.0-flash
+    # ($0.025, Google's 2025 page).  Gemini 2.5 Pro and 3.x Pro cost more
+    # past 200k prompt tokens ($2.50/$15 and $4/$18): base tier here.  Cache
+    # storage (per token-hour) is not a per-request cost and is left out.
+    "gemini-3.5-flash": Price(1.50, 9.00, 0.15),
+    "gemini-3.1-pro-preview": Price(2.00, 12.00, 0.20),
+    "gemini-3-pro-preview": Price(2.00, 12.00, 0.20),
+    "gemini-3-flash-preview": Price(0.50, 3.00, 0.05),
+    "gemini-2.5-pro": Price(1.25, 10.00, 0.125),
+    "gemini-2.5-flash": Price(0.30, 2.50, 0.03),
+    "gemini-2.5-flash-lite": Price(0.10, 0.40, 0.01),
+    "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
+    "gemini-2.0-flash-lite": Price(0.075, 0.30),
+}
+
+#: Model names that are not a price key plus a snapshot suffix.
+ALIASES: dict[str, str] = {
+    "gemini-3-pro": "gemini-3-pro-preview",
+    "gemini-3-flash": "gemini-3-flash-preview",
+    "gemini-3.1-pro": "gemini-3.1-pro-preview",
+}
+
 PROVIDER = Provider(
     name="gemini",
     host="https://generativelanguage.googleapis.com",
@@ -130,5 +172,7 @@ PROVIDER = Provider(
     stream_event_kinds=frozenset(),
     stream_usage_opt_in=False,
     usage_readers=(read_usage,),
+    prices=PRICES,
+    aliases=ALIASES,
     answer_readers=(answer_pieces,),
 )

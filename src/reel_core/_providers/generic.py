@@ -60,5 +60,7 @@ PROVIDER = Provider(
     # Compatible servers follow OpenAI: stream usage only when asked for.
     stream_usage_opt_in=True,
     usage_readers=(),
+    prices={},
+    aliases={},
     answer_readers=(answer_pieces,),
 )

@@ -28,9 +28,11 @@ from typing import Any
 
 from .._http import Headers
 from . import anthropic, generic
-from ._base import Piece, Provider, Tally, count, mapping, string, sub_count, text
+from ._base import Piece, Price, Provider, Tally, count, mapping, string, sub_count, text
 
 __all__ = [
+    "ALIASES",
+    "PRICES",
     "PROVIDER",
     "RESPONSES_DELTAS",
     "RESPONSES_WITH_BODY",
@@ -243,6 +245,66 @@ def chat_pieces(obj: dict[str, Any], kind: object) -> list[Piece] | None:
     return out
 
 
+# -- prices --------------------------------------------------------------------
+
+#: USD per million tokens, by model (see :mod:`reel_core._prices`).
+PRICES: dict[str, Price] = {
+    # -- OpenAI ----------------------------------------------------------------
+    # Source: OpenAI's pricing page (developers.openai.com/api/docs/pricing,
+    # "Standard", text tokens: input / cached input / output) and per-model
+    # pages (developers.openai.com/api/docs/models/gpt-5-nano, a stored copy
+    # from late 2026), cross-checked with simonw/llm-prices data/openai.json
+    # (snapshot listing gpt-5.5), morphllm.com's table "as of June 2026"
+    # (gpt-5.4/5.5 family), github/docs data/tables/copilot/models-and-
+    # pricing.yml (late 2026: gpt-5-mini, gpt-5.4 family, gpt-5.5) and
+    # deploybase.ai's copy of the pricing page of 2026-03-21 (gpt-5, gpt-4.1,
+    # gpt-4o, o3, o4-mini).  o3 is at its June 2025 price ($2 / $0.50 cached /
+    # $8; llm-prices still has the old one).
+    # GPT-5.4 and GPT-5.5 cost more past 272k prompt tokens: base tier here.
+    "gpt-5.5": Price(5.00, 30.00, 0.50),
+    "gpt-5.4": Price(2.50, 15.00, 0.25),
+    "gpt-5.4-mini": Price(0.75, 4.50, 0.075),
+    "gpt-5.4-nano": Price(0.20, 1.25, 0.02),
+    "gpt-5.2": Price(1.75, 14.00, 0.175),
+    "gpt-5.1": Price(1.25, 10.00, 0.125),
+    "gpt-5": Price(1.25, 10.00, 0.125),
+    "gpt-5-mini": Price(0.25, 2.00, 0.025),
+    "gpt-5-nano": Price(0.05, 0.40, 0.005),
+    "gpt-5-pro": Price(15.00, 120.00),
+    "gpt-4.1": Price(2.00, 8.00, 0.50),
+    "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
+    "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
+    "gpt-4o": Price(2.50, 10.00, 1.25),
+    # The first gpt-4o snapshot kept its launch price.
+    "gpt-4o-2024-05-13": Price(5.00, 15.00),
+    "gpt-4o-mini": Price(0.15, 0.60, 0.075),
+    "o3": Price(2.00, 8.00, 0.50),
+    "o3-pro": Price(20.00, 80.00),
+    "o3-mini": Price(1.10, 4.40, 0.55),
+    "o4-mini": Price(1.10, 4.40, 0.275),
+    "o1": Price(15.00, 60.00, 7.50),
+    "o1-mini": Price(1.10, 4.40, 0.55),
+    "o1-pro": Price(150.00, 600.00),
+    "gpt-4-turbo": Price(10.00, 30.00),
+    "gpt-4": Price(30.00, 60.00),
+    "gpt-3.5-turbo": Price(0.50, 1.50),
+    "text-embedding-3-small": Price(0.02, 0.0),
+    "text-embedding-3-large": Price(0.13, 0.0),
+    "text-embedding-ada-002": Price(0.10, 0.0),
+}
+
+#: Model names that are not a price key plus a snapshot suffix.
+ALIASES: dict[str, str] = {
+    "gpt-5-chat-latest": "gpt-5",
+    "gpt-5-codex": "gpt-5",
+    "gpt-5.1-codex": "gpt-5.1",
+    "gpt-5.1-codex-mini": "gpt-5-mini",  # same prices
+    "o1-preview": "o1",
+    "gpt-4-1106-preview": "gpt-4-turbo",
+    "gpt-4-0125-preview": "gpt-4-turbo",
+    "gpt-4-vision-preview": "gpt-4-turbo",
+}
+
 PROVIDER = Provider(
     name="openai",
     host="https://api.openai.com",
@@ -256,5 +318,7 @@ PROVIDER = Provider(
     | {"response.output_item.added", "error"},
     stream_usage_opt_in=True,
     usage_readers=(read_responses_usage, read_chat_usage),
+    prices=PRICES,
+    aliases=ALIASES,
     answer_readers=(responses_pieces, chat_pieces),
 )
