@@ -25,6 +25,9 @@ __all__ = [
     "UsageReader",
     "body_model",
     "count",
+    "dumps",
+    "mapping",
+    "string",
     "sub_count",
     "text",
 ]
