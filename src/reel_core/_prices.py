@@ -26,8 +26,8 @@ billed at the output rate.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from ._providers import PROVIDERS, Price
 from ._usage import Usage
 
 __all__ = ["ALIASES", "PRICES", "PRICES_CHECKED", "Price", "cost_usd", "resolve_model"]
@@ -41,137 +41,16 @@ __all__ = ["ALIASES", "PRICES", "PRICES_CHECKED", "Price", "cost_usd", "resolve_
 PRICES_CHECKED = "2026-07-04"
 
 
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens."""
-
-    input: float
-    output: float
-    #: Cached-input (cache hit) rate; ``None`` when the model has no cache
-    #: discount (cached tokens are then billed at the input rate).
-    cached_input: float | None = None
-    #: Cache-write rate (Anthropic's 5-minute writes); ``None``: the input rate.
-    cache_write: float | None = None
-
-
-def _anthropic(input: float, output: float) -> Price:
-    # Anthropic prices cache reads at 0.1x and 5-minute cache writes at 1.25x
-    # the base input rate, for every model in this table.
-    return Price(input, output, round(input * 0.1, 6), round(input * 1.25, 6))
-
-
+#: USD per million tokens, by model: every provider's table, kept in the
+#: provider's module (``reel_core/_providers/openai.py``, ``anthropic.py``,
+#: ``gemini.py``) beside the comment naming its sources.
 PRICES: dict[str, Price] = {
-    # -- OpenAI ----------------------------------------------------------------
-    # Source: OpenAI's pricing page (developers.openai.com/api/docs/pricing,
-    # "Standard", text tokens: input / cached input / output) and per-model
-    # pages (developers.openai.com/api/docs/models/gpt-5-nano, a stored copy
-    # from late 2026), cross-checked with simonw/llm-prices data/openai.json
-    # (snapshot listing gpt-5.5), morphllm.com's table "as of June 2026"
-    # (gpt-5.4/5.5 family), github/docs data/tables/copilot/models-and-
-    # pricing.yml (late 2026: gpt-5-mini, gpt-5.4 family, gpt-5.5) and
-    # deploybase.ai's copy of the pricing page of 2026-03-21 (gpt-5, gpt-4.1,
-    # gpt-4o, o3, o4-mini).  o3 is at its June 2025 price ($2 / $0.50 cached /
-    # $8; llm-prices still has the old one).
-    # GPT-5.4 and GPT-5.5 cost more past 272k prompt tokens: base tier here.
-    "gpt-5.5": Price(5.00, 30.00, 0.50),
-    "gpt-5.4": Price(2.50, 15.00, 0.25),
-    "gpt-5.4-mini": Price(0.75, 4.50, 0.075),
-    "gpt-5.4-nano": Price(0.20, 1.25, 0.02),
-    "gpt-5.2": Price(1.75, 14.00, 0.175),
-    "gpt-5.1": Price(1.25, 10.00, 0.125),
-    "gpt-5": Price(1.25, 10.00, 0.125),
-    "gpt-5-mini": Price(0.25, 2.00, 0.025),
-    "gpt-5-nano": Price(0.05, 0.40, 0.005),
-    "gpt-5-pro": Price(15.00, 120.00),
-    "gpt-4.1": Price(2.00, 8.00, 0.50),
-    "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
-    "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
-    "gpt-4o": Price(2.50, 10.00, 1.25),
-    # The first gpt-4o snapshot kept its launch price.
-    "gpt-4o-2024-05-13": Price(5.00, 15.00),
-    "gpt-4o-mini": Price(0.15, 0.60, 0.075),
-    "o3": Price(2.00, 8.00, 0.50),
-    "o3-pro": Price(20.00, 80.00),
-    "o3-mini": Price(1.10, 4.40, 0.55),
-    "o4-mini": Price(1.10, 4.40, 0.275),
-    "o1": Price(15.00, 60.00, 7.50),
-    "o1-mini": Price(1.10, 4.40, 0.55),
-    "o1-pro": Price(150.00, 600.00),
-    "gpt-4-turbo": Price(10.00, 30.00),
-    "gpt-4": Price(30.00, 60.00),
-    "gpt-3.5-turbo": Price(0.50, 1.50),
-    "text-embedding-3-small": Price(0.02, 0.0),
-    "text-embedding-3-large": Price(0.13, 0.0),
-    "text-embedding-ada-002": Price(0.10, 0.0),
-    # -- Anthropic -------------------------------------------------------------
-    # Source: Anthropic's pricing page, "Model pricing" (base input, 5m cache
-    # writes, cache hits, output per MTok): the platform.claude.com/docs/en/
-    # about-claude/pricing copy listing models up to Claude Fable 5.1 (autumn
-    # 2026) for Opus 4.5-5 and Opus 4.1/4, an older docs.anthropic.com copy
-    # for Sonnet 4/3.7/3.5 and Haiku 3.5/3; Sonnet 4/4.5/4.6, Haiku 4.5 and
-    # Opus 4.5-5 (with cache-write rates) also from github/docs data/tables/
-    # copilot/models-and-pricing.yml (late 2026), simonw/llm-prices
-    # data/anthropic.json and deploybase.ai's table of 2026-03-21.  Sonnet 4
-    # and 4.5 cost $6/$22.50 past 200k input tokens (1M-context beta): base
-    # tier here.
-    "claude-opus-5": _anthropic(5.00, 25.00),
-    "claude-opus-4-8": _anthropic(5.00, 25.00),
-    "claude-opus-4-7": _anthropic(5.00, 25.00),
-    "claude-opus-4-6": _anthropic(5.00, 25.00),
-    "claude-opus-4-5": _anthropic(5.00, 25.00),
-    "claude-opus-4-1": _anthropic(15.00, 75.00),
-    "claude-opus-4": _anthropic(15.00, 75.00),
-    "claude-sonnet-4-6": _anthropic(3.00, 15.00),
-    "claude-sonnet-4-5": _anthropic(3.00, 15.00),
-    "claude-sonnet-4": _anthropic(3.00, 15.00),
-    "claude-haiku-4-5": _anthropic(1.00, 5.00),
-    "claude-3-7-sonnet": _anthropic(3.00, 15.00),
-    "claude-3-5-sonnet": _anthropic(3.00, 15.00),
-    "claude-3-5-haiku": _anthropic(0.80, 4.00),
-    "claude-3-opus": _anthropic(15.00, 75.00),
-    "claude-3-haiku": Price(0.25, 1.25, 0.03, 0.30),
-    # -- Gemini (Gemini Developer API, paid tier) ------------------------------
-    # Source: Google's pricing page (ai.google.dev/gemini-api/docs/pricing:
-    # text/image/video input, output "including thinking tokens", context
-    # caching) as quoted from it on 2026-07-04 (factquire.com,
-    # gemini-3-flash-preview) and in morphllm.com's 2026 table, with cached
-    # rates from simonw/llm-prices data/google.json and github/docs
-    # data/tables/copilot/models-and-pricing.yml (late 2026: gemini-3.1-pro,
-    # gemini-3.5-flash).  Not in those sources, so less sure: the cached
-    # rates of gemini-3-pro-preview ($0.20, as 3.1 Pro) and gemini-2.0-flash
-    # ($0.025, Google's 2025 page).  Gemini 2.5 Pro and 3.x Pro cost more
-    # past 200k prompt tokens ($2.50/$15 and $4/$18): base tier here.  Cache
-    # storage (per token-hour) is not a per-request cost and is left out.
-    "gemini-3.5-flash": Price(1.50, 9.00, 0.15),
-    "gemini-3.1-pro-preview": Price(2.00, 12.00, 0.20),
-    "gemini-3-pro-preview": Price(2.00, 12.00, 0.20),
-    "gemini-3-flash-preview": Price(0.50, 3.00, 0.05),
-    "gemini-2.5-pro": Price(1.25, 10.00, 0.125),
-    "gemini-2.5-flash": Price(0.30, 2.50, 0.03),
-    "gemini-2.5-flash-lite": Price(0.10, 0.40, 0.01),
-    "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
-    "gemini-2.0-flash-lite": Price(0.075, 0.30),
+    name: price for provider in PROVIDERS.values() for name, price in provider.prices.items()
 }
 
 #: Names that are not a table key plus a snapshot suffix.
 ALIASES: dict[str, str] = {
-    "gpt-5-chat-latest": "gpt-5",
-    "gpt-5-codex": "gpt-5",
-    "gpt-5.1-codex": "gpt-5.1",
-    "gpt-5.1-codex-mini": "gpt-5-mini",  # same prices
-    "o1-preview": "o1",
-    "gpt-4-1106-preview": "gpt-4-turbo",
-    "gpt-4-0125-preview": "gpt-4-turbo",
-    "gpt-4-vision-preview": "gpt-4-turbo",
-    "claude-opus-4-0": "claude-opus-4",
-    "claude-sonnet-4-0": "claude-sonnet-4",
-    "claude-3-7-sonnet-latest": "claude-3-7-sonnet",
-    "claude-3-5-sonnet-latest": "claude-3-5-sonnet",
-    "claude-3-5-haiku-latest": "claude-3-5-haiku",
-    "claude-3-opus-latest": "claude-3-opus",
-    "gemini-3-pro": "gemini-3-pro-preview",
-    "gemini-3-flash": "gemini-3-flash-preview",
-    "gemini-3.1-pro": "gemini-3.1-pro-preview",
+    name: key for provider in PROVIDERS.values() for name, key in provider.aliases.items()
 }
 
 # What may follow a known name (after a "-") and still be that model: dates

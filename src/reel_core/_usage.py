@@ -4,27 +4,14 @@
 the model that answered, the tokens it billed and when the first generated
 content arrived -- from the stored response, whole body or stream:
 
-- OpenAI chat completions (and legacy completions, and OpenAI-compatible
-  servers): ``usage.prompt_tokens`` / ``completion_tokens``, with
-  ``prompt_tokens_details.cached_tokens`` and
-  ``completion_tokens_details.reasoning_tokens``; a stream carries usage in
-  its last chunk only when the request set ``stream_options.include_usage``.
-- OpenAI Responses API: ``usage.input_tokens`` / ``output_tokens`` with
-  ``input_tokens_details.cached_tokens`` and
-  ``output_tokens_details.reasoning_tokens``, in the body or in the
-  ``response`` of the ``response.completed`` (or ``.incomplete`` /
-  ``.failed``) event.
-- OpenAI embeddings: ``usage.prompt_tokens``; the output count is 0.
-- Anthropic messages: ``usage.input_tokens`` / ``output_tokens`` /
-  ``cache_read_input_tokens`` / ``cache_creation_input_tokens``; in a stream
-  ``message_start`` carries the model and the input side and each
-  ``message_delta`` carries cumulative counts, the last one winning.
-- Gemini ``generateContent`` / ``streamGenerateContent``:
-  ``usageMetadata`` (``promptTokenCount``, ``candidatesTokenCount``,
-  ``thoughtsTokenCount``, ``cachedContentTokenCount``,
-  ``toolUsePromptTokenCount``) and ``modelVersion``; in a stream the last
-  ``usageMetadata`` wins, whether the stream is SSE (``alt=sse``) or the
-  JSON array kept as timed chunks.
+OpenAI (chat completions, Responses, embeddings and compatible servers),
+Anthropic messages, Gemini ``generateContent`` and Ollama.  What each
+provider's responses look like is read by its module in
+:mod:`reel_core._providers` (``openai.py``, ``anthropic.py``, ``gemini.py``,
+``generic.py``); this module holds what does not depend on the provider:
+the :class:`Usage` value, cutting a body or stream into JSON objects, timing
+the first content, and the fold that offers each object to the providers'
+readers.
 
 What the counts mean is normalised a little, so that one price formula fits
 every provider (see :mod:`reel_core._prices`):
@@ -54,6 +41,7 @@ from typing import Any
 
 from ._cassette import RecordedResponse
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
+from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally, gemini
 
 __all__ = ["Usage", "extract_usage"]
 
@@ -277,9 +265,6 @@ def _json_values(text: str) -> Iterator[tuple[dict[str, Any], int, int]]:
         pos = _skip(text, stop)
 
 
-_GEMINI_MODEL_PATH = re.compile(r"/models/([^/:]+)")
-
-
 def _request_model(provider: str, path: str, body: bytes) -> str | None:
     if b'"model"' in body:
         obj = _loads(body.decode("utf-8", "replace"))
@@ -287,93 +272,18 @@ def _request_model(provider: str, path: str, body: bytes) -> str | None:
             model = obj.get("model")
             if isinstance(model, str) and model:
                 return model
-    match = _GEMINI_MODEL_PATH.search(path)
-    if match and (provider == "gemini" or ":" in path.rpartition("/")[2]):
-        return match.group(1)
-    return None
+    return gemini.method_model(provider, path)
 
 
-# -- the wire formats ----------------------------------------------------------
+# -- the fold ------------------------------------------------------------------
 
 
-def _count(value: Any) -> int | None:
-    """A token count, or ``None`` for anything that is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
-    return None
+class _Accumulator(Tally):
+    """Folds the JSON objects of a response into usage figures, offering
+    each to the providers' readers in turn (see
+    :data:`reel_core._providers.USAGE_READERS`)."""
 
-
-def _sub(obj: dict[str, Any], name: str, key: str) -> int | None:
-    inner = obj.get(name)
-    return _count(inner.get(key)) if isinstance(inner, dict) else None
-
-
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and value != ""
-
-
-_ANTHROPIC_EVENTS = frozenset(
-    {
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "ping",
-    }
-)
-_RESPONSES_WITH_BODY = frozenset(
-    {
-        "response.created",
-        "response.in_progress",
-        "response.queued",
-        "response.completed",
-        "response.incomplete",
-        "response.failed",
-    }
-)
-_RESPONSES_DELTAS = frozenset(
-    {
-        "response.output_text.delta",
-        "response.refusal.delta",
-        "response.function_call_arguments.delta",
-        "response.custom_tool_call_input.delta",
-        "response.reasoning_text.delta",
-        "response.reasoning_summary_text.delta",
-    }
-)
-
-
-class _Accumulator:
-    """Folds the JSON objects of a response into usage figures."""
-
-    __slots__ = (
-        "cache_write",
-        "cached",
-        "embeddings",
-        "first_ms",
-        "includes_cached",
-        "input",
-        "model",
-        "output",
-        "reasoning",
-    )
-
-    def __init__(self, *, embeddings: bool = False) -> None:
-        self.embeddings = embeddings
-        self.model: str | None = None
-        self.input: int | None = None
-        self.output: int | None = None
-        self.cached: int | None = None
-        self.reasoning: int | None = None
-        self.cache_write: int | None = None
-        self.includes_cached = True
-        self.first_ms: float | None = None
+    __slots__ = ()
 
     def usage(self, model: str | None) -> Usage:
         output = self.output
@@ -390,203 +300,11 @@ class _Accumulator:
             input_includes_cached=self.includes_cached,
         )
 
-    def _set_model(self, value: Any) -> None:
-        if isinstance(value, str) and value:
-            self.model = value
-
     def take(self, obj: dict[str, Any], event: str | None) -> bool:
         """Fold in one object; true when it carries generated content."""
         kind = obj.get("type", event)
-        if isinstance(kind, str):
-            if kind.startswith("response."):
-                return self._responses_event(obj, kind)
-            if kind in _ANTHROPIC_EVENTS:
-                return self._anthropic_event(obj, kind)
-            if kind == "message":
-                self._anthropic_message(obj)
-                return False
-            if kind == "error":
-                return False
-        if obj.get("object") == "response":
-            self._responses_body(obj)
-            return False
-        if "candidates" in obj or "usageMetadata" in obj or "modelVersion" in obj:
-            return self._gemini(obj)
-        return self._openai(obj)
-
-    # OpenAI chat completions, completions, embeddings; compatible servers.
-
-    def _openai(self, obj: dict[str, Any]) -> bool:
-        self._set_model(obj.get("model"))
-        usage = obj.get("usage")
-        if not isinstance(usage, dict):
-            extra = obj.get("x_groq")  # Groq puts stream usage here
-            usage = extra.get("usage") if isinstance(extra, dict) else None
-        if isinstance(usage, dict):
-            self._openai_usage(usage, list_object=obj.get("object") == "list")
-        elif "prompt_eval_count" in obj or "eval_count" in obj:  # Ollama's own API
-            self.input = _count(obj.get("prompt_eval_count"))
-            self.output = _count(obj.get("eval_count"))
-        choices = obj.get("choices")
-        if isinstance(choices, list):
-            return any(isinstance(choice, dict) and _choice_content(choice) for choice in choices)
-        if obj.get("object") == "thread.message.delta":  # the Assistants API
-            delta = obj.get("delta")
-            content = delta.get("content") if isinstance(delta, dict) else None
-            return isinstance(content, list) and any(
-                isinstance(part, dict)
-                and isinstance(part.get("text"), dict)
-                and _text(part["text"].get("value"))
-                for part in content
-            )
-        message = obj.get("message")  # Ollama chat
-        if isinstance(message, dict) and _delta_content(message):
-            return True
-        return _text(obj.get("response"))  # Ollama generate
-
-    def _openai_usage(self, usage: dict[str, Any], *, list_object: bool) -> None:
-        if "prompt_tokens" in usage or "completion_tokens" in usage:
-            prompt = _count(usage.get("prompt_tokens"))
-            completion = _count(usage.get("completion_tokens"))
-            if completion is None and prompt is not None and list_object:
-                completion = 0  # an embeddings list: no output
-            self.input, self.output = prompt, completion
-            cached = _sub(usage, "prompt_tokens_details", "cached_tokens")
-            if cached is None:
-                cached = _count(usage.get("prompt_cache_hit_tokens"))  # DeepSeek
-            self.cached = cached
-            self.reasoning = _sub(usage, "completion_tokens_details", "reasoning_tokens")
-            self.includes_cached = True
-        elif "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
-            self._anthropic_usage(usage)
-        elif "input_tokens" in usage or "output_tokens" in usage:
-            self._responses_usage(usage)
-
-    # OpenAI Responses API.
-
-    def _responses_event(self, obj: dict[str, Any], kind: str) -> bool:
-        if kind in _RESPONSES_WITH_BODY:
-            body = obj.get("response")
-            if isinstance(body, dict):
-                self._responses_body(body)
-            return False
-        return kind in _RESPONSES_DELTAS and _text(obj.get("delta"))
-
-    def _responses_body(self, body: dict[str, Any]) -> None:
-        self._set_model(body.get("model"))
-        usage = body.get("usage")
-        if isinstance(usage, dict):
-            self._responses_usage(usage)
-
-    def _responses_usage(self, usage: dict[str, Any]) -> None:
-        self.input = _count(usage.get("input_tokens"))
-        self.output = _count(usage.get("output_tokens"))
-        self.cached = _sub(usage, "input_tokens_details", "cached_tokens")
-        self.reasoning = _sub(usage, "output_tokens_details", "reasoning_tokens")
-        self.includes_cached = True
-
-    # Anthropic messages.
-
-    def _anthropic_event(self, obj: dict[str, Any], kind: str) -> bool:
-        if kind == "content_block_delta":
-            delta = obj.get("delta")
-            return isinstance(delta, dict) and (
-                _text(delta.get("text"))
-                or _text(delta.get("partial_json"))
-                or _text(delta.get("thinking"))
-            )
-        if kind == "content_block_start":
-            # A tool call's name comes in the block start (and a call with
-            # no arguments has no non-empty delta at all).
-            block = obj.get("content_block")
-            return isinstance(block, dict) and (
-                _text(block.get("name")) or _text(block.get("text"))
-            )
-        if kind == "message_start":
-            message = obj.get("message")
-            if isinstance(message, dict):
-                self._anthropic_message(message)
-        elif kind == "message_delta":
-            usage = obj.get("usage")
-            if isinstance(usage, dict):
-                self._anthropic_usage(usage)
-        return False
-
-    def _anthropic_message(self, message: dict[str, Any]) -> None:
-        self._set_model(message.get("model"))
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            self._anthropic_usage(usage)
-
-    def _anthropic_usage(self, usage: dict[str, Any]) -> None:
-        # Stream deltas are cumulative and may name only some counts: each
-        # count present overrides the one before.
-        self.includes_cached = False
-        for key, attr in (
-            ("input_tokens", "input"),
-            ("output_tokens", "output"),
-            ("cache_read_input_tokens", "cached"),
-            ("cache_creation_input_tokens", "cache_write"),
-        ):
-            value = _count(usage.get(key))
-            if value is not None:
-                setattr(self, attr, value)
-
-    # Gemini.
-
-    def _gemini(self, obj: dict[str, Any]) -> bool:
-        self._set_model(obj.get("modelVersion"))
-        meta = obj.get("usageMetadata")
-        if isinstance(meta, dict):
-            prompt = _count(meta.get("promptTokenCount"))
-            candidates = _count(meta.get("candidatesTokenCount"))
-            thoughts = _count(meta.get("thoughtsTokenCount"))
-            if prompt is not None or candidates is not None or thoughts is not None:
-                # Zero counts are left out of Gemini's JSON (proto3).
-                tool_prompt = _count(meta.get("toolUsePromptTokenCount")) or 0
-                self.input = None if prompt is None else prompt + tool_prompt
-                self.output = (candidates or 0) + (thoughts or 0)
-                self.cached = _count(meta.get("cachedContentTokenCount"))
-                self.reasoning = thoughts
-                self.includes_cached = True
-        candidates_list = obj.get("candidates")
-        if isinstance(candidates_list, list):
-            for candidate in candidates_list:
-                content = candidate.get("content") if isinstance(candidate, dict) else None
-                parts = content.get("parts") if isinstance(content, dict) else None
-                if isinstance(parts, list):
-                    for part in parts:
-                        if isinstance(part, dict) and (
-                            _text(part.get("text")) or isinstance(part.get("functionCall"), dict)
-                        ):
-                            return True
-        return False
-
-
-def _delta_content(delta: dict[str, Any]) -> bool:
-    if (
-        _text(delta.get("content"))
-        or _text(delta.get("reasoning_content"))
-        or _text(delta.get("reasoning"))
-        or _text(delta.get("refusal"))
-    ):
-        return True
-    calls = delta.get("tool_calls")
-    if isinstance(calls, list):
-        for call in calls:
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and (
-                _text(function.get("name")) or _text(function.get("arguments"))
-            ):
-                return True
-    function = delta.get("function_call")
-    return isinstance(function, dict) and (
-        _text(function.get("name")) or _text(function.get("arguments"))
-    )
-
-
-def _choice_content(choice: dict[str, Any]) -> bool:
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        return _delta_content(delta)
-    return _text(choice.get("text"))  # legacy completions stream
+        for read in USAGE_READERS:
+            content = read(self, obj, kind)
+            if content is not None:
+                return content
+        return USAGE_FALLBACK(self, obj, kind)

@@ -44,7 +44,7 @@ def test_importing_reel_core_imports_no_io_module() -> None:
 
 
 def test_every_private_module_imports_no_io_module() -> None:
-    names = [m.name for m in pkgutil.iter_modules(reel_core.__path__, "reel_core.")]
+    names = [m.name for m in pkgutil.walk_packages(reel_core.__path__, "reel_core.")]
     loaded = _modules_after("\n".join(f"import {n}" for n in names))
     assert set(names) <= set(loaded)
     assert [m for m in loaded if m.split(".")[0] in FORBIDDEN] == []
@@ -56,7 +56,7 @@ def test_the_probe_would_notice_a_forbidden_import() -> None:
 
 
 def test_every_module_has_dunder_all_naming_real_objects() -> None:
-    names = [m.name for m in pkgutil.iter_modules(reel_core.__path__, "reel_core.")]
+    names = [m.name for m in pkgutil.walk_packages(reel_core.__path__, "reel_core.")]
     assert len(names) >= 15
     for name in names:
         module = importlib.import_module(name)
@@ -83,3 +83,8 @@ def test_reexports_are_the_private_objects() -> None:
     assert reel_core.Cassette is _cassette.Cassette
     assert reel_core.SCHEMA_VERSION == 1
     assert isinstance(reel_core.__version__, str)
+
+
+def test_the_walk_reaches_the_provider_modules() -> None:
+    names = {m.name for m in pkgutil.walk_packages(reel_core.__path__, "reel_core.")}
+    assert {"reel_core._providers.anthropic", "reel_core._providers._base"} <= names

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reel_core import PRICES_CHECKED, Interaction, Usage, cost_usd, extract_usage, resolve_model
+from reel_core._providers import PROVIDERS, model_of
 
 from ._common import count, num
 
@@ -41,11 +42,7 @@ def _requested_model(interaction: Interaction) -> str | None:
         body: Any = json.loads(request.body) if request.body[:1] == b"{" else None
     except (ValueError, RecursionError):
         body = None
-    if isinstance(body, dict) and isinstance(body.get("model"), str):
-        return str(body["model"])
-    if "/models/" in request.path:
-        return request.path.rpartition("/models/")[2].partition(":")[0] or None
-    return None
+    return model_of(request.path, body)
 
 
 def figures(interaction: Interaction) -> Figures:
@@ -109,9 +106,11 @@ def _unknown_reason(
     if tokens_in is None or tokens_out is None:
         if status >= 400:
             return f"an error response ({status}) reporting no token usage"
-        if interaction.response.stream is not None and interaction.provider in (
-            "openai",
-            "generic",
+        provider = PROVIDERS.get(interaction.provider)
+        if (
+            interaction.response.stream is not None
+            and provider is not None
+            and provider.stream_usage_opt_in
         ):
             return "no token usage in the stream (sent without stream_options.include_usage?)"
         return "the response reports no token usage"

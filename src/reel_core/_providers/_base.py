@@ -1,0 +1,176 @@
+"""What every provider module shares: the :class:`Provider` record the
+registry holds, the running usage tally the readers fold objects into, the
+answer pieces, and the small value readers (counts, non-empty text).
+
+A provider module (``openai.py``, ``anthropic.py``, ``gemini.py``,
+``generic.py``) is pure functions over paths, headers and parsed JSON; it
+keeps no state and does no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._http import Headers
+
+__all__ = [
+    "AnswerReader",
+    "Piece",
+    "Price",
+    "Provider",
+    "Tally",
+    "UsageReader",
+    "body_model",
+    "count",
+    "dumps",
+    "mapping",
+    "string",
+    "sub_count",
+    "text",
+]
+
+
+class Tally:
+    """The usage figures read so far from one response; provider readers
+    fold JSON objects into it (``None`` means not reported yet)."""
+
+    __slots__ = (
+        "cache_write",
+        "cached",
+        "embeddings",
+        "first_ms",
+        "includes_cached",
+        "input",
+        "model",
+        "output",
+        "reasoning",
+    )
+
+    def __init__(self, *, embeddings: bool = False) -> None:
+        self.embeddings = embeddings
+        self.model: str | None = None
+        self.input: int | None = None
+        self.output: int | None = None
+        self.cached: int | None = None
+        self.reasoning: int | None = None
+        self.cache_write: int | None = None
+        self.includes_cached = True
+        self.first_ms: float | None = None
+
+    def set_model(self, value: Any) -> None:
+        """Take ``value`` as the answering model when it names one."""
+        if isinstance(value, str) and value:
+            self.model = value
+
+
+#: Folds one JSON object of a response (with its ``type``, or else its SSE
+#: event name, as ``kind``) into a :class:`Tally`: ``None`` when the object
+#: is not this reader's shape, else whether it carries generated content.
+UsageReader = Callable[[Tally, dict[str, Any], object], "bool | None"]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A fragment of an answer: text, or a piece of a tool call."""
+
+    text: str = ""
+    #: A tool-call fragment: (slot, name or None, argument text).  An empty
+    #: slot is a call complete in one piece.
+    tool: tuple[str, str | None, str] | None = None
+
+
+#: The answer fragments of one JSON object of a response (``kind`` as for
+#: :data:`UsageReader`): ``None`` when the shape is not this reader's.
+AnswerReader = Callable[[dict[str, Any], object], "list[Piece] | None"]
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    #: Cached-input (cache hit) rate; ``None`` when the model has no cache
+    #: discount (cached tokens are then billed at the input rate).
+    cached_input: float | None = None
+    #: Cache-write rate (Anthropic's 5-minute writes); ``None``: the input rate.
+    cache_write: float | None = None
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Everything Reel knows about one provider, as values and functions."""
+
+    #: The name stored in a cassette line's ``provider``.
+    name: str
+    #: The real API base URL, used when no upstream is configured.
+    host: str | None
+    #: Whether a request is for this provider: ``(path, lower-case host or
+    #: "", headers)``.
+    recognizes: Callable[[str, str, Headers], bool]
+    #: Whether a request path belongs to this provider's API family, from
+    #: the path alone (so a stored request maps to the same family).
+    family: Callable[[str], bool]
+    #: Request fields that change between identical-in-intent calls
+    #: (per-user ids, trace metadata), ignored by every match mode but exact.
+    drift_fields: tuple[str, ...]
+    #: The SSE event names (or object ``type`` values) of its streams.
+    stream_event_kinds: frozenset[str]
+    #: Whether its streams report token usage only when the request asks
+    #: (OpenAI's ``stream_options.include_usage``).
+    stream_usage_opt_in: bool
+    #: The readers of its response objects' model, usage and first content.
+    usage_readers: tuple[UsageReader, ...]
+    #: USD per million tokens by model name (read by :mod:`reel_core._prices`).
+    prices: Mapping[str, Price]
+    #: Model names that are not a price key plus a snapshot suffix.
+    aliases: Mapping[str, str]
+    #: The readers of its response objects' answer text and tool calls.
+    answer_readers: tuple[AnswerReader, ...]
+
+
+def count(value: Any) -> int | None:
+    """A token count, or ``None`` for anything that is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def sub_count(obj: dict[str, Any], name: str, key: str) -> int | None:
+    """The count at ``obj[name][key]``."""
+    inner = obj.get(name)
+    return count(inner.get(key)) if isinstance(inner, dict) else None
+
+
+def text(value: Any) -> bool:
+    """Whether ``value`` is non-empty text."""
+    return isinstance(value, str) and value != ""
+
+
+def string(value: Any) -> str:
+    """``value`` if it is a string, else ``""``."""
+    return value if isinstance(value, str) else ""
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """``value`` if it is an object, else ``{}``."""
+    return value if isinstance(value, dict) else {}
+
+
+def body_model(body: object) -> str | None:
+    """The ``model`` a request body names (OpenAI, Anthropic)."""
+    if isinstance(body, dict) and isinstance(body.get("model"), str):
+        return str(body["model"])
+    return None
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of ``value`` (a tool call's arguments)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

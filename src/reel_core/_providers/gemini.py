@@ -1,0 +1,178 @@
+"""Everything Reel knows about Google's Gemini API (AI Studio and Vertex AI).
+
+- Recognition: the ``generativelanguage`` or ``aiplatform`` host, a
+  ``/v1beta/`` path, an ``x-goog-api-key`` header, or a
+  ``/models/{model}:method`` path; the family is ``generateContent`` /
+  ``streamGenerateContent`` calls.
+- Drift: ``labels`` (Vertex AI billing labels).
+- Model: the ``models/{model}:method`` path segment asks for it;
+  ``modelVersion`` in the response names the one that answered.
+- Usage: ``usageMetadata`` (``promptTokenCount``, ``candidatesTokenCount``,
+  ``thoughtsTokenCount``, ``cachedContentTokenCount``,
+  ``toolUsePromptTokenCount``); in a stream the last one wins, whether the
+  stream is SSE (``alt=sse``) or the JSON array kept as timed chunks.
+  Thoughts are reported apart from the candidates, so the output count is
+  their sum; tool-use prompt tokens are billed as input and added to it;
+  cache reads are inside the input count.  Zero counts are left out of the
+  JSON (proto3).
+- Answers: the first candidate's text parts and ``functionCall`` parts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .._http import Headers, header_value
+from ._base import Piece, Price, Provider, Tally, count, dumps, string, text
+
+__all__ = [
+    "ALIASES",
+    "PRICES",
+    "PROVIDER",
+    "answer_pieces",
+    "method_model",
+    "path_model",
+    "read_usage",
+]
+
+
+def recognizes(path: str, host: str, headers: Headers) -> bool:
+    return (
+        "generativelanguage" in host
+        or "aiplatform" in host
+        or path.startswith("/v1beta/")
+        or header_value(headers, b"x-goog-api-key") is not None
+        or ("/models/" in path and ":" in path.rpartition("/")[2])
+    )
+
+
+def family(path: str) -> bool:
+    return ":generateContent" in path or ":streamGenerateContent" in path
+
+
+def path_model(path: str) -> str | None:
+    """The model of a ``.../models/{model}:method`` path."""
+    if "/models/" in path:
+        return path.rpartition("/models/")[2].partition(":")[0] or None
+    return None
+
+
+_MODEL_PATH = re.compile(r"/models/([^/:]+)")
+
+
+def method_model(provider: str, path: str) -> str | None:
+    """The model of a recorded ``.../models/{model}:method`` call, the
+    fallback when a response names none: the first ``models/`` segment,
+    when the interaction is Gemini's or the path ends in a ``:method``."""
+    match = _MODEL_PATH.search(path)
+    if match and (provider == "gemini" or ":" in path.rpartition("/")[2]):
+        return match.group(1)
+    return None
+
+
+def _is_gemini(obj: dict[str, Any]) -> bool:
+    return "candidates" in obj or "usageMetadata" in obj or "modelVersion" in obj
+
+
+def read_usage(tally: Tally, obj: dict[str, Any], kind: object) -> bool | None:
+    """A ``GenerateContentResponse`` (whole, or one element of a stream)."""
+    if not _is_gemini(obj):
+        return None
+    tally.set_model(obj.get("modelVersion"))
+    meta = obj.get("usageMetadata")
+    if isinstance(meta, dict):
+        prompt = count(meta.get("promptTokenCount"))
+        candidates = count(meta.get("candidatesTokenCount"))
+        thoughts = count(meta.get("thoughtsTokenCount"))
+        if prompt is not None or candidates is not None or thoughts is not None:
+            # Zero counts are left out of Gemini's JSON (proto3).
+            tool_prompt = count(meta.get("toolUsePromptTokenCount")) or 0
+            tally.input = None if prompt is None else prompt + tool_prompt
+            tally.output = (candidates or 0) + (thoughts or 0)
+            tally.cached = count(meta.get("cachedContentTokenCount"))
+            tally.reasoning = thoughts
+            tally.includes_cached = True
+    candidates_list = obj.get("candidates")
+    if isinstance(candidates_list, list):
+        for candidate in candidates_list:
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            parts = content.get("parts") if isinstance(content, dict) else None
+            if isinstance(parts, list):
+                for part in parts:
+                    if isinstance(part, dict) and (
+                        text(part.get("text")) or isinstance(part.get("functionCall"), dict)
+                    ):
+                        return True
+    return False
+
+
+def answer_pieces(obj: dict[str, Any], kind: object) -> list[Piece] | None:
+    """The first candidate's parts; a usage-only element says nothing."""
+    if isinstance(obj.get("candidates"), list):
+        out: list[Piece] = []
+        for candidate in obj["candidates"][:1]:
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            parts = content.get("parts") if isinstance(content, dict) else None
+            for part in parts if isinstance(parts, list) else []:
+                if not isinstance(part, dict):
+                    continue
+                call = part.get("functionCall")
+                if isinstance(call, dict):
+                    out.append(Piece(tool=("", string(call.get("name")), dumps(call.get("args")))))
+                else:
+                    out.append(Piece(string(part.get("text"))))
+        return out
+    if "usageMetadata" in obj or "modelVersion" in obj:
+        return []
+    return None
+
+
+# -- prices --------------------------------------------------------------------
+
+#: USD per million tokens, by model (see :mod:`reel_core._prices`).
+PRICES: dict[str, Price] = {
+    # -- Gemini (Gemini Developer API, paid tier) ------------------------------
+    # Source: Google's pricing page (ai.google.dev/gemini-api/docs/pricing:
+    # text/image/video input, output "including thinking tokens", context
+    # caching) as quoted from it on 2026-07-04 (factquire.com,
+    # gemini-3-flash-preview) and in morphllm.com's 2026 table, with cached
+    # rates from simonw/llm-prices data/google.json and github/docs
+    # data/tables/copilot/models-and-pricing.yml (late 2026: gemini-3.1-pro,
+    # gemini-3.5-flash).  Not in those sources, so less sure: the cached
+    # rates of gemini-3-pro-preview ($0.20, as 3.1 Pro) and gemini-2.0-flash
+    # ($0.025, Google's 2025 page).  Gemini 2.5 Pro and 3.x Pro cost more
+    # past 200k prompt tokens ($2.50/$15 and $4/$18): base tier here.  Cache
+    # storage (per token-hour) is not a per-request cost and is left out.
+    "gemini-3.5-flash": Price(1.50, 9.00, 0.15),
+    "gemini-3.1-pro-preview": Price(2.00, 12.00, 0.20),
+    "gemini-3-pro-preview": Price(2.00, 12.00, 0.20),
+    "gemini-3-flash-preview": Price(0.50, 3.00, 0.05),
+    "gemini-2.5-pro": Price(1.25, 10.00, 0.125),
+    "gemini-2.5-flash": Price(0.30, 2.50, 0.03),
+    "gemini-2.5-flash-lite": Price(0.10, 0.40, 0.01),
+    "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
+    "gemini-2.0-flash-lite": Price(0.075, 0.30),
+}
+
+#: Model names that are not a price key plus a snapshot suffix.
+ALIASES: dict[str, str] = {
+    "gemini-3-pro": "gemini-3-pro-preview",
+    "gemini-3-flash": "gemini-3-flash-preview",
+    "gemini-3.1-pro": "gemini-3.1-pro-preview",
+}
+
+PROVIDER = Provider(
+    name="gemini",
+    host="https://generativelanguage.googleapis.com",
+    recognizes=recognizes,
+    family=family,
+    drift_fields=("labels",),
+    # Gemini streams are unnamed elements (SSE data-only, or a JSON array).
+    stream_event_kinds=frozenset(),
+    stream_usage_opt_in=False,
+    usage_readers=(read_usage,),
+    prices=PRICES,
+    aliases=ALIASES,
+    answer_readers=(answer_pieces,),
+)
