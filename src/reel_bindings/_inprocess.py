@@ -19,13 +19,13 @@ import attrs
 
 from reel_core import (
     Config,
+    ConfigError,
     Cut,
     EndOfResponse,
     Event,
     Forward,
     Frame,
     Limits,
-    LocalProtocolError,
     MatchConfig,
     Miss,
     MissReport,
@@ -68,7 +68,7 @@ def limits_from_env() -> Limits:
     except ValueError:
         max_body = 0
     if max_body < 1:
-        raise LocalProtocolError(f"REEL_MAX_BODY={text!r} is not a positive number of bytes")
+        raise ConfigError(f"REEL_MAX_BODY={text!r} is not a positive number of bytes")
     return Limits(max_body=max_body)
 
 

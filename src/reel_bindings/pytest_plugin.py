@@ -521,7 +521,7 @@ def _cassette_path(item: pytest.Item, name: object) -> Path:
 
 def _global_mode(config: pytest.Config) -> tuple[str, str]:
     """The mode set for the whole run, and where it came from."""
-    from reel_core import LocalProtocolError, Mode
+    from reel_core import ConfigError, Mode
 
     option = config.getoption("reel_mode", None)
     if option:
@@ -530,14 +530,14 @@ def _global_mode(config: pytest.Config) -> tuple[str, str]:
     if env:
         try:
             return Mode.parse(env).value, "REEL_MODE"
-        except LocalProtocolError as exc:
+        except ConfigError as exc:
             raise pytest.UsageError(f"REEL_MODE: {exc}") from None
     return "replay", "default"
 
 
 def _test_mode(config: pytest.Config, marker: object) -> Mode:
     """--reel-mode, then $REEL_MODE, then the marker's mode=, then replay."""
-    from reel_core import LocalProtocolError, Mode
+    from reel_core import ConfigError, Mode
 
     mode, source = _global_mode(config)
     if source != "default" or marker is None:
@@ -546,13 +546,13 @@ def _test_mode(config: pytest.Config, marker: object) -> Mode:
         return marker
     try:
         return Mode.parse(str(marker))
-    except LocalProtocolError as exc:
+    except ConfigError as exc:
         _marker_error(f"mode=: {exc}")
 
 
 def _global_timing(config: pytest.Config) -> str | None:
     """The timing set for the run (--reel-timing, else $REEL_TIMING), checked."""
-    from reel_core import LocalProtocolError, Timing
+    from reel_core import ConfigError, Timing
 
     for source, value in (
         ("--reel-timing", config.getoption("reel_timing", None)),
@@ -561,27 +561,27 @@ def _global_timing(config: pytest.Config) -> str | None:
         if value and str(value).strip():
             try:
                 return str(Timing.parse(str(value)))
-            except LocalProtocolError as exc:
+            except ConfigError as exc:
                 raise pytest.UsageError(f"{source}: {exc}") from None
     return None
 
 
 def _test_timing(config: pytest.Config, marker: object) -> Timing:
     """The marker's timing=, then --reel-timing, then $REEL_TIMING, then fast."""
-    from reel_core import LocalProtocolError, Timing
+    from reel_core import ConfigError, Timing
 
     if isinstance(marker, Timing):
         return marker
     if marker is not None:
         try:
             return Timing.parse(str(marker))
-        except LocalProtocolError as exc:
+        except ConfigError as exc:
             _marker_error(f"timing=: {exc}")
     return Timing.parse(_global_timing(config) or DEFAULT_TIMING)
 
 
 def _match(match: object, ignore_fields: object) -> MatchConfig | None:
-    from reel_core import LocalProtocolError, MatchConfig, MatchMode
+    from reel_core import ConfigError, MatchConfig, MatchMode
 
     if isinstance(match, MatchConfig):
         if ignore_fields:
@@ -599,11 +599,11 @@ def _match(match: object, ignore_fields: object) -> MatchConfig | None:
     try:
         mode = MatchMode(match) if match is not None else MatchMode.IGNORE_FIELDS
         return MatchConfig(mode, fields)
+    except ConfigError as exc:  # a ValueError too: caught first
+        _marker_error(str(exc))
     except ValueError:
         choices = ", ".join(m.value for m in MatchMode)
         _marker_error(f"match={match!r}: use one of {choices}")
-    except LocalProtocolError as exc:
-        _marker_error(str(exc))
 
 
 def _pii_off() -> bool:

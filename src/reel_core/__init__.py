@@ -20,6 +20,7 @@ from ._cassette import (
 from ._config import Config, Mode
 from ._errors import (
     CassetteError,
+    ConfigError,
     LocalProtocolError,
     MissError,
     ReelError,
@@ -62,6 +63,7 @@ __all__ = [
     "CassetteWarning",
     "Closest",
     "Config",
+    "ConfigError",
     "ContentDecoder",
     "Continue",
     "Cut",

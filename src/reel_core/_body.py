@@ -18,7 +18,7 @@ import zlib
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Protocol
 
-from ._errors import LocalProtocolError
+from ._errors import ConfigError
 
 __all__ = [
     "ContentDecoder",
@@ -335,11 +335,11 @@ def _brotli_decompressor() -> _Decompressor | None:
 
 
 def check_style(style: str) -> None:
-    """Raise :class:`LocalProtocolError` for an unknown JSON style."""
+    """Raise :class:`ConfigError` for an unknown JSON style."""
     try:
         _dumps(None, style)
     except ValueError as exc:
-        raise LocalProtocolError(str(exc)) from None
+        raise ConfigError(str(exc)) from None
 
 
 def decode_content(data: bytes, encoding: str, limit: int) -> bytes:

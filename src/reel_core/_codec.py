@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from ._body import decode_body, encode_body
-from ._errors import CassetteError, LocalProtocolError, SchemaVersionError
+from ._errors import CassetteError, ConfigError, SchemaVersionError
 from ._interaction import CassetteMeta, Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._literals import header_names
 from ._match import MatchConfig, MatchMode
@@ -407,7 +407,7 @@ def meta_from_json(obj: Any, name: str) -> CassetteMeta:
         if not isinstance(ignore, list) or not all(isinstance(p, str) for p in ignore):
             raise CassetteError(name, 1, '"_meta.ignore_fields" must be a list of JSON paths')
         match = MatchConfig(mode, tuple(ignore))
-    except (ValueError, LocalProtocolError) as exc:
+    except ValueError as exc:  # ConfigError too
         raise CassetteError(name, 1, f'bad "_meta" match settings: {exc}') from None
     repeat = meta.get("repeat", True)
     if not isinstance(repeat, bool):
@@ -419,10 +419,10 @@ def meta_from_json(obj: Any, name: str) -> CassetteMeta:
     redact = extra.get("redact", {})
     try:
         if not isinstance(redact, dict):
-            raise LocalProtocolError('"redact" must be an object')
+            raise ConfigError('"redact" must be an object')
         Redactor.from_settings(redact)
         header_names(redact)
-    except LocalProtocolError as exc:
+    except ConfigError as exc:
         raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
     return CassetteMeta(schema=schema, match=match, writer=str(writer), repeat=repeat, extra=extra)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ._errors import LocalProtocolError
+from ._errors import ConfigError
 from ._http import Limits
 from ._match import MatchConfig
 from ._miss import DEFAULT_HINT
@@ -34,7 +34,7 @@ class Mode(enum.Enum):
             return cls(text.strip().lower())
         except ValueError:
             choices = ", ".join(m.value for m in cls)
-            raise LocalProtocolError(f"unknown mode {text!r}: use one of {choices}") from None
+            raise ConfigError(f"unknown mode {text!r}: use one of {choices}") from None
 
     @property
     def records(self) -> bool:

@@ -3,6 +3,9 @@
 Like h11 there are two protocol families: a :class:`LocalProtocolError` means
 the caller (a binding) misused the API; a :class:`RemoteProtocolError` means
 the peer sent something bad and carries the HTTP status to answer with.
+A :class:`ConfigError` is a bad user setting (an unknown mode, timing or
+match mode, a bad JSON path, regular expression, threshold or redaction
+setting); it is also a :class:`ValueError`.
 :class:`CassetteError` names the file and line of a bad cassette, and
 :class:`MissError` carries the miss report.  Any other exception escaping
 reel_core is a bug.
@@ -17,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CassetteError",
+    "ConfigError",
     "LocalProtocolError",
     "MissError",
     "ReelError",
@@ -31,7 +35,14 @@ class ReelError(Exception):
 
 class LocalProtocolError(ReelError):
     """The caller drove the core wrongly (for example fed upstream data
-    before the core asked for a forward).  A bug in the binding."""
+    before the core asked for a forward).  A bug in the binding; bad user
+    settings raise :class:`ConfigError` instead."""
+
+
+class ConfigError(ReelError, ValueError):
+    """A setting is bad (a mode, timing, match mode, JSON path, pattern,
+    threshold, redaction setting or environment variable); the message says
+    which and what is allowed.  Not a bug in a binding: the user fixes it."""
 
 
 class RemoteProtocolError(ReelError):

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote_from_bytes
 
-from ._errors import LocalProtocolError
+from ._errors import ConfigError
 from ._http import Headers
 from ._redact import Redactor
 
@@ -82,13 +82,13 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 def header_names(settings: Mapping[str, object]) -> tuple[str, ...]:
     """The further credential header names of a ``redact`` settings object
-    (its ``"headers"`` list), lower-cased.  Raises ``LocalProtocolError``
+    (its ``"headers"`` list), lower-cased.  Raises ``ConfigError``
     when the list is not one of header names."""
     names = settings.get("headers", [])
     if not isinstance(names, list) or not all(
         isinstance(n, str) and _HEADER_NAME.fullmatch(n) for n in names
     ):
-        raise LocalProtocolError(
+        raise ConfigError(
             'redact "headers" must be a list of header names, like ["x-gateway-token"]'
         )
     return tuple(n.lower() for n in names)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._body import parse_json
-from ._errors import LocalProtocolError
+from ._errors import ConfigError
 from ._forms import FORM, MULTIPART, canonical_form, canonical_multipart
 from ._providers import DRIFT_FIELDS, endpoint_family
 
@@ -72,7 +72,7 @@ def parse_path(text: str) -> JSONPath:
     while pos < len(text):
         m = _SEGMENT.match(text, pos)
         if m is None or (m.group(0).startswith(".") and pos == 0):
-            raise LocalProtocolError(
+            raise ConfigError(
                 f"bad JSON path {text!r} at character {pos + 1}: "
                 "use names, [N] and [*], e.g. messages[*].id"
             )
@@ -85,7 +85,7 @@ def parse_path(text: str) -> JSONPath:
             segments.append(int(index))
         pos = m.end()
     if not segments:
-        raise LocalProtocolError("an empty JSON path ignores nothing; name a field")
+        raise ConfigError("an empty JSON path ignores nothing; name a field")
     return tuple(segments)
 
 
@@ -117,11 +117,11 @@ class MatchConfig:
 
     def __post_init__(self) -> None:
         if self.ignore_fields and self.mode not in (MatchMode.IGNORE_FIELDS, MatchMode.FUZZY):
-            raise LocalProtocolError(
+            raise ConfigError(
                 f"ignored fields need match mode ignore-fields or fuzzy, not {self.mode.value}"
             )
         if not 0.0 <= self.threshold <= 1.0:
-            raise LocalProtocolError(f"fuzzy threshold must be from 0 to 1, not {self.threshold}")
+            raise ConfigError(f"fuzzy threshold must be from 0 to 1, not {self.threshold}")
         object.__setattr__(self, "ignore_fields", tuple(self.ignore_fields))
         object.__setattr__(self, "_paths", tuple(parse_path(p) for p in self.ignore_fields))
 

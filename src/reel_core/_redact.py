@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ._body import _dumps, _json_style, parse_json
-from ._errors import LocalProtocolError
+from ._errors import ConfigError
 from ._match import WILDCARD, JSONPath, parse_path
 
 __all__ = [
@@ -290,9 +290,9 @@ def digest(salt: str, kind: str, value: str) -> str:
 
 def check_salt(salt: object) -> str:
     """``salt`` if it is a redaction salt (32 lower-case hex digits), else
-    :class:`LocalProtocolError` saying what one is."""
+    :class:`ConfigError` saying what one is."""
     if not isinstance(salt, str) or not _SALT.fullmatch(salt):
-        raise LocalProtocolError(
+        raise ConfigError(
             f'redact "salt" must be 32 lower-case hex digits (secrets.token_hex(16)), not {salt!r}'
         )
     return salt
@@ -339,7 +339,7 @@ class Redactor:
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise LocalProtocolError(f"bad redaction pattern for {kind!r}: {exc}") from None
+                raise ConfigError(f"bad redaction pattern for {kind!r}: {exc}") from None
             patterns[kind] = pattern
         groups = {kind: f"k{i}" for i, kind in enumerate(patterns)}  # any kind name is fine
         kinds = {group: kind for kind, group in groups.items()}
@@ -399,12 +399,12 @@ class Redactor:
         if not isinstance(patterns, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in patterns.items()
         ):
-            raise LocalProtocolError('redact "patterns" must map kinds to regular expressions')
+            raise ConfigError('redact "patterns" must map kinds to regular expressions')
         if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-            raise LocalProtocolError('redact "fields" must be a list of field names')
+            raise ConfigError('redact "fields" must be a list of field names')
         paths = settings.get("paths", [])
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            raise LocalProtocolError('redact "paths" must be a list of JSON paths')
+            raise ConfigError('redact "paths" must be a list of JSON paths')
         raw_salt = settings.get("salt")
         salt = None if raw_salt is None else check_salt(raw_salt)
         pii_setting = settings.get("pii", True) if pii is None else pii

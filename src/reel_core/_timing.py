@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ._errors import LocalProtocolError
+from ._errors import ConfigError
 
 __all__ = ["Timing", "TimingMode"]
 
@@ -35,7 +35,7 @@ class Timing:
 
     def __post_init__(self) -> None:
         if not self.factor > 0:
-            raise LocalProtocolError(f"timing factor must be positive, not {self.factor!r}")
+            raise ConfigError(f"timing factor must be positive, not {self.factor!r}")
 
     @classmethod
     def parse(cls, text: str) -> Timing:
@@ -47,13 +47,13 @@ class Timing:
             except ValueError:
                 factor = float("nan")
             if not factor > 0 or factor == float("inf"):
-                raise LocalProtocolError(
+                raise ConfigError(
                     f"bad timing {text!r}: slow=N needs a positive number, e.g. slow=2"
                 )
             return cls(TimingMode.SLOW, factor)
         if name in ("realtime", "fast") and not sep:
             return cls(TimingMode(name))
-        raise LocalProtocolError(f"bad timing {text!r}: use realtime, fast or slow=N")
+        raise ConfigError(f"bad timing {text!r}: use realtime, fast or slow=N")
 
     def schedule(self, offset: float) -> float:
         """The replay deadline, in seconds after the response head, of a frame

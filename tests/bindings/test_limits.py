@@ -12,7 +12,7 @@ import requests
 from reel_bindings.httpcore import Transport
 from reel_bindings.proxy import parse_options
 from reel_bindings.requests import Adapter
-from reel_core import Limits, LocalProtocolError, RemoteProtocolError
+from reel_core import ConfigError, Limits, RemoteProtocolError
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_a_bad_reel_max_body_is_refused(
     value: str, cassette: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("REEL_MAX_BODY", value)
-    with pytest.raises(LocalProtocolError, match=f"REEL_MAX_BODY='{value}'"):
+    with pytest.raises(ConfigError, match=f"REEL_MAX_BODY='{value}'"):
         Transport(cassette, mode="replay")
 
 

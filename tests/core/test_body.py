@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reel_core import ContentDecoder, LocalProtocolError, decode_body, encode_body
+from reel_core import ConfigError, ContentDecoder, decode_body, encode_body
 from reel_core._body import check_style, parse_json
 
 from ._helpers import splittings
@@ -124,7 +124,7 @@ def test_json_with_null_value_is_still_json() -> None:
 def test_check_style() -> None:
     for style in ("compact", "spaced,nl", "indent=2,ascii+nl", "indent=7"):
         check_style(style)
-    with pytest.raises(LocalProtocolError, match="unknown JSON style"):
+    with pytest.raises(ConfigError, match="unknown JSON style"):
         check_style("tabs")
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from reel_core import (
     Config,
+    ConfigError,
     Limits,
-    LocalProtocolError,
     MatchConfig,
     Mode,
     Redactor,
@@ -31,7 +31,7 @@ def test_mode_parse(text: str, mode: Mode) -> None:
 
 @pytest.mark.parametrize("text", ["", "replays", "rec", "none"])
 def test_mode_parse_lists_the_choices(text: str) -> None:
-    with pytest.raises(LocalProtocolError) as info:
+    with pytest.raises(ConfigError) as info:
         Mode.parse(text)
     message = str(info.value)
     assert repr(text) in message

@@ -1,15 +1,24 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from reel_core import (
     CassetteError,
+    ConfigError,
     LocalProtocolError,
+    MatchConfig,
+    MatchMode,
     MissError,
     MissReport,
+    Mode,
+    Redactor,
     ReelError,
     RemoteProtocolError,
     SchemaVersionError,
+    Timing,
+    TimingMode,
 )
 
 
@@ -25,6 +34,33 @@ def test_hierarchy() -> None:
     assert issubclass(SchemaVersionError, CassetteError)
     assert not issubclass(LocalProtocolError, RemoteProtocolError)
     assert not issubclass(RemoteProtocolError, LocalProtocolError)
+
+
+def test_config_error_is_a_value_error_not_api_misuse() -> None:
+    assert issubclass(ConfigError, ReelError)
+    assert issubclass(ConfigError, ValueError)
+    assert not issubclass(ConfigError, LocalProtocolError)
+    assert not issubclass(LocalProtocolError, ConfigError)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (lambda: Mode.parse("replays"), "unknown mode 'replays'"),
+        (lambda: Timing.parse("slow=0"), "slow=N needs a positive number"),
+        (lambda: Timing(TimingMode.SLOW, -1.0), "timing factor must be positive"),
+        (lambda: MatchConfig(MatchMode.FUZZY, ("a[",)), "bad JSON path"),
+        (lambda: MatchConfig(MatchMode.FUZZY, threshold=2.0), "fuzzy threshold"),
+        (lambda: MatchConfig(MatchMode.EXACT, ("a",)), "ignored fields need"),
+        (lambda: Redactor(extra_patterns={"x": "("}), "bad redaction pattern"),
+        (lambda: Redactor.from_settings({"fields": "a"}), 'redact "fields"'),
+        (lambda: Redactor.from_settings({"salt": "nope"}), "32 lower-case hex"),
+    ],
+)
+def test_bad_settings_raise_config_error(bad: Callable[[], object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        bad()
+    assert not isinstance(info.value, LocalProtocolError)
 
 
 def test_remote_protocol_error_carries_a_status() -> None:

@@ -16,10 +16,10 @@ from reel_core import (
     CassetteError,
     CassetteMeta,
     Config,
+    ConfigError,
     Cut,
     Forward,
     Frame,
-    LocalProtocolError,
     Miss,
     Mode,
     Recorded,
@@ -474,7 +474,7 @@ def test_further_headers_from_the_cassette() -> None:
 
 
 def test_a_bad_header_name_in_the_config() -> None:
-    with pytest.raises(LocalProtocolError, match="must be a list of header names"):
+    with pytest.raises(ConfigError, match="must be a list of header names"):
         Session(Cassette("c"), Config(credential_headers=("x-caf\xe9",)))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reel_core import FieldDiff, LocalProtocolError, MatchConfig, MatchMode, match_key
+from reel_core import ConfigError, FieldDiff, MatchConfig, MatchMode, match_key
 from reel_core._match import (
     WILDCARD,
     JSONPath,
@@ -46,13 +46,13 @@ def test_parse_path(text: str, path: JSONPath) -> None:
     [(".a", 1), ("a..b", 2), ("a[x]", 2), ("a[", 2), ("a]", 2), ("a[-1]", 2), ("a.", 2)],
 )
 def test_parse_path_errors_say_where(text: str, where: int) -> None:
-    with pytest.raises(LocalProtocolError, match=f"at character {where}: use names"):
+    with pytest.raises(ConfigError, match=f"at character {where}: use names"):
         parse_path(text)
 
 
 @pytest.mark.parametrize("text", ["", "   "])
 def test_parse_path_empty(text: str) -> None:
-    with pytest.raises(LocalProtocolError, match="an empty JSON path ignores nothing"):
+    with pytest.raises(ConfigError, match="an empty JSON path ignores nothing"):
         parse_path(text)
 
 
@@ -83,11 +83,9 @@ def test_match_config() -> None:
 
 
 def test_match_config_errors() -> None:
-    with pytest.raises(
-        LocalProtocolError, match="need match mode ignore-fields or fuzzy, not exact"
-    ):
+    with pytest.raises(ConfigError, match="need match mode ignore-fields or fuzzy, not exact"):
         MatchConfig(MatchMode.EXACT, ("user",))
-    with pytest.raises(LocalProtocolError, match="bad JSON path"):
+    with pytest.raises(ConfigError, match="bad JSON path"):
         MatchConfig(MatchMode.IGNORE_FIELDS, ("a..b",))
 
 
@@ -211,7 +209,7 @@ def test_fuzzy_settings() -> None:
     # the similarity function does not take part in equality
     assert MatchConfig(MatchMode.FUZZY, similarity=lambda a, b: 1.0) == fuzzy
     for bad in (-0.1, 1.5):
-        with pytest.raises(LocalProtocolError, match="fuzzy threshold must be from 0 to 1"):
+        with pytest.raises(ConfigError, match="fuzzy threshold must be from 0 to 1"):
             MatchConfig(MatchMode.FUZZY, threshold=bad)
 
 

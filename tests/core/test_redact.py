@@ -12,10 +12,10 @@ from reel_core import (
     Cassette,
     CassetteError,
     Config,
+    ConfigError,
     Event,
     Forward,
     Frame,
-    LocalProtocolError,
     Mode,
     Recorded,
     RecordedRequest,
@@ -163,7 +163,7 @@ def test_extra_patterns_and_fields() -> None:
 
 
 def test_bad_extra_pattern() -> None:
-    with pytest.raises(LocalProtocolError, match="bad redaction pattern for 'x'"):
+    with pytest.raises(ConfigError, match="bad redaction pattern for 'x'"):
         Redactor(extra_patterns={"x": "("})
 
 
@@ -187,7 +187,7 @@ def test_from_settings() -> None:
     ],
 )
 def test_from_settings_errors(settings: dict[str, object], message: str) -> None:
-    with pytest.raises(LocalProtocolError, match=message):
+    with pytest.raises(ConfigError, match=message):
         Redactor.from_settings(settings)
 
 
@@ -322,7 +322,7 @@ def test_json_paths_from_the_cassettes_meta_make_a_live_request_match() -> None:
 
 @pytest.mark.parametrize("paths", ["metadata.trace", ["a[", "b"], [1]])
 def test_bad_redact_paths_are_refused(paths: object) -> None:
-    with pytest.raises(LocalProtocolError):
+    with pytest.raises(ConfigError):
         Redactor.from_settings({"paths": paths})
 
 
@@ -639,9 +639,9 @@ def test_extra_patterns_get_digests() -> None:
     "salt", ["", "0" * 31, "0" * 33, "G" * 32, "ABCDEF0123456789" * 2, 5, ["x"]]
 )
 def test_a_bad_salt_is_refused(salt: object) -> None:
-    with pytest.raises(LocalProtocolError, match="32 lower-case hex digits"):
+    with pytest.raises(ConfigError, match="32 lower-case hex digits"):
         Redactor.from_settings({"salt": salt})
-    with pytest.raises(LocalProtocolError, match="32 lower-case hex digits"):
+    with pytest.raises(ConfigError, match="32 lower-case hex digits"):
         Redactor(salt=salt)  # type: ignore[arg-type]
     meta = json.dumps({"_meta": {"schema": 1, "redact": {"salt": salt}}}).encode()
     with pytest.raises(CassetteError, match="salt"):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from reel_core import LocalProtocolError, Timing, TimingMode
+from reel_core import ConfigError, Timing, TimingMode
 
 
 def test_default_is_realtime() -> None:
@@ -35,19 +35,19 @@ def test_parse(text: str, mode: TimingMode, factor: float, shown: str) -> None:
     "text", ["slow=0", "slow=-1", "slow=abc", "slow=", "slow=inf", "slow=nan", "slow=-inf"]
 )
 def test_parse_bad_factor(text: str) -> None:
-    with pytest.raises(LocalProtocolError, match="slow=N needs a positive number"):
+    with pytest.raises(ConfigError, match="slow=N needs a positive number"):
         Timing.parse(text)
 
 
 @pytest.mark.parametrize("text", ["slow", "fast=2", "realtime=1", "", "turbo", "=2"])
 def test_parse_bad_name(text: str) -> None:
-    with pytest.raises(LocalProtocolError, match="use realtime, fast or slow=N"):
+    with pytest.raises(ConfigError, match="use realtime, fast or slow=N"):
         Timing.parse(text)
 
 
 @pytest.mark.parametrize("factor", [0.0, -1.0, float("nan")])
 def test_factor_must_be_positive(factor: float) -> None:
-    with pytest.raises(LocalProtocolError, match="timing factor must be positive"):
+    with pytest.raises(ConfigError, match="timing factor must be positive"):
         Timing(TimingMode.SLOW, factor)
 
 

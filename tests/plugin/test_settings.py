@@ -167,16 +167,22 @@ def test_bad_marker_arguments_fail_the_test(pytester: pytest.Pytester) -> None:
         @pytest.mark.reel(timing="slow=0")
         def test_timing(reel):
             pass
+
+        @pytest.mark.reel(match="fuzzy", ignore_fields=["a["])
+        def test_path(reel):
+            pass
         """
     )
     result = pytester.runpytest_inprocess()
-    result.assert_outcomes(errors=4)
+    result.assert_outcomes(errors=5)
     result.stdout.fnmatch_lines(
         [
             "*@pytest.mark.reel: mode=: unknown mode 'sometimes'*",
             "*@pytest.mark.reel: match='approximately': use one of exact, normalized*",
             "*@pytest.mark.reel: unknown argument(s) casette; use cassette, *",
             "*@pytest.mark.reel: timing=: bad timing 'slow=0'*",
+            # a ConfigError is a ValueError too: it is not taken for a bad match name
+            "*@pytest.mark.reel: bad JSON path 'a[' at character 2*",
         ],
         consecutive=False,
     )

@@ -22,8 +22,8 @@ from typing import Any, TextIO, TypeVar
 from reel_core import (
     CassetteError,
     CassetteMeta,
+    ConfigError,
     Interaction,
-    LocalProtocolError,
     Redactor,
     SchemaVersionError,
     is_meta_line,
@@ -220,7 +220,7 @@ def redactor_for(meta: CassetteMeta, where: Path) -> Redactor:
     pii = bool(settings.get("pii", True)) and env_pii()
     try:
         return Redactor.from_settings({**settings, "pii": pii})
-    except LocalProtocolError as exc:
+    except ConfigError as exc:
         raise CliError(f'{where}:1: bad "_meta.redact" settings: {exc}') from None
 
 

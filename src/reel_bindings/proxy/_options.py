@@ -12,8 +12,8 @@ import attrs
 
 from reel_core import (
     Config,
+    ConfigError,
     Limits,
-    LocalProtocolError,
     MatchConfig,
     MatchMode,
     Mode,
@@ -213,9 +213,9 @@ def parse_options(
             match = MatchConfig(match_mode, ignore)
         if args.fuzzy_threshold is not None:
             if match is None or match.mode is not MatchMode.FUZZY:
-                raise LocalProtocolError("--fuzzy-threshold needs --match fuzzy")
+                raise ConfigError("--fuzzy-threshold needs --match fuzzy")
             match = MatchConfig(MatchMode.FUZZY, ignore, threshold=args.fuzzy_threshold)
-    except (LocalProtocolError, ValueError) as exc:
+    except ValueError as exc:  # ConfigError is one too
         parser.error(str(exc))
     cassette = args.cassette
     cassette_dir = args.cassette_dir
