@@ -18,8 +18,6 @@ from pathlib import Path
 import attrs
 
 from reel_core import (
-    Config,
-    ConfigError,
     Cut,
     EndOfResponse,
     Event,
@@ -43,6 +41,7 @@ from reel_core import (
 )
 
 from ._files import CassetteFile
+from ._settings import Settings, mode_from_env
 
 __all__ = ["CLIENT_CLOSED", "Decision", "Player", "Upstreaming", "mode_from_env"]
 
@@ -55,28 +54,9 @@ IN_PROCESS_HINT = (
 )
 
 
-_OFF = ("0", "false", "no", "off")
-
-
 def limits_from_env() -> Limits:
     """The request limits: ``$REEL_MAX_BODY`` (bytes) raises the body's."""
-    text = os.environ.get("REEL_MAX_BODY", "").strip()
-    if not text:
-        return Limits()
-    try:
-        max_body = int(text)
-    except ValueError:
-        max_body = 0
-    if max_body < 1:
-        raise ConfigError(f"REEL_MAX_BODY={text!r} is not a positive number of bytes")
-    return Limits(max_body=max_body)
-
-
-def mode_from_env(mode: Mode | str | None) -> Mode:
-    """``mode`` if given, else ``$REEL_MODE``, else replay."""
-    if isinstance(mode, Mode):
-        return mode
-    return Mode.parse(mode or os.environ.get("REEL_MODE") or "replay")
+    return Settings.from_env(mode=Mode.REPLAY).limits
 
 
 @attrs.frozen
@@ -109,26 +89,17 @@ class Player:
         strict_load: bool = False,
         hint: str = IN_PROCESS_HINT,
     ) -> None:
-        resolved = mode_from_env(mode)
+        settings = Settings.from_env(mode=mode)
         if isinstance(cassette, CassetteFile):
             self.file = cassette
         else:
-            self.file = CassetteFile(Path(cassette), mode=resolved, strict=strict_load)
-        pii_off = os.environ.get("REEL_REDACT_PII", "1").strip().lower() in (
-            "0",
-            "false",
-            "no",
-            "off",
-        )
-        self.config = Config(
-            mode=resolved,
+            self.file = CassetteFile(Path(cassette), mode=settings.mode, strict=strict_load)
+        self.config = settings.config(
             match=match,
             timing=Timing.parse(timing) if isinstance(timing, str) else timing,
             repeat=repeat,
             redactor=redactor,
-            pii=False if pii_off else None,
             hint=hint,
-            limits=limits_from_env(),
         )
         self.lock = threading.Lock()
         #: Every miss served so far (the pytest plugin fails a test on them).

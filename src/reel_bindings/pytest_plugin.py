@@ -608,7 +608,9 @@ def _match(match: object, ignore_fields: object) -> MatchConfig | None:
 
 def _pii_off() -> bool:
     """``REEL_REDACT_PII=0``: keep e-mail addresses and phone numbers."""
-    return os.environ.get("REEL_REDACT_PII", "1").strip().lower() in ("0", "false", "no", "off")
+    from ._settings import pii_from_env
+
+    return not pii_from_env()
 
 
 def _gemini_key_set() -> bool:

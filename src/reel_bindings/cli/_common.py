@@ -30,6 +30,8 @@ from reel_core import (
 )
 from reel_core._cassette import encoding_problem, not_a_cassette, read_line, torn_note
 
+from .._settings import pii_from_env
+
 __all__ = [
     "EXIT_FINDINGS",
     "EXIT_OK",
@@ -207,8 +209,7 @@ def parse_cassette(
 def env_pii(environ: Mapping[str, str] | None = None) -> bool:
     """Whether PII is redacted: ``REEL_REDACT_PII=0`` (``false``, ``no``,
     ``off``) turns it off."""
-    env = os.environ if environ is None else environ
-    return env.get("REEL_REDACT_PII", "1").strip().lower() not in ("0", "false", "no", "off")
+    return pii_from_env(environ)
 
 
 def redactor_for(meta: CassetteMeta, where: Path) -> Redactor:

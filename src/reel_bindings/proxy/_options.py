@@ -20,6 +20,8 @@ from reel_core import (
     Timing,
 )
 
+from .._settings import pii_from_env
+
 __all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "parse_options"]
 
 #: The demo cassette shipped in the package, served when no cassette is named.
@@ -252,7 +254,7 @@ def parse_options(
         host=args.host or env.get("REEL_HOST") or "127.0.0.1",
         port=port,
         upstream=args.upstream or env.get("REEL_UPSTREAM") or None,
-        pii=env.get("REEL_REDACT_PII", "1").strip().lower() not in ("0", "false", "no", "off"),
+        pii=pii_from_env(env),
         strict=args.strict,
         client_timeout=args.client_timeout,
         upstream_timeout=args.upstream_timeout,
