@@ -45,7 +45,7 @@ from reel_core import (
 
 from ._clock import sleep_until, sleep_until_sync
 from ._files import CassetteFile
-from ._inprocess import CLIENT_CLOSED, Decision, Player, Upstreaming, frames_of
+from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming, frames_of
 from ._upstream import classify, environment_proxies, proxy_for
 
 __all__ = ["AsyncTransport", "Transport"]
@@ -171,9 +171,16 @@ class _Base:
         strict: bool = False,
         redactor: Redactor | None = None,
         upstream: Any = None,
+        hint: str = IN_PROCESS_HINT,
     ) -> None:
         self.player = Player(
-            cassette, mode=mode, match=match, timing=timing, repeat=repeat, redactor=redactor
+            cassette,
+            mode=mode,
+            match=match,
+            timing=timing,
+            repeat=repeat,
+            redactor=redactor,
+            hint=hint,
         )
         self.strict = strict
         #: The pools forwards go through, by client family and proxy URL

@@ -38,7 +38,7 @@ from reel_core import (
 
 from ._clock import sleep_until_sync
 from ._files import CassetteFile
-from ._inprocess import CLIENT_CLOSED, Decision, Player, Upstreaming, frames_of
+from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming, frames_of
 from ._upstream import classify
 
 try:
@@ -175,10 +175,17 @@ class Adapter(BaseAdapter):
         strict: bool = False,
         redactor: Redactor | None = None,
         upstream: HTTPAdapter | None = None,
+        hint: str = IN_PROCESS_HINT,
     ) -> None:
         super().__init__()
         self.player = Player(
-            cassette, mode=mode, match=match, timing=timing, repeat=repeat, redactor=redactor
+            cassette,
+            mode=mode,
+            match=match,
+            timing=timing,
+            repeat=repeat,
+            redactor=redactor,
+            hint=hint,
         )
         self.strict = strict
         self._upstream = upstream

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from reel_bindings._inprocess import IN_PROCESS_HINT
 from reel_bindings._settings import Settings, mode_from_env, pii_from_env
+from reel_bindings.httpcore import AsyncTransport, Transport
+from reel_bindings.requests import Adapter
 from reel_core import ConfigError, Limits, MatchConfig, MatchMode, Mode, Timing
 
 
@@ -67,3 +72,16 @@ def test_config_takes_the_other_fields() -> None:
         "do this",
     )
     assert config.timing == Timing.parse("fast")
+
+
+def test_the_in_process_bindings_build_their_config_with_the_hint(tmp_path: Path) -> None:
+    """The pytest plugin hands its hint in; nothing replaces the config later."""
+    cassette = tmp_path / "c.jsonl"
+    cassette.write_text("")
+    for binding in (
+        Transport(cassette, hint="run pytest --reel-mode auto"),
+        AsyncTransport(cassette, hint="run pytest --reel-mode auto"),
+        Adapter(cassette, hint="run pytest --reel-mode auto"),
+    ):
+        assert binding.player.config.hint == "run pytest --reel-mode auto"
+    assert Transport(cassette).player.config.hint == IN_PROCESS_HINT
