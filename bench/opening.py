@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reel_core import Cassette, Config, EndOfResponse, Mode, Request, ResponseHead, Session
+from reel_core import Cassette, Config, EndOfResponse, Engine, Mode, Request, ResponseHead
 
 from ._common import Row, ratio
 from ._data import PATH, Corpus, is_stream, request_body
@@ -23,7 +23,7 @@ __all__ = ["open_row"]
 
 def _reel_open(path: Path, body: bytes) -> None:
     cassette = Cassette.loads(path.read_bytes(), name=str(path))
-    session = Session(cassette, Config(mode=Mode.REPLAY))
+    session = Engine(cassette, Config(mode=Mode.REPLAY))
     session.receive_request(Request("POST", PATH, (), body))
     while not isinstance(event := session.next_event(), EndOfResponse):
         if isinstance(event, ResponseHead) and event.status != 200:

@@ -265,10 +265,10 @@ def usage(command: str) -> Callable[[], str]:
 
 def _miss(cassette_lines: list[bytes], body: bytes, name: str = "m.jsonl") -> MissReport:
     from reel_bindings.proxy import ProxyOptions
-    from reel_core import Cassette, Miss, Request, Session
+    from reel_core import Cassette, Engine, Miss, Request
 
     cassette = Cassette.loads(b"".join(cassette_lines), name=name)
-    session = Session(cassette, ProxyOptions().config())
+    session = Engine(cassette, ProxyOptions().config())
     session.receive_request(
         Request(
             "POST",

@@ -2,9 +2,10 @@
 and the few steps between a client library's request and the core's events.
 
 The httpx/httpx2 transports and the requests adapter stay thin pumps over
-:class:`Player`: it decides (under a lock, so threads may share it),
-hands back the replayed head and timed frames, and takes the upstream
-response of a forward, appending the recorded line when it ends.
+:class:`Player`: it decides (under a lock, so threads may share it) and
+hands back either a :class:`Decision` (a value: the replayed head and timed
+frames) or, for a forward, an :class:`Upstreaming` that takes the upstream
+response and appends the recorded line when it ends.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import attrs
 from reel_core import (
     Cut,
     EndOfResponse,
+    Engine,
     Event,
     Forward,
     Frame,
@@ -28,13 +30,11 @@ from reel_core import (
     Miss,
     MissReport,
     Mode,
-    Recorded,
     Redactor,
     Refused,
     Replay,
     Request,
     ResponseHead,
-    Session,
     Signal,
     Timing,
     UpstreamError,
@@ -61,12 +61,11 @@ def limits_from_env() -> Limits:
 
 @attrs.frozen
 class Decision:
-    """What the core decided for one request."""
+    """What the core answered for one request it did not forward: the
+    decision, the response head, then the timed events."""
 
-    session: Session
-    event: Replay | Miss | Refused | Forward | None
-    #: For a replay, a miss or a refusal: the head, then the timed events.
-    head: ResponseHead | None = None
+    event: Replay | Miss | Refused | None
+    head: ResponseHead
     events: tuple[Event, ...] = ()
 
     @property
@@ -109,42 +108,42 @@ class Player:
     def mode(self) -> Mode:
         return self.config.mode
 
-    def decide(self, request: Request) -> Decision:
-        with self.lock:
-            session = Session(self.file.cassette, self.config)
-            session.receive_request(request)
-            event = session.next_event()
+    def decide(self, request: Request) -> Decision | Upstreaming:
+        """The answer to ``request``, or (to send it upstream) the feed of
+        its forward."""
+        with self.lock:  # the engine plays the shared cassette
+            engine = Engine(self.file.cassette, self.config)
+            engine.receive_request(request)
+            event = engine.next_event()
             if isinstance(event, Forward):
-                return Decision(session, event)
+                return Upstreaming(self, engine, event)
             decision = event if isinstance(event, (Replay, Miss, Refused)) else None
-            head = event if isinstance(event, ResponseHead) else session.next_event()
+            head = event if isinstance(event, ResponseHead) else engine.next_event()
             assert isinstance(head, ResponseHead)
             events = []
             while True:
-                item = session.next_event()
+                item = engine.next_event()
                 assert not isinstance(item, Signal)
                 events.append(item)
                 if isinstance(item, (EndOfResponse, Cut)):
                     break
             if isinstance(decision, Miss):
                 self.misses.append(decision.report)
-            return Decision(session, decision, head, tuple(events))
-
-    def upstream(self, decision: Decision) -> Upstreaming:
-        return Upstreaming(self, decision.session)
+            return Decision(decision, head, tuple(events))
 
 
 class Upstreaming:
-    """Feeds a forwarded exchange's upstream response to its session;
+    """Feeds a forwarded exchange's upstream response to its engine;
     appends the recorded line at the end."""
 
-    def __init__(self, player: Player, session: Session) -> None:
+    def __init__(self, player: Player, engine: Engine, forward: Forward) -> None:
         self._player = player
-        self._session = session
+        self._engine = engine
+        self.forward = forward
         self.sent_at = time.monotonic()
 
     def head(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
-        self._session.upstream_head(
+        self._engine.upstream_head(
             status,
             list(headers),
             now=time.monotonic(),
@@ -154,34 +153,28 @@ class Upstreaming:
         self._drain()  # only events: a line comes after the end
 
     def data(self, chunk: bytes) -> None:
-        self._session.upstream_data(chunk, now=time.monotonic())
+        self._engine.upstream_data(chunk, now=time.monotonic())
         self._drain()
 
     def end(self) -> None:
-        with self._player.lock:
-            self._session.upstream_end(now=time.monotonic())
-            lines = self._drain()  # pulling the line adds it to the shared cassette
-        self._append(lines)
+        self._engine.upstream_end(now=time.monotonic())
+        self._record()
 
     def error(self, error: UpstreamError, detail: str) -> None:
-        with self._player.lock:
-            self._session.upstream_error(error, detail, now=time.monotonic())
-            lines = self._drain()
-        self._append(lines)
+        self._engine.upstream_error(error, detail, now=time.monotonic())
+        self._record()
 
-    def _drain(self) -> list[bytes]:
-        # The client gets the upstream's own bytes; only the line matters here.
-        lines: list[bytes] = []
-        while True:
-            event = self._session.next_event()
-            if isinstance(event, Signal):
-                return lines
-            if isinstance(event, Recorded):
-                lines.append(event.line)
+    def _drain(self) -> None:
+        # The client gets the upstream's own bytes, not these events.
+        while not isinstance(self._engine.next_event(), Signal):
+            pass
 
-    def _append(self, lines: list[bytes]) -> None:
-        for line in lines:
-            self._player.file.append(line)
+    def _record(self) -> None:
+        self._drain()
+        with self._player.lock:  # recording adds to the shared cassette
+            recorded = self._engine.record()
+        if recorded is not None:
+            self._player.file.append(recorded.line)
 
 
 def frames_of(events: Iterable[Event]) -> list[Frame | EndOfResponse | Cut]:

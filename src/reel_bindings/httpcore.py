@@ -221,7 +221,6 @@ class _Base:
             raise MissError(decision.miss)
 
     def _replay_response(self, family: ModuleType, decision: Decision, content: Any) -> Any:
-        assert decision.head is not None
         return family.Response(
             decision.head.status,
             headers=list(decision.head.headers),
@@ -236,9 +235,9 @@ class Transport(_Base, _SyncBase):
     def handle_request(self, request: Any) -> Any:
         family = _family(request)
         decision = self.player.decide(_core_request(request, request.read()))
-        self._check(decision)
-        if decision.head is None:
+        if isinstance(decision, Upstreaming):
             return self._forward(family, request, decision)
+        self._check(decision)
         timed = frames_of(decision.events)
         body = _immediate_body(timed)
         if body is not None:
@@ -261,8 +260,7 @@ class Transport(_Base, _SyncBase):
     def _upstream(self, family: ModuleType, request: Any) -> Any:
         return self._pool(family, request, family.HTTPTransport)
 
-    def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
-        feed = self.player.upstream(decision)
+    def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
         try:
             response = self._upstream(family, request).handle_request(request)
         except family.TransportError as exc:
@@ -327,9 +325,9 @@ class AsyncTransport(_Base, _AsyncBase):
     async def handle_async_request(self, request: Any) -> Any:
         family = _family(request)
         decision = self.player.decide(_core_request(request, await request.aread()))
-        self._check(decision)
-        if decision.head is None:
+        if isinstance(decision, Upstreaming):
             return await self._forward(family, request, decision)
+        self._check(decision)
         timed = frames_of(decision.events)
         body = _immediate_body(timed)
         if body is not None:
@@ -352,8 +350,7 @@ class AsyncTransport(_Base, _AsyncBase):
     def _upstream(self, family: ModuleType, request: Any) -> Any:
         return self._pool(family, request, family.AsyncHTTPTransport)
 
-    async def _forward(self, family: ModuleType, request: Any, decision: Decision) -> Any:
-        feed = self.player.upstream(decision)
+    async def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
         try:
             response = await self._upstream(family, request).handle_async_request(request)
         except family.TransportError as exc:

@@ -38,7 +38,7 @@ from reel_core import (
 
 from ._clock import sleep_until_sync
 from ._files import CassetteFile
-from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming, frames_of
+from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Player, Upstreaming, frames_of
 from ._upstream import classify
 
 try:
@@ -222,10 +222,10 @@ class Adapter(BaseAdapter):
                 body,
             )
         )
+        if isinstance(decision, Upstreaming):
+            return self._forward(request, decision, stream, timeout, verify, cert, proxies)
         if decision.miss is not None and self.strict:
             raise MissError(decision.miss)
-        if decision.head is None:
-            return self._forward(request, decision, stream, timeout, verify, cert, proxies)
         response = requests.Response()
         response.status_code = decision.head.status
         response.headers = CaseInsensitiveDict(
@@ -244,7 +244,7 @@ class Adapter(BaseAdapter):
     def _forward(
         self,
         request: requests.PreparedRequest,
-        decision: Decision,
+        feed: Upstreaming,
         stream: bool,
         timeout: Any,
         verify: bool | str,
@@ -254,7 +254,6 @@ class Adapter(BaseAdapter):
         with self._lock:  # threads racing here share one adapter (and its pool)
             if self._upstream is None:
                 self._upstream = HTTPAdapter()
-        feed = self.player.upstream(decision)
         try:
             response = self._upstream.send(
                 request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies

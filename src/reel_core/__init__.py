@@ -18,6 +18,7 @@ from ._cassette import (
     safe_cassette_name,
 )
 from ._config import Config, Mode
+from ._engine import Engine
 from ._errors import (
     CassetteError,
     ConfigError,
@@ -68,6 +69,7 @@ __all__ = [
     "Continue",
     "Cut",
     "EndOfResponse",
+    "Engine",
     "Event",
     "FieldDiff",
     "Forward",

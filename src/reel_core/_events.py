@@ -1,18 +1,18 @@
-"""What :meth:`reel_core.Session.next_event` returns.
+"""What :meth:`reel_core.Engine.next_event` returns: plain values.
 
 Decisions come first (:class:`Replay`, :class:`Forward`, :class:`Miss` or
-:class:`Refused`),
-then the response as :class:`ResponseHead`, :class:`Frame` events and an
-:class:`EndOfResponse` or a :class:`Cut`; a forwarded exchange that is being
-recorded ends with :class:`Recorded`, carrying the cassette line to append.
-A client that waits for ``100 Continue`` before sending its body gets a
-:class:`Continue` first.
+:class:`Refused`), then the response as :class:`ResponseHead`,
+:class:`Frame` events and an :class:`EndOfResponse` or a :class:`Cut`.  A
+forwarded exchange that is being recorded is written by an explicit call
+after its end, :meth:`reel_core.Engine.record`, which returns
+:class:`Recorded`, the cassette line to append.  A client that waits for
+``100 Continue`` before sending its body gets a :class:`Continue` first
+(from the HTTP/1.1 :class:`reel_core.Session`).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,47 +70,24 @@ class Replay:
     similarity: float | None = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True)
 class Forward:
     """Decision: send ``request`` upstream unchanged, then feed the response
     back with ``upstream_head`` / ``upstream_data`` / ``upstream_end``.
     ``record`` says whether the exchange will be written to the cassette.
 
-    ``key`` is the request's match key.  In record and live modes nothing
-    waits on it, so the session computes it when it is first read (a secret
-    check and a canonical hash of the body): a binding that sends the
-    request before it reads ``key`` gets it upstream sooner."""
+    ``key`` is the request's match key when the decision needed it (replay
+    and auto modes).  In record and live modes nothing waits on it, so it
+    is ``None`` and :meth:`Engine.forward_key` computes it when asked (a
+    secret check and a canonical hash of the body): the request goes
+    upstream first.
+    """
 
     request: Request
-    #: The key, or how to compute it (once, on the first read of ``key``).
-    _key: str | Callable[[], str]
+    key: str | None
     record: bool
-    #: Where to send it (set when the session routes, as the proxy's does).
+    #: Where to send it (set when the engine routes, as the proxy's does).
     url: str | None = None
-
-    @property
-    def key(self) -> str:
-        if not isinstance(self._key, str):
-            object.__setattr__(self, "_key", self._key())
-        assert isinstance(self._key, str)
-        return self._key
-
-    def _fields(self) -> tuple[Request, str, bool, str | None]:
-        return (self.request, self.key, self.record, self.url)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Forward):
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return (
-            f"Forward(request={self.request!r}, key={self.key!r}, record={self.record!r}, "
-            f"url={self.url!r})"
-        )
 
 
 @dataclass(frozen=True)
@@ -175,11 +152,10 @@ class Cut:
 class Recorded:
     """Append ``line`` to the cassette file (one write, under a lock).
 
-    The line is built (and added to the in-memory cassette) when this event
-    is pulled, after :class:`EndOfResponse` or :class:`Cut`: a binding sends
-    the end first, so the client never waits on the recording, then pulls
-    this event and appends it.  Building may raise (a bug); the line is
-    then lost and the error must be reported.
+    :meth:`reel_core.Engine.record` returns it (and adds the recording to
+    the in-memory cassette), called after :class:`EndOfResponse` or
+    :class:`Cut`: a binding sends the end first, so the client never waits
+    on the recording.
     """
 
     line: bytes
@@ -187,15 +163,4 @@ class Recorded:
     key: str
 
 
-Event = (
-    Continue
-    | Replay
-    | Forward
-    | Miss
-    | Refused
-    | ResponseHead
-    | Frame
-    | EndOfResponse
-    | Cut
-    | Recorded
-)
+Event = Continue | Replay | Forward | Miss | Refused | ResponseHead | Frame | EndOfResponse | Cut

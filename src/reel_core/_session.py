@@ -1,71 +1,45 @@
-"""The session: requests in, decisions and response events out.
+"""The HTTP/1.1 adapter: client bytes in, the engine's events, bytes out.
 
-A session serves one client connection (wire bindings feed its bytes with
-:meth:`Session.receive_data`) or one in-process request
-(:meth:`Session.receive_request`).  Like h11 it only buffers; the caller
-pulls events with :meth:`Session.next_event`.  For a forward the caller
-feeds the upstream response back, and the session hands out the events to
-pass on to the client plus the cassette line to append.  All transitions go
-through :mod:`reel_core._state`.
+A :class:`Session` serves one client connection.  Like h11 it only
+buffers: the binding feeds the client's bytes with
+:meth:`Session.receive_data`, pulls events with :meth:`Session.next_event`
+and writes what :meth:`Session.send` serializes.  h11 parses the requests
+and frames the answers; every decision is the :class:`~reel_core.Engine`'s,
+reached as ``session.engine`` (the upstream side, ``record`` and the state
+are handed through for convenience).
 """
 
 from __future__ import annotations
 
 import functools
-import json
-from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
 from http import HTTPStatus
 
 import h11
 
-from ._body import decode_request_body
-from ._cassette import Cassette, Interaction, RecordedRequest
-from ._config import Config, Mode
-from ._cursor import repeats_last
-from ._errors import CassetteError, LocalProtocolError, MissError, RemoteProtocolError
+from ._cassette import Cassette, RecordedRequest
+from ._config import Config
+from ._engine import Engine, error_body
+from ._errors import LocalProtocolError, RemoteProtocolError
 from ._events import (
     Continue,
     Cut,
     EndOfResponse,
     Event,
-    Forward,
     Frame,
-    Miss,
     Recorded,
-    Refused,
-    Replay,
     ResponseHead,
     Signal,
 )
-from ._forms import body_kind
-from ._fuzzy import nearest
-from ._http import HOP_BY_HOP, Headers, ReaderSignal, Request, RequestReader, normalize_headers
-from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
-from ._match import MatchConfig, MatchMode
-from ._miss import MissReport, build_miss_report
-from ._providers import guess_provider, route
-from ._record import Recorder, UpstreamError
+from ._http import Headers, ReaderSignal, Request, RequestReader
+from ._match import MatchConfig
+from ._record import UpstreamError
 from ._redact import Redactor
-from ._state import Input, State, transition
+from ._state import State
 
 __all__ = ["Session"]
 
 _JSON = (b"content-type", b"application/json")
-
-
-def _json_response(status: int, body: bytes, *, head_only: bool = False) -> tuple[Event, ...]:
-    headers = (_JSON, (b"content-length", str(len(body)).encode()))
-    if head_only:  # the answer to a HEAD request has no body
-        return ResponseHead(status, headers), EndOfResponse(0.0)
-    return ResponseHead(status, headers), Frame(body, 0.0), EndOfResponse(0.0)
-
-
-@functools.lru_cache(maxsize=1024)
-def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
-    """A recording's response headers as sent (most recordings share a few sets)."""
-    return normalize_headers(headers)
 
 
 def _h11_head(status: int, headers: Headers, reason: bytes) -> h11.Response:
@@ -89,18 +63,10 @@ def _phrase(status: int) -> bytes:
         return b""
 
 
-def _error_body(type_: str, message: str, **extra: object) -> bytes:
-    error = {"type": type_, "code": type_, "message": message, **extra}
-    return json.dumps({"error": error}, ensure_ascii=False).encode() + b"\n"
-
-
 class Session:
-    """Drives one connection (or one in-process request) through the core.
+    """One HTTP/1.1 client connection, driven through an :class:`Engine`.
 
-    ``cassette`` is shared by every session replaying or recording it;
-    ``config`` too.  ``cassette`` may instead be a function choosing the
-    cassette for each request (a proxy serving a directory of cassettes);
-    it may raise :class:`RemoteProtocolError` to refuse the request.
+    ``cassette`` and ``config`` are the engine's (see :class:`Engine`).
     """
 
     def __init__(
@@ -108,72 +74,83 @@ class Session:
         cassette: Cassette | Callable[[Request], Cassette],
         config: Config | None = None,
     ) -> None:
-        self.config = config if config is not None else Config()
-        self._select = None if isinstance(cassette, Cassette) else cassette
-        self.state = State.IDLE
-        self._use(cassette if isinstance(cassette, Cassette) else Cassette())
-        self._reader: RequestReader | None = None
-        self._pending: Request | None = None
-        self._events: deque[Event] = deque()
-        #: What the upstream of the exchange being recorded sent so far.
-        self._capture: _Capture | None = None
-        #: Builds the recording of a finished forward: called when the
-        #: binding pulls the event after the response's end (see ``_store``).
-        self._unstored: Callable[[], Interaction] | None = None
-        self._request: Request | None = None
-        #: Where a routed forward went (for a failure's message).
-        self._forward_base: str | None = None
+        self.engine = Engine(cassette, config)
+        self._reader = RequestReader(self.engine.config.limits)
 
-    def _use(self, cassette: Cassette) -> None:
-        self.cassette = cassette
-        #: The match settings in force: the config's, else the cassette's.
-        self.match: MatchConfig = self.config.match or cassette.meta.match
-        self._keying = self.match.keying()
-        #: Serve the last recording again once all were served?  Never in
-        #: auto mode: a retry of a recorded 429 must reach the upstream.
-        self._repeat = repeats_last(self.config.mode, self.config.repeat, cassette.meta.repeat)
-        redact = cassette.meta.extra.get("redact", {})
-        settings = redact if isinstance(redact, dict) else {}
-        #: The redactor of the settings (a redactor given in code digests
-        #: with the cassette's salt); ``redactor`` is the current request's
-        #: (it also scrubs the request's credential values).
-        self._redactor = (
-            self.config.redactor.with_salt(settings.get("salt"))
-            if self.config.redactor is not None
-            else Redactor.from_settings(settings, pii=self.config.pii)
-        )
-        self.redactor: Redactor = self._redactor
-        names = (
-            *header_names({"headers": list(self.config.credential_headers)}),
-            *header_names(settings),
-        )
-        self._credentials = (
-            CREDENTIAL_HEADERS | {n.encode("ascii") for n in names} if names else CREDENTIAL_HEADERS
+    # -- the engine's, handed through ------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        return self.engine.config
+
+    @property
+    def state(self) -> State:
+        return self.engine.state
+
+    @property
+    def cassette(self) -> Cassette:
+        return self.engine.cassette
+
+    @property
+    def match(self) -> MatchConfig:
+        return self.engine.match
+
+    @property
+    def redactor(self) -> Redactor:
+        """Scrubs what is logged or said about the current exchange."""
+        return self.engine.redactor
+
+    def recorded_request(self, request: Request) -> RecordedRequest:
+        return self.engine.recorded_request(request)
+
+    def upstream_head(
+        self,
+        status: int,
+        headers: Headers | list[tuple[bytes, bytes]],
+        *,
+        now: float,
+        sent_at: float | None = None,
+        timestamp: float | None = None,
+        reason: bytes = b"",
+    ) -> None:
+        """See :meth:`Engine.upstream_head`."""
+        self.engine.upstream_head(
+            status, headers, now=now, sent_at=sent_at, timestamp=timestamp, reason=reason
         )
 
-    # -- client side ---------------------------------------------------------
+    def upstream_data(self, data: bytes, *, now: float) -> None:
+        """See :meth:`Engine.upstream_data`."""
+        self.engine.upstream_data(data, now=now)
+
+    def upstream_end(self, *, now: float) -> None:
+        """See :meth:`Engine.upstream_end`."""
+        self.engine.upstream_end(now=now)
+
+    def upstream_error(self, error: UpstreamError, detail: str = "", *, now: float = 0.0) -> None:
+        """See :meth:`Engine.upstream_error`."""
+        self.engine.upstream_error(error, detail, now=now)
+
+    def forward_key(self) -> str:
+        """See :meth:`Engine.forward_key`."""
+        return self.engine.forward_key()
+
+    def record(self) -> Recorded | None:
+        """See :meth:`Engine.record`."""
+        return self.engine.record()
+
+    def raise_for_miss(self, event: Event | Signal) -> None:
+        """See :meth:`Engine.raise_for_miss`."""
+        self.engine.raise_for_miss(event)
+
+    # -- client side -----------------------------------------------------------
 
     def receive_data(self, data: bytes) -> None:
         """Buffer raw request bytes from the client (``b""`` means EOF)."""
-        if self._pending is not None:
-            raise self._misuse("this session takes parsed requests, not bytes")
-        if self._reader is None:
-            self._reader = RequestReader(self.config.limits)
         try:
             self._reader.receive_data(data)
         except LocalProtocolError:
-            self.state = State.ERROR
+            self.engine.fail()
             raise
-
-    def receive_request(self, request: Request) -> None:
-        """Hand over an already-parsed request (in-process bindings)."""
-        if self._reader is not None:
-            raise self._misuse("this session takes bytes, not parsed requests")
-        if self.state is not State.IDLE or self._pending is not None:
-            raise self._misuse(f"a request is already being served (state {self.state.value})")
-        if len(request.body) > self.config.limits.max_body:
-            raise self.config.limits.body_too_large(len(request.body))
-        self._pending = request
 
     def next_event(self) -> Event | Signal:
         """The next event, or a :class:`Signal` saying what the session waits on.
@@ -181,40 +158,22 @@ class Session:
         Raises :class:`RemoteProtocolError` (with the status to answer) when
         the client sent something invalid.
         """
-        if self._events:
-            event = self._events.popleft()
-            if self.state is State.SERVING and isinstance(event, (EndOfResponse, Cut)):
-                self._to(Input.SERVED)
+        event = self.engine.next_event()
+        if event is not Signal.NEED_DATA:
             return event
-        if self._unstored is not None:
-            return self._store()
-        if self.state is State.IDLE:
-            request = self._next_request()
-            if isinstance(request, (Signal, Continue)):
-                return request
-            self._decide(request)
-            return self.next_event()
-        if self.state is State.CLOSED:
-            return Signal.CLOSED
-        if self.state is State.ERROR:
-            raise LocalProtocolError("the session failed earlier; close the connection")
-        return Signal.PAUSED
+        request = self._next_request()
+        if isinstance(request, (Signal, Continue)):
+            return request
+        self.engine.receive_request(request)
+        return self.engine.next_event()
 
     def _next_request(self) -> Request | Signal | Continue:
-        if self._pending is not None:
-            request, self._pending = self._pending, None
-            return request
-        if self._reader is None:
-            return Signal.NEED_DATA
         try:
             got = self._reader.next_request()
         except RemoteProtocolError as exc:
-            self._to(Input.PROTOCOL_ERROR)
-            # the message is logged and answered: no credential the bad
-            # request carried may be in it
-            raise RemoteProtocolError(self.redactor.text(str(exc)), exc.status) from None
+            raise self.engine.client_error(exc) from None
         if got is ReaderSignal.CLOSED:
-            self._to(Input.CLIENT_CLOSED)
+            self.engine.client_closed()
             return Signal.CLOSED
         if got is ReaderSignal.NEED_DATA:
             return Signal.NEED_DATA
@@ -227,318 +186,17 @@ class Session:
 
     def start_next_cycle(self) -> None:
         """After a finished exchange, get ready for the next request."""
-        if self._events or self._unstored is not None:
-            raise self._misuse("pull every event of the exchange before the next one")
-        self._to(Input.NEXT_CYCLE)
-        self._request = None
-        self.redactor = self._redactor
-        if self._reader is not None:
-            self._reader.start_next_cycle()
+        self.engine.start_next_cycle()
+        self._reader.start_next_cycle()
 
-    # -- decisions -----------------------------------------------------------
-
-    def recorded_request(self, request: Request) -> RecordedRequest:
-        """The redacted form of ``request`` that is keyed and stored (its
-        credential header values scrubbed too)."""
-        return _recorded(
-            request,
-            exchange_redactor(self._redactor, request.headers, self._credentials),
-            self.config.limits.max_body,
-        )
-
-    def _decide(self, request: Request) -> None:
-        self._request = request
-        try:
-            if self._select is not None:
-                self._use(self._select(request))
-            # Until the next cycle: everything written or said about this
-            # exchange is scrubbed of the request's credential values too.
-            self.redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
-            self._match_and_decide(request)
-        except RemoteProtocolError as exc:
-            self._refuse(exc.status, "reel_bad_cassette", str(exc))
-        except CassetteError as exc:
-            # A line that passed indexing but does not parse (or a selected
-            # cassette that is no cassette at all): answer, keep serving.
-            fix = (
-                f"Fix or delete that line (`reel validate {exc.name}` lists every bad line), "
-                "or re-record the cassette."
-                if exc.line is not None
-                else "Fix the file, or record it again."
-            )
-            self._refuse(500, "reel_bad_cassette", f"{exc}. {fix}")
-
-    def _match_and_decide(self, request: Request) -> None:
-        mode = self.config.mode
-        keyed: Callable[[], tuple[RecordedRequest, str]]
-        if mode in (Mode.REPLAY, Mode.AUTO):
-            recorded = self.recorded_request(request)
-            key = recorded.key(self._keying)
-            keyed = lambda: (recorded, key)  # noqa: E731 - for a miss forwarded in auto mode
-            interaction = self.cassette.play(key, self._keying, repeat=self._repeat)
-            similarity = None
-            # fuzzy only stands in for a request never recorded: one whose
-            # recordings were all served stays a miss (auto: is recorded again)
-            fuzzy = self.match.mode is MatchMode.FUZZY and not self.cassette.count(
-                key, self._keying
-            )
-            if interaction is None and fuzzy:
-                found = nearest(recorded, self.cassette, self.match)
-                if found is not None:
-                    interaction, similarity = found
-            if interaction is not None:
-                self._to(Input.HIT)
-                self._events.append(Replay(request, interaction.id, key, similarity))
-                self._events.extend(self._replay(interaction, head_only=request.method == "HEAD"))
-                return
-            if mode is Mode.REPLAY:
-                report = self._miss_report(recorded, key)
-                self._to(Input.MISS)
-                self._events.append(Miss(request, report))
-                self._events.extend(
-                    _json_response(404, report.to_bytes(), head_only=request.method == "HEAD")
-                )
-                return
-        else:
-            # Nothing here needs the key in record and live modes: the secret
-            # check, the key and the recording's name wait until the binding
-            # sent the request (for the recording, until the client has its
-            # answer), so they are not on the request's way upstream.
-            keyed = self._keyer(request)
-        url = None
-        if self.config.routing:
-            url = route(request.path, request.headers, self.config.upstream)
-            if url is None:
-                self._refuse(
-                    421,
-                    "reel_no_upstream",
-                    f"Reel does not know where to send {request.method} "
-                    f"{self.redactor.target(request.target)}: it is not an OpenAI, Anthropic or "
-                    "Gemini API path. Start the proxy with --upstream URL (or set "
-                    "REEL_UPSTREAM) to send every request to that base URL.",
-                )
-                return
-            if self.config.upstream is not None:
-                self._forward_base = self.redactor.text(self.config.upstream)
-            else:
-                host = url[: len(url) - len(request.path)]
-                self._forward_base = f"the provider's own host ({host})"
-            url += request.target[len(request.path) :]
-        self._to(Input.FORWARD)
-        if mode.records:
-            self._capture = _Capture(
-                functools.partial(self._new_recorder, request, keyed, self.redactor)
-            )
-        self._events.append(Forward(request, lambda: keyed()[1], mode.records, url))
-
-    def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
-        """``request`` redacted, and its match key: computed once, when first
-        asked for, with this request's redactor and match settings."""
-        redactor, keying, limit = self.redactor, self._keying, self.config.limits.max_body
-        done: list[tuple[RecordedRequest, str]] = []  # functools.cache costs more
-
-        def keyed() -> tuple[RecordedRequest, str]:
-            if not done:
-                recorded = _recorded(request, redactor, limit)
-                done.append((recorded, recorded.key(keying)))
-            return done[0]
-
-        return keyed
-
-    def _refuse(self, status: int, kind: str, message: str) -> None:
-        self._to(Input.REFUSE)
-        assert self._request is not None
-        self._events.append(Refused(self._request, status, message))
-        body = _error_body(kind, message)
-        self._events.extend(_json_response(status, body, head_only=self._head_only))
-
-    @property
-    def _head_only(self) -> bool:
-        return self._request is not None and self._request.method == "HEAD"
-
-    def _miss_report(self, recorded: RecordedRequest, key: str) -> MissReport:
-        reason = "no recording matches"
-        count = self.cassette.count(key, self._keying)
-        closest = None
-        if self.match.mode is MatchMode.FUZZY:
-            closest = nearest(recorded, self.cassette, replace(self.match, threshold=0.0))
-            reason = f"no recording reaches the fuzzy threshold {self.match.threshold:g}"
-        if count:
-            times = "once" if count == 1 else f"{count} times"
-            reason = (
-                f"this request was recorded {times} and each recording was already served: "
-                f"this is repeat {count + 1}, past the recorded count, and repeat is off "
-                '(set "repeat": true in the cassette\'s _meta line to serve the last one again)'
-            )
-        return build_miss_report(
-            recorded,
-            key,
-            self.cassette,
-            self.match,
-            mode=self.config.mode.value,
-            reason=reason,
-            hint=self.config.hint,
-            nearest=closest,
-            served=count,
-        )
-
-    def raise_for_miss(self, event: Event | Signal) -> None:
-        """Raise :class:`MissError` if ``event`` is a :class:`Miss`."""
-        if isinstance(event, Miss):
-            raise MissError(event.report)
-
-    def _replay(self, interaction: Interaction, *, head_only: bool) -> list[Event]:
-        response = interaction.response
-        headers = _wire_headers(response.headers)
-        timing = self.config.timing
-        events: list[Event] = []
-        if response.stream is None:
-            body = response.body
-            headers += ((b"content-length", str(len(body)).encode()),)
-            events.append(ResponseHead(response.status, headers))
-            if body and not head_only:
-                events.append(Frame(body, 0.0))
-            events.append(EndOfResponse(0.0))
-            return events
-        events.append(ResponseHead(response.status, headers))
-        if not head_only:
-            for at_ms, data in response.frames:
-                events.append(Frame(data, timing.schedule(at_ms / 1000.0)))
-        if response.cut is not None:
-            cut = response.cut
-            events.append(Cut(cut.error, cut.detail, timing.schedule(cut.at_ms / 1000.0)))
-        else:
-            events.append(EndOfResponse(timing.schedule(response.end_ms / 1000.0)))
-        return events
-
-    def _new_recorder(
-        self,
-        request: Request,
-        keyed: Callable[[], tuple[RecordedRequest, str]],
-        redactor: Redactor,
-    ) -> Recorder:
-        recorded, key = keyed()
-        stored_config = self.cassette.keying
-        stored_key = key if stored_config == self._keying else recorded.key(stored_config)
-        # Made when the recording is stored: identical requests recorded at
-        # the same time are numbered -2, -3... in the order they are stored.
-        seen = self.cassette.count(stored_key, stored_config)
-        ident = stored_key[7:19] + (f"-{seen + 1}" if seen else "")
-        host = request.header("host")
-        return Recorder(
-            recorded,
-            key=stored_key,
-            id=ident,
-            redactor=redactor,
-            provider=guess_provider(
-                recorded.path, host.decode("latin-1") if host else None, request.headers
-            ),
-            endpoint=f"{recorded.method} {recorded.path}",
-        )
-
-    # -- upstream side -------------------------------------------------------
-
-    def upstream_head(
-        self,
-        status: int,
-        headers: Headers | list[tuple[bytes, bytes]],
-        *,
-        now: float,
-        sent_at: float | None = None,
-        timestamp: float | None = None,
-        reason: bytes = b"",
-    ) -> None:
-        """The upstream answered ``status`` and ``headers`` at monotonic time
-        ``now``; ``sent_at`` is when the request went out (for time to first
-        byte) and ``timestamp`` the wall-clock time (epoch seconds) stored on
-        the line."""
-        self._to(Input.UPSTREAM_HEAD)
-        headers = normalize_headers(headers)
-        passed = tuple((k, v) for k, v in headers if k not in HOP_BY_HOP)
-        self._events.append(ResponseHead(status, passed, reason))
-        if self._capture is not None:
-            self._capture.head = (status, headers, now, sent_at, timestamp)
-
-    def upstream_data(self, data: bytes, *, now: float) -> None:
-        """A chunk of the upstream body (as received, still encoded)."""
-        self._to(Input.UPSTREAM_DATA)
-        if data:
-            data = bytes(data)  # one copy at most (none for bytes), shared by both
-            self._events.append(Frame(data))
-            if self._capture is not None:
-                self._capture.chunks.append((data, now))
-
-    def upstream_end(self, *, now: float) -> None:
-        """The upstream response ended cleanly."""
-        self._to(Input.UPSTREAM_END)
-        self._events.append(EndOfResponse())
-        if self._capture is not None:
-            capture, self._capture = self._capture, None
-            self._unstored = lambda: capture.recorder().end(now)
-
-    def upstream_error(self, error: UpstreamError, detail: str = "", *, now: float = 0.0) -> None:
-        """The upstream failed.  Before the head: the client gets a 502 (504
-        for a timeout) saying what failed and nothing is recorded.  After
-        it: the stream is cut, and recorded as cut."""
-        if not isinstance(error, UpstreamError):
-            raise self._misuse(f"error must be an UpstreamError, not {error!r}")
-        if self.state is State.AWAIT_UPSTREAM:
-            self._to(Input.UPSTREAM_ERROR)
-            self._capture = None  # nothing came: nothing is recorded
-            target = self.redactor.target(self._request.target) if self._request else ""
-            message = f"Reel could not reach the upstream for {target}: {error.value}"
-            if detail:
-                message += f" ({self.redactor.text(detail)})"
-            if self._forward_base is not None:  # routed: the binding did not choose it
-                message += (
-                    f". Forwards go to {self._forward_base}: check that it is reachable, or "
-                    "name another base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
-                )
-            body = _error_body("reel_upstream_error", message, failure=error.value)
-            self._events.extend(_json_response(error.status, body, head_only=self._head_only))
-            return
-        self._to(Input.UPSTREAM_ERROR)
-        detail = self.redactor.text(detail)
-        self._events.append(Cut(error.value, detail))
-        if self._capture is not None:
-            capture, self._capture = self._capture, None
-            self._unstored = lambda: capture.recorder().fail(error, detail, now)
-
-    def _store(self) -> Recorded:
-        """Build the recording and add it to the cassette.  This is the
-        costly part of recording (decoding, redaction, usage, the JSON
-        line), so it waits until the binding pulled the response's end:
-        the client has its whole answer first."""
-        assert self._unstored is not None
-        build, self._unstored = self._unstored, None
-        interaction = build()
-        line = interaction.to_line()
-        self.cassette.add(interaction, line=line)
-        return Recorded(line, interaction.id, interaction.key)
-
-    def _to(self, event: Input) -> None:
-        try:
-            self.state = transition(self.state, event)
-        except LocalProtocolError:
-            self.state = State.ERROR
-            raise
-
-    def _misuse(self, message: str) -> LocalProtocolError:
-        """A caller error: the session is in ERROR, like after a pair the
-        transition table does not allow."""
-        self.state = State.ERROR
-        return LocalProtocolError(message)
-
-    # -- wire output ---------------------------------------------------------
+    # -- wire output -----------------------------------------------------------
 
     def send(self, event: Event) -> bytes:
-        """Serialize a response event for the client (wire bindings only).
+        """Serialize a response event for the client.
 
         After a :class:`Cut` the bytes are empty and the connection must be
         closed without finishing the response.
         """
-        if self._reader is None:
-            raise LocalProtocolError("send() is for sessions fed with receive_data()")
         if isinstance(event, Frame):
             if not event.data:
                 return b""
@@ -546,7 +204,7 @@ class Session:
         elif isinstance(event, ResponseHead):
             # a recording's head (or Reel's own) repeats; an upstream's, with
             # its date and request id, never does
-            head = _replayed_head if self.state is State.SERVING else _h11_head
+            head = _replayed_head if self.engine.state is State.SERVING else _h11_head
             h11_event = head(event.status, event.headers, event.reason)
         elif isinstance(event, EndOfResponse):
             h11_event = _END
@@ -561,15 +219,15 @@ class Session:
 
     @property
     def keep_alive(self) -> bool:
-        """Whether the connection may carry another request (wire bindings)."""
-        return self._reader is not None and self._reader.keep_alive
+        """Whether the connection may carry another request."""
+        return self._reader.keep_alive
 
     def error_response(self, error: RemoteProtocolError) -> bytes:
         """Bytes answering a client's protocol error (then close), or ``b""``
         when no answer can be sent any more."""
-        if self._reader is None or not self._reader.can_respond:
+        if not self._reader.can_respond:
             return b""
-        body = _error_body("reel_bad_request", str(error))
+        body = error_body("reel_bad_request", str(error))
         head = h11.Response(
             status_code=error.status,
             reason=_phrase(error.status),
@@ -587,43 +245,3 @@ class Session:
             )
         except LocalProtocolError:  # pragma: no cover - h11 refused mid-way
             return b""
-
-
-def _recorded(request: Request, redactor: Redactor, limit: int) -> RecordedRequest:
-    """``request`` as it is keyed and stored: its body decoded when it was
-    sent with a ``content-encoding`` (at most ``limit`` bytes of it), read
-    as a form when it is one, and all of it redacted by ``redactor``."""
-    body, encoding, error = decode_request_body(
-        request.body, request.header("content-encoding"), limit
-    )
-    plain = RecordedRequest(
-        request.method,
-        request.path,
-        request.query,
-        body,
-        content_type=None if error else body_kind(request.header("content-type"), body),
-        encoding=encoding,
-        encoding_error=error,
-    )
-    return plain.redacted(redactor)
-
-
-class _Capture:
-    """What the upstream of a recorded exchange sent, kept as it came.  The
-    :class:`Recorder` (which needs the request's secret check and key) is
-    made from it when the recording is built, after the client's answer."""
-
-    def __init__(self, new_recorder: Callable[[], Recorder]) -> None:
-        self._new_recorder = new_recorder
-        #: ``Recorder.head``'s arguments (a capture without a head is dropped).
-        self.head: tuple[int, Headers, float, float | None, float | None] = (0, (), 0.0, None, None)
-        #: ``(chunk, arrival)`` of each body chunk, in order.
-        self.chunks: list[tuple[bytes, float]] = []
-
-    def recorder(self) -> Recorder:
-        """A recorder fed with everything captured."""
-        recorder = self._new_recorder()
-        recorder.head(*self.head)
-        for chunk, now in self.chunks:
-            recorder.data(chunk, now)
-        return recorder

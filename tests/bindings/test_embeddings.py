@@ -12,13 +12,13 @@ from reel_bindings.embeddings import embedding_similarity
 from reel_core import (
     Cassette,
     Config,
+    Engine,
     MatchConfig,
     MatchMode,
     Miss,
     Mode,
     Replay,
     Request,
-    Session,
     Signal,
 )
 
@@ -50,7 +50,7 @@ def test_scores_meaning_not_spelling(similarity: object) -> None:
 def test_fuzzy_session_uses_the_model(similarity: object) -> None:
     assert callable(similarity)
     cassette = Cassette()
-    record = Session(cassette, Config(mode=Mode.RECORD))
+    record = Engine(cassette, Config(mode=Mode.RECORD))
     record.receive_request(ask("How tall is the Eiffel Tower?"))
     record.next_event()
     record.upstream_head(200, [(b"content-type", b"application/json")], now=0.0)
@@ -59,13 +59,13 @@ def test_fuzzy_session_uses_the_model(similarity: object) -> None:
     while not isinstance(record.next_event(), Signal):
         pass
     match = MatchConfig(MatchMode.FUZZY, threshold=0.8, similarity=similarity)
-    hit = Session(cassette, Config(mode=Mode.REPLAY, match=match))
+    hit = Engine(cassette, Config(mode=Mode.REPLAY, match=match))
     hit.receive_request(ask("What is the height of the Eiffel Tower?"))
     event = hit.next_event()
     assert isinstance(event, Replay)
     assert event.similarity is not None
     assert event.similarity > 0.8
-    miss = Session(cassette, Config(mode=Mode.REPLAY, match=match))
+    miss = Engine(cassette, Config(mode=Mode.REPLAY, match=match))
     miss.receive_request(ask("Write a haiku about autumn."))
     assert isinstance(miss.next_event(), Miss)
 

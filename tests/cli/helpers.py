@@ -11,6 +11,7 @@ from reel_core import (
     Cassette,
     CassetteMeta,
     Config,
+    Engine,
     Interaction,
     MatchConfig,
     Mode,
@@ -18,7 +19,6 @@ from reel_core import (
     RecordedRequest,
     RecordedResponse,
     Request,
-    Session,
     Signal,
 )
 
@@ -160,10 +160,10 @@ def record(
     cassette: Cassette | None = None,
     host: str = "api.openai.com",
 ) -> Interaction:
-    """Record one exchange through a reel_core Session: ``chunks`` are
+    """Record one exchange through a reel_core Engine: ``chunks`` are
     ``(seconds after the head, bytes)``; the request went out 50 ms before
     the head."""
-    session = Session(cassette if cassette is not None else Cassette(), Config(mode=Mode.RECORD))
+    session = Engine(cassette if cassette is not None else Cassette(), Config(mode=Mode.RECORD))
     session.receive_request(Request(method, target, ((b"host", host.encode()),), body))
     while not isinstance(session.next_event(), Signal):
         pass
@@ -181,6 +181,7 @@ def record(
     events = []
     while not isinstance(event := session.next_event(), Signal):
         events.append(event)
-    recorded = events[-1]
+    assert events
+    recorded = session.record()
     assert isinstance(recorded, Recorded)
     return Interaction.from_json(json.loads(recorded.line))

@@ -22,13 +22,13 @@ from reel_bindings.cli import main
 from reel_core import (
     Cassette,
     Config,
+    Engine,
     Frame,
     Mode,
     Redactor,
     Replay,
     Request,
     ResponseHead,
-    Session,
     Signal,
 )
 
@@ -101,7 +101,7 @@ def _status(resp: dict[str, Any]) -> int:
 
 
 def _replay(cassette: Cassette, request: Request) -> tuple[int, bytes]:
-    session = Session(cassette, Config(mode=Mode.REPLAY))
+    session = Engine(cassette, Config(mode=Mode.REPLAY))
     session.receive_request(request)
     events = []
     while not isinstance(event := session.next_event(), Signal):

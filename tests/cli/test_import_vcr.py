@@ -18,6 +18,7 @@ from reel_bindings.cli._vcr import convert_vcr
 from reel_core import (
     Cassette,
     Config,
+    Engine,
     Frame,
     MatchConfig,
     Mode,
@@ -25,7 +26,6 @@ from reel_core import (
     Replay,
     Request,
     ResponseHead,
-    Session,
     Signal,
     match_key,
 )
@@ -70,7 +70,7 @@ def exchange(
 
 def replay(cassette: Cassette, method: str, target: str, body: bytes) -> tuple[int, bytes]:
     """Serve a request from ``cassette`` as the proxy would: status and body."""
-    session = Session(cassette, Config(mode=Mode.REPLAY))
+    session = Engine(cassette, Config(mode=Mode.REPLAY))
     session.receive_request(Request(method, target, (), body))
     events = []
     while not isinstance(event := session.next_event(), Signal):

@@ -17,13 +17,13 @@ from reel_core import (
     Cassette,
     CassetteMeta,
     Config,
+    Engine,
     Interaction,
     Mode,
     RecordedRequest,
     RecordedResponse,
     Replay,
     Request,
-    Session,
 )
 
 from .helpers import chat_body, interaction, write
@@ -94,7 +94,7 @@ def test_redact_keeps_a_salted_cassettes_salt_and_digests(tmp_path: Path) -> Non
     assert main(["redact", str(path)]) == 0
     assert path.read_bytes() == once  # idempotent
     # the live request, secrets and all, has the recomputed key
-    session = Session(Cassette.loads(once), Config(mode=Mode.REPLAY))
+    session = Engine(Cassette.loads(once), Config(mode=Mode.REPLAY))
     session.receive_request(
         Request(
             "POST",
@@ -110,7 +110,7 @@ def test_the_recomputed_key_matches_the_live_request(tmp_path: Path) -> None:
     path = write(tmp_path / "c.jsonl", secret_interaction())
     assert main(["redact", str(path)]) == 0
     cassette = Cassette.loads(path.read_bytes())
-    session = Session(cassette, Config(mode=Mode.REPLAY))
+    session = Engine(cassette, Config(mode=Mode.REPLAY))
     target = f"/v1/chat/completions?key={GOOGLE_KEY}&alt=sse"
     body = chat_body(f"my key is {OPENAI_KEY}, mail jane.doe@example.com")
     session.receive_request(Request("POST", target, (), body))

@@ -11,6 +11,7 @@ import h11
 from reel_core import (
     Cassette,
     CassetteMeta,
+    Engine,
     Event,
     Interaction,
     MatchConfig,
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-def pull(session: Session) -> tuple[list[Event], Signal]:
+def pull(session: Session | Engine) -> tuple[list[Event], Signal]:
     """Every event the session has now, and the signal that stopped the pull."""
     events: list[Event] = []
     while True:
@@ -47,7 +48,7 @@ def pull(session: Session) -> tuple[list[Event], Signal]:
         events.append(event)
 
 
-def state(session: Session) -> State:
+def state(session: Session | Engine) -> State:
     """The session's state, read afresh (no narrowing from earlier asserts)."""
     return session.state
 

@@ -29,6 +29,7 @@ from reel_core import (
     Cassette,
     Config,
     EndOfResponse,
+    Engine,
     Forward,
     Frame,
     Interaction,
@@ -38,7 +39,6 @@ from reel_core import (
     Replay,
     Request,
     ResponseHead,
-    Session,
     Signal,
 )
 
@@ -235,7 +235,7 @@ class Run:
 
 
 def record(ex: Exchange, chunks: list[bytes], cassette: Cassette | None = None) -> Run:
-    session = Session(cassette if cassette is not None else Cassette("corpus"), CONFIG)
+    session = Engine(cassette if cassette is not None else Cassette("corpus"), CONFIG)
     session.receive_request(ex.request)
     events, signal = pull(session)
     assert signal is Signal.PAUSED
@@ -248,7 +248,8 @@ def record(ex: Exchange, chunks: list[bytes], cassette: Cassette | None = None) 
     session.upstream_end(now=T0 + 0.002 * (len(chunks) + 1))
     events, signal = pull(session)
     assert signal is Signal.PAUSED
-    head, *body, end, recorded = events
+    head, *body, end = events
+    recorded = session.record()
     assert isinstance(head, ResponseHead)
     assert head.status == ex.status
     assert all(isinstance(f, Frame) and f.at is None for f in body)
@@ -288,7 +289,7 @@ def load_line(line: bytes) -> Interaction:
 
 
 def check_replay(ex: Exchange, line: bytes, stored: Interaction) -> None:
-    session = Session(Cassette.loads(line), Config(mode=Mode.REPLAY))
+    session = Engine(Cassette.loads(line), Config(mode=Mode.REPLAY))
     session.receive_request(ex.request)
     events, signal = pull(session)
     assert signal is Signal.PAUSED
@@ -373,7 +374,7 @@ def test_corpus_file_as_one_cassette(file: str) -> None:
         contents.append(load_line(run.recorded.line).response.content)
     data = cassette.dumps()
     assert data.count(b"\n") == len(exchanges) + 1
-    session = Session(Cassette.loads(data, name="one.jsonl"), Config(repeat=False))
+    session = Engine(Cassette.loads(data, name="one.jsonl"), Config(repeat=False))
     for ex, content in zip(exchanges, contents, strict=True):
         session.receive_request(ex.request)
         events, _ = pull(session)
@@ -548,7 +549,7 @@ def test_gzip_bodies_are_stored_and_replayed_decoded(ex: Exchange) -> None:
     assert "content-encoding" not in dict(stored.response.headers)
     line = stored.to_line()
     assert b"\x1f\x8b" not in line
-    session = Session(Cassette.loads(line))
+    session = Engine(Cassette.loads(line))
     session.receive_request(ex.request)
     events, _ = pull(session)
     head = events[1]

@@ -18,6 +18,7 @@ from reel_core import (
     Config,
     ConfigError,
     Cut,
+    Engine,
     Forward,
     Frame,
     Miss,
@@ -28,7 +29,6 @@ from reel_core import (
     Refused,
     Replay,
     Request,
-    Session,
     UpstreamError,
 )
 from reel_core._literals import (
@@ -66,11 +66,11 @@ def record(
     headers: list[tuple[bytes, bytes]] | None = None,
     status: int = 200,
     *,
-    session: Session | None = None,
+    session: Engine | None = None,
     fail: tuple[UpstreamError, str] | None = None,
 ) -> tuple[list[bytes], Recorded | None, list[object]]:
     """Record one exchange: what the client got, the line, every event."""
-    session = session or Session(Cassette("c"), Config(mode=Mode.RECORD))
+    session = session or Engine(Cassette("c"), Config(mode=Mode.RECORD))
     session.receive_request(req)
     events: list[object] = list(pull(session)[0])
     session.upstream_head(status, headers or JSON, now=1.0, sent_at=0.9)
@@ -82,7 +82,7 @@ def record(
         session.upstream_end(now=2.0)
     events += pull(session)[0]
     sent = [e.data for e in events if isinstance(e, Frame)]
-    recorded = next((e for e in events if isinstance(e, Recorded)), None)
+    recorded = session.record()
     return sent, recorded, events
 
 
@@ -141,7 +141,7 @@ def test_odd_authorization_values() -> None:
 def test_a_request_without_credentials_keeps_the_plain_redactor() -> None:
     base = Redactor()
     assert exchange_redactor(base, ((b"host", b"api.openai.com"),)) is base
-    session = Session(Cassette("c"), Config(mode=Mode.RECORD))
+    session = Engine(Cassette("c"), Config(mode=Mode.RECORD))
     session.receive_request(request())
     pull(session)
     assert session.redactor is base or type(session.redactor) is Redactor
@@ -385,7 +385,7 @@ def test_the_stored_request_and_its_key() -> None:
     assert stored.request.path == f"/v1/{PLACEHOLDER}/chat"
     assert dict(stored.request.query) == {"next": PLACEHOLDER, PLACEHOLDER: "1"}
     # the live request matches its recording: the key is computed scrubbed
-    replay = Session(Cassette.loads(recorded.line))
+    replay = Engine(Cassette.loads(recorded.line))
     replay.receive_request(req)
     assert isinstance(pull(replay)[0][0], Replay)
     # so does the same request sent with another key in header and body
@@ -395,16 +395,16 @@ def test_the_stored_request_and_its_key() -> None:
         f"/v1/{other}/chat?next={quote(other + '/x', safe='')}&{other}=1",
         headers=[(b"api-key", other.encode()), (b"cookie", b"s=" + (other + "/x").encode())],
     )
-    replay = Session(Cassette.loads(recorded.line))
+    replay = Engine(Cassette.loads(recorded.line))
     replay.receive_request(req2)
     assert isinstance(pull(replay)[0][0], Replay)
     # recorded_request() scrubs the request it is given, whatever the session serves
-    session = Session(Cassette("c"))
+    session = Engine(Cassette("c"))
     assert session.recorded_request(req) == stored.request
 
 
 def test_the_miss_report_and_the_session_redactor() -> None:
-    session = Session(Cassette("c"))
+    session = Engine(Cassette("c"))
     req = azure(json.dumps({"model": "m", "k": f"v {AZURE_KEY}"}).encode(), f"/v1/x?t={AZURE_KEY}")
     session.receive_request(req)
     events, _ = pull(session)
@@ -422,7 +422,7 @@ def test_the_miss_report_and_the_session_redactor() -> None:
 
 
 def test_a_refusal_names_the_target_scrubbed() -> None:
-    session = Session(Cassette("c"), Config(mode=Mode.RECORD, routing=True))
+    session = Engine(Cassette("c"), Config(mode=Mode.RECORD, routing=True))
     session.receive_request(azure(target=f"/unknown/{AZURE_KEY}"))
     events, _ = pull(session)
     refused = events[0]
@@ -433,7 +433,7 @@ def test_a_refusal_names_the_target_scrubbed() -> None:
 
 
 def test_an_upstream_error_before_the_head_is_scrubbed() -> None:
-    session = Session(Cassette("c"), Config(mode=Mode.RECORD))
+    session = Engine(Cassette("c"), Config(mode=Mode.RECORD))
     session.receive_request(azure(target=f"/v1/chat/completions?q={AZURE_KEY}"))
     pull(session)
     session.upstream_error(UpstreamError.TLS, f"bad cert for {AZURE_KEY}")
@@ -450,7 +450,7 @@ def test_further_headers_from_the_config() -> None:
     config = Config(mode=Mode.RECORD, credential_headers=("X-Gateway-Token",))
     req = request(headers=[(b"x-gateway-token", KEY)])
     _, recorded, _ = record(
-        req, [b'{"echo": "' + KEY + b'"}'], session=Session(Cassette("c"), config)
+        req, [b'{"echo": "' + KEY + b'"}'], session=Engine(Cassette("c"), config)
     )
     assert recorded is not None
     assert KEY not in recorded.line
@@ -464,7 +464,7 @@ def test_further_headers_from_the_cassette() -> None:
     meta = CassetteMeta(extra={"redact": {"headers": ["X-Gateway-Token"]}})
     cassette = Cassette.loads(meta.to_line(), name="c.jsonl")
     req = request(headers=[(b"x-gateway-token", KEY)])
-    session = Session(cassette, Config(mode=Mode.RECORD))
+    session = Engine(cassette, Config(mode=Mode.RECORD))
     _, recorded, _ = record(req, [b'{"echo": "' + KEY + b'"}'], session=session)
     assert recorded is not None
     assert KEY not in recorded.line
@@ -475,7 +475,7 @@ def test_further_headers_from_the_cassette() -> None:
 
 def test_a_bad_header_name_in_the_config() -> None:
     with pytest.raises(ConfigError, match="must be a list of header names"):
-        Session(Cassette("c"), Config(credential_headers=("x-caf\xe9",)))
+        Engine(Cassette("c"), Config(credential_headers=("x-caf\xe9",)))
 
 
 @pytest.mark.parametrize("bad", ["x-a", ["bad name"], [1], {"x": 1}])

@@ -10,13 +10,13 @@ from reel_core import (
     Cassette,
     CassetteMeta,
     Closest,
+    Engine,
     FieldDiff,
     MatchConfig,
     MatchMode,
     Miss,
     MissReport,
     RecordedRequest,
-    Session,
 )
 from reel_core._miss import (
     DEFAULT_HINT,
@@ -287,7 +287,7 @@ def _exact_miss(recorded: list[bytes], sent: bytes) -> MissReport:
     """The miss report a replay session in exact mode serves for ``sent``."""
     items = [interaction(id=f"rec{i}", body=body, config=EXACT) for i, body in enumerate(recorded)]
     cassette = cassette_of(*items, meta=CassetteMeta(match=EXACT))
-    session = Session(cassette)
+    session = Engine(cassette)
     session.receive_request(request(sent))
     (miss, *_), _ = pull(session)
     assert isinstance(miss, Miss)

@@ -10,13 +10,13 @@ from reel_core import (
     Config,
     Cut,
     EndOfResponse,
+    Engine,
     Forward,
     Frame,
     LocalProtocolError,
     Mode,
     Recorded,
     ResponseHead,
-    Session,
     Signal,
     State,
     UpstreamError,
@@ -28,8 +28,8 @@ from ._helpers import pull, request, state
 SSE = [(b"content-type", b"text/event-stream")]
 
 
-def forwarded(cassette: Cassette, body: bytes = b'{"model":"m","stream":true}') -> Session:
-    session = Session(cassette, Config(mode=Mode.RECORD))
+def forwarded(cassette: Cassette, body: bytes = b'{"model":"m","stream":true}') -> Engine:
+    session = Engine(cassette, Config(mode=Mode.RECORD))
     session.receive_request(request(body))
     assert isinstance(session.next_event(), Forward)
     session.upstream_head(200, SSE, now=1.0, sent_at=0.9, timestamp=1_700_000_000.0)
@@ -45,11 +45,15 @@ def test_the_end_comes_out_before_the_line_is_built() -> None:
     assert session.next_event() == Frame(b"data: 1\n\n")
     assert session.next_event() == EndOfResponse()
     assert len(cassette) == 0  # nothing built yet: the client is answered first
-    recorded = session.next_event()
+    assert session.next_event() is Signal.PAUSED  # pulling builds nothing
+    assert len(cassette) == 0
+    assert session.record_due
+    recorded = session.record()
     assert isinstance(recorded, Recorded)
     assert len(cassette) == 1
     (stored,) = Cassette.loads(recorded.line).interactions()
     assert stored.response.frames == ((100.0, b"data: 1\n\n"),)
+    assert session.record() is None  # recorded once
     assert session.next_event() is Signal.PAUSED
     session.start_next_cycle()
     assert state(session) is State.IDLE
@@ -60,24 +64,25 @@ def test_a_cut_comes_out_before_the_line_is_built() -> None:
     session = forwarded(cassette)
     session.upstream_error(UpstreamError.RESET, "peer reset", now=1.3)
     events, _ = pull(session)
-    assert [type(e) for e in events] == [ResponseHead, Frame, Cut, Recorded]
-    recorded = events[-1]
+    assert [type(e) for e in events] == [ResponseHead, Frame, Cut]
+    recorded = session.record()
     assert isinstance(recorded, Recorded)
     (stored,) = Cassette.loads(recorded.line).interactions()
     assert stored.response.cut is not None
     assert stored.response.cut.error == "reset"
 
 
-def test_the_next_exchange_waits_for_the_line_to_be_pulled() -> None:
+def test_the_next_exchange_waits_for_the_line_to_be_recorded() -> None:
     session = forwarded(Cassette("c"))
     session.upstream_end(now=1.2)
     for _ in range(3):  # head, frame, end
         session.next_event()
-    with pytest.raises(LocalProtocolError, match="pull every event"):
+    with pytest.raises(LocalProtocolError, match=r"call record\(\) for the finished exchange"):
         session.start_next_cycle()
+    assert state(session) is State.ERROR
 
 
-def test_a_failure_while_building_is_raised_by_the_pull(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failure_while_building_is_raised_by_record(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(self: Recorder, now: float) -> None:
         raise RuntimeError("bug in the recorder")
 
@@ -87,10 +92,11 @@ def test_a_failure_while_building_is_raised_by_the_pull(monkeypatch: pytest.Monk
     session.upstream_end(now=1.2)
     events = [session.next_event() for _ in range(3)]
     assert isinstance(events[-1], EndOfResponse)  # the client's answer is whole
+    assert session.next_event() is Signal.PAUSED  # pulling events never raises it
     with pytest.raises(RuntimeError, match="bug in the recorder"):
-        session.next_event()
+        session.record()
     assert len(cassette) == 0
-    assert session.next_event() is Signal.PAUSED  # raised once, not again
+    assert session.record() is None  # raised once, not again
 
 
 def test_identical_requests_finishing_together_are_numbered_when_stored() -> None:
@@ -98,7 +104,9 @@ def test_identical_requests_finishing_together_are_numbered_when_stored() -> Non
     first, second = forwarded(cassette), forwarded(cassette)  # both decided before either ends
     first.upstream_end(now=1.2)
     second.upstream_end(now=1.2)
-    lines = [e for s in (first, second) for e in pull(s)[0] if isinstance(e, Recorded)]
+    for s in (first, second):
+        pull(s)
+    lines = [r for s in (first, second) if (r := s.record()) is not None]
     assert [r.interaction_id for r in lines] == [lines[0].key[7:19], lines[0].key[7:19] + "-2"]
     assert len(cassette) == 2
 

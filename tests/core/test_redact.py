@@ -13,16 +13,15 @@ from reel_core import (
     CassetteError,
     Config,
     ConfigError,
+    Engine,
     Event,
     Forward,
     Frame,
     Mode,
-    Recorded,
     RecordedRequest,
     Redactor,
     Replay,
     Request,
-    Session,
     Signal,
     is_credential_name,
     keep_response_header,
@@ -307,15 +306,17 @@ def test_json_paths_are_blanked_in_the_bodys_own_formatting() -> None:
 def test_json_paths_from_the_cassettes_meta_make_a_live_request_match() -> None:
     meta = b'{"_meta":{"schema":1,"redact":{"paths":["metadata.trace"]}}}\n'
     cassette = Cassette.loads(meta)
-    record = Session(cassette, Config(mode=Mode.RECORD))
+    record = Engine(cassette, Config(mode=Mode.RECORD))
     record.receive_request(Request("POST", "/v1/x", (), b'{"metadata":{"trace":"t-1"},"q":1}'))
     record.next_event()
     record.upstream_head(200, [], now=0.0)
     record.upstream_end(now=0.1)
-    while not isinstance(event := record.next_event(), Signal):
-        if isinstance(event, Recorded):
-            assert b"t-1" not in event.line
-    replay = Session(cassette, Config(mode=Mode.REPLAY))
+    while not isinstance(record.next_event(), Signal):
+        pass
+    recorded = record.record()
+    assert recorded is not None
+    assert b"t-1" not in recorded.line
+    replay = Engine(cassette, Config(mode=Mode.REPLAY))
     replay.receive_request(Request("POST", "/v1/x", (), b'{"metadata":{"trace":"t-2"},"q":1}'))
     assert isinstance(replay.next_event(), Replay)
 
@@ -665,7 +666,7 @@ def _exchange(
 ) -> tuple[Event | Signal, bytes]:
     """One request through a session on ``cassette``: the decision and the
     body the client got (``answer`` is what the upstream says)."""
-    session = Session(cassette, Config(mode=mode))
+    session = Engine(cassette, Config(mode=mode))
     session.receive_request(Request("POST", "/v1/chat/completions", (), body))
     decision = session.next_event()
     if isinstance(decision, Forward):
@@ -676,6 +677,7 @@ def _exchange(
     while not isinstance(event := session.next_event(), Signal):
         if isinstance(event, Frame):
             got += event.data
+    session.record()
     return decision, got
 
 
@@ -771,7 +773,7 @@ def test_a_credential_in_a_query_or_field_never_stops_a_match() -> None:
     """CI replays with a dummy key what was recorded with the real one."""
     cassette = _salted_cassette()
     real = "AIza" + "R" * 35
-    session = Session(cassette, Config(mode=Mode.RECORD))
+    session = Engine(cassette, Config(mode=Mode.RECORD))
     session.receive_request(
         Request("POST", f"/v1beta/models/g:generateContent?key={real}", (), b"{}")
     )
@@ -779,7 +781,8 @@ def test_a_credential_in_a_query_or_field_never_stops_a_match() -> None:
     session.upstream_head(200, [], now=0.0)
     session.upstream_end(now=0.1)
     pull(session)
-    replay = Session(Cassette.loads(cassette.dumps()), Config(mode=Mode.REPLAY))
+    session.record()
+    replay = Engine(Cassette.loads(cassette.dumps()), Config(mode=Mode.REPLAY))
     replay.receive_request(Request("POST", "/v1beta/models/g:generateContent?key=dummy", (), b"{}"))
     assert isinstance(replay.next_event(), Replay)
     body = {"api_key": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789", "q": 1}
@@ -804,8 +807,8 @@ def test_a_legacy_cassette_keeps_plain_placeholders() -> None:
 
 def test_a_redactor_given_in_code_takes_the_cassettes_salt() -> None:
     cassette = _salted_cassette()
-    session = Session(cassette, Config(redactor=Redactor(pii=True)))
+    session = Engine(cassette, Config(redactor=Redactor(pii=True)))
     assert session.redactor.salt == SALT
     own = Redactor(salt="f" * 32)
-    assert Session(cassette, Config(redactor=own)).redactor is own
-    assert Session(Cassette(), Config(redactor=R)).redactor is R
+    assert Engine(cassette, Config(redactor=own)).redactor is own
+    assert Engine(Cassette(), Config(redactor=R)).redactor is R

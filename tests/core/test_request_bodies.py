@@ -16,6 +16,7 @@ import pytest
 from reel_core import (
     Cassette,
     Config,
+    Engine,
     Forward,
     Limits,
     MatchConfig,
@@ -27,7 +28,6 @@ from reel_core import (
     Redactor,
     Replay,
     Request,
-    Session,
     Signal,
 )
 from reel_core._body import ContentDecoder, decode_content, decode_request_body
@@ -62,7 +62,7 @@ def post(
 
 def record(req: Request, cassette: Cassette | None = None, **config: Any) -> Recorded:
     """``req`` recorded (the upstream answers ``{"ok":true}``)."""
-    session = Session(cassette if cassette is not None else Cassette(), Config(**config))
+    session = Engine(cassette if cassette is not None else Cassette(), Config(**config))
     session.receive_request(req)
     events, _ = pull(session)
     assert isinstance(events[0], Forward)
@@ -70,9 +70,9 @@ def record(req: Request, cassette: Cassette | None = None, **config: Any) -> Rec
     session.upstream_head(200, [(b"content-type", b"application/json")], now=1.0)
     session.upstream_data(b'{"ok":true}', now=1.0)
     session.upstream_end(now=1.0)
-    more, signal = pull(session)
+    _, signal = pull(session)
     assert signal is Signal.PAUSED
-    recorded = more[-1]
+    recorded = session.record()
     assert isinstance(recorded, Recorded)
     return recorded
 
@@ -83,7 +83,7 @@ def line_request(recorded: Recorded) -> dict[str, Any]:
 
 
 def decision(cassette: Cassette, req: Request, **config: Any) -> Replay | Miss:
-    session = Session(cassette, Config(**config))
+    session = Engine(cassette, Config(**config))
     session.receive_request(req)
     event = session.next_event()
     assert isinstance(event, (Replay, Miss))

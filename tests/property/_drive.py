@@ -27,7 +27,7 @@ UPSTREAM_BODY = b'{"id":"chatcmpl-1","choices":[]}'
 
 def upstream_reply(session: Session) -> None:
     """Answer a forward with a small JSON response, as an upstream would."""
-    request = session._request
+    request = session.engine._request
     head_only = request is not None and request.method == "HEAD"
     headers = [
         (b"content-type", b"application/json"),
@@ -50,9 +50,11 @@ def pump(session: Session, decisions: list[Decision]) -> Signal:
                 if session.state is State.AWAIT_UPSTREAM:
                     upstream_reply(session)
                     continue
-                if session.state is State.DONE and session.keep_alive:
-                    session.start_next_cycle()
-                    continue
+                if session.state is State.DONE:
+                    session.record()  # the line is not looked at here
+                    if session.keep_alive:
+                        session.start_next_cycle()
+                        continue
             return event
         if isinstance(event, (Replay, Forward, Miss)):
             decisions.append(event)

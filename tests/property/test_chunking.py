@@ -80,4 +80,5 @@ def test_chunked_and_content_length_bodies_decide_alike(
 def key_of(decision: Decision) -> str:
     if isinstance(decision, Miss):
         return decision.report.key
+    assert decision.key is not None  # auto mode keys every request
     return decision.key

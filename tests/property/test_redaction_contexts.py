@@ -11,7 +11,7 @@ from urllib.parse import quote
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reel_core import Cassette, Config, Mode, Recorded, Replay, Request, Session, Signal
+from reel_core import Cassette, Config, Engine, Mode, Replay, Request, Signal
 
 from .strategies import secrets
 
@@ -55,20 +55,20 @@ def test_no_secret_reaches_the_line_and_the_live_request_still_matches(
     kind, secret = drawn
     request, sse = _request(context, _shown(kind, secret))
     cassette = Cassette.loads(SALTED_META) if salted else Cassette()
-    record = Session(cassette, Config(mode=Mode.RECORD))
+    record = Engine(cassette, Config(mode=Mode.RECORD))
     record.receive_request(request)
     record.next_event()
     record.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
     record.upstream_data(sse, now=0.01)
     record.upstream_end(now=0.02)
-    lines = []
-    while not isinstance(event := record.next_event(), Signal):
-        if isinstance(event, Recorded):
-            lines.append(event.line)
-    (line,) = lines
+    while not isinstance(record.next_event(), Signal):
+        pass
+    recorded = record.record()
+    assert recorded is not None
+    line = recorded.line
     text = line.decode()
     for form in {secret, quote(secret, safe=""), json.dumps(secret)[1:-1]}:
         assert form not in text, (context, kind)
-    replay = Session(Cassette.loads(cassette.dumps()), Config(mode=Mode.REPLAY))
+    replay = Engine(Cassette.loads(cassette.dumps()), Config(mode=Mode.REPLAY))
     replay.receive_request(request)  # the live request, secret and all
     assert isinstance(replay.next_event(), Replay)

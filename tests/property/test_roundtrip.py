@@ -17,14 +17,13 @@ from reel_core import (
     Cassette,
     CassetteMeta,
     Config,
+    Engine,
     Interaction,
     MatchConfig,
     Mode,
-    Recorded,
     RecordedRequest,
     RecordedResponse,
     Request,
-    Session,
     Signal,
     UpstreamError,
     decode_body,
@@ -113,7 +112,7 @@ def test_a_recorded_line_loads_as_the_interaction_recorded(
 ) -> None:
     """What a session holds after recording is what a later run loads."""
     cassette = Cassette()
-    session = Session(cassette, Config(mode=Mode.RECORD))
+    session = Engine(cassette, Config(mode=Mode.RECORD))
     session.receive_request(Request("POST", "/v1/chat/completions", (), b'{"stream":true}'))
     session.next_event()
     clock = itertools.cycle(nows)
@@ -124,11 +123,11 @@ def test_a_recorded_line_loads_as_the_interaction_recorded(
         session.upstream_error(UpstreamError.RESET, "reset by peer", now=next(clock))
     else:
         session.upstream_end(now=next(clock))
-    lines = []
-    while not isinstance(event := session.next_event(), Signal):
-        if isinstance(event, Recorded):
-            lines.append(event.line)
-    (line,) = lines
+    while not isinstance(session.next_event(), Signal):
+        pass
+    recorded = session.record()
+    assert recorded is not None
+    line = recorded.line
     (in_memory,) = cassette.interactions()
     loaded = reload(line)
     assert loaded == in_memory

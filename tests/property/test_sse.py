@@ -18,13 +18,12 @@ from hypothesis import strategies as st
 from reel_core import (
     Cassette,
     Config,
+    Engine,
     Frame,
     Mode,
-    Recorded,
     RecordedRequest,
     Redactor,
     Request,
-    Session,
     Signal,
     SSEEvent,
     SSESplitter,
@@ -134,7 +133,7 @@ def test_recorded_events_are_stamped_alike_in_one_pass(data: st.DataObject, body
 
 
 def _record(body: bytes, chunks: list[bytes], mode: Mode) -> tuple[list[bytes], bytes]:
-    session = Session(Cassette(), Config(mode=mode))
+    session = Engine(Cassette(), Config(mode=mode))
     session.receive_request(
         Request("POST", "/v1/chat/completions", (), b'{"model":"m","stream":true}')
     )
@@ -149,10 +148,11 @@ def _record(body: bytes, chunks: list[bytes], mode: Mode) -> tuple[list[bytes], 
         event = session.next_event()
         if isinstance(event, Frame):
             forwarded.append(event.data)
-        elif isinstance(event, Recorded):
-            line = event.line
         elif isinstance(event, Signal):
             break
+    recorded = session.record()
+    if recorded is not None:
+        line = recorded.line
     return forwarded, line
 
 

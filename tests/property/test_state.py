@@ -23,6 +23,7 @@ from reel_core import (
     Config,
     Cut,
     EndOfResponse,
+    Engine,
     Event,
     Forward,
     Frame,
@@ -34,7 +35,6 @@ from reel_core import (
     Replay,
     Request,
     ResponseHead,
-    Session,
     Signal,
     SSESplitter,
     State,
@@ -54,7 +54,7 @@ def check_pair(state: State, event: Input) -> None:
             transition(state, event)
     else:
         assert transition(state, event) is expected
-    session = Session(hit_cassette())
+    session = Engine(hit_cassette())
     session.state = state
     if expected is None:
         with pytest.raises(LocalProtocolError):
@@ -85,12 +85,12 @@ def test_misuse_the_machine_found_leaves_the_session_in_error() -> None:
     """Its minimal failing sequences: a second ``receive_request``, and
     ``start_next_cycle`` with events still to pull, raised but left the
     state as it was."""
-    session = Session(hit_cassette())
+    session = Engine(hit_cassette())
     session.receive_request(hit_request())
     with pytest.raises(LocalProtocolError):
         session.receive_request(hit_request())
     assert session.state is State.ERROR
-    session = Session(hit_cassette())
+    session = Engine(hit_cassette())
     session.receive_request(hit_request())
     assert isinstance(session.next_event(), Replay)
     with pytest.raises(LocalProtocolError):
@@ -110,12 +110,14 @@ class SessionMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.session = Session(hit_cassette())
+        self.session = Engine(hit_cassette())
         self.mode = Mode.REPLAY
         self.state = State.IDLE
         self.pending: Request | None = None
         self.queue: deque[EventType] = deque()
         self.recording = False
+        #: A finished forward waits for ``record()``.
+        self.record_due = False
         self.serving: Request | None = None
         #: The replay each recorded request gets, as event types.
         self.replays: dict[Request, tuple[EventType, ...]] = {
@@ -127,7 +129,7 @@ class SessionMachine(RuleBasedStateMachine):
     @initialize(mode=st.sampled_from(list(Mode)))
     def start(self, mode: Mode) -> None:
         self.mode = mode
-        self.session = Session(hit_cassette(), Config(mode=mode))
+        self.session = Engine(hit_cassette(), Config(mode=mode))
 
     # -- helpers -----------------------------------------------------------------
 
@@ -197,7 +199,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     @rule()
     def start_next_cycle(self) -> None:
-        if self.queue or TRANSITIONS.get((self.state, Input.NEXT_CYCLE)) is None:
+        if self.queue or self.record_due or TRANSITIONS.get((self.state, Input.NEXT_CYCLE)) is None:
             self.misuse(self.session.start_next_cycle)
             return
         self.session.start_next_cycle()
@@ -251,7 +253,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     def finish_recording(self, *, cut: bool) -> None:
         if self.recording:
-            self.queue.append(Recorded)
+            self.record_due = True
             assert self.serving is not None
             self.replays[self.serving] = self.replay_of_recording(cut=cut)
         self.recording = False
@@ -266,6 +268,15 @@ class SessionMachine(RuleBasedStateMachine):
         if cut:  # a body cut short replays as the chunks that came
             return (ResponseHead, *[Frame] * len(self.fed), Cut)
         return (ResponseHead, *[Frame] * bool(self.fed), EndOfResponse)
+
+    @rule()
+    def record(self) -> None:
+        got = self.session.record()
+        if self.record_due:
+            assert isinstance(got, Recorded)
+            self.record_due = False
+        else:
+            assert got is None
 
     @invariant()
     def state_is_predicted(self) -> None:

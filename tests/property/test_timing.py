@@ -17,12 +17,11 @@ from reel_core import (
     Config,
     Cut,
     EndOfResponse,
+    Engine,
     Frame,
     Mode,
-    Recorded,
     RecordedResponse,
     Request,
-    Session,
     Signal,
     Timing,
     TimingMode,
@@ -34,7 +33,7 @@ from .strategies import hit_cassette, hit_request, recorded_responses, timings
 
 def deadlines(cassette: Cassette, request: Request, timing: Timing) -> list[float]:
     """The ``at`` of every frame and of the end (or cut) of a replay."""
-    session = Session(cassette, Config(mode=Mode.REPLAY, timing=timing))
+    session = Engine(cassette, Config(mode=Mode.REPLAY, timing=timing))
     session.receive_request(request)
     out: list[float] = []
     while True:
@@ -99,7 +98,7 @@ def test_recorded_stream_replays_monotone(
     back), then replay it: deadlines never go back."""
     cassette = Cassette()
     request = Request("POST", "/v1/chat/completions", (), b'{"model":"m","stream":true}')
-    session = Session(cassette, Config(mode=Mode.RECORD))
+    session = Engine(cassette, Config(mode=Mode.RECORD))
     session.receive_request(request)
     session.next_event()
     readings = itertools.cycle(nows)
@@ -110,11 +109,11 @@ def test_recorded_stream_replays_monotone(
         session.upstream_error(UpstreamError.RESET, "gone", now=next(readings))
     else:
         session.upstream_end(now=next(readings))
-    lines = []
-    while not isinstance(event := session.next_event(), Signal):
-        if isinstance(event, Recorded):
-            lines.append(event.line)
-    (line,) = lines
+    while not isinstance(session.next_event(), Signal):
+        pass
+    recorded = session.record()
+    assert recorded is not None
+    line = recorded.line
     replayed = Cassette.loads(line)
     (interaction,) = replayed
     offsets = [at for at, _ in interaction.response.frames]

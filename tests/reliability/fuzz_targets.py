@@ -36,10 +36,10 @@ from reel_core import (
     Config,
     Cut,
     EndOfResponse,
+    Engine,
     Forward,
     Frame,
     Mode,
-    Recorded,
     RemoteProtocolError,
     Replay,
     Request,
@@ -58,7 +58,7 @@ _SSE = (b'data: {"choices":[{"delta":{"content":"o"}}]}\n\n', b"data: [DONE]\n\n
 
 def _answer(session: Session, forwarded: int) -> None:
     """Answer a forward as an upstream would: JSON, or an SSE stream."""
-    request = session._request
+    request = session.engine._request
     head_only = request is not None and request.method == "HEAD"
     if forwarded % 2:
         session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=1.0)
@@ -79,14 +79,16 @@ def _pump(session: Session, forwards: list[Request], lines: list[bytes]) -> None
                 if session.state is State.AWAIT_UPSTREAM:
                     _answer(session, len(forwards))
                     continue
-                if session.state is State.DONE and session.keep_alive:
-                    session.start_next_cycle()
-                    continue
+                if session.state is State.DONE:
+                    recorded = session.record()
+                    if recorded is not None:
+                        lines.append(recorded.line)
+                    if session.keep_alive:
+                        session.start_next_cycle()
+                        continue
             return
         if isinstance(event, Forward):
             forwards.append(event.request)
-        elif isinstance(event, Recorded):
-            lines.append(event.line)
         elif isinstance(event, (ResponseHead, Frame, EndOfResponse, Cut)):
             session.send(event)
 
@@ -115,7 +117,7 @@ def client_bytes(data: bytes) -> None:
     reloaded.validate()
     assert len(reloaded) == len(lines)
     for request in forwards:
-        replay = Session(reloaded, Config(mode=Mode.REPLAY))
+        replay = Engine(reloaded, Config(mode=Mode.REPLAY))
         replay.receive_request(request)
         assert isinstance(replay.next_event(), Replay), request
 

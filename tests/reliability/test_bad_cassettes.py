@@ -326,7 +326,7 @@ import hashlib, json, resource, sys, time
 import anyio, httpx
 from reel_bindings import CassetteFile
 from reel_bindings.proxy import ProxyOptions, running
-from reel_core import Config, EndOfResponse, Frame, Mode, Request, Session, Timing
+from reel_core import Config, EndOfResponse, Engine, Frame, Mode, Request, Timing
 
 def peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -344,7 +344,7 @@ if sys.argv[2] == "core":
     out["lines"] = len(file.cassette)
     for prompt in ("small 150", "big"):
         start = time.perf_counter()
-        session = Session(file.cassette, Config(mode=Mode.REPLAY, timing=Timing.parse("fast")))
+        session = Engine(file.cassette, Config(mode=Mode.REPLAY, timing=Timing.parse("fast")))
         session.receive_request(Request("POST", "/v1/chat/completions", (), body(prompt)))
         size = 0
         while not isinstance(event := session.next_event(), EndOfResponse):

@@ -1,6 +1,6 @@
 """``reel import vcr FILE...``: vcrpy / pytest-recording cassettes to Reel.
 
-Each vcrpy interaction is fed through a recording :class:`reel_core.Session`
+Each vcrpy interaction is fed through a recording :class:`reel_core.Engine`
 as if it were live traffic -- the request, then the stored response as the
 upstream's answer -- so an imported line is exactly what recording it would
 have written: redacted, keyed under the default match settings, the id the
@@ -35,14 +35,13 @@ from reel_core import (
     CassetteMeta,
     Config,
     ContentDecoder,
+    Engine,
     Forward,
     Interaction,
     Mode,
-    Recorded,
     Redactor,
     ReelError,
     Request,
-    Session,
     Signal,
     looks_like_sse,
 )
@@ -334,7 +333,7 @@ def _wire(pairs: list[tuple[str, str]]) -> tuple[tuple[bytes, bytes], ...]:
     return tuple((encode(k), encode(v)) for k, v in pairs)
 
 
-def _pull(session: Session) -> list[Any]:
+def _pull(session: Engine) -> list[Any]:
     events: list[Any] = []
     while True:
         event = session.next_event()
@@ -366,7 +365,7 @@ def _convert_one(item: Any, cassette: Cassette, config: Config, notes: list[str]
     status, reason = _status(resp.get("status"))
     body = _response_body(resp)
     response_headers = _prepare_response(_headers(resp.get("headers"), "response"), body, notes)
-    session = Session(cassette, config)
+    session = Engine(cassette, config)
     try:
         request = Request(method, uri, _wire(request_headers), _request_body(req, notes))
         session.receive_request(request)
@@ -382,11 +381,11 @@ def _convert_one(item: Any, cassette: Cassette, config: Config, notes: list[str]
         if body:
             session.upstream_data(body, now=0.0)
         session.upstream_end(now=0.0)
-        events = _pull(session)
+        _pull(session)
+        recorded = session.record()
     except ReelError as exc:
         raise _Skip(str(exc)) from None
-    recorded = events[-1] if events else None
-    if not isinstance(recorded, Recorded):  # pragma: no cover - a recording session records
+    if recorded is None:  # pragma: no cover - a recording session records
         raise _Skip("the core recorded nothing")
     line = Interaction.from_json(json.loads(recorded.line))
     meta = dict(line.meta)

@@ -64,8 +64,8 @@ class _Exchange:
     target: str = ""
     outcome: str = ""
     key: str = ""
-    #: A forward's key is computed late (see ``Forward.key``): read when logged.
-    forward: Forward | None = None
+    #: A forward's key is computed late (``Session.forward_key``), when logged.
+    forwarded: bool = False
     status: int = 0
     started: float = 0.0
     #: When the first byte of the request arrived (0: none yet).
@@ -256,7 +256,7 @@ class Proxy:
                     log.debug("refused: %s", event.message)
                 else:
                     exchange.outcome = "recorded" if event.record else "live"
-                    exchange.forward = event  # its key is read when logged
+                    exchange.forwarded = True  # its key is computed when logged
                     await self._forward(stream, session, event, exchange)
                 continue
             # Bytes due now are gathered and go out in one write when the
@@ -265,9 +265,6 @@ class Proxy:
             # wake-up of the client each, and one write of a whole long
             # stream due at once (fast timing) would hold it all in memory
             # and keep every other connection waiting.
-            if isinstance(event, Recorded):
-                self._append(session, event)
-                continue
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
                 start = exchange.started  # the head goes out now
@@ -366,12 +363,11 @@ class Proxy:
             session.upstream_error(UpstreamError.CLIENT_CLOSED, gone.why, now=anyio.current_time())
         # nobody reads the rest: pull it, append the line
         while not isinstance(event := session.next_event(), Signal):
-            if isinstance(event, Recorded):
-                self._append(session, event)
-            elif isinstance(event, Cut):
+            if isinstance(event, Cut):
                 session.send(event)
                 exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
+        self._record(session, forward.request.target)
         raise anyio.BrokenResourceError
 
     async def _relay(
@@ -391,9 +387,6 @@ class Proxy:
                 event = session.next_event()
                 if isinstance(event, Signal):
                     return
-                if isinstance(event, Recorded):
-                    self._append(session, event)
-                    continue
                 if isinstance(event, ResponseHead):
                     exchange.status = event.status
                 data = session.send(event)
@@ -407,10 +400,11 @@ class Proxy:
                     gone.why = gone.why or f"a write to the client failed ({_reason(exc)})"
                     stop.cancel()
                 finally:
-                    if isinstance(event, EndOfResponse):
+                    if isinstance(event, (EndOfResponse, Cut)):
                         # The client has its answer: now the line is built
                         # and appended, even if the proxy is being stopped.
                         self._record(session, forward.request.target)
+                    if isinstance(event, EndOfResponse):
                         self._log(session, exchange)
 
         try:
@@ -442,11 +436,11 @@ class Proxy:
             await flush()
 
     def _record(self, session: Session, target: str) -> None:
-        """Pull the recorded line that follows a response's end, and append it.
+        """Build the recording of a finished forward, and append its line.
         A recording that cannot be built (a bug) loses that exchange, said
         loudly; the client has its answer and the connection stays up."""
         try:
-            event = session.next_event()
+            recorded = session.record()
         except Exception:
             self.write_errors += 1
             log.exception(
@@ -455,8 +449,8 @@ class Proxy:
                 session.redactor.target(target),
             )
             return
-        if isinstance(event, Recorded):
-            self._append(session, event)
+        if recorded is not None:
+            self._append(session, recorded)
 
     def _append(self, session: Session, recorded: Recorded) -> None:
         """Write a recorded line; a disk that fills or turns read-only loses
@@ -478,7 +472,7 @@ class Proxy:
         if not log.isEnabledFor(logging.INFO):
             return
         elapsed = (anyio.current_time() - exchange.started) * 1000
-        key = exchange.forward.key if exchange.forward is not None else exchange.key
+        key = session.forward_key() if exchange.forwarded else exchange.key
         key = key[7:19] if key else "-"
         log.info(
             "%s %-8s %s %s key=%s %d %.1fms",
