@@ -1,21 +1,21 @@
-"""Every state transition of a session, as one table.
+"""Every state transition of an engine, as one table.
 
 Theory of operation
 -------------------
-A session answers one request at a time.  It starts IDLE.  A complete
+An engine answers one request at a time.  It starts IDLE.  A complete
 request is matched against the cassette and the mode decides: HIT (replay a
 recording), MISS (answer the 404 report), FORWARD (send it upstream, and
 record it in auto/record mode) or REFUSE (a request the
-session cannot serve at all: answered with an error).  Replays and misses move to SERVING, where
+engine cannot serve at all: answered with an error).  Replays and misses move to SERVING, where
 the binding pulls the response events; FORWARD moves to AWAIT_UPSTREAM until
 the binding feeds the upstream response head (STREAMING), its body, and its
 end or a failure.  A failure before the head is answered with a 502/504
 (SERVING again); after the head it is a cut.  When the last event of the
-response was pulled the session is DONE, and ``start_next_cycle`` makes it
+response was pulled the engine is DONE, and ``start_next_cycle`` makes it
 IDLE for the next request on the same connection.  The client closing an
 idle connection makes it CLOSED; a protocol error makes it ERROR.  Any
 (state, input) pair missing from the table is a caller error: it raises
-LocalProtocolError and moves the session to ERROR.
+LocalProtocolError and moves the engine to ERROR.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = ["TRANSITIONS", "Input", "State", "transition"]
 
 
 class State(enum.Enum):
-    """Where a session stands."""
+    """Where a engine stands."""
 
     #: Waiting for a request.
     IDLE = "IDLE"
@@ -47,7 +47,7 @@ class State(enum.Enum):
 
 
 class Input(enum.Enum):
-    """What can happen to a session."""
+    """What can happen to an engine."""
 
     #: A request matched a recording (replay).
     HIT = "HIT"
