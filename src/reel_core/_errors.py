@@ -74,7 +74,7 @@ class SchemaVersionError(CassetteError):
 
 class MissError(ReelError):
     """No recording matches a request (raised by strict in-process bindings
-    and by :meth:`reel_core.Session.raise_for_miss`)."""
+    and by :meth:`reel_core.Engine.raise_for_miss`)."""
 
     def __init__(self, report: MissReport) -> None:
         super().__init__(report.render())

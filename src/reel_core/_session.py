@@ -17,7 +17,7 @@ from http import HTTPStatus
 
 import h11
 
-from ._cassette import Cassette, RecordedRequest
+from ._cassette import Cassette
 from ._config import Config
 from ._engine import Engine, error_body
 from ._errors import LocalProtocolError, RemoteProtocolError
@@ -80,10 +80,6 @@ class Session:
     # -- the engine's, handed through ------------------------------------------
 
     @property
-    def config(self) -> Config:
-        return self.engine.config
-
-    @property
     def state(self) -> State:
         return self.engine.state
 
@@ -99,9 +95,6 @@ class Session:
     def redactor(self) -> Redactor:
         """Scrubs what is logged or said about the current exchange."""
         return self.engine.redactor
-
-    def recorded_request(self, request: Request) -> RecordedRequest:
-        return self.engine.recorded_request(request)
 
     def upstream_head(
         self,
@@ -137,10 +130,6 @@ class Session:
     def record(self) -> Recorded | None:
         """See :meth:`Engine.record`."""
         return self.engine.record()
-
-    def raise_for_miss(self, event: Event | Signal) -> None:
-        """See :meth:`Engine.raise_for_miss`."""
-        self.engine.raise_for_miss(event)
 
     # -- client side -----------------------------------------------------------
 

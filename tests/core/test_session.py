@@ -1290,3 +1290,26 @@ def test_a_client_that_left_is_a_recorded_cut_of_its_own_kind() -> None:
     # replayed: the frames, then the cut where the client left
     replayed = one_exchange(Engine(session.cassette), request(body=b'{"model":"m","stream":true}'))
     assert replayed[-1] == Cut("client-closed", "the client closed", 0.2)
+
+
+def test_the_http_session_hands_the_engines_forward_through() -> None:
+    """A wire binding drives a forward through the Session alone: the key,
+    the cut, the recording and the shared cassette are the engine's."""
+    cassette = Cassette()
+    session = Session(cassette, Config(mode=Mode.RECORD))
+    session.receive_data(client_bytes())
+    forward = session.next_event()
+    assert isinstance(forward, Forward)
+    assert forward.key is None
+    assert session.forward_key() == session.engine.forward_key()
+    session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
+    session.upstream_data(b"data: 1\n\n", now=0.1)
+    session.upstream_error(UpstreamError.RESET, "gone", now=0.2)
+    events, signal = pull(session)
+    assert isinstance(events[-1], Cut)
+    assert signal is Signal.PAUSED
+    recorded = session.record()
+    assert isinstance(recorded, Recorded)
+    assert recorded.key == session.forward_key()
+    assert session.cassette is cassette
+    assert len(cassette) == 1
