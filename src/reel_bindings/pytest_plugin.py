@@ -417,7 +417,7 @@ class ReelCassette:
     @classmethod
     def _for_item(cls, item: pytest.Item) -> ReelCassette:
         from reel_bindings._files import CassetteFile
-        from reel_bindings._lock import CassetteLock
+        from reel_bindings._store import FileStore
         from reel_core import CassetteMeta, Mode
 
         settings = _marker(item)
@@ -429,19 +429,27 @@ class ReelCassette:
         if repeat is not None and not isinstance(repeat, bool):
             _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
         upstream = settings.get("upstream") or os.environ.get("REEL_UPSTREAM") or None
+        store = FileStore()
+        name = str(path)
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
-                stack.enter_context(CassetteLock(path))
-            file_mode = mode
-            if mode is Mode.RECORD and not _first_in_run(item.config, path):
-                file_mode = Mode.AUTO  # refreshed earlier in this run: add to it
+                stack.enter_context(store.lock(name))
+            # A cassette re-recorded earlier in this run is added to.
+            refreshed = mode is Mode.RECORD and not _first_in_run(item.config, path)
             # A match setting goes into a new cassette's _meta line, as the proxy does.
             meta = CassetteMeta(match=match) if match is not None else None
             # A missing cassette in replay mode fails the test that uses it
             # (each request misses, naming the path and the command that
             # records it), never the whole session.
-            file = CassetteFile(path, mode=file_mode, meta=meta, missing_ok=True)
+            file = CassetteFile(
+                name,
+                mode=mode,
+                meta=meta,
+                missing_ok=True,
+                store=store,
+                refreshed=refreshed,
+            )
             cassette = cls(
                 path=path,
                 mode=mode,
@@ -450,7 +458,7 @@ class ReelCassette:
                 repeat=repeat,
                 upstream=upstream,
                 file=file,
-                hint=_hint(item, _display(item.config, path), exists=path.exists()),
+                hint=_hint(item, _display(item.config, path), exists=store.exists(name)),
                 display=_display(item.config, path),
                 stack=contextlib.ExitStack(),
             )

@@ -49,6 +49,7 @@ from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header
 from ._session import Session
+from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
 from ._usage import Usage, extract_usage
@@ -97,6 +98,7 @@ __all__ = [
     "SchemaVersionError",
     "Session",
     "Signal",
+    "Start",
     "State",
     "StreamCut",
     "Timing",
@@ -116,4 +118,5 @@ __all__ = [
     "parse_sse_event",
     "resolve_model",
     "safe_cassette_name",
+    "start_of",
 ]
