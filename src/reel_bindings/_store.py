@@ -41,9 +41,10 @@ import re
 import tempfile
 import threading
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import ContextManager, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from reel_core import CassetteError
 
@@ -81,7 +82,7 @@ class Store(Protocol):
     def list(self, prefix: str = "") -> builtins.list[str]:
         """The names of the cassettes whose names start with ``prefix``, sorted."""
 
-    def lock(self, name: str) -> ContextManager[object]:
+    def lock(self, name: str) -> AbstractContextManager[object]:
         """An exclusive lock on the cassette across processes (not reentrant)."""
 
     def describe(self, name: str) -> str:
@@ -396,5 +397,5 @@ class MemoryStore:
         with lock:
             yield
 
-    def lock(self, name: str) -> ContextManager[None]:
+    def lock(self, name: str) -> AbstractContextManager[None]:
         return self._locked(check_name(name))
