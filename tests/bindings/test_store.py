@@ -152,9 +152,8 @@ def test_lock_excludes(store: Store) -> None:
         thread.join(30)
     assert most == 1
     other = threading.Event()
-    with store.lock("c.jsonl"):
-        with store.lock("d.jsonl"):  # another cassette's lock is another lock
-            other.set()
+    with store.lock("c.jsonl"), store.lock("d.jsonl"):  # another cassette's: another lock
+        other.set()
     assert other.is_set()
 
 
@@ -199,7 +198,8 @@ def test_the_file_lock_excludes_another_process(tmp_path: Path) -> None:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
-    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout is not None
+    assert holder.stdin is not None
     assert holder.stdout.readline() == b"held\n"
     entered = threading.Event()
 
@@ -241,7 +241,7 @@ def test_an_appender_waiting_on_a_replaced_file_writes_to_the_new_one(tmp_path: 
         other.append("c.jsonl", b"new\n")
         done.set()
 
-    _store.lock_fd = slow_lock  # type: ignore[assignment]
+    _store.lock_fd = slow_lock
     try:
         thread = threading.Thread(target=append)
         thread.start()
@@ -297,7 +297,8 @@ def test_cassette_file_records_and_replays_through_any_store(store: Store) -> No
     file.append(line_for("a", 0))
     file.append(line_for("a", 1))
     data = store.read("chat.jsonl")
-    assert data is not None and data.startswith(b'{"_meta"')
+    assert data is not None
+    assert data.startswith(b'{"_meta"')
     assert len(Cassette.loads(data, strict=True)) == 2
     assert len(CassetteFile("chat.jsonl", store=store).cassette) == 2
     fresh = CassetteFile("chat.jsonl", mode=Mode.RECORD, store=store)
