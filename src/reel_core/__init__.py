@@ -17,6 +17,7 @@ from ._cassette import (
     is_meta_line,
     safe_cassette_name,
 )
+from ._codec import DecodedLine, DecodedLines, decode_lines
 from ._config import Config, Mode
 from ._errors import (
     CassetteError,
@@ -68,6 +69,8 @@ __all__ = [
     "ContentDecoder",
     "Continue",
     "Cut",
+    "DecodedLine",
+    "DecodedLines",
     "EndOfResponse",
     "Event",
     "FieldDiff",
@@ -108,6 +111,7 @@ __all__ = [
     "__version__",
     "cost_usd",
     "decode_body",
+    "decode_lines",
     "encode_body",
     "extract_usage",
     "is_credential_name",
