@@ -80,8 +80,8 @@ def test_a_newer_schema_and_meta_only_read_no_line() -> None:
 
 
 def test_no_cassette_at_all() -> None:
-    with pytest.raises(CassetteError, match="^x.txt: this file is UTF-16"):
+    with pytest.raises(CassetteError, match=r"^x\.txt: this file is UTF-16"):
         decode_lines("hello\n".encode("utf-16"), "x.txt")
-    with pytest.raises(CassetteError, match="^x.txt: not a Reel cassette: no line is an inter"):
+    with pytest.raises(CassetteError, match=r"^x\.txt: not a Reel cassette: no line is an inter"):
         decode_lines(b"hello\nworld\n", "x.txt")
     assert decode_lines(b"", "empty").lines == []
