@@ -311,3 +311,14 @@ def test_cassette_file_records_and_replays_through_any_store(store: Store) -> No
     assert len(again.cassette) == 1
     assert repr(MemoryStore()) == "MemoryStore(0 cassettes)"
     assert MemoryStore({"x.jsonl": b"m\n"}).read("x.jsonl") == b"m\n"
+
+
+def test_the_in_process_player_opens_a_name_in_a_store() -> None:
+    from reel_bindings._inprocess import Player
+
+    store = MemoryStore()
+    player = Player("chat.jsonl", mode="auto", store=store)
+    assert player.file.store is store
+    assert player.file.cassette.name == "memory:chat.jsonl"
+    with pytest.raises(CassetteNotFoundError, match="memory:other.jsonl"):
+        Player("other.jsonl", mode="replay", store=store)
