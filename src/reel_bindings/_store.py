@@ -142,13 +142,18 @@ except ImportError:  # pragma: no cover - Windows
     _UNLINK_HELD = False  # Windows cannot remove or replace an open file
 
 
-def _open_locked(path: Path, flags: int) -> int:
-    """Open ``path`` (creating it) and lock it; the descriptor returned is
-    locked and is the file at ``path`` now: a file replaced or removed
-    while we waited (by :meth:`FileStore.replace` or a lock's release) is
-    let go and the new one opened."""
+def _open_locked(path: str | Path, flags: int) -> tuple[int, os.stat_result]:
+    """Open ``path`` (creating it, and its directory) and lock it; the
+    descriptor returned is locked and is the file at ``path`` now (with its
+    status): a file replaced or removed while we waited (by
+    :meth:`FileStore.replace` or a lock's release) is let go and the new
+    one opened."""
     while True:
-        fd = os.open(path, flags | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, flags | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # no directory yet
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            continue
         try:
             lock_fd(fd)
             held = os.fstat(fd)
@@ -160,7 +165,7 @@ def _open_locked(path: Path, flags: int) -> int:
             os.close(fd)
             raise
         if (held.st_dev, held.st_ino) == (current.st_dev, current.st_ino):
-            return fd
+            return fd, held
         os.close(fd)
 
 
@@ -210,8 +215,7 @@ class FileLock:
     def acquire(self) -> None:
         if self._fd is not None:
             raise RuntimeError(f"{self.path} is already held by this lock")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = _open_locked(self.path, os.O_RDWR)
+        self._fd, _ = _open_locked(self.path, os.O_RDWR)
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
@@ -254,6 +258,8 @@ class FileStore:
         #: One appender at a time within this process (the OS lock is per
         #: open file, so threads would also wait; this saves the opens).
         self._thread_lock = threading.Lock()
+        #: The file of each name appended to, checked once.
+        self._files: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"FileStore({str(self.root)!r})" if self.root is not None else "FileStore()"
@@ -286,12 +292,13 @@ class FileStore:
         return self.path(name).exists()
 
     def append(self, name: str, line: bytes, *, header: bytes = b"") -> bool:
-        path = self.path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = self._files.get(name)
+        if path is None:
+            path = self._files[name] = str(self.path(name))
         with self._thread_lock:
-            fd = _open_locked(path, os.O_RDWR | os.O_APPEND)
+            fd, status = _open_locked(path, os.O_RDWR | os.O_APPEND)
             try:
-                size = os.fstat(fd).st_size
+                size = status.st_size
                 prefix = header if size == 0 else b""
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     prefix = b"\n"  # a torn line from a crash: start afresh
@@ -305,11 +312,10 @@ class FileStore:
 
     def replace(self, name: str, data: bytes) -> None:
         path = self.path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
         with self._thread_lock:
             # Held while the new file is renamed in: an appender waiting on
             # the old one finds it replaced and appends to the new one.
-            fd = _open_locked(path, os.O_RDWR)
+            fd, _ = _open_locked(path, os.O_RDWR)
             try:
                 if _UNLINK_HELD:
                     atomic_write(path, data)

@@ -35,8 +35,15 @@ def line(writer: str, n: int, size: int = 3000) -> bytes:
 
 
 def test_both_are_stores() -> None:
+    import reel_bindings
+
     assert isinstance(FileStore(), Store)
     assert isinstance(MemoryStore(), Store)
+    assert (reel_bindings.Store, reel_bindings.FileStore, reel_bindings.MemoryStore) == (
+        Store,
+        FileStore,
+        MemoryStore,
+    )
 
 
 def test_a_missing_cassette(store: Store) -> None:
@@ -320,5 +327,5 @@ def test_the_in_process_player_opens_a_name_in_a_store() -> None:
     player = Player("chat.jsonl", mode="auto", store=store)
     assert player.file.store is store
     assert player.file.cassette.name == "memory:chat.jsonl"
-    with pytest.raises(CassetteNotFoundError, match="memory:other.jsonl"):
+    with pytest.raises(CassetteNotFoundError, match=r"memory:other\.jsonl"):
         Player("other.jsonl", mode="replay", store=store)
