@@ -95,12 +95,13 @@ _NAME_PART = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")
 def check_name(name: str) -> str:
     """``name`` if it is a cassette name a store accepts: relative,
     ``/``-separated parts of letters, digits and ``._-``, none starting with
-    a dot (no ``..``), at most 200 characters.  Else a
+    a dot (no ``..``), at most 255 characters (a proxy's
+    ``x-reel-cassette`` name, 200 at most, with ``.jsonl`` added fits).  Else a
     :class:`~reel_core.CassetteError` saying what is wrong."""
     parts = name.split("/")
-    if not name or len(name) > 200 or not all(_NAME_PART.fullmatch(p) for p in parts):
+    if not name or len(name) > 255 or not all(_NAME_PART.fullmatch(p) for p in parts):
         raise CassetteError(
-            repr(name[:200]),
+            repr(name[:255]),
             None,
             "bad cassette name: use a relative path of letters, digits, '.', '_', '-' "
             "and '/' (no '..', no absolute path, no empty part), e.g. openai/chat-basic.jsonl",

@@ -15,7 +15,7 @@ from reel_bindings import _store
 from reel_bindings._files import CassetteFile, CassetteNotFoundError
 from reel_bindings._lock import CassetteLock
 from reel_bindings._store import FileLock, FileStore, MemoryStore, Store, check_name
-from reel_core import Cassette, CassetteError, Mode
+from reel_core import Cassette, CassetteError, Mode, safe_cassette_name
 
 Factory = Callable[[Path], Store]
 
@@ -107,6 +107,10 @@ def test_a_bad_name_is_refused_clearly(store: Store, name: str) -> None:
 
 def test_check_name_says_what_is_allowed() -> None:
     assert check_name("openai/chat-1.jsonl") == "openai/chat-1.jsonl"
+    longest = safe_cassette_name("a" * 200)  # the proxy's longest header name
+    assert check_name(longest) == longest
+    with pytest.raises(CassetteError, match="bad cassette name"):
+        check_name("a" * 256)
     with pytest.raises(CassetteError, match=r"'\.\./x': bad cassette name.*e\.g\. openai/"):
         check_name("../x")
 
@@ -329,3 +333,13 @@ def test_the_in_process_player_opens_a_name_in_a_store() -> None:
     assert player.file.cassette.name == "memory:chat.jsonl"
     with pytest.raises(CassetteNotFoundError, match=r"memory:other\.jsonl"):
         Player("other.jsonl", mode="replay", store=store)
+
+
+def test_a_directory_store_takes_the_proxys_longest_cassette_name(tmp_path: Path) -> None:
+    from tests.bindings.test_files import line_for
+
+    name = safe_cassette_name("deep/" + "a" * 195)  # 200 characters, .jsonl added
+    file = CassetteFile(name, mode=Mode.AUTO, store=FileStore(tmp_path))
+    file.append(line_for("a", 0))
+    assert (tmp_path / name).read_bytes().startswith(b'{"_meta"')
+    assert file.path == tmp_path / name
