@@ -1,5 +1,5 @@
 """reel_bindings: Reel's I/O.  The proxy (``python -m reel_bindings.proxy``),
-in-process transports and the cassette files, all driving ``reel_core``."""
+in-process transports and the cassette stores, all driving ``reel_core``."""
 
 from __future__ import annotations
 
@@ -7,15 +7,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._files import CassetteFile, CassetteNotFoundError
+    from ._store import FileStore, MemoryStore, Store
 
-__all__ = ["CassetteFile", "CassetteNotFoundError"]
+__all__ = ["CassetteFile", "CassetteNotFoundError", "FileStore", "MemoryStore", "Store"]
+
+_HOMES = {
+    "CassetteFile": "_files",
+    "CassetteNotFoundError": "_files",
+    "FileStore": "_store",
+    "MemoryStore": "_store",
+    "Store": "_store",
+}
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use, so that loading the pytest plugin (an entry
     # point, imported before coverage starts) does not import reel_core.
-    if name in __all__:
-        from . import _files
+    if name in _HOMES:
+        import importlib
 
-        return getattr(_files, name)
+        return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

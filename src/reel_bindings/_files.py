@@ -1,10 +1,11 @@
-"""Cassette files: read once, append one locked write per line.
+"""An open cassette: read once from its store, one atomic append per line.
 
 Appends are safe across threads, tasks and processes (pytest-xdist workers,
-several proxies): each line goes out in a single ``os.write`` on an
-``O_APPEND`` descriptor while holding an exclusive OS lock on the file.  A
-crash can leave at most a torn last line, which tolerant loading skips; the
-next append starts on a fresh line so it never glues onto the torn one.
+several proxies): the store guarantees it (see :mod:`reel_bindings._store`;
+for files, one ``os.write`` on an ``O_APPEND`` descriptor under an exclusive
+OS lock, a torn last line left by a crash never glued onto).  This module
+adds what a cassette needs on top: the ``_meta`` line of a new cassette,
+its redaction salt, and acting on the core's :func:`reel_core.start_of`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from reel_core import Cassette, CassetteError, CassetteMeta, Mode, is_meta_line
+from reel_core import Cassette, CassetteError, CassetteMeta, Mode, Start, is_meta_line, start_of
+
+from ._store import FileStore, Store
 
 __all__ = [
     "IN_PROCESS_RECORD_HINT",
@@ -73,46 +76,23 @@ class CassetteNotFoundError(CassetteError):
         self.hint = hint
 
 
-try:
-    import fcntl
-
-    def _lock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-
-except ImportError:  # pragma: no cover - Windows
-    import msvcrt
-
-    def _lock(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
-
-    def _unlock(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
 class CassetteFile:
-    """One cassette on disk and its in-memory :class:`~reel_core.Cassette`.
+    """One cassette in a :class:`~reel_bindings._store.Store` and its
+    in-memory :class:`~reel_core.Cassette`.
 
-    ``mode`` decides what opening does: ``record`` starts the file afresh,
-    the other modes read what is there.  A missing file is an empty
-    cassette in ``auto`` and ``live`` mode (``auto`` creates it when it
-    records); in ``replay`` mode it raises :class:`CassetteNotFoundError`,
-    whose message ends with ``hint`` (how to record it), unless
-    ``missing_ok``.  ``strict`` loading raises at the first bad line;
-    tolerant loading (the default) skips bad lines with a warning.
+    ``path`` is the cassette's name in ``store`` (default: a
+    :class:`FileStore` without a root, where the name is a file path).
+    What opening does is the core's decision (:func:`reel_core.start_of`):
+    ``record`` starts the cassette afresh (unless ``refreshed``: it was
+    already, earlier in this run), the other modes read what is there.  A
+    missing cassette is an empty one in ``auto`` and ``live`` mode
+    (``auto`` creates it when it records); in ``replay`` mode it raises
+    :class:`CassetteNotFoundError`, whose message ends with ``hint`` (how to
+    record it), unless ``missing_ok``.  ``strict`` loading raises at the
+    first bad line; tolerant loading (the default) skips bad lines with a
+    warning.
 
-    A new cassette (a missing or empty file, or one ``record`` starts
+    A new cassette (a missing or empty one, or one ``record`` starts
     afresh without a salt) gets a fresh redaction salt in its ``_meta``
     (:func:`new_cassette_meta`); an existing cassette keeps what its
     ``_meta`` says, a salt or none.
@@ -127,97 +107,91 @@ class CassetteFile:
         meta: CassetteMeta | None = None,
         missing_ok: bool = False,
         hint: str = IN_PROCESS_RECORD_HINT,
+        store: Store | None = None,
+        refreshed: bool = False,
     ) -> None:
-        self.path = Path(path)
+        self.store: Store = store if store is not None else FileStore()
+        self.name = os.fspath(path)
         self.mode = mode
         self._thread_lock = threading.Lock()
-        name = str(self.path)
-        #: Our _meta is not (yet) the file's: set when the file was missing
+        label = self.store.describe(self.name)
+        #: Our _meta is not (yet) the cassette's: set when it was missing
         #: or empty; another process may write its own first (see append).
         self._unwritten_meta = False
-        if mode is Mode.RECORD:
+        self._header = b""
+        self._header_of: CassetteMeta | None = None
+        start = start_of(mode, exists=self.store.exists(self.name), refreshed=refreshed)
+        if start is Start.FRESH:
             # Starting afresh keeps the cassette's own settings (its _meta line),
             # its salt included.
-            kept = self._existing_meta(name) if meta is None else meta
-            self.cassette = Cassette(name, new_cassette_meta(kept))
-            self._reset()
+            kept = self._existing_meta(label) if meta is None else meta
+            self.cassette = Cassette(label, new_cassette_meta(kept))
+            self.store.replace(self.name, self.cassette.meta.to_line())
             return
-        exists = self.path.exists()
-        data = self.path.read_bytes() if exists else b""
+        if start is Start.MISSING and not missing_ok:
+            raise CassetteNotFoundError(label, hint)
+        data = self.store.read(self.name) or b""
         if data.strip(b"\xef\xbb\xbf \t\r\n"):
-            self.cassette = Cassette.loads(data, name=name, strict=strict)
+            self.cassette = Cassette.loads(data, name=label, strict=strict)
             if strict:
                 self.cassette.validate()  # every line parsed, not just indexed
-        elif not exists and mode is Mode.REPLAY and not missing_ok:
-            raise CassetteNotFoundError(name, hint)
         else:
-            self.cassette = Cassette(name, new_cassette_meta(meta))
+            self.cassette = Cassette(label, new_cassette_meta(meta))
             self._unwritten_meta = True
 
-    def _existing_meta(self, name: str) -> CassetteMeta | None:
-        try:
-            with self.path.open("rb") as f:
-                first = f.readline()
-        except FileNotFoundError:
-            return None
-        if not is_meta_line(first.removeprefix(b"\xef\xbb\xbf")):
-            return None
-        return Cassette.loads(first, name=name).meta
+    @property
+    def path(self) -> Path:
+        """The cassette's file (for a store of files; else its name as a path)."""
+        if isinstance(self.store, FileStore):
+            return self.store.path(self.name)
+        return Path(self.name)
 
-    def _adopt_salt(self, fd: int) -> None:
+    @path.setter
+    def path(self, path: str | os.PathLike[str]) -> None:
+        self.name = os.fspath(path)
+
+    def _first_line(self) -> bytes:
+        data = self.store.read(self.name) or b""
+        return data.split(b"\n", 1)[0].removeprefix(b"\xef\xbb\xbf")
+
+    def _existing_meta(self, label: str) -> CassetteMeta | None:
+        first = self._first_line()
+        if not is_meta_line(first):
+            return None
+        return Cassette.loads(first, name=label).meta
+
+    def _adopt_salt(self) -> None:
         """Another process wrote this new cassette's ``_meta`` first: use
-        its salt from now on, so later recordings agree with the file.
+        its salt from now on, so later recordings agree with the store.
         (The line in hand was redacted with ours: a request of it that held
         a secret or PII in its content will not replay and is recorded again
         in auto mode.)"""
-        first = os.pread(fd, 65536, 0).split(b"\n", 1)[0].removeprefix(b"\xef\xbb\xbf")
+        first = self._first_line()
         if not is_meta_line(first):
-            disk: Any = None
+            theirs: Any = None
         else:
             try:
-                disk = _salt_of(Cassette.loads(first, name=str(self.path)).meta)
+                theirs = _salt_of(Cassette.loads(first, name=self.cassette.name).meta)
             except (CassetteError, ValueError):  # a bad _meta line: loading will say so
                 return
-        if disk != _salt_of(self.cassette.meta):
-            self.cassette.meta = _with_salt(self.cassette.meta, disk)
-
-    def _reset(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            _lock(fd)
-            try:
-                os.ftruncate(fd, 0)
-                _write_all(fd, self.cassette.meta.to_line())
-            finally:
-                _unlock(fd)
-        finally:
-            os.close(fd)
+        if theirs != _salt_of(self.cassette.meta):
+            self.cassette.meta = _with_salt(self.cassette.meta, theirs)
 
     def append(self, line: bytes) -> None:
-        """Append one cassette line (as the session handed it out)."""
+        """Append one cassette line (as the session handed it out); a new
+        cassette's ``_meta`` line goes first."""
         if self.mode is Mode.LIVE or self.mode is Mode.REPLAY:
-            raise RuntimeError(f"cassette {self.path} is not written in {self.mode.value} mode")
+            raise RuntimeError(
+                f"cassette {self.store.describe(self.name)} is not written in "
+                f"{self.mode.value} mode"
+            )
         if not line.endswith(b"\n") or b"\n" in line[:-1]:
             raise ValueError("a cassette line is one \\n-terminated line")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._thread_lock:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-            try:
-                _lock(fd)
-                try:
-                    size = os.fstat(fd).st_size
-                    prefix = b""
-                    if size == 0:
-                        prefix = self.cassette.meta.to_line()
-                    else:
-                        if self._unwritten_meta:
-                            self._adopt_salt(fd)
-                        if os.pread(fd, 1, size - 1) != b"\n":
-                            prefix = b"\n"  # a torn line from a crash: start afresh
-                    self._unwritten_meta = False
-                    _write_all(fd, prefix + line)
-                finally:
-                    _unlock(fd)
-            finally:
-                os.close(fd)
+            meta = self.cassette.meta
+            if meta is not self._header_of:  # the _meta line, made once per meta
+                self._header, self._header_of = meta.to_line(), meta
+            created = self.store.append(self.name, line, header=self._header)
+            if not created and self._unwritten_meta:
+                self._adopt_salt()
+            self._unwritten_meta = False

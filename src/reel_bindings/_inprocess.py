@@ -42,6 +42,7 @@ from reel_core import (
 
 from ._files import CassetteFile
 from ._settings import Settings, mode_from_env
+from ._store import Store
 
 __all__ = ["CLIENT_CLOSED", "Decision", "Player", "Upstreaming", "mode_from_env"]
 
@@ -87,12 +88,14 @@ class Player:
         redactor: Redactor | None = None,
         strict_load: bool = False,
         hint: str = IN_PROCESS_HINT,
+        store: Store | None = None,
     ) -> None:
         settings = Settings.from_env(mode=mode)
         if isinstance(cassette, CassetteFile):
             self.file = cassette
-        else:
-            self.file = CassetteFile(Path(cassette), mode=settings.mode, strict=strict_load)
+        else:  # a name in ``store``; by default a file path
+            name = str(Path(cassette)) if store is None else os.fspath(cassette)
+            self.file = CassetteFile(name, mode=settings.mode, strict=strict_load, store=store)
         self.config = settings.config(
             match=match,
             timing=Timing.parse(timing) if isinstance(timing, str) else timing,

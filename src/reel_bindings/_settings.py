@@ -1,9 +1,17 @@
 """The REEL_* environment variables, read once into one frozen value.
 
-:meth:`Settings.from_env` reads the variables an in-process binding uses,
-checks them (a :class:`reel_core.ConfigError` naming the variable and what
-is allowed) and :meth:`Settings.config` builds the :class:`reel_core.Config`
-from them.  The variables are listed in docs/configuration.md.
+Every entry point reads the environment here and nowhere else: the
+in-process bindings, the pytest plugin, the proxy (``proxy/_options.py``)
+and the ``reel`` commands.  Each variable has one parser below, and a bad
+value raises one :class:`reel_core.ConfigError` whose message names the
+variable and what it accepts, the same from every entry point (each
+binding only decides how to show it: an exception, a pytest usage error,
+an argparse error).  A value given by the caller (a flag, an argument)
+wins over its variable, which is then not read.
+
+:meth:`Settings.from_env` reads them and :meth:`Settings.config` builds
+the :class:`reel_core.Config`.  The variables are listed in
+docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -13,30 +21,45 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reel_core import Config, ConfigError, Limits, Mode
+from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing
 
-__all__ = ["Settings", "mode_from_env", "pii_from_env"]
+__all__ = ["Settings", "mode_from_env", "pii_from_env", "port_from_env"]
 
 #: Values of a switch that mean "off" (any case, spaces ignored).
 OFF = ("0", "false", "no", "off")
 
 
+def _text(env: Mapping[str, str], variable: str) -> str:
+    return env.get(variable, "").strip()
+
+
 def pii_from_env(environ: Mapping[str, str] | None = None) -> bool:
     """``REEL_REDACT_PII``: PII is redacted unless it says 0/false/no/off."""
     env = os.environ if environ is None else environ
-    return env.get("REEL_REDACT_PII", "1").strip().lower() not in OFF
+    return _text(env, "REEL_REDACT_PII").lower() not in OFF
+
+
+def _mode(env: Mapping[str, str]) -> Mode | None:
+    text = _text(env, "REEL_MODE")
+    if not text:
+        return None
+    try:
+        return Mode.parse(text)
+    except ConfigError as exc:
+        raise ConfigError(f"REEL_MODE: {exc}") from None
 
 
 def mode_from_env(mode: Mode | str | None, environ: Mapping[str, str] | None = None) -> Mode:
     """``mode`` if given, else ``REEL_MODE``, else replay."""
     if isinstance(mode, Mode):
         return mode
-    env = os.environ if environ is None else environ
-    return Mode.parse(mode or env.get("REEL_MODE") or "replay")
+    if mode:
+        return Mode.parse(mode)
+    return _mode(os.environ if environ is None else environ) or Mode.REPLAY
 
 
 def _max_body(env: Mapping[str, str]) -> int | None:
-    text = env.get("REEL_MAX_BODY", "").strip()
+    text = _text(env, "REEL_MAX_BODY")
     if not text:
         return None
     try:
@@ -48,9 +71,43 @@ def _max_body(env: Mapping[str, str]) -> int | None:
     return max_body
 
 
+def _timing(env: Mapping[str, str]) -> Timing | None:
+    text = _text(env, "REEL_TIMING")
+    if not text:
+        return None
+    try:
+        return Timing.parse(text)
+    except ConfigError as exc:
+        raise ConfigError(f"REEL_TIMING: {exc}") from None
+
+
+def _match(env: Mapping[str, str]) -> MatchMode | None:
+    text = _text(env, "REEL_MATCH")
+    if not text:
+        return None
+    try:
+        return MatchMode(text.lower())
+    except ValueError:
+        choices = ", ".join(m.value for m in MatchMode)
+        raise ConfigError(
+            f"REEL_MATCH: unknown match mode {text!r}: use one of {choices}"
+        ) from None
+
+
+def port_from_env(environ: Mapping[str, str] | None = None) -> int | None:
+    """``REEL_PORT`` (the proxy's), ``None`` when unset."""
+    text = _text(os.environ if environ is None else environ, "REEL_PORT")
+    if not text:
+        return None
+    port = int(text) if text.isdigit() else -1
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"REEL_PORT={text!r} is not a TCP port (0-65535; 0 picks a free one)")
+    return port
+
+
 @dataclass(frozen=True)
 class Settings:
-    """What the environment asks of an in-process binding."""
+    """What the environment asks of every binding."""
 
     #: ``REEL_MODE`` (replay when unset).
     mode: Mode = Mode.REPLAY
@@ -58,6 +115,16 @@ class Settings:
     pii: bool = True
     #: ``REEL_MAX_BODY`` in bytes; ``None``: the default limit.
     max_body: int | None = None
+    #: ``REEL_TIMING``; ``None``: the binding's default (the proxy's is
+    #: realtime, the pytest plugin's fast; the in-process bindings take
+    #: theirs as an argument).
+    timing: Timing | None = None
+    #: ``REEL_MATCH`` (the proxy's); ``None``: the cassette's.
+    match: MatchMode | None = None
+    #: ``REEL_UPSTREAM``: where forwarded requests go (``None``: the provider's host).
+    upstream: str | None = None
+    #: Whether ``mode`` was set (given, or by ``REEL_MODE``) rather than the default.
+    mode_set: bool = False
 
     @classmethod
     def from_env(
@@ -65,12 +132,25 @@ class Settings:
         environ: Mapping[str, str] | None = None,
         *,
         mode: Mode | str | None = None,
+        timing: Timing | None = None,
+        match: MatchMode | None = None,
+        upstream: str | None = None,
+        max_body: int | None = None,
     ) -> Settings:
         """The settings of ``environ`` (default ``os.environ``, read now).
-        A ``mode`` given wins over ``REEL_MODE``, which is then not read.
+        A value given wins over its variable, which is then not read.
         Raises :class:`ConfigError` for a bad value."""
         env = os.environ if environ is None else environ
-        return cls(mode=mode_from_env(mode, env), pii=pii_from_env(env), max_body=_max_body(env))
+        given_mode = mode_from_env(mode, {}) if mode else _mode(env)
+        return cls(
+            mode=given_mode or Mode.REPLAY,
+            pii=pii_from_env(env),
+            max_body=max_body if max_body is not None else _max_body(env),
+            timing=timing if timing is not None else _timing(env),
+            match=match if match is not None else _match(env),
+            upstream=upstream or env.get("REEL_UPSTREAM") or None,
+            mode_set=given_mode is not None,
+        )
 
     @property
     def limits(self) -> Limits:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from reel_bindings._files import CassetteFile
     from reel_bindings._inprocess import Player
+    from reel_bindings._settings import Settings
     from reel_bindings.httpcore import AsyncTransport, Transport
     from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
@@ -329,17 +330,17 @@ class ReelCassette:
     def _start_proxy(self) -> str:
         import anyio.from_thread
 
+        from reel_bindings._settings import Settings
         from reel_bindings._upstream import AsyncUpstream
         from reel_bindings.proxy import Proxy, ProxyOptions, running
         from reel_bindings.sdk import REPLAY_KEY
-        from reel_core import Config, Mode
+        from reel_core import Mode
 
-        config = Config(
-            mode=self.mode,
+        # the environment's PII switch and body limit, as the transports have them
+        config = Settings.from_env(mode=self.mode).config(
             match=self.match,
             timing=self.timing,
             repeat=self.repeat,
-            pii=False if _pii_off() else None,
             routing=True,
             upstream=self.upstream,
             hint=self.hint,
@@ -417,7 +418,7 @@ class ReelCassette:
     @classmethod
     def _for_item(cls, item: pytest.Item) -> ReelCassette:
         from reel_bindings._files import CassetteFile
-        from reel_bindings._lock import CassetteLock
+        from reel_bindings._store import FileStore
         from reel_core import CassetteMeta, Mode
 
         settings = _marker(item)
@@ -428,20 +429,28 @@ class ReelCassette:
         repeat = settings.get("repeat")
         if repeat is not None and not isinstance(repeat, bool):
             _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
-        upstream = settings.get("upstream") or os.environ.get("REEL_UPSTREAM") or None
+        upstream = settings.get("upstream") or _run_settings(item.config).upstream
+        store = FileStore()
+        name = str(path)
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
-                stack.enter_context(CassetteLock(path))
-            file_mode = mode
-            if mode is Mode.RECORD and not _first_in_run(item.config, path):
-                file_mode = Mode.AUTO  # refreshed earlier in this run: add to it
+                stack.enter_context(store.lock(name))
+            # A cassette re-recorded earlier in this run is added to.
+            refreshed = mode is Mode.RECORD and not _first_in_run(item.config, path)
             # A match setting goes into a new cassette's _meta line, as the proxy does.
             meta = CassetteMeta(match=match) if match is not None else None
             # A missing cassette in replay mode fails the test that uses it
             # (each request misses, naming the path and the command that
             # records it), never the whole session.
-            file = CassetteFile(path, mode=file_mode, meta=meta, missing_ok=True)
+            file = CassetteFile(
+                name,
+                mode=mode,
+                meta=meta,
+                missing_ok=True,
+                store=store,
+                refreshed=refreshed,
+            )
             cassette = cls(
                 path=path,
                 mode=mode,
@@ -450,7 +459,7 @@ class ReelCassette:
                 repeat=repeat,
                 upstream=upstream,
                 file=file,
-                hint=_hint(item, _display(item.config, path), exists=path.exists()),
+                hint=_hint(item, _display(item.config, path), exists=store.exists(name)),
                 display=_display(item.config, path),
                 stack=contextlib.ExitStack(),
             )
@@ -518,19 +527,33 @@ def _cassette_path(item: pytest.Item, name: object) -> Path:
     return path if path.is_absolute() else directory / path
 
 
+def _run_settings(config: pytest.Config) -> Settings:
+    """The REEL_* settings of the run, the flags winning over their variables
+    (read now: a test may have changed the environment)."""
+    from reel_core import ConfigError, Timing
+
+    from ._settings import Settings
+
+    timing = None
+    flag = config.getoption("reel_timing", None)
+    if flag and str(flag).strip():
+        try:
+            timing = Timing.parse(str(flag))
+        except ConfigError as exc:
+            raise pytest.UsageError(f"--reel-timing: {exc}") from None
+    try:
+        return Settings.from_env(mode=config.getoption("reel_mode", None), timing=timing)
+    except ConfigError as exc:  # says which variable and what it takes
+        raise pytest.UsageError(str(exc)) from None
+
+
 def _global_mode(config: pytest.Config) -> tuple[str, str]:
     """The mode set for the whole run, and where it came from."""
-    from reel_core import ConfigError, Mode
-
-    option = config.getoption("reel_mode", None)
-    if option:
-        return str(option), "--reel-mode"
-    env = os.environ.get("REEL_MODE", "").strip()
-    if env:
-        try:
-            return Mode.parse(env).value, "REEL_MODE"
-        except ConfigError as exc:
-            raise pytest.UsageError(f"REEL_MODE: {exc}") from None
+    settings = _run_settings(config)
+    if config.getoption("reel_mode", None):
+        return settings.mode.value, "--reel-mode"
+    if settings.mode_set:
+        return settings.mode.value, "REEL_MODE"
     return "replay", "default"
 
 
@@ -551,18 +574,8 @@ def _test_mode(config: pytest.Config, marker: object) -> Mode:
 
 def _global_timing(config: pytest.Config) -> str | None:
     """The timing set for the run (--reel-timing, else $REEL_TIMING), checked."""
-    from reel_core import ConfigError, Timing
-
-    for source, value in (
-        ("--reel-timing", config.getoption("reel_timing", None)),
-        ("REEL_TIMING", os.environ.get("REEL_TIMING")),
-    ):
-        if value and str(value).strip():
-            try:
-                return str(Timing.parse(str(value)))
-            except ConfigError as exc:
-                raise pytest.UsageError(f"{source}: {exc}") from None
-    return None
+    timing = _run_settings(config).timing
+    return None if timing is None else str(timing)
 
 
 def _test_timing(config: pytest.Config, marker: object) -> Timing:
@@ -603,13 +616,6 @@ def _match(match: object, ignore_fields: object) -> MatchConfig | None:
     except ValueError:
         choices = ", ".join(m.value for m in MatchMode)
         _marker_error(f"match={match!r}: use one of {choices}")
-
-
-def _pii_off() -> bool:
-    """``REEL_REDACT_PII=0``: keep e-mail addresses and phone numbers."""
-    from ._settings import pii_from_env
-
-    return not pii_from_env()
 
 
 def _gemini_key_set() -> bool:

@@ -17,6 +17,7 @@ from ._cassette import (
     is_meta_line,
     safe_cassette_name,
 )
+from ._codec import DecodedLine, DecodedLines, decode_lines
 from ._config import Config, Mode
 from ._engine import Engine
 from ._errors import (
@@ -50,6 +51,7 @@ from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header
 from ._session import Session
+from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
 from ._usage import Usage, extract_usage
@@ -68,6 +70,8 @@ __all__ = [
     "ContentDecoder",
     "Continue",
     "Cut",
+    "DecodedLine",
+    "DecodedLines",
     "EndOfResponse",
     "Engine",
     "Event",
@@ -99,6 +103,7 @@ __all__ = [
     "SchemaVersionError",
     "Session",
     "Signal",
+    "Start",
     "State",
     "StreamCut",
     "Timing",
@@ -108,6 +113,7 @@ __all__ = [
     "__version__",
     "cost_usd",
     "decode_body",
+    "decode_lines",
     "encode_body",
     "extract_usage",
     "is_credential_name",
@@ -118,4 +124,5 @@ __all__ = [
     "parse_sse_event",
     "resolve_model",
     "safe_cassette_name",
+    "start_of",
 ]

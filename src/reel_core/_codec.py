@@ -8,7 +8,8 @@ to its line and back, the ``_meta`` line to a
 byte order mark skipped, bad lines refused or skipped with a warning, a
 torn last line named so).  Every reader of cassettes (the ``reel`` commands
 too) decides through these functions what a line says and what is wrong
-with it.
+with it.  :func:`decode_lines` reads every line, parsed, bad ones kept
+with their error: the ``reel`` commands' reader.
 
 A line written by Reel starts with its match key::
 
@@ -40,9 +41,12 @@ from ._version import SCHEMA_VERSION, __version__
 __all__ = [
     "KEY_PREFIX",
     "CassetteWarning",
+    "DecodedLine",
+    "DecodedLines",
     "KeyedRun",
     "ParsedLine",
     "decode_cassette",
+    "decode_lines",
     "encoding_problem",
     "format_timestamp",
     "interaction_from_json",
@@ -586,3 +590,81 @@ def scan_keyed(data: bytes, pos: int) -> tuple[list[int], list[int], list[str]]:
     keys = blob.decode("ascii").split('"')
     keys.pop()  # the empty string after the last key's quote
     return starts, ends, keys
+
+
+# -- every line, parsed: what the ``reel`` commands read ---------------------------
+
+
+class DecodedLine(NamedTuple):
+    """One non-blank line after the ``_meta`` line, parsed."""
+
+    #: 1-based line number in the cassette.
+    number: int
+    raw: bytes
+    #: ``None`` when the line is not an interaction ...
+    interaction: Interaction | None
+    #: ... and then why not.
+    error: str | None = None
+
+
+class DecodedLines(NamedTuple):
+    """A whole cassette read line by line (:func:`decode_lines`)."""
+
+    #: The ``_meta`` settings (the defaults without a usable ``_meta`` line).
+    meta: CassetteMeta
+    lines: list[DecodedLine]
+    #: Why the first line is not a usable ``_meta`` line.
+    meta_error: str | None
+    #: The ``_meta`` line names a schema newer than this Reel reads.
+    meta_newer: bool
+    #: The cassette has a ``_meta`` line (good or bad).
+    has_meta: bool
+
+
+def decode_lines(
+    data: bytes, name: str, *, tolerant_meta: bool = False, meta_only: bool = False
+) -> DecodedLines:
+    """Every line of cassette bytes ``data``, each parsed, a bad one kept
+    with its error (where :func:`decode_cassette` only scans lines Reel
+    wrote and skips bad ones).  Raises :class:`CassetteError` when ``data``
+    is not UTF-8 text, or is no cassette at all (:func:`not_a_cassette`),
+    or (unless ``tolerant_meta``: the defaults then apply and
+    ``meta_error`` says why) when its ``_meta`` line is bad.  A newer
+    schema's lines, and with ``meta_only`` every line, are not read."""
+    problem = encoding_problem(data)
+    if problem is not None:
+        raise CassetteError(name, None, problem)
+    raw_lines = data.removeprefix(_BOM).split(b"\n")
+    meta = CassetteMeta()
+    meta_error = None
+    newer = False
+    has_meta = is_meta_line(raw_lines[0])
+    if has_meta:
+        try:
+            meta = meta_from_json(json.loads(raw_lines[0]), name)
+        except (ValueError, RecursionError) as exc:
+            meta_error = f"the _meta line is not JSON ({exc})"
+        except CassetteError as exc:
+            meta_error = exc.reason
+            newer = isinstance(exc, SchemaVersionError)
+        if meta_error is not None and not tolerant_meta:
+            raise CassetteError(name, 1, meta_error)
+    lines: list[DecodedLine] = []
+    if newer or meta_only:
+        return DecodedLines(meta, lines, meta_error, newer, has_meta)
+    last = len(raw_lines) - 1
+    bad: list[tuple[int, bytes, str]] = []
+    for i in range(1 if has_meta else 0, len(raw_lines)):
+        raw = raw_lines[i]
+        if not raw.strip():
+            continue
+        try:
+            lines.append(DecodedLine(i + 1, raw, read_line(raw)))
+        except ValueError as exc:
+            reason = str(exc) + (torn_note(str(exc)) if i == last else "")
+            lines.append(DecodedLine(i + 1, raw, None, reason))
+            bad.append((i + 1, raw, reason))
+    junk = not_a_cassette(has_meta, len(lines) - len(bad), bad)
+    if junk is not None:
+        raise CassetteError(name, None, junk)
+    return DecodedLines(meta, lines, meta_error, newer, has_meta)

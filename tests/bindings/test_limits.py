@@ -62,4 +62,4 @@ def test_the_proxy_reads_reel_max_body_and_the_flag_wins(
     with pytest.raises(SystemExit) as info:
         parse_options([], environ={"REEL_MAX_BODY": "lots"})
     assert info.value.code == 2
-    assert "REEL_MAX_BODY='lots' is not a number of bytes" in capsys.readouterr().err
+    assert "REEL_MAX_BODY='lots' is not a positive number of bytes" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reel_bindings._inprocess import IN_PROCESS_HINT
-from reel_bindings._settings import Settings, mode_from_env, pii_from_env
+from reel_bindings._settings import Settings, mode_from_env, pii_from_env, port_from_env
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
 from reel_core import ConfigError, Limits, MatchConfig, MatchMode, Mode, Timing
@@ -85,3 +85,76 @@ def test_the_in_process_bindings_build_their_config_with_the_hint(tmp_path: Path
     ):
         assert binding.player.config.hint == "run pytest --reel-mode auto"
     assert Transport(cassette).player.config.hint == IN_PROCESS_HINT
+
+
+def test_timing_match_and_upstream_from_the_environment() -> None:
+    settings = Settings.from_env(
+        {"REEL_TIMING": " Slow=2 ", "REEL_MATCH": "EXACT", "REEL_UPSTREAM": "http://u:1"}
+    )
+    assert settings.timing == Timing.parse("slow=2")
+    assert settings.match is MatchMode.EXACT
+    assert settings.upstream == "http://u:1"
+    assert not settings.mode_set
+    assert Settings.from_env({"REEL_MODE": "replay"}).mode_set
+    empty = Settings.from_env({"REEL_TIMING": " ", "REEL_MATCH": "", "REEL_UPSTREAM": ""})
+    assert (empty.timing, empty.match, empty.upstream) == (None, None, None)
+
+
+def test_a_value_given_wins_and_its_variable_is_not_read() -> None:
+    bad = {
+        "REEL_MODE": "x",
+        "REEL_TIMING": "x",
+        "REEL_MATCH": "x",
+        "REEL_MAX_BODY": "x",
+        "REEL_UPSTREAM": "http://env",
+    }
+    settings = Settings.from_env(
+        bad,
+        mode="auto",
+        timing=Timing.parse("fast"),
+        match=MatchMode.FUZZY,
+        upstream="http://flag",
+        max_body=5,
+    )
+    assert settings.mode is Mode.AUTO
+    assert settings.mode_set
+    assert settings.timing == Timing.parse("fast")
+    assert (settings.match, settings.upstream, settings.max_body) == (
+        MatchMode.FUZZY,
+        "http://flag",
+        5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("REEL_TIMING", "soon", "REEL_TIMING: bad timing 'soon': use realtime, fast or slow=N"),
+        ("REEL_MATCH", "close", "REEL_MATCH: unknown match mode 'close': use one of exact, "),
+        ("REEL_MODE", "sometimes", "REEL_MODE: unknown mode 'sometimes'"),
+    ],
+)
+def test_a_bad_variable_is_named_with_the_choices(variable: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({variable: value})
+    assert str(info.value).startswith(message)
+
+
+def test_port_from_env() -> None:
+    assert port_from_env({}) is None
+    assert port_from_env({"REEL_PORT": " 0 "}) == 0
+    assert port_from_env({"REEL_PORT": "65535"}) == 65535
+    for bad in ("65536", "-1", "http", "1.5"):
+        with pytest.raises(ConfigError, match=f"REEL_PORT='{bad}' is not a TCP port"):
+            port_from_env({"REEL_PORT": bad})
+
+
+def test_the_proxy_says_a_bad_reel_port(capsys: pytest.CaptureFixture[str]) -> None:
+    from reel_bindings.proxy import parse_options
+
+    with pytest.raises(SystemExit) as info:
+        parse_options([], environ={"REEL_PORT": "http"})
+    assert info.value.code == 2
+    assert "REEL_PORT='http' is not a TCP port" in capsys.readouterr().err
+    assert parse_options(["--port", "9"], environ={"REEL_PORT": "http"}).port == 9  # flag wins
+    assert parse_options([], environ={"REEL_PORT": "0"}).port == 0

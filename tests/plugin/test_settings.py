@@ -186,3 +186,57 @@ def test_bad_marker_arguments_fail_the_test(pytester: pytest.Pytester) -> None:
         ],
         consecutive=False,
     )
+
+
+BAD_VARIABLES = [
+    ("REEL_MODE", "replya"),
+    ("REEL_TIMING", "slow=0"),
+    ("REEL_MAX_BODY", "lots"),
+    ("REEL_MATCH", "approximately"),
+]
+
+
+def _message(variable: str, value: str) -> str:
+    """The one wording of a bad variable (the settings parser's)."""
+    from reel_bindings._settings import Settings
+    from reel_core import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({variable: value})
+    message = str(info.value)
+    assert message.startswith(variable)  # it names the variable
+    return message
+
+
+@pytest.mark.parametrize(("variable", "value"), BAD_VARIABLES)
+def test_a_bad_variable_says_the_same_from_every_entry_point(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    value: str,
+) -> None:
+    from reel_bindings.httpcore import Transport
+    from reel_bindings.proxy import parse_options
+    from reel_bindings.requests import Adapter
+    from reel_core import ConfigError
+
+    message = _message(variable, value)
+    # the proxy (and `reel MODE`): a usage error, exit 2
+    with pytest.raises(SystemExit) as exit_info:
+        parse_options([], environ={variable: value})
+    assert exit_info.value.code == 2
+    assert f"error: {message}\n" in capsys.readouterr().err
+    # the in-process bindings: a ConfigError
+    monkeypatch.setenv(variable, value)
+    cassette = pytester.path / "c.jsonl"
+    cassette.write_bytes(b"")
+    for build in (Transport, Adapter):
+        with pytest.raises(ConfigError) as info:
+            build(cassette)
+        assert str(info.value) == message
+    # the pytest plugin: the run stops at once with it
+    pytester.makepyfile(test_nothing="def test_nothing(): pass")
+    result = pytester.runpytest_inprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {message}" in result.stderr.lines

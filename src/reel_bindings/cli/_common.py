@@ -8,11 +8,8 @@ input that cannot be read.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,12 +22,13 @@ from reel_core import (
     ConfigError,
     Interaction,
     Redactor,
-    SchemaVersionError,
+    decode_lines,
     is_meta_line,
 )
-from reel_core._cassette import encoding_problem, not_a_cassette, read_line, torn_note
+from reel_core._cassette import read_line
 
 from .._settings import pii_from_env
+from .._store import FileStore
 
 __all__ = [
     "EXIT_FINDINGS",
@@ -75,15 +73,17 @@ class CliError(Exception):
 
 
 def read_bytes(path: Path) -> bytes:
-    """The bytes of ``path``, or a :class:`CliError` saying why not."""
+    """The bytes of the cassette file ``path`` (read through the store), or
+    a :class:`CliError` saying why not."""
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise CliError(f"{path}: no such file") from None
+        data = FileStore().read(str(path))
     except IsADirectoryError:
         raise CliError(f"{path}: is a directory, not a cassette file") from None
     except OSError as exc:
         raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if data is None:
+        raise CliError(f"{path}: no such file")
+    return data
 
 
 @dataclass
@@ -133,13 +133,6 @@ def parse_line(raw: bytes) -> Interaction:
     return read_line(raw)
 
 
-def refuse_encoding(data: bytes, path: Path) -> None:
-    """Raise :class:`CliError` when ``data`` is not UTF-8 text at all."""
-    problem = encoding_problem(data)
-    if problem is not None:
-        raise CliError(f"{path}: {problem}")
-
-
 def split_lines(data: bytes) -> list[bytes]:
     """The ``\\n``-separated lines of ``data``, ends kept (a stray ``\\r``
     stays inside its line): joined, they are ``data`` again."""
@@ -162,48 +155,21 @@ def parse_cassette(
     data: bytes, path: Path, *, tolerant_meta: bool = False, meta_only: bool = False
 ) -> CassetteLines:
     """:func:`read_cassette` for bytes; ``meta_only`` reads the ``_meta``
-    line alone.  A file that is not UTF-8, or whose lines are all bad with
-    no ``_meta`` line, is no cassette: :class:`CliError`."""
-    refuse_encoding(data, path)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    raw_lines = data.split(b"\n")
-    meta = CassetteMeta()
-    meta_error = None
-    newer = False
-    first = 0
-    if raw_lines and is_meta_line(raw_lines[0]):
-        first = 1
-        try:
-            obj = json.loads(raw_lines[0])
-            meta = CassetteMeta.from_json(obj, str(path))
-        except (ValueError, RecursionError) as exc:
-            meta_error = f"the _meta line is not JSON ({exc})"
-        except CassetteError as exc:
-            meta_error = exc.reason
-            newer = isinstance(exc, SchemaVersionError)
-        if meta_error is not None and not tolerant_meta:
-            raise CliError(f"{path}:1: {meta_error}")
-    out = CassetteLines(path, meta, meta_error=meta_error, meta_newer=newer, has_meta=first == 1)
-    if newer or meta_only:
-        return out  # a newer schema's lines are not ours to read
-    last = len(raw_lines) - 1
-    for i in range(first, len(raw_lines)):
-        raw = raw_lines[i]
-        if not raw.strip():
-            continue
-        try:
-            out.lines.append(Line(i + 1, raw, parse_line(raw)))
-        except ValueError as exc:
-            reason = str(exc)
-            if i == last:
-                reason += torn_note(reason)
-            out.lines.append(Line(i + 1, raw, None, reason))
-    bad = [(line.number, line.raw, line.error or "") for line in out.bad]
-    junk = not_a_cassette(out.has_meta, len(out.lines) - len(bad), bad)
-    if junk is not None:
-        raise CliError(f"{path}: {junk}")
-    return out
+    line alone.  The core's :func:`reel_core.decode_lines` reads them; what
+    it refuses (not UTF-8, no cassette at all, a bad ``_meta`` line unless
+    ``tolerant_meta``) is a :class:`CliError`."""
+    try:
+        decoded = decode_lines(data, str(path), tolerant_meta=tolerant_meta, meta_only=meta_only)
+    except CassetteError as exc:
+        raise CliError(str(exc)) from None
+    return CassetteLines(
+        path,
+        decoded.meta,
+        [Line(line.number, line.raw, line.interaction, line.error) for line in decoded.lines],
+        meta_error=decoded.meta_error,
+        meta_newer=decoded.meta_newer,
+        has_meta=decoded.has_meta,
+    )
 
 
 def env_pii(environ: Mapping[str, str] | None = None) -> bool:
@@ -226,26 +192,10 @@ def redactor_for(meta: CassetteMeta, where: Path) -> Redactor:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` at once: a temporary file in the same
-    directory, flushed to disk, then renamed over it.  On any failure the
-    original is untouched and the temporary file removed."""
-    directory = path.parent
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o644
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".reel-tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Replace the cassette file ``path`` with ``data`` at once, through the
+    store (:meth:`FileStore.replace`: a temporary file renamed over it under
+    the cassette's lock).  On any failure the original is untouched."""
+    FileStore().replace(str(path), data)
 
 
 # -- output ------------------------------------------------------------------

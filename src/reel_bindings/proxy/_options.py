@@ -20,7 +20,7 @@ from reel_core import (
     Timing,
 )
 
-from .._settings import pii_from_env
+from .._settings import Settings, port_from_env
 
 __all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "parse_options"]
 
@@ -205,20 +205,28 @@ def parse_options(
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
-        mode = Mode.parse(args.mode or env.get("REEL_MODE") or "replay")
-        timing = Timing.parse(args.timing or env.get("REEL_TIMING") or "realtime")
-        match_name = args.match or env.get("REEL_MATCH")
+        # a flag wins over its variable; a flag's own error is argparse's or says the flag
+        timing = Timing.parse(args.timing) if args.timing else None
+        settings = Settings.from_env(
+            env,
+            mode=args.mode,
+            timing=timing,
+            match=MatchMode(args.match) if args.match else None,
+            upstream=args.upstream,
+            max_body=args.max_body,
+        )
+        port = args.port if args.port is not None else port_from_env(env)
         ignore = tuple(args.ignore_field)
         match = None
-        if match_name or ignore:
-            match_mode = MatchMode(match_name) if match_name else MatchMode.IGNORE_FIELDS
-            match = MatchConfig(match_mode, ignore)
+        if settings.match is not None or ignore:
+            match = MatchConfig(settings.match or MatchMode.IGNORE_FIELDS, ignore)
         if args.fuzzy_threshold is not None:
             if match is None or match.mode is not MatchMode.FUZZY:
                 raise ConfigError("--fuzzy-threshold needs --match fuzzy")
             match = MatchConfig(MatchMode.FUZZY, ignore, threshold=args.fuzzy_threshold)
     except ValueError as exc:  # ConfigError is one too
         parser.error(str(exc))
+    mode = settings.mode
     cassette = args.cassette
     cassette_dir = args.cassette_dir
     if cassette is None and cassette_dir is None:
@@ -230,15 +238,11 @@ def parse_options(
         if mode is not Mode.REPLAY and mode is not Mode.LIVE:
             parser.error(f"--mode {mode.value} writes a cassette: name it with --cassette FILE")
         cassette = DEMO_CASSETTE
-    port = args.port if args.port is not None else int(env.get("REEL_PORT") or 7878)
+    if port is None:
+        port = 7878
     if not 0 <= port <= 65535:
         parser.error(f"--port {port} is not a TCP port (0-65535)")
-    max_body = args.max_body
-    if max_body is None:
-        try:
-            max_body = int(env.get("REEL_MAX_BODY") or Limits().max_body)
-        except ValueError:
-            parser.error(f"REEL_MAX_BODY={env['REEL_MAX_BODY']!r} is not a number of bytes")
+    max_body = settings.limits.max_body
     if args.ca is not None and not args.ca.is_file():
         parser.error(f"--ca {args.ca}: no such file; give a PEM file of CA certificates")
     for flag, value in (("--max-body", max_body), ("--max-head", args.max_head)):
@@ -249,12 +253,12 @@ def parse_options(
         mode=mode,
         cassette=cassette,
         cassette_dir=cassette_dir,
-        timing=timing,
+        timing=settings.timing or Timing.parse("realtime"),
         match=match,
         host=args.host or env.get("REEL_HOST") or "127.0.0.1",
         port=port,
-        upstream=args.upstream or env.get("REEL_UPSTREAM") or None,
-        pii=pii_from_env(env),
+        upstream=settings.upstream,
+        pii=settings.pii,
         strict=args.strict,
         client_timeout=args.client_timeout,
         upstream_timeout=args.upstream_timeout,

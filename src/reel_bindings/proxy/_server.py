@@ -46,6 +46,7 @@ from reel_core import (
 
 from .._clock import sleep_until
 from .._files import CassetteFile, CassetteNotFoundError
+from .._store import FileStore
 from .._upstream import AsyncUpstream, UpstreamFailure
 
 __all__ = ["CASSETTE_HEADER", "Proxy"]
@@ -104,6 +105,8 @@ class Proxy:
         self.strict = strict
         self.client_timeout = client_timeout
         self.upstream = upstream if upstream is not None else AsyncUpstream()
+        #: Where the cassettes are: the directory's, or files named by path.
+        self.store = FileStore(cassette_dir)
         self._files: dict[Path, CassetteFile] = {}
         #: Every miss served so far (the pytest plugin fails a test on them).
         self.misses: list[MissReport] = []
@@ -140,8 +143,17 @@ class Proxy:
                     f"record it first with `reel auto --cassette-dir {self.cassette_dir}` "
                     "(records what is missing)"
                 )
+            if self.cassette_dir is None:
+                name = str(path)
+            else:  # its name in the directory's store
+                name = path.relative_to(self.cassette_dir).as_posix()
             file = CassetteFile(
-                path, mode=self.config.mode, strict=self.strict, meta=meta, hint=hint
+                name,
+                mode=self.config.mode,
+                strict=self.strict,
+                meta=meta,
+                hint=hint,
+                store=self.store,
             )
             self._files[path] = file
         return file

@@ -1,0 +1,408 @@
+"""Where cassettes live: one small interface, :class:`Store`, and its
+implementations (files, memory).
+
+The core hands out lines and takes bytes; a store keeps them.  What every
+implementation must guarantee (docs/stores.md says it for implementers):
+
+* ``read(name)`` gives the cassette's bytes, every line as written, or
+  ``None`` when there is no such cassette;
+* ``append(name, line, header=...)`` adds one whole ``\\n``-terminated line
+  atomically: never torn, never interleaved with another writer's line, in
+  any process.  When the cassette is empty (or absent) ``header`` (its
+  ``_meta`` line) goes first, in the same atomic step; the answer says
+  whether it did;
+* ``replace(name, data)`` swaps the whole cassette at once (record mode's
+  fresh start, ``reel redact``): a reader sees the old bytes or the new,
+  and no acknowledged append is lost to it;
+* ``lock(name)`` is an exclusive lock across processes (the pytest
+  plugin's one writer per cassette), not reentrant;
+* ``exists``, ``list(prefix)`` and ``describe(name)`` (the cassette as
+  messages name it).
+
+A name is ``/``-separated and relative (:func:`check_name`); a
+:class:`FileStore` without a root takes a path instead, as the bindings
+always did.
+
+:class:`FileStore` keeps today's files: each line is one ``os.write`` on an
+``O_APPEND`` descriptor under an exclusive OS lock on the file (a crash can
+leave at most a torn last line, which tolerant loading skips; the next
+append starts on a fresh line).  The one OS lock (:func:`lock_fd`) is
+``fcntl.flock`` on POSIX and ``msvcrt.locking`` of the file's first byte on
+Windows (retried: it gives up after ten seconds there).  :class:`FileLock`
+uses it on ``<cassette>.lock``, a file removed on release.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+from reel_core import CassetteError
+
+__all__ = [
+    "FileLock",
+    "FileStore",
+    "MemoryStore",
+    "Store",
+    "atomic_write",
+    "check_name",
+    "lock_fd",
+    "unlock_fd",
+]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Cassettes by name: read the lines, append one line atomically,
+    replace, list, lock.  See the module's documentation for the guarantees."""
+
+    def read(self, name: str) -> bytes | None:
+        """Every byte of the cassette, or ``None`` when it does not exist."""
+
+    def append(self, name: str, line: bytes, *, header: bytes = b"") -> bool:
+        """Append one whole line atomically; when the cassette is empty,
+        ``header`` first.  True when the cassette was empty (the header,
+        if any, was written)."""
+
+    def replace(self, name: str, data: bytes) -> None:
+        """Make ``data`` the whole cassette, atomically."""
+
+    def exists(self, name: str) -> bool:
+        """Whether the cassette exists (an empty one does)."""
+
+    def list(self, prefix: str = "") -> builtins.list[str]:
+        """The names of the cassettes whose names start with ``prefix``, sorted."""
+
+    def lock(self, name: str) -> AbstractContextManager[object]:
+        """An exclusive lock on the cassette across processes (not reentrant)."""
+
+    def describe(self, name: str) -> str:
+        """The cassette as messages name it (a path, a URL and key)."""
+
+
+_NAME_PART = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")
+
+
+def check_name(name: str) -> str:
+    """``name`` if it is a cassette name a store accepts: relative,
+    ``/``-separated parts of letters, digits and ``._-``, none starting with
+    a dot (no ``..``), at most 255 characters (a proxy's
+    ``x-reel-cassette`` name, 200 at most, with ``.jsonl`` added fits).  Else a
+    :class:`~reel_core.CassetteError` saying what is wrong."""
+    parts = name.split("/")
+    if not name or len(name) > 255 or not all(_NAME_PART.fullmatch(p) for p in parts):
+        raise CassetteError(
+            repr(name[:255]),
+            None,
+            "bad cassette name: use a relative path of letters, digits, '.', '_', '-' "
+            "and '/' (no '..', no absolute path, no empty part), e.g. openai/chat-basic.jsonl",
+        )
+    return name
+
+
+# -- the one OS lock ---------------------------------------------------------------
+
+try:
+    import fcntl
+
+    def lock_fd(fd: int) -> None:
+        """Wait for an exclusive lock on the open file ``fd``."""
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def unlock_fd(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    _UNLINK_HELD = True
+
+except ImportError:  # pragma: no cover - Windows
+    import msvcrt
+
+    def lock_fd(fd: int) -> None:
+        """Wait for an exclusive lock on the open file ``fd`` (its first byte)."""
+        os.lseek(fd, 0, os.SEEK_SET)
+        while True:
+            try:  # LK_LOCK gives up after ~10 s: keep waiting
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
+                return
+            except OSError:
+                continue
+
+    def unlock_fd(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+
+    _UNLINK_HELD = False  # Windows cannot remove or replace an open file
+
+
+def _open_locked(path: str | Path, flags: int) -> tuple[int, os.stat_result]:
+    """Open ``path`` (creating it, and its directory) and lock it; the
+    descriptor returned is locked and is the file at ``path`` now (with its
+    status): a file replaced or removed while we waited (by
+    :meth:`FileStore.replace` or a lock's release) is let go and the new
+    one opened."""
+    while True:
+        try:
+            fd = os.open(path, flags | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # no directory yet
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            continue
+        try:
+            lock_fd(fd)
+            held = os.fstat(fd)
+            current = os.stat(path)
+        except FileNotFoundError:
+            os.close(fd)
+            continue
+        except BaseException:
+            os.close(fd)
+            raise
+        if (held.st_dev, held.st_ino) == (current.st_dev, current.st_ino):
+            return fd, held
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` at once: a temporary file in the same
+    directory, flushed to disk, then renamed over it (keeping the file's
+    permission bits).  On any failure the original is untouched and the
+    temporary file removed."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".reel-tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class FileLock:
+    """``with FileLock(path):`` -- blocks until no other process (or other
+    ``FileLock``) holds the lock file ``path``.  The file is removed on
+    release, so no lock files are left behind.  Not reentrant."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> None:
+        if self._fd is not None:
+            raise RuntimeError(f"{self.path} is already held by this lock")
+        self._fd, _ = _open_locked(self.path, os.O_RDWR)
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if _UNLINK_HELD:
+                # Removed while held: a waiter then sees a stale file and retries.
+                self.path.unlink(missing_ok=True)
+            unlock_fd(fd)
+        finally:
+            os.close(fd)
+        if not _UNLINK_HELD:  # pragma: no cover - Windows
+            with contextlib.suppress(OSError):  # open elsewhere: removed later
+                self.path.unlink()
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+# -- files -------------------------------------------------------------------------
+
+
+class FileStore:
+    """Cassettes as JSONL files.  With a ``root`` directory, names are
+    checked (:func:`check_name`) and must stay inside it (a symbolic link
+    leading out is refused too); without one, a name is a file path."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = None if root is None else Path(root)
+        #: One appender at a time within this process (the OS lock is per
+        #: open file, so threads would also wait; this saves the opens).
+        self._thread_lock = threading.Lock()
+        #: The file of each name appended to, checked once.
+        self._files: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"FileStore({str(self.root)!r})" if self.root is not None else "FileStore()"
+
+    def path(self, name: str) -> Path:
+        """The file of cassette ``name``."""
+        if self.root is None:
+            return Path(name)
+        path = self.root / check_name(name)
+        try:
+            inside = path.resolve().is_relative_to(self.root.resolve())
+        except (OSError, RuntimeError):  # a symlink loop
+            inside = False
+        if not inside:
+            raise CassetteError(
+                str(path), None, f"the cassette leaves the store's directory {self.root}"
+            )
+        return path
+
+    def describe(self, name: str) -> str:
+        return str(self.path(name))
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            return self.path(name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def exists(self, name: str) -> bool:
+        return self.path(name).exists()
+
+    def append(self, name: str, line: bytes, *, header: bytes = b"") -> bool:
+        path = self._files.get(name)
+        if path is None:
+            path = self._files[name] = str(self.path(name))
+        with self._thread_lock:
+            fd, status = _open_locked(path, os.O_RDWR | os.O_APPEND)
+            try:
+                size = status.st_size
+                prefix = header if size == 0 else b""
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    prefix = b"\n"  # a torn line from a crash: start afresh
+                _write_all(fd, prefix + line)
+            finally:
+                try:
+                    unlock_fd(fd)
+                finally:
+                    os.close(fd)
+        return size == 0
+
+    def replace(self, name: str, data: bytes) -> None:
+        path = self.path(name)
+        with self._thread_lock:
+            # Held while the new file is renamed in: an appender waiting on
+            # the old one finds it replaced and appends to the new one.
+            fd, _ = _open_locked(path, os.O_RDWR)
+            try:
+                if _UNLINK_HELD:
+                    atomic_write(path, data)
+                else:  # pragma: no cover - Windows: rewritten in place, locked
+                    os.ftruncate(fd, 0)
+                    os.lseek(fd, 0, os.SEEK_SET)
+                    _write_all(fd, data)
+            finally:
+                try:
+                    unlock_fd(fd)
+                finally:
+                    os.close(fd)
+
+    def list(self, prefix: str = "") -> builtins.list[str]:
+        root = self.root if self.root is not None else Path()
+        names = []
+        for path in root.rglob("*"):
+            relative = path.relative_to(root)
+            if any(part.startswith(".") for part in relative.parts):
+                continue  # hidden files and a write's temporary files
+            if path.suffix == ".lock" or not path.is_file():
+                continue
+            name = relative.as_posix()
+            if name.startswith(prefix):
+                names.append(name)
+        return sorted(names)
+
+    def lock(self, name: str) -> FileLock:
+        path = self.path(name)
+        return FileLock(path.with_name(path.name + ".lock"))
+
+
+# -- memory ------------------------------------------------------------------------
+
+
+class MemoryStore:
+    """Cassettes in a dict, for tests (the in-memory twin of
+    :class:`FileStore`: the same guarantees, across threads)."""
+
+    def __init__(self, cassettes: dict[str, bytes] | None = None) -> None:
+        self._data: dict[str, bytearray] = {
+            check_name(name): bytearray(data) for name, data in (cassettes or {}).items()
+        }
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({len(self._data)} cassettes)"
+
+    def describe(self, name: str) -> str:
+        return f"memory:{check_name(name)}"
+
+    def read(self, name: str) -> bytes | None:
+        with self._guard:
+            data = self._data.get(check_name(name))
+            return None if data is None else bytes(data)
+
+    def exists(self, name: str) -> bool:
+        with self._guard:
+            return check_name(name) in self._data
+
+    def append(self, name: str, line: bytes, *, header: bytes = b"") -> bool:
+        check_name(name)
+        with self._guard:
+            data = self._data.setdefault(name, bytearray())
+            empty = not data
+            if empty:
+                data += header
+            data += line
+        return empty
+
+    def replace(self, name: str, data: bytes) -> None:
+        check_name(name)
+        with self._guard:
+            self._data[name] = bytearray(data)
+
+    def list(self, prefix: str = "") -> builtins.list[str]:
+        with self._guard:
+            return sorted(name for name in self._data if name.startswith(prefix))
+
+    @contextlib.contextmanager
+    def _locked(self, name: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            yield
+
+    def lock(self, name: str) -> AbstractContextManager[None]:
+        return self._locked(check_name(name))
