@@ -22,7 +22,6 @@ from ._errors import (
     CassetteError,
     ConfigError,
     LocalProtocolError,
-    MissError,
     ReelError,
     RemoteProtocolError,
     SchemaVersionError,
@@ -44,7 +43,7 @@ from ._events import (
 from ._frames import SSEEvent, SSESplitter, looks_like_sse, parse_sse_event
 from ._http import Limits, Request
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
-from ._miss import Closest, MissReport
+from ._miss import Closest, MissError, MissReport
 from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._body import parse_json
+from ._config import DEFAULT_HINT
+from ._errors import ReelError
 from ._forms import FORM, form_value, multipart_value
 from ._match import (
     SPELLING_KINDS,
@@ -29,17 +31,20 @@ from ._match import (
 if TYPE_CHECKING:
     from ._cassette import Cassette, Interaction, RecordedRequest
 
-__all__ = ["Closest", "MissReport", "build_miss_report", "diff_row", "request_diff", "shorten"]
+__all__ = [
+    "Closest",
+    "MissError",
+    "MissReport",
+    "build_miss_report",
+    "diff_row",
+    "request_diff",
+    "shorten",
+]
 
 #: Diffs listed in a report (the rest are counted).
 MAX_DIFFS = 20
 #: Characters of a value shown in a diff.
 MAX_VALUE = 200
-
-DEFAULT_HINT = (
-    "run again with REEL_MODE=auto to record what is missing "
-    "(or REEL_MODE=record to refresh the whole cassette)"
-)
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,15 @@ class MissReport:
                 lines.append(f"    ... and {c.more} more differences")
         lines.append(f"  to record it: {self.hint}")
         return "\n".join(lines)
+
+
+class MissError(ReelError):
+    """No recording matches a request (raised by strict in-process bindings
+    and by :meth:`reel_core.Session.raise_for_miss`)."""
+
+    def __init__(self, report: MissReport) -> None:
+        super().__init__(report.render())
+        self.report = report
 
 
 def shorten(value: Any) -> Any:

@@ -24,7 +24,7 @@ from ._body import decode_request_body
 from ._cassette import Cassette, Interaction, RecordedRequest
 from ._config import Config, Mode
 from ._cursor import repeats_last
-from ._errors import CassetteError, LocalProtocolError, MissError, RemoteProtocolError
+from ._errors import CassetteError, LocalProtocolError, RemoteProtocolError
 from ._events import (
     Continue,
     Cut,
@@ -44,7 +44,7 @@ from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, ReaderSignal, Request, RequestReader, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
-from ._miss import MissReport, build_miss_report
+from ._miss import MissError, MissReport, build_miss_report
 from ._providers import guess_provider, route
 from ._record import Recorder, UpstreamError
 from ._redact import Redactor

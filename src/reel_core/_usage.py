@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._cassette import RecordedResponse
+from ._interaction import RecordedResponse
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
 from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally, gemini
 
