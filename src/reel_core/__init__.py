@@ -40,6 +40,7 @@ from ._events import (
     ResponseHead,
     Signal,
 )
+from ._exchange import record_exchange
 from ._frames import SSEEvent, SSESplitter, looks_like_sse, parse_sse_event
 from ._http import Limits, Request
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
@@ -113,6 +114,7 @@ __all__ = [
     "looks_like_sse",
     "match_key",
     "parse_sse_event",
+    "record_exchange",
     "resolve_model",
     "safe_cassette_name",
 ]

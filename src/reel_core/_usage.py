@@ -39,8 +39,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._interaction import RecordedResponse
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
+from ._interaction import RecordedResponse
 from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally, gemini
 
 __all__ = ["Usage", "extract_usage"]
