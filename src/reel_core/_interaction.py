@@ -15,7 +15,7 @@ import base64
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -23,9 +23,10 @@ from typing import Any
 from ._body import decode_body, encode_body
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
 from ._match import MatchConfig, match_key
-from ._redact import Redactor
+from ._redact import Redactor, keep_response_header
 
 __all__ = [
+    "UNSAFE_HEADER",
     "Interaction",
     "RecordedRequest",
     "RecordedResponse",
@@ -33,7 +34,12 @@ __all__ = [
     "format_timestamp",
     "interaction_from_json",
     "interaction_line",
+    "redact_chunks",
 ]
+
+#: What :meth:`RecordedResponse.redacted` reports for a header it drops
+#: (one outside the safe set).
+UNSAFE_HEADER = "unsafe-header"
 
 _HEX = re.compile(rb"[0-9a-f]{64}")
 
@@ -136,6 +142,60 @@ class RecordedResponse:
             return self.body
         return b"".join(data for _, data in self.frames)
 
+    def redacted(
+        self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
+    ) -> RecordedResponse:
+        """This response redacted (the one rule for what of a response is
+        scrubbed, when it is recorded and by ``reel redact``): only the
+        safe headers kept (:func:`~reel_core.keep_response_header`), their
+        values, the body, each SSE event (whole, so no secret is split),
+        timed chunks (:func:`redact_chunks`) and a cut's detail.
+        ``found(where, kinds)`` hears what was replaced where, and each
+        header dropped as :data:`UNSAFE_HEADER`."""
+
+        def scrub(where: str, text: str) -> str:
+            kinds: list[str] | None = None if found is None else []
+            out = redactor.text(text, kinds)
+            if found is not None and kinds is not None:
+                found(where, kinds)
+            return out
+
+        headers = []
+        for name, value in self.headers:
+            where = f"response.headers.{name.lower()}"
+            if not keep_response_header(name):
+                if found is not None:
+                    found(where, [UNSAFE_HEADER])
+                continue
+            headers.append((name, scrub(where, value)))
+        fields: dict[str, Any] = {"headers": tuple(headers)}
+        if self.stream is None:
+            kinds: list[str] | None = None if found is None else []
+            fields["body"] = redactor.data(self.body, kinds)
+            if found is not None and kinds is not None:
+                found("response.body", kinds)
+        elif self.stream == "sse":
+            frames = self.frames
+            if found is not None:
+                redacted = []
+                for i, (at, frame) in enumerate(frames):
+                    kinds = []
+                    redacted.append((at, redactor.data(frame, kinds)))
+                    found(f"response.frames[{i}]", kinds)
+                frames = tuple(redacted)
+            # one scan of them all says when none needs it, the usual case
+            elif not redactor.keeps(*(frame for _, frame in frames)):
+                frames = tuple((at, redactor.data(frame)) for at, frame in frames)
+            fields["frames"] = frames
+        else:
+            kinds = None if found is None else []
+            fields["frames"] = tuple(redact_chunks(self.frames, redactor, kinds))
+            if found is not None and kinds is not None:
+                found("response.frames", kinds)
+        if self.cut is not None:
+            fields["cut"] = replace(self.cut, detail=scrub("response.cut", self.cut.detail))
+        return replace(self, **fields)
+
 
 @dataclass(frozen=True)
 class Interaction:
@@ -150,6 +210,45 @@ class Interaction:
     endpoint: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
 
+    def redacted(
+        self,
+        redactor: Redactor,
+        keying: MatchConfig,
+        found: Callable[[str, list[str]], None] | None = None,
+    ) -> Interaction:
+        """This interaction redacted again (``reel redact``): its request
+        (:meth:`RecordedRequest.redacted`), its response
+        (:meth:`RecordedResponse.redacted`), an endpoint that is not the
+        request's ``METHOD path``, and the string values of ``meta``.  When
+        the request changed, its key is recomputed under ``keying`` (the
+        id is kept).  ``found(where, kinds)`` hears what was replaced where;
+        nothing found: this very interaction."""
+        changed = False
+
+        def heard(where: str, kinds: list[str]) -> None:
+            nonlocal changed
+            changed = changed or bool(kinds)
+            if found is not None:
+                found(where, kinds)
+
+        req = self.request
+        request = req.redacted(redactor, heard)
+        response = self.response.redacted(redactor, heard)
+        endpoint = self.endpoint
+        if endpoint == f"{req.method} {req.path}":
+            endpoint = f"{request.method} {request.path}"
+        else:
+            kinds: list[str] = []
+            endpoint = redactor.text(endpoint, kinds)
+            heard("endpoint", kinds)
+        meta = _redact_meta(dict(self.meta), "meta", redactor, heard)
+        if not changed:
+            return self
+        key = self.key if request == req else request.key(keying)
+        return replace(
+            self, key=key, request=request, response=response, endpoint=endpoint, meta=meta
+        )
+
     def to_line(self) -> bytes:
         """The cassette line (``\\n``-terminated UTF-8 bytes)."""
         return interaction_line(self)
@@ -158,6 +257,55 @@ class Interaction:
     def from_json(cls, obj: Any) -> Interaction:
         """Build from a parsed line; ``ValueError`` says what is wrong."""
         return interaction_from_json(obj)
+
+
+def _redact_meta(
+    value: Any, where: str, redactor: Redactor, found: Callable[[str, list[str]], None]
+) -> Any:
+    if isinstance(value, str):
+        kinds: list[str] = []
+        out = redactor.text(value, kinds)
+        found(where, kinds)
+        return out
+    if isinstance(value, dict):
+        return {k: _redact_meta(v, f"{where}.{k}", redactor, found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_meta(v, f"{where}[{i}]", redactor, found) for i, v in enumerate(value)]
+    return value
+
+
+def redact_chunks(
+    frames: Sequence[tuple[float, bytes]], redactor: Redactor, found: list[str] | None = None
+) -> list[tuple[float, bytes]]:
+    """Timed chunks, redacted so that no secret escapes by straddling two
+    chunks (or by a chunk that splits a UTF-8 character, which the redactor
+    cannot read).  Chunks are redacted one by one when that is as good as
+    redacting the whole body; else they are re-cut at line ends (a JSON
+    string never spans lines), each line stamped with the chunk that
+    completed it; else the body is kept as one chunk.  The kinds replaced
+    are appended to ``found`` when given."""
+    joined = b"".join(data for _, data in frames)
+    whole = redactor.data(joined, found)
+    if whole == joined:
+        return list(frames)
+    redacted = [(at, redactor.data(data)) for at, data in frames]
+    if b"".join(data for _, data in redacted) == whole:
+        return redacted
+    lines: list[tuple[float, bytes]] = []
+    pending: list[bytes] = []
+    for at, data in frames:
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            lines.append((at, redactor.data(b"".join([*pending, data[:cut]]))))
+            pending = [data[cut:]]
+        else:
+            pending.append(data)
+    rest = b"".join(pending)
+    if rest:
+        lines.append((frames[-1][0], redactor.data(rest)))
+    if b"".join(data for _, data in lines) == whole:
+        return lines
+    return [(frames[-1][0], whole)]
 
 
 # -- an interaction <-> its line ----------------------------------------------

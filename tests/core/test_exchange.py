@@ -163,8 +163,10 @@ def test_whole_bytes_are_one_chunk_at_the_head() -> None:
     assert one == two
     assert KEY not in one.to_line().decode()
     assert "ann@example.com" not in one.to_line().decode()
-    assert one.meta["model"] == "gpt-4o" and one.meta["tokens_in"] == 5
-    assert one.provider == "openai" and one.endpoint == "POST /v1/chat/completions"
+    assert one.meta["model"] == "gpt-4o"
+    assert one.meta["tokens_in"] == 5
+    assert one.provider == "openai"
+    assert one.endpoint == "POST /v1/chat/completions"
     assert one.timestamp is None
     assert dict(one.response.headers) == {"content-type": "application/json", "x-request-id": "r"}
 
