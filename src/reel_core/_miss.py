@@ -35,6 +35,7 @@ __all__ = [
     "Closest",
     "MissError",
     "MissReport",
+    "body_diff",
     "build_miss_report",
     "diff_row",
     "request_diff",
@@ -221,6 +222,26 @@ def _describe(d: FieldDiff) -> str:
     recorded = json.dumps(shorten(d.recorded), ensure_ascii=False)
     received = json.dumps(shorten(d.received), ensure_ascii=False)
     return f"recorded {recorded}, received {received}"
+
+
+def body_diff(recorded: bytes, received: bytes, prefix: str = "body") -> list[FieldDiff]:
+    """How two bodies differ: field by field (paths under ``prefix``) when
+    both are JSON, else one ``changed`` difference of their text; none when
+    they are the same bytes (``reel diff``'s response bodies)."""
+    if recorded == received:
+        return []
+    a_json, a = parse_json(recorded)
+    b_json, b = parse_json(received)
+    if a_json and b_json:
+        return list(diff_json(a, b, (prefix,)))
+    return [
+        FieldDiff(
+            prefix,
+            "changed",
+            recorded.decode("utf-8", "replace"),
+            received.decode("utf-8", "replace"),
+        )
+    ]
 
 
 def request_diff(

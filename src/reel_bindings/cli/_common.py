@@ -26,9 +26,12 @@ from reel_core import (
     Interaction,
     Redactor,
     SchemaVersionError,
+    encoding_problem,
     is_meta_line,
+    not_a_cassette,
+    read_line,
+    torn_note,
 )
-from reel_core._cassette import encoding_problem, not_a_cassette, read_line, torn_note
 
 from .._settings import pii_from_env
 

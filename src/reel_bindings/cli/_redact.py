@@ -33,9 +33,9 @@ from reel_core import (
     Interaction,
     MatchConfig,
     Redactor,
+    decode_content,
+    not_a_cassette,
 )
-from reel_core._body import decode_content
-from reel_core._cassette import not_a_cassette
 
 from ._common import (
     EXIT_FINDINGS,

@@ -38,7 +38,7 @@ from reel_core import (
     Redactor,
     ReelError,
     Request,
-    looks_like_sse,
+    is_sse_stream,
     record_exchange,
 )
 
@@ -246,11 +246,6 @@ def _status(value: Any) -> tuple[int, str]:
     return code, str(message or "")
 
 
-def _looks_like_sse(body: bytes) -> bool:
-    # and holds the blank line that ends an event
-    return looks_like_sse(body) and (b"\n\n" in body or b"\r\n\r\n" in body or b"\r\r" in body)
-
-
 def _whole(encoding: str, body: bytes) -> None:
     """``ValueError`` when a gzip or deflate ``body`` stops before its end
     (the decoder hands out what it has; an import must not store a part)."""
@@ -313,7 +308,7 @@ def _prepare_response(
                 )
         elif body:
             notes.append(f"the body stays {encoding}-encoded: Reel cannot decode {encoding} here")
-    if not any(k == "content-type" for k, _ in headers) and _looks_like_sse(decoded):
+    if not any(k == "content-type" for k, _ in headers) and is_sse_stream(decoded):
         headers = [*headers, ("content-type", "text/event-stream")]
         notes.append("no content-type: the body is server-sent events, stored as SSE frames")
     return headers

@@ -11,7 +11,8 @@
 below answer one question each from it: which provider a request is for
 (:func:`guess_provider`), where it goes (:func:`route`), its API family and
 drift fields (:func:`endpoint_family`, :data:`DRIFT_FIELDS`), the model it
-asks for (:func:`model_of`) and its prompt as text (:func:`prompt_text`).
+asks for (:func:`model_of`; :func:`request_model` from its bytes) and its
+prompt as text (:func:`prompt_text`).
 :data:`USAGE_READERS` and :data:`ANSWER_READERS` are the orders in which a
 response object is offered to the providers' readers (the first that claims
 it reads it) by :mod:`reel_core._usage` and the CLI.
@@ -19,6 +20,7 @@ it reads it) by :mod:`reel_core._usage` and the CLI.
 
 from __future__ import annotations
 
+import json
 from types import MappingProxyType
 
 from .._http import Headers
@@ -43,6 +45,7 @@ __all__ = [
     "guess_provider",
     "model_of",
     "prompt_text",
+    "request_model",
     "route",
 ]
 
@@ -111,6 +114,17 @@ def model_of(path: str, body: object) -> str | None:
     if model is not None:
         return model
     return gemini.path_model(path)
+
+
+def request_model(path: str, body: bytes) -> str | None:
+    """The model a request asks for, from its stored bytes: :func:`model_of`
+    of its JSON object body (``reel inspect`` and ``reel cost`` read it so
+    when a response names none)."""
+    try:
+        value: object = json.loads(body) if body[:1] == b"{" else None
+    except (ValueError, RecursionError):
+        value = None
+    return model_of(path, value)
 
 
 def _texts(value: object) -> list[str]:
