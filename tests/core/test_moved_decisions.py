@@ -49,3 +49,22 @@ def test_is_sse_stream(body: bytes, sse: bool) -> None:
 )
 def test_request_model(path: str, body: bytes, model: str | None) -> None:
     assert request_model(path, body) == model
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "provider", "model"),
+    [
+        # the usage fallback: a body's non-empty model, else a Gemini call's path
+        ("/v1/chat/completions", b' {"model":"gpt-4o"}', "openai", "gpt-4o"),
+        ("/v1/chat/completions", b'{"model":""}', "openai", None),
+        ("/v1/chat/completions", b'{"model": broken', "openai", None),
+        ("/v1/models/gpt-4o", b"", "openai", None),
+        ("/v1/models/gpt-4o", b"", None, "gpt-4o"),
+        ("/v1beta/models/gemini-2.5-pro", b"", "gemini", "gemini-2.5-pro"),
+        ("/x/models/m:generateContent", b'{"model":""}', "generic", "m"),
+    ],
+)
+def test_request_model_of_a_provider(
+    path: str, body: bytes, provider: str | None, model: str | None
+) -> None:
+    assert request_model(path, body, provider) == model

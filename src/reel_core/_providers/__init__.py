@@ -116,15 +116,31 @@ def model_of(path: str, body: object) -> str | None:
     return gemini.path_model(path)
 
 
-def request_model(path: str, body: bytes) -> str | None:
-    """The model a request asks for, from its stored bytes: :func:`model_of`
-    of its JSON object body (``reel inspect`` and ``reel cost`` read it so
-    when a response names none)."""
-    try:
-        value: object = json.loads(body) if body[:1] == b"{" else None
-    except (ValueError, RecursionError):
-        value = None
-    return model_of(path, value)
+def request_model(path: str, body: bytes, provider: str | None = None) -> str | None:
+    """The model a stored request asks for, from its bytes.
+
+    Without ``provider`` (``reel inspect`` and ``reel cost``, when neither
+    the line nor its response names one): :func:`model_of` of its JSON
+    object body.  With the interaction's ``provider`` (the model a
+    response's usage is counted for when the response names none): a
+    non-empty ``model`` of the body, else the model of a Gemini
+    ``models/{model}:method`` call (:func:`gemini.method_model`)."""
+    if provider is None:
+        try:
+            value: object = json.loads(body) if body[:1] == b"{" else None
+        except (ValueError, RecursionError):
+            value = None
+        return model_of(path, value)
+    if b'"model"' in body:
+        try:
+            obj = json.loads(body.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict):
+            model = obj.get("model")
+            if isinstance(model, str) and model:
+                return model
+    return gemini.method_model(provider, path)
 
 
 def _texts(value: object) -> list[str]:
