@@ -88,3 +88,33 @@ def test_findings_say_where() -> None:
     )
     assert KEY not in split.content.decode()
     assert heard == [("response.frames", "openai-key")]
+
+
+def test_an_interaction_redacted_again() -> None:
+    line = Interaction(
+        key="sha256:" + "0" * 64,
+        id="0" * 12,
+        request=RecordedRequest("POST", f"/v1/x/{KEY}", (), b"{}"),
+        response=RecordedResponse(200, body=b"ok"),
+        endpoint="custom ann@example.com",
+        meta={"n": 3, "none": None, "notes": ["a", {"mail": "ann@example.com"}], "ok": True},
+    )
+    heard: list[str] = []
+    out = line.redacted(Redactor(), MatchConfig(), heard_into(heard))
+    assert heard == [
+        "request.path: openai-key",
+        "endpoint: email",
+        "meta.notes[1].mail: email",
+    ]
+    assert out.id == line.id
+    assert out.key == out.request.key(MatchConfig()) != line.key
+    assert out.endpoint == "custom [REDACTED:email]"
+    assert out.meta == {
+        "n": 3,
+        "none": None,
+        "notes": ["a", {"mail": "[REDACTED:email]"}],
+        "ok": True,
+    }
+    assert line.redacted(Redactor(), MatchConfig()) == out  # found or not
+    clean = out.redacted(Redactor(), MatchConfig())
+    assert clean is out
