@@ -35,8 +35,7 @@ import anyio.abc
 import anyio.streams.tls
 import h11
 
-from reel_core import Request, UpstreamError
-from reel_core._http import HOP_BY_HOP
+from reel_core import HOP_BY_HOP, Request, UpstreamError
 
 __all__ = [
     "TLS_HINT",

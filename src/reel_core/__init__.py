@@ -5,26 +5,25 @@ timed response events and cassette lines out.  No sockets, threads, event
 loop, clock reads or file opens: bindings do the I/O.
 """
 
-from ._body import ContentDecoder, decode_body, encode_body
-from ._cassette import (
-    Cassette,
-    CassetteMeta,
+from ._body import ContentDecoder, decode_body, decode_content, encode_body
+from ._cassette import Cassette, safe_cassette_name
+from ._codec import (
     CassetteWarning,
-    Interaction,
-    RecordedRequest,
-    RecordedResponse,
-    StreamCut,
+    DecodedLine,
+    DecodedLines,
+    decode_lines,
+    encoding_problem,
     is_meta_line,
-    safe_cassette_name,
+    not_a_cassette,
+    read_line,
+    torn_note,
 )
-from ._codec import DecodedLine, DecodedLines, decode_lines
 from ._config import Config, Mode
 from ._engine import Engine
 from ._errors import (
     CassetteError,
     ConfigError,
     LocalProtocolError,
-    MissError,
     ReelError,
     RemoteProtocolError,
     SchemaVersionError,
@@ -43,11 +42,16 @@ from ._events import (
     ResponseHead,
     Signal,
 )
-from ._frames import SSEEvent, SSESplitter, looks_like_sse, parse_sse_event
-from ._http import Limits, Request
+from ._exchange import record_exchange
+from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
+from ._http import HOP_BY_HOP, Limits, Request
+from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
+from ._literals import exchange_redactor
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
-from ._miss import Closest, MissReport
+from ._meta import CassetteMeta
+from ._miss import Closest, MissError, MissReport, body_diff, diff_row, request_diff, shorten
 from ._prices import PRICES_CHECKED, cost_usd, resolve_model
+from ._providers import PROVIDERS, Piece, Provider, answer_pieces, model_of, request_model
 from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header
 from ._session import Session
@@ -58,7 +62,9 @@ from ._usage import Usage, extract_usage
 from ._version import SCHEMA_VERSION, __version__
 
 __all__ = [
+    "HOP_BY_HOP",
     "PRICES_CHECKED",
+    "PROVIDERS",
     "SCHEMA_VERSION",
     "Cassette",
     "CassetteError",
@@ -88,6 +94,8 @@ __all__ = [
     "MissError",
     "MissReport",
     "Mode",
+    "Piece",
+    "Provider",
     "Recorded",
     "RecordedRequest",
     "RecordedResponse",
@@ -111,18 +119,33 @@ __all__ = [
     "UpstreamError",
     "Usage",
     "__version__",
+    "answer_pieces",
+    "body_diff",
     "cost_usd",
     "decode_body",
+    "decode_content",
     "decode_lines",
+    "diff_row",
     "encode_body",
+    "encoding_problem",
+    "exchange_redactor",
     "extract_usage",
     "is_credential_name",
     "is_meta_line",
+    "is_sse_stream",
     "keep_response_header",
     "looks_like_sse",
     "match_key",
+    "model_of",
+    "not_a_cassette",
     "parse_sse_event",
+    "read_line",
+    "record_exchange",
+    "request_diff",
+    "request_model",
     "resolve_model",
     "safe_cassette_name",
+    "shorten",
     "start_of",
+    "torn_note",
 ]

@@ -10,7 +10,8 @@ A :class:`Cassette` composes three parts, each in its own module:
 
 It never touches a file: a binding reads the bytes and hands them to
 :meth:`Cassette.loads`, and appends the lines the session gives back.  The
-values (:class:`Interaction`...) live in :mod:`reel_core._interaction`;
+values live in :mod:`reel_core._interaction` (:class:`Interaction`...)
+and :mod:`reel_core._meta` (:class:`CassetteMeta`);
 their names (and the codec\'s, for the ``reel`` commands) are importable
 from here as before.
 """
@@ -36,8 +37,9 @@ from ._codec import (
 from ._cursor import Cursor
 from ._errors import CassetteError, RemoteProtocolError
 from ._index import KeyIndex
-from ._interaction import CassetteMeta, Interaction, RecordedRequest, RecordedResponse, StreamCut
+from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._match import MatchConfig
+from ._meta import CassetteMeta
 
 __all__ = [
     "Cassette",

@@ -1,9 +1,10 @@
 """The cassette codec: JSON lines (bytes) <-> values, and nothing else.
 
 Pure functions, no state: an :class:`~reel_core._interaction.Interaction`
-to its line and back, the ``_meta`` line to a
-:class:`~reel_core._interaction.CassetteMeta` and back, and
-:func:`decode_cassette`, which reads a whole file into the lines a
+to its line and back (written and read beside the values, in
+:mod:`reel_core._interaction`; re-exported here), the ``_meta`` line to a
+:class:`~reel_core._meta.CassetteMeta` and back (:mod:`reel_core._meta`),
+and :func:`decode_cassette`, which reads a whole file into the lines a
 :class:`~reel_core._cassette.Cassette` files (its ``_meta`` line read, a
 byte order mark skipped, bad lines refused or skipped with a warning, a
 torn last line named so).  Every reader of cassettes (the ``reel`` commands
@@ -21,22 +22,15 @@ a line is parsed the first time it is used.
 
 from __future__ import annotations
 
-import base64
 import json
-import math
 import re
 import warnings
 from collections.abc import Sequence
-from datetime import datetime, timezone
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from ._body import decode_body, encode_body
-from ._errors import CassetteError, ConfigError, SchemaVersionError
-from ._interaction import CassetteMeta, Interaction, RecordedRequest, RecordedResponse, StreamCut
-from ._literals import header_names
-from ._match import MatchConfig, MatchMode
-from ._redact import Redactor
-from ._version import SCHEMA_VERSION, __version__
+from ._errors import CassetteError, SchemaVersionError
+from ._interaction import Interaction, format_timestamp, interaction_from_json, interaction_line
+from ._meta import CassetteMeta, meta_from_json, meta_line
 
 __all__ = [
     "KEY_PREFIX",
@@ -64,7 +58,6 @@ _BOM = b"\xef\xbb\xbf"
 #: How every line Reel writes starts.
 KEY_PREFIX = b'{"key":"sha256:'
 _KEY_END = len(KEY_PREFIX) + 64  # index of the quote closing the key
-_HEX = re.compile(rb"[0-9a-f]{64}")
 #: The start of a line written by Reel: its key, then the next field.
 _KEY_LINE = re.compile(rb'\{"key":"sha256:[0-9a-f]{64}"')
 #: A line of Reel's ending, and the next starting: ``}``, newline, the key.
@@ -73,8 +66,6 @@ _JOINT = b"}\n" + KEY_PREFIX
 #: hex digits turned into "0" by ``_HEX_AS_ZERO``: only a head reads so.
 _HEX_AS_ZERO = bytes.maketrans(b"123456789abcdef", b"0" * 15)
 _ZEROED_HEAD = b"sha256:".translate(_HEX_AS_ZERO) + b"0" * 64 + b'"'
-#: A version number (PEP 440-ish), safe to put in an upgrade command.
-_VERSION = re.compile(r"[0-9][0-9A-Za-z.+!]*")
 
 
 class CassetteWarning(UserWarning):
@@ -141,318 +132,6 @@ def is_meta_line(raw: bytes) -> bool:
     an object naming ``"_meta"`` near its start, however it was formatted
     (every reader of cassettes, ``reel validate`` included, decides so)."""
     return raw.lstrip(b"\xef\xbb\xbf \t").startswith(b"{") and b'"_meta"' in raw[:64]
-
-
-# -- an interaction <-> its line ----------------------------------------------
-
-
-def interaction_line(interaction: Interaction) -> bytes:
-    """The cassette line of ``interaction`` (``\\n``-terminated UTF-8 bytes)."""
-    req = interaction.request
-    request: dict[str, Any] = {"method": req.method, "path": req.path}
-    if req.query:
-        request["query"] = [list(pair) for pair in req.query]
-    request["body"] = encode_body(req.body)
-    if req.content_type is not None:
-        request["content_type"] = req.content_type
-    if req.encoding is not None:
-        request["encoding"] = req.encoding
-    if req.encoding_error is not None:
-        request["encoding_error"] = req.encoding_error
-    resp = interaction.response
-    response: dict[str, Any] = {
-        "status": resp.status,
-        "headers": [list(pair) for pair in resp.headers],
-    }
-    if resp.stream is None:
-        response["body"] = encode_body(resp.body)
-    else:
-        response["stream"] = resp.stream
-        response["frames"] = [[at, _frame_out(data)] for at, data in resp.frames]
-        if resp.cut is None:
-            response["end"] = {"at": resp.end_ms}
-        else:
-            response["cut"] = {
-                "at": resp.cut.at_ms,
-                "error": resp.cut.error,
-                "detail": resp.cut.detail,
-            }
-    obj = {
-        "key": interaction.key,
-        "id": interaction.id,
-        "ts": interaction.timestamp,
-        "provider": interaction.provider,
-        "endpoint": interaction.endpoint,
-        "request": request,
-        "response": response,
-        "meta": dict(interaction.meta),
-    }
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    # A lone surrogate (read from a "\ud800" escape) is written back as one.
-    return text.encode("utf-8", "backslashreplace") + b"\n"
-
-
-def interaction_from_json(obj: Any) -> Interaction:
-    """An interaction from a parsed line; ``ValueError`` says what is wrong."""
-    if not isinstance(obj, dict):
-        raise ValueError(
-            f"not an interaction (a JSON {_json_type(obj)}, not an object): "
-            "is this a Reel cassette?"
-        )
-    if not ("key" in obj or "request" in obj or "response" in obj):
-        raise ValueError(
-            'not an interaction (no "request" or "response"): is this a Reel cassette?'
-        )
-    o: dict[str, Any] = obj
-    key = _str(o, "key")
-    if not key.startswith("sha256:") or not _HEX.fullmatch(key[7:].encode()):
-        raise ValueError('"key" must be "sha256:" and 64 lowercase hex digits')
-    req = _obj(o.get("request"), "request")
-    query = req.get("query", [])
-    if not isinstance(query, list) or not all(_is_pair(p) for p in query):
-        raise ValueError('"request.query" must be a list of [name, value] string pairs')
-    request = RecordedRequest(
-        method=_str(req, "method", "request."),
-        path=_str(req, "path", "request."),
-        query=tuple((p[0], p[1]) for p in query),
-        body=_body(req, "request.body"),
-        content_type=_optional_str(req, "content_type", "request."),
-        encoding=_optional_str(req, "encoding", "request."),
-        encoding_error=_optional_str(req, "encoding_error", "request."),
-    )
-    resp = _obj(o.get("response"), "response")
-    status = resp.get("status")
-    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 999:
-        raise ValueError('"response.status" must be an integer from 100 to 999')
-    headers = resp.get("headers", [])
-    if not isinstance(headers, list) or not all(_is_pair(p) for p in headers):
-        raise ValueError('"response.headers" must be a list of [name, value] string pairs')
-    stream = resp.get("stream")
-    fields: dict[str, Any] = {}
-    if stream is None:
-        fields["body"] = _body(resp, "response.body")
-    elif stream in ("sse", "chunks"):
-        fields["stream"] = stream
-        fields["frames"] = _frames(resp.get("frames"))
-        if "cut" in resp:
-            cut = _obj(resp["cut"], "response.cut")
-            fields["cut"] = StreamCut(
-                _ms(cut.get("at"), "response.cut.at"),
-                _str(cut, "error", "response.cut."),
-                str(cut.get("detail", "")),
-            )
-        else:
-            end = _obj(resp.get("end"), "response.end")
-            fields["end_ms"] = _ms(end.get("at"), "response.end.at")
-    else:
-        raise ValueError(f'"response.stream" must be "sse" or "chunks", not {stream!r}')
-    response = RecordedResponse(
-        status=status, headers=tuple((h[0], h[1]) for h in headers), **fields
-    )
-    ts = o.get("ts")
-    if ts is not None and not isinstance(ts, str):
-        raise ValueError('"ts" must be a string or null')
-    meta = o.get("meta", {})
-    if not isinstance(meta, dict):
-        raise ValueError('"meta" must be an object')
-    return Interaction(
-        key=key,
-        id=_str(o, "id"),
-        request=request,
-        response=response,
-        timestamp=ts,
-        provider=str(o.get("provider", "generic")),
-        endpoint=str(o.get("endpoint", "")),
-        meta=meta,
-    )
-
-
-def format_timestamp(epoch: float | None) -> str | None:
-    """An ISO 8601 UTC timestamp (millisecond precision) for a wall-clock reading."""
-    if epoch is None:
-        return None
-    moment = datetime.fromtimestamp(epoch, tz=timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _frame_out(data: bytes) -> Any:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
-
-
-def _frames(value: Any) -> tuple[tuple[float, bytes], ...]:
-    if not isinstance(value, list):
-        raise ValueError('"response.frames" must be a list of [offset_ms, data] pairs')
-    frames = []
-    last = 0.0
-    for i, item in enumerate(value):
-        if not isinstance(item, list) or len(item) != 2:
-            raise ValueError(f'"response.frames[{i}]" must be an [offset_ms, data] pair')
-        at = _ms(item[0], f"response.frames[{i}][0]")
-        if at < last:
-            raise ValueError(f'"response.frames[{i}]" goes back in time ({at} < {last} ms)')
-        last = at
-        data = item[1]
-        if isinstance(data, str):
-            frames.append((at, data.encode("utf-8")))
-        else:
-            try:
-                frames.append((at, decode_body(data)))
-            except ValueError as exc:
-                raise ValueError(f'"response.frames[{i}][1]": {exc}') from None
-    return tuple(frames)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "string" if isinstance(value, str) else "array"
-
-
-def _obj(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f'"{where}" must be an object')
-    return value
-
-
-def _str(obj: dict[str, Any], name: str, prefix: str = "") -> str:
-    value = obj.get(name)
-    if not isinstance(value, str):
-        raise ValueError(f'"{prefix}{name}" must be a string')
-    return value
-
-
-def _optional_str(obj: dict[str, Any], name: str, prefix: str) -> str | None:
-    value = obj.get(name)
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f'"{prefix}{name}" must be a string when present')
-    return value
-
-
-def _ms(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f'"{where}" must be a number of milliseconds >= 0')
-    try:
-        ms = float(value)
-    except OverflowError:
-        ms = math.inf
-    if not math.isfinite(ms):
-        raise ValueError(f'"{where}" must be a finite number of milliseconds')
-    return ms
-
-
-def _is_pair(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) == 2
-        and isinstance(value[0], str)
-        and isinstance(value[1], str)
-    )
-
-
-def _body(obj: dict[str, Any], where: str) -> bytes:
-    try:
-        return decode_body(obj.get("body"))
-    except ValueError as exc:
-        raise ValueError(f'"{where}": {exc}') from None
-
-
-# -- the _meta line -----------------------------------------------------------
-
-
-def meta_line(meta: CassetteMeta) -> bytes:
-    """The ``_meta`` line of ``meta`` (``\\n``-terminated UTF-8 bytes)."""
-    line: dict[str, Any] = {
-        "schema": meta.schema,
-        "reel": meta.writer,
-        "match": meta.match.mode.value,
-    }
-    if meta.match.ignore_fields:
-        line["ignore_fields"] = list(meta.match.ignore_fields)
-    if not meta.repeat:
-        line["repeat"] = False
-    line.update(meta.extra)
-    return (
-        json.dumps({"_meta": line}, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8", "backslashreplace"
-        )
-        + b"\n"
-    )
-
-
-def meta_from_json(obj: Any, name: str) -> CassetteMeta:
-    """The settings of a parsed ``_meta`` line of cassette ``name``;
-    :class:`CassetteError` (:class:`SchemaVersionError` for a newer schema)
-    says what is wrong."""
-    meta = obj.get("_meta") if isinstance(obj, dict) else None
-    if not isinstance(meta, dict):
-        raise CassetteError(name, 1, '"_meta" must be an object')
-    schema = meta.get("schema", SCHEMA_VERSION)
-    writer = meta.get("reel", "unknown")
-    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
-        raise CassetteError(name, 1, f'"_meta.schema" must be a positive integer, not {schema!r}')
-    if schema > SCHEMA_VERSION:
-        raise SchemaVersionError(
-            name,
-            1,
-            f"cassette schema {schema} (written by Reel {writer}) is newer than this "
-            f"Reel {__version__} reads (schema {SCHEMA_VERSION} and older): "
-            + _upgrade(str(writer), schema),
-        )
-    try:
-        mode = MatchMode(meta.get("match", MatchMode.NORMALIZED.value))
-        ignore = meta.get("ignore_fields", [])
-        if not isinstance(ignore, list) or not all(isinstance(p, str) for p in ignore):
-            raise CassetteError(name, 1, '"_meta.ignore_fields" must be a list of JSON paths')
-        match = MatchConfig(mode, tuple(ignore))
-    except ValueError as exc:  # ConfigError too
-        raise CassetteError(name, 1, f'bad "_meta" match settings: {exc}') from None
-    repeat = meta.get("repeat", True)
-    if not isinstance(repeat, bool):
-        raise CassetteError(
-            name, 1, f'"_meta.repeat" must be true or false, not {json.dumps(repeat)}'
-        )
-    known = {"schema", "reel", "match", "ignore_fields", "repeat"}
-    extra = {k: v for k, v in meta.items() if k not in known}
-    redact = extra.get("redact", {})
-    try:
-        if not isinstance(redact, dict):
-            raise ConfigError('"redact" must be an object')
-        Redactor.from_settings(redact)
-        header_names(redact)
-    except ConfigError as exc:
-        raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
-    return CassetteMeta(schema=schema, match=match, writer=str(writer), repeat=repeat, extra=extra)
-
-
-def _release(version: str) -> tuple[int, ...] | None:
-    """The release numbers of a version (``0.10.0rc1`` -> ``(0, 10, 0)``)."""
-    m = re.match(r"(\d+(?:\.\d+)*)", version)
-    if m is None:
-        return None
-    numbers = [int(n) for n in m.group(1).split(".")]
-    while len(numbers) > 1 and numbers[-1] == 0:
-        numbers.pop()
-    return tuple(numbers)
-
-
-def _upgrade(writer: str, schema: int) -> str:
-    """What to install to read a cassette of ``schema`` written by Reel
-    ``writer``: a pin only when the writer is newer than this Reel (and is a
-    version number: never whatever a hand-edited line holds)."""
-    theirs, ours = _release(writer), _release(__version__)
-    if _VERSION.fullmatch(writer) and theirs is not None and ours is not None and theirs > ours:
-        return f"upgrade with `pip install -U 'reel>={writer}'`"
-    return (
-        f"it needs a Reel that reads schema {schema} (`pip install -U reel` gets the newest; "
-        "if that is this one, the _meta line was edited: record the cassette again)"
-    )
 
 
 # -- a whole file -------------------------------------------------------------

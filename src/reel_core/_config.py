@@ -8,11 +8,17 @@ from dataclasses import dataclass
 from ._errors import ConfigError
 from ._http import Limits
 from ._match import MatchConfig
-from ._miss import DEFAULT_HINT
 from ._redact import Redactor
 from ._timing import Timing
 
-__all__ = ["Config", "Mode"]
+__all__ = ["DEFAULT_HINT", "Config", "Mode"]
+
+#: How to record a missing request, unless a binding says otherwise
+#: (:attr:`Config.hint`); every miss report ends with it.
+DEFAULT_HINT = (
+    "run again with REEL_MODE=auto to record what is missing "
+    "(or REEL_MODE=record to refresh the whole cassette)"
+)
 
 
 class Mode(enum.Enum):

@@ -22,11 +22,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
-from ._body import decode_request_body
 from ._cassette import Cassette, Interaction, RecordedRequest
 from ._config import Config, Mode
 from ._cursor import repeats_last
-from ._errors import CassetteError, LocalProtocolError, MissError, RemoteProtocolError
+from ._errors import CassetteError, LocalProtocolError, RemoteProtocolError
 from ._events import (
     Cut,
     EndOfResponse,
@@ -40,13 +39,13 @@ from ._events import (
     ResponseHead,
     Signal,
 )
-from ._forms import body_kind
+from ._exchange import new_recorder, record_request
 from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
-from ._miss import MissReport, build_miss_report
-from ._providers import guess_provider, route
+from ._miss import MissError, MissReport, build_miss_report
+from ._providers import route
 from ._record import Recorder, UpstreamError
 from ._redact import Redactor
 from ._state import Input, State, transition
@@ -196,7 +195,7 @@ class Engine:
     def recorded_request(self, request: Request) -> RecordedRequest:
         """The redacted form of ``request`` that is keyed and stored (its
         credential header values scrubbed too)."""
-        return _recorded(
+        return record_request(
             request,
             exchange_redactor(self._redactor, request.headers, self._credentials),
             self.config.limits.max_body,
@@ -297,7 +296,7 @@ class Engine:
 
         def keyed() -> tuple[RecordedRequest, str]:
             if not done:
-                recorded = _recorded(request, redactor, limit)
+                recorded = record_request(request, redactor, limit)
                 done.append((recorded, recorded.key(keying)))
             return done[0]
 
@@ -389,18 +388,7 @@ class Engine:
         # Made when the recording is stored: identical requests recorded at
         # the same time are numbered -2, -3... in the order they are stored.
         seen = self.cassette.count(stored_key, stored_config)
-        ident = stored_key[7:19] + (f"-{seen + 1}" if seen else "")
-        host = request.header("host")
-        return Recorder(
-            recorded,
-            key=stored_key,
-            id=ident,
-            redactor=redactor,
-            provider=guess_provider(
-                recorded.path, host.decode("latin-1") if host else None, request.headers
-            ),
-            endpoint=f"{recorded.method} {recorded.path}",
-        )
+        return new_recorder(request, recorded, stored_key, seen, redactor)
 
     # -- upstream side -------------------------------------------------------
 
@@ -504,25 +492,6 @@ class Engine:
         transition table does not allow."""
         self.state = State.ERROR
         return LocalProtocolError(message)
-
-
-def _recorded(request: Request, redactor: Redactor, limit: int) -> RecordedRequest:
-    """``request`` as it is keyed and stored: its body decoded when it was
-    sent with a ``content-encoding`` (at most ``limit`` bytes of it), read
-    as a form when it is one, and all of it redacted by ``redactor``."""
-    body, encoding, error = decode_request_body(
-        request.body, request.header("content-encoding"), limit
-    )
-    plain = RecordedRequest(
-        request.method,
-        request.path,
-        request.query,
-        body,
-        content_type=None if error else body_kind(request.header("content-type"), body),
-        encoding=encoding,
-        encoding_error=error,
-    )
-    return plain.redacted(redactor)
 
 
 class _Capture:

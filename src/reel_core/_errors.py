@@ -6,23 +6,18 @@ the peer sent something bad and carries the HTTP status to answer with.
 A :class:`ConfigError` is a bad user setting (an unknown mode, timing or
 match mode, a bad JSON path, regular expression, threshold or redaction
 setting); it is also a :class:`ValueError`.
-:class:`CassetteError` names the file and line of a bad cassette, and
-:class:`MissError` carries the miss report.  Any other exception escaping
+:class:`CassetteError` names the file and line of a bad cassette.  The
+miss error, :class:`~reel_core._miss.MissError` (a :class:`ReelError`),
+lives beside the report it carries.  Any other exception escaping
 reel_core is a bug.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ._miss import MissReport
-
 __all__ = [
     "CassetteError",
     "ConfigError",
     "LocalProtocolError",
-    "MissError",
     "ReelError",
     "RemoteProtocolError",
     "SchemaVersionError",
@@ -70,12 +65,3 @@ class CassetteError(ReelError):
 
 class SchemaVersionError(CassetteError):
     """The cassette was written with a newer schema than this Reel reads."""
-
-
-class MissError(ReelError):
-    """No recording matches a request (raised by strict in-process bindings
-    and by :meth:`reel_core.Engine.raise_for_miss`)."""
-
-    def __init__(self, report: MissReport) -> None:
-        super().__init__(report.render())
-        self.report = report

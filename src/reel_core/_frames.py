@@ -13,7 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SSEEvent", "SSESplitter", "looks_like_sse", "parse_sse_event", "sse_event_ends"]
+__all__ = [
+    "SSEEvent",
+    "SSESplitter",
+    "is_sse_stream",
+    "looks_like_sse",
+    "parse_sse_event",
+    "sse_event_ends",
+]
 
 _EOL = re.compile(rb"\r\n|\r|\n")
 #: One event of a body whose lines all end in LF: its lines, then the blank one.
@@ -147,3 +154,10 @@ def looks_like_sse(head: bytes) -> bool:
     reads as server-sent events: for a stream stored or served without its
     ``text/event-stream`` content type."""
     return head.lstrip().startswith(_SSE_STARTS)
+
+
+def is_sse_stream(body: bytes) -> bool:
+    """Whether a whole body, stored without its content type, is a stream
+    of server-sent events: it starts like one (:func:`looks_like_sse`) and
+    holds the blank line that ends an event."""
+    return looks_like_sse(body) and (b"\n\n" in body or b"\r\n\r\n" in body or b"\r\r" in body)

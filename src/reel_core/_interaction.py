@@ -1,29 +1,47 @@
-"""The values of a cassette: frozen, compared by value, no I/O.
+"""The values of a cassette line, and the line's form: frozen, compared by
+value, pure functions, no I/O.
 
 An :class:`Interaction` (a recorded request and its response) is the only
 thing that crosses a cassette's boundary: readers and writers of other
-formats build and take these.  How each value is written as a line and read
-back lives in :mod:`reel_core._codec`; the methods here say the same.
+formats build and take these.  How one is written as its JSON line
+(:func:`interaction_line`) and read back (:func:`interaction_from_json`)
+lives here beside it, so the values need nothing above them; the ``_meta``
+line is :mod:`reel_core._meta`'s, a whole file :mod:`reel_core._codec`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import base64
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from typing import Any
 
+from ._body import decode_body, encode_body
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
 from ._match import MatchConfig, match_key
-from ._redact import Redactor
-from ._version import SCHEMA_VERSION, __version__
+from ._redact import Redactor, keep_response_header
 
 __all__ = [
-    "CassetteMeta",
+    "UNSAFE_HEADER",
     "Interaction",
     "RecordedRequest",
     "RecordedResponse",
     "StreamCut",
+    "format_timestamp",
+    "interaction_from_json",
+    "interaction_line",
+    "redact_chunks",
 ]
+
+#: What :meth:`RecordedResponse.redacted` reports for a header it drops
+#: (one outside the safe set).
+UNSAFE_HEADER = "unsafe-header"
+
+_HEX = re.compile(rb"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -124,6 +142,60 @@ class RecordedResponse:
             return self.body
         return b"".join(data for _, data in self.frames)
 
+    def redacted(
+        self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
+    ) -> RecordedResponse:
+        """This response redacted (the one rule for what of a response is
+        scrubbed, when it is recorded and by ``reel redact``): only the
+        safe headers kept (:func:`~reel_core.keep_response_header`), their
+        values, the body, each SSE event (whole, so no secret is split),
+        timed chunks (:func:`redact_chunks`) and a cut's detail.
+        ``found(where, kinds)`` hears what was replaced where, and each
+        header dropped as :data:`UNSAFE_HEADER`."""
+
+        def scrub(where: str, text: str) -> str:
+            kinds: list[str] | None = None if found is None else []
+            out = redactor.text(text, kinds)
+            if found is not None and kinds is not None:
+                found(where, kinds)
+            return out
+
+        headers = []
+        for name, value in self.headers:
+            where = f"response.headers.{name.lower()}"
+            if not keep_response_header(name):
+                if found is not None:
+                    found(where, [UNSAFE_HEADER])
+                continue
+            headers.append((name, scrub(where, value)))
+        fields: dict[str, Any] = {"headers": tuple(headers)}
+        if self.stream is None:
+            kinds: list[str] | None = None if found is None else []
+            fields["body"] = redactor.data(self.body, kinds)
+            if found is not None and kinds is not None:
+                found("response.body", kinds)
+        elif self.stream == "sse":
+            frames = self.frames
+            if found is not None:
+                redacted = []
+                for i, (at, frame) in enumerate(frames):
+                    kinds = []
+                    redacted.append((at, redactor.data(frame, kinds)))
+                    found(f"response.frames[{i}]", kinds)
+                frames = tuple(redacted)
+            # one scan of them all says when none needs it, the usual case
+            elif not redactor.keeps(*(frame for _, frame in frames)):
+                frames = tuple((at, redactor.data(frame)) for at, frame in frames)
+            fields["frames"] = frames
+        else:
+            kinds = None if found is None else []
+            fields["frames"] = tuple(redact_chunks(self.frames, redactor, kinds))
+            if found is not None and kinds is not None:
+                found("response.frames", kinds)
+        if self.cut is not None:
+            fields["cut"] = replace(self.cut, detail=scrub("response.cut", self.cut.detail))
+        return replace(self, **fields)
+
 
 @dataclass(frozen=True)
 class Interaction:
@@ -138,40 +210,319 @@ class Interaction:
     endpoint: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
 
+    def redacted(
+        self,
+        redactor: Redactor,
+        keying: MatchConfig,
+        found: Callable[[str, list[str]], None] | None = None,
+    ) -> Interaction:
+        """This interaction redacted again (``reel redact``): its request
+        (:meth:`RecordedRequest.redacted`), its response
+        (:meth:`RecordedResponse.redacted`), an endpoint that is not the
+        request's ``METHOD path``, and the string values of ``meta``.  When
+        the request changed, its key is recomputed under ``keying`` (the
+        id is kept).  ``found(where, kinds)`` hears what was replaced where;
+        nothing found: this very interaction."""
+        changed = False
+
+        def heard(where: str, kinds: list[str]) -> None:
+            nonlocal changed
+            changed = changed or bool(kinds)
+            if found is not None:
+                found(where, kinds)
+
+        req = self.request
+        request = req.redacted(redactor, heard)
+        response = self.response.redacted(redactor, heard)
+        endpoint = self.endpoint
+        if endpoint == f"{req.method} {req.path}":
+            endpoint = f"{request.method} {request.path}"
+        else:
+            kinds: list[str] = []
+            endpoint = redactor.text(endpoint, kinds)
+            heard("endpoint", kinds)
+        meta = _redact_meta(dict(self.meta), "meta", redactor, heard)
+        if not changed:
+            return self
+        key = self.key if request == req else request.key(keying)
+        return replace(
+            self, key=key, request=request, response=response, endpoint=endpoint, meta=meta
+        )
+
     def to_line(self) -> bytes:
         """The cassette line (``\\n``-terminated UTF-8 bytes)."""
-        return _codec.interaction_line(self)
+        return interaction_line(self)
 
     @classmethod
     def from_json(cls, obj: Any) -> Interaction:
         """Build from a parsed line; ``ValueError`` says what is wrong."""
-        return _codec.interaction_from_json(obj)
+        return interaction_from_json(obj)
 
 
-@dataclass(frozen=True)
-class CassetteMeta:
-    """The settings of a cassette's ``_meta`` line, honoured by every replay."""
-
-    schema: int = SCHEMA_VERSION
-    match: MatchConfig = MatchConfig()
-    #: The Reel version that wrote the cassette.
-    writer: str = __version__
-    #: In replay mode, once every recording of a request was served: serve
-    #: the last one again (``True``, the default) or miss (``False``).
-    repeat: bool = True
-    #: Other settings (redaction switches, extra patterns), kept as given.
-    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
-
-    def to_line(self) -> bytes:
-        """The ``_meta`` line (``\\n``-terminated UTF-8 bytes)."""
-        return _codec.meta_line(self)
-
-    @classmethod
-    def from_json(cls, obj: Any, name: str) -> CassetteMeta:
-        """Read a parsed ``_meta`` line of cassette ``name``;
-        :class:`~reel_core.CassetteError` says what is wrong."""
-        return _codec.meta_from_json(obj, name)
+def _redact_meta(
+    value: Any, where: str, redactor: Redactor, found: Callable[[str, list[str]], None]
+) -> Any:
+    if isinstance(value, str):
+        kinds: list[str] = []
+        out = redactor.text(value, kinds)
+        found(where, kinds)
+        return out
+    if isinstance(value, dict):
+        return {k: _redact_meta(v, f"{where}.{k}", redactor, found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_meta(v, f"{where}[{i}]", redactor, found) for i, v in enumerate(value)]
+    return value
 
 
-# The codec builds these values: imported once they exist.
-from . import _codec  # noqa: E402
+def redact_chunks(
+    frames: Sequence[tuple[float, bytes]], redactor: Redactor, found: list[str] | None = None
+) -> list[tuple[float, bytes]]:
+    """Timed chunks, redacted so that no secret escapes by straddling two
+    chunks (or by a chunk that splits a UTF-8 character, which the redactor
+    cannot read).  Chunks are redacted one by one when that is as good as
+    redacting the whole body; else they are re-cut at line ends (a JSON
+    string never spans lines), each line stamped with the chunk that
+    completed it; else the body is kept as one chunk.  The kinds replaced
+    are appended to ``found`` when given."""
+    joined = b"".join(data for _, data in frames)
+    whole = redactor.data(joined, found)
+    if whole == joined:
+        return list(frames)
+    redacted = [(at, redactor.data(data)) for at, data in frames]
+    if b"".join(data for _, data in redacted) == whole:
+        return redacted
+    lines: list[tuple[float, bytes]] = []
+    pending: list[bytes] = []
+    for at, data in frames:
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            lines.append((at, redactor.data(b"".join([*pending, data[:cut]]))))
+            pending = [data[cut:]]
+        else:
+            pending.append(data)
+    rest = b"".join(pending)
+    if rest:
+        lines.append((frames[-1][0], redactor.data(rest)))
+    if b"".join(data for _, data in lines) == whole:
+        return lines
+    return [(frames[-1][0], whole)]
+
+
+# -- an interaction <-> its line ----------------------------------------------
+
+
+def interaction_line(interaction: Interaction) -> bytes:
+    """The cassette line of ``interaction`` (``\\n``-terminated UTF-8 bytes)."""
+    req = interaction.request
+    request: dict[str, Any] = {"method": req.method, "path": req.path}
+    if req.query:
+        request["query"] = [list(pair) for pair in req.query]
+    request["body"] = encode_body(req.body)
+    if req.content_type is not None:
+        request["content_type"] = req.content_type
+    if req.encoding is not None:
+        request["encoding"] = req.encoding
+    if req.encoding_error is not None:
+        request["encoding_error"] = req.encoding_error
+    resp = interaction.response
+    response: dict[str, Any] = {
+        "status": resp.status,
+        "headers": [list(pair) for pair in resp.headers],
+    }
+    if resp.stream is None:
+        response["body"] = encode_body(resp.body)
+    else:
+        response["stream"] = resp.stream
+        response["frames"] = [[at, _frame_out(data)] for at, data in resp.frames]
+        if resp.cut is None:
+            response["end"] = {"at": resp.end_ms}
+        else:
+            response["cut"] = {
+                "at": resp.cut.at_ms,
+                "error": resp.cut.error,
+                "detail": resp.cut.detail,
+            }
+    obj = {
+        "key": interaction.key,
+        "id": interaction.id,
+        "ts": interaction.timestamp,
+        "provider": interaction.provider,
+        "endpoint": interaction.endpoint,
+        "request": request,
+        "response": response,
+        "meta": dict(interaction.meta),
+    }
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    # A lone surrogate (read from a "\ud800" escape) is written back as one.
+    return text.encode("utf-8", "backslashreplace") + b"\n"
+
+
+def interaction_from_json(obj: Any) -> Interaction:
+    """An interaction from a parsed line; ``ValueError`` says what is wrong."""
+    if not isinstance(obj, dict):
+        raise ValueError(
+            f"not an interaction (a JSON {_json_type(obj)}, not an object): "
+            "is this a Reel cassette?"
+        )
+    if not ("key" in obj or "request" in obj or "response" in obj):
+        raise ValueError(
+            'not an interaction (no "request" or "response"): is this a Reel cassette?'
+        )
+    o: dict[str, Any] = obj
+    key = _str(o, "key")
+    if not key.startswith("sha256:") or not _HEX.fullmatch(key[7:].encode()):
+        raise ValueError('"key" must be "sha256:" and 64 lowercase hex digits')
+    req = _obj(o.get("request"), "request")
+    query = req.get("query", [])
+    if not isinstance(query, list) or not all(_is_pair(p) for p in query):
+        raise ValueError('"request.query" must be a list of [name, value] string pairs')
+    request = RecordedRequest(
+        method=_str(req, "method", "request."),
+        path=_str(req, "path", "request."),
+        query=tuple((p[0], p[1]) for p in query),
+        body=_body(req, "request.body"),
+        content_type=_optional_str(req, "content_type", "request."),
+        encoding=_optional_str(req, "encoding", "request."),
+        encoding_error=_optional_str(req, "encoding_error", "request."),
+    )
+    resp = _obj(o.get("response"), "response")
+    status = resp.get("status")
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 999:
+        raise ValueError('"response.status" must be an integer from 100 to 999')
+    headers = resp.get("headers", [])
+    if not isinstance(headers, list) or not all(_is_pair(p) for p in headers):
+        raise ValueError('"response.headers" must be a list of [name, value] string pairs')
+    stream = resp.get("stream")
+    fields: dict[str, Any] = {}
+    if stream is None:
+        fields["body"] = _body(resp, "response.body")
+    elif stream in ("sse", "chunks"):
+        fields["stream"] = stream
+        fields["frames"] = _frames(resp.get("frames"))
+        if "cut" in resp:
+            cut = _obj(resp["cut"], "response.cut")
+            fields["cut"] = StreamCut(
+                _ms(cut.get("at"), "response.cut.at"),
+                _str(cut, "error", "response.cut."),
+                str(cut.get("detail", "")),
+            )
+        else:
+            end = _obj(resp.get("end"), "response.end")
+            fields["end_ms"] = _ms(end.get("at"), "response.end.at")
+    else:
+        raise ValueError(f'"response.stream" must be "sse" or "chunks", not {stream!r}')
+    response = RecordedResponse(
+        status=status, headers=tuple((h[0], h[1]) for h in headers), **fields
+    )
+    ts = o.get("ts")
+    if ts is not None and not isinstance(ts, str):
+        raise ValueError('"ts" must be a string or null')
+    meta = o.get("meta", {})
+    if not isinstance(meta, dict):
+        raise ValueError('"meta" must be an object')
+    return Interaction(
+        key=key,
+        id=_str(o, "id"),
+        request=request,
+        response=response,
+        timestamp=ts,
+        provider=str(o.get("provider", "generic")),
+        endpoint=str(o.get("endpoint", "")),
+        meta=meta,
+    )
+
+
+def format_timestamp(epoch: float | None) -> str | None:
+    """An ISO 8601 UTC timestamp (millisecond precision) for a wall-clock reading."""
+    if epoch is None:
+        return None
+    moment = datetime.fromtimestamp(epoch, tz=timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _frame_out(data: bytes) -> Any:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def _frames(value: Any) -> tuple[tuple[float, bytes], ...]:
+    if not isinstance(value, list):
+        raise ValueError('"response.frames" must be a list of [offset_ms, data] pairs')
+    frames = []
+    last = 0.0
+    for i, item in enumerate(value):
+        if not isinstance(item, list) or len(item) != 2:
+            raise ValueError(f'"response.frames[{i}]" must be an [offset_ms, data] pair')
+        at = _ms(item[0], f"response.frames[{i}][0]")
+        if at < last:
+            raise ValueError(f'"response.frames[{i}]" goes back in time ({at} < {last} ms)')
+        last = at
+        data = item[1]
+        if isinstance(data, str):
+            frames.append((at, data.encode("utf-8")))
+        else:
+            try:
+                frames.append((at, decode_body(data)))
+            except ValueError as exc:
+                raise ValueError(f'"response.frames[{i}][1]": {exc}') from None
+    return tuple(frames)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else "array"
+
+
+def _obj(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f'"{where}" must be an object')
+    return value
+
+
+def _str(obj: dict[str, Any], name: str, prefix: str = "") -> str:
+    value = obj.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f'"{prefix}{name}" must be a string')
+    return value
+
+
+def _optional_str(obj: dict[str, Any], name: str, prefix: str) -> str | None:
+    value = obj.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f'"{prefix}{name}" must be a string when present')
+    return value
+
+
+def _ms(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f'"{where}" must be a number of milliseconds >= 0')
+    try:
+        ms = float(value)
+    except OverflowError:
+        ms = math.inf
+    if not math.isfinite(ms):
+        raise ValueError(f'"{where}" must be a finite number of milliseconds')
+    return ms
+
+
+def _is_pair(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], str)
+    )
+
+
+def _body(obj: dict[str, Any], where: str) -> bytes:
+    try:
+        return decode_body(obj.get("body"))
+    except ValueError as exc:
+        raise ValueError(f'"{where}": {exc}') from None

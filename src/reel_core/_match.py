@@ -14,7 +14,6 @@ import enum
 import functools
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from ._body import parse_json
 from ._errors import ConfigError
 from ._forms import FORM, MULTIPART, canonical_form, canonical_multipart
+from ._jsonpath import WILDCARD, JSONPath, format_path, parse_path
 from ._providers import DRIFT_FIELDS, endpoint_family
 
 __all__ = [
@@ -31,9 +31,7 @@ __all__ = [
     "canonical_body",
     "diff_json",
     "diff_spelling",
-    "format_path",
     "match_key",
-    "parse_path",
 ]
 
 
@@ -51,55 +49,6 @@ class MatchMode(enum.Enum):
     #: endpoint and model whose prompt text is most similar, above
     #: ``threshold``.
     FUZZY = "fuzzy"
-
-
-class _Wildcard(enum.Enum):
-    ANY = "*"
-
-
-Segment = str | int | _Wildcard
-JSONPath = tuple[Segment, ...]
-WILDCARD = _Wildcard.ANY
-
-_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[(\*|\d+)\]")
-
-
-def parse_path(text: str) -> JSONPath:
-    """Parse ``messages[*].id`` / ``metadata.user_id`` / ``a[0]`` into segments."""
-    segments: list[Segment] = []
-    pos = 0
-    text = text.strip()
-    while pos < len(text):
-        m = _SEGMENT.match(text, pos)
-        if m is None or (m.group(0).startswith(".") and pos == 0):
-            raise ConfigError(
-                f"bad JSON path {text!r} at character {pos + 1}: "
-                "use names, [N] and [*], e.g. messages[*].id"
-            )
-        name, index = m.groups()
-        if name is not None:
-            segments.append(name)
-        elif index == "*":
-            segments.append(WILDCARD)
-        else:
-            segments.append(int(index))
-        pos = m.end()
-    if not segments:
-        raise ConfigError("an empty JSON path ignores nothing; name a field")
-    return tuple(segments)
-
-
-def format_path(path: Sequence[str | int]) -> str:
-    """Render concrete segments as ``messages[3].content``."""
-    out = ""
-    for seg in path:
-        if isinstance(seg, int):
-            out += f"[{seg}]"
-        elif re.fullmatch(r"[^.\[\]]+", seg):
-            out += f".{seg}" if out else seg
-        else:
-            out += f"[{json.dumps(seg)}]"
-    return out or "$"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._body import parse_json
+from ._config import DEFAULT_HINT
+from ._errors import ReelError
 from ._forms import FORM, form_value, multipart_value
 from ._match import (
     SPELLING_KINDS,
@@ -29,17 +31,21 @@ from ._match import (
 if TYPE_CHECKING:
     from ._cassette import Cassette, Interaction, RecordedRequest
 
-__all__ = ["Closest", "MissReport", "build_miss_report", "diff_row", "request_diff", "shorten"]
+__all__ = [
+    "Closest",
+    "MissError",
+    "MissReport",
+    "body_diff",
+    "build_miss_report",
+    "diff_row",
+    "request_diff",
+    "shorten",
+]
 
 #: Diffs listed in a report (the rest are counted).
 MAX_DIFFS = 20
 #: Characters of a value shown in a diff.
 MAX_VALUE = 200
-
-DEFAULT_HINT = (
-    "run again with REEL_MODE=auto to record what is missing "
-    "(or REEL_MODE=record to refresh the whole cassette)"
-)
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,15 @@ class MissReport:
         return "\n".join(lines)
 
 
+class MissError(ReelError):
+    """No recording matches a request (raised by strict in-process bindings
+    and by :meth:`reel_core.Session.raise_for_miss`)."""
+
+    def __init__(self, report: MissReport) -> None:
+        super().__init__(report.render())
+        self.report = report
+
+
 def shorten(value: Any) -> Any:
     """A value cut to :data:`MAX_VALUE` characters for showing in a diff."""
     if isinstance(value, str) and len(value) > MAX_VALUE:
@@ -207,6 +222,26 @@ def _describe(d: FieldDiff) -> str:
     recorded = json.dumps(shorten(d.recorded), ensure_ascii=False)
     received = json.dumps(shorten(d.received), ensure_ascii=False)
     return f"recorded {recorded}, received {received}"
+
+
+def body_diff(recorded: bytes, received: bytes, prefix: str = "body") -> list[FieldDiff]:
+    """How two bodies differ: field by field (paths under ``prefix``) when
+    both are JSON, else one ``changed`` difference of their text; none when
+    they are the same bytes (``reel diff``'s response bodies)."""
+    if recorded == received:
+        return []
+    a_json, a = parse_json(recorded)
+    b_json, b = parse_json(received)
+    if a_json and b_json:
+        return list(diff_json(a, b, (prefix,)))
+    return [
+        FieldDiff(
+            prefix,
+            "changed",
+            recorded.decode("utf-8", "replace"),
+            received.decode("utf-8", "replace"),
+        )
+    ]
 
 
 def request_diff(

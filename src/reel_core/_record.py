@@ -10,21 +10,25 @@ response byte.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from ._body import ContentDecoder, parse_json
-from ._codec import format_timestamp
 from ._frames import SSESplitter, sse_event_ends
 from ._http import Headers, header_value
-from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
+from ._interaction import (
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    StreamCut,
+    format_timestamp,
+)
 from ._literals import ExchangeRedactor, Literals
 from ._prices import cost_usd
-from ._redact import Redactor, keep_response_header
+from ._redact import Redactor
 from ._usage import extract_usage
 
-__all__ = ["Recorder", "UpstreamError", "redact_chunks", "response_shape"]
+__all__ = ["Recorder", "UpstreamError", "response_shape"]
 
 
 class UpstreamError(enum.Enum):
@@ -76,40 +80,6 @@ def stream_kind(request: RecordedRequest, status: int, content_type: str) -> str
     if b'"stream"' in body and (b'"stream":true' in body or b'"stream": true' in body):
         return "chunks"
     return None
-
-
-def redact_chunks(
-    frames: Sequence[tuple[float, bytes]], redactor: Redactor, found: list[str] | None = None
-) -> list[tuple[float, bytes]]:
-    """Timed chunks, redacted so that no secret escapes by straddling two
-    chunks (or by a chunk that splits a UTF-8 character, which the redactor
-    cannot read).  Chunks are redacted one by one when that is as good as
-    redacting the whole body; else they are re-cut at line ends (a JSON
-    string never spans lines), each line stamped with the chunk that
-    completed it; else the body is kept as one chunk.  The kinds replaced
-    are appended to ``found`` when given."""
-    joined = b"".join(data for _, data in frames)
-    whole = redactor.data(joined, found)
-    if whole == joined:
-        return list(frames)
-    redacted = [(at, redactor.data(data)) for at, data in frames]
-    if b"".join(data for _, data in redacted) == whole:
-        return redacted
-    lines: list[tuple[float, bytes]] = []
-    pending: list[bytes] = []
-    for at, data in frames:
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            lines.append((at, redactor.data(b"".join([*pending, data[:cut]]))))
-            pending = [data[cut:]]
-        else:
-            pending.append(data)
-    rest = b"".join(pending)
-    if rest:
-        lines.append((frames[-1][0], redactor.data(rest)))
-    if b"".join(data for _, data in lines) == whole:
-        return lines
-    return [(frames[-1][0], whole)]
 
 
 def response_shape(response: RecordedResponse, content_type: str) -> str:
@@ -217,11 +187,9 @@ class Recorder:
         kept = []
         for name, value in headers:
             text = name.decode("latin-1")
-            if not keep_response_header(text):
-                continue
             if text == "content-encoding" and self._decoder.decodes:
                 continue
-            kept.append((text, self._redactor.text(self._literals.text(value.decode("latin-1")))))
+            kept.append((text, self._literals.text(value.decode("latin-1"))))
         self._headers = tuple(kept)
         content_type = (header_value(headers, b"content-type") or b"").decode("latin-1").lower()
         self._content_type = content_type
@@ -294,10 +262,6 @@ class Recorder:
         if self._kind == "sse":
             self._frames.extend((at, frame) for frame in self._splitter.close())
             self._frames = self._literals.frames(self._frames)
-            # Each event is redacted on its own (whole, so no secret is split);
-            # one scan of them all says when none needs it, the usual case.
-            if not self._redactor.keeps(*(frame for _, frame in self._frames)):
-                self._frames = [(at, self._redactor.data(frame)) for at, frame in self._frames]
 
     def end(self, now: float) -> Interaction:
         """The upstream response ended cleanly."""
@@ -319,13 +283,12 @@ class Recorder:
         if cut is not None:
             cut = replace(cut, detail=self._literals.text(cut.detail))
         if kind is None:
-            body = b"".join(data for _, data in self._frames)
-            body = self._redactor.data(self._literals.data(body))
+            body = self._literals.data(b"".join(data for _, data in self._frames))
             response = RecordedResponse(self._status, self._headers, body=body)
         else:
             frames = self._frames
             if kind == "chunks":
-                frames = redact_chunks(self._literals.frames(frames), self._redactor)
+                frames = self._literals.frames(frames)
             response = RecordedResponse(
                 self._status,
                 self._headers,
@@ -335,6 +298,10 @@ class Recorder:
                 end_ms=self._last_ms if cut is None else 0.0,
                 cut=cut,
             )
+        # the request's credential values are gone: now the one rule of
+        # what of a response is scrubbed (the safe headers, each SSE event
+        # whole, chunks so that no secret straddles two)
+        response = response.redacted(self._redactor)
         meta: dict[str, Any] = {
             "ttfb_ms": None if self._sent_at is None else _ms(self._head_at - self._sent_at),
             "total_ms": _ms(now - (self._head_at if self._sent_at is None else self._sent_at)),

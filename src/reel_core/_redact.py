@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from ._body import _dumps, _json_style, parse_json
 from ._errors import ConfigError
-from ._match import WILDCARD, JSONPath, parse_path
+from ._jsonpath import WILDCARD, JSONPath, parse_path
 
 __all__ = [
     "RESPONSE_HEADER_ALLOWLIST",

@@ -39,9 +39,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._cassette import RecordedResponse
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
-from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally, gemini
+from ._interaction import RecordedResponse
+from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally, request_model
 
 __all__ = ["Usage", "extract_usage"]
 
@@ -122,7 +122,7 @@ def _extract(provider: str, path: str, request_body: bytes, response: RecordedRe
         _read_chunks(acc, response.frames)
     model = acc.model
     if model is None:
-        model = _request_model(provider, path, request_body)
+        model = request_model(path, request_body, provider)
     return acc.usage(model)
 
 
@@ -263,16 +263,6 @@ def _json_values(text: str) -> Iterator[tuple[dict[str, Any], int, int]]:
                 if isinstance(item, dict):
                     yield item, pos, stop
         pos = _skip(text, stop)
-
-
-def _request_model(provider: str, path: str, body: bytes) -> str | None:
-    if b'"model"' in body:
-        obj = _loads(body.decode("utf-8", "replace"))
-        if isinstance(obj, dict):
-            model = obj.get("model")
-            if isinstance(model, str) and model:
-                return model
-    return gemini.method_model(provider, path)
 
 
 # -- the fold ------------------------------------------------------------------

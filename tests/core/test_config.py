@@ -13,7 +13,7 @@ from reel_core import (
     Redactor,
     Timing,
 )
-from reel_core._miss import DEFAULT_HINT
+from reel_core._config import DEFAULT_HINT
 
 
 @pytest.mark.parametrize(

@@ -10,15 +10,8 @@ from typing import Any
 import pytest
 
 from reel_core import ConfigError, FieldDiff, MatchConfig, MatchMode, match_key
-from reel_core._match import (
-    WILDCARD,
-    JSONPath,
-    _remove,
-    canonical_body,
-    diff_json,
-    format_path,
-    parse_path,
-)
+from reel_core._jsonpath import WILDCARD, JSONPath, format_path, parse_path
+from reel_core._match import _remove, canonical_body, diff_json
 
 NORMALIZED = MatchConfig()
 EXACT = MatchConfig(MatchMode.EXACT)

@@ -18,8 +18,8 @@ from reel_core import (
     MissReport,
     RecordedRequest,
 )
+from reel_core._config import DEFAULT_HINT
 from reel_core._miss import (
-    DEFAULT_HINT,
     MAX_DIFFS,
     MAX_VALUE,
     _describe,

@@ -19,7 +19,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from reel_core import MatchConfig, MatchMode, match_key
-from reel_core._match import WILDCARD, parse_path
+from reel_core._jsonpath import WILDCARD, parse_path
 from reel_core._providers import DRIFT_FIELDS, endpoint_family
 
 from .strategies import (

@@ -24,8 +24,8 @@ from reel_core import (
     Redactor,
     decode_lines,
     is_meta_line,
+    read_line,
 )
-from reel_core._cassette import read_line
 
 from .._settings import pii_from_env
 from .._store import FileStore

@@ -8,7 +8,8 @@ response content does: status, body, stream kind, frames' bytes or a cut.
 Timing and response headers (request ids, rate-limit counters) change with
 every recording and alone make no difference; their drift is shown.
 
-The field-level request diff is the miss report's (``reel_core._miss``).
+The field-level request diff is the miss report's (:func:`reel_core.request_diff`);
+response bodies are compared by :func:`reel_core.body_diff`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reel_core import FieldDiff, Interaction, RecordedResponse
-from reel_core._body import parse_json
-from reel_core._match import diff_json
-from reel_core._miss import diff_row, request_diff, shorten
+from reel_core import (
+    FieldDiff,
+    Interaction,
+    RecordedResponse,
+    body_diff,
+    diff_row,
+    request_diff,
+    shorten,
+)
 
 from ._common import EXIT_FINDINGS, EXIT_OK, fmt_ms, plural, print_json, read_cassette
 from ._figures import figures
@@ -118,19 +124,7 @@ def _response_changes(change: _Change) -> None:
             r["cut"] = [cut_a, cut_b]
             change.notes.append(f"cut: {cut_a or 'clean end'} -> {cut_b or 'clean end'}")
     if a.stream is None and b.stream is None and a.body != b.body:
-        ja, va = parse_json(a.body)
-        jb, vb = parse_json(b.body)
-        if ja and jb:
-            change.body = list(diff_json(va, vb, ("body",)))
-        else:
-            change.body = [
-                FieldDiff(
-                    "body",
-                    "changed",
-                    a.body.decode("utf-8", "replace"),
-                    b.body.decode("utf-8", "replace"),
-                )
-            ]
+        change.body = body_diff(a.body, b.body)
         r["body"] = [diff_row(d, "a", "b") for d in change.body[:MAX_DIFFS]]
         if len(change.body) > MAX_DIFFS:
             r["more_body_differences"] = len(change.body) - MAX_DIFFS

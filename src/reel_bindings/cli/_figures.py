@@ -8,12 +8,18 @@ An unknown cost stays unknown (``None``, shown as ``?``), never 0.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
-from reel_core import PRICES_CHECKED, Interaction, Usage, cost_usd, extract_usage, resolve_model
-from reel_core._providers import PROVIDERS, model_of
+from reel_core import (
+    PRICES_CHECKED,
+    PROVIDERS,
+    Interaction,
+    Usage,
+    cost_usd,
+    extract_usage,
+    request_model,
+    resolve_model,
+)
 
 from ._common import count, num
 
@@ -36,15 +42,6 @@ class Figures:
     unknown_reason: str | None
 
 
-def _requested_model(interaction: Interaction) -> str | None:
-    request = interaction.request
-    try:
-        body: Any = json.loads(request.body) if request.body[:1] == b"{" else None
-    except (ValueError, RecursionError):
-        body = None
-    return model_of(request.path, body)
-
-
 def figures(interaction: Interaction) -> Figures:
     meta = interaction.meta
     response = interaction.response
@@ -60,7 +57,9 @@ def figures(interaction: Interaction) -> Figures:
 
     model = meta.get("model") if isinstance(meta.get("model"), str) else None
     if model is None:
-        model = extracted().model or _requested_model(interaction)
+        model = extracted().model or request_model(
+            interaction.request.path, interaction.request.body
+        )
     tokens: dict[str, int | None] = {}
     for key, attr in (
         ("tokens_in", "input_tokens"),

@@ -32,14 +32,10 @@ from reel_core import (
     CassetteMeta,
     Interaction,
     MatchConfig,
-    RecordedResponse,
     Redactor,
-    StreamCut,
-    keep_response_header,
+    decode_content,
+    not_a_cassette,
 )
-from reel_core._body import decode_content
-from reel_core._cassette import not_a_cassette
-from reel_core._record import redact_chunks
 
 from ._common import (
     EXIT_FINDINGS,
@@ -58,8 +54,6 @@ from ._common import (
 
 __all__ = ["add_parsers", "scrub"]
 
-#: The kind reported for a response header outside the safe set.
-UNSAFE_HEADER = "unsafe-header"
 #: The start of a line of Reel's: its match key, a hash (no secret).
 _MATCH_KEY = re.compile(rb'^\{"key":"sha256:[0-9a-f]{64}",?')
 #: Where a finding in a line that is not an interaction is.
@@ -116,74 +110,12 @@ class Findings:
         return bool(self.items)
 
 
-def _scrub_meta(value: Any, where: str, redactor: Redactor, findings: Findings) -> Any:
-    if isinstance(value, str):
-        found: list[str] = []
-        out = redactor.text(value, found)
-        findings.add(where, found)
-        return out
-    if isinstance(value, dict):
-        return {k: _scrub_meta(v, f"{where}.{k}", redactor, findings) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub_meta(v, f"{where}[{i}]", redactor, findings) for i, v in enumerate(value)]
-    return value
-
-
 def scrub(ix: Interaction, redactor: Redactor, keying: MatchConfig) -> tuple[Interaction, Findings]:
-    """``ix`` redacted, and what was replaced where.  The key is recomputed
-    when the request changed; the id is kept."""
+    """``ix`` redacted (:meth:`reel_core.Interaction.redacted`: the rule a
+    recording is redacted by), and what was replaced where.  The key is
+    recomputed when the request changed; the id is kept."""
     findings = Findings()
-
-    def text(where: str, value: str) -> str:
-        found: list[str] = []
-        out = redactor.text(value, found)
-        findings.add(where, found)
-        return out
-
-    def data(where: str, value: bytes) -> bytes:
-        found: list[str] = []
-        out = redactor.data(value, found)
-        findings.add(where, found)
-        return out
-
-    req = ix.request
-    request = req.redacted(redactor, findings.add)
-    resp = ix.response
-    headers = []
-    for name, value in resp.headers:
-        if not keep_response_header(name):
-            findings.add(f"response.headers.{name.lower()}", [UNSAFE_HEADER])
-            continue
-        headers.append((name, text(f"response.headers.{name.lower()}", value)))
-    fields: dict[str, Any] = {"headers": tuple(headers)}
-    if resp.stream is None:
-        fields["body"] = data("response.body", resp.body)
-    elif resp.stream == "sse":
-        fields["frames"] = tuple(
-            (at, data(f"response.frames[{i}]", frame)) for i, (at, frame) in enumerate(resp.frames)
-        )
-    else:
-        found_chunks: list[str] = []
-        fields["frames"] = tuple(redact_chunks(resp.frames, redactor, found_chunks))
-        findings.add("response.frames", found_chunks)
-    if resp.cut is not None:
-        fields["cut"] = StreamCut(
-            resp.cut.at_ms, resp.cut.error, text("response.cut", resp.cut.detail)
-        )
-    response: RecordedResponse = replace(resp, **fields)
-    endpoint = ix.endpoint
-    if endpoint == f"{req.method} {req.path}":
-        endpoint = f"{request.method} {request.path}"
-    else:
-        endpoint = text("endpoint", endpoint)
-    meta = _scrub_meta(dict(ix.meta), "meta", redactor, findings)
-    if not findings:
-        return ix, findings
-    key = ix.key if request == req else request.key(keying)
-    return (
-        replace(ix, key=key, request=request, response=response, endpoint=endpoint, meta=meta),
-        findings,
-    )
+    return ix.redacted(redactor, keying, findings.add), findings
 
 
 # -- what is not text -------------------------------------------------------------

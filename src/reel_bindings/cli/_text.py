@@ -3,7 +3,7 @@ completions, Responses), Anthropic (messages, legacy complete), Gemini and
 Ollama answers, whole or streamed, and the text of each stream frame.
 
 The shapes of each provider's answers are read by the core's provider
-modules (:func:`reel_core._providers.answer_pieces`); this module folds the
+modules (:func:`reel_core.answer_pieces`); this module folds the
 pieces into a whole answer and describes single frames.
 
 Best effort by design: anything unrecognised is shown as its raw payload,
@@ -17,8 +17,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from reel_core import RecordedResponse, SSESplitter, looks_like_sse, parse_sse_event
-from reel_core._providers import Piece, answer_pieces
+from reel_core import (
+    Piece,
+    RecordedResponse,
+    SSESplitter,
+    answer_pieces,
+    looks_like_sse,
+    parse_sse_event,
+)
 
 __all__ = ["Assembled", "FrameText", "assemble", "frame_text"]
 

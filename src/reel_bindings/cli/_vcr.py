@@ -1,10 +1,10 @@
 """``reel import vcr FILE...``: vcrpy / pytest-recording cassettes to Reel.
 
-Each vcrpy interaction is fed through a recording :class:`reel_core.Engine`
-as if it were live traffic -- the request, then the stored response as the
-upstream's answer -- so an imported line is exactly what recording it would
-have written: redacted, keyed under the default match settings, the id the
-key's first 12 hex digits (``-2``, ``-3``... for repeats), response headers
+Each vcrpy interaction is handed to :func:`reel_core.record_exchange`
+(the request, and the stored response as the upstream's answer), so an
+imported line is exactly what recording it would have written (no line
+is parsed back): redacted, keyed under the default match settings, the id
+the key's first 12 hex digits (``-2``, ``-3``... for repeats), response headers
 cut to the safe set, gzip/deflate/br bodies decoded, SSE bodies cut into
 byte-exact frames.  vcrpy keeps no timing: every frame is at offset 0 and
 the line's timing figures are ``null``.
@@ -33,17 +33,13 @@ from urllib.parse import urlsplit
 from reel_core import (
     Cassette,
     CassetteMeta,
-    Config,
     ContentDecoder,
-    Engine,
-    Forward,
     Interaction,
-    Mode,
     Redactor,
     ReelError,
     Request,
-    Signal,
-    looks_like_sse,
+    is_sse_stream,
+    record_exchange,
 )
 
 from .._files import new_cassette_meta
@@ -250,11 +246,6 @@ def _status(value: Any) -> tuple[int, str]:
     return code, str(message or "")
 
 
-def _looks_like_sse(body: bytes) -> bool:
-    # and holds the blank line that ends an event
-    return looks_like_sse(body) and (b"\n\n" in body or b"\r\n\r\n" in body or b"\r\r" in body)
-
-
 def _whole(encoding: str, body: bytes) -> None:
     """``ValueError`` when a gzip or deflate ``body`` stops before its end
     (the decoder hands out what it has; an import must not store a part)."""
@@ -317,7 +308,7 @@ def _prepare_response(
                 )
         elif body:
             notes.append(f"the body stays {encoding}-encoded: Reel cannot decode {encoding} here")
-    if not any(k == "content-type" for k, _ in headers) and _looks_like_sse(decoded):
+    if not any(k == "content-type" for k, _ in headers) and is_sse_stream(decoded):
         headers = [*headers, ("content-type", "text/event-stream")]
         notes.append("no content-type: the body is server-sent events, stored as SSE frames")
     return headers
@@ -333,16 +324,9 @@ def _wire(pairs: list[tuple[str, str]]) -> tuple[tuple[bytes, bytes], ...]:
     return tuple((encode(k), encode(v)) for k, v in pairs)
 
 
-def _pull(session: Engine) -> list[Any]:
-    events: list[Any] = []
-    while True:
-        event = session.next_event()
-        if isinstance(event, Signal):
-            return events
-        events.append(event)
-
-
-def _convert_one(item: Any, cassette: Cassette, config: Config, notes: list[str]) -> Interaction:
+def _convert_one(
+    item: Any, cassette: Cassette, redactor: Redactor, notes: list[str]
+) -> Interaction:
     if not isinstance(item, Mapping):
         raise _Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     req, resp = item.get("request"), item.get("response")
@@ -362,32 +346,17 @@ def _convert_one(item: Any, cassette: Cassette, config: Config, notes: list[str]
     host = urlsplit(uri).netloc if "://" in uri else ""
     if host and not any(k == "host" for k, _ in request_headers):
         request_headers.append(("host", host))
-    status, reason = _status(resp.get("status"))
+    status = _status(resp.get("status"))[0]
     body = _response_body(resp)
     response_headers = _prepare_response(_headers(resp.get("headers"), "response"), body, notes)
-    session = Engine(cassette, config)
     try:
         request = Request(method, uri, _wire(request_headers), _request_body(req, notes))
-        session.receive_request(request)
-        decision = _pull(session)
-        if not decision or not isinstance(decision[0], Forward):  # pragma: no cover
-            raise _Skip("the core did not take the request for recording")
-        session.upstream_head(
-            status,
-            list(_wire(response_headers)),
-            now=0.0,
-            reason=reason.encode("latin-1", "replace"),
+        line = record_exchange(
+            request, status, _wire(response_headers), body, redactor=redactor, cassette=cassette
         )
-        if body:
-            session.upstream_data(body, now=0.0)
-        session.upstream_end(now=0.0)
-        _pull(session)
-        recorded = session.record()
     except ReelError as exc:
         raise _Skip(str(exc)) from None
-    if recorded is None:  # pragma: no cover - a recording session records
-        raise _Skip("the core recorded nothing")
-    line = Interaction.from_json(json.loads(recorded.line))
+    cassette.add(line)  # its repeats are numbered after it, as a recording's are
     meta = dict(line.meta)
     # vcrpy keeps no timing: say "unknown" rather than 0 ms.
     meta.update(ttfb_ms=None, total_ms=None, ttft_ms=None, imported="vcrpy")
@@ -430,12 +399,11 @@ def convert_vcr(
             f'{name}: not a vcrpy cassette: no "interactions" list at the top (found {what})'
         )
     cassette = Cassette(name)
-    config = Config(mode=Mode.RECORD, redactor=redactor)
     out = Conversion(total=len(items), meta=meta if meta is not None else CassetteMeta())
     for i, item in enumerate(items):
         notes: list[str] = []
         try:
-            interaction = _convert_one(item, cassette, config, notes)
+            interaction = _convert_one(item, cassette, redactor, notes)
         except _Skip as exc:
             out.failures.append((i, str(exc)))
             continue

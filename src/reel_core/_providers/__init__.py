@@ -11,7 +11,8 @@
 below answer one question each from it: which provider a request is for
 (:func:`guess_provider`), where it goes (:func:`route`), its API family and
 drift fields (:func:`endpoint_family`, :data:`DRIFT_FIELDS`), the model it
-asks for (:func:`model_of`) and its prompt as text (:func:`prompt_text`).
+asks for (:func:`model_of`; :func:`request_model` from its bytes) and its
+prompt as text (:func:`prompt_text`).
 :data:`USAGE_READERS` and :data:`ANSWER_READERS` are the orders in which a
 response object is offered to the providers' readers (the first that claims
 it reads it) by :mod:`reel_core._usage` and the CLI.
@@ -19,6 +20,7 @@ it reads it) by :mod:`reel_core._usage` and the CLI.
 
 from __future__ import annotations
 
+import json
 from types import MappingProxyType
 
 from .._http import Headers
@@ -43,6 +45,7 @@ __all__ = [
     "guess_provider",
     "model_of",
     "prompt_text",
+    "request_model",
     "route",
 ]
 
@@ -111,6 +114,33 @@ def model_of(path: str, body: object) -> str | None:
     if model is not None:
         return model
     return gemini.path_model(path)
+
+
+def request_model(path: str, body: bytes, provider: str | None = None) -> str | None:
+    """The model a stored request asks for, from its bytes.
+
+    Without ``provider`` (``reel inspect`` and ``reel cost``, when neither
+    the line nor its response names one): :func:`model_of` of its JSON
+    object body.  With the interaction's ``provider`` (the model a
+    response's usage is counted for when the response names none): a
+    non-empty ``model`` of the body, else the model of a Gemini
+    ``models/{model}:method`` call (:func:`gemini.method_model`)."""
+    if provider is None:
+        try:
+            value: object = json.loads(body) if body[:1] == b"{" else None
+        except (ValueError, RecursionError):
+            value = None
+        return model_of(path, value)
+    if b'"model"' in body:
+        try:
+            obj = json.loads(body.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict):
+            model = obj.get("model")
+            if isinstance(model, str) and model:
+                return model
+    return gemini.method_model(provider, path)
 
 
 def _texts(value: object) -> list[str]:

@@ -1,0 +1,119 @@
+"""A finished exchange to its recording, without a session.
+
+An importer of another recorder's cassettes (or any code that holds a whole
+request and its whole response) turns them into the :class:`Interaction` a
+recording session would have written, through :func:`record_exchange`:
+the request keyed and redacted as a recorded one is (its credential header
+values scrubbed from everything, its body decoded when sent with a
+``content-encoding``, read as a form when it is one), the response through
+the same :class:`~reel_core._record.Recorder` a live recording feeds
+(headers cut to the safe set, bodies decoded, SSE cut into byte-exact
+frames, usage and cost in ``meta``).  Nothing is parsed back from a line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ._body import decode_request_body
+from ._cassette import Cassette
+from ._forms import body_kind
+from ._http import Limits, Request, normalize_headers
+from ._interaction import Interaction, RecordedRequest
+from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
+from ._match import MatchConfig
+from ._providers import guess_provider
+from ._record import Recorder
+from ._redact import Redactor
+
+__all__ = ["interaction_id", "new_recorder", "record_exchange", "record_request"]
+
+_LIMITS = Limits()
+
+
+def record_request(request: Request, redactor: Redactor, max_body: int) -> RecordedRequest:
+    """``request`` as it is keyed and stored: its body decoded when it was
+    sent with a ``content-encoding`` (at most ``max_body`` bytes of it), read
+    as a form when it is one, and all of it redacted by ``redactor``."""
+    body, encoding, error = decode_request_body(
+        request.body, request.header("content-encoding"), max_body
+    )
+    plain = RecordedRequest(
+        request.method,
+        request.path,
+        request.query,
+        body,
+        content_type=None if error else body_kind(request.header("content-type"), body),
+        encoding=encoding,
+        encoding_error=error,
+    )
+    return plain.redacted(redactor)
+
+
+def interaction_id(key: str, seen: int) -> str:
+    """The id of a new recording of ``key`` when ``seen`` recordings of the
+    same request are already stored: the key's first 12 hex digits, then
+    ``-2``, ``-3``... for the repeats."""
+    return key[7:19] + (f"-{seen + 1}" if seen else "")
+
+
+def new_recorder(
+    request: Request, recorded: RecordedRequest, key: str, seen: int, redactor: Redactor
+) -> Recorder:
+    """The recorder of ``request`` (stored as ``recorded`` under ``key``,
+    after ``seen`` recordings of it): its provider and endpoint named."""
+    host = request.header("host")
+    return Recorder(
+        recorded,
+        key=key,
+        id=interaction_id(key, seen),
+        redactor=redactor,
+        provider=guess_provider(
+            recorded.path, host.decode("latin-1") if host else None, request.headers
+        ),
+        endpoint=f"{recorded.method} {recorded.path}",
+    )
+
+
+def record_exchange(
+    request: Request,
+    status: int,
+    headers: Iterable[tuple[str | bytes, str | bytes]],
+    body: bytes | Sequence[tuple[float, bytes]] = b"",
+    *,
+    redactor: Redactor,
+    cassette: Cassette | None = None,
+    credential_headers: Iterable[str] = (),
+    limits: Limits = _LIMITS,
+    timestamp: float | None = None,
+) -> Interaction:
+    """The recording of a finished exchange: ``request`` answered with
+    ``status``, response ``headers`` (as sent: a ``content-encoding`` body
+    is decoded) and ``body``, either whole bytes or ``(seconds after the
+    head, bytes)`` chunks as they came.
+
+    ``cassette`` is the cassette it will go into: it is keyed under that
+    cassette's match settings, and its id numbers it after the cassette's
+    recordings of the same request; add it there with
+    :meth:`Cassette.add`.  Without one it is keyed under the default
+    settings.  ``credential_headers`` names request headers whose values
+    are scrubbed besides the usual ones (``authorization``...).
+    ``timestamp`` (epoch seconds) is stored as the line's ``ts``.  A body
+    over ``limits.max_body`` raises :class:`~reel_core.RemoteProtocolError`
+    (413), as it does for a session.
+    """
+    if len(request.body) > limits.max_body:
+        raise limits.body_too_large(len(request.body))
+    names = header_names({"headers": list(credential_headers)})
+    credentials = CREDENTIAL_HEADERS | {n.encode("ascii") for n in names}
+    scrub = exchange_redactor(redactor, request.headers, credentials)
+    recorded = record_request(request, scrub, limits.max_body)
+    keying = cassette.keying if cassette is not None else MatchConfig().keying()
+    key = recorded.key(keying)
+    seen = cassette.count(key, keying) if cassette is not None else 0
+    recorder = new_recorder(request, recorded, key, seen, scrub)
+    chunks = [(0.0, body)] if isinstance(body, bytes) else list(body)
+    recorder.head(status, normalize_headers(headers), 0.0, None, timestamp)
+    for at, data in chunks:
+        recorder.data(data, at)
+    return recorder.end(max((at for at, _ in chunks), default=0.0))

@@ -1,0 +1,140 @@
+"""The ``_meta`` line: the settings a cassette carries, and that line's form.
+
+:class:`CassetteMeta` is a frozen value; :func:`meta_line` writes it and
+:func:`meta_from_json` reads it back, saying what is wrong with a bad one
+(:class:`~reel_core.SchemaVersionError` for a newer schema, with what to
+install).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import CassetteError, ConfigError, SchemaVersionError
+from ._literals import header_names
+from ._match import MatchConfig, MatchMode
+from ._redact import Redactor
+from ._version import SCHEMA_VERSION, __version__
+
+__all__ = ["CassetteMeta", "meta_from_json", "meta_line"]
+
+#: A version number (PEP 440-ish), safe to put in an upgrade command.
+_VERSION = re.compile(r"[0-9][0-9A-Za-z.+!]*")
+
+
+@dataclass(frozen=True)
+class CassetteMeta:
+    """The settings of a cassette's ``_meta`` line, honoured by every replay."""
+
+    schema: int = SCHEMA_VERSION
+    match: MatchConfig = MatchConfig()
+    #: The Reel version that wrote the cassette.
+    writer: str = __version__
+    #: In replay mode, once every recording of a request was served: serve
+    #: the last one again (``True``, the default) or miss (``False``).
+    repeat: bool = True
+    #: Other settings (redaction switches, extra patterns), kept as given.
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def to_line(self) -> bytes:
+        """The ``_meta`` line (``\\n``-terminated UTF-8 bytes)."""
+        return meta_line(self)
+
+    @classmethod
+    def from_json(cls, obj: Any, name: str) -> CassetteMeta:
+        """Read a parsed ``_meta`` line of cassette ``name``;
+        :class:`~reel_core.CassetteError` says what is wrong."""
+        return meta_from_json(obj, name)
+
+
+def meta_line(meta: CassetteMeta) -> bytes:
+    """The ``_meta`` line of ``meta`` (``\\n``-terminated UTF-8 bytes)."""
+    line: dict[str, Any] = {
+        "schema": meta.schema,
+        "reel": meta.writer,
+        "match": meta.match.mode.value,
+    }
+    if meta.match.ignore_fields:
+        line["ignore_fields"] = list(meta.match.ignore_fields)
+    if not meta.repeat:
+        line["repeat"] = False
+    line.update(meta.extra)
+    return (
+        json.dumps({"_meta": line}, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "backslashreplace"
+        )
+        + b"\n"
+    )
+
+
+def meta_from_json(obj: Any, name: str) -> CassetteMeta:
+    """The settings of a parsed ``_meta`` line of cassette ``name``;
+    :class:`CassetteError` (:class:`SchemaVersionError` for a newer schema)
+    says what is wrong."""
+    meta = obj.get("_meta") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        raise CassetteError(name, 1, '"_meta" must be an object')
+    schema = meta.get("schema", SCHEMA_VERSION)
+    writer = meta.get("reel", "unknown")
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+        raise CassetteError(name, 1, f'"_meta.schema" must be a positive integer, not {schema!r}')
+    if schema > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            name,
+            1,
+            f"cassette schema {schema} (written by Reel {writer}) is newer than this "
+            f"Reel {__version__} reads (schema {SCHEMA_VERSION} and older): "
+            + _upgrade(str(writer), schema),
+        )
+    try:
+        mode = MatchMode(meta.get("match", MatchMode.NORMALIZED.value))
+        ignore = meta.get("ignore_fields", [])
+        if not isinstance(ignore, list) or not all(isinstance(p, str) for p in ignore):
+            raise CassetteError(name, 1, '"_meta.ignore_fields" must be a list of JSON paths')
+        match = MatchConfig(mode, tuple(ignore))
+    except ValueError as exc:  # ConfigError too
+        raise CassetteError(name, 1, f'bad "_meta" match settings: {exc}') from None
+    repeat = meta.get("repeat", True)
+    if not isinstance(repeat, bool):
+        raise CassetteError(
+            name, 1, f'"_meta.repeat" must be true or false, not {json.dumps(repeat)}'
+        )
+    known = {"schema", "reel", "match", "ignore_fields", "repeat"}
+    extra = {k: v for k, v in meta.items() if k not in known}
+    redact = extra.get("redact", {})
+    try:
+        if not isinstance(redact, dict):
+            raise ConfigError('"redact" must be an object')
+        Redactor.from_settings(redact)
+        header_names(redact)
+    except ConfigError as exc:
+        raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
+    return CassetteMeta(schema=schema, match=match, writer=str(writer), repeat=repeat, extra=extra)
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    """The release numbers of a version (``0.10.0rc1`` -> ``(0, 10, 0)``)."""
+    m = re.match(r"(\d+(?:\.\d+)*)", version)
+    if m is None:
+        return None
+    numbers = [int(n) for n in m.group(1).split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers)
+
+
+def _upgrade(writer: str, schema: int) -> str:
+    """What to install to read a cassette of ``schema`` written by Reel
+    ``writer``: a pin only when the writer is newer than this Reel (and is a
+    version number: never whatever a hand-edited line holds)."""
+    theirs, ours = _release(writer), _release(__version__)
+    if _VERSION.fullmatch(writer) and theirs is not None and ours is not None and theirs > ours:
+        return f"upgrade with `pip install -U 'reel>={writer}'`"
+    return (
+        f"it needs a Reel that reads schema {schema} (`pip install -U reel` gets the newest; "
+        "if that is this one, the _meta line was edited: record the cassette again)"
+    )
