@@ -44,9 +44,10 @@ from reel_core import (
 )
 
 from ._clock import sleep_until, sleep_until_sync
+from ._failures import CONNECT_CAUSES, Rule, classify
 from ._files import CassetteFile
 from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming, frames_of
-from ._upstream import classify, environment_proxies, proxy_for
+from ._upstream import environment_proxies, proxy_for
 
 __all__ = ["AsyncTransport", "Transport"]
 
@@ -129,6 +130,28 @@ def _streams(family: ModuleType) -> tuple[type, type]:
                 await self._iterator.aclose()  # type: ignore[attr-defined]
 
     return SyncStream, AsyncStream
+
+
+@functools.cache
+def _rules(family: ModuleType) -> tuple[Rule, ...]:
+    """How ``family``'s transport errors map onto :class:`UpstreamError`.
+    httpcore raises one ``RemoteProtocolError`` for garbage and for a peer
+    that closed the connection; only its messages tell them apart."""
+    return (
+        Rule(family.TimeoutException, UpstreamError.TIMEOUT),
+        Rule(family.ConnectError, UpstreamError.REFUSED, CONNECT_CAUSES),
+        Rule(family.ProxyError, UpstreamError.REFUSED, CONNECT_CAUSES),
+        Rule(
+            family.RemoteProtocolError,
+            UpstreamError.PROTOCOL,
+            closed=("without sending", "closed connection", "disconnected"),
+        ),
+        Rule(family.NetworkError, UpstreamError.RESET),  # read, write, close
+    )
+
+
+def _failure(family: ModuleType, exc: Exception) -> UpstreamError:
+    return classify(exc, _rules(family))
 
 
 def _immediate_body(events: list[Frame | EndOfResponse | Cut]) -> bytes | None:
@@ -266,7 +289,7 @@ class Transport(_Base, _SyncBase):
         try:
             response = self._upstream(family, request).handle_request(request)
         except family.TransportError as exc:
-            feed.error(classify(exc), str(exc))
+            feed.error(_failure(family, exc), str(exc))
             raise
         feed.head(response.status_code, response.headers.raw)
         return family.Response(
@@ -308,11 +331,11 @@ def _relay(family: ModuleType, response: Any, feed: Upstreaming) -> Iterator[byt
                     feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
                     return
             except family.TransportError as exc:
-                feed.error(classify(exc), str(exc))
+                feed.error(_failure(family, exc), str(exc))
                 return
         feed.end()
     except family.TransportError as exc:
-        feed.error(classify(exc), str(exc))
+        feed.error(_failure(family, exc), str(exc))
         raise
     finally:
         if isinstance(chunks, Generator):  # left before its end: close it now
@@ -357,7 +380,7 @@ class AsyncTransport(_Base, _AsyncBase):
         try:
             response = await self._upstream(family, request).handle_async_request(request)
         except family.TransportError as exc:
-            feed.error(classify(exc), str(exc))
+            feed.error(_failure(family, exc), str(exc))
             raise
         feed.head(response.status_code, response.headers.raw)
         return family.Response(
@@ -395,11 +418,11 @@ async def _arelay(family: ModuleType, response: Any, feed: Upstreaming) -> Async
                     feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
                     return
             except family.TransportError as exc:
-                feed.error(classify(exc), str(exc))
+                feed.error(_failure(family, exc), str(exc))
                 return
         feed.end()
     except family.TransportError as exc:
-        feed.error(classify(exc), str(exc))
+        feed.error(_failure(family, exc), str(exc))
         raise
     finally:
         if isinstance(chunks, AsyncGenerator):  # left before its end: close it now

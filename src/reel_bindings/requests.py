@@ -16,6 +16,8 @@ frames at their recorded offsets.  A miss answers the 404 miss report;
 from __future__ import annotations
 
 import os
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
@@ -37,15 +39,16 @@ from reel_core import (
 )
 
 from ._clock import sleep_until_sync
+from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
 from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming, frames_of
-from ._upstream import classify
 
 try:
     import requests
     from requests.adapters import BaseAdapter, HTTPAdapter
     from requests.structures import CaseInsensitiveDict
     from requests.utils import get_encoding_from_headers
+    from urllib3 import exceptions as urllib3_errors
     from urllib3.exceptions import HTTPError as Urllib3Error
     from urllib3.exceptions import ProtocolError
 except ImportError as exc:  # pragma: no cover - exercised without requests installed
@@ -54,6 +57,35 @@ except ImportError as exc:  # pragma: no cover - exercised without requests inst
     ) from exc
 
 __all__ = ["Adapter"]
+
+#: How requests' exceptions (and urllib3's, and the socket's under them)
+#: map onto :class:`UpstreamError`, first match first.  urllib3's
+#: ``NewConnectionError`` is a ``ConnectTimeoutError`` and requests'
+#: ``ConnectTimeout`` a ``ConnectionError``: the order tells them apart.
+_RULES = (
+    Rule(
+        (requests.exceptions.SSLError, urllib3_errors.SSLError, ssl.SSLError, ssl.CertificateError),
+        UpstreamError.TLS,
+    ),
+    Rule((urllib3_errors.NameResolutionError, socket.gaierror), UpstreamError.DNS),
+    Rule(urllib3_errors.NewConnectionError, UpstreamError.REFUSED, CONNECT_CAUSES),
+    Rule((requests.Timeout, urllib3_errors.TimeoutError, TimeoutError), UpstreamError.TIMEOUT),
+    # refused, unresolved, or broken before the response's head
+    Rule(requests.ConnectionError, UpstreamError.REFUSED, CONNECT_CAUSES + EXCHANGE_CAUSES),
+    # broken mid-body
+    Rule(
+        (requests.exceptions.ChunkedEncodingError, urllib3_errors.ProtocolError),
+        UpstreamError.PROTOCOL,
+        EXCHANGE_CAUSES,
+    ),
+    Rule((requests.RequestException, Urllib3Error), UpstreamError.PROTOCOL),
+    Rule(ConnectionRefusedError, UpstreamError.REFUSED),
+    Rule(OSError, UpstreamError.RESET, EXCHANGE_CAUSES),
+)
+
+
+def _failure(exc: BaseException) -> UpstreamError:
+    return classify(exc, _RULES)
 
 
 def _body_bytes(body: object) -> bytes:
@@ -140,7 +172,7 @@ class _RelayRaw:
                     self._feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
                 raise
         except (Urllib3Error, OSError) as exc:
-            self._feed.error(classify(exc), str(exc))
+            self._feed.error(_failure(exc), str(exc))
             raise
         self._feed.end()
         tail = decoder.flush()
@@ -260,7 +292,7 @@ class Adapter(BaseAdapter):
                 request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies
             )
         except (requests.RequestException, OSError) as exc:
-            feed.error(classify(exc), str(exc))
+            feed.error(_failure(exc), str(exc))
             raise
         feed.head(
             response.status_code,
