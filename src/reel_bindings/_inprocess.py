@@ -22,7 +22,6 @@ from reel_core import (
     EndOfResponse,
     Event,
     Forward,
-    Frame,
     Limits,
     MatchConfig,
     Miss,
@@ -182,8 +181,3 @@ class Upstreaming:
     def _append(self, lines: list[bytes]) -> None:
         for line in lines:
             self._player.file.append(line)
-
-
-def frames_of(events: Iterable[Event]) -> list[Frame | EndOfResponse | Cut]:
-    """The timed part of a replay (frames, then the end or a cut)."""
-    return [e for e in events if isinstance(e, (Frame, EndOfResponse, Cut))]

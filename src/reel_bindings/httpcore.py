@@ -32,21 +32,21 @@ import anyio
 
 from reel_core import (
     Cut,
-    EndOfResponse,
-    Frame,
     MatchConfig,
     MissError,
     Mode,
     Redactor,
     Request,
+    Step,
     Timing,
     UpstreamError,
+    replay_schedule,
 )
 
 from ._clock import sleep_until, sleep_until_sync
 from ._failures import CONNECT_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming, frames_of
+from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming
 from ._upstream import environment_proxies, proxy_for
 
 __all__ = ["AsyncTransport", "Transport"]
@@ -154,12 +154,12 @@ def _failure(family: ModuleType, exc: Exception) -> UpstreamError:
     return classify(exc, _rules(family))
 
 
-def _immediate_body(events: list[Frame | EndOfResponse | Cut]) -> bytes | None:
+def _immediate_body(steps: list[Step]) -> bytes | None:
     """The whole body when a replay has nothing to wait for (one frame due at
     once, then the end): it is answered as bytes, without a frame iterator."""
-    if len(events) > 2 or any(e.at != 0 or isinstance(e, Cut) for e in events):
+    if len(steps) > 2 or any(s.until is not None or isinstance(s.event, Cut) for s in steps):
         return None
-    return b"".join(e.data for e in events if isinstance(e, Frame))
+    return b"".join(s.data for s in steps)
 
 
 def _core_request(request: Any, body: bytes) -> Request:
@@ -262,24 +262,24 @@ class Transport(_Base, _SyncBase):
         self._check(decision)
         if decision.head is None:
             return self._forward(family, request, decision)
-        timed = frames_of(decision.events)
-        body = _immediate_body(timed)
+        steps = list(replay_schedule(decision.events))
+        body = _immediate_body(steps)
         if body is not None:
             return self._replay_response(family, decision, body)
         start = time.monotonic()
-        return self._replay_response(family, decision, self._frames(family, request, timed, start))
+        return self._replay_response(family, decision, self._frames(family, request, steps, start))
 
     @staticmethod
     def _frames(
-        family: ModuleType, request: Any, events: list[Frame | EndOfResponse | Cut], start: float
+        family: ModuleType, request: Any, steps: list[Step], start: float
     ) -> Iterator[bytes]:
-        for event in events:
-            if event.at is not None:
-                sleep_until_sync(start + event.at)
-            if isinstance(event, Frame):
-                yield event.data
-            elif isinstance(event, Cut):
-                raise _cut_error(family, event, request)
+        for step in steps:
+            if step.until is not None:
+                sleep_until_sync(start + step.until)
+            if isinstance(step.event, Cut):
+                raise _cut_error(family, step.event, request)
+            if not step.last:
+                yield step.data
 
     def _upstream(self, family: ModuleType, request: Any) -> Any:
         return self._pool(family, request, family.HTTPTransport)
@@ -353,24 +353,24 @@ class AsyncTransport(_Base, _AsyncBase):
         self._check(decision)
         if decision.head is None:
             return await self._forward(family, request, decision)
-        timed = frames_of(decision.events)
-        body = _immediate_body(timed)
+        steps = list(replay_schedule(decision.events))
+        body = _immediate_body(steps)
         if body is not None:
             return self._replay_response(family, decision, body)
         start = anyio.current_time()
-        return self._replay_response(family, decision, self._frames(family, request, timed, start))
+        return self._replay_response(family, decision, self._frames(family, request, steps, start))
 
     @staticmethod
     async def _frames(
-        family: ModuleType, request: Any, events: list[Frame | EndOfResponse | Cut], start: float
+        family: ModuleType, request: Any, steps: list[Step], start: float
     ) -> AsyncIterator[bytes]:
-        for event in events:
-            if event.at is not None:
-                await sleep_until(start + event.at)
-            if isinstance(event, Frame):
-                yield event.data
-            elif isinstance(event, Cut):
-                raise _cut_error(family, event, request)
+        for step in steps:
+            if step.until is not None:
+                await sleep_until(start + step.until)
+            if isinstance(step.event, Cut):
+                raise _cut_error(family, step.event, request)
+            if not step.last:
+                yield step.data
 
     def _upstream(self, family: ModuleType, request: Any) -> Any:
         return self._pool(family, request, family.AsyncHTTPTransport)

@@ -27,21 +27,21 @@ from urllib.parse import urlsplit
 from reel_core import (
     ContentDecoder,
     Cut,
-    EndOfResponse,
-    Frame,
     MatchConfig,
     MissError,
     Mode,
     Redactor,
     Request,
+    Step,
     Timing,
     UpstreamError,
+    replay_schedule,
 )
 
 from ._clock import sleep_until_sync
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming, frames_of
+from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming
 
 try:
     import requests
@@ -104,21 +104,21 @@ def _body_bytes(body: object) -> bytes:
 class _ReplayRaw:
     """What ``response.raw`` is for a replay: frames on their schedule."""
 
-    def __init__(self, events: list[Frame | EndOfResponse | Cut], start: float) -> None:
-        self._events = iter(events)
+    def __init__(self, steps: Iterator[Step], start: float) -> None:
+        self._steps = steps
         self._start = start
         self.closed = False
 
     def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
-        for event in self._events:
-            if event.at is not None:
-                sleep_until_sync(self._start + event.at)
-            if isinstance(event, Frame):
-                yield event.data
-            elif isinstance(event, Cut):
+        for step in self._steps:
+            if step.until is not None:
+                sleep_until_sync(self._start + step.until)
+            if isinstance(step.event, Cut):
                 raise ProtocolError(
-                    f"Connection broken: recorded cut ({event.error})", event.detail
+                    f"Connection broken: recorded cut ({step.event.error})", step.event.detail
                 )
+            if not step.last:
+                yield step.data
         self.closed = True
 
     def read(self, amt: int | None = None, decode_content: bool = True) -> bytes:
@@ -264,7 +264,7 @@ class Adapter(BaseAdapter):
             {k.decode("latin-1"): v.decode("latin-1") for k, v in decision.head.headers}
         )
         response.encoding = get_encoding_from_headers(response.headers)
-        response.raw = _ReplayRaw(frames_of(decision.events), time.monotonic())
+        response.raw = _ReplayRaw(replay_schedule(decision.events), time.monotonic())
         response.reason = ""
         response.url = request.url or ""
         response.request = request

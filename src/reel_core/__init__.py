@@ -48,6 +48,7 @@ from ._miss import Closest, MissReport
 from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header
+from ._schedule import Step, replay_schedule
 from ._session import Session
 from ._state import Input, State
 from ._timing import Timing, TimingMode
@@ -98,6 +99,7 @@ __all__ = [
     "Session",
     "Signal",
     "State",
+    "Step",
     "StreamCut",
     "Timing",
     "TimingMode",
@@ -114,6 +116,7 @@ __all__ = [
     "looks_like_sse",
     "match_key",
     "parse_sse_event",
+    "replay_schedule",
     "resolve_model",
     "safe_cassette_name",
 ]

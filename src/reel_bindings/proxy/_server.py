@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import aclosing, suppress
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from reel_core import (
     Continue,
     Cut,
     EndOfResponse,
+    Event,
     Forward,
     Frame,
     Miss,
@@ -41,6 +42,7 @@ from reel_core import (
     Signal,
     State,
     UpstreamError,
+    replay_schedule,
     safe_cassette_name,
 )
 
@@ -212,7 +214,6 @@ class Proxy:
     async def _converse(self, stream: anyio.abc.ByteStream, conn: _Connection) -> None:
         session = conn.session
         exchange = conn.exchange
-        start = 0.0  # when the response head went out (replay deadlines count from it)
         out = _Pending()  # response bytes due now, not written yet
         while True:
             try:
@@ -270,12 +271,22 @@ class Proxy:
                 continue
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
-                start = exchange.started  # the head goes out now
                 out.add(session.send(event))
+                if not await self._play(stream, session, exchange, out):
+                    return  # closing without finishing the body is the cut
                 continue
-            if event.at and start + event.at > anyio.current_time():
+
+    async def _play(
+        self, stream: anyio.abc.ByteStream, session: Session, exchange: _Exchange, out: _Pending
+    ) -> bool:
+        """Send a replayed body on its schedule, the head already pending;
+        False after a cut (the connection must close)."""
+        start = exchange.started  # the head goes out now: deadlines count from it
+        for step in replay_schedule(_pulled(session)):
+            if step.until is not None and start + step.until > anyio.current_time():
                 await out.flush(stream)
-                await sleep_until(start + event.at)
+                await sleep_until(start + step.until)
+            event = step.event
             if isinstance(event, Frame):
                 if out.add(session.send(event)):
                     await out.flush(stream)
@@ -283,12 +294,13 @@ class Proxy:
                 out.add(session.send(event))
                 await out.flush(stream)
                 self._log(session, exchange)
-            elif isinstance(event, Cut):
+            else:
                 await out.flush(stream)
                 session.send(event)
                 exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
-                return  # closing without finishing the body is the cut
+                return False
+        return True
 
     async def _receive(self, stream: anyio.abc.ByteStream, conn: _Connection) -> bool:
         """Read what the client sent next; False when the connection is over."""
@@ -519,6 +531,12 @@ async def _watch(
         return
     gone.why = gone.why or why
     stop.cancel()
+
+
+def _pulled(session: Session) -> Iterator[Event]:
+    """The session's events until it signals (a replay's are all at hand)."""
+    while not isinstance(event := session.next_event(), Signal):
+        yield event
 
 
 def _reason(exc: BaseException) -> str:
