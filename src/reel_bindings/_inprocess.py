@@ -40,12 +40,10 @@ from reel_core import (
 )
 
 from ._files import CassetteFile
+from ._relay import CLIENT_CLOSED
 from ._settings import Settings, mode_from_env
 
 __all__ = ["CLIENT_CLOSED", "Decision", "Player", "Upstreaming", "mode_from_env"]
-
-#: The detail of the cut recorded when a client closes a response early.
-CLIENT_CLOSED = "the client closed the response before its end"
 
 IN_PROCESS_HINT = (
     "run again with REEL_MODE=auto to record what is missing "

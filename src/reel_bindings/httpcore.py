@@ -24,7 +24,7 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,8 @@ from reel_core import (
 from ._clock import sleep_until, sleep_until_sync
 from ._failures import CONNECT_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming
+from ._inprocess import IN_PROCESS_HINT, Decision, Player
+from ._relay import Failure, arelay, relay
 from ._upstream import environment_proxies, proxy_for
 
 __all__ = ["AsyncTransport", "Transport"]
@@ -152,6 +153,17 @@ def _rules(family: ModuleType) -> tuple[Rule, ...]:
 
 def _failure(family: ModuleType, exc: Exception) -> UpstreamError:
     return classify(exc, _rules(family))
+
+
+def _relayed(family: ModuleType) -> Failure:
+    """What the relay feeds for an exception: ``family``'s transport errors."""
+
+    def failure(exc: Exception) -> tuple[UpstreamError, str] | None:
+        if isinstance(exc, family.TransportError):
+            return _failure(family, exc), str(exc)
+        return None
+
+    return failure
 
 
 def _immediate_body(steps: list[Step]) -> bytes | None:
@@ -295,7 +307,9 @@ class Transport(_Base, _SyncBase):
         return family.Response(
             response.status_code,
             headers=response.headers.raw,
-            stream=_streams(family)[0](_relay(family, response, feed)),
+            stream=_streams(family)[0](
+                relay(iter(response.stream), feed, _relayed(family), response.close)
+            ),
             extensions=response.extensions,
         )
 
@@ -308,39 +322,6 @@ class Transport(_Base, _SyncBase):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _relay(family: ModuleType, response: Any, feed: Upstreaming) -> Iterator[bytes]:
-    chunks = iter(response.stream)
-    try:
-        try:
-            for chunk in chunks:
-                feed.data(chunk)
-                yield chunk
-        except GeneratorExit:
-            # The client closed the response before its end.  One more read
-            # takes the end if it is there (an SDK stops at a stream's last
-            # event, [DONE], before the body's end was read); else the
-            # upstream is closed now (finally) and the recording is cut
-            # there, by the client.  A failure now is recorded, not raised:
-            # nobody is reading.
-            try:
-                chunk = next(chunks, None)
-                if chunk is not None:
-                    feed.data(chunk)
-                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
-                    return
-            except family.TransportError as exc:
-                feed.error(_failure(family, exc), str(exc))
-                return
-        feed.end()
-    except family.TransportError as exc:
-        feed.error(_failure(family, exc), str(exc))
-        raise
-    finally:
-        if isinstance(chunks, Generator):  # left before its end: close it now
-            chunks.close()
-        response.close()
 
 
 class AsyncTransport(_Base, _AsyncBase):
@@ -386,7 +367,9 @@ class AsyncTransport(_Base, _AsyncBase):
         return family.Response(
             response.status_code,
             headers=response.headers.raw,
-            stream=_streams(family)[1](_arelay(family, response, feed)),
+            stream=_streams(family)[1](
+                arelay(aiter(response.stream), feed, _relayed(family), response.aclose)
+            ),
             extensions=response.extensions,
         )
 
@@ -399,32 +382,3 @@ class AsyncTransport(_Base, _AsyncBase):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-
-async def _arelay(family: ModuleType, response: Any, feed: Upstreaming) -> AsyncIterator[bytes]:
-    chunks = response.stream.__aiter__()
-    try:
-        try:
-            async for chunk in chunks:
-                feed.data(chunk)
-                yield chunk
-        except GeneratorExit:
-            # The client closed the response: one more read, then the
-            # upstream is closed and the recording cut (see _relay).
-            try:
-                chunk = await anext(chunks, None)
-                if chunk is not None:
-                    feed.data(chunk)
-                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
-                    return
-            except family.TransportError as exc:
-                feed.error(_failure(family, exc), str(exc))
-                return
-        feed.end()
-    except family.TransportError as exc:
-        feed.error(_failure(family, exc), str(exc))
-        raise
-    finally:
-        if isinstance(chunks, AsyncGenerator):  # left before its end: close it now
-            await chunks.aclose()
-        await response.aclose()

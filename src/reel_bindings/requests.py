@@ -41,7 +41,8 @@ from reel_core import (
 from ._clock import sleep_until_sync
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Decision, Player, Upstreaming
+from ._inprocess import IN_PROCESS_HINT, Decision, Player, Upstreaming
+from ._relay import relay
 
 try:
     import requests
@@ -86,6 +87,13 @@ _RULES = (
 
 def _failure(exc: BaseException) -> UpstreamError:
     return classify(exc, _RULES)
+
+
+def _relayed(exc: Exception) -> tuple[UpstreamError, str] | None:
+    """What the relay feeds for an exception: urllib3's, and the socket's."""
+    if isinstance(exc, (Urllib3Error, OSError)):
+        return _failure(exc), str(exc)
+    return None
 
 
 def _body_bytes(body: object) -> bytes:
@@ -151,30 +159,14 @@ class _RelayRaw:
 
     def _stream(self, amt: int, decode_content: bool) -> Generator[bytes, None, None]:
         decoder = ContentDecoder(self._encoding if decode_content else "identity")
-        chunks = self._raw.stream(amt, decode_content=False)
+        chunks = relay(self._raw.stream(amt, decode_content=False), self._feed, _relayed)
         try:
-            try:
-                for chunk in chunks:
-                    self._feed.data(chunk)
-                    out = decoder.decode(chunk)
-                    if out:
-                        yield out
-            except GeneratorExit:
-                # The client closed the response before its end: one more
-                # read takes the end if it is there (a client that stops at
-                # a stream's last event); else the upstream is closed now
-                # and the recording cut there, by the client.
-                chunk = next(chunks, None)
-                if chunk is None:
-                    self._feed.end()
-                else:
-                    self._feed.data(chunk)
-                    self._feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
-                raise
-        except (Urllib3Error, OSError) as exc:
-            self._feed.error(_failure(exc), str(exc))
-            raise
-        self._feed.end()
+            for chunk in chunks:
+                out = decoder.decode(chunk)
+                if out:
+                    yield out
+        finally:
+            chunks.close()  # a reader that stopped early: the relay records the rest
         tail = decoder.flush()
         if tail:
             yield tail

@@ -1,0 +1,141 @@
+"""The upstream relay every binding shares: pass an upstream response's
+body on to the client while feeding each chunk to the core.
+
+A relay is a generator over the upstream's chunks (still content-encoded):
+each chunk is fed to the core, then yielded to the client.  Its end is fed
+as the end; a failure of the library underneath is fed as the
+:class:`reel_core.UpstreamError` the binding's table maps it to, then
+raised on.  When the client closes the relay before the end (the generator
+is closed), one more read takes the end if it is there: an SDK stops at a
+stream's last event (``[DONE]``) before the body's end was read.  If a
+chunk comes instead, the recording is cut there, by the client
+(:attr:`UpstreamError.CLIENT_CLOSED`); a failure of that read is recorded,
+not raised, as nobody reads on.  The upstream is closed however the relay
+ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterator,
+)
+from typing import Protocol
+
+from reel_core import UpstreamError
+
+__all__ = ["CLIENT_CLOSED", "Failure", "Feed", "arelay", "relay"]
+
+#: The detail of the cut recorded when a client closes a response early.
+CLIENT_CLOSED = "the client closed the response before its end"
+
+#: Maps an exception to the failure it means (its ``UpstreamError`` and the
+#: detail recorded), or ``None`` for one that is no upstream failure (a
+#: bug, a cancellation): that one is raised on, untouched.
+Failure = Callable[[Exception], "tuple[UpstreamError, str] | None"]
+
+
+class Feed(Protocol):
+    """Where the relay reports what it saw of the upstream."""
+
+    def data(self, chunk: bytes) -> None: ...
+
+    def end(self) -> None: ...
+
+    def error(self, error: UpstreamError, detail: str) -> None: ...
+
+
+def relay(
+    chunks: Iterator[bytes],
+    feed: Feed,
+    failure: Failure,
+    close: Callable[[], None] | None = None,
+) -> Generator[bytes, None, None]:
+    """Relay ``chunks`` (sync); ``close`` closes the upstream response."""
+    try:
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except Exception as exc:
+                _failed(exc, feed, failure)
+                raise
+            feed.data(chunk)
+            try:
+                yield chunk
+            except GeneratorExit:
+                # The client closed the response before its end: one more read.
+                try:
+                    last = next(chunks, None)
+                except Exception as exc:
+                    if not _failed(exc, feed, failure):
+                        raise
+                    return
+                _closed(last, feed)
+                return
+        feed.end()
+    finally:
+        if isinstance(chunks, Generator):  # left before its end: close it now
+            chunks.close()
+        if close is not None:
+            close()
+
+
+async def arelay(
+    chunks: AsyncIterator[bytes],
+    feed: Feed,
+    failure: Failure,
+    close: Callable[[], Awaitable[object]] | None = None,
+) -> AsyncGenerator[bytes, None]:
+    """Relay ``chunks`` (async); ``close`` closes the upstream response."""
+    try:
+        while True:
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except Exception as exc:
+                _failed(exc, feed, failure)
+                raise
+            feed.data(chunk)
+            try:
+                yield chunk
+            except GeneratorExit:
+                # The client closed the response before its end: one more read.
+                try:
+                    last = await anext(chunks, None)
+                except Exception as exc:
+                    if not _failed(exc, feed, failure):
+                        raise
+                    return
+                _closed(last, feed)
+                return
+        feed.end()
+    finally:
+        if isinstance(chunks, AsyncGenerator):  # left before its end: close it now
+            await chunks.aclose()
+        if close is not None:
+            await close()
+
+
+def _failed(exc: Exception, feed: Feed, failure: Failure) -> bool:
+    """Feed ``exc`` if it is an upstream failure; whether it was."""
+    failed = failure(exc)
+    if failed is not None:
+        feed.error(*failed)
+    return failed is not None
+
+
+def _closed(last: bytes | None, feed: Feed) -> None:
+    """After the client closed: the end if the one more read found it
+    (``None``), else the chunk read, and the cut by the client."""
+    if last is None:
+        feed.end()
+    else:
+        feed.data(last)
+        feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
