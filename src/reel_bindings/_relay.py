@@ -54,8 +54,13 @@ def relay(
     feed: Feed,
     failure: Failure,
     close: Callable[[], None] | None = None,
+    *,
+    read_on: bool = True,
 ) -> Generator[bytes, None, None]:
-    """Relay ``chunks`` (sync); ``close`` closes the upstream response."""
+    """Relay ``chunks`` (sync); ``close`` closes the upstream response.
+    ``read_on``: when the client closes the relay early, read once more
+    and record the cut here; ``False`` when the caller records why the
+    client left (the proxy)."""
     try:
         while True:
             try:
@@ -69,6 +74,8 @@ def relay(
             try:
                 yield chunk
             except GeneratorExit:
+                if not read_on:
+                    return
                 # The client closed the response before its end: one more read.
                 try:
                     last = next(chunks, None)
@@ -91,8 +98,10 @@ async def arelay(
     feed: Feed,
     failure: Failure,
     close: Callable[[], Awaitable[object]] | None = None,
+    *,
+    read_on: bool = True,
 ) -> AsyncGenerator[bytes, None]:
-    """Relay ``chunks`` (async); ``close`` closes the upstream response."""
+    """Relay ``chunks`` (async); ``close`` and ``read_on`` as :func:`relay`."""
     try:
         while True:
             try:
@@ -106,6 +115,8 @@ async def arelay(
             try:
                 yield chunk
             except GeneratorExit:
+                if not read_on:
+                    return
                 # The client closed the response before its end: one more read.
                 try:
                     last = await anext(chunks, None)

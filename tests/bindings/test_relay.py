@@ -182,3 +182,26 @@ def test_a_feed_that_fails_is_no_upstream_failure(is_async: bool) -> None:
         run(upstream, feed, None, is_async)
     assert feed.seen == [b"a"]
     assert upstream.closed
+
+
+@both
+def test_without_read_on_a_client_that_closes_early_is_left_to_the_caller(
+    is_async: bool,
+) -> None:
+    """The proxy records why its client left itself: no read, no cut here."""
+    upstream, feed = Upstream([b"a", b"b"]), Feed()
+    if is_async:
+
+        async def main() -> None:
+            relayed = arelay(upstream.asynchronous(), feed, failure, read_on=False)
+            assert await anext(relayed) == b"a"
+            await relayed.aclose()
+
+        anyio.run(main)
+    else:
+        relayed = relay(upstream.sync(), feed, failure, read_on=False)
+        assert next(relayed) == b"a"
+        relayed.close()
+    assert feed.seen == [b"a"]
+    assert upstream.read == 1
+    assert upstream.generator_closed

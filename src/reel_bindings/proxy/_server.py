@@ -48,6 +48,7 @@ from reel_core import (
 
 from .._clock import sleep_until
 from .._files import CassetteFile, CassetteNotFoundError
+from .._relay import arelay
 from .._upstream import AsyncUpstream, UpstreamFailure
 
 __all__ = ["CASSETTE_HEADER", "Proxy"]
@@ -435,21 +436,22 @@ class Proxy:
                     timestamp=time.time(),
                 )
                 await flush()
-                # closed however the loop ends (a client that left cancels it)
-                async with aclosing(response.chunks()) as chunks:
-                    async for chunk in chunks:
-                        session.upstream_data(chunk, now=anyio.current_time())
+                # closed however the loop ends (a client that left cancels
+                # it; _forward records why)
+                relayed = arelay(response.chunks(), _Feed(session), _failure, read_on=False)
+                async with aclosing(relayed):
+                    async for _chunk in relayed:
                         await flush()
-                session.upstream_end(now=anyio.current_time())
-                # before the upstream connection is put back: the client's
-                # end does not wait on that
+                # the end, before the upstream connection is put back: the
+                # client's end does not wait on that
                 await flush()
         except UpstreamFailure as exc:
             where = session.redactor.target(forward.request.target)
             log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
             if session.state is State.AWAIT_UPSTREAM:
                 exchange.outcome = f"upstream {exc.error.value}"
-            session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
+            if session.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
+                session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         if session.state is State.DONE:
             await flush()
 
@@ -531,6 +533,29 @@ async def _watch(
         return
     gone.why = gone.why or why
     stop.cancel()
+
+
+class _Feed:
+    """The relay's feed: the session, at the loop's clock."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def data(self, chunk: bytes) -> None:
+        self._session.upstream_data(chunk, now=anyio.current_time())
+
+    def end(self) -> None:
+        self._session.upstream_end(now=anyio.current_time())
+
+    def error(self, error: UpstreamError, detail: str) -> None:
+        self._session.upstream_error(error, detail, now=anyio.current_time())
+
+
+def _failure(exc: Exception) -> tuple[UpstreamError, str] | None:
+    """What the relay feeds for an exception: the upstream client's failures."""
+    return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
 
 
 def _pulled(session: Session) -> Iterator[Event]:
