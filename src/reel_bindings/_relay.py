@@ -16,13 +16,14 @@ ends.
 
 from __future__ import annotations
 
+import types
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterator,
+    AsyncIterable,
     Awaitable,
     Callable,
     Generator,
-    Iterator,
+    Iterable,
 )
 from typing import Protocol
 
@@ -50,17 +51,20 @@ class Feed(Protocol):
 
 
 def relay(
-    chunks: Iterator[bytes],
+    body: Iterable[bytes],
     feed: Feed,
     failure: Failure,
     close: Callable[[], None] | None = None,
     *,
     read_on: bool = True,
 ) -> Generator[bytes, None, None]:
-    """Relay ``chunks`` (sync); ``close`` closes the upstream response.
+    """Relay the upstream's ``body`` (sync); ``close`` closes the upstream response.
     ``read_on``: when the client closes the relay early, read once more
     and record the cut here; ``False`` when the caller records why the
     client left (the proxy)."""
+    # Iterated from here, not before: a body iterator made before the relay
+    # is finalized before it when both are garbage, and would look ended.
+    chunks = iter(body)
     try:
         while True:
             try:
@@ -75,6 +79,9 @@ def relay(
                 yield chunk
             except GeneratorExit:
                 if not read_on:
+                    return
+                if _finished(chunks):  # closed under the relay: its end was not seen
+                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
                     return
                 # The client closed the response before its end: one more read.
                 try:
@@ -94,14 +101,18 @@ def relay(
 
 
 async def arelay(
-    chunks: AsyncIterator[bytes],
+    body: AsyncIterable[bytes],
     feed: Feed,
     failure: Failure,
     close: Callable[[], Awaitable[object]] | None = None,
     *,
     read_on: bool = True,
 ) -> AsyncGenerator[bytes, None]:
-    """Relay ``chunks`` (async); ``close`` and ``read_on`` as :func:`relay`."""
+    """Relay the upstream's ``body`` (async); ``close`` and ``read_on`` as
+    :func:`relay`."""
+    # Iterated from here, not before: a body iterator made before the relay
+    # is finalized before it when both are garbage, and would look ended.
+    chunks = aiter(body)
     try:
         while True:
             try:
@@ -116,6 +127,9 @@ async def arelay(
                 yield chunk
             except GeneratorExit:
                 if not read_on:
+                    return
+                if _finished(chunks):  # closed under the relay: its end was not seen
+                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
                     return
                 # The client closed the response before its end: one more read.
                 try:
@@ -132,6 +146,17 @@ async def arelay(
             await chunks.aclose()
         if close is not None:
             await close()
+
+
+def _finished(chunks: object) -> bool:
+    """Whether ``chunks`` is a generator that is over: closed by someone
+    else (the relay sees its natural end itself), such as a garbage
+    collector finalizing it before the relay above it."""
+    if isinstance(chunks, types.GeneratorType):
+        return chunks.gi_frame is None
+    if isinstance(chunks, types.AsyncGeneratorType):
+        return chunks.ag_frame is None
+    return False
 
 
 def _failed(exc: Exception, feed: Feed, failure: Failure) -> bool:

@@ -22,7 +22,7 @@ import pytest
 import requests
 import urllib3.exceptions
 
-from reel_bindings import _failures, httpcore
+from reel_bindings import _failures, _transport
 from reel_bindings import requests as reel_requests
 from reel_bindings._upstream import CONNECT_RULES, _connect_failure
 from reel_core import UpstreamError
@@ -107,7 +107,7 @@ def test_httpx_failures_map_by_type(urls: dict[str, str], family: ModuleType, fa
 
     exc = _raised(call)
     assert isinstance(exc, family.TransportError)
-    assert httpcore._failure(family, exc) is FAULTS[fault], repr(exc)
+    assert _transport.failure_of(family, exc) is FAULTS[fault], repr(exc)
 
 
 @pytest.mark.anyio
@@ -122,7 +122,7 @@ async def test_httpx_async_failures_map_by_type(
 
     with pytest.raises(family.TransportError) as raised:
         await call()
-    assert httpcore._failure(family, raised.value) is FAULTS[fault], repr(raised.value)
+    assert _transport.failure_of(family, raised.value) is FAULTS[fault], repr(raised.value)
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -176,7 +176,7 @@ def test_every_httpx_exception_type(
 ) -> None:
     exc = getattr(family, name)("it failed", request=_req(family))
     exc.__cause__ = cause
-    assert httpcore._failure(family, exc) is error
+    assert _transport.failure_of(family, exc) is error
 
 
 @pytest.mark.parametrize(
@@ -237,7 +237,7 @@ def test_an_unknown_exception_is_a_protocol_failure() -> None:
     class Odd(Exception):
         pass
 
-    assert httpcore._failure(httpx, Odd("?")) is E.PROTOCOL
+    assert _transport.failure_of(httpx, Odd("?")) is E.PROTOCOL
     assert reel_requests._failure(Odd("?")) is E.PROTOCOL
     assert _failures.classify(Odd("?"), CONNECT_RULES) is E.PROTOCOL
     assert _connect_failure(Odd("?")) is None  # not a connection failure: raised as it is

@@ -3,7 +3,7 @@ is fed for a whole body, a failure, and a client that closes early."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Generator
 
 import anyio
 import pytest
@@ -51,7 +51,7 @@ class Upstream:
         self.closed = False
         self.generator_closed = False
 
-    def sync(self) -> Iterator[bytes]:
+    def sync(self) -> Generator[bytes, None, None]:
         try:
             for chunk in self.chunks:
                 self.read += 1
@@ -61,7 +61,7 @@ class Upstream:
         finally:
             self.generator_closed = True
 
-    async def asynchronous(self) -> AsyncIterator[bytes]:
+    async def asynchronous(self) -> AsyncGenerator[bytes, None]:
         try:
             for chunk in self.chunks:
                 self.read += 1
@@ -205,3 +205,28 @@ def test_without_read_on_a_client_that_closes_early_is_left_to_the_caller(
     assert feed.seen == [b"a"]
     assert upstream.read == 1
     assert upstream.generator_closed
+
+
+@both
+def test_a_body_closed_under_the_relay_is_a_cut_not_an_end(is_async: bool) -> None:
+    """A garbage collector may finalize the upstream's body generator before
+    the relay above it: the one more read then finds it over, which is no
+    end of the body (the end was never seen): the recording is cut."""
+    upstream, feed = Upstream([b"a", b"b"]), Feed()
+    if is_async:
+
+        async def main() -> None:
+            body = upstream.asynchronous()
+            relayed = arelay(body, feed, failure)
+            assert await anext(relayed) == b"a"
+            await body.aclose()
+            await relayed.aclose()
+
+        anyio.run(main)
+    else:
+        body = upstream.sync()
+        relayed = relay(body, feed, failure)
+        assert next(relayed) == b"a"
+        body.close()
+        relayed.close()
+    assert feed.seen == [b"a", (UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)]
