@@ -35,7 +35,12 @@ REPLACE = {
     "aclose": "close",
     "aiter": "iter",
     "async_stream": "sync_stream",
-    # Reel's own async helpers
+    # the relay
+    "anext": "next",
+    "AsyncGeneratorType": "GeneratorType",
+    "ag_frame": "gi_frame",
+    # Reel's own async helpers and modules
+    "_async": "_sync",
     "arelay": "relay",
     "sleep_until": "sleep_until_sync",
     # the clock: anyio.current_time() -> time.monotonic()

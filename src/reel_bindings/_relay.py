@@ -1,4 +1,5 @@
-"""The upstream relay every binding shares: pass an upstream response's
+"""The upstream relay every binding shares (``arelay`` in
+``_async/relay.py``, ``relay`` generated from it in ``_sync/relay.py``): pass an upstream response's
 body on to the client while feeding each chunk to the core.
 
 A relay is a generator over the upstream's chunks (still content-encoded):
@@ -17,19 +18,21 @@ ends.
 from __future__ import annotations
 
 import types
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterable,
-    Awaitable,
-    Callable,
-    Generator,
-    Iterable,
-)
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from reel_core import UpstreamError
 
-__all__ = ["CLIENT_CLOSED", "Failure", "Feed", "arelay", "relay"]
+__all__ = [
+    "CLIENT_CLOSED",
+    "AsyncCloser",
+    "Failure",
+    "Feed",
+    "SyncCloser",
+    "closed_early",
+    "failed",
+    "finished",
+]
 
 #: The detail of the cut recorded when a client closes a response early.
 CLIENT_CLOSED = "the client closed the response before its end"
@@ -38,6 +41,11 @@ CLIENT_CLOSED = "the client closed the response before its end"
 #: detail recorded), or ``None`` for one that is no upstream failure (a
 #: bug, a cancellation): that one is raised on, untouched.
 Failure = Callable[[Exception], "tuple[UpstreamError, str] | None"]
+
+
+#: What closes the upstream response (sync, async).
+SyncCloser = Callable[[], object]
+AsyncCloser = Callable[[], Awaitable[object]]
 
 
 class Feed(Protocol):
@@ -50,105 +58,7 @@ class Feed(Protocol):
     def error(self, error: UpstreamError, detail: str) -> None: ...
 
 
-def relay(
-    body: Iterable[bytes],
-    feed: Feed,
-    failure: Failure,
-    close: Callable[[], None] | None = None,
-    *,
-    read_on: bool = True,
-) -> Generator[bytes, None, None]:
-    """Relay the upstream's ``body`` (sync); ``close`` closes the upstream response.
-    ``read_on``: when the client closes the relay early, read once more
-    and record the cut here; ``False`` when the caller records why the
-    client left (the proxy)."""
-    # Iterated from here, not before: a body iterator made before the relay
-    # is finalized before it when both are garbage, and would look ended.
-    chunks = iter(body)
-    try:
-        while True:
-            try:
-                chunk = next(chunks)
-            except StopIteration:
-                break
-            except Exception as exc:
-                _failed(exc, feed, failure)
-                raise
-            feed.data(chunk)
-            try:
-                yield chunk
-            except GeneratorExit:
-                if not read_on:
-                    return
-                if _finished(chunks):  # closed under the relay: its end was not seen
-                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
-                    return
-                # The client closed the response before its end: one more read.
-                try:
-                    last = next(chunks, None)
-                except Exception as exc:
-                    if not _failed(exc, feed, failure):
-                        raise
-                    return
-                _closed(last, feed)
-                return
-        feed.end()
-    finally:
-        if isinstance(chunks, Generator):  # left before its end: close it now
-            chunks.close()
-        if close is not None:
-            close()
-
-
-async def arelay(
-    body: AsyncIterable[bytes],
-    feed: Feed,
-    failure: Failure,
-    close: Callable[[], Awaitable[object]] | None = None,
-    *,
-    read_on: bool = True,
-) -> AsyncGenerator[bytes, None]:
-    """Relay the upstream's ``body`` (async); ``close`` and ``read_on`` as
-    :func:`relay`."""
-    # Iterated from here, not before: a body iterator made before the relay
-    # is finalized before it when both are garbage, and would look ended.
-    chunks = aiter(body)
-    try:
-        while True:
-            try:
-                chunk = await anext(chunks)
-            except StopAsyncIteration:
-                break
-            except Exception as exc:
-                _failed(exc, feed, failure)
-                raise
-            feed.data(chunk)
-            try:
-                yield chunk
-            except GeneratorExit:
-                if not read_on:
-                    return
-                if _finished(chunks):  # closed under the relay: its end was not seen
-                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
-                    return
-                # The client closed the response before its end: one more read.
-                try:
-                    last = await anext(chunks, None)
-                except Exception as exc:
-                    if not _failed(exc, feed, failure):
-                        raise
-                    return
-                _closed(last, feed)
-                return
-        feed.end()
-    finally:
-        if isinstance(chunks, AsyncGenerator):  # left before its end: close it now
-            await chunks.aclose()
-        if close is not None:
-            await close()
-
-
-def _finished(chunks: object) -> bool:
+def finished(chunks: object) -> bool:
     """Whether ``chunks`` is a generator that is over: closed by someone
     else (the relay sees its natural end itself), such as a garbage
     collector finalizing it before the relay above it."""
@@ -159,7 +69,7 @@ def _finished(chunks: object) -> bool:
     return False
 
 
-def _failed(exc: Exception, feed: Feed, failure: Failure) -> bool:
+def failed(exc: Exception, feed: Feed, failure: Failure) -> bool:
     """Feed ``exc`` if it is an upstream failure; whether it was."""
     failed = failure(exc)
     if failed is not None:
@@ -167,7 +77,7 @@ def _failed(exc: Exception, feed: Feed, failure: Failure) -> bool:
     return failed is not None
 
 
-def _closed(last: bytes | None, feed: Feed) -> None:
+def closed_early(last: bytes | None, feed: Feed) -> None:
     """After the client closed: the end if the one more read found it
     (``None``), else the chunk read, and the cut by the client."""
     if last is None:

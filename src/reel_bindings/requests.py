@@ -42,7 +42,7 @@ from ._clock import sleep_until_sync
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
 from ._inprocess import IN_PROCESS_HINT, Decision, Player, Upstreaming
-from ._relay import relay
+from ._sync.relay import relay
 
 try:
     import requests

@@ -8,7 +8,9 @@ from collections.abc import AsyncGenerator, Generator
 import anyio
 import pytest
 
-from reel_bindings._relay import CLIENT_CLOSED, arelay, relay
+from reel_bindings._async.relay import arelay
+from reel_bindings._relay import CLIENT_CLOSED
+from reel_bindings._sync.relay import relay
 from reel_core import UpstreamError
 
 

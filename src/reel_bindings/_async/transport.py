@@ -15,9 +15,9 @@ import anyio
 
 from reel_core import Cut, Step, replay_schedule
 
+from .._async.relay import arelay
 from .._clock import sleep_until
 from .._inprocess import Decision
-from .._relay import arelay
 from .._transport import (
     AsyncBase,
     Base,

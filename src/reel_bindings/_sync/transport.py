@@ -17,9 +17,9 @@ import time
 
 from reel_core import Cut, Step, replay_schedule
 
+from .._sync.relay import relay
 from .._clock import sleep_until_sync
 from .._inprocess import Decision
-from .._relay import relay
 from .._transport import (
     SyncBase,
     Base,

@@ -46,9 +46,9 @@ from reel_core import (
     safe_cassette_name,
 )
 
+from .._async.relay import arelay
 from .._clock import sleep_until
 from .._files import CassetteFile, CassetteNotFoundError
-from .._relay import arelay
 from .._upstream import AsyncUpstream, UpstreamFailure
 
 __all__ = ["CASSETTE_HEADER", "Proxy"]
