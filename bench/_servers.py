@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import signal
 import sys
@@ -208,6 +209,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         ours, rest = parser.parse_known_args(args)
         pin_to_cpu(ours.cpu)
         from reel_bindings.proxy import main as proxy_main
+
+        if os.environ.get("REEL_BENCH_UPSTREAM") == "httpcore":  # the item-8 prototype
+            import reel_bindings.proxy
+
+            from ._httpcore_upstream import HttpcoreUpstream
+
+            reel_bindings.proxy.AsyncUpstream = HttpcoreUpstream  # type: ignore[assignment, attr-defined]
 
         try:
             proxy_main(rest)

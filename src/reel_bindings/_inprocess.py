@@ -24,7 +24,6 @@ from reel_core import (
     Engine,
     Event,
     Forward,
-    Frame,
     Limits,
     MatchConfig,
     Miss,
@@ -41,13 +40,11 @@ from reel_core import (
 )
 
 from ._files import CassetteFile
+from ._relay import CLIENT_CLOSED
 from ._settings import Settings, mode_from_env
 from ._store import Store
 
 __all__ = ["CLIENT_CLOSED", "Decision", "Player", "Upstreaming", "mode_from_env"]
-
-#: The detail of the cut recorded when a client closes a response early.
-CLIENT_CLOSED = "the client closed the response before its end"
 
 IN_PROCESS_HINT = (
     "run again with REEL_MODE=auto to record what is missing "
@@ -178,8 +175,3 @@ class Upstreaming:
             recorded = self._engine.record()
         if recorded is not None:
             self._player.file.append(recorded.line)
-
-
-def frames_of(events: Iterable[Event]) -> list[Frame | EndOfResponse | Cut]:
-    """The timed part of a replay (frames, then the end or a cut)."""
-    return [e for e in events if isinstance(e, (Frame, EndOfResponse, Cut))]

@@ -37,6 +37,8 @@ import h11
 
 from reel_core import HOP_BY_HOP, Request, UpstreamError
 
+from ._failures import CONNECT_CAUSES, Rule, classify
+
 __all__ = [
     "TLS_HINT",
     "AsyncUpstream",
@@ -64,35 +66,6 @@ class UpstreamFailure(Exception):
         super().__init__(f"{error.value}: {detail}")
         self.error = error
         self.detail = detail
-
-
-def classify(exc: Exception) -> UpstreamError:
-    """Map an exception of the HTTP library underneath (httpcore, httpx, httpx2,
-    requests/urllib3) onto an :class:`UpstreamError`, by type name and message."""
-    name = type(exc).__name__
-    text = str(exc).lower()
-    if "timeout" in name.lower():
-        return UpstreamError.TIMEOUT
-    if name in ("ConnectError", "ConnectionError", "NewConnectionError", "ConnectionRefusedError"):
-        if any(s in text for s in ("name or service", "nodename", "getaddrinfo", "resolv")):
-            return UpstreamError.DNS
-        if any(s in text for s in ("ssl", "certificate", "tls", "handshake")):
-            return UpstreamError.TLS
-        return UpstreamError.REFUSED
-    if name in ("ReadError", "WriteError", "NetworkError", "ConnectionResetError"):
-        return UpstreamError.RESET
-    if name in ("ChunkedEncodingError", "ProtocolError", "IncompleteRead") and (
-        "reset" in text or "broken" in text
-    ):
-        return UpstreamError.RESET
-    if name in (
-        "RemoteProtocolError",
-        "ChunkedEncodingError",
-        "ProtocolError",
-        "IncompleteRead",
-    ) and ("closed" in text or "incomplete" in text or "without sending" in text):
-        return UpstreamError.CLOSED
-    return UpstreamError.PROTOCOL
 
 
 def forward_headers(request: Request, url: str) -> list[tuple[bytes, bytes]]:
@@ -392,21 +365,32 @@ class _Response:
                 raise UpstreamFailure(UpstreamError.PROTOCOL, f"unexpected {event!r}")
 
 
+#: How a failed connection attempt of this client maps onto
+#: :class:`UpstreamError` (its reads and writes that fail are a reset).
+CONNECT_RULES = (
+    Rule(socket.gaierror, UpstreamError.DNS),
+    Rule((ssl.SSLError, ssl.CertificateError), UpstreamError.TLS),
+    Rule(anyio.BrokenResourceError, UpstreamError.TLS),  # the TLS handshake broke off
+    Rule(OSError, UpstreamError.REFUSED, CONNECT_CAUSES),
+)
+
+
 def _connect_failure(exc: BaseException, where: str = "") -> UpstreamFailure | None:
     """What a failed connection attempt raises (``None``: the exception
-    itself); ``where`` names a proxy on the way."""
+    itself, not a failure of the connection); ``where`` names a proxy on
+    the way."""
     if isinstance(exc, UpstreamFailure):
         return exc
-    if isinstance(exc, socket.gaierror):
-        return UpstreamFailure(UpstreamError.DNS, str(exc) + where)
-    if isinstance(exc, (ssl.SSLError, ssl.CertificateError)):
-        return UpstreamFailure(UpstreamError.TLS, f"{exc}{where}; {TLS_HINT}")
-    if isinstance(exc, anyio.BrokenResourceError):  # the TLS handshake broke off
-        reason = _reason(exc, "the TLS handshake failed")
-        return UpstreamFailure(UpstreamError.TLS, f"{reason}{where}; {TLS_HINT}")
-    if isinstance(exc, OSError):
-        return UpstreamFailure(UpstreamError.REFUSED, _reason(exc, "connection refused") + where)
-    return None
+    if not isinstance(exc, (OSError, anyio.BrokenResourceError)):
+        return None
+    error = classify(exc, CONNECT_RULES)
+    if error is UpstreamError.TLS:
+        reason = str(exc) if isinstance(exc, OSError) else ""
+        reason = reason or _reason(exc, "the TLS handshake failed")
+        return UpstreamFailure(error, f"{reason}{where}; {TLS_HINT}")
+    if error is UpstreamError.DNS:
+        return UpstreamFailure(error, str(exc) + where)
+    return UpstreamFailure(error, _reason(exc, "connection refused") + where)
 
 
 #: Which variable names the proxy for a scheme key of :func:`environment_proxies`.
@@ -569,9 +553,8 @@ class AsyncUpstream:
         try:
             stream: anyio.abc.ByteStream = await anyio.connect_tcp(proxy.host, proxy.port)
         except OSError as exc:
-            kind = UpstreamError.DNS if isinstance(exc, socket.gaierror) else UpstreamError.REFUSED
             raise UpstreamFailure(
-                kind,
+                classify(exc, CONNECT_RULES),
                 f"cannot reach the proxy: {_reason(exc, 'connection refused')}{where}",
             ) from None
         if scheme == "http":

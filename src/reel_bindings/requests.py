@@ -16,6 +16,8 @@ frames at their recorded offsets.  A miss answers the 404 miss report;
 from __future__ import annotations
 
 import os
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
@@ -25,27 +27,29 @@ from urllib.parse import urlsplit
 from reel_core import (
     ContentDecoder,
     Cut,
-    EndOfResponse,
-    Frame,
     MatchConfig,
     MissError,
     Mode,
     Redactor,
     Request,
+    Step,
     Timing,
     UpstreamError,
+    replay_schedule,
 )
 
 from ._clock import sleep_until_sync
+from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import CLIENT_CLOSED, IN_PROCESS_HINT, Player, Upstreaming, frames_of
-from ._upstream import classify
+from ._inprocess import IN_PROCESS_HINT, Player, Upstreaming
+from ._sync.relay import relay
 
 try:
     import requests
     from requests.adapters import BaseAdapter, HTTPAdapter
     from requests.structures import CaseInsensitiveDict
     from requests.utils import get_encoding_from_headers
+    from urllib3 import exceptions as urllib3_errors
     from urllib3.exceptions import HTTPError as Urllib3Error
     from urllib3.exceptions import ProtocolError
 except ImportError as exc:  # pragma: no cover - exercised without requests installed
@@ -54,6 +58,42 @@ except ImportError as exc:  # pragma: no cover - exercised without requests inst
     ) from exc
 
 __all__ = ["Adapter"]
+
+#: How requests' exceptions (and urllib3's, and the socket's under them)
+#: map onto :class:`UpstreamError`, first match first.  urllib3's
+#: ``NewConnectionError`` is a ``ConnectTimeoutError`` and requests'
+#: ``ConnectTimeout`` a ``ConnectionError``: the order tells them apart.
+_RULES = (
+    Rule(
+        (requests.exceptions.SSLError, urllib3_errors.SSLError, ssl.SSLError, ssl.CertificateError),
+        UpstreamError.TLS,
+    ),
+    Rule((urllib3_errors.NameResolutionError, socket.gaierror), UpstreamError.DNS),
+    Rule(urllib3_errors.NewConnectionError, UpstreamError.REFUSED, CONNECT_CAUSES),
+    Rule((requests.Timeout, urllib3_errors.TimeoutError, TimeoutError), UpstreamError.TIMEOUT),
+    # refused, unresolved, or broken before the response's head
+    Rule(requests.ConnectionError, UpstreamError.REFUSED, CONNECT_CAUSES + EXCHANGE_CAUSES),
+    # broken mid-body
+    Rule(
+        (requests.exceptions.ChunkedEncodingError, urllib3_errors.ProtocolError),
+        UpstreamError.PROTOCOL,
+        EXCHANGE_CAUSES,
+    ),
+    Rule((requests.RequestException, Urllib3Error), UpstreamError.PROTOCOL),
+    Rule(ConnectionRefusedError, UpstreamError.REFUSED),
+    Rule(OSError, UpstreamError.RESET, EXCHANGE_CAUSES),
+)
+
+
+def _failure(exc: BaseException) -> UpstreamError:
+    return classify(exc, _RULES)
+
+
+def _relayed(exc: Exception) -> tuple[UpstreamError, str] | None:
+    """What the relay feeds for an exception: urllib3's, and the socket's."""
+    if isinstance(exc, (Urllib3Error, OSError)):
+        return _failure(exc), str(exc)
+    return None
 
 
 def _body_bytes(body: object) -> bytes:
@@ -72,21 +112,21 @@ def _body_bytes(body: object) -> bytes:
 class _ReplayRaw:
     """What ``response.raw`` is for a replay: frames on their schedule."""
 
-    def __init__(self, events: list[Frame | EndOfResponse | Cut], start: float) -> None:
-        self._events = iter(events)
+    def __init__(self, steps: Iterator[Step], start: float) -> None:
+        self._steps = steps
         self._start = start
         self.closed = False
 
     def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
-        for event in self._events:
-            if event.at is not None:
-                sleep_until_sync(self._start + event.at)
-            if isinstance(event, Frame):
-                yield event.data
-            elif isinstance(event, Cut):
+        for step in self._steps:
+            if step.until is not None:
+                sleep_until_sync(self._start + step.until)
+            if isinstance(step.event, Cut):
                 raise ProtocolError(
-                    f"Connection broken: recorded cut ({event.error})", event.detail
+                    f"Connection broken: recorded cut ({step.event.error})", step.event.detail
                 )
+            if not step.last:
+                yield step.data
         self.closed = True
 
     def read(self, amt: int | None = None, decode_content: bool = True) -> bytes:
@@ -119,30 +159,14 @@ class _RelayRaw:
 
     def _stream(self, amt: int, decode_content: bool) -> Generator[bytes, None, None]:
         decoder = ContentDecoder(self._encoding if decode_content else "identity")
-        chunks = self._raw.stream(amt, decode_content=False)
+        chunks = relay(self._raw.stream(amt, decode_content=False), self._feed, _relayed)
         try:
-            try:
-                for chunk in chunks:
-                    self._feed.data(chunk)
-                    out = decoder.decode(chunk)
-                    if out:
-                        yield out
-            except GeneratorExit:
-                # The client closed the response before its end: one more
-                # read takes the end if it is there (a client that stops at
-                # a stream's last event); else the upstream is closed now
-                # and the recording cut there, by the client.
-                chunk = next(chunks, None)
-                if chunk is None:
-                    self._feed.end()
-                else:
-                    self._feed.data(chunk)
-                    self._feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
-                raise
-        except (Urllib3Error, OSError) as exc:
-            self._feed.error(classify(exc), str(exc))
-            raise
-        self._feed.end()
+            for chunk in chunks:
+                out = decoder.decode(chunk)
+                if out:
+                    yield out
+        finally:
+            chunks.close()  # a reader that stopped early: the relay records the rest
         tail = decoder.flush()
         if tail:
             yield tail
@@ -232,7 +256,7 @@ class Adapter(BaseAdapter):
             {k.decode("latin-1"): v.decode("latin-1") for k, v in decision.head.headers}
         )
         response.encoding = get_encoding_from_headers(response.headers)
-        response.raw = _ReplayRaw(frames_of(decision.events), time.monotonic())
+        response.raw = _ReplayRaw(replay_schedule(decision.events), time.monotonic())
         response.reason = ""
         response.url = request.url or ""
         response.request = request
@@ -259,7 +283,7 @@ class Adapter(BaseAdapter):
                 request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies
             )
         except (requests.RequestException, OSError) as exc:
-            feed.error(classify(exc), str(exc))
+            feed.error(_failure(exc), str(exc))
             raise
         feed.head(
             response.status_code,

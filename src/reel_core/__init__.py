@@ -54,6 +54,7 @@ from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, model_of, request_model
 from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header
+from ._schedule import Step, replay_schedule
 from ._session import Session
 from ._start import Start, start_of
 from ._state import Input, State
@@ -113,6 +114,7 @@ __all__ = [
     "Signal",
     "Start",
     "State",
+    "Step",
     "StreamCut",
     "Timing",
     "TimingMode",
@@ -141,6 +143,7 @@ __all__ = [
     "parse_sse_event",
     "read_line",
     "record_exchange",
+    "replay_schedule",
     "request_diff",
     "request_model",
     "resolve_model",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import aclosing, suppress
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from reel_core import (
     Continue,
     Cut,
     EndOfResponse,
+    Event,
     Forward,
     Frame,
     Miss,
@@ -41,9 +42,11 @@ from reel_core import (
     Signal,
     State,
     UpstreamError,
+    replay_schedule,
     safe_cassette_name,
 )
 
+from .._async.relay import arelay
 from .._clock import sleep_until
 from .._files import CassetteFile, CassetteNotFoundError
 from .._store import FileStore
@@ -224,7 +227,6 @@ class Proxy:
     async def _converse(self, stream: anyio.abc.ByteStream, conn: _Connection) -> None:
         session = conn.session
         exchange = conn.exchange
-        start = 0.0  # when the response head went out (replay deadlines count from it)
         out = _Pending()  # response bytes due now, not written yet
         while True:
             try:
@@ -279,12 +281,22 @@ class Proxy:
             # and keep every other connection waiting.
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
-                start = exchange.started  # the head goes out now
                 out.add(session.send(event))
+                if not await self._play(stream, session, exchange, out):
+                    return  # closing without finishing the body is the cut
                 continue
-            if event.at and start + event.at > anyio.current_time():
+
+    async def _play(
+        self, stream: anyio.abc.ByteStream, session: Session, exchange: _Exchange, out: _Pending
+    ) -> bool:
+        """Send a replayed body on its schedule, the head already pending;
+        False after a cut (the connection must close)."""
+        start = exchange.started  # the head goes out now: deadlines count from it
+        for step in replay_schedule(_pulled(session)):
+            if step.until is not None and start + step.until > anyio.current_time():
                 await out.flush(stream)
-                await sleep_until(start + event.at)
+                await sleep_until(start + step.until)
+            event = step.event
             if isinstance(event, Frame):
                 if out.add(session.send(event)):
                     await out.flush(stream)
@@ -292,12 +304,13 @@ class Proxy:
                 out.add(session.send(event))
                 await out.flush(stream)
                 self._log(session, exchange)
-            elif isinstance(event, Cut):
+            else:
                 await out.flush(stream)
                 session.send(event)
                 exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
-                return  # closing without finishing the body is the cut
+                return False
+        return True
 
     async def _receive(self, stream: anyio.abc.ByteStream, conn: _Connection) -> bool:
         """Read what the client sent next; False when the connection is over."""
@@ -429,21 +442,22 @@ class Proxy:
                     timestamp=time.time(),
                 )
                 await flush()
-                # closed however the loop ends (a client that left cancels it)
-                async with aclosing(response.chunks()) as chunks:
-                    async for chunk in chunks:
-                        session.upstream_data(chunk, now=anyio.current_time())
+                # closed however the loop ends (a client that left cancels
+                # it; _forward records why)
+                relayed = arelay(response.chunks(), _Feed(session), _failure, read_on=False)
+                async with aclosing(relayed):
+                    async for _chunk in relayed:
                         await flush()
-                session.upstream_end(now=anyio.current_time())
-                # before the upstream connection is put back: the client's
-                # end does not wait on that
+                # the end, before the upstream connection is put back: the
+                # client's end does not wait on that
                 await flush()
         except UpstreamFailure as exc:
             where = session.redactor.target(forward.request.target)
             log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
             if session.state is State.AWAIT_UPSTREAM:
                 exchange.outcome = f"upstream {exc.error.value}"
-            session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
+            if session.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
+                session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         if session.state is State.DONE:
             await flush()
 
@@ -525,6 +539,35 @@ async def _watch(
         return
     gone.why = gone.why or why
     stop.cancel()
+
+
+class _Feed:
+    """The relay's feed: the session, at the loop's clock."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def data(self, chunk: bytes) -> None:
+        self._session.upstream_data(chunk, now=anyio.current_time())
+
+    def end(self) -> None:
+        self._session.upstream_end(now=anyio.current_time())
+
+    def error(self, error: UpstreamError, detail: str) -> None:
+        self._session.upstream_error(error, detail, now=anyio.current_time())
+
+
+def _failure(exc: Exception) -> tuple[UpstreamError, str] | None:
+    """What the relay feeds for an exception: the upstream client's failures."""
+    return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
+
+
+def _pulled(session: Session) -> Iterator[Event]:
+    """The session's events until it signals (a replay's are all at hand)."""
+    while not isinstance(event := session.next_event(), Signal):
+        yield event
 
 
 def _reason(exc: BaseException) -> str:

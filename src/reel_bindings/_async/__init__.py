@@ -1,0 +1,1 @@
+"""Async sources; ``../_sync/`` is generated from them (``scripts/gen_sync.py``)."""

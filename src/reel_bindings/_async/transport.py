@@ -1,0 +1,93 @@
+"""The in-process transport for httpx and httpx2 clients.
+
+``_async/transport.py`` (``AsyncTransport``) is the source;
+``_sync/transport.py`` (``Transport``) is generated from it by
+``scripts/gen_sync.py``: edit the async one, then run the script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import Any
+
+import anyio
+
+from reel_core import Cut, Step, replay_schedule
+
+from .._async.relay import arelay
+from .._clock import sleep_until
+from .._inprocess import Upstreaming
+from .._transport import (
+    AsyncBase,
+    Base,
+    async_stream,
+    core_request,
+    cut_error,
+    failure_of,
+    family_of,
+    immediate_body,
+    relayed,
+)
+
+__all__ = ["AsyncTransport"]
+
+
+class AsyncTransport(Base, AsyncBase):
+    """Reel's transport for httpx and httpx2 clients: ``AsyncTransport``
+    for their ``AsyncClient`` (on asyncio or trio), ``Transport`` for their
+    ``Client``."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        family = family_of(request)
+        decision = self.player.decide(core_request(request, await request.aread()))
+        if isinstance(decision, Upstreaming):
+            return await self._forward(family, request, decision)
+        self._check(decision)
+        steps = list(replay_schedule(decision.events))
+        body = immediate_body(steps)
+        if body is not None:
+            return self._replay_response(family, decision, body)
+        start = anyio.current_time()
+        return self._replay_response(family, decision, self._frames(family, request, steps, start))
+
+    @staticmethod
+    async def _frames(
+        family: ModuleType, request: Any, steps: list[Step], start: float
+    ) -> AsyncIterator[bytes]:
+        for step in steps:
+            if step.until is not None:
+                await sleep_until(start + step.until)
+            if isinstance(step.event, Cut):
+                raise cut_error(family, step.event, request)
+            if not step.last:
+                yield step.data
+
+    def _upstream(self, family: ModuleType, request: Any) -> Any:
+        return self._pool(family, request, family.AsyncHTTPTransport)
+
+    async def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
+        try:
+            response = await self._upstream(family, request).handle_async_request(request)
+        except family.TransportError as exc:
+            feed.error(failure_of(family, exc), str(exc))
+            raise
+        feed.head(response.status_code, response.headers.raw)
+        return family.Response(
+            response.status_code,
+            headers=response.headers.raw,
+            stream=async_stream(family)(
+                arelay(response.stream, feed, relayed(family), response.aclose)
+            ),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        for upstream in [*self._upstreams.values(), *self._given.values()]:
+            await upstream.aclose()
+
+    async def __aenter__(self) -> AsyncTransport:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

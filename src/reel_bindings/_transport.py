@@ -1,0 +1,266 @@
+"""What the httpx/httpx2 transports share, sync and async: the client
+families, their body streams, the mapping of their exceptions, the replayed
+response.  ``_async/transport.py`` holds ``AsyncTransport``;
+``_sync/transport.py``, generated from it, ``Transport``; both are
+re-exported by ``reel_bindings.httpcore``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from reel_core import (
+    Cut,
+    MatchConfig,
+    MissError,
+    Mode,
+    Redactor,
+    Request,
+    Step,
+    Timing,
+    UpstreamError,
+)
+
+from ._failures import CONNECT_CAUSES, Rule, classify
+from ._files import CassetteFile
+from ._inprocess import IN_PROCESS_HINT, Decision, Player
+from ._relay import Failure
+from ._upstream import environment_proxies, proxy_for
+
+__all__ = [
+    "Base",
+    "async_stream",
+    "core_request",
+    "cut_error",
+    "family_of",
+    "immediate_body",
+    "relayed",
+    "sync_stream",
+]
+
+_FAMILIES = ("httpx", "httpx2")
+
+
+def _bases(name: str) -> tuple[type, ...]:
+    """``name`` (a transport base class) of every client family installed."""
+    bases = []
+    for family in _FAMILIES:
+        try:
+            bases.append(getattr(importlib.import_module(family), name))
+        except ImportError:  # pragma: no cover - only one family installed
+            continue
+    return tuple(bases) or (object,)
+
+
+if TYPE_CHECKING:
+    import httpx
+    import httpx2
+
+    # Subclassing both families' bases lets type checkers accept a Reel
+    # transport in httpx.Client(transport=...) and httpx2.Client(transport=...).
+    class SyncBase(httpx.BaseTransport, httpx2.BaseTransport):  # type: ignore[misc]
+        pass
+
+    class AsyncBase(httpx.AsyncBaseTransport, httpx2.AsyncBaseTransport):  # type: ignore[misc]
+        pass
+
+else:
+    SyncBase = type("SyncBase", _bases("BaseTransport"), {})
+    AsyncBase = type("AsyncBase", _bases("AsyncBaseTransport"), {})
+
+
+def family_of(request: Any) -> ModuleType:
+    name = type(request).__module__.partition(".")[0]
+    if name not in _FAMILIES:
+        raise TypeError(
+            f"reel_bindings.httpcore transports serve httpx and httpx2 requests, not {name}"
+        )
+    return sys.modules[name]  # imported: ``request`` is one of its objects
+
+
+@functools.cache
+def _streams(family: ModuleType) -> tuple[type, type]:
+    """Body streams of ``family`` that close the generator under them: when a
+    client closes a response it has not read to the end, the relay must hear
+    of it at once to close the upstream and record the cut.  (A plain
+    ``content=`` iterator is never closed, only garbage collected.)"""
+
+    class SyncStream(family.SyncByteStream):  # type: ignore[misc, name-defined]
+        def __init__(self, iterator: Iterator[bytes]) -> None:
+            self._iterator = iterator
+
+        def __iter__(self) -> Iterator[bytes]:
+            return self._iterator
+
+        def close(self) -> None:
+            self._iterator.close()  # type: ignore[attr-defined]
+
+    class AsyncStream(family.AsyncByteStream):  # type: ignore[misc, name-defined]
+        def __init__(self, iterator: AsyncIterator[bytes]) -> None:
+            self._iterator = iterator
+            self._closed = False
+
+        def __aiter__(self) -> AsyncIterator[bytes]:
+            # Not the generator itself: httpx closes an iterator that is a
+            # generator when its own is finalized (a client that broke out of
+            # ``aiter_*`` and closed the response), maybe while the close
+            # below still runs (it reads on for the body's end).  Only
+            # ``aclose`` closes the generator, once.
+            return self
+
+        async def __anext__(self) -> bytes:
+            return await self._iterator.__anext__()
+
+        async def aclose(self) -> None:
+            if not self._closed:
+                self._closed = True
+                await self._iterator.aclose()  # type: ignore[attr-defined]
+
+    return SyncStream, AsyncStream
+
+
+def sync_stream(family: ModuleType) -> type:
+    """``family``'s sync body stream that closes the relay under it."""
+    return _streams(family)[0]
+
+
+def async_stream(family: ModuleType) -> type:
+    """``family``'s async body stream that closes the relay under it."""
+    return _streams(family)[1]
+
+
+@functools.cache
+def _rules(family: ModuleType) -> tuple[Rule, ...]:
+    """How ``family``'s transport errors map onto :class:`UpstreamError`.
+    httpcore raises one ``RemoteProtocolError`` for garbage and for a peer
+    that closed the connection; only its messages tell them apart."""
+    return (
+        Rule(family.TimeoutException, UpstreamError.TIMEOUT),
+        Rule(family.ConnectError, UpstreamError.REFUSED, CONNECT_CAUSES),
+        Rule(family.ProxyError, UpstreamError.REFUSED, CONNECT_CAUSES),
+        Rule(
+            family.RemoteProtocolError,
+            UpstreamError.PROTOCOL,
+            closed=("without sending", "closed connection", "disconnected"),
+        ),
+        Rule(family.NetworkError, UpstreamError.RESET),  # read, write, close
+    )
+
+
+def failure_of(family: ModuleType, exc: Exception) -> UpstreamError:
+    return classify(exc, _rules(family))
+
+
+def relayed(family: ModuleType) -> Failure:
+    """What the relay feeds for an exception: ``family``'s transport errors."""
+
+    def failure(exc: Exception) -> tuple[UpstreamError, str] | None:
+        if isinstance(exc, family.TransportError):
+            return failure_of(family, exc), str(exc)
+        return None
+
+    return failure
+
+
+def immediate_body(steps: list[Step]) -> bytes | None:
+    """The whole body when a replay has nothing to wait for (one frame due at
+    once, then the end): it is answered as bytes, without a frame iterator."""
+    if len(steps) > 2 or any(s.until is not None or isinstance(s.event, Cut) for s in steps):
+        return None
+    return b"".join(s.data for s in steps)
+
+
+def core_request(request: Any, body: bytes) -> Request:
+    return Request(request.method, request.url.raw_path.decode("ascii"), request.headers.raw, body)
+
+
+def cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
+    message = (
+        f"peer closed connection without sending complete message body (recorded cut: {cut.error})"
+    )
+    if cut.error == UpstreamError.CLIENT_CLOSED.value:
+        message += (
+            "; the recording ends here because its client closed the response early: "
+            "re-record it (REEL_MODE=record) if this client reads further"
+        )
+    if cut.error == "timeout":
+        exc: Exception = family.ReadTimeout(message, request=request)
+    else:
+        exc = family.RemoteProtocolError(message, request=request)
+    return exc
+
+
+class Base:
+    def __init__(
+        self,
+        cassette: str | os.PathLike[str] | CassetteFile,
+        *,
+        mode: Mode | str | None = None,
+        match: MatchConfig | None = None,
+        timing: Timing | str = "realtime",
+        repeat: bool | None = None,
+        strict: bool = False,
+        redactor: Redactor | None = None,
+        upstream: Any = None,
+        hint: str = IN_PROCESS_HINT,
+    ) -> None:
+        self.player = Player(
+            cassette,
+            mode=mode,
+            match=match,
+            timing=timing,
+            repeat=repeat,
+            redactor=redactor,
+            hint=hint,
+        )
+        self.strict = strict
+        #: The pools forwards go through, by client family and proxy URL
+        #: (``""``: direct); an ``upstream`` given serves its family always.
+        self._upstreams: dict[tuple[str, str], Any] = {}
+        self._given: dict[str, Any] = {}
+        if upstream is not None:
+            self._given[type(upstream).__module__.partition(".")[0]] = upstream
+        self._proxies = environment_proxies()
+
+    def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
+        """The pool a forward of ``request`` goes through: the ``upstream``
+        given for its family, else one of ``make`` (the family's
+        ``HTTPTransport`` or ``AsyncHTTPTransport``) through the proxy the
+        environment names for its URL, if any (``HTTPS_PROXY``,
+        ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``)."""
+        given = self._given.get(family.__name__)
+        if given is not None:
+            return given
+        url = request.url
+        port = url.port or (443 if url.scheme == "https" else 80)
+        proxy = proxy_for(url.scheme, url.host, port, self._proxies) or ""
+        upstream = self._upstreams.get((family.__name__, proxy))
+        if upstream is None:
+            made = make(proxy=proxy) if proxy else make()
+            # setdefault: threads racing here share one pool (another one
+            # would hold connections that close() never closes)
+            upstream = self._upstreams.setdefault((family.__name__, proxy), made)
+        return upstream
+
+    @property
+    def misses(self) -> list[Any]:
+        """Miss reports served so far (the pytest plugin fails tests on them)."""
+        return self.player.misses
+
+    def _check(self, decision: Decision) -> None:
+        if decision.miss is not None and self.strict:
+            raise MissError(decision.miss)
+
+    def _replay_response(self, family: ModuleType, decision: Decision, content: Any) -> Any:
+        return family.Response(
+            decision.head.status,
+            headers=list(decision.head.headers),
+            content=content,
+            extensions={"reel": "replay"},
+        )

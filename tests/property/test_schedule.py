@@ -1,0 +1,89 @@
+"""Property: the replay schedule sends every event when the naive loop
+would (sleep until each event's own deadline, then send it), for any
+recorded timing replayed in any timing mode, and for any deadlines at all."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reel_core import (
+    Config,
+    Cut,
+    EndOfResponse,
+    Engine,
+    Event,
+    Frame,
+    Mode,
+    RecordedResponse,
+    ResponseHead,
+    Signal,
+    Timing,
+    replay_schedule,
+)
+
+from .strategies import hit_cassette, hit_request, recorded_responses, timings
+
+Timed = Frame | EndOfResponse | Cut
+
+
+def naive(events: list[Event]) -> list[tuple[float, Timed]]:
+    """Sleep until each timed event's own ``at``, then send it: when it
+    goes out (the clock never goes back), up to the end or cut."""
+    clock = 0.0
+    sent: list[tuple[float, Timed]] = []
+    for event in events:
+        if isinstance(event, (Frame, EndOfResponse, Cut)):
+            clock = max(clock, event.at or 0.0)
+            sent.append((clock, event))
+            if not isinstance(event, Frame):
+                break
+    return sent
+
+
+def scheduled(events: list[Event]) -> list[tuple[float, Timed]]:
+    """Follow the schedule: when each step's event goes out."""
+    clock = 0.0
+    sent: list[tuple[float, Timed]] = []
+    for step in replay_schedule(events):
+        if step.until is not None:
+            assert step.until > clock  # a wait is never for a passed deadline
+            clock = step.until
+        sent.append((clock, step.event))
+    return sent
+
+
+def replayed(response: RecordedResponse, timing: Timing) -> list[Event]:
+    """The events after the head of a replay of ``response``."""
+    session = Engine(hit_cassette(response), Config(mode=Mode.REPLAY, timing=timing))
+    session.receive_request(hit_request())
+    events: list[Event] = []
+    seen_head = False
+    while not isinstance(event := session.next_event(), Signal):
+        if seen_head:
+            events.append(event)
+        seen_head = seen_head or isinstance(event, ResponseHead)
+    return events
+
+
+@given(recorded_responses(), timings())
+def test_schedule_of_a_replay_is_the_naive_loop(response: RecordedResponse, timing: Timing) -> None:
+    events = replayed(response, timing)
+    assert scheduled(events) == naive(events)
+    assert [e for _, e in naive(events)] == [
+        e for e in events if isinstance(e, (Frame, EndOfResponse, Cut))
+    ]
+
+
+deadline = st.none() | st.floats(0, 1e6, allow_nan=False)
+timed: st.SearchStrategy[Event] = st.one_of(
+    st.builds(Frame, st.binary(max_size=4), deadline),
+    st.builds(EndOfResponse, deadline),
+    st.builds(Cut, st.sampled_from(["reset", "timeout", "closed"]), st.just(""), deadline),
+)
+
+
+@given(st.lists(timed, max_size=20))
+def test_schedule_of_any_deadlines_is_the_naive_loop(events: list[Event]) -> None:
+    """Even deadlines no session makes (going back, missing, after the end)."""
+    assert scheduled(events) == naive(events)
