@@ -12,11 +12,9 @@ from ._codec import (
     DecodedLine,
     DecodedLines,
     decode_lines,
-    encoding_problem,
     is_meta_line,
     not_a_cassette,
     read_line,
-    torn_note,
 )
 from ._config import Config, Mode
 from ._engine import Engine
@@ -51,7 +49,7 @@ from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._meta import CassetteMeta
 from ._miss import Closest, MissError, MissReport, body_diff, diff_row, request_diff, shorten
 from ._prices import PRICES_CHECKED, cost_usd, resolve_model
-from ._providers import PROVIDERS, Piece, Provider, answer_pieces, model_of, request_model
+from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
 from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header
 from ._schedule import Step, replay_schedule
@@ -129,7 +127,6 @@ __all__ = [
     "decode_lines",
     "diff_row",
     "encode_body",
-    "encoding_problem",
     "exchange_redactor",
     "extract_usage",
     "is_credential_name",
@@ -138,7 +135,6 @@ __all__ = [
     "keep_response_header",
     "looks_like_sse",
     "match_key",
-    "model_of",
     "not_a_cassette",
     "parse_sse_event",
     "read_line",
@@ -150,5 +146,4 @@ __all__ = [
     "safe_cassette_name",
     "shorten",
     "start_of",
-    "torn_note",
 ]
