@@ -81,7 +81,9 @@ class Engine:
     ``cassette`` is shared by every engine replaying or recording it;
     ``config`` too.  ``cassette`` may instead be a function choosing the
     cassette for each request (a proxy serving a directory of cassettes);
-    it may raise :class:`RemoteProtocolError` to refuse the request.
+    it may raise :class:`RemoteProtocolError` to refuse the request as the
+    client's fault (its ``status``), or :class:`CassetteError` for a cassette
+    that cannot be used (refused with 500, saying how to fix it).
     """
 
     def __init__(

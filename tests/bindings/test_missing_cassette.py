@@ -138,6 +138,28 @@ async def test_a_missing_cassette_in_a_directory_is_404_naming_it(tmp_path: Path
     assert not (root / "gone.jsonl").exists()
 
 
+@pytest.mark.anyio
+async def test_an_unreadable_cassette_in_a_directory_is_a_cassette_error_not_the_clients(
+    tmp_path: Path,
+) -> None:
+    """The client named a cassette that exists but cannot be read (here a
+    directory): the answer is the refusal of a bad cassette, saying how to
+    fix it, and the proxy serves the next request."""
+    root = tmp_path / "cassettes"
+    (root / "odd.jsonl").mkdir(parents=True)
+    (root / "good.jsonl").write_bytes(GOOD_LINE)
+    replay = ProxyOptions(mode=Mode.REPLAY, cassette_dir=root, port=0)
+    async with running(replay) as url, httpx.AsyncClient(base_url=url) as client:
+        odd = await fetch(client, chat_call("hello", headers={"x-reel-cassette": "odd"}))
+        assert odd.status == 500
+        error = json.loads(odd.body)["error"]
+        assert error["type"] == "reel_bad_cassette"
+        assert error["message"].startswith(f"{root / 'odd.jsonl'}: cannot be read (")
+        assert error["message"].endswith("Fix the file, or record it again.")
+        good = await fetch(client, chat_call("hello", headers={"x-reel-cassette": "good"}))
+        assert good.status in (200, 404)  # served: a replay or a miss, not a failure
+
+
 def _proxy_stderr(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "reel_bindings.proxy", "--port", "0", *args],

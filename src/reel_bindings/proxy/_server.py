@@ -21,6 +21,7 @@ import attrs
 
 from reel_core import (
     Cassette,
+    CassetteError,
     CassetteMeta,
     Config,
     Continue,
@@ -181,8 +182,9 @@ class Proxy:
         except CassetteNotFoundError as exc:  # this request misses its cassette
             raise RemoteProtocolError(str(exc), 404) from None
         except OSError as exc:  # a directory, unreadable...: this request fails, not the proxy
-            raise RemoteProtocolError(
-                f"cassette {name!r} cannot be read: {exc.strerror or exc}", 500
+            # the cassette is at fault, not the client: refused as a bad cassette (500)
+            raise CassetteError(
+                str(path), None, f"cannot be read ({exc.strerror or exc})"
             ) from None
 
     def _file_of(self, cassette: Cassette) -> CassetteFile:
