@@ -1,0 +1,182 @@
+"""What every importer shares: the neutral exchange, and its recording.
+
+An importer reads one other tool's cassette format.  It is a pure function,
+``parse(data, name) -> list[Exchange | Skipped]``: bytes in, the exchanges
+the file holds out (in the file's order), and for each entry it cannot
+take, why.  It decides nothing Reel decides: :func:`import_exchanges`
+records every exchange through :func:`reel_core.record_exchange`, the same
+redaction, keying, decoding, SSE framing and usage as a live recording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from .._cassette import Cassette
+from .._errors import ReelError
+from .._exchange import record_exchange
+from .._http import Request
+from .._interaction import Interaction
+from .._meta import CassetteMeta
+from .._redact import Redactor
+
+__all__ = ["Exchange", "ImportReport", "Skipped", "frames_of", "import_exchanges"]
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request and the answer another tool stored for it.
+
+    ``target`` is an absolute URL (``https://host/path?query``; the host
+    becomes the ``host`` header unless one is given) or a bare
+    ``/path?query``.  ``body`` is the response body as the wire carried it
+    (still content-encoded when ``response_headers`` say so), whole, or as
+    ``(seconds after the head, bytes)`` chunks when the source kept timing.
+    """
+
+    #: The entry's position in the source (0-based), for the report.
+    source: int
+    method: str
+    target: str
+    request_headers: Pairs
+    request_body: bytes
+    status: int
+    response_headers: Pairs
+    body: bytes | tuple[tuple[float, bytes], ...]
+    #: Seconds from sending the request to the response head, when known.
+    ttfb: float | None = None
+    #: When it was recorded (epoch seconds), when known.
+    timestamp: float | None = None
+    #: What was assumed or adjusted on the way (said in the report).
+    notes: tuple[str, ...] = ()
+
+    @property
+    def timed(self) -> bool:
+        """Whether the source kept the timing of the body."""
+        return not isinstance(self.body, bytes)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An entry of the source that is not imported, and why (one line)."""
+
+    source: int
+    reason: str
+
+
+@dataclass
+class ImportReport:
+    """What one source file became."""
+
+    #: The format's name (``vcr``, ``har``...), stored as ``meta.imported``.
+    tool: str
+    #: The interactions recorded, in the source's order.
+    interactions: list[Interaction] = field(default_factory=list)
+    #: The source position of each interaction.
+    sources: list[int] = field(default_factory=list)
+    #: ``(source position, why)`` of each entry that could not be imported.
+    failures: list[tuple[int, str]] = field(default_factory=list)
+    #: ``(source position, note)``: what was assumed or adjusted.
+    notes: list[tuple[int, str]] = field(default_factory=list)
+    #: How many entries the source holds.
+    total: int = 0
+    #: The new cassette's ``_meta`` (its salt is the one used to redact).
+    meta: CassetteMeta = field(default_factory=CassetteMeta)
+
+    def dumps(self) -> bytes:
+        """The cassette: its ``_meta`` line, then one line per interaction."""
+        return self.meta.to_line() + b"".join(ix.to_line() for ix in self.interactions)
+
+
+def _wire(pairs: Pairs) -> tuple[tuple[bytes, bytes], ...]:
+    return tuple((k.encode("latin-1", "replace"), v.encode("latin-1", "replace")) for k, v in pairs)
+
+
+def _request(exchange: Exchange) -> Request:
+    headers = list(exchange.request_headers)
+    target = exchange.target
+    if "://" in target:
+        rest = target.split("://", 1)[1]
+        host, slash, path = rest.partition("/")
+        if host and not any(k.lower() == "host" for k, _ in headers):
+            headers.append(("host", host))
+        target = slash + path if slash else "/"
+    return Request(exchange.method, target, _wire(tuple(headers)), exchange.request_body)
+
+
+def import_exchanges(
+    items: Iterable[Exchange | Skipped],
+    *,
+    tool: str,
+    redactor: Redactor,
+    meta: CassetteMeta | None = None,
+    name: str = "import.jsonl",
+) -> ImportReport:
+    """Record every exchange of ``items`` as Reel would have recorded it.
+
+    Repeats of a request are numbered in the source's order.  An exchange
+    the core cannot record (a body over the limit, a body that does not
+    decode) is a failure with the core's reason.  Without timing in the
+    source, every frame is at offset 0 and the timing figures are ``null``.
+    """
+    report = ImportReport(tool, meta=meta if meta is not None else CassetteMeta())
+    cassette = Cassette(name, report.meta)
+    items = list(items)
+    report.total = len(items)
+    for item in items:
+        if isinstance(item, Skipped):
+            report.failures.append((item.source, item.reason))
+            continue
+        try:
+            interaction = record_exchange(
+                _request(item),
+                item.status,
+                _wire(item.response_headers),
+                item.body,
+                redactor=redactor,
+                cassette=cassette,
+                timestamp=item.timestamp,
+            )
+        except ReelError as exc:
+            report.failures.append((item.source, str(exc)))
+            continue
+        cut = interaction.response.cut
+        if cut is not None:
+            report.failures.append((item.source, f"the body could not be decoded: {cut.detail}"))
+            continue
+        cassette.add(interaction)  # its repeats are numbered after it
+        report.interactions.append(_stamp(interaction, item, tool))
+        report.sources.append(item.source)
+        report.notes.extend((item.source, note) for note in item.notes)
+    return report
+
+
+def _stamp(interaction: Interaction, item: Exchange, tool: str) -> Interaction:
+    """Timing figures the source did not keep are unknown (``null``), not 0;
+    a time to first byte it kept is stored, and counted in the total."""
+    meta = dict(interaction.meta)
+    if not item.timed:
+        meta.update(total_ms=None, ttft_ms=None)
+    if item.ttfb is None:
+        meta.update(ttfb_ms=None)
+    else:
+        ttfb_ms = round(item.ttfb * 1000, 1)
+        meta.update(ttfb_ms=ttfb_ms)
+        total = meta.get("total_ms")
+        if isinstance(total, (int, float)):
+            meta.update(total_ms=round(total + ttfb_ms, 1))
+    meta.update(imported=tool)
+    return replace(interaction, meta=meta)
+
+
+def frames_of(chunks: Sequence[tuple[float, bytes]]) -> tuple[tuple[float, bytes], ...]:
+    """``chunks`` as an :class:`Exchange` body (offsets never go back)."""
+    out: list[tuple[float, bytes]] = []
+    last = 0.0
+    for at, data in chunks:
+        last = max(last, at)
+        out.append((last, data))
+    return tuple(out)
