@@ -43,7 +43,8 @@ def test_exchanges_are_recorded_redacted_and_numbered_in_order() -> None:
     assert first.provider == "openai"  # the URL's host became the host header
     assert second.id == first.id + "-2"
     assert first.meta["imported"] == "test"
-    assert first.meta["ttfb_ms"] is None and first.meta["total_ms"] is None
+    assert first.meta["ttfb_ms"] is None
+    assert first.meta["total_ms"] is None
     data = report.dumps()
     assert KEY not in data.decode()
     loaded = Cassette.loads(data, strict=True)
