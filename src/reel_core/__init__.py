@@ -41,6 +41,15 @@ from ._events import (
     Signal,
 )
 from ._exchange import record_exchange
+from ._formats import (
+    Exchange,
+    ImportReport,
+    Skipped,
+    import_exchanges,
+    import_formats,
+    import_source,
+    sniff_format,
+)
 from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
 from ._http import HOP_BY_HOP, Limits, Request
 from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
@@ -80,9 +89,11 @@ __all__ = [
     "EndOfResponse",
     "Engine",
     "Event",
+    "Exchange",
     "FieldDiff",
     "Forward",
     "Frame",
+    "ImportReport",
     "Input",
     "Interaction",
     "Limits",
@@ -110,6 +121,7 @@ __all__ = [
     "SchemaVersionError",
     "Session",
     "Signal",
+    "Skipped",
     "Start",
     "State",
     "Step",
@@ -129,6 +141,9 @@ __all__ = [
     "encode_body",
     "exchange_redactor",
     "extract_usage",
+    "import_exchanges",
+    "import_formats",
+    "import_source",
     "is_credential_name",
     "is_meta_line",
     "is_sse_stream",
@@ -145,5 +160,6 @@ __all__ = [
     "resolve_model",
     "safe_cassette_name",
     "shorten",
+    "sniff_format",
     "start_of",
 ]

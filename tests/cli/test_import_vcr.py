@@ -14,12 +14,12 @@ import pytest
 import yaml
 
 from reel_bindings.cli import main
-from reel_bindings.cli._vcr import convert_vcr
 from reel_core import (
     Cassette,
     Config,
     Engine,
     Frame,
+    ImportReport,
     MatchConfig,
     Mode,
     Redactor,
@@ -27,6 +27,7 @@ from reel_core import (
     Request,
     ResponseHead,
     Signal,
+    import_source,
     match_key,
 )
 
@@ -442,3 +443,7 @@ def test_credential_values_of_the_recorded_headers_are_scrubbed(tmp_path: Path) 
     text = (tmp_path / "out.jsonl").read_text()
     assert key not in text
     assert "Incorrect API key provided: [REDACTED:credential]" in text
+
+
+def convert_vcr(data: bytes, name: str, redactor: Redactor) -> ImportReport:
+    return import_source("vcr", data, name, redactor)

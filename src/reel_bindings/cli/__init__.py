@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from reel_core import __version__
 
-from . import _cost, _diff, _inspect, _redact, _validate, _vcr
+from . import _cost, _diff, _import, _inspect, _redact, _validate
 from ._common import EXIT_USAGE, CliError
 
 __all__ = ["build_parser", "main"]
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     _diff.add_parser(commands)
     _redact.add_parsers(commands)
     _validate.add_parser(commands)
-    _vcr.add_parser(commands)
+    _import.add_parser(commands)
     return parser
 
 

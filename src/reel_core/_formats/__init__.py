@@ -1,7 +1,70 @@
-"""Other tools' cassette formats: one module per format, each a pure
-``parse(data, name) -> list[Exchange | Skipped]``; what they share is in
-:mod:`._base`."""
+"""Other tools' cassette formats: one module per format, each pure.
 
+A format module holds ``NAME`` (the ``reel import`` subcommand),
+``DESCRIPTION`` (one line), optionally ``TOOL`` (stored as
+``meta.imported``; the name otherwise), ``sniff(data) -> bool`` and
+``parse(data, name) -> list[Exchange | Skipped]``, which raises
+:class:`~reel_core.CassetteError` for a file that is not that format at
+all.  What every importer shares is in :mod:`._base`: recording the
+exchanges goes through :func:`import_exchanges`, as a live recording does.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from .._meta import CassetteMeta
+from .._redact import Redactor
+from . import vcr
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
 
-__all__ = ["Exchange", "ImportReport", "Skipped", "frames_of", "import_exchanges"]
+__all__ = [
+    "FORMATS",
+    "Exchange",
+    "ImportReport",
+    "Skipped",
+    "frames_of",
+    "import_exchanges",
+    "import_formats",
+    "import_source",
+    "sniff_format",
+    "tool_of",
+]
+
+#: Every format by its ``reel import`` name, in the order ``sniff_format``
+#: tries them (the most specific first).
+FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (vcr,)}
+
+
+def tool_of(module: ModuleType) -> str:
+    """What ``meta.imported`` says for a format's imports."""
+    return str(getattr(module, "TOOL", module.NAME))
+
+
+def import_formats() -> dict[str, ModuleType]:
+    """Every format module by its ``reel import`` name."""
+    return dict(FORMATS)
+
+
+def import_source(
+    format_name: str,
+    data: bytes,
+    name: str,
+    redactor: Redactor,
+    meta: CassetteMeta | None = None,
+) -> ImportReport:
+    """The source ``data`` (a file called ``name``) of the format
+    ``format_name``, recorded as Reel records.  :class:`CassetteError` when
+    the file is not that format at all."""
+    module = FORMATS[format_name]
+    return import_exchanges(
+        module.parse(data, name), tool=tool_of(module), redactor=redactor, meta=meta, name=name
+    )
+
+
+def sniff_format(data: bytes) -> str | None:
+    """The name of the first format that recognizes ``data``, or ``None``."""
+    for name, module in FORMATS.items():
+        if module.sniff(data):
+            return name
+    return None

@@ -91,20 +91,26 @@ class ImportReport:
         return self.meta.to_line() + b"".join(ix.to_line() for ix in self.interactions)
 
 
+def _octets(text: str) -> bytes:
+    """A header's text as bytes: latin-1, as HTTP/1.1 carries it; text
+    outside it (a hand edit) as UTF-8 with escapes."""
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
+
+
 def _wire(pairs: Pairs) -> tuple[tuple[bytes, bytes], ...]:
-    return tuple((k.encode("latin-1", "replace"), v.encode("latin-1", "replace")) for k, v in pairs)
+    return tuple((_octets(k), _octets(v)) for k, v in pairs)
 
 
 def _request(exchange: Exchange) -> Request:
     headers = list(exchange.request_headers)
-    target = exchange.target
-    if "://" in target:
-        rest = target.split("://", 1)[1]
-        host, slash, path = rest.partition("/")
+    if "://" in exchange.target:
+        host = exchange.target.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
         if host and not any(k.lower() == "host" for k, _ in headers):
             headers.append(("host", host))
-        target = slash + path if slash else "/"
-    return Request(exchange.method, target, _wire(tuple(headers)), exchange.request_body)
+    return Request(exchange.method, exchange.target, _wire(tuple(headers)), exchange.request_body)
 
 
 def import_exchanges(
