@@ -48,6 +48,7 @@ from ._formats import (
     import_exchanges,
     import_formats,
     import_source,
+    import_sources,
     sniff_format,
 )
 from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
@@ -144,6 +145,7 @@ __all__ = [
     "import_exchanges",
     "import_formats",
     "import_source",
+    "import_sources",
     "is_credential_name",
     "is_meta_line",
     "is_sse_stream",

@@ -11,6 +11,7 @@ source's format by its content.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from collections import Counter
 from pathlib import Path
@@ -19,10 +20,12 @@ from typing import Any
 
 from reel_core import (
     CassetteError,
+    CassetteMeta,
     ConfigError,
     ImportReport,
     import_formats,
     import_source,
+    import_sources,
     sniff_format,
 )
 
@@ -116,18 +119,57 @@ def _format_of(ns: argparse.Namespace, path: Path, data: bytes) -> ModuleType:
     return import_formats()[name]
 
 
+def _directory(ns: argparse.Namespace, path: Path) -> tuple[ModuleType, list[Path]]:
+    """The format of a directory source, and the files of it that are read
+    (a format that stores a recording per file says which, ``DIRECTORY``)."""
+    readers = {
+        name: module
+        for name, module in import_formats().items()
+        if getattr(module, "DIRECTORY", None) and (ns.format in ("auto", name))
+    }
+    if not readers:
+        raise CliError(
+            f"{path}: is a directory, and {ns.format} cassettes are files: name the files"
+        )
+    for module in readers.values():
+        files = sorted(p for p in path.glob(module.DIRECTORY) if p.is_file())
+        if files and (ns.format != "auto" or module.sniff(read_bytes(files[0]))):
+            return module, files
+    patterns = " or ".join(f"{m.DIRECTORY} ({n})" for n, m in readers.items())
+    raise CliError(f"{path}: no recordings in this directory: looked for {patterns}")
+
+
 def _convert(ns: argparse.Namespace, path: Path, out: Path) -> tuple[ModuleType, ImportReport]:
-    data = read_bytes(path)
     if out.resolve() == path.resolve():
         raise CliError(f"{path}: the output would overwrite the input: name another with -o")
     if out.exists() and not ns.force and not ns.dry_run:
         raise CliError(f"{out} exists: pass --force to overwrite it")
-    module = _format_of(ns, path, data)
-    meta = new_cassette_meta()  # a new cassette: a fresh redaction salt
     try:
+        if path.is_dir():
+            module, files = _directory(ns, path)
+            sources = [(str(f.relative_to(path)), read_bytes(f)) for f in files]
+            meta = _meta_for(sources)
+            report = import_sources(
+                module.NAME, sources, redactor_for(meta, path), meta, name=str(out)
+            )
+            return module, report
+        data = read_bytes(path)
+        module = _format_of(ns, path, data)
+        meta = _meta_for([(path.name, data)])
         return module, import_source(module.NAME, data, str(path), redactor_for(meta, path), meta)
     except (CassetteError, ConfigError) as exc:
         raise CliError(str(exc)) from None
+
+
+def _meta_for(sources: list[tuple[str, bytes]]) -> CassetteMeta:
+    """The new cassette's ``_meta``, its redaction salt derived from the
+    sources: importing the same source twice gives byte-identical output
+    (a random salt would change every digest of a redacted value)."""
+    digest = hashlib.sha256(b"reel import salt\0")
+    for name, data in sources:
+        digest.update(len(name).to_bytes(8, "big") + name.encode("utf-8", "surrogatepass"))
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return new_cassette_meta(CassetteMeta(extra={"redact": {"salt": digest.hexdigest()[:32]}}))
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -146,7 +188,7 @@ def run(ns: argparse.Namespace) -> int:
             status = EXIT_USAGE
             continue
         for i, why in report.failures:
-            print(f"{command}: {path}: interaction {i}: NOT converted: {why}", file=sys.stderr)
+            print(f"{command}: {path}: {report.label(i)}: NOT converted: {why}", file=sys.stderr)
         failed += len(report.failures)
         if report.failures:
             status = max(status, EXIT_FINDINGS)
@@ -174,7 +216,7 @@ def run(ns: argparse.Namespace) -> int:
             line += f" (streamed: {detail})"
         print(line)
         for i, note in report.notes:
-            print(f"  interaction {i}: {note}")
+            print(f"  {report.label(i)}: {note}")
         done_files += 1
         done += len(report.interactions)
     if len(files) > 1:

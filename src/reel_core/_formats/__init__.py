@@ -11,8 +11,11 @@ exchanges goes through :func:`import_exchanges`, as a live recording does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from types import ModuleType
 
+from .._errors import CassetteError
 from .._meta import CassetteMeta
 from .._redact import Redactor
 from . import vcr
@@ -27,6 +30,7 @@ __all__ = [
     "import_exchanges",
     "import_formats",
     "import_source",
+    "import_sources",
     "sniff_format",
     "tool_of",
 ]
@@ -60,6 +64,41 @@ def import_source(
     return import_exchanges(
         module.parse(data, name), tool=tool_of(module), redactor=redactor, meta=meta, name=name
     )
+
+
+def import_sources(
+    format_name: str,
+    files: Sequence[tuple[str, bytes]],
+    redactor: Redactor,
+    meta: CassetteMeta | None = None,
+    *,
+    name: str = "import.jsonl",
+) -> ImportReport:
+    """Several source files of one format (a directory of recordings) as
+    one cassette, in the order given.  Entries are numbered across the
+    files; the report's labels name each one's file.  A file that is not
+    of the format is a failure of its own, not the end of the import."""
+    module = FORMATS[format_name]
+    items: list[Exchange | Skipped] = []
+    labels: dict[int, str] = {}
+    for file_name, data in files:
+        offset = len(items)
+        try:
+            parsed = module.parse(data, file_name)
+        except CassetteError as exc:
+            labels[offset] = file_name
+            items.append(Skipped(offset, exc.reason))
+            continue
+        for item in parsed:
+            labels[offset + item.source] = f"{file_name}: {_entry(item.source)}"
+            items.append(replace(item, source=offset + item.source))
+    report = import_exchanges(items, tool=tool_of(module), redactor=redactor, meta=meta, name=name)
+    report.labels = labels
+    return report
+
+
+def _entry(source: int) -> str:
+    return f"interaction {source}"
 
 
 def sniff_format(data: bytes) -> str | None:

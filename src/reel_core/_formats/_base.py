@@ -85,6 +85,13 @@ class ImportReport:
     total: int = 0
     #: The new cassette's ``_meta`` (its salt is the one used to redact).
     meta: CassetteMeta = field(default_factory=CassetteMeta)
+    #: How the report names a source position, when not ``interaction N``
+    #: (a directory's files: ``responses/ab12.json: interaction 0``).
+    labels: dict[int, str] = field(default_factory=dict)
+
+    def label(self, source: int) -> str:
+        """How the report names the entry at ``source``."""
+        return self.labels.get(source, f"interaction {source}")
 
     def dumps(self) -> bytes:
         """The cassette: its ``_meta`` line, then one line per interaction."""
