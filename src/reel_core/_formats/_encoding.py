@@ -30,7 +30,7 @@ def _whole(encoding: str, body: bytes) -> None:
     reader = zlib.decompressobj(wbits)
     try:
         reader.decompress(body)
-    except zlib.error as exc:
+    except zlib.error as exc:  # pragma: no cover - the content decoder refused it first
         raise ValueError(str(exc)) from None
     if not reader.eof:
         raise ValueError(f"the {encoding} data stops before its end")
