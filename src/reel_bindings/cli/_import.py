@@ -140,6 +140,7 @@ def _directory(ns: argparse.Namespace, path: Path) -> tuple[ModuleType, list[Pat
 
 
 def _convert(ns: argparse.Namespace, path: Path, out: Path) -> tuple[ModuleType, ImportReport]:
+    data = None if path.is_dir() else read_bytes(path)  # a missing source is said first
     if out.resolve() == path.resolve():
         raise CliError(f"{path}: the output would overwrite the input: name another with -o")
     if out.exists() and not ns.force and not ns.dry_run:
@@ -153,7 +154,7 @@ def _convert(ns: argparse.Namespace, path: Path, out: Path) -> tuple[ModuleType,
                 module.NAME, sources, redactor_for(meta, path), meta, name=str(out)
             )
             return module, report
-        data = read_bytes(path)
+        assert data is not None
         module = _format_of(ns, path, data)
         meta = _meta_for([(path.name, data)])
         return module, import_source(module.NAME, data, str(path), redactor_for(meta, path), meta)
