@@ -316,6 +316,7 @@ def test_sniff() -> None:
     assert sniff_format(b"  \n" + recording()) == "llamastack"
     assert not llamastack.sniff(b'{"log": {"entries": [{"request": {}}]}}')
     assert not llamastack.sniff(b"interactions:\n- request: {is_streaming: 1}\n")
+    assert sniff_format(b"hello") is None
 
 
 def test_a_lone_surrogate_is_kept_escaped() -> None:
