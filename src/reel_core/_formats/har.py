@@ -42,6 +42,7 @@ NAME = "har"
 DESCRIPTION = "HAR 1.2 archives (browsers, Playwright, Polly.JS, mitmproxy)"
 
 Pairs = tuple[tuple[str, str], ...]
+Frames = tuple[tuple[float, bytes], ...]
 
 _DATE = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?\s*(Z|[+-]\d\d:?\d\d)?",
@@ -64,10 +65,12 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
         doc = json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise CassetteError(name, None, f"not a HAR file: not JSON: {exc}") from None
-    log = doc.get("log") if isinstance(doc, Mapping) else None
+    if not isinstance(doc, Mapping):
+        raise CassetteError(name, None, f"not a HAR file: {_kind(doc)}, not a JSON object")
+    log = doc.get("log")
     if not isinstance(log, Mapping):
         raise CassetteError(
-            name, None, f'not a HAR file: no "log" object at the top (found {_kind(doc)})'
+            name, None, f'not a HAR file: no "log" object at the top (found {_kind(log)})'
         )
     entries = log.get("entries")
     if not isinstance(entries, list):
@@ -84,7 +87,16 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
 
 
 def _kind(value: Any) -> str:
-    return "nothing" if value is None else f"a {type(value).__name__}"
+    """What a JSON value is, in JSON's words."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, Mapping):
+        return "an object"
+    return "a list" if isinstance(value, list) else "a string"
 
 
 def _exchange(i: int, entry: Any) -> Exchange:
@@ -157,7 +169,7 @@ def _status(resp: Mapping[str, Any]) -> int:
     if isinstance(code, str) and code.strip().isdigit():
         code = int(code)
     if code == 0 or code is None:
-        error = resp.get("_error") or resp.get("statusText")
+        error = resp.get("_error")
         why = f" ({error})" if isinstance(error, str) and error else ""
         raise _Skip(f"no HTTP response: status {code}{why}: the request was aborted or failed")
     if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 999:
@@ -299,7 +311,7 @@ def _timestamp(value: Any, notes: list[str]) -> float | None:
     return moment.timestamp() + (float("0." + fraction) if fraction else 0.0)
 
 
-def _timed(extension: Any, body: bytes, notes: list[str]) -> bytes | tuple[tuple[float, bytes], ...]:
+def _timed(extension: Any, body: bytes, notes: list[str]) -> bytes | Frames:
     """The body cut into the frames Reel's ``_reel`` extension lists."""
     if not isinstance(extension, Mapping) or "frames" not in extension:
         return body
