@@ -14,8 +14,9 @@ milliseconds and ``startedDateTime``.
 - The time to first byte is ``timings.send + timings.wait``; HAR keeps no
   offsets inside the body, so its frames are at offset 0, unless the
   entry carries Reel's own ``_reel`` extension (``frames``: ``[offset in
-  ms, bytes]`` per frame of ``content.text``), as ``reel export har``
-  writes it.
+  ms, bytes]`` per frame of ``content.text``, ``end_ms``), as Reel's HAR
+  export writes it, with the time to first byte (``ttfb_ms``, ``null`` when
+  unknown) to the millisecond and ``ts: null`` for no timestamp.
 - An entry without an HTTP response (status 0: aborted, blocked, failed),
   a WebSocket, a body kept outside the archive (Playwright's ``_file``) or
   not saved at all is skipped, with why.
@@ -136,8 +137,8 @@ def _exchange(i: int, entry: Any) -> Exchange:
         status=status,
         response_headers=headers,
         body=_timed(entry.get("_reel"), body, notes),
-        ttfb=_ttfb(entry.get("timings")),
-        timestamp=_timestamp(entry.get("startedDateTime"), notes),
+        ttfb=_ttfb(entry.get("timings"), entry.get("_reel")),
+        timestamp=_timestamp(entry.get("startedDateTime"), entry.get("_reel"), notes),
         notes=tuple(notes),
     )
 
@@ -280,7 +281,12 @@ def _ms(value: Any) -> float | None:
     return float(value)
 
 
-def _ttfb(timings: Any) -> float | None:
+def _ttfb(timings: Any, extension: Any) -> float | None:
+    """``timings.send + timings.wait``; Reel's ``_reel.ttfb_ms`` (``null``
+    when it was unknown) over them."""
+    if isinstance(extension, Mapping) and "ttfb_ms" in extension:
+        ms = _ms(extension["ttfb_ms"])
+        return None if ms is None else ms / 1000
     if not isinstance(timings, Mapping):
         return None
     wait = _ms(timings.get("wait"))
@@ -289,8 +295,10 @@ def _ttfb(timings: Any) -> float | None:
     return (wait + (_ms(timings.get("send")) or 0.0)) / 1000
 
 
-def _timestamp(value: Any, notes: list[str]) -> float | None:
-    if value is None:
+def _timestamp(value: Any, extension: Any, notes: list[str]) -> float | None:
+    """``startedDateTime`` in epoch seconds; none when Reel's ``_reel.ts``
+    says the recording had none (HAR asks for one: 1970 stands in)."""
+    if value is None or (isinstance(extension, Mapping) and extension.get("ts", "") is None):
         return None
     m = _DATE.fullmatch(value.strip()) if isinstance(value, str) else None
     if m is None:
@@ -331,6 +339,11 @@ def _timed(extension: Any, body: bytes, notes: list[str]) -> bytes | Frames:
                 for at, size in sizes:
                     chunks.append((at / 1000, body[start : start + size]))
                     start += size
+                end = _ms(extension.get("end_ms"))
+                if end is not None:
+                    chunks.append((end / 1000, b""))  # the clean end, after the last frame
+                if isinstance(extension.get("cut"), Mapping):
+                    notes.append("the stream was broken off in the source: it ends cleanly here")
                 return frames_of(chunks)
     notes.append("the _reel frames do not cut this body: its frames are at offset 0")
     return body
