@@ -51,14 +51,16 @@ _DATE = re.compile(
 )
 
 
+_HEAD = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"log"\s*:\s*\{')
+
+
 class _Skip(Exception):
     """An entry that cannot be imported, and why."""
 
 
 def sniff(data: bytes) -> bool:
-    """A HAR archive: a JSON object whose ``log`` holds ``entries``."""
-    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head.startswith(b"{") and b'"log"' in head and b'"entries"' in data
+    """A HAR archive: a JSON object that opens with its ``log`` object."""
+    return _HEAD.match(data[:4096]) is not None
 
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
@@ -152,6 +154,12 @@ def _target(req: Mapping[str, Any], notes: list[str]) -> str:
     if scheme not in ("http", "https") and not url.startswith("/"):
         shown = url if len(url) <= 60 else url[:57] + "..."
         raise _Skip(f"not an HTTP request: {shown}")
+    if scheme:
+        start = len(scheme) + 3
+        authority = url[start:].split("/", 1)[0].split("?", 1)[0]
+        if "@" in authority:
+            url = url[:start] + url[start + authority.rindex("@") + 1 :]
+            notes.append("the url's user and password were left out")
     query = req.get("queryString")
     if "?" not in url and isinstance(query, list) and query:
         pairs = [(str(p.get("name", "")), str(p.get("value", ""))) for p in query if _pair(p)]
@@ -206,6 +214,11 @@ def _request_body(post: Any, notes: list[str]) -> bytes:
         return _text_bytes(text)
     if text is not None:
         raise _Skip(f"the request body is {_kind(text)}, not text")
+    if isinstance(post.get("_file"), str):
+        raise _Skip(
+            f"the request body is in a file beside the archive ({post['_file']}): "
+            "record the HAR with its content embedded"
+        )
     params = post.get("params")
     if not isinstance(params, list) or not params:
         return b""

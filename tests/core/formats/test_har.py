@@ -115,6 +115,10 @@ def test_sniff() -> None:
     assert not sniff(b"interactions:\n- request:\n    uri: x\n")
     assert not sniff(b'{"log": "hello"}')
     assert not sniff(b'[{"log": {"entries": []}}]')
+    assert sniff(b'{\n  "log" : {"entries": []}}')
+    # a vcrpy JSON cassette whose body mentions a log and entries
+    body = json.dumps(json.dumps({"log": {"entries": []}}))
+    assert not sniff(b'{"interactions": [{"request": {"body": ' + body.encode() + b"}}]}")
 
 
 def test_a_bom_and_an_empty_archive() -> None:
@@ -186,6 +190,11 @@ def test_entries_without_a_request_or_response() -> None:
             "the request body was stored only as form params (application/x-www-form-urlencoded)",
         ),
         ({"headers": {"a": "b"}}, "the request headers are an object, not a list"),
+        (
+            {"postData": {"mimeType": "application/json", "_file": "9f.json"}},
+            "the request body is in a file beside the archive (9f.json): record the HAR with "
+            "its content embedded",
+        ),
         ({"headers": [["a", "b"]]}, "a request header is not a {name, value} object: ['a', 'b']"),
     ],
 )
@@ -269,6 +278,10 @@ def test_a_corrupt_encoded_body_is_refused_with_the_cores_reason() -> None:
 def test_urls_and_query_strings() -> None:
     assert one(request={"url": URL + "?a=1#frag"}).target == URL + "?a=1"
     assert one(request={"url": "/v1/x"}).target == "/v1/x"
+    userinfo = one(request={"url": "https://ann:s3cret@api.openai.com/v1/x?a=b@c"})
+    assert userinfo.target == "https://api.openai.com/v1/x?a=b@c"
+    assert userinfo.notes == ("the url's user and password were left out",)
+    assert one(request={"url": "https://h.example?a=b@c"}).target == "https://h.example?a=b@c"
     assert one(request={"url": "HTTP://h.example/x"}).target == "HTTP://h.example/x"
     # a url without its query, the query kept apart: rebuilt
     rebuilt = one(
@@ -444,6 +457,24 @@ def test_reels_frame_extension_times_the_body() -> None:
     assert one(_reel=[1]).body == ANSWER.encode()
     empty = one(content={"text": ""}, _reel={"frames": []})
     assert empty.body == ()
+
+
+def test_reels_extension_gives_the_ttfb_the_end_and_no_timestamp() -> None:
+    ex = one(
+        timings={"send": 5, "wait": 999},
+        _reel={
+            "ttfb_ms": 12.5,
+            "frames": [[0, len(ANSWER)]],
+            "end_ms": 300,
+            "cut": {"at_ms": 300, "error": "reset"},
+        },
+    )
+    assert ex.ttfb == pytest.approx(0.0125)
+    assert ex.body == ((0.0, ANSWER.encode()), (0.3, b""))
+    assert ex.notes == ("the stream was broken off in the source: it ends cleanly here",)
+    unknown = one(_reel={"ttfb_ms": None, "ts": None})
+    assert (unknown.ttfb, unknown.timestamp) == (None, None)
+    assert one(_reel={"ts": "2025"}).timestamp == pytest.approx(1755182717.13)
 
 
 @pytest.mark.parametrize(
