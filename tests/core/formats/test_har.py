@@ -111,6 +111,8 @@ def test_sniff() -> None:
     assert sniff(data)
     assert sniff(b"\xef\xbb\xbf\n " + data)  # Fiddler's BOM
     assert sniff_format(data) == "har"
+    assert sniff_format(b"interactions:\n- request:\n    uri: x\n") == "vcr"
+    assert sniff_format(b"hello") is None
     assert not sniff(b'{"interactions": [{"request": {"uri": "x"}}]}')
     assert not sniff(b"interactions:\n- request:\n    uri: x\n")
     assert not sniff(b'{"log": "hello"}')
