@@ -383,6 +383,8 @@ def test_base64_bodies_and_polly_chunk_lists() -> None:
         "and is kept as it is",
     )
     assert one(content={"encoding": "utf8"}).body == ANSWER.encode()
+    # a JSON list answer is text, not Polly's chunks: only base64 lists are
+    assert one(content={"text": '["aGk="]'}).body == b'["aGk="]'
 
 
 def test_an_sse_body_without_content_type_gets_one() -> None:
