@@ -18,7 +18,7 @@ from types import ModuleType
 from .._errors import CassetteError
 from .._meta import CassetteMeta
 from .._redact import Redactor
-from . import llamastack, vcr
+from . import har, llamastack, vcr
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
 
 #: Every format by its ``reel import`` name, in the order ``sniff_format``
 #: tries them (the most specific first).
-FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (llamastack, vcr)}
+FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (llamastack, har, vcr)}
 
 
 def tool_of(module: ModuleType) -> str:

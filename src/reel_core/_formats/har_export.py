@@ -1,0 +1,137 @@
+"""Reel's interactions as a HAR 1.2 archive, for DevTools, Playwright's
+``routeFromHAR`` and Reel's own HAR importer.
+
+A cassette keeps no request headers and no host: each entry's url is the
+interaction's provider's real API host (``base_url`` when given, else
+``http://localhost`` for a provider without one), and its request headers
+are the one ``content-type`` that says how the body reads (a form, a
+multipart body with its boundary, JSON).  Bodies are the stored (decoded,
+redacted) ones: ``content.text`` as UTF-8 text, or base64 for other bytes;
+a stream's frames joined.  The timing Reel keeps goes in ``timings``
+(``wait`` the time to first byte, ``receive`` the stream's length) and, to
+the millisecond frame by frame, in an ``_reel`` extension on the entry:
+``frames`` (``[offset in ms, bytes]`` per frame of ``content.text``),
+``end_ms``, ``ttfb_ms``, ``stream``, a broken-off stream's ``cut``, ``ts:
+null`` for an interaction without a timestamp, and the interaction's
+``id``: :mod:`.har` reads them back.  A cut stream comes back ending
+cleanly where it broke off (an import records no cut).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlencode
+
+from .._forms import FORM, MULTIPART
+from .._interaction import Interaction
+from .._providers import PROVIDER_HOSTS
+from .._version import __version__
+
+__all__ = ["export"]
+
+_EPOCH = "1970-01-01T00:00:00.000Z"
+
+
+def export(interactions: Sequence[Interaction], *, base_url: str | None = None) -> bytes:
+    """The HAR 1.2 archive (UTF-8 JSON) of ``interactions``, in order."""
+    doc = {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "Reel", "version": __version__},
+            "entries": [_entry(ix, base_url) for ix in interactions],
+        }
+    }
+    return (json.dumps(doc, indent=2) + "\n").encode("ascii")
+
+
+def _text(data: bytes) -> dict[str, Any]:
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"text": base64.b64encode(data).decode("ascii"), "encoding": "base64"}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _request_type(ix: Interaction) -> str:
+    req = ix.request
+    if req.content_type == MULTIPART:
+        boundary = req.body.split(b"\r\n", 1)[0][2:].decode("latin-1")
+        return f"{MULTIPART}; boundary={boundary}"
+    if req.content_type == FORM:
+        return FORM
+    try:
+        json.loads(req.body)
+    except ValueError:
+        return "application/octet-stream"
+    return "application/json"
+
+
+def _entry(ix: Interaction, base_url: str | None) -> dict[str, Any]:
+    req, resp = ix.request, ix.response
+    base = (base_url or PROVIDER_HOSTS.get(ix.provider) or "http://localhost").rstrip("/")
+    url = base + req.path + ("?" + urlencode(req.query) if req.query else "")
+    request: dict[str, Any] = {
+        "method": req.method,
+        "url": url,
+        "httpVersion": "HTTP/1.1",
+        "cookies": [],
+        "headers": [],
+        "queryString": [{"name": k, "value": v} for k, v in req.query],
+        "headersSize": -1,
+        "bodySize": len(req.body),
+    }
+    if req.body:
+        mime = _request_type(ix)
+        request["headers"] = [{"name": "content-type", "value": mime}]
+        request["postData"] = {"mimeType": mime, **_text(req.body)}
+    body = resp.content
+    headers = [{"name": k, "value": v} for k, v in resp.headers]
+    mime = next((v for k, v in resp.headers if k.lower() == "content-type"), "")
+    location = next((v for k, v in resp.headers if k.lower() == "location"), "")
+    try:
+        reason = HTTPStatus(resp.status).phrase
+    except ValueError:
+        reason = ""
+    ttfb = _number(ix.meta.get("ttfb_ms"))
+    extension: dict[str, Any] = {"id": ix.id, "ttfb_ms": ttfb}
+    receive = 0.0
+    if ix.timestamp is None:
+        extension["ts"] = None  # startedDateTime must be given: 1970 stands in
+    if resp.stream is not None:
+        extension["stream"] = resp.stream
+        extension["frames"] = [[at, len(data)] for at, data in resp.frames]
+        if resp.cut is None:
+            receive = resp.end_ms
+        else:
+            receive = resp.cut.at_ms
+            extension["cut"] = {"at_ms": receive, "error": resp.cut.error}
+        extension["end_ms"] = receive
+    wait = ttfb or 0.0
+    return {
+        "startedDateTime": ix.timestamp or _EPOCH,
+        "time": wait + receive,
+        "request": request,
+        "response": {
+            "status": resp.status,
+            "statusText": reason,
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": headers,
+            "content": {"size": len(body), "mimeType": mime or "x-unknown", **_text(body)},
+            "redirectURL": location,
+            "headersSize": -1,
+            "bodySize": len(body),
+        },
+        "cache": {},
+        "timings": {"send": 0, "wait": wait, "receive": receive},
+        "_reel": extension,
+    }
