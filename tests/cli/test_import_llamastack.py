@@ -76,3 +76,30 @@ def test_a_file_that_is_no_recording_exits_2(
         '"response" objects at the top (found dict)\n'
     )
     assert not (tmp_path / "x.jsonl").exists()
+
+
+INDEXED = (
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "corpus"
+    / "meta-llama__llama-stack"
+    / "tests"
+    / "integration"
+    / "recordings"
+)
+
+
+@pytest.mark.skipif(not INDEXED.is_dir(), reason=f"no corpus at {INDEXED}")
+def test_a_recordings_directory_with_its_index_imports_as_one_cassette(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Llama Stack's older layout: index.sqlite beside responses/*.json.
+    The index is not read; every response file becomes one line."""
+    out = tmp_path / "recordings.jsonl"
+    files = sorted((INDEXED / "responses").glob("*.json"))
+    assert main(["import", "auto", str(INDEXED), "-o", str(out)]) == 0
+    report = capsys.readouterr().out
+    assert report.startswith(f"{INDEXED} -> {out}: {len(files)} of {len(files)} interactions")
+    assert "(llamastack)" in report
+    loaded = Cassette.loads(out.read_bytes(), strict=True)
+    assert len(loaded) == len(files)

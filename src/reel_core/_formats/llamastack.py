@@ -38,6 +38,9 @@ __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
 NAME = "llamastack"
 TOOL = "llama-stack"
 DESCRIPTION = "Llama Stack recordings (one responses/*.json file each)"
+#: A directory source: its recordings (``recordings/*.json`` or, with an
+#: ``index.sqlite`` beside them, ``recordings/responses/*.json``).
+DIRECTORY = "**/*.json"
 
 JSON = ("content-type", "application/json")
 #: Calls the SDKs make with GET that the recorder wrote down as POST.
