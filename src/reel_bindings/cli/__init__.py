@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from reel_core import __version__
 
-from . import _cost, _diff, _import, _inspect, _redact, _validate
+from . import _cost, _diff, _export, _import, _inspect, _redact, _validate
 from ._common import EXIT_USAGE, CliError
 
 __all__ = ["build_parser", "main"]
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     _redact.add_parsers(commands)
     _validate.add_parser(commands)
     _import.add_parser(commands)
+    _export.add_parser(commands)
     return parser
 
 

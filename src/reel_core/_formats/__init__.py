@@ -20,12 +20,14 @@ from .._meta import CassetteMeta
 from .._redact import Redactor
 from . import har, llamastack, vcr
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
+from .har_export import export as export_har
 
 __all__ = [
     "FORMATS",
     "Exchange",
     "ImportReport",
     "Skipped",
+    "export_har",
     "frames_of",
     "import_exchanges",
     "import_formats",
