@@ -74,7 +74,9 @@ def test_a_directory_of_recordings_becomes_one_cassette(
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["import", "auto", str(empty)]) == 2
-    assert "no recordings in this directory: looked for *.yaml (vcr)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no recordings in this directory: looked for " in err
+    assert "*.yaml (vcr)" in err  # and each other format that reads directories
 
 
 def test_import_sources_numbers_entries_across_files_and_labels_them() -> None:
