@@ -15,7 +15,7 @@ from types import ModuleType
 
 from .._meta import CassetteMeta
 from .._redact import Redactor
-from . import vcr
+from . import httprr, ruby_vcr, vcr
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
 
 __all__ = [
@@ -33,7 +33,7 @@ __all__ = [
 
 #: Every format by its ``reel import`` name, in the order ``sniff_format``
 #: tries them (the most specific first).
-FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (vcr,)}
+FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (httprr, ruby_vcr, vcr)}
 
 
 def tool_of(module: ModuleType) -> str:
