@@ -58,7 +58,9 @@ def _gunzip(data: bytes, name: str) -> bytes:
         try:
             out.append(reader.decompress(data))
         except zlib.error as exc:
-            raise CassetteError(name, None, f"not an httprr trace: corrupt gzip data: {exc}") from None
+            raise CassetteError(
+                name, None, f"not an httprr trace: corrupt gzip data: {exc}"
+            ) from None
         if not reader.eof:
             raise CassetteError(
                 name, None, "not an httprr trace: the gzip data stops before its end"
@@ -82,7 +84,13 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     while pos < len(data):
         i = len(out)
         end = data.find(b"\n", pos)
-        line = data[pos:] if end < 0 else data[pos:end]
+        if end < 0:
+            line = data[pos:]
+            out.append(
+                Skipped(i, f"the trace is cut short at byte {pos}: {line[:40]!r} ends the file")
+            )
+            break
+        line = data[pos:end]
         sizes = _RECORD.fullmatch(line)
         if not sizes:
             out.append(
@@ -134,9 +142,9 @@ def _exchange(i: int, raw_request: bytes, raw_response: bytes) -> Exchange:
     )
 
 
-def _pairs(headers: h11._headers.Headers) -> Pairs:
+def _pairs(head: h11.Request | h11.Response) -> Pairs:
     return tuple(
-        (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in headers.raw_items()
+        (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in head.headers.raw_items()
     )
 
 
@@ -147,16 +155,17 @@ def _events(conn: h11.Connection, data: bytes, what: str) -> list[h11.Event]:
     events: list[h11.Event] = []
     try:
         while not isinstance(event := conn.next_event(), h11.EndOfMessage):
-            if event is h11.NEED_DATA or event is h11.PAUSED or isinstance(event, h11.ConnectionClosed):
+            if not isinstance(
+                event, (h11.Request, h11.Response, h11.InformationalResponse, h11.Data)
+            ):
+                # (all input is given: h11 never waits for more; EOF came first)
                 raise _Skip(f"the {what} is empty")
             events.append(event)
     except h11.RemoteProtocolError as exc:
         raise _Skip(f"the {what} is not HTTP/1.x h11 can read: {_remote_error(exc)}") from None
     extra, _ = conn.trailing_data
     if extra.strip():
-        raise _Skip(
-            f"{len(extra)} bytes follow the {what}'s body (its content-length says less)"
-        )
+        raise _Skip(f"{len(extra)} bytes follow the {what}'s body (its content-length says less)")
     return events
 
 
@@ -165,17 +174,19 @@ def _read_request(raw: bytes) -> tuple[str, str, Pairs, bytes]:
     head, *data = _events(conn, raw, "request")
     assert isinstance(head, h11.Request)
     body = b"".join(bytes(e.data) for e in data if isinstance(e, h11.Data))
-    return head.method.decode("latin-1"), head.target.decode("latin-1"), _pairs(head.headers), body
+    return head.method.decode("latin-1"), head.target.decode("latin-1"), _pairs(head), body
 
 
 def _read_response(method: str, raw: bytes) -> tuple[int, Pairs, bytes]:
     conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=max(len(raw), 16384))
     conn.send(h11.Request(method=method, target="/", headers=[("host", "httprr")]))
     conn.send(h11.EndOfMessage())
-    events = [e for e in _events(conn, raw, "response") if not isinstance(e, h11.InformationalResponse)]
+    events = [
+        e for e in _events(conn, raw, "response") if not isinstance(e, h11.InformationalResponse)
+    ]
     head = events[0]
     assert isinstance(head, h11.Response)
     body = b"".join(bytes(e.data) for e in events if isinstance(e, h11.Data))
     # the body is de-chunked: its framing is not the stored body's
-    headers = tuple((k, v) for k, v in _pairs(head.headers) if k != "transfer-encoding")
+    headers = tuple((k, v) for k, v in _pairs(head) if k != "transfer-encoding")
     return head.status_code, headers, body

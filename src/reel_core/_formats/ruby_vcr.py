@@ -81,7 +81,9 @@ def _exchange(i: int, item: Any) -> Exchange:
         raise _Skip("no request or no response")
     tag = find_unsupported(item)
     if tag:
-        raise _Skip(f"it holds a {tag} YAML tag, which Reel does not load (it would build an object)")
+        raise _Skip(
+            f"it holds a {tag} YAML tag, which Reel does not load (it would build an object)"
+        )
     method = req.get("method")
     if not isinstance(method, str) or not method.isalpha():
         raise _Skip(f"the request method {method!r} is not an HTTP method")
@@ -107,12 +109,12 @@ def _exchange(i: int, item: Any) -> Exchange:
     )
 
 
-def _target(uri: Any, notes: list[str]) -> str:
+def _target(value: Any, notes: list[str]) -> str:
     """The request target: the URI, or its path when its host is a
     placeholder (``https://<HOST>/v1/x``, ``<API_BASE>/chat``)."""
-    if not isinstance(uri, str) or not uri.strip():
+    if not isinstance(value, str) or not value.strip():
         raise _Skip("the request has no uri")
-    uri = uri.strip()
+    uri: str = value.strip()
     scheme = _SCHEME.match(uri)
     if scheme:
         rest = uri[scheme.end() :]
