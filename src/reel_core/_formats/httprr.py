@@ -32,7 +32,8 @@ DESCRIPTION = "Go httprr traces (httprr trace v1, or gzip-compressed)"
 
 _MAGIC = b"httprr trace v1\n"
 _GZIP = b"\x1f\x8b"
-_RECORD = re.compile(rb"(\d+) (\d+)")
+#: A record's line: the sizes of its request and its response.
+_RECORD = re.compile(rb"(\d{1,15}) (\d{1,15})")
 
 Pairs = tuple[tuple[str, str], ...]
 

@@ -35,6 +35,8 @@ DESCRIPTION = "Ruby VCR YAML cassettes (http_interactions, recorded_with: VCR)"
 
 #: A placeholder ``filter_sensitive_data`` writes: ``<NAME>``.
 _PLACEHOLDER = re.compile(r"<[^<>/\s]+>")
+#: The top key, in YAML (at a line's start) or JSON.
+_KEY = re.compile(rb'(?:^|\n)http_interactions:|"http_interactions"\s*:')
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 #: RFC 2822 (and HTTP's IMF-fixdate): ``[Tue, ]14 Nov 2023 21:48:25 GMT``.
@@ -50,8 +52,8 @@ class _Skip(Exception):
 
 
 def sniff(data: bytes) -> bool:
-    """A Ruby VCR cassette: ``http_interactions`` near the top."""
-    return b"http_interactions" in data[:4096]
+    """A Ruby VCR cassette: an ``http_interactions`` key near the top."""
+    return _KEY.search(data[:4096]) is not None
 
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:

@@ -130,7 +130,12 @@ def test_records_are_recorded_and_replay_in_order() -> None:
 
 def test_a_chunked_body_is_dechunked_and_bare_newlines_are_read() -> None:
     events = b'event: a\ndata: {"x": 1}\n\nevent: b\ndata: {"x": 2}\n\n'
-    chunked = b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (10, events[:10], len(events) - 10, events[10:])
+    chunked = b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (
+        10,
+        events[:10],
+        len(events) - 10,
+        events[10:],
+    )
     head = b"HTTP/1.1 200 OK\nTransfer-Encoding: chunked\nCache-Control: no-cache\n\n"
     ex = one(trace((request(), response(chunked, head=head))))
     assert ex.body == events
@@ -210,8 +215,7 @@ def test_a_file_that_is_no_httprr_trace() -> None:
     with pytest.raises(CassetteError) as caught:
         httprr.parse(b"interactions: []\nmore\n", "t.yaml")
     assert str(caught.value) == (
-        "t.yaml: not an httprr trace: the first line is b'interactions: []', "
-        "not b'httprr trace v1'"
+        "t.yaml: not an httprr trace: the first line is b'interactions: []', not b'httprr trace v1'"
     )
     assert httprr.parse(MAGIC, "t") == []
     assert sniff_format(trace((request(), response()))) == "httprr"
@@ -229,6 +233,19 @@ def test_a_corrupt_record_line_ends_the_trace() -> None:
         )
     ]
     assert skipped(MAGIC + b"5 5") == "the trace is cut short at byte 16: b'5 5' ends the file"
+
+
+def test_sizes_too_long_to_be_true_are_a_corrupt_line() -> None:
+    line = b"9" * 5000 + b" 1"
+    assert skipped(MAGIC + line + b"\n").startswith("the trace is corrupt at byte 16: ")
+
+
+def test_a_big_head_and_body() -> None:
+    head = b"HTTP/1.1 200 OK\r\nX-Big: " + b"b" * 70_000 + b"\r\nContent-Length: %d\r\n\r\n"
+    body = b"x" * 3_000_000
+    ex = one(trace((request(), response(body, head=head % len(body)))))
+    assert ex.body == body
+    assert ex.response_headers[0] == ("x-big", "b" * 70_000)
 
 
 def test_a_record_cut_short() -> None:

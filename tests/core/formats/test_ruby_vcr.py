@@ -352,6 +352,13 @@ def test_sniffing_tells_it_from_vcrpy() -> None:
     python = yaml.safe_dump({"interactions": [{"request": {"uri": "x"}}]}).encode()
     assert not ruby_vcr.sniff(python)
     assert sniff_format(python) == "vcr"
+    as_json = json.dumps({"recorded_with": "VCR 6", "http_interactions": []}).encode()
+    assert ruby_vcr.sniff(as_json)
+    # the word in a vcrpy cassette's body is not the key
+    said = yaml.safe_dump(
+        {"interactions": [{"request": {"uri": "x", "body": "http_interactions: a"}}]}
+    ).encode()
+    assert not ruby_vcr.sniff(said)
 
 
 # -- the corpus ---------------------------------------------------------------
