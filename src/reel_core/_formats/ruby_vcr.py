@@ -10,8 +10,10 @@ is a ``!binary`` (base64) string; one recorded with
 are its UTF-8, whatever its ``encoding`` says (VCR only relabels them).
 Placeholders VCR's ``filter_sensitive_data`` left (``<OPENAI_API_KEY>``)
 are kept as they are; a URI whose host (or whole base) is a placeholder is
-stored by its path, which is what Reel matches on.  Ruby VCR keeps no
-timing.  An interaction holding a Ruby object tag is skipped, never built.
+stored by its path, which is what Reel matches on.  A cassette of VCR's
+``compressed`` serializer (zlib-deflated YAML, ``.zz``) is inflated first.
+Ruby VCR keeps no timing.  An interaction holding a Ruby object tag is
+skipped, never built.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import zlib
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -52,11 +55,37 @@ class _Skip(Exception):
 
 
 def sniff(data: bytes) -> bool:
-    """A Ruby VCR cassette: an ``http_interactions`` key near the top."""
-    return _KEY.search(data[:4096]) is not None
+    """A Ruby VCR cassette: an ``http_interactions`` key near the top
+    (after inflating it, for the ``compressed`` serializer's)."""
+    head = data[:4096]
+    if _deflated(head):
+        try:
+            return _KEY.search(zlib.decompressobj().decompress(head, 4096)) is not None
+        except zlib.error:
+            pass  # text that starts as zlib data does
+    return _KEY.search(head) is not None
+
+
+def _deflated(data: bytes) -> bool:
+    """Whether ``data`` starts with a zlib header (VCR's ``compressed``
+    serializer: ``Zlib::Deflate`` of the YAML, in a ``.zz`` file)."""
+    return len(data) >= 2 and data[0] == 0x78 and (data[0] << 8 | data[1]) % 31 == 0
+
+
+def _inflate(data: bytes) -> bytes:
+    """The YAML in a ``compressed`` cassette; ``data`` itself when it is not
+    one after all (YAML text may start with a zlib header's two bytes)."""
+    reader = zlib.decompressobj()
+    try:
+        text = reader.decompress(data)
+    except zlib.error:
+        return data
+    return text if reader.eof else data
 
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
+    if _deflated(data):
+        data = _inflate(data)
     doc = load(data, name)
     items = doc.get("http_interactions") if isinstance(doc, Mapping) else None
     if not isinstance(items, list):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -327,6 +328,22 @@ def test_json_cassettes() -> None:
     data = json.dumps({"http_interactions": [interaction()], "recorded_with": "VCR 6"})
     assert one(data.encode()).status == 200
     assert ruby_vcr.parse(data.encode(), "c.json")[0] == one(data.encode())
+
+
+def test_the_compressed_serializers_cassettes() -> None:
+    data = cassette(interaction())
+    packed = zlib.compress(data)
+    assert ruby_vcr.sniff(packed)
+    assert sniff_format(packed) == "ruby-vcr"
+    assert ruby_vcr.parse(packed, "c.zz") == ruby_vcr.parse(data, "c.yml")
+    # YAML whose first two bytes read as a zlib header is still YAML
+    text = b"x : 1\n" + data
+    assert ruby_vcr.sniff(text)
+    assert ruby_vcr.parse(text, "c.yml") == ruby_vcr.parse(data, "c.yml")
+    # a zlib stream cut short is no cassette
+    assert not ruby_vcr.sniff(packed[:2] + b"\xff" * 10)
+    with pytest.raises(CassetteError, match="not YAML"):
+        ruby_vcr.parse(packed[:-10], "c.zz")
 
 
 @pytest.mark.parametrize(
