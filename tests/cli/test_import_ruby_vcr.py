@@ -124,3 +124,15 @@ def test_a_wrong_file_exits_2_with_the_reason(
     assert err.startswith(f"reel import ruby-vcr: {source}: {reason}")
     assert err.count("\n") == 1
     assert not (tmp_path / "c.jsonl").exists()
+
+
+def test_auto_names_every_format_when_it_cannot_tell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "notes.txt"
+    source.write_text("http_interactions are in here somewhere\n")
+    assert main(["import", "auto", str(source)]) == 2
+    assert capsys.readouterr().err == (
+        f"reel import auto: {source}: cannot tell its format: name it, "
+        f"`reel import FORMAT {source}` (FORMAT one of: httprr, ruby-vcr, vcr)\n"
+    )
