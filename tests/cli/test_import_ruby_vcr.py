@@ -132,7 +132,10 @@ def test_auto_names_every_format_when_it_cannot_tell(
     source = tmp_path / "notes.txt"
     source.write_text("http_interactions are in here somewhere\n")
     assert main(["import", "auto", str(source)]) == 2
-    assert capsys.readouterr().err == (
+    err = capsys.readouterr().err
+    assert err.startswith(
         f"reel import auto: {source}: cannot tell its format: name it, "
-        f"`reel import FORMAT {source}` (FORMAT one of: httprr, ruby-vcr, vcr)\n"
+        f"`reel import FORMAT {source}` (FORMAT one of: "
     )
+    named = err.rsplit("one of: ", 1)[1].rstrip(")\n").split(", ")
+    assert {"httprr", "ruby-vcr", "vcr"} <= set(named)
