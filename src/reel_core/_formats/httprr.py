@@ -123,6 +123,8 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
 
 def _exchange(i: int, raw_request: bytes, raw_response: bytes) -> Exchange:
     method, target, request_headers, request_body = _read_request(raw_request)
+    if method == "CONNECT":
+        raise _Skip("a CONNECT request opens a tunnel: there is no answer to replay")
     status, headers, body = _read_response(method, raw_response)
     try:
         response_headers, notes = settle_encoding(headers, body)
@@ -166,7 +168,10 @@ def _events(conn: h11.Connection, data: bytes, what: str) -> list[h11.Event]:
         raise _Skip(f"the {what} is not HTTP/1.x h11 can read: {_remote_error(exc)}") from None
     extra, _ = conn.trailing_data
     if extra.strip():
-        raise _Skip(f"{len(extra)} bytes follow the {what}'s body (its content-length says less)")
+        raise _Skip(
+            f"{len(extra)} bytes follow the {what}'s body (its content-length or chunks end "
+            "it sooner)"
+        )
     return events
 
 

@@ -266,6 +266,13 @@ def test_a_record_cut_short() -> None:
         ((request(), response()[:-5]), "the response is not HTTP/1.x h11 can read: "),
         ((request() + b"extra", response()), "5 bytes follow the request's body (its content"),
         ((request(), response() + b"more"), "4 bytes follow the response's body (its content"),
+        (
+            (
+                b"CONNECT api.openai.com:443 HTTP/1.1\r\nHost: api.openai.com:443\r\n\r\n",
+                response(),
+            ),
+            "a CONNECT request opens a tunnel: there is no answer to replay",
+        ),
     ],
 )
 def test_a_record_that_cannot_be_read_is_said(record: tuple[bytes, bytes], why: str) -> None:
