@@ -202,7 +202,7 @@ def test_gzip_compressed_traces() -> None:
         b"httprr trace v2\n",
         b"# httprr trace v1\n",
         b"httprr trace v1",
-        gzip.compress(b"interactions: []\n"),
+        gzip.compress(b"interactions: []\n", mtime=0),
         b"\x1f\x8bnot gzip",
     ],
 )
