@@ -75,6 +75,10 @@ MIN_LENGTH = 8
 #: What a literal credential is replaced with.
 PLACEHOLDER = "[REDACTED:credential]"
 _PLACEHOLDER_BYTES = PLACEHOLDER.encode()
+#: What recorders put where a secret was (Ruby VCR's and vcrpy's filters:
+#: ``<OPENAI_API_KEY>``, upper case): no secret, so never scrubbed from what
+#: is kept.  A real key in angle brackets (``<sk-...>``) still is.
+_RECORDER_PLACEHOLDER = re.compile(rb"(?:[A-Za-z][A-Za-z0-9-]* )?<[A-Z][A-Z0-9_]*>")
 
 _AUTHORIZATION = (b"authorization", b"proxy-authorization")
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -140,7 +144,13 @@ def credential_values(
     if not found:
         return ()
     # (a value inside the placeholder, "REDACTED", would be found in it again)
-    kept = {v for v in found if len(v) >= MIN_LENGTH and v not in _PLACEHOLDER_BYTES}
+    kept = {
+        v
+        for v in found
+        if len(v) >= MIN_LENGTH
+        and v not in _PLACEHOLDER_BYTES
+        and not _RECORDER_PLACEHOLDER.fullmatch(v)
+    }
     return tuple(sorted(kept, key=lambda v: (-len(v), v)))
 
 

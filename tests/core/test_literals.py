@@ -483,3 +483,14 @@ def test_a_bad_headers_list_fails_loading(bad: object) -> None:
     meta = json.dumps({"_meta": {"schema": 1, "redact": {"headers": bad}}}).encode() + b"\n"
     with pytest.raises(CassetteError, match='redact "headers" must be a list of header names'):
         Cassette.loads(meta, name="c.jsonl")
+
+
+def test_a_recorders_placeholder_is_no_credential_value() -> None:
+    """Ruby VCR and vcrpy filters leave ``<OPENAI_API_KEY>`` where the key
+    was: an imported cassette keeps it, in the answer that echoes it too."""
+    headers = (
+        (b"authorization", b"Bearer <OPENAI_ACCESS_TOKEN>"),
+        (b"x-api-key", b"<ANTHROPIC_API_KEY>"),
+        (b"api-key", b"<sk-proj-" + b"k" * 20 + b">"),
+    )
+    assert credential_values(headers) == (b"<sk-proj-" + b"k" * 20 + b">",)
