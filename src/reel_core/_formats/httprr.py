@@ -23,7 +23,7 @@ from .._errors import CassetteError
 from .._http import _remote_error
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
-from .ruby_vcr import _http_date
+from ._fields import http_date
 
 __all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
 
@@ -140,7 +140,7 @@ def _exchange(i: int, raw_request: bytes, raw_response: bytes) -> Exchange:
         status=status,
         response_headers=response_headers,
         body=body,
-        timestamp=_http_date(dates[-1]) if dates else None,
+        timestamp=http_date(dates[-1]) if dates else None,
         notes=notes,
     )
 

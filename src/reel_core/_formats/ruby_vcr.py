@@ -23,12 +23,13 @@ import binascii
 import re
 import zlib
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from .._errors import CassetteError
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
+from ._fields import Skip, header_pairs, http_date, status_code, text_bytes
 from ._yaml import find_unsupported, load
 
 __all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
@@ -41,17 +42,6 @@ _PLACEHOLDER = re.compile(r"<[^<>/\s]+>")
 #: The top key, in YAML (at a line's start) or JSON.
 _KEY = re.compile(rb'(?:^|\n)http_interactions:|"http_interactions"\s*:')
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-#: RFC 2822 (and HTTP's IMF-fixdate): ``[Tue, ]14 Nov 2023 21:48:25 GMT``.
-_DATE = re.compile(
-    r"\s*(?:[A-Za-z]{3},\s*)?(\d{1,2})\s+([A-Za-z]{3})\s+(\d{4})\s+"
-    r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(GMT|UTC?|Z|[+-]\d{4})?\s*",
-    re.IGNORECASE,
-)
-
-
-class _Skip(Exception):
-    """An interaction that cannot be imported, and why."""
 
 
 def sniff(data: bytes) -> bool:
@@ -99,40 +89,40 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     for i, item in enumerate(items):
         try:
             out.append(_exchange(i, item))
-        except _Skip as exc:
+        except Skip as exc:
             out.append(Skipped(i, str(exc)))
     return out
 
 
 def _exchange(i: int, item: Any) -> Exchange:
     if not isinstance(item, Mapping):
-        raise _Skip(f"an interaction is a {type(item).__name__}, not a mapping")
+        raise Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     req, resp = item.get("request"), item.get("response")
     if not isinstance(req, Mapping) or not isinstance(resp, Mapping):
-        raise _Skip("no request or no response")
+        raise Skip("no request or no response")
     tag = find_unsupported(item)
     if tag:
-        raise _Skip(
+        raise Skip(
             f"it holds a {tag} YAML tag, which Reel does not load (it would build an object)"
         )
     method = req.get("method")
     if not isinstance(method, str) or not method.isalpha():
-        raise _Skip(f"the request method {method!r} is not an HTTP method")
+        raise Skip(f"the request method {method!r} is not an HTTP method")
     notes: list[str] = []
     target = _target(req.get("uri"), notes)
     request_body = _body(req.get("body"), "request")
     body = _body(resp.get("body"), "response")
     try:
-        headers, settled = settle_encoding(_headers(resp.get("headers"), "response"), body)
+        headers, settled = settle_encoding(header_pairs(resp.get("headers"), "response"), body)
     except ValueError as exc:
-        raise _Skip(str(exc)) from None
+        raise Skip(str(exc)) from None
     return Exchange(
         source=i,
         method=method.upper(),
         target=target,
-        request_headers=_headers(req.get("headers"), "request"),
+        request_headers=header_pairs(req.get("headers"), "request"),
         request_body=request_body,
-        status=_status(resp.get("status")),
+        status=status_code(resp.get("status")),
         response_headers=headers,
         body=body,
         timestamp=_recorded_at(item.get("recorded_at"), notes),
@@ -144,7 +134,7 @@ def _target(value: Any, notes: list[str]) -> str:
     """The request target: the URI, or its path when its host is a
     placeholder (``https://<HOST>/v1/x``, ``<API_BASE>/chat``)."""
     if not isinstance(value, str) or not value.strip():
-        raise _Skip("the request has no uri")
+        raise Skip("the request has no uri")
     uri: str = value.strip()
     scheme = _SCHEME.match(uri)
     if scheme:
@@ -160,7 +150,7 @@ def _target(value: Any, notes: list[str]) -> str:
         found = _PLACEHOLDER.match(uri)
         path = uri[found.end() :] if found else ""
         if not found or (path and path[0] not in "/?"):
-            raise _Skip(f"the request uri {uri!r} is neither a URL nor a path")
+            raise Skip(f"the request uri {uri!r} is neither a URL nor a path")
         where = f"base {found.group()}"
     if not path.startswith("/"):
         path = "/" + path
@@ -171,13 +161,6 @@ def _target(value: Any, notes: list[str]) -> str:
     return path
 
 
-def _text_bytes(text: str) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a "\ud800" escape
-        return text.encode("utf-8", "surrogatepass")
-
-
 def _body(value: Any, where: str) -> bytes:
     """A body's bytes: ``{string: text | !binary}``, ``{base64_string}``,
     or (hand-written) a bare string."""
@@ -185,45 +168,22 @@ def _body(value: Any, where: str) -> bytes:
         if value.get("base64_string") is not None:
             coded = value["base64_string"]
             if not isinstance(coded, str):
-                raise _Skip(f"the {where} body's base64_string is a {type(coded).__name__}")
+                raise Skip(f"the {where} body's base64_string is a {type(coded).__name__}")
             try:
                 return base64.b64decode(coded, validate=False)
             except (binascii.Error, ValueError) as exc:
-                raise _Skip(f"the {where} body's base64_string is not base64: {exc}") from None
+                raise Skip(f"the {where} body's base64_string is not base64: {exc}") from None
         if "string" not in value:
             keys = ", ".join(map(str, value)) or "none"
-            raise _Skip(f'the {where} body has no "string" nor "base64_string" (its keys: {keys})')
+            raise Skip(f'the {where} body has no "string" nor "base64_string" (its keys: {keys})')
         value = value["string"]
     if value is None:
         return b""
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
-        return _text_bytes(value)
-    raise _Skip(f"the {where} body is a {type(value).__name__}, not text or bytes")
-
-
-def _headers(value: Any, where: str) -> tuple[tuple[str, str], ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, Mapping):
-        raise _Skip(f"the {where} headers are a {type(value).__name__}, not a mapping")
-    pairs = []
-    for name, values in value.items():
-        for item in values if isinstance(values, list) else [values]:
-            if item is None:
-                continue
-            pairs.append((str(name).strip().lower(), str(item)))
-    return tuple(pairs)
-
-
-def _status(value: Any) -> int:
-    code: Any = value.get("code") if isinstance(value, Mapping) else value
-    if isinstance(code, str) and code.strip().isdigit():
-        code = int(code)
-    if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 999:
-        raise _Skip(f"the response status {code!r} is not an HTTP status code")
-    return code
+        return text_bytes(value)
+    raise Skip(f"the {where} body is a {type(value).__name__}, not text or bytes")
 
 
 def _recorded_at(value: Any, notes: list[str]) -> float | None:
@@ -232,34 +192,7 @@ def _recorded_at(value: Any, notes: list[str]) -> float | None:
     if isinstance(value, datetime):  # a YAML timestamp (a hand edit)
         when = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
         return when.timestamp()
-    stamp = _http_date(str(value))
+    stamp = http_date(str(value))
     if stamp is None:
         notes.append(f"recorded_at {str(value)[:40]!r} is no RFC 2822 date: no timestamp kept")
     return stamp
-
-
-def _http_date(text: str) -> float | None:
-    """The epoch seconds of an RFC 2822 / HTTP date, or ``None`` (a zone
-    other than GMT, UTC or a numeric offset is not read; no zone is UTC)."""
-    found = _DATE.fullmatch(text)
-    if not found:
-        return None
-    day, month, year, hour, minute, second, zone = found.groups()
-    if month.lower() not in _MONTHS:
-        return None
-    offset = 0
-    if zone and zone[0] in "+-":
-        offset = (int(zone[1:3]) * 60 + int(zone[3:5])) * (-1 if zone[0] == "-" else 1)
-    try:
-        when = datetime(
-            int(year),
-            _MONTHS.index(month.lower()) + 1,
-            int(day),
-            int(hour),
-            int(minute),
-            int(second or 0),
-            tzinfo=timezone(timedelta(minutes=offset)),
-        )
-    except ValueError:  # 31 Feb, 25:00, an offset of a day or more
-        return None
-    return when.timestamp()

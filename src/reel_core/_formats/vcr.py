@@ -18,6 +18,7 @@ from typing import Any
 from .._errors import CassetteError
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
+from ._fields import Skip, header_pairs, status_code, text_bytes
 from ._yaml import find_unsupported, load
 
 __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
@@ -25,10 +26,6 @@ __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
 NAME = "vcr"
 TOOL = "vcrpy"
 DESCRIPTION = "vcrpy / pytest-recording YAML cassettes"
-
-
-class _Skip(Exception):
-    """An interaction that cannot be imported, and why."""
 
 
 def sniff(data: bytes) -> bool:
@@ -49,57 +46,50 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     for i, item in enumerate(items):
         try:
             out.append(_exchange(i, item))
-        except _Skip as exc:
+        except Skip as exc:
             out.append(Skipped(i, str(exc)))
     return out
 
 
 def _exchange(i: int, item: Any) -> Exchange:
     if not isinstance(item, Mapping):
-        raise _Skip(f"an interaction is a {type(item).__name__}, not a mapping")
+        raise Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     req, resp = item.get("request"), item.get("response")
     if not isinstance(req, Mapping) or not isinstance(resp, Mapping):
-        raise _Skip("no request or no response")
+        raise Skip("no request or no response")
     tag = find_unsupported(req) or find_unsupported(resp)
     if tag:
-        raise _Skip(
+        raise Skip(
             f"it holds a {tag} YAML tag, which Reel does not load (it would build a Python object)"
         )
     uri, method = req.get("uri"), req.get("method", "GET")
     if not isinstance(uri, str) or not uri:
-        raise _Skip("the request has no uri")
+        raise Skip("the request has no uri")
     if not isinstance(method, str) or not method.isalpha():
-        raise _Skip(f"the request method {method!r} is not an HTTP method")
+        raise Skip(f"the request method {method!r} is not an HTTP method")
     notes: list[str] = []
     request_body = _request_body(req, notes)
     body = _response_body(resp)
     try:
-        headers, settled = settle_encoding(_headers(resp.get("headers"), "response"), body)
+        headers, settled = settle_encoding(header_pairs(resp.get("headers"), "response"), body)
     except ValueError as exc:
-        raise _Skip(str(exc)) from None
+        raise Skip(str(exc)) from None
     return Exchange(
         source=i,
         method=method,
         target=uri,
-        request_headers=_headers(req.get("headers"), "request"),
+        request_headers=header_pairs(req.get("headers"), "request"),
         request_body=request_body,
-        status=_status(resp.get("status")),
+        status=status_code(resp.get("status")),
         response_headers=headers,
         body=body,
         notes=(*notes, *settled),
     )
 
 
-def _text_bytes(text: str) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a "\ud800" escape
-        return text.encode("utf-8", "surrogatepass")
-
-
 def _request_body(req: Mapping[str, Any], notes: list[str]) -> bytes:
     if req.get("parsed_body") is not None:
-        return _text_bytes(json.dumps(req["parsed_body"]))
+        return text_bytes(json.dumps(req["parsed_body"]))
     body = req.get("body")
     if isinstance(body, Mapping) and "string" in body:
         plain = _plain_body(body["string"])
@@ -110,22 +100,22 @@ def _request_body(req: Mapping[str, Any], notes: list[str]) -> bytes:
         return plain
     if isinstance(body, (Mapping, list)):
         notes.append("the request body was YAML data: stored as its JSON")
-        return _text_bytes(json.dumps(body))
-    raise _Skip(f"the request body is a {type(body).__name__}, not text or bytes")
+        return text_bytes(json.dumps(body))
+    raise Skip(f"the request body is a {type(body).__name__}, not text or bytes")
 
 
 def _response_body(resp: Mapping[str, Any]) -> bytes:
     if resp.get("parsed_body") is not None:
-        return _text_bytes(json.dumps(resp["parsed_body"]))
+        return text_bytes(json.dumps(resp["parsed_body"]))
     body = resp.get("body")
     if isinstance(body, Mapping):
         if "string" not in body:
             keys = ", ".join(map(str, body)) or "none"
-            raise _Skip(f'the response body has no "string" (its keys: {keys})')
+            raise Skip(f'the response body has no "string" (its keys: {keys})')
         body = body["string"]
     plain = _plain_body(body)
     if plain is None:
-        raise _Skip(f"the response body is a {type(body).__name__}, not text or bytes")
+        raise Skip(f"the response body is a {type(body).__name__}, not text or bytes")
     return plain
 
 
@@ -137,28 +127,5 @@ def _plain_body(body: Any) -> bytes | None:
     if isinstance(body, bytes):
         return body
     if isinstance(body, str):
-        return _text_bytes(body)
+        return text_bytes(body)
     return None
-
-
-def _headers(value: Any, where: str) -> tuple[tuple[str, str], ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, Mapping):
-        raise _Skip(f"the {where} headers are a {type(value).__name__}, not a mapping")
-    pairs = []
-    for name, values in value.items():
-        for item in values if isinstance(values, list) else [values]:
-            if item is None:
-                continue
-            pairs.append((str(name).strip().lower(), str(item)))
-    return tuple(pairs)
-
-
-def _status(value: Any) -> int:
-    code: Any = value.get("code") if isinstance(value, Mapping) else value
-    if isinstance(code, str) and code.strip().isdigit():
-        code = int(code)
-    if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 999:
-        raise _Skip(f"the response status {code!r} is not an HTTP status code")
-    return code
