@@ -15,10 +15,15 @@ import httpx2
 import pytest
 import requests
 
+from reel_bindings import requests as requests_adapter
+from reel_bindings._async import transport as async_transport
+from reel_bindings._sync import transport as sync_transport
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
-from reel_core import MissError
+from reel_core import Cassette, MissError
 from tests.fakes.upstream import FRAME_DELAY_HEADER, SCENARIO_HEADER, FakeUpstreamThread
+
+from .timing import assert_not_early, spy_sleeps
 
 CHAT = "/v1/chat/completions"
 GONE = "http://127.0.0.1:9"
@@ -57,31 +62,43 @@ def recorded_offsets(cassette: Path) -> list[float]:
     return [at / 1000 for at, _ in line["response"]["frames"]]
 
 
+def recorded_deadlines(cassette: Path) -> list[float]:
+    """When a replay sleeps until: each frame's offset, then the stream's
+    end (a deadline no later than one already passed is not slept for)."""
+    (interaction,) = Cassette.loads(cassette.read_bytes(), strict=True)
+    times = [at / 1000 for at, _ in interaction.response.frames]
+    deadlines: list[float] = []
+    for at in [*times, interaction.response.end_ms / 1000]:
+        if not deadlines or at > deadlines[-1]:
+            deadlines.append(at)
+    return deadlines
+
+
 def arrivals(chunks: Iterator[bytes], start: float) -> list[float]:
     return [time.monotonic() - start for chunk in chunks if chunk]
 
 
-def assert_follows(actual: list[float], recorded: list[float], factor: float = 1.0) -> None:
-    """Frames arrive near their recorded offsets (generous: CI machines are busy)."""
-    assert len(actual) == len(recorded)
-    for got, want in zip(actual, recorded, strict=True):
-        assert want * factor - 0.005 <= got <= want * factor + 0.060
-
-
 @pytest.mark.parametrize("family", [httpx, httpx2])
-def test_sync_transport_replays_frames_on_schedule(slow_stream: Path, family: object) -> None:
+def test_sync_transport_replays_frames_on_schedule(
+    slow_stream: Path, family: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
     recorded = recorded_offsets(slow_stream)
     assert recorded[-1] >= 0.15  # several frames, 50 ms apart
+    spy = spy_sleeps(monkeypatch, sync_transport, "sleep_until_sync")
     with family.Client(transport=Transport(slow_stream, mode="replay")) as client:  # type: ignore[attr-defined]
         start = time.monotonic()
         with client.stream("POST", GONE + CHAT, content=body("one two three four")) as r:
             actual = arrivals(r.iter_raw(), start)
-    assert_follows(actual, recorded)
+    spy.assert_spaced(recorded_deadlines(slow_stream))
+    assert_not_early(actual, recorded)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_async_transport_replays_frames_on_schedule(slow_stream: Path, backend: str) -> None:
+def test_async_transport_replays_frames_on_schedule(
+    slow_stream: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     recorded = recorded_offsets(slow_stream)
+    spy = spy_sleeps(monkeypatch, async_transport, "sleep_until")
 
     async def run() -> list[float]:
         transport = AsyncTransport(slow_stream, mode="replay", timing="slow=2")
@@ -91,21 +108,24 @@ def test_async_transport_replays_frames_on_schedule(slow_stream: Path, backend: 
                 return [time.monotonic() - start async for chunk in r.aiter_raw() if chunk]
 
     actual = anyio.run(run, backend=backend)
-    assert_follows(actual, recorded, factor=2.0)
+    spy.assert_spaced(recorded_deadlines(slow_stream), factor=2.0)
+    assert_not_early(actual, recorded, factor=2.0)
 
 
-def test_fast_timing_sleeps_not(slow_stream: Path) -> None:
-    recorded = recorded_offsets(slow_stream)
+def test_fast_timing_sleeps_not(slow_stream: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = spy_sleeps(monkeypatch, sync_transport, "sleep_until_sync")
     with httpx.Client(transport=Transport(slow_stream, mode="replay", timing="fast")) as client:
-        start = time.monotonic()
         r = client.post(GONE + CHAT, content=body("one two three four"))
-        elapsed = time.monotonic() - start
     assert r.status_code == 200
-    assert elapsed < recorded[-1] / 2
+    assert r.text.endswith("data: [DONE]\n\n")
+    assert spy.deadlines == []
 
 
-def test_requests_adapter_iter_lines_is_timed(slow_stream: Path) -> None:
+def test_requests_adapter_iter_lines_is_timed(
+    slow_stream: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     recorded = recorded_offsets(slow_stream)
+    spy = spy_sleeps(monkeypatch, requests_adapter, "sleep_until_sync")
     session = requests.Session()
     session.mount("http://", Adapter(slow_stream, mode="replay"))
     start = time.monotonic()
@@ -113,8 +133,9 @@ def test_requests_adapter_iter_lines_is_timed(slow_stream: Path) -> None:
         lines = [(time.monotonic() - start, line) for line in r.iter_lines() if line]
     data_lines = [line for _, line in lines if line.startswith(b"data: ")]
     assert data_lines[-1] == b"data: [DONE]"
-    # each event's data line arrives with its frame
-    assert_follows([at for at, line in lines if line.startswith(b"data: ")], recorded)
+    spy.assert_spaced(recorded_deadlines(slow_stream))
+    # each event's data line arrives with its frame, never before it
+    assert_not_early([at for at, line in lines if line.startswith(b"data: ")], recorded)
 
 
 def test_requests_adapter_iter_content_and_content(slow_stream: Path) -> None:

@@ -18,6 +18,7 @@ from reel_core import Mode
 from tests.fakes.upstream import CUT_AFTER, FRAME_DELAY_HEADER, closed_port_url, serve_fake
 
 from .proxy_support import Call, chat_call, fetch, interactions, options, proxied, upstream_reply
+from .timing import SLACK
 
 pytestmark = pytest.mark.anyio
 
@@ -101,7 +102,8 @@ async def test_stall_after_the_head_is_a_recorded_timeout_cut(tmp_path: Path) ->
         rep = await fetch(client, call)
     assert rep.status == 200
     assert rep.error is not None
-    assert abs(rep.duration - interaction.response.cut.at_ms / 1000) < 0.15
+    # the replay breaks off where the recording did, never sooner
+    assert rep.duration >= interaction.response.cut.at_ms / 1000 - SLACK
 
 
 @pytest.mark.parametrize(("scenario", "stream"), [("cut", True), ("reset", True), ("cut", False)])
@@ -143,7 +145,7 @@ async def test_cut_stream_is_seen_live_and_replayed_at_the_same_place(
     assert rep.body == rec.body
     if stream:
         assert rep.events == rec.events
-    assert abs(rep.duration - cut.at_ms / 1000) < 0.1
+    assert rep.duration >= cut.at_ms / 1000 - SLACK  # where it was cut, never sooner
     assert again.status == 200
 
 

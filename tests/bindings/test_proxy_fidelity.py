@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reel_bindings.proxy import _server as proxy_server
 from reel_core import Mode
 from tests.fakes.upstream import Reply, serve_fake
 
@@ -28,6 +29,7 @@ from .proxy_support import (
     responses_call,
     upstream_reply,
 )
+from .timing import SLACK, assert_not_early, spy_sleeps
 
 pytestmark = pytest.mark.anyio
 
@@ -183,7 +185,9 @@ async def test_gzip_is_recorded_decoded_and_replayed_plain(tmp_path: Path) -> No
 # ---------------------------------------------------------------------- timing
 
 
-async def test_replay_timing_realtime_fast_and_slow(tmp_path: Path) -> None:
+async def test_replay_timing_realtime_fast_and_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cassette = tmp_path / "c.jsonl"
     call = chat_call("one two three", stream=True, headers={"x-fake-scenario": "slow"})
     async with (
@@ -198,23 +202,24 @@ async def test_replay_timing_realtime_fast_and_slow(tmp_path: Path) -> None:
     assert end >= 0.25  # frames 50 ms apart
     assert rec.error is None
 
+    # Frames never arrive before their recorded offsets (how closely they
+    # follow them is measured by the streaming benchmark, not asserted here).
+    spy = spy_sleeps(monkeypatch, proxy_server, "sleep_until")
     async with proxied(options(Mode.REPLAY, cassette)) as client:
         real = await fetch(client, call)
     assert real.body == rec.body
-    arrived = [at for _, at in real.event_times()]
-    assert len(arrived) == len(offsets)
-    for got, want in zip(arrived, offsets, strict=True):
-        assert abs(got - want) < 0.04, (arrived, offsets)
-    assert abs(real.duration - end) < 0.1
+    assert_not_early([at for _, at in real.event_times()], offsets)
+    assert real.duration >= end - SLACK
+    assert spy.deadlines  # it slept: the frames were not sent at once
 
+    spy.deadlines.clear()
     async with proxied(options(Mode.REPLAY, cassette, timing="fast")) as client:
         fast = await fetch(client, call)
     assert fast.body == rec.body
-    assert fast.duration < end / 4
+    assert spy.deadlines == []  # fast never sleeps
 
     async with proxied(options(Mode.REPLAY, cassette, timing="slow=2")) as client:
         slow = await fetch(client, call)
     assert slow.body == rec.body
-    assert 1.6 * end < slow.duration < 2 * end + 0.3
-    for (_, got), want in zip(slow.event_times(), offsets, strict=True):
-        assert abs(got - 2 * want) < 0.08
+    assert_not_early([at for _, at in slow.event_times()], offsets, factor=2.0)
+    assert slow.duration >= 2 * end - SLACK

@@ -351,6 +351,7 @@ if sys.argv[2] == "core":
             size += len(event.data) if isinstance(event, Frame) else 0
         out[prompt.split()[0] + "_s"] = time.perf_counter() - start
         out[prompt.split()[0] + "_bytes"] = size
+        out[prompt.split()[0] + "_peak_mb"] = peak_mb()
     out["play_peak_mb"] = peak_mb()
 else:
     async def main():
@@ -390,7 +391,7 @@ def run_python(code: str, *args: str) -> str:
     return done.stdout
 
 
-def test_a_100_mb_body_loads_fast_and_serves_in_bounded_memory(tmp_path: Path) -> None:
+def test_a_100_mb_body_loads_and_serves_in_bounded_memory(tmp_path: Path) -> None:
     """Loading indexes the big line without parsing it; serving a small
     recording does not touch it; serving it costs a few times its size.
     Each phase runs in a fresh process so its peak memory is its own."""
@@ -406,15 +407,16 @@ def test_a_100_mb_body_loads_fast_and_serves_in_bounded_memory(tmp_path: Path) -
     figures = {"file_mb": round(size_mb, 1), "core": core, "proxy": served}
     print("100 MB cassette:", json.dumps(figures))  # shown with -s, quoted in docs/reliability.md
     assert core["lines"] == 201
-    assert core["load_s"] < 3
+    # Memory, not time (speed is the benchmarks' job; the figures are printed):
     assert core["load_peak_mb"] - core["baseline_mb"] < 3 * size_mb
-    assert core["small_s"] < 0.05  # the big line is not parsed to serve another
+    # the big line is not parsed to serve another: serving the small one
+    # grows the peak by far less than the big line's size
+    assert core["small_peak_mb"] - core["load_peak_mb"] < size_mb / 4
+    assert core["small_bytes"] > 0
     assert core["big_bytes"] == len(big)
-    assert core["big_s"] < 10
     assert core["play_peak_mb"] - core["baseline_mb"] < 6 * size_mb
     assert served["proxy_status"] == 200
     assert served["proxy_bytes"] == len(big)
     assert served["proxy_sha"] == hashlib.sha256(big).hexdigest()
     assert served["proxy_small_status"] == 200
-    assert served["proxy_small_s"] < 1
     assert served["proxy_peak_mb"] - served["baseline_mb"] < 8 * size_mb

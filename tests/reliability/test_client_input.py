@@ -122,7 +122,8 @@ async def test_slow_and_partial_requests_are_cut_off_and_others_served(cassette:
         # answered 408 and closed: never served
         assert answers[name].startswith(b"HTTP/1.1 408 Request Timeout\r\n"), name
         assert b"--client-timeout" in answers[name]
-        assert timeout * 0.8 <= elapsed <= timeout + 1.5, (name, elapsed)
+        # not before its timeout (the fail_after above bounds how late)
+        assert elapsed >= timeout * 0.8, (name, elapsed)
 
 
 # -------------------------------------------------------------- pipelining
