@@ -20,6 +20,7 @@ from .._meta import CassetteMeta
 from .._redact import Redactor
 from . import har, httprr, llamastack, nock, reyn, ruby_vcr, vcr
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
+from .refusals import refusal as import_refusal
 from .har_export import export as export_har
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "frames_of",
     "import_exchanges",
     "import_formats",
+    "import_refusal",
     "import_source",
     "import_sources",
     "sniff_format",
@@ -63,8 +65,12 @@ def import_source(
 ) -> ImportReport:
     """The source ``data`` (a file called ``name``) of the format
     ``format_name``, recorded as Reel records.  :class:`CassetteError` when
-    the file is not that format at all."""
+    the file is not that format at all, or is a recording Reel knows it
+    cannot import (:func:`import_refusal` says why)."""
     module = FORMATS[format_name]
+    why = import_refusal(data)
+    if why is not None:
+        raise CassetteError(name, None, why)
     return import_exchanges(
         module.parse(data, name), tool=tool_of(module), redactor=redactor, meta=meta, name=name
     )
