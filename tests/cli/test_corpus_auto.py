@@ -55,9 +55,7 @@ _IMPORTED = re.compile(
 )
 
 
-def outcome(
-    entry: dict[str, str], capsys: pytest.CaptureFixture[str]
-) -> tuple[str, int]:
+def outcome(entry: dict[str, str], capsys: pytest.CaptureFixture[str]) -> tuple[str, int]:
     """What ``reel import auto`` made of one corpus file, and how many
     interactions it imported; asserts it either imported whole or was
     refused in one line."""

@@ -20,8 +20,8 @@ from .._meta import CassetteMeta
 from .._redact import Redactor
 from . import har, httprr, llamastack, nock, reyn, ruby_vcr, vcr
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
-from .refusals import refusal as import_refusal
 from .har_export import export as export_har
+from .refusals import refusal as import_refusal
 
 __all__ = [
     "FORMATS",

@@ -199,6 +199,4 @@ def _response_headers(item: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         return header_pairs(raw, "response")
     if not isinstance(raw, list) or len(raw) % 2:
         raise Skip("rawHeaders is not a list of names and values in pairs")
-    return tuple(
-        (str(raw[n]).strip().lower(), str(raw[n + 1])) for n in range(0, len(raw), 2)
-    )
+    return tuple((str(raw[n]).strip().lower(), str(raw[n + 1])) for n in range(0, len(raw), 2))

@@ -77,7 +77,7 @@ def _check(entries: list[tuple[int, Any]], errors: list[tuple[int, str]], name: 
         return
     if not entries:
         return  # an empty fixture file: nothing was recorded
-    number, first = entries[0]
+    first = entries[0][1]
     if isinstance(first, dict) and "_meta" in first:
         why = "it is a Reel cassette already (its first line is _meta): nothing to import"
     elif errors and len(errors) == len(entries):
@@ -120,7 +120,9 @@ def _exchange(i: int, value: Any) -> Exchange:
             "OpenAI-compatible call (no host) whose answer the fixture holds"
         )
     created = response.get("created")
-    stamp = float(created) if type(created) in (int, float) and created > 0 else None
+    stamp = None
+    if isinstance(created, (int, float)) and not isinstance(created, bool) and created > 0:
+        stamp = float(created)
     return Exchange(
         source=i,
         method="POST",

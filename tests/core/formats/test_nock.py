@@ -61,7 +61,7 @@ def recording(*items: Any) -> bytes:
 
 
 def one(*items: Any) -> Exchange:
-    (item,) = [x for x in nock.parse(recording(*items), "t.json")][-1:]
+    (item,) = nock.parse(recording(*items), "t.json")[-1:]
     assert isinstance(item, Exchange), item
     return item
 
@@ -242,9 +242,7 @@ def test_an_old_port_field_joins_a_scope_without_one() -> None:
     assert one(definition(scope="http://localhost", port=8080)).target.startswith(
         "http://localhost:8080/"
     )
-    assert one(definition(scope="https://x.test:443", port=1)).target.startswith(
-        "https://x.test/"
-    )
+    assert one(definition(scope="https://x.test:443", port=1)).target.startswith("https://x.test/")
     assert skipped(definition(scope="http://localhost", port="eighty")) == (
         "the port 'eighty' is not a number"
     )
@@ -374,7 +372,7 @@ def test_an_empty_recording_has_no_exchanges() -> None:
         (b"3", "not a nock recording: the file holds a JSON int, not an array of definitions"),
         (b'[{"a": 1}, 2]', "not a nock recording: no element of the array has a scope, method or "),
         (
-            b'["nock(\'https://x\').get(\'/\').reply(200)"]',
+            b"[\"nock('https://x').get('/').reply(200)\"]",
             "not a nock recording: no element of the array has a scope, method or path (nock."
             "recorder.rec() without output_objects: true prints JavaScript code",
         ),

@@ -168,11 +168,13 @@ def live(model: str, system: str, *turns: str, **params: Any) -> Request:
     """The request a migrated test sends: the whole conversation, of which
     Reyn kept only a preview of the last user message."""
     messages = [{"role": "system", "content": system}]
-    messages += [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in
-                 enumerate(turns)]
+    messages += [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(turns)
+    ]
     body = json.dumps({"model": model, "messages": messages, **params}, indent=1)
-    return Request("POST", "/v1/chat/completions", (("content-type", "application/json"),),
-                   body.encode())
+    return Request(
+        "POST", "/v1/chat/completions", ((b"content-type", b"application/json"),), body.encode()
+    )
 
 
 def test_replayed_with_the_messages_ignored_as_the_docs_recommend() -> None:
@@ -220,8 +222,9 @@ def test_blank_lines_are_no_entries_and_bad_lines_are_skipped_with_their_number(
     items = reyn.parse(source, "f.jsonl")
     assert isinstance(items[0], Exchange)
     assert items[1] == Skipped(
-        1, "line 3: not JSON: Expecting property name enclosed in double quotes: line 1 column 2 "
-        "(char 1)"
+        1,
+        "line 3: not JSON: Expecting property name enclosed in double quotes: line 1 column 2 "
+        "(char 1)",
     )
     assert items[2:] == [
         Skipped(2, "line 4: a JSON list, not a Reyn fixture object"),
