@@ -24,6 +24,7 @@ from reel_core import (
     ConfigError,
     ImportReport,
     import_formats,
+    import_refusal,
     import_source,
     import_sources,
     sniff_format,
@@ -110,6 +111,9 @@ def _format_of(ns: argparse.Namespace, path: Path, data: bytes) -> ModuleType:
     if ns.format != "auto":
         return import_formats()[ns.format]
     name = sniff_format(data)
+    why = import_refusal(data) if name is None else None
+    if why is not None:
+        raise CliError(f"{path}: {why}")
     if name is None:
         known = ", ".join(import_formats())
         raise CliError(

@@ -18,9 +18,10 @@ from types import ModuleType
 from .._errors import CassetteError
 from .._meta import CassetteMeta
 from .._redact import Redactor
-from . import har, httprr, llamastack, ruby_vcr, vcr
+from . import har, httprr, llamastack, nock, reyn, ruby_vcr, vcr
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
 from .har_export import export as export_har
+from .refusals import refusal as import_refusal
 
 __all__ = [
     "FORMATS",
@@ -31,6 +32,7 @@ __all__ = [
     "frames_of",
     "import_exchanges",
     "import_formats",
+    "import_refusal",
     "import_source",
     "import_sources",
     "sniff_format",
@@ -40,7 +42,7 @@ __all__ = [
 #: Every format by its ``reel import`` name, in the order ``sniff_format``
 #: tries them (the most specific first).
 FORMATS: dict[str, ModuleType] = {
-    module.NAME: module for module in (llamastack, har, httprr, ruby_vcr, vcr)
+    module.NAME: module for module in (nock, reyn, llamastack, har, httprr, ruby_vcr, vcr)
 }
 
 
@@ -63,8 +65,12 @@ def import_source(
 ) -> ImportReport:
     """The source ``data`` (a file called ``name``) of the format
     ``format_name``, recorded as Reel records.  :class:`CassetteError` when
-    the file is not that format at all."""
+    the file is not that format at all, or is a recording Reel knows it
+    cannot import (:func:`import_refusal` says why)."""
     module = FORMATS[format_name]
+    why = import_refusal(data)
+    if why is not None:
+        raise CassetteError(name, None, why)
     return import_exchanges(
         module.parse(data, name), tool=tool_of(module), redactor=redactor, meta=meta, name=name
     )

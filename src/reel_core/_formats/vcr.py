@@ -12,6 +12,7 @@ tag that would build a Python object are skipped, never constructed.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,15 +24,21 @@ from ._yaml import find_unsupported, load
 
 __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
 
+#: A ``uri`` key: a YAML line (``uri:``, ``- uri:``) or a JSON key.
+_URI = re.compile(rb'^[ \t]*(?:-[ \t]+)?uri:|"uri"[ \t]*:', re.M)
+
 NAME = "vcr"
 TOOL = "vcrpy"
 DESCRIPTION = "vcrpy / pytest-recording YAML cassettes"
 
 
 def sniff(data: bytes) -> bool:
-    """A vcrpy cassette: ``interactions:`` at the top with ``uri:`` keys."""
+    """A vcrpy cassette: ``interactions:`` at the top with ``uri:`` keys
+    (the first may come after a request body of any size)."""
     head = data[:4096]
-    return b"interactions" in head and b"uri" in head and b"http_interactions" not in head
+    if b"interactions" not in head or b"http_interactions" in head:
+        return False
+    return b"uri" in head or _URI.search(data) is not None
 
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:

@@ -47,6 +47,15 @@ def test_sniff() -> None:
     assert not sniff(b"{}")
 
 
+def test_sniff_finds_a_uri_after_a_large_request_body() -> None:
+    # crewAI's video and file-upload cassettes: 14 to 40 kB of body before the uri
+    body = b"    body: '" + b"A" * 40_000 + b"'\n"
+    assert sniff(b"interactions:\n- request:\n" + body + b"    uri: https://x/v1\n")
+    assert sniff(b'{"interactions": [{"request": {"body": "' + b"A" * 9000 + b'", "uri": "x"}}]}')
+    assert not sniff(b"interactions:\n- request:\n" + body + b"    url: https://x/v1\n")
+    assert not sniff(b"interactions:\n- request:\n" + body + b"    body2: security: 1\n")
+
+
 def test_a_document_without_interactions_is_no_vcrpy_cassette() -> None:
     with pytest.raises(CassetteError, match="found a list"):
         parse(b"[]", "c.json")
