@@ -114,17 +114,26 @@ def _dumper() -> Any:
         pass
 
     def text(dumper: Any, data: str) -> Any:
-        block = "\n" in data and all(c == "\n" or _plain_char(c) for c in data)
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if block else None)
+        style = None
+        if "\n" in data and all(c == "\n" or _plain_char(c) for c in data):
+            style = "|"
+        elif any(c in _BREAKS for c in data):
+            style = '"'  # escaped: unescaped, PyYAML reads them back as a line break or space
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
     Dumper.add_representer(str, text)
     return Dumper
 
 
+#: Line breaks of YAML 1.1 besides ``\\n`` and ``\\r``: PyYAML writes them
+#: unescaped when it may write Unicode, and reads them back changed.
+_BREAKS = "\x85\u2028\u2029"
+
+
 def _plain_char(c: str) -> bool:
     """A character a literal block holds as it is: printable, and no line
-    break YAML would read as ``\\n`` (``\\x85``) or keep apart."""
-    return " " <= c <= "~" or (c >= "\xa0" and c not in "\u2028\u2029\ufeff")
+    break or byte order mark."""
+    return " " <= c <= "~" or (c >= "\xa0" and c not in _BREAKS + "\ufeff")
 
 
 def _body(data: bytes) -> str | bytes:
