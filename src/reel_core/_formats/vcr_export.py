@@ -20,7 +20,7 @@ message}``), then ``version: 1``.
   in it (Reel could not decode it).  So the body vcrpy hands the client is
   always what the headers say it is, and nothing is re-encoded.
 - Bodies: UTF-8 text as a YAML string (a literal block when it has several
-  lines), other bytes as ``!!binary``, an empty request body as ``null``;
+  lines; a line never folded), other bytes as ``!!binary``, an empty request body as ``null``;
   a stream's frames joined: vcrpy keeps no timing, so a stream replays as a
   whole body (its frame offsets, the time to first byte, the recording time
   and a cut are lost: :func:`losses` counts them).  Redaction markers stay as
@@ -53,6 +53,9 @@ DETAILS = (
 )
 SUFFIX = ".yaml"
 
+#: Lines are not folded: a body of one line stays one line (greppable).
+_WIDTH = 1 << 30
+
 
 def export(interactions: Sequence[Interaction], *, base_url: str | None = None) -> bytes:
     """The vcrpy cassette (UTF-8 YAML) of ``interactions``, in order."""
@@ -63,6 +66,7 @@ def export(interactions: Sequence[Interaction], *, base_url: str | None = None) 
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,
+        width=_WIDTH,
     )
     return text.encode("utf-8")
 
