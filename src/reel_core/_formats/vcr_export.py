@@ -32,6 +32,7 @@ The same interactions give byte-identical YAML.
 from __future__ import annotations
 
 import functools
+import re
 import zlib
 from collections.abc import Sequence
 from http import HTTPStatus
@@ -119,9 +120,9 @@ def _dumper() -> Any:
 
     def text(dumper: Any, data: str) -> Any:
         style = None
-        if "\n" in data and all(c == "\n" or _plain_char(c) for c in data):
+        if "\n" in data and not _UNBLOCKED.search(data):
             style = "|"
-        elif any(c in _BREAKS for c in data):
+        elif _BREAKS.search(data):
             style = '"'  # escaped: unescaped, PyYAML reads them back as a line break or space
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
@@ -131,13 +132,10 @@ def _dumper() -> Any:
 
 #: Line breaks of YAML 1.1 besides ``\\n`` and ``\\r``: PyYAML writes them
 #: unescaped when it may write Unicode, and reads them back changed.
-_BREAKS = "\x85\u2028\u2029"
-
-
-def _plain_char(c: str) -> bool:
-    """A character a literal block holds as it is: printable, and no line
-    break or byte order mark."""
-    return " " <= c <= "~" or (c >= "\xa0" and c not in _BREAKS + "\ufeff")
+_BREAKS = re.compile("[\x85\u2028\u2029]")
+#: What a literal block does not hold as it is: anything but ``\\n``, the
+#: printable ASCII and Unicode past U+00A0, bar those breaks and a byte order mark.
+_UNBLOCKED = re.compile("[^\n -~\xa0-\u2027\u202a-\ufefe\uff00-\U0010ffff]")
 
 
 def _body(data: bytes) -> str | bytes:
