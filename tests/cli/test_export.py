@@ -4,6 +4,7 @@ a vcrpy cassette, and back in with ``reel import``."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 
 from reel_bindings.cli import main
 from reel_core import Cassette
+from reel_core._formats import vcr_export
 
 from .helpers import DEMO, interaction
 
@@ -140,3 +142,22 @@ def test_export_names_its_formats(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert "invalid choice: 'nock'" in err
     assert "'har', 'vcr'" in err
+
+
+def test_export_vcr_without_pyyaml_says_what_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = cassette(tmp_path / "c.jsonl", interaction().to_line())
+    caches = (vcr_export._yaml, vcr_export._dumper)
+    for cached in caches:
+        cached.cache_clear()
+    monkeypatch.setitem(sys.modules, "yaml", None)  # not installed
+    try:
+        assert main(["export", "vcr", str(source)]) == 2
+    finally:
+        for cached in caches:
+            cached.cache_clear()
+    assert capsys.readouterr().err == (
+        "reel export: writing vcrpy cassettes needs PyYAML: pip install 'reel[vcr]' (or pyyaml)\n"
+    )
+    assert not (tmp_path / "c.yaml").exists()

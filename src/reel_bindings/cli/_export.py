@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from reel_core import export_formats
+from reel_core import ConfigError, export_formats
 
 from ._common import EXIT_FINDINGS, EXIT_OK, CliError, atomic_write, plural, read_cassette
 
@@ -68,7 +68,11 @@ def run(ns: argparse.Namespace) -> int:
         print(f"{where}: {source}:{line.number}: NOT exported: {line.error}", file=sys.stderr)
     interactions = cassette.interactions
     try:
-        atomic_write(out, module.export(interactions, base_url=ns.base_url))
+        data = module.export(interactions, base_url=ns.base_url)
+    except ConfigError as exc:  # a missing optional dependency (PyYAML)
+        raise CliError(str(exc)) from None
+    try:
+        atomic_write(out, data)
     except OSError as exc:
         raise CliError(f"{out}: cannot write: {exc.strerror or exc}") from None
     for loss in getattr(module, "losses", lambda _: [])(interactions):
