@@ -188,6 +188,50 @@ def _vcr(out: Path) -> None:
     (out / "other.yaml").write_text(text)
 
 
+def _chat_cassette(out: Path) -> None:
+    """A small recording: a chat answer (sent gzip'd by the upstream) and a
+    streamed one with its frame timing, for the export examples."""
+    from reel_core import CassetteMeta, Exchange, Redactor, import_exchanges
+
+    chat = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hi"}]}
+    answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi!"}}]}
+    events = [
+        b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"content":" there"}}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    url = "https://api.openai.com/v1/chat/completions"
+    json_type = ("content-type", "application/json")
+    exchanges = [
+        Exchange(
+            0,
+            "POST",
+            url,
+            (json_type,),
+            json.dumps(chat).encode(),
+            200,
+            (json_type, ("content-encoding", "gzip"), ("x-request-id", "req_1")),
+            gzip.compress(json.dumps(answer).encode(), mtime=0),
+            ttfb=0.31,
+            timestamp=1_795_000_000.0,
+        ),
+        Exchange(
+            1,
+            "POST",
+            url,
+            (json_type,),
+            json.dumps({**chat, "stream": True}).encode(),
+            200,
+            (("content-type", "text/event-stream"), ("x-request-id", "req_2")),
+            ((0.0, events[0]), (0.05, events[1]), (0.09, events[2]), (0.1, b"")),
+            ttfb=0.28,
+            timestamp=1_795_000_001.0,
+        ),
+    ]
+    report = import_exchanges(exchanges, tool="docs", redactor=Redactor(), meta=CassetteMeta())
+    out.write_bytes(report.dumps())
+
+
 @contextlib.contextmanager
 def scratch() -> Iterator[Path]:
     """A directory holding the files the examples name, as the cwd; REEL_*
@@ -201,6 +245,7 @@ def scratch() -> Iterator[Path]:
         _leaky(where / "leaky.jsonl")
         _broken(where / "demo.jsonl", where / "broken.jsonl")
         _vcr(where / "cassettes")
+        _chat_cassette(where / "chat.jsonl")
         (where / "notes.txt").write_text("Meeting notes\n- buy milk\n")
         (where / "empty.jsonl").write_bytes(b"")
         for name in saved_env:
@@ -334,6 +379,15 @@ def proxy_missing() -> str:
     return "$ reel replay --cassette tests/cassettes/chat.jsonl\n" + out.getvalue()
 
 
+def export_vcr() -> str:
+    return (
+        run("reel export vcr chat.jsonl")
+        + "$ cat chat.yaml\n"
+        + Path("chat.yaml").read_text("utf-8")
+        + run("reel export vcr chat.jsonl")
+    )
+
+
 def check_leaky() -> str:
     _leaky(Path("leaky.jsonl"))  # as it was before the `reel redact` example
     return commands(
@@ -373,6 +427,8 @@ EXAMPLES: dict[str, Callable[[], str]] = {
     "import-several": commands(
         "reel import vcr cassettes/test_chat.yaml cassettes/other.yaml --out-dir converted"
     ),
+    "usage-export-vcr": usage("export vcr"),
+    "export-vcr": export_vcr,
     "miss-json": miss_json,
     "miss-text": miss_text,
     "miss-exact": miss_exact,

@@ -1,16 +1,20 @@
-"""``reel export har``: a cassette out as HAR 1.2, and back in with ``reel import har``."""
+"""``reel export har`` and ``reel export vcr``: a cassette out as HAR 1.2 or as
+a vcrpy cassette, and back in with ``reel import``."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from reel_bindings.cli import main
 from reel_core import Cassette
+from reel_core._formats import vcr_export
 
-from .helpers import interaction
+from .helpers import DEMO, interaction
 
 
 def cassette(path: Path, *lines: bytes) -> Path:
@@ -55,3 +59,105 @@ def test_bad_lines_are_reported_and_the_rest_exported(
     assert "would overwrite the cassette" in capsys.readouterr().err
     assert main(["export", "har", str(tmp_path / "nope.jsonl")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+# -- reel export vcr ---------------------------------------------------------
+
+
+def test_export_vcr_then_import_gives_the_demo_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = cassette(tmp_path / "demo.jsonl", DEMO.read_bytes())
+    assert main(["export", "vcr", str(source)]) == 0
+    out = tmp_path / "demo.yaml"
+    captured = capsys.readouterr()
+    before = Cassette.loads(source.read_bytes()).interactions()
+    streams = sum(ix.response.stream is not None for ix in before)
+    assert captured.out == f"{source} -> {out}: {len(before)} interactions\n"
+    assert captured.err == (
+        f"reel export vcr: {out}: {streams} streams: the frame timing is lost (vcrpy keeps no "
+        "timing); replayed as a whole body\n"
+    )
+    doc = yaml.safe_load(out.read_bytes())
+    assert doc["version"] == 1
+    assert len(doc["interactions"]) == len(before)
+    back = tmp_path / "back.jsonl"
+    assert main(["import", "vcr", str(out), "-o", str(back)]) == 0
+    after = Cassette.loads(back.read_bytes()).interactions()
+    for x, y in zip(before, after, strict=True):
+        assert (y.key, y.id, y.request) == (x.key, x.id, x.request)
+        assert (y.response.status, y.response.headers) == (x.response.status, x.response.headers)
+        assert (y.response.stream, y.response.content) == (x.response.stream, x.response.content)
+
+
+def test_export_vcr_refuses_what_it_should(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = cassette(tmp_path / "c.jsonl", interaction().to_line(), b'{"key": 1}\n')
+    out = tmp_path / "out.yaml"
+    argv = ["export", "vcr", str(source), "-o", str(out), "--base-url", "http://127.0.0.1:9"]
+    assert main(argv) == 1  # a bad line: reported, the rest written
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"reel export vcr: {source}:2: NOT exported:")
+    assert captured.out == f"{source} -> {out}: 1 interaction\n"
+    (item,) = yaml.safe_load(out.read_bytes())["interactions"]
+    assert item["request"]["uri"] == "http://127.0.0.1:9/v1/chat/completions"
+    written = out.read_bytes()
+    assert main(["export", "vcr", str(source), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == f"reel export: {out} exists: pass --force to overwrite it\n"
+    assert out.read_bytes() == written
+    assert main(["export", "vcr", str(source), "-o", str(out), "--force"]) == 1
+    assert "api.openai.com" in out.read_text()
+    capsys.readouterr()
+    assert main(["export", "vcr", str(source), "-o", str(source)]) == 2
+    assert "would overwrite the cassette: name another with -o" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"Meeting notes\n- buy milk\n", "not a Reel cassette: no line is an interaction"),
+        (b"interactions:\n- request: {}\n", "not a Reel cassette: no line is an interaction"),
+        ("caf\u00e9\n".encode("utf-16"), "this file is UTF-16, not UTF-8"),
+    ],
+    ids=["text", "a-vcrpy-cassette", "utf16"],
+)
+def test_export_vcr_of_a_file_that_is_not_a_cassette(
+    data: bytes, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = cassette(tmp_path / "notes.txt", data)
+    assert main(["export", "vcr", str(source)]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"reel export: {source}: {reason}")
+    assert captured.out == ""
+    assert not (tmp_path / "notes.yaml").exists()
+    assert main(["export", "vcr", str(tmp_path / "missing.jsonl")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "no such file" in line
+
+
+def test_export_names_its_formats(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "nock", "c.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'nock'" in err
+    assert "'har', 'vcr'" in err
+
+
+def test_export_vcr_without_pyyaml_says_what_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = cassette(tmp_path / "c.jsonl", interaction().to_line())
+    caches = (vcr_export._yaml, vcr_export._dumper)
+    for cached in caches:
+        cached.cache_clear()
+    monkeypatch.setitem(sys.modules, "yaml", None)  # not installed
+    try:
+        assert main(["export", "vcr", str(source)]) == 2
+    finally:
+        for cached in caches:
+            cached.cache_clear()
+    assert capsys.readouterr().err == (
+        "reel export: writing vcrpy cassettes needs PyYAML: pip install 'reel[vcr]' (or pyyaml)\n"
+    )
+    assert not (tmp_path / "c.yaml").exists()

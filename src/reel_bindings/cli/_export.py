@@ -1,7 +1,8 @@
 """``reel export FORMAT CASSETTE``: a Reel cassette in another tool's format.
 
-The conversion is the core's (``reel_core.export_har``); this command reads
-the cassette, writes the file and says what it did.
+The conversion is the core's (one exporter module per format, listed by
+``reel_core.export_formats``); this command reads the cassette, writes the
+file and says what it did, and what the format could not hold.
 """
 
 from __future__ import annotations
@@ -9,59 +10,72 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from reel_core import export_har
+from reel_core import ConfigError, export_formats
 
 from ._common import EXIT_FINDINGS, EXIT_OK, CliError, atomic_write, plural, read_cassette
 
 __all__ = ["add_parser"]
 
+_EPILOG = (
+    "Exit status: 0 every interaction written; 1 the cassette has bad lines (each reported; the "
+    "others are written); 2 bad usage, or a file that cannot be read or written."
+)
+
 
 def add_parser(commands: Any) -> None:
+    exporters = export_formats()
     exp: argparse.ArgumentParser = commands.add_parser(
         "export",
-        help="write a Reel cassette in another tool's format (HAR)",
+        help=f"write a Reel cassette in another tool's format ({', '.join(exporters)})",
         description="Write a Reel cassette in another tool's format.",
     )
     formats = exp.add_subparsers(dest="format", metavar="FORMAT", required=True)
-    har: argparse.ArgumentParser = formats.add_parser(
-        "har",
-        help="HAR 1.2 (browsers' DevTools, Playwright's routeFromHAR)",
-        description="Write HAR 1.2: each interaction an entry (stream bodies as text, the "
-        "frame offsets in the entry's _reel extension, the time to first byte in "
-        "timings.wait). `reel import har` reads it back.",
-        epilog="Exit status: 0 every interaction written; 1 the cassette has bad lines (each "
-        "reported; the others are written); 2 bad usage, or a file that cannot be read or "
-        "written.",
+    for name, module in exporters.items():
+        _subcommand(formats, name, module)
+
+
+def _subcommand(formats: Any, name: str, module: ModuleType) -> None:
+    sub: argparse.ArgumentParser = formats.add_parser(
+        name, help=module.DESCRIPTION, description=module.DETAILS, epilog=_EPILOG
     )
-    har.add_argument("cassette", type=Path, metavar="CASSETTE", help="the Reel cassette")
-    har.add_argument("-o", "--out", type=Path, metavar="OUT", help="default: CASSETTE.har")
-    har.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
-    har.add_argument(
+    sub.add_argument("cassette", type=Path, metavar="CASSETTE", help="the Reel cassette")
+    sub.add_argument(
+        "-o", "--out", type=Path, metavar="OUT", help=f"default: CASSETTE{module.SUFFIX}"
+    )
+    sub.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    sub.add_argument(
         "--base-url",
         metavar="URL",
-        help="the scheme and host of every entry's URL (default: the provider's own host)",
+        help="the scheme and host of every request's URL (default: the provider's own host)",
     )
-    har.set_defaults(run=run)
+    sub.set_defaults(run=run)
 
 
 def run(ns: argparse.Namespace) -> int:
+    module = export_formats()[ns.format]
     source: Path = ns.cassette
-    out: Path = ns.out if ns.out is not None else source.with_suffix(".har")
+    out: Path = ns.out if ns.out is not None else source.with_suffix(module.SUFFIX)
     if out.resolve() == source.resolve():
         raise CliError(f"{source}: the output would overwrite the cassette: name another with -o")
     cassette = read_cassette(source)
     if out.exists() and not ns.force:
         raise CliError(f"{out} exists: pass --force to overwrite it")
+    where = f"reel export {ns.format}"
     for line in cassette.bad:
-        print(
-            f"reel export har: {source}:{line.number}: NOT exported: {line.error}", file=sys.stderr
-        )
+        print(f"{where}: {source}:{line.number}: NOT exported: {line.error}", file=sys.stderr)
     interactions = cassette.interactions
     try:
-        atomic_write(out, export_har(interactions, base_url=ns.base_url))
+        data = module.export(interactions, base_url=ns.base_url)
+    except ConfigError as exc:  # a missing optional dependency (PyYAML)
+        raise CliError(str(exc)) from None
+    try:
+        atomic_write(out, data)
     except OSError as exc:
         raise CliError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    for loss in getattr(module, "losses", lambda _: [])(interactions):
+        print(f"{where}: {out}: {loss}", file=sys.stderr)
     print(f"{source} -> {out}: {plural(len(interactions), 'interaction')}")
     return EXIT_FINDINGS if cassette.bad else EXIT_OK

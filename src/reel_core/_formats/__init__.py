@@ -18,17 +18,21 @@ from types import ModuleType
 from .._errors import CassetteError
 from .._meta import CassetteMeta
 from .._redact import Redactor
-from . import har, httprr, llamastack, nock, reyn, ruby_vcr, vcr
+from . import har, har_export, httprr, llamastack, nock, reyn, ruby_vcr, vcr, vcr_export
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
 from .har_export import export as export_har
 from .refusals import refusal as import_refusal
+from .vcr_export import export as export_vcr
 
 __all__ = [
+    "EXPORTERS",
     "FORMATS",
     "Exchange",
     "ImportReport",
     "Skipped",
+    "export_formats",
     "export_har",
+    "export_vcr",
     "frames_of",
     "import_exchanges",
     "import_formats",
@@ -44,6 +48,19 @@ __all__ = [
 FORMATS: dict[str, ModuleType] = {
     module.NAME: module for module in (nock, reyn, llamastack, har, httprr, ruby_vcr, vcr)
 }
+
+
+#: Every exporter by its ``reel export`` name.  An exporter module holds
+#: ``NAME``, ``DESCRIPTION`` (one line), ``DETAILS`` (the command's
+#: description), ``SUFFIX`` (of the default output file), ``export(
+#: interactions, *, base_url=None) -> bytes`` and optionally ``losses(
+#: interactions) -> list[str]``, what the format cannot hold of them.
+EXPORTERS: dict[str, ModuleType] = {module.NAME: module for module in (har_export, vcr_export)}
+
+
+def export_formats() -> dict[str, ModuleType]:
+    """Every exporter module by its ``reel export`` name."""
+    return dict(EXPORTERS)
 
 
 def tool_of(module: ModuleType) -> str:

@@ -5,7 +5,7 @@ A cassette keeps no request headers and no host: each entry's url is the
 interaction's provider's real API host (``base_url`` when given, else
 ``http://localhost`` for a provider without one), and its request headers
 are the one ``content-type`` that says how the body reads (a form, a
-multipart body with its boundary, JSON).  Bodies are the stored (decoded,
+multipart body with its boundary, JSON): see :mod:`._export`.  Bodies are the stored (decoded,
 redacted) ones: ``content.text`` as UTF-8 text, or base64 for other bytes;
 a stream's frames joined.  The timing Reel keeps goes in ``timings``
 (``wait`` the time to first byte, ``receive`` the stream's length) and, to
@@ -24,14 +24,21 @@ import json
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import urlencode
 
-from .._forms import FORM, MULTIPART
 from .._interaction import Interaction
-from .._providers import PROVIDER_HOSTS
 from .._version import __version__
+from ._export import request_type, url_of
 
-__all__ = ["export"]
+__all__ = ["DESCRIPTION", "DETAILS", "NAME", "SUFFIX", "export"]
+
+NAME = "har"
+DESCRIPTION = "HAR 1.2 (browsers' DevTools, Playwright's routeFromHAR)"
+DETAILS = (
+    "Write HAR 1.2: each interaction an entry (stream bodies as text, the frame offsets in "
+    "the entry's _reel extension, the time to first byte in timings.wait). `reel import har` "
+    "reads it back."
+)
+SUFFIX = ".har"
 
 _EPOCH = "1970-01-01T00:00:00.000Z"
 
@@ -61,24 +68,9 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _request_type(ix: Interaction) -> str:
-    req = ix.request
-    if req.content_type == MULTIPART:
-        boundary = req.body.split(b"\r\n", 1)[0][2:].decode("latin-1")
-        return f"{MULTIPART}; boundary={boundary}"
-    if req.content_type == FORM:
-        return FORM
-    try:
-        json.loads(req.body)
-    except ValueError:
-        return "application/octet-stream"
-    return "application/json"
-
-
 def _entry(ix: Interaction, base_url: str | None) -> dict[str, Any]:
     req, resp = ix.request, ix.response
-    base = (base_url or PROVIDER_HOSTS.get(ix.provider) or "http://localhost").rstrip("/")
-    url = base + req.path + ("?" + urlencode(req.query) if req.query else "")
+    url = url_of(ix, base_url)
     request: dict[str, Any] = {
         "method": req.method,
         "url": url,
@@ -90,7 +82,7 @@ def _entry(ix: Interaction, base_url: str | None) -> dict[str, Any]:
         "bodySize": len(req.body),
     }
     if req.body:
-        mime = _request_type(ix)
+        mime = request_type(ix)
         request["headers"] = [{"name": "content-type", "value": mime}]
         request["postData"] = {"mimeType": mime, **_text(req.body)}
     body = resp.content
