@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import agenttape
+import anyio
 import httpx
 import openai
 import pytest
@@ -40,7 +41,9 @@ from tests.fakes.upstream import FakeUpstreamThread
 from tests.secrets import OPENAI_KEY
 
 GONE = "http://127.0.0.1:9"  # nothing listens: a replay that reached out would fail
-HI: Any = [{"role": "user", "content": "hi"}]
+HI: Any = [{"role": "user", "content": "hi, café"}]
+ASYNC: Any = [{"role": "user", "content": "from an async client"}]
+TRAINING = b'{"prompt": "a", "completion": "b"}\n'
 JSON = ("content-type", "application/json")
 
 
@@ -71,11 +74,20 @@ def _run(path: Path, url: str, fmt: str) -> dict[str, Any]:
         out["chat"] = client.chat.completions.create(model="gpt-4o-mini", messages=HI)
         out["responses"] = client.responses.create(model="gpt-4o-mini", input="hello")
         out["embeddings"] = client.embeddings.create(model="text-embedding-3-small", input="hé")
+        out["async"] = anyio.run(_async_chat, url)
         with pytest.warns(StreamingNotRecordedWarning):  # runs live, not written
             stream = client.chat.completions.create(model="gpt-4o-mini", messages=HI, stream=True)
         out["stream"] = [c.model_dump() for c in stream]
+        out["upload"] = httpx.post(
+            url + "/v1/files", data={"purpose": "fine-tune"}, files={"file": ("t.jsonl", TRAINING)}
+        )
         out["httpx"] = httpx.post(
             url + "/v1/chat/completions", json={"model": "gpt-4o-mini", "messages": HI}
+        )
+        out["gzip"] = httpx.post(
+            url + "/v1/chat/completions",
+            json={"model": "gpt-4o-mini", "messages": HI},
+            headers={"x-fake-scenario": "gzip"},
         )
         out["get"] = httpx.get(url + "/missing?a=1&b=two")
         out["form"] = requests.post(
@@ -93,6 +105,12 @@ def _run(path: Path, url: str, fmt: str) -> dict[str, Any]:
 
         out["tool"] = add(1, 2)
     return out
+
+
+async def _async_chat(url: str) -> Any:
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key=OPENAI_KEY, max_retries=0)
+    async with client:
+        return await client.chat.completions.create(model="gpt-4o-mini", messages=ASYNC)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +132,9 @@ KINDS = [
     ("llm", "chat.completions"),
     ("llm", "responses"),
     ("llm", "embeddings"),
+    ("llm", "chat.completions"),
+    ("http", "POST"),
+    ("http", "POST"),
     ("http", "POST"),
     ("http", "GET"),
     ("http", "POST"),
@@ -150,7 +171,8 @@ def test_agenttape_wrote_what_the_importer_expects(run: Recorded) -> None:
 def test_every_field_of_the_llm_interactions(run: Recorded) -> None:
     items = _items(run)
     source = run.doc["interactions"]
-    for i, path in ((1, "/v1/chat/completions"), (2, "/v1/responses"), (3, "/v1/embeddings")):
+    calls = [(1, "/v1/chat/completions"), (2, "/v1/responses"), (3, "/v1/embeddings")]
+    for i, path in [*calls, (4, "/v1/chat/completions")]:
         ex = items[i]
         assert isinstance(ex, Exchange), ex
         ix = source[i]
@@ -198,15 +220,15 @@ def test_a_recorded_sdk_error_is_the_providers_error_response(run: Recorded) -> 
 def test_every_field_of_the_http_interactions(run: Recorded) -> None:
     items = _items(run)
     source = run.doc["interactions"]
-    wire = {4: run.results["httpx"], 5: run.results["get"], 6: run.results["form"]}
-    wire[7] = run.results["text"]
+    wire = {6: run.results["httpx"], 7: run.results["gzip"], 8: run.results["get"]}
+    wire.update({9: run.results["form"], 10: run.results["text"]})
     for i, response in wire.items():
         ex = items[i]
         assert isinstance(ex, Exchange), ex
         req = source[i]["request"]
         assert (ex.method, ex.target) == (req["method"], req["url"])
         assert ex.request_headers == tuple((k.lower(), v) for k, v in req["headers"].items())
-        assert ex.request_body == (response.request.content if i in (4, 5) else _body(response))
+        assert ex.request_body == (response.request.content if i < 9 else _body(response))
         assert ex.status == response.status_code
         assert ex.body == response.content
         assert ex.response_headers == tuple(
@@ -214,8 +236,23 @@ def test_every_field_of_the_http_interactions(run: Recorded) -> None:
         )
         assert ex.ttfb == source[i]["latency_ms"] / 1000
         assert ex.notes == ()
-    assert items[6].request_body == b"grant_type=client_credentials&scope=a+b"  # type: ignore[union-attr]
-    assert items[7].request_body == b"plain"  # type: ignore[union-attr]
+    assert items[9].request_body == b"grant_type=client_credentials&scope=a+b"  # type: ignore[union-attr]
+    assert items[10].request_body == b"plain"  # type: ignore[union-attr]
+    # gzip on the wire: AgentTape kept the body decoded, without its content-encoding
+    assert "content-encoding" not in dict(items[7].response_headers)  # type: ignore[union-attr]
+    # a multipart upload: AgentTape fixed its boundary in the body and the header alike
+    upload = items[5]
+    assert isinstance(upload, Exchange)
+    assert (upload.method, upload.status) == ("POST", 200)
+    assert upload.target == run.doc["interactions"][5]["request"]["url"]
+    assert upload.body == run.results["upload"].content
+    sent = run.results["upload"].request
+    assert upload.request_body == sent.content.replace(
+        sent.headers["content-type"].split("boundary=")[1].encode(), b"AGENTTAPE_BOUNDARY"
+    )
+    assert dict(upload.request_headers)["content-type"] == (
+        "multipart/form-data; boundary=AGENTTAPE_BOUNDARY"
+    )
 
 
 def _body(response: requests.Response) -> bytes:
@@ -225,13 +262,13 @@ def _body(response: requests.Response) -> bytes:
 
 def test_a_failed_connection_and_a_tool_call_are_skipped_with_why(run: Recorded) -> None:
     items = _items(run)
-    assert items[8] == Skipped(
-        8,
+    assert items[11] == Skipped(
+        11,
         "a recorded httpx.ConnectError with no HTTP response ([Errno 111] Connection refused): "
         "the call failed before an answer came, and Reel replays answers",
     )
-    assert items[9] == Skipped(
-        9,
+    assert items[12] == Skipped(
+        12,
         "a 'tool' interaction (add): AgentTape recorded a function call there, not an HTTP "
         "exchange, so there is nothing for Reel to replay",
     )
@@ -243,8 +280,8 @@ def _report_of(run: Recorded) -> Any:
 
 def test_the_import_records_every_http_answer_and_its_usage(run: Recorded) -> None:
     report = _report_of(run)
-    assert [i for i, _ in report.failures] == [8, 9]
-    assert report.sources == list(range(8))
+    assert [i for i, _ in report.failures] == [11, 12]
+    assert report.sources == list(range(11))
     source = run.doc["interactions"]
     exchanges = [x for x in _items(run) if isinstance(x, Exchange)]
     for ix, i in zip(report.interactions, report.sources, strict=True):
@@ -311,6 +348,8 @@ def test_the_sdk_on_reel_returns_what_agenttape_returned(run: Recorded, tmp_path
     assert answer.model_dump() == run.results["responses"].model_dump()
     vectors = client.embeddings.create(model="text-embedding-3-small", input="hé")
     assert vectors.model_dump() == run.results["embeddings"].model_dump()
+    from_async = client.chat.completions.create(model="gpt-4o-mini", messages=ASYNC)
+    assert from_async.model_dump() == run.results["async"].model_dump()
     # and AgentTape's own replay of its cassette agrees, in the same order
     with agenttape.use_cassette(run.path, mode="none"):
         again = openai.OpenAI(base_url=GONE + "/v1", api_key="unused", max_retries=0)
