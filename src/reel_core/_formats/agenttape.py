@@ -22,6 +22,13 @@ error, match_key, latency_ms, usage, tags}``.  Two kinds carry HTTP:
   response the provider sent: its status (500 when the error has none),
   ``{"error": ...}`` body.
 
+AgentTape stores the list of messages an agent passes, not a copy, and
+writes it when the run ends, so an agent that appends to it between calls
+leaves every call with the last list (an SDK object in it as its Python
+text).  The ``match_key`` was computed at the call: the request is taken
+back to the prefix of the list, and the earlier answers put back in place of
+their text, that give it (see :func:`_as_called`).
+
 AgentTape records no streams (a ``stream=True`` call runs live and is not
 written), so there is none to rebuild.  ``latency_ms`` (the whole call) is
 kept as the time to first byte.  Other kinds (``tool``, ``retrieval``,
@@ -35,11 +42,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._errors import CassetteError
 from ._base import Exchange, Skipped
@@ -95,16 +103,36 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
         )
     when = _timestamp(doc)
     out: list[Exchange | Skipped] = []
+    answers: list[tuple[int, Mapping[str, Any]]] = []
     for i, item in enumerate(items):
         try:
-            out.append(_exchange(i, item, name, when))
+            out.append(_exchange(i, item, name, when, answers))
         except Skip as exc:
             out.append(Skipped(i, str(exc)))
         except RecursionError:
             out.append(
                 Skipped(i, "it holds a YAML alias inside its own anchor (data that never ends)")
             )
+        answers.extend((i, answer) for answer in _answers(item))
     return out
+
+
+def _answers(item: Any) -> list[Mapping[str, Any]]:
+    """What an agent passes back from an ``llm`` answer into its next call:
+    each ``choices[*].message`` of a chat completion, each ``output[*]`` item
+    of a response."""
+    resp = item.get("response") if isinstance(item, Mapping) else None
+    if not isinstance(resp, Mapping):
+        return []
+    found: list[Mapping[str, Any]] = []
+    choices = resp.get("choices")
+    for choice in choices if isinstance(choices, list) else []:
+        message = choice.get("message") if isinstance(choice, Mapping) else None
+        if isinstance(message, Mapping):
+            found.append(message)
+    output = resp.get("output")
+    found.extend(x for x in (output if isinstance(output, list) else []) if isinstance(x, Mapping))
+    return found
 
 
 def _timestamp(doc: Mapping[str, Any]) -> float | None:
@@ -129,7 +157,13 @@ def _timestamp(doc: Mapping[str, Any]) -> float | None:
     return None
 
 
-def _exchange(i: int, item: Any, name: str, when: float | None) -> Exchange:
+def _exchange(
+    i: int,
+    item: Any,
+    name: str,
+    when: float | None,
+    answers: list[tuple[int, Mapping[str, Any]]],
+) -> Exchange:
     if not isinstance(item, Mapping):
         raise Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     kind = item.get("kind")
@@ -158,7 +192,11 @@ def _exchange(i: int, item: Any, name: str, when: float | None) -> Exchange:
         ttfb = latency / 1000
     if kind == "http":
         return _http(i, req, item.get("response"), error, ttfb, when)
-    return _llm(i, req, item.get("response"), error, ttfb, when)
+    said: tuple[str, ...] = ()
+    key = item.get("match_key")
+    if isinstance(key, str) and key.startswith("sha256:"):
+        req, said = _as_called(req, key, answers)
+    return _llm(i, req, item.get("response"), error, ttfb, when, said)
 
 
 def _no_markers(value: Any, name: str, where: str = "") -> None:
@@ -305,6 +343,7 @@ def _llm(
     error: Any,
     ttfb: float | None,
     when: float | None,
+    said: tuple[str, ...],
 ) -> Exchange:
     endpoint = req.get("endpoint")
     path = ENDPOINTS.get(endpoint) if isinstance(endpoint, str) else None
@@ -319,7 +358,8 @@ def _llm(
     arguments = {str(k): v for k, v in req.items() if k != "endpoint"}
     notes = [
         f"rebuilt as POST {HOST}{path} (AgentTape keeps the SDK call, not its URL), "
-        "the body from its arguments"
+        "the body from its arguments",
+        *said,
     ]
     if endpoint == "embeddings" and "encoding_format" not in arguments:
         arguments["encoding_format"] = "base64"
@@ -348,6 +388,149 @@ def _llm(
         timestamp=when,
         notes=tuple(notes),
     )
+
+
+# -- the request as it was called -----------------------------------------------
+
+#: The fields AgentTape's default matching leaves out of ``match_key``.
+VOLATILE = frozenset(
+    {
+        "timestamp",
+        "created",
+        "created_at",
+        "request_id",
+        "x-request-id",
+        "x-amzn-requestid",
+        "nonce",
+        "trace_id",
+        "traceparent",
+        "date",
+        "user-agent",
+        "idempotency-key",
+    }
+)
+#: The arguments an agent keeps adding to between calls.
+_GROWING = ("messages", "input")
+
+
+def match_key(request: Any, ignore: frozenset[str] = VOLATILE) -> str:
+    """AgentTape's ``match_key`` of ``request``: the SHA-256 of its JSON
+    (sorted keys, compact) without the ``ignore`` fields, at any depth, or
+    those query parameters of a ``url``."""
+    text = json.dumps(
+        _canonical(request, ignore),
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _canonical(value: Any, ignore: frozenset[str]) -> Any:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            name = str(k)
+            if name.lower() in ignore or name == "raw_b64":
+                continue
+            if name.lower() == "url" and isinstance(v, str) and "://" in v:
+                out[name] = _canonical_url(v, ignore)
+            else:
+                out[name] = _canonical(v, ignore)
+        return out
+    if isinstance(value, list):
+        return [_canonical(v, ignore) for v in value]
+    return value
+
+
+def _canonical_url(url: str, ignore: frozenset[str]) -> str:
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    kept = [(k, v) for k, v in pairs if k.lower() not in ignore]
+    if len(kept) == len(pairs):
+        return url
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept), parts.fragment))
+
+
+def _as_called(
+    req: Mapping[str, Any], key: str, answers: list[tuple[int, Mapping[str, Any]]]
+) -> tuple[Mapping[str, Any], tuple[str, ...]]:
+    """The request the ``llm`` call was made with, as its ``match_key``
+    (computed at the call) proves.  AgentTape stores the list of messages
+    the agent passed, not a copy, and writes it when the run ends: an agent
+    that appends to that list between calls leaves every call with the last
+    list, and an SDK object in it (the assistant message passed back) as its
+    Python text.  The call had a prefix of that list, with each such text
+    being an answer the cassette holds: both are tried, and only what gives
+    the ``match_key`` is taken."""
+    if _key_of(req, key):
+        return req, ()
+    for field in _GROWING:
+        items = req.get(field)
+        if not isinstance(items, list):
+            continue
+        texts = [n for n, x in enumerate(items) if isinstance(x, str)]
+        filled, took = _fill(items, texts, answers)
+        for count in range(len(filled), 0, -1):
+            called = {**req, field: filled[:count]}
+            if not _key_of(called, key):
+                continue
+            said = [
+                f"{field}[{n}] was stored as the Python text of the object passed: it is "
+                f"the answer of interaction {j}, as the match_key proves"
+                for n, j in took
+                if n < count
+            ]
+            if count < len(items):
+                said.append(
+                    f"the request holds the first {count} of the {len(items)} {field} "
+                    "stored: AgentTape kept the agent's list, which grew after this call "
+                    "(the match_key proves it)"
+                )
+            return called, tuple(said)
+        if texts:
+            raise Skip(
+                f"{field}[{texts[0]}] is the Python text of an object "
+                f"({items[texts[0]][:40]}...), which AgentTape wrote in place of what the "
+                "agent passed, and no answer in the cassette gives the match_key: the "
+                "request that was sent is not stored"
+            )
+    return req, (
+        "the request as stored does not give its match_key (AgentTape matching settings "
+        "other than the defaults, or a request changed after the call): it may not match "
+        "on replay",
+    )
+
+
+def _key_of(req: Mapping[str, Any], key: str) -> bool:
+    """Whether ``req`` gives ``key`` as AgentTape's default matching
+    (``ignore_volatile``) or its ``exact`` matching computes it."""
+    return key in (match_key(req), match_key(req, frozenset()))
+
+
+def _fill(
+    items: list[Any], texts: list[int], answers: list[tuple[int, Mapping[str, Any]]]
+) -> tuple[list[Any], list[tuple[int, int]]]:
+    """``items`` with each Python text replaced by the earlier answer it
+    shows (every text value of the answer appears in it, quoted as Python
+    quotes it), and which answer each became."""
+    filled, took = list(items), []
+    for n in texts:
+        for j, answer in answers:
+            if all(repr(v) in items[n] for v in _strings(answer)):
+                filled[n] = dict(answer)
+                took.append((n, j))
+                break
+    return filled, took
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) and value else []
 
 
 def _error(

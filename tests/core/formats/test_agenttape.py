@@ -672,3 +672,161 @@ def test_sniff() -> None:
     vcr = b"interactions:\n- request:\n    uri: https://x/\n    method: GET\n"
     assert not at.sniff(vcr)
     assert sniff_format(vcr) == "vcr"
+
+
+# -- the request as it was called (AgentTape keeps the agent's list, not a copy) ----
+
+WEATHER: Any = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def _agent(client: Any) -> tuple[Any, Any]:
+    """A tool-calling loop as the OpenAI docs write it: the assistant's
+    message object and the tool's answer appended to one list."""
+    messages: Any = [{"role": "user", "content": "Weather in Paris?"}]
+    first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=[WEATHER])
+    call = first.choices[0].message
+    messages.append(call)
+    for tool_call in call.tool_calls or []:
+        messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": "sunny"})
+    second = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=[WEATHER])
+    messages.append({"role": "assistant", "content": second.choices[0].message.content})
+    return first, second
+
+
+def test_an_agent_loop_replays_as_it_was_called(tmp_path: Path) -> None:
+    source = tmp_path / "agent.yaml"
+    with FakeUpstreamThread() as fake:
+        live = openai.OpenAI(base_url=fake.url + "/v1", api_key=OPENAI_KEY, max_retries=0)
+        with agenttape.use_cassette(source, mode="record"):
+            recorded_first, recorded_second = _agent(live)
+    stored = yaml.safe_load(source.read_text("utf-8"))["interactions"]
+    # what AgentTape wrote: both calls with the last list, the object as its text
+    assert stored[0]["request"]["messages"] == stored[1]["request"]["messages"]
+    assert len(stored[0]["request"]["messages"]) == 4
+    assert stored[0]["request"]["messages"][1].startswith("ChatCompletionMessage(")
+    first, second = _items(Recorded(source, {}, {}))
+    assert isinstance(first, Exchange)
+    assert isinstance(second, Exchange)
+    assert json.loads(first.request_body)["messages"] == [stored[0]["request"]["messages"][0]]
+    assert first.notes[1:] == (
+        "the request holds the first 1 of the 4 messages stored: AgentTape kept the agent's "
+        "list, which grew after this call (the match_key proves it)",
+    )
+    sent = json.loads(second.request_body)["messages"]
+    assert sent[1] == stored[0]["response"]["choices"][0]["message"]
+    assert len(sent) == 3
+    assert second.notes[1:] == (
+        "messages[1] was stored as the Python text of the object passed: it is the answer of "
+        "interaction 0, as the match_key proves",
+        "the request holds the first 3 of the 4 messages stored: AgentTape kept the agent's "
+        "list, which grew after this call (the match_key proves it)",
+    )
+    cassette = tmp_path / "agent.jsonl"
+    cassette.write_bytes(
+        import_exchanges([first, second], tool="agenttape", redactor=Redactor()).dumps()
+    )
+    client = openai_client(
+        cassette, mode="replay", timing="fast", base_url=GONE + "/v1", max_retries=0
+    )
+    again_first, again_second = _agent(client)
+    assert again_first.model_dump() == recorded_first.model_dump()
+    assert again_second.model_dump() == recorded_second.model_dump()
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"endpoint": "chat.completions", "model": "m", "messages": [{"content": "é"}]},
+        {"endpoint": "x", "created": 1, "Nonce": "n", "raw_b64": "AA==", "a": {"date": 2}},
+        {"url": "https://h/p?timestamp=1&q=2#f", "URL": "https://h/p?a=1", "u": "x?nonce=1"},
+        {"url": "https://h/p", "list": [{"trace_id": 1, "b": [1.5, None, True]}]},
+    ],
+)
+def test_match_key_is_agenttapes(request_: dict[str, Any]) -> None:
+    from agenttape.canonical import compute_match_key
+
+    assert at.match_key(request_) == compute_match_key(request_)
+    assert at.match_key(request_, frozenset()) == compute_match_key(request_, ignore_fields=())
+
+
+def _called(request: dict[str, Any], key: str, *earlier: Any) -> Exchange | Skipped:
+    entries = [*earlier, llm(request, response={"choices": []}, match_key=key)]
+    return at.parse(cassette(*entries), "c.json")[-1]
+
+
+USER = {"role": "user", "content": "hi"}
+
+
+def test_a_key_of_exact_matching_and_one_of_another_matcher() -> None:
+    request = {"endpoint": "chat.completions", "messages": [USER], "timestamp": 5}
+    ex = _called(request, at.match_key(request, frozenset()))
+    assert isinstance(ex, Exchange)
+    assert len(ex.notes) == 1
+    assert ex == _called(request, "__ordered__")
+
+
+def test_a_request_that_does_not_give_its_key_is_noted() -> None:
+    request = {"endpoint": "responses", "input": "hello"}
+    ex = _called(request, "sha256:00")
+    assert isinstance(ex, Exchange)
+    assert ex.notes[1:] == (
+        "the request as stored does not give its match_key (AgentTape matching settings other "
+        "than the defaults, or a request changed after the call): it may not match on replay",
+    )
+
+
+def test_an_objects_text_no_answer_explains_is_skipped() -> None:
+    text = "ChatCompletionMessage(content='elsewhere', role='assistant')"
+    request = {"endpoint": "chat.completions", "messages": [USER, text]}
+    answer = {"message": {"content": "another", "role": "assistant"}}
+    earlier = llm({"endpoint": "chat.completions"}, response={"choices": [answer, 5]})
+    item = _called(request, "sha256:00", earlier)
+    assert item == Skipped(
+        1,
+        "messages[1] is the Python text of an object (ChatCompletionMessage(content='elsewhere"
+        "...), which AgentTape wrote in place of what the agent passed, and no answer in the "
+        "cassette gives the match_key: the request that was sent is not stored",
+    )
+
+
+def test_a_responses_input_item_passed_back() -> None:
+    output: Any = {"type": "message", "role": "assistant", "content": [{"text": "hé 'x'"}]}
+    earlier = [
+        {"index": 0, "kind": "tool", "response": 1},
+        llm({"endpoint": "responses"}, response={"choices": "x", "output": [output, "y"]}),
+        llm({"endpoint": "responses"}, response={"choices": [{"message": 1}]}),
+    ]
+    called = {"endpoint": "responses", "input": [USER, output]}
+    said = "hé 'x'"
+    text = f"ResponseOutputMessage(content=[Content(text={said!r})], role='assistant', "
+    text += "type='message')"
+    request = {"endpoint": "responses", "input": [USER, text, USER]}
+    ex = _called(request, at.match_key(called), *earlier)
+    assert isinstance(ex, Exchange)
+    assert json.loads(ex.request_body)["input"] == [USER, output]
+    assert ex.notes[1] == (
+        "input[1] was stored as the Python text of the object passed: it is the answer of "
+        "interaction 1, as the match_key proves"
+    )
+
+
+def test_a_whole_list_with_an_answer_passed_back_and_a_list_that_gives_no_key() -> None:
+    answer = {"role": "assistant", "content": "yes"}
+    earlier = llm({"endpoint": "chat.completions"}, response={"choices": [{"message": answer}]})
+    text = "ChatCompletionMessage(content='yes', role='assistant')"
+    called = {"endpoint": "chat.completions", "messages": [USER, answer]}
+    ex = _called({**called, "messages": [USER, text]}, at.match_key(called), earlier)
+    assert isinstance(ex, Exchange)
+    assert ex.notes[1:] == (
+        "messages[1] was stored as the Python text of the object passed: it is the answer of "
+        "interaction 0, as the match_key proves",
+    )
+    ex = _called(called, "sha256:00")
+    assert isinstance(ex, Exchange)
+    assert ex.notes[1].startswith("the request as stored does not give its match_key")
