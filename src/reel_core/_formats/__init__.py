@@ -18,7 +18,7 @@ from types import ModuleType
 from .._errors import CassetteError
 from .._meta import CassetteMeta
 from .._redact import Redactor
-from . import har, har_export, httprr, llamastack, nock, reyn, ruby_vcr, vcr, vcr_export
+from . import agenttape, har, har_export, httprr, llamastack, nock, reyn, ruby_vcr, vcr, vcr_export
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
 from .har_export import export as export_har
 from .refusals import refusal as import_refusal
@@ -46,7 +46,8 @@ __all__ = [
 #: Every format by its ``reel import`` name, in the order ``sniff_format``
 #: tries them (the most specific first).
 FORMATS: dict[str, ModuleType] = {
-    module.NAME: module for module in (nock, reyn, llamastack, har, httprr, ruby_vcr, vcr)
+    module.NAME: module
+    for module in (nock, reyn, llamastack, har, httprr, ruby_vcr, agenttape, vcr)
 }
 
 
