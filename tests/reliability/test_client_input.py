@@ -71,7 +71,7 @@ async def test_slow_and_partial_requests_are_cut_off_and_others_served(cassette:
     at a time (each gap shorter than the timeout: slowloris) are all answered
     408 and closed about ``client_timeout`` after their first byte; 50 of them
     stalled at once do not keep a normal client waiting."""
-    timeout = 0.5
+    timeout = 2.0  # long enough that a loaded machine serves the normal client first
     whole = wire_request(HIT)
     stalls = {
         "half a head": b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Ty",
@@ -93,7 +93,7 @@ async def test_slow_and_partial_requests_are_cut_off_and_others_served(cassette:
                 start = anyio.current_time()
 
                 async def send_slowly() -> None:
-                    for byte in whole:  # ~15 s for the whole request
+                    for byte in whole:  # ~60 s for the whole request
                         try:
                             await stream.send(bytes([byte]))
                         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -113,9 +113,9 @@ async def test_slow_and_partial_requests_are_cut_off_and_others_served(cassette:
                     tg.start_soon(stall, f"half a head #{n}", stalls["half a head"])
                 tg.start_soon(trickle)
                 await anyio.sleep(0.1)
-                start = anyio.current_time()
                 await still_serving(url, cassette)
-                assert anyio.current_time() - start < timeout  # not queued behind them
+                # not queued behind them: served while every one still hangs
+                assert closed_after == {}
         await still_serving(url, cassette)
     assert len(closed_after) == 53
     for name, elapsed in closed_after.items():
