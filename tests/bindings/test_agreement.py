@@ -16,26 +16,21 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import anyio
-import anyio.from_thread
-import httpx
-import httpx2
 import pytest
-import requests
 
-from reel_bindings.httpcore import AsyncTransport, Transport
-from reel_bindings.proxy import ProxyOptions, running
-from reel_bindings.requests import Adapter
-from reel_core import CassetteMeta, Mode, Redactor, Timing
+from reel_core import CassetteMeta, Mode, Redactor
 from reel_core._literals import exchange_redactor
 from tests.fakes.upstream import SCENARIO_HEADER, FakeUpstreamThread
 from tests.secrets import AZURE_KEY, COOKIE_VALUE, GATEWAY_TOKEN, OPENAI_KEY, forms
+
+from .openers import BINDINGS as OPENERS
+from .openers import Call, Opener, Reply
 
 SECRET = OPENAI_KEY
 PLACEHOLDER = b"[REDACTED:openai-key]"
@@ -191,13 +186,8 @@ SALT = "a9" * 16
 SALTED = Redactor(salt=SALT)
 
 
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    body: bytes
-
-
-Send = Callable[[Row], Reply]
+RowSend = Callable[[Row], Reply]
+RowOpener = Callable[[Path, Mode, str], AbstractContextManager[RowSend]]
 
 
 def _request(row: Row) -> tuple[bytes, dict[str, str]]:
@@ -213,94 +203,23 @@ def _wire_headers(row: Row) -> tuple[tuple[bytes, bytes], ...]:
     return tuple((k.encode(), v.encode()) for k, v in _request(row)[1].items())
 
 
-# -- one opener per binding: (cassette, mode, fake url) -> a send function ---------
+def _rows(opener: Opener) -> RowOpener:
+    """A binding that sends the table's rows (each a POST of its wire body)."""
 
-Opener = Callable[[Path, Mode, str], AbstractContextManager[Send]]
+    @contextmanager
+    def open_rows(cassette: Path, mode: Mode, url: str) -> Iterator[RowSend]:
+        with opener(cassette, mode, url) as send:
 
-
-@contextmanager
-def sync_transport(family: Any, cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
-    with family.Client(transport=Transport(cassette, mode=mode, timing="fast")) as client:
-
-        def send(row: Row) -> Reply:
-            payload, headers = _request(row)
-            r = client.post(url + row.path, content=payload, headers=headers)
-            return Reply(r.status_code, r.read())
-
-        yield send
-
-
-@contextmanager
-def async_transport(
-    family: Any, backend: str, cassette: Path, mode: Mode, url: str
-) -> Iterator[Send]:
-    transport = AsyncTransport(cassette, mode=mode, timing="fast")
-
-    def send(row: Row) -> Reply:
-        async def go() -> Reply:
-            async with family.AsyncClient(transport=transport) as client:
+            def send_row(row: Row) -> Reply:
                 payload, headers = _request(row)
-                r = await client.post(url + row.path, content=payload, headers=headers)
-                return Reply(r.status_code, await r.aread())
+                return send(Call("POST", row.path, payload, headers))
 
-        result: Reply = anyio.run(go, backend=backend)
-        return result
+            yield send_row
 
-    yield send
+    return open_rows
 
 
-@contextmanager
-def requests_adapter(cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
-    session = requests.Session()
-    session.mount("http://", Adapter(cassette, mode=mode, timing="fast"))
-    with session:
-
-        def send(row: Row) -> Reply:
-            payload, headers = _request(row)
-            r = session.post(url + row.path, data=payload, headers=headers)
-            return Reply(r.status_code, r.content)
-
-        yield send
-
-
-@contextmanager
-def proxy(backend: str, cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
-    options = ProxyOptions(
-        backend=backend,
-        mode=mode,
-        cassette=cassette,
-        upstream=url,
-        port=0,
-        timing=Timing.parse("fast"),
-    )
-    with ExitStack() as stack:
-        portal = stack.enter_context(anyio.from_thread.start_blocking_portal(backend))
-        proxy_url = stack.enter_context(portal.wrap_async_context_manager(running(options)))
-        client = stack.enter_context(httpx.Client())
-
-        def send(row: Row) -> Reply:
-            payload, headers = _request(row)
-            r = client.post(proxy_url + row.path, content=payload, headers=headers)
-            return Reply(r.status_code, r.read())
-
-        yield send
-
-
-def _bind(factory: Callable[..., AbstractContextManager[Send]], *args: Any) -> Opener:
-    return lambda cassette, mode, url: factory(*args, cassette, mode, url)
-
-
-BINDINGS: dict[str, Opener] = {
-    "proxy-asyncio": _bind(proxy, "asyncio"),
-    "proxy-trio": _bind(proxy, "trio"),
-    "httpx": _bind(sync_transport, httpx),
-    "httpx2": _bind(sync_transport, httpx2),
-    "httpx-async-asyncio": _bind(async_transport, httpx, "asyncio"),
-    "httpx2-async-trio": _bind(async_transport, httpx2, "trio"),
-    "httpx2-async-asyncio": _bind(async_transport, httpx2, "asyncio"),
-    "httpx-async-trio": _bind(async_transport, httpx, "trio"),
-    "requests": _bind(requests_adapter),
-}
+BINDINGS: dict[str, RowOpener] = {name: _rows(opener) for name, opener in OPENERS.items()}
 
 
 def comparable(path: Path) -> list[dict[str, Any]]:
