@@ -254,8 +254,8 @@ class RedisStore:
 
     def append(self, name: str, line: bytes, *, header: bytes = b"") -> bool:
         keys = [self.key(name), self._index, f"{self.prefix}:seen:{secrets.token_hex(12)}"]
-        args = [name, self.encode(header) if header else b"", self.encode(line)]
-        args += [TOKEN_MS, ZSTD_MAGIC]
+        args: list[bytes | str | int] = [name, self.encode(header) if header else b""]
+        args += [self.encode(line), TOKEN_MS, ZSTD_MAGIC]
         # Retried after a lost reply, the token makes the script answer -1 (done before).
         created = self._call("append", lambda: self._append(keys=keys, args=args))
         return bool(created == 1)
