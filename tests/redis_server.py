@@ -70,9 +70,10 @@ class RedisServer:
             if self.process.poll() is not None:
                 log = (self.directory / "redis.log").read_text(errors="replace")
                 raise RuntimeError(f"redis-server exited: {log[-2000:]}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=1
-            ) as sock:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock,
+            ):
                 sock.sendall(b"PING\r\n")
                 if sock.recv(64).startswith(b"+PONG"):
                     return
@@ -126,4 +127,3 @@ def redis_url(redis_server: RedisServer) -> str:
     killed it)."""
     redis_server.flush()
     return redis_server.url
-

@@ -454,7 +454,8 @@ class Engine:
                 message = f"Reel could not reach the upstream for {target}: {error.value}"
                 if detail:
                     message += f" ({self.redactor.text(detail)})"
-            if self._forward_base is not None and error is not UpstreamError.STORE:  # routed: the binding did not choose it
+            # routed: the binding did not choose the upstream (not at fault for a store)
+            if self._forward_base is not None and error is not UpstreamError.STORE:
                 message += (
                     f". Forwards go to {self._forward_base}: check that it is reachable, or "
                     "name another base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."

@@ -98,7 +98,7 @@ def test_open_store_takes_urls_and_directories(tmp_path: Path, redis_url: str) -
     assert isinstance(files, FileStore)
     assert files.root == tmp_path / "cassettes"
     for typo in ("reddis://localhost:6379/0", "http://localhost:6379", "Redis+x://h"):
-        with pytest.raises(StoreUnavailableError, match="unknown store .*redis://host:port/db"):
+        with pytest.raises(StoreUnavailableError, match=r"unknown store .*redis://host:port/db"):
             open_store(typo)
     with pytest.raises(StoreUnavailableError, match="bad store prefix"):
         open_store(redis_url, prefix="two words")
@@ -158,7 +158,12 @@ def test_a_lock_is_renewed_while_held_and_freed_when_released(redis_url: str) ->
     got: list[str] = []
     second = store.lock("a.jsonl")
     with lock:
-        other = threading.Thread(target=lambda: (second.acquire(), got.append("x")))
+
+        def wait_for_it() -> None:
+            second.acquire()
+            got.append("x")
+
+        other = threading.Thread(target=wait_for_it)
         other.daemon = True
         other.start()
         other.join(1.0)  # three lifetimes: it would have expired without renewal
@@ -168,6 +173,5 @@ def test_a_lock_is_renewed_while_held_and_freed_when_released(redis_url: str) ->
     assert got == ["x"]
     second.release()
     assert not client.exists("p:lock:a.jsonl")
-    with pytest.raises(Exception, match="already held"):
-        with store.lock("b.jsonl") as held:
-            held.acquire()
+    with pytest.raises(Exception, match="already held"), store.lock("b.jsonl") as held:
+        held.acquire()

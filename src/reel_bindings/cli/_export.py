@@ -14,6 +14,7 @@ from typing import Any
 from reel_core import export_har
 
 from ._common import EXIT_FINDINGS, EXIT_OK, CliError, atomic_write, plural, read_cassette
+from ._store import add_store_options
 
 __all__ = ["add_parser"]
 
@@ -43,6 +44,7 @@ def add_parser(commands: Any) -> None:
         metavar="URL",
         help="the scheme and host of every entry's URL (default: the provider's own host)",
     )
+    add_store_options(har)
     har.set_defaults(run=run)
 
 

@@ -492,7 +492,9 @@ class Proxy:
             where = session.redactor.target(forward.request.target)
             if exc.error is UpstreamError.STORE:
                 log.error(
-                    "%s was NOT forwarded (answered 502): %s", where, session.redactor.text(exc.detail)
+                    "%s was NOT forwarded (answered 502): %s",
+                    where,
+                    session.redactor.text(exc.detail),
                 )
             else:
                 log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
