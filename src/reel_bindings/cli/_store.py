@@ -55,8 +55,8 @@ def use_store(ns: argparse.Namespace) -> None:
     option and it was given, else ``$REEL_STORE``'s is not used: a
     command's FILE is a file unless ``--store`` says otherwise)."""
     spec = getattr(ns, "store", None)
-    if spec and ns.command not in ("pull", "push"):
-        STORE.set(opened(spec, getattr(ns, "store_prefix", None)))
+    reading = spec and ns.command not in ("pull", "push")
+    STORE.set(opened(spec, getattr(ns, "store_prefix", None)) if reading else None)
 
 
 def add_parsers(commands: Any) -> None:
