@@ -54,9 +54,11 @@ def use_store(ns: argparse.Namespace) -> None:
     """Read the cassettes from ``ns.store`` (when the command has the
     option and it was given, else ``$REEL_STORE``'s is not used: a
     command's FILE is a file unless ``--store`` says otherwise)."""
-    spec = getattr(ns, "store", None)
-    reading = spec and ns.command not in ("pull", "push")
-    STORE.set(opened(spec, getattr(ns, "store_prefix", None)) if reading else None)
+    spec: str | None = getattr(ns, "store", None)
+    if not spec or ns.command in ("pull", "push"):
+        STORE.set(None)
+        return
+    STORE.set(opened(spec, getattr(ns, "store_prefix", None)))
 
 
 def add_parsers(commands: Any) -> None:
