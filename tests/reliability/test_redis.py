@@ -105,8 +105,10 @@ def test_processes_threads_and_two_proxies_append_to_one_redis_cassette(
             )
             writers = [
                 subprocess.Popen(
-                    [sys.executable, "-c", WRITER, str(p), f"{one.url},{two.url}"]
-                    + [str(THREADS), str(PER_THREAD)],
+                    [
+                        *(sys.executable, "-c", WRITER, str(p), f"{one.url},{two.url}"),
+                        *(str(THREADS), str(PER_THREAD)),
+                    ],
                     stdout=subprocess.PIPE,
                     text=True,
                 )
@@ -156,8 +158,9 @@ def test_killing_redis_mid_recording(redis_server: RedisServer, backend: str) ->
 
     with FakeUpstreamThread(frame_delay=0.0) as fake:
         common = ["--backend", backend, "--store", url, "--cassette", NAME, "--timing", "fast"]
-        with proxy_process(["--mode", "auto", "--upstream", fake.url, *common]) as recorder:
-            with httpx.Client(base_url=recorder.url, timeout=30) as client:
+        auto = ["--mode", "auto", "--upstream", fake.url, *common]
+        with proxy_process(auto) as recorder, httpx.Client(base_url=recorder.url) as client:
+            if True:
                 before = [chat(client, f"before {n}") for n in range(5)]
                 assert all(r.status_code == 200 for r in before)
                 kept = RedisStore(url).read(NAME)
