@@ -155,7 +155,9 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_report_header(config: pytest.Config) -> str:
     mode, source = _global_mode(config)
     timing = _global_timing(config) or f"{DEFAULT_TIMING} (default)"
-    return f"reel: mode {mode} ({source}), timing {timing}, cassettes in {_cassette_root(config)}"
+    store = _run_store(config)
+    where = f"{_cassette_root(config)}" if store is None else f"{store!r}"
+    return f"reel: mode {mode} ({source}), timing {timing}, cassettes in {where}"
 
 
 @pytest.hookimpl(wrapper=True)

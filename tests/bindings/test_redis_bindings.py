@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
@@ -208,6 +209,7 @@ def test_the_pytest_plugin_records_and_replays_with_reel_store(
             "-p", "reel", "--reel-mode", "auto", "--reel-store", redis_url
         )
         recorded.assert_outcomes(passed=1)
+        recorded.stdout.fnmatch_lines(["reel: mode auto (--reel-mode)*cassettes in RedisStore(*"])
     store = RedisStore(redis_url)
     assert store.list() == ["test_redis_chat/test_chat.jsonl"]
     assert not (pytester.path / "tests" / "cassettes").exists()  # nothing on disk
@@ -271,3 +273,44 @@ def test_the_reading_commands_take_store(
 
 def test_a_store_that_cannot_be_reached_is_a_config_error() -> None:
     assert issubclass(StoreUnavailableError, ConfigError)
+
+
+@pytest.mark.anyio
+async def test_the_proxy_when_redis_goes_away(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cassette first named once the server is gone is answered 502; a
+    line whose append fails after the check (the server went in between)
+    is logged NOT recorded and counted, the client having its answer."""
+    from reel_bindings.proxy import Proxy, running
+
+    redis_server.flush()
+    url = redis_server.url
+    async with serve_fake(frame_delay=0.001) as fake:
+        opts = options(Mode.AUTO, None, upstream=fake.url, store=url)
+        proxy = Proxy(opts.config(), store=RedisStore(url))
+        async with (
+            running(opts, proxy=proxy) as base,
+            httpx.AsyncClient(base_url=base, trust_env=False) as client,
+        ):
+            call = chat_call("first")
+            call.headers["x-reel-cassette"] = "a.jsonl"  # type: ignore[index]
+            assert (await fetch(client, call)).status == 200
+            store = RedisStore(url)
+            with anyio.fail_after(10):  # the line is appended after the answer
+                while (store.read("a.jsonl") or b"").count(b"\n") < 2:
+                    await anyio.sleep(0.005)
+            redis_server.kill()
+            other = chat_call("other")
+            other.headers["x-reel-cassette"] = "b.jsonl"  # type: ignore[index]
+            answer = await fetch(client, other)
+            assert answer.status == 502
+            assert url in answer.body.decode()
+            # the check passes, the append fails: the client still has its answer
+            monkeypatch.setattr(RedisStore, "check", lambda self: None)
+            late = chat_call("late")
+            late.headers["x-reel-cassette"] = "a.jsonl"  # type: ignore[index]
+            assert (await fetch(client, late)).status == 200
+    assert proxy.write_errors == 1
+    assert "was NOT recorded; the client got its answer" in caplog.text
+    redis_server.start()

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import httpx
@@ -159,27 +160,32 @@ def test_killing_redis_mid_recording(redis_server: RedisServer, backend: str) ->
     with FakeUpstreamThread(frame_delay=0.0) as fake:
         common = ["--backend", backend, "--store", url, "--cassette", NAME, "--timing", "fast"]
         auto = ["--mode", "auto", "--upstream", fake.url, *common]
-        with proxy_process(auto) as recorder, httpx.Client(base_url=recorder.url) as client:
-            if True:
-                before = [chat(client, f"before {n}") for n in range(5)]
-                assert all(r.status_code == 200 for r in before)
-                kept = RedisStore(url).read(NAME)
-                with proxy_process(["--mode", "replay", *common]) as player:
-                    redis_server.kill()
-                    with httpx.Client(base_url=player.url, timeout=30) as replay:
-                        again = [chat(replay, f"before {n}") for n in range(5)]
-                    assert [r.content for r in again] == [r.content for r in before]
-                    sent = len(fake.requests)
-                    lost = chat(client, "while redis is down")
-                    assert lost.status_code == 502
-                    assert "Reel did not forward" in lost.text
-                    assert url in lost.text
-                    assert len(fake.requests) == sent  # not forwarded
-                    redis_server.start()
-                    back = chat(client, "after")
-                    assert back.status_code == 200
+        with (
+            proxy_process(auto) as recorder,
+            httpx.Client(base_url=recorder.url, timeout=30) as client,
+        ):
+            before = [chat(client, f"before {n}") for n in range(5)]
+            assert all(r.status_code == 200 for r in before)
+            # each line is appended once its client has the answer: wait for the 5th
+            for _ in range(2000):
+                if (kept := RedisStore(url).read(NAME) or b"").count(b"\n") >= 6:
+                    break
+                time.sleep(0.005)
+            with proxy_process(["--mode", "replay", *common]) as player:
+                redis_server.kill()
+                with httpx.Client(base_url=player.url, timeout=30) as replay:
+                    again = [chat(replay, f"before {n}") for n in range(5)]
+                assert [r.content for r in again] == [r.content for r in before]
+                sent = len(fake.requests)
+                lost = chat(client, "while redis is down")
+                assert lost.status_code == 502
+                assert "Reel did not forward" in lost.text
+                assert url in lost.text
+                assert len(fake.requests) == sent  # not forwarded
+                redis_server.start()
+                back = chat(client, "after")
+                assert back.status_code == 200
         assert "NOT forwarded (answered 502)" in recorder.stderr
-    assert kept is not None
     assert kept.count(b"\n") == 6  # the _meta line and 5 acknowledged lines
     after = RedisStore(url).read(NAME)
     assert after is not None
