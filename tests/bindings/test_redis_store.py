@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from reel_bindings._store import FileStore, StoreUnavailableError, check_store, open_store
+from reel_bindings._store import (
+    FileStore,
+    Store,
+    StoreUnavailableError,
+    check_store,
+    open_store,
+)
 from tests.redis_server import RedisServer, free_port
 
 redis = pytest.importorskip("redis")
@@ -92,6 +98,7 @@ def test_a_retried_append_is_written_once(redis_url: str) -> None:
 def test_open_store_takes_urls_and_directories(tmp_path: Path, redis_url: str) -> None:
     store = open_store(redis_url, prefix="mine")
     assert isinstance(store, RedisStore)
+    assert isinstance(store, Store)
     assert store.prefix == "mine"
     assert isinstance(open_store(redis_url.replace("redis://", "rediss://")), RedisStore)
     files = open_store(tmp_path / "cassettes")
