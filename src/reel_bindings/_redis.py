@@ -280,8 +280,8 @@ class RedisStore:
         return sorted(name for name in names if name.startswith(prefix))
 
     def delete(self, name: str) -> None:
-        """Remove the cassette (``reel push --force`` of a new content does
-        not need it; tests and operators do)."""
+        """Remove the cassette and its name (for operators and tests; not
+        part of the :class:`~reel_bindings._store.Store` interface)."""
         key = self.key(name)
 
         def delete() -> None:

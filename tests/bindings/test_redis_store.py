@@ -182,3 +182,15 @@ def test_a_lock_is_renewed_while_held_and_freed_when_released(redis_url: str) ->
     assert not client.exists("p:lock:a.jsonl")
     with pytest.raises(Exception, match="already held"), store.lock("b.jsonl") as held:
         held.acquire()
+
+
+def test_delete_removes_the_list_and_the_name(redis_url: str) -> None:
+    store = RedisStore(redis_url, prefix="p")
+    store.append("d.jsonl", b"line\n", header=META)
+    store.replace("empty.jsonl", b"")
+    store.delete("d.jsonl")
+    store.delete("empty.jsonl")
+    assert not store.exists("d.jsonl")
+    assert store.read("d.jsonl") is None
+    assert store.list() == []
+    store.close()
