@@ -30,7 +30,7 @@ from reel_bindings._redis import RedisStore  # noqa: E402
 NAME = "shared/chat.jsonl"
 PROCESSES = 4
 THREADS = 8
-PER_THREAD = 6
+PER_THREAD = 4
 
 WRITER = textwrap.dedent(
     """
