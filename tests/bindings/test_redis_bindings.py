@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -17,7 +18,7 @@ import pytest
 
 from reel_bindings._cli import main as reel
 from reel_bindings._settings import Settings
-from reel_bindings._store import StoreUnavailableError
+from reel_bindings._store import MemoryStore, StoreUnavailableError
 from reel_bindings.httpcore import Transport
 from reel_core import ConfigError, Mode
 from tests.fakes.upstream import FakeUpstreamThread, serve_fake
@@ -314,3 +315,67 @@ async def test_the_proxy_when_redis_goes_away(
     assert proxy.write_errors == 1
     assert "was NOT recorded; the client got its answer" in caplog.text
     redis_server.start()
+
+
+class _DownStore(MemoryStore):
+    """A store whose server is gone (what a Redis store's check says then)."""
+
+    down = False
+
+    def check(self) -> None:
+        if self.down:
+            raise StoreUnavailableError("the cassette store redis://gone:6379/0 cannot be reached")
+
+
+@pytest.mark.parametrize("binding", ["httpx", "httpx-async", "httpx2", "requests"])
+def test_every_in_process_binding_answers_502_unforwarded_when_the_store_is_down(
+    binding: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+    import httpx2
+    import requests
+
+    from reel_bindings.httpcore import AsyncTransport
+    from reel_bindings.requests import Adapter
+
+    monkeypatch.delenv("REEL_MODE", raising=False)
+    store = _DownStore()
+    call = chat_call(f"down via {binding}")
+    with FakeUpstreamThread(frame_delay=0.001) as fake:
+
+        def post() -> tuple[int, str]:
+            if binding == "requests":
+                session = requests.Session()
+                session.mount("http://", Adapter(NAME, mode="auto", store=store))
+                with session:
+                    got = session.post(fake.url + call.path, data=call.content)
+                    return got.status_code, got.text
+            if binding == "httpx-async":
+
+                async def run() -> tuple[int, str]:
+                    transport = AsyncTransport(NAME, mode="auto", store=store)
+                    async with httpx.AsyncClient(transport=transport, base_url=fake.url) as c:
+                        got = await c.post(call.path, content=call.content)
+                        return got.status_code, got.text
+
+                return anyio.run(run)
+            family: Any = httpx2 if binding == "httpx2" else httpx
+            with family.Client(
+                transport=Transport(NAME, mode="auto", store=store), base_url=fake.url
+            ) as client:
+                got = client.post(call.path, content=call.content)
+                return got.status_code, got.text
+
+        store.down = True
+        status, text = post()
+        assert status == 502
+        assert "Reel did not forward" in text
+        assert "redis://gone:6379/0 cannot be reached" in text
+        assert fake.requests == []  # nothing was sent upstream
+        assert store.read(NAME) is None  # nothing recorded
+        store.down = False
+        status, _ = post()
+        assert status == 200
+    data = store.read(NAME)
+    assert data is not None
+    assert data.count(b"\n") == 2
