@@ -99,6 +99,10 @@ def test_open_store_takes_urls_and_directories(tmp_path: Path, redis_url: str) -
     store = open_store(redis_url, prefix="mine")
     assert isinstance(store, RedisStore)
     assert isinstance(store, Store)
+    import reel_bindings
+
+    assert (reel_bindings.RedisStore, reel_bindings.open_store) == (RedisStore, open_store)
+    assert reel_bindings.StoreUnavailableError is StoreUnavailableError
     assert store.prefix == "mine"
     assert isinstance(open_store(redis_url.replace("redis://", "rediss://")), RedisStore)
     files = open_store(tmp_path / "cassettes")
