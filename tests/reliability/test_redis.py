@@ -185,6 +185,10 @@ def test_killing_redis_mid_recording(redis_server: RedisServer, backend: str) ->
                 redis_server.start()
                 back = chat(client, "after")
                 assert back.status_code == 200
+                for _ in range(2000):  # appended once the client has its answer
+                    if b"after" in (RedisStore(url).read(NAME) or b""):
+                        break
+                    time.sleep(0.005)
         assert "NOT forwarded (answered 502)" in recorder.stderr
     assert kept.count(b"\n") == 6  # the _meta line and 5 acknowledged lines
     after = RedisStore(url).read(NAME)
