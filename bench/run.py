@@ -29,14 +29,24 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import inprocess, opening, proxy, streaming
+from bench import inprocess, opening, proxy, stores, streaming
 from bench._common import ROOT, Row, machine, pinned
 from bench._data import Corpus
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
-SECTIONS = ("replay", "open", "proxy", "streaming", "fast", "big", "record", "memory")
+SECTIONS = (
+    "replay",
+    "open",
+    "proxy",
+    "streaming",
+    "fast",
+    "big",
+    "record",
+    "memory",
+    "stores",
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,9 @@ class Plan:
     big_megabytes: float
     record_requests: int
     memory_size: int
+    #: The cassette the stores section opens, and each writer's appends.
+    store_size: int = 10_000
+    store_appends: int = 500
 
 
 FULL = Plan(
@@ -88,6 +101,8 @@ QUICK = Plan(
     big_megabytes=5.0,
     record_requests=40,
     memory_size=10_000,
+    store_size=1_000,
+    store_appends=50,
 )
 
 
@@ -148,6 +163,16 @@ def measure(run: Run) -> None:
             opening.open_row(run.corpus(n), plan.open_repeat, run.vcr_for(n))
             for n in plan.open_sizes
         ],
+    )
+    run.section(
+        "stores",
+        lambda: stores.store_rows(
+            run.corpus(plan.store_size),
+            plan.open_repeat,
+            plan.replay_requests,
+            plan.store_appends,
+            run.work,
+        ),
     )
     with pinned(proxy.CLIENT_CPU):
         run.section(
@@ -294,6 +319,11 @@ CAPTIONS = {
     "upstream (tests/fakes), p50 over interleaved requests on keep-alive connections. The "
     "peer: a bare h11-on-anyio relay to the same upstream, which records nothing (relay_added_* "
     "is what it adds; *_vs_relay is Reel's added time over the relay's).",
+    "stores": "7. Stores: the same cassette opened to its first replay and replayed per "
+    "request (in process, Player.decide) from files and from Redis (a local redis-server, "
+    "values plain and zstd-compressed), and appends per second from 8 writer threads into "
+    "one cassette of each; *_vs_files is Redis over files in the same run. No rows without "
+    "redis-server.",
     "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served requests "
     "from it, vs the same proxy on a 10-interaction cassette.",
 }

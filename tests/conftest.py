@@ -9,9 +9,10 @@ import pytest
 
 from tests.secrets import scan
 
-# pytester runs the pytest plugin's tests (tests/plugin); pytest only takes
+# pytester runs the pytest plugin's tests (tests/plugin); tests.redis_server
+# starts a real redis-server (redis_server, redis_url); pytest only takes
 # pytest_plugins from a top-level conftest.
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.redis_server"]
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -7,9 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._files import CassetteFile, CassetteNotFoundError
-    from ._store import FileStore, MemoryStore, Store
+    from ._redis import RedisStore
+    from ._store import FileStore, MemoryStore, Store, StoreUnavailableError, open_store
 
-__all__ = ["CassetteFile", "CassetteNotFoundError", "FileStore", "MemoryStore", "Store"]
+__all__ = [
+    "CassetteFile",
+    "CassetteNotFoundError",
+    "FileStore",
+    "MemoryStore",
+    "RedisStore",
+    "Store",
+    "StoreUnavailableError",
+    "open_store",
+]
 
 _HOMES = {
     "CassetteFile": "_files",
@@ -17,6 +27,10 @@ _HOMES = {
     "FileStore": "_store",
     "MemoryStore": "_store",
     "Store": "_store",
+    "StoreUnavailableError": "_store",
+    "open_store": "_store",
+    # redis-py is imported when a RedisStore is made, not with this module
+    "RedisStore": "_redis",
 }
 
 

@@ -42,7 +42,7 @@ from reel_core import (
 from ._files import CassetteFile
 from ._relay import CLIENT_CLOSED
 from ._settings import Settings, mode_from_env
-from ._store import Store
+from ._store import Store, StoreUnavailableError, check_store
 
 __all__ = ["CLIENT_CLOSED", "Decision", "Player", "Upstreaming", "mode_from_env"]
 
@@ -85,12 +85,14 @@ class Player:
         redactor: Redactor | None = None,
         strict_load: bool = False,
         hint: str = IN_PROCESS_HINT,
-        store: Store | None = None,
+        store: Store | str | None = None,
     ) -> None:
-        settings = Settings.from_env(mode=mode)
+        settings = Settings.from_env(mode=mode, store=store if isinstance(store, str) else None)
         if isinstance(cassette, CassetteFile):
             self.file = cassette
-        else:  # a name in ``store``; by default a file path
+        else:  # a name in ``store`` (or $REEL_STORE's); by default a file path
+            if store is None or isinstance(store, str):
+                store = settings.open_store()  # a server down: StoreUnavailableError
             name = str(Path(cassette)) if store is None else os.fspath(cassette)
             self.file = CassetteFile(name, mode=settings.mode, strict=strict_load, store=store)
         self.config = settings.config(
@@ -108,6 +110,15 @@ class Player:
     def mode(self) -> Mode:
         return self.config.mode
 
+    def _store_down(self) -> str | None:
+        """Why the cassette's store cannot keep a recording now (a Redis
+        server gone), or ``None``."""
+        try:
+            check_store(self.file.store)
+        except StoreUnavailableError as exc:
+            return str(exc)
+        return None
+
     def decide(self, request: Request) -> Decision | Upstreaming:
         """The answer to ``request``, or (to send it upstream) the feed of
         its forward."""
@@ -116,7 +127,12 @@ class Player:
             engine.receive_request(request)
             event = engine.next_event()
             if isinstance(event, Forward):
-                return Upstreaming(self, engine, event)
+                reason = self._store_down() if event.record else None
+                if reason is None:
+                    return Upstreaming(self, engine, event)
+                # Its recording could not be kept: not forwarded, answered 502.
+                engine.upstream_error(UpstreamError.STORE, reason, now=time.monotonic())
+                event = engine.next_event()
             decision = event if isinstance(event, (Replay, Miss, Refused)) else None
             head = event if isinstance(event, ResponseHead) else engine.next_event()
             assert isinstance(head, ResponseHead)

@@ -23,6 +23,8 @@ from typing import Any
 
 from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing
 
+from ._store import Store, check_store, open_store
+
 __all__ = ["Settings", "mode_from_env", "pii_from_env", "port_from_env"]
 
 #: Values of a switch that mean "off" (any case, spaces ignored).
@@ -94,6 +96,31 @@ def _match(env: Mapping[str, str]) -> MatchMode | None:
         ) from None
 
 
+def _store(env: Mapping[str, str]) -> str | None:
+    text = _text(env, "REEL_STORE")
+    if not text:
+        return None
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme.lower() not in ("redis", "rediss"):
+        raise ConfigError(
+            f"REEL_STORE={text!r} is not a store: give a directory, or a redis://host:port/db "
+            "or rediss:// (TLS) URL"
+        )
+    return text
+
+
+def _store_prefix(env: Mapping[str, str]) -> str | None:
+    text = _text(env, "REEL_STORE_PREFIX")
+    if not text:
+        return None
+    if any(c.isspace() for c in text):
+        raise ConfigError(
+            f"REEL_STORE_PREFIX={text!r} is not a key prefix: give a word without spaces, "
+            "e.g. myproject"
+        )
+    return text
+
+
 def port_from_env(environ: Mapping[str, str] | None = None) -> int | None:
     """``REEL_PORT`` (the proxy's), ``None`` when unset."""
     text = _text(os.environ if environ is None else environ, "REEL_PORT")
@@ -125,6 +152,11 @@ class Settings:
     upstream: str | None = None
     #: Whether ``mode`` was set (given, or by ``REEL_MODE``) rather than the default.
     mode_set: bool = False
+    #: ``REEL_STORE``: where cassettes live (a directory, or a redis:// or
+    #: rediss:// URL); ``None``: files, named by path.
+    store: str | None = None
+    #: ``REEL_STORE_PREFIX``: the Redis key prefix; ``None``: ``reel``.
+    store_prefix: str | None = None
 
     @classmethod
     def from_env(
@@ -136,6 +168,8 @@ class Settings:
         match: MatchMode | None = None,
         upstream: str | None = None,
         max_body: int | None = None,
+        store: str | None = None,
+        store_prefix: str | None = None,
     ) -> Settings:
         """The settings of ``environ`` (default ``os.environ``, read now).
         A value given wins over its variable, which is then not read.
@@ -150,7 +184,19 @@ class Settings:
             match=match if match is not None else _match(env),
             upstream=upstream or env.get("REEL_UPSTREAM") or None,
             mode_set=given_mode is not None,
+            store=store or _store(env),
+            store_prefix=store_prefix or _store_prefix(env),
         )
+
+    def open_store(self) -> Store | None:
+        """The store ``store`` names (connected: a server that cannot be
+        reached raises :class:`~reel_bindings._store.StoreUnavailableError`,
+        a :class:`ConfigError`); ``None`` when no store is set."""
+        if self.store is None:
+            return None
+        store = open_store(self.store, prefix=self.store_prefix)
+        check_store(store)
+        return store
 
     @property
     def limits(self) -> Limits:

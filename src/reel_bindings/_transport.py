@@ -31,6 +31,7 @@ from ._failures import CONNECT_CAUSES, Rule, classify
 from ._files import CassetteFile
 from ._inprocess import IN_PROCESS_HINT, Decision, Player
 from ._relay import Failure
+from ._store import Store
 from ._upstream import environment_proxies, proxy_for
 
 __all__ = [
@@ -209,6 +210,7 @@ class Base:
         redactor: Redactor | None = None,
         upstream: Any = None,
         hint: str = IN_PROCESS_HINT,
+        store: Store | str | None = None,
     ) -> None:
         self.player = Player(
             cassette,
@@ -218,6 +220,7 @@ class Base:
             repeat=repeat,
             redactor=redactor,
             hint=hint,
+            store=store,
         )
         self.strict = strict
         #: The pools forwards go through, by client family and proxy URL

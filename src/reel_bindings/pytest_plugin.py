@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from reel_bindings._files import CassetteFile
     from reel_bindings._inprocess import Player
     from reel_bindings._settings import Settings
+    from reel_bindings._store import Store
     from reel_bindings.httpcore import AsyncTransport, Transport
     from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
@@ -108,6 +109,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fast (default: no sleeps), realtime (recorded offsets) or slow=N. "
         "Wins over $REEL_TIMING.",
     )
+    group.addoption(
+        "--reel-store",
+        dest="reel_store",
+        default=None,
+        metavar="URL",
+        help="where cassettes live: redis://host:port/db or rediss:// (a store shared by "
+        "every worker and CI runner), or a directory. Wins over $REEL_STORE and the "
+        "reel_store ini option; default: files under reel_cassette_dir.",
+    )
+    parser.addini(
+        "reel_store",
+        help="where cassettes live (redis://host:port/db, rediss://, or a directory); "
+        "$REEL_STORE and --reel-store win over it",
+        default="",
+    )
     parser.addini(
         "reel_cassette_dir",
         help="directory of the cassettes, relative to the rootdir "
@@ -121,6 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Bad global settings stop the run at once, with a message saying what to fix.
     _global_mode(config)
     _global_timing(config)
+    _run_store(config)  # a Redis server that is down stops the run here, named
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -138,7 +155,9 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_report_header(config: pytest.Config) -> str:
     mode, source = _global_mode(config)
     timing = _global_timing(config) or f"{DEFAULT_TIMING} (default)"
-    return f"reel: mode {mode} ({source}), timing {timing}, cassettes in {_cassette_root(config)}"
+    store = _run_store(config)
+    where = f"{_cassette_root(config)}" if store is None else f"{store!r}"
+    return f"reel: mode {mode} ({source}), timing {timing}, cassettes in {where}"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -430,8 +449,17 @@ class ReelCassette:
         if repeat is not None and not isinstance(repeat, bool):
             _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
         upstream = settings.get("upstream") or _run_settings(item.config).upstream
-        store = FileStore()
-        name = str(path)
+        store: Store | None = _run_store(item.config)
+        if store is None:
+            store, name = FileStore(), str(path)
+        else:  # its name in the store: the path under the cassette directory
+            try:
+                name = path.relative_to(_cassette_root(item.config)).as_posix()
+            except ValueError:
+                _marker_error(
+                    f"cassette {str(path)!r} is outside the cassette directory: with a store "
+                    "(--reel-store), name it relative to it"
+                )
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
@@ -545,6 +573,31 @@ def _run_settings(config: pytest.Config) -> Settings:
         return Settings.from_env(mode=config.getoption("reel_mode", None), timing=timing)
     except ConfigError as exc:  # says which variable and what it takes
         raise pytest.UsageError(str(exc)) from None
+
+
+_STORE_KEY = pytest.StashKey["Store | None"]()
+
+
+def _run_store(config: pytest.Config) -> Store | None:
+    """The store of the run (``--reel-store``, else ``$REEL_STORE``, else
+    the ``reel_store`` ini option), opened and checked once; ``None``:
+    files named by path."""
+    if _STORE_KEY in config.stash:
+        return config.stash[_STORE_KEY]
+    from reel_core import ConfigError
+
+    from ._settings import Settings
+
+    flag = config.getoption("reel_store", None) or None
+    try:
+        settings = Settings.from_env(store=flag)
+        if settings.store is None and str(config.getini("reel_store")).strip():
+            settings = Settings.from_env(store=str(config.getini("reel_store")).strip())
+        store = settings.open_store()
+    except ConfigError as exc:  # a bad URL, the server down, the extra missing
+        raise pytest.UsageError(f"reel: {exc}") from None
+    config.stash[_STORE_KEY] = store
+    return store
 
 
 def _global_mode(config: pytest.Config) -> tuple[str, str]:

@@ -42,6 +42,7 @@ from ._clock import sleep_until_sync
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
 from ._inprocess import IN_PROCESS_HINT, Player, Upstreaming
+from ._store import Store
 from ._sync.relay import relay
 
 try:
@@ -200,6 +201,7 @@ class Adapter(BaseAdapter):
         redactor: Redactor | None = None,
         upstream: HTTPAdapter | None = None,
         hint: str = IN_PROCESS_HINT,
+        store: Store | str | None = None,
     ) -> None:
         super().__init__()
         self.player = Player(
@@ -210,6 +212,7 @@ class Adapter(BaseAdapter):
             repeat=repeat,
             redactor=redactor,
             hint=hint,
+            store=store,
         )
         self.strict = strict
         self._upstream = upstream

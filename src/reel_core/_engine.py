@@ -434,7 +434,9 @@ class Engine:
 
     def upstream_error(self, error: UpstreamError, detail: str = "", *, now: float = 0.0) -> None:
         """The upstream failed.  Before the head: the client gets a 502 (504
-        for a timeout) saying what failed and nothing is recorded.  After
+        for a timeout) saying what failed and nothing is recorded
+        (``UpstreamError.STORE``: the binding did not forward, as the store
+        cannot keep the recording).  After
         it: the stream is cut, and recorded as cut."""
         if not isinstance(error, UpstreamError):
             raise self._misuse(f"error must be an UpstreamError, not {error!r}")
@@ -442,10 +444,18 @@ class Engine:
             self._to(Input.UPSTREAM_ERROR)
             self._capture = None  # nothing came: nothing is recorded
             target = self.redactor.target(self._request.target) if self._request else ""
-            message = f"Reel could not reach the upstream for {target}: {error.value}"
-            if detail:
-                message += f" ({self.redactor.text(detail)})"
-            if self._forward_base is not None:  # routed: the binding did not choose it
+            if error is UpstreamError.STORE:
+                message = (
+                    f"Reel did not forward {target}: the cassette store cannot keep its "
+                    f"recording ({self.redactor.text(detail)}). Nothing was sent upstream; "
+                    "send it again once the store is back."
+                )
+            else:
+                message = f"Reel could not reach the upstream for {target}: {error.value}"
+                if detail:
+                    message += f" ({self.redactor.text(detail)})"
+            # routed: the binding did not choose the upstream (not at fault for a store)
+            if self._forward_base is not None and error is not UpstreamError.STORE:
                 message += (
                     f". Forwards go to {self._forward_base}: check that it is reachable, or "
                     "name another base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."

@@ -52,6 +52,9 @@ class UpstreamError(enum.Enum):
     #: Not the upstream's doing: the client closed the connection before the
     #: response ended, and the binding stopped reading the upstream.
     CLIENT_CLOSED = "client-closed"
+    #: Not the upstream's doing: the cassette store cannot keep a recording
+    #: (its server is down), so the binding did not forward the request.
+    STORE = "store"
 
     @property
     def status(self) -> int:

@@ -25,8 +25,13 @@ STORES: dict[str, Factory] = {
 }
 
 
-@pytest.fixture(params=sorted(STORES))
+@pytest.fixture(params=[*sorted(STORES), "redis", "redis-zstd"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    if request.param.startswith("redis"):  # a real redis-server (tests/redis_server.py)
+        from reel_bindings._redis import RedisStore
+
+        url: str = request.getfixturevalue("redis_url")
+        return RedisStore(url, prefix="t", compress=request.param.endswith("zstd"))
     return STORES[request.param](tmp_path)
 
 

@@ -29,6 +29,7 @@ from reel_core import (
     Refused,
     Replay,
     Request,
+    ResponseHead,
     UpstreamError,
 )
 from reel_core._literals import (
@@ -441,6 +442,26 @@ def test_an_upstream_error_before_the_head_is_scrubbed() -> None:
     body = b"".join(e.data for e in events if isinstance(e, Frame))
     assert KEY not in body
     assert P in body
+
+
+def test_a_store_that_cannot_keep_the_recording_is_said_not_the_upstream() -> None:
+    session = Engine(Cassette("c"), Config(mode=Mode.RECORD, routing=True))
+    session.receive_request(azure(target=f"/v1/chat/completions?q={AZURE_KEY}"))
+    pull(session)
+    detail = f"the cassette store redis://h:1/0 cannot be reached ({AZURE_KEY})"
+    session.upstream_error(UpstreamError.STORE, detail)
+    events, _ = pull(session)
+    head = events[0]
+    assert isinstance(head, ResponseHead)
+    assert head.status == 502
+    body = b"".join(e.data for e in events if isinstance(e, Frame))
+    assert b"Reel did not forward" in body
+    assert b"redis://h:1/0 cannot be reached" in body
+    assert b"Nothing was sent upstream" in body
+    assert b"could not reach the upstream" not in body
+    assert b"REEL_UPSTREAM" not in body  # routed, but the upstream is not at fault
+    assert KEY not in body
+    assert session.record() is None
 
 
 # -- settings --------------------------------------------------------------------------

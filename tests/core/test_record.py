@@ -55,6 +55,7 @@ def test_upstream_error_statuses() -> None:
         "closed",
         "protocol",
         "client-closed",
+        "store",
     }
 
 

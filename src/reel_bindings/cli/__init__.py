@@ -11,6 +11,11 @@ commands read and write cassette files:
 - ``reel check FILE...``: fail on any secret left (the pre-commit hook)
 - ``reel validate FILE...``: the schema check, every bad line
 - ``reel import vcr FILE...``: vcrpy / pytest-recording cassettes to Reel
+- ``reel pull STORE CASSETTE -o FILE`` / ``reel push FILE STORE``: move a
+  cassette between a file and a store (Redis), byte for byte
+
+The commands that read cassettes take ``--store URL``: FILE is then a
+cassette's name in that store.
 
 Exit codes: 0 success; 1 the command found something (differences, secrets,
 bad lines, interactions it could not convert); 2 bad usage or input that
@@ -26,7 +31,7 @@ from collections.abc import Sequence
 
 from reel_core import __version__
 
-from . import _cost, _diff, _export, _import, _inspect, _redact, _validate
+from . import _cost, _diff, _export, _import, _inspect, _redact, _store, _validate
 from ._common import EXIT_USAGE, CliError
 
 __all__ = ["build_parser", "main"]
@@ -60,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     _validate.add_parser(commands)
     _import.add_parser(commands)
     _export.add_parser(commands)
+    _store.add_parsers(commands)
     return parser
 
 
@@ -80,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
+        _store.use_store(ns)
         code: int = ns.run(ns)
     except CliError as exc:
         print(f"reel {ns.command}: {exc}", file=sys.stderr)

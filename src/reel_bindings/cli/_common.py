@@ -22,6 +22,7 @@ from reel_core import (
     ConfigError,
     Interaction,
     Redactor,
+    ReelError,
     decode_lines,
     is_meta_line,
     read_line,
@@ -75,6 +76,17 @@ class CliError(Exception):
 def read_bytes(path: Path) -> bytes:
     """The bytes of the cassette file ``path`` (read through the store), or
     a :class:`CliError` saying why not."""
+    from ._store import STORE  # the --store of the command, if any
+
+    store = STORE.get()
+    if store is not None:
+        try:
+            data = store.read(path.as_posix())
+        except ReelError as exc:  # a bad name, the server gone
+            raise CliError(str(exc)) from None
+        if data is None:
+            raise CliError(f"{store.describe(path.as_posix())}: no such cassette in the store")
+        return data
     try:
         data = FileStore().read(str(path))
     except IsADirectoryError:

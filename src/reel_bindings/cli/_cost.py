@@ -25,6 +25,7 @@ from ._common import (
     table,
 )
 from ._figures import figures
+from ._store import add_store_options
 
 __all__ = ["add_parser"]
 
@@ -41,6 +42,7 @@ def add_parser(commands: Any) -> None:
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_store_options(p)
     p.set_defaults(run=run)
 
 

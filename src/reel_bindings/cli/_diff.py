@@ -34,6 +34,7 @@ from reel_core import (
 
 from ._common import EXIT_FINDINGS, EXIT_OK, fmt_ms, plural, print_json, read_cassette
 from ._figures import figures
+from ._store import add_store_options
 from ._text import assemble
 
 __all__ = ["add_parser"]
@@ -58,6 +59,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument("a", type=Path, metavar="A", help="the old cassette")
     p.add_argument("b", type=Path, metavar="B", help="the new cassette")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_store_options(p)
     p.set_defaults(run=run)
 
 

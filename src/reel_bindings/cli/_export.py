@@ -16,6 +16,7 @@ from typing import Any
 from reel_core import ConfigError, export_formats
 
 from ._common import EXIT_FINDINGS, EXIT_OK, CliError, atomic_write, plural, read_cassette
+from ._store import add_store_options
 
 __all__ = ["add_parser"]
 
@@ -51,6 +52,7 @@ def _subcommand(formats: Any, name: str, module: ModuleType) -> None:
         metavar="URL",
         help="the scheme and host of every request's URL (default: the provider's own host)",
     )
+    add_store_options(sub)
     sub.set_defaults(run=run)
 
 

@@ -27,6 +27,7 @@ from ._common import (
     table,
 )
 from ._figures import Figures, figures
+from ._store import add_store_options
 from ._text import assemble, frame_text
 
 __all__ = ["add_parser"]
@@ -57,6 +58,7 @@ def add_parser(commands: Any) -> None:
         "unless TEXT has an upper-case letter)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_store_options(p)
     p.set_defaults(run=run)
 
 

@@ -25,6 +25,7 @@ from ._common import (
     plural,
     read_cassette,
 )
+from ._store import add_store_options
 
 __all__ = ["add_parser"]
 
@@ -41,6 +42,7 @@ def add_parser(commands: Any) -> None:
         "interaction, a bad or newer _meta line).",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
+    add_store_options(p)
     p.set_defaults(run=run)
 
 

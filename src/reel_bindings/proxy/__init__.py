@@ -16,6 +16,7 @@ import anyio.abc
 
 from reel_core import CassetteError, CassetteWarning, Mode
 
+from .._store import StoreUnavailableError, open_store
 from .._upstream import AsyncUpstream
 from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, parse_options
 from ._server import CASSETTE_HEADER, Proxy
@@ -46,10 +47,14 @@ def _loopback(host: str) -> bool:
 
 
 def _proxy(options: ProxyOptions) -> Proxy:
+    store = None
+    if options.store is not None:
+        store = open_store(options.store, prefix=options.store_prefix)
     return Proxy(
         options.config(),
         cassette=options.cassette,
         cassette_dir=options.cassette_dir,
+        store=store,
         strict=options.strict,
         client_timeout=options.client_timeout,
         upstream=AsyncUpstream(
@@ -88,7 +93,9 @@ async def serve(
             "unless that is what you want",
             options.host,
         )
-    cassette = options.cassette or options.cassette_dir
+    cassette: object = options.cassette or options.cassette_dir
+    if options.store is not None:
+        cassette = f"{options.cassette or '(x-reel-cassette)'} in {proxy.store!r}"
     log.info("%s mode, cassette %s, listening on %s", options.mode.value, cassette, url)
     try:
         async with anyio.create_task_group() as connections:
@@ -184,6 +191,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> None:
 def _main(options: ProxyOptions) -> None:
     try:
         proxy = _proxy(options)
+    except StoreUnavailableError as exc:  # a server down, a bad URL: fix the setting
+        print(f"reel: cannot open the store: {exc}", file=sys.stderr)
+        sys.exit(2)
     except (CassetteError, OSError) as exc:  # say what is wrong, no traceback
         print(f"reel: cannot open the cassette: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -32,6 +32,8 @@ environment variables (a flag wins over its variable):
   REEL_MODE          --mode
   REEL_CASSETTE      --cassette
   REEL_CASSETTE_DIR  --cassette-dir
+  REEL_STORE         --store
+  REEL_STORE_PREFIX  --store-prefix
   REEL_TIMING        --timing
   REEL_MATCH         --match
   REEL_UPSTREAM      --upstream
@@ -58,6 +60,9 @@ class ProxyOptions:
     mode: Mode = Mode.REPLAY
     cassette: Path | None = None
     cassette_dir: Path | None = None
+    #: A store given (``--store``): ``cassette`` is a name in it.
+    store: str | None = None
+    store_prefix: str | None = None
     timing: Timing = Timing()
     match: MatchConfig | None = None
     host: str = "127.0.0.1"
@@ -122,6 +127,18 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         metavar="DIR",
         help="a directory of cassettes; each request names one in its x-reel-cassette header "
         "(default: default.jsonl)",
+    )
+    add(
+        "--store",
+        metavar="URL",
+        help="where cassettes live: redis://host:port/db or rediss:// (TLS), shared by many "
+        "proxies and machines, or a directory; --cassette then names a cassette in it, and "
+        "without it each request names one in its x-reel-cassette header",
+    )
+    add(
+        "--store-prefix",
+        metavar="WORD",
+        help="the Redis key prefix of this project's cassettes (default reel)",
     )
     add("--timing", metavar="T", help="replay timing: realtime (default), fast, or slow=N")
     add(
@@ -214,6 +231,8 @@ def parse_options(
             match=MatchMode(args.match) if args.match else None,
             upstream=args.upstream,
             max_body=args.max_body,
+            store=args.store,
+            store_prefix=args.store_prefix,
         )
         port = args.port if args.port is not None else port_from_env(env)
         ignore = tuple(args.ignore_field)
@@ -234,7 +253,15 @@ def parse_options(
             cassette = Path(env["REEL_CASSETTE"])
         elif env.get("REEL_CASSETTE_DIR"):
             cassette_dir = Path(env["REEL_CASSETTE_DIR"])
-    if cassette is None and cassette_dir is None:
+    if settings.store is not None:
+        if cassette_dir is not None:
+            parser.error(
+                "--cassette-dir is a directory of files: with --store, name the cassette with "
+                "--cassette NAME, or let each request name it (x-reel-cassette)"
+            )
+        if args.store_prefix is not None and any(c.isspace() for c in args.store_prefix):
+            parser.error(f"--store-prefix {args.store_prefix!r}: give a word without spaces")
+    elif cassette is None and cassette_dir is None:
         if mode is not Mode.REPLAY and mode is not Mode.LIVE:
             parser.error(f"--mode {mode.value} writes a cassette: name it with --cassette FILE")
         cassette = DEMO_CASSETTE
@@ -253,6 +280,8 @@ def parse_options(
         mode=mode,
         cassette=cassette,
         cassette_dir=cassette_dir,
+        store=settings.store,
+        store_prefix=settings.store_prefix,
         timing=settings.timing or Timing.parse("realtime"),
         match=match,
         host=args.host or env.get("REEL_HOST") or "127.0.0.1",

@@ -50,7 +50,7 @@ from reel_core import (
 from .._async.relay import arelay
 from .._clock import sleep_until
 from .._files import CassetteFile, CassetteNotFoundError
-from .._store import FileStore
+from .._store import FileStore, Store, StoreUnavailableError, check_name, check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
 
 __all__ = ["CASSETTE_HEADER", "Proxy"]
@@ -101,25 +101,36 @@ class Proxy:
         strict: bool = False,
         client_timeout: float = 60.0,
         upstream: AsyncUpstream | None = None,
+        store: Store | None = None,
     ) -> None:
-        if (cassette is None) == (cassette_dir is None):
+        if store is not None and cassette_dir is not None:
+            raise ValueError("give a store or a cassette_dir, not both")
+        if store is None and (cassette is None) == (cassette_dir is None):
             raise ValueError("give exactly one of cassette and cassette_dir")
         self.config = config
         self.cassette_dir = cassette_dir
         self.strict = strict
         self.client_timeout = client_timeout
         self.upstream = upstream if upstream is not None else AsyncUpstream()
-        #: Where the cassettes are: the directory's, or files named by path.
-        self.store = FileStore(cassette_dir)
+        #: Where the cassettes are: a store given (``cassette`` and the
+        #: ``x-reel-cassette`` header name cassettes in it), the directory's,
+        #: or files named by path.
+        self.store: Store = store if store is not None else FileStore(cassette_dir)
+        self.named = store is not None
         self._files: dict[Path, CassetteFile] = {}
+        #: The same files by their cassette's name (what a session holds).
+        self._by_label: dict[str, CassetteFile] = {}
         #: Every miss served so far (the pytest plugin fails a test on them).
         self.misses: list[MissReport] = []
         if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
             self._files[cassette.path] = cassette
+            self._by_label[cassette.cassette.name] = cassette
             cassette = cassette.path
         self._default = cassette
         if cassette is not None:
             self._open(cassette)
+        elif self.named:
+            check_store(self.store)  # a server down says so now, naming it
         elif config.mode is Mode.REPLAY and not (cassette_dir and cassette_dir.is_dir()):
             raise CassetteNotFoundError(
                 str(cassette_dir),
@@ -137,7 +148,13 @@ class Proxy:
         if file is None:
             # --match given: a new (or re-recorded) cassette keeps it in its _meta line.
             meta = CassetteMeta(match=self.config.match) if self.config.match else None
-            if self._default is not None:
+            if self.named:
+                where = f"--store {self.store.describe(path.as_posix()).split(' ')[0]}"
+                hint = (
+                    f"record it first with `reel auto {where} --cassette {path.as_posix()}` "
+                    "(records what is missing)"
+                )
+            elif self._default is not None:
                 hint = (
                     f"record it first with `reel auto --cassette {path}` (records what is "
                     f"missing) or `reel record --cassette {path}`"
@@ -147,7 +164,9 @@ class Proxy:
                     f"record it first with `reel auto --cassette-dir {self.cassette_dir}` "
                     "(records what is missing)"
                 )
-            if self.cassette_dir is None:
+            if self.named:
+                name = path.as_posix()
+            elif self.cassette_dir is None:
                 name = str(path)
             else:  # its name in the directory's store
                 name = path.relative_to(self.cassette_dir).as_posix()
@@ -160,6 +179,7 @@ class Proxy:
                 store=self.store,
             )
             self._files[path] = file
+            self._by_label[file.cassette.name] = file
         return file
 
     def _select(self, request: Request) -> Cassette:
@@ -167,9 +187,11 @@ class Proxy:
         names one inside ``--cassette-dir``)."""
         if self._default is not None:
             return self._files[self._default].cassette
-        assert self.cassette_dir is not None
         header = request.header(CASSETTE_HEADER)
         name = safe_cassette_name(header.decode("latin-1") if header else "default")
+        if self.named:
+            return self._open_named(name)
+        assert self.cassette_dir is not None
         path = self.cassette_dir / name
         try:
             inside = path.resolve().is_relative_to(self.cassette_dir.resolve())
@@ -187,8 +209,19 @@ class Proxy:
                 str(path), None, f"cannot be read ({exc.strerror or exc})"
             ) from None
 
+    def _open_named(self, name: str) -> Cassette:
+        """The cassette ``name`` in the store (``x-reel-cassette``)."""
+        try:
+            return self._open(Path(check_name(name))).cassette
+        except CassetteNotFoundError as exc:  # this request misses its cassette
+            raise RemoteProtocolError(str(exc), 404) from None
+        except StoreUnavailableError as exc:  # this request fails, not the proxy
+            raise RemoteProtocolError(str(exc), 502) from None
+        except CassetteError as exc:  # a bad name
+            raise RemoteProtocolError(str(exc), 400) from None
+
     def _file_of(self, cassette: Cassette) -> CassetteFile:
-        return self._files[Path(cassette.name)]
+        return self._by_label[cassette.name]
 
     @property
     def cassettes(self) -> list[CassetteFile]:
@@ -435,6 +468,8 @@ class Proxy:
                         self._log(session, exchange)
 
         try:
+            if forward.record:
+                await self._check_store(session)
             async with self.upstream.send(forward.request, forward.url) as response:
                 session.upstream_head(
                     response.status,
@@ -455,13 +490,32 @@ class Proxy:
                 await flush()
         except UpstreamFailure as exc:
             where = session.redactor.target(forward.request.target)
-            log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
+            if exc.error is UpstreamError.STORE:
+                log.error(
+                    "%s was NOT forwarded (answered 502): %s",
+                    where,
+                    session.redactor.text(exc.detail),
+                )
+            else:
+                log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
             if session.state is State.AWAIT_UPSTREAM:
                 exchange.outcome = f"upstream {exc.error.value}"
             if session.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
                 session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         if session.state is State.DONE:
             await flush()
+
+    async def _check_store(self, session: Session) -> None:
+        """Before a forward that records: its cassette's store must be able
+        to keep the line (a Redis server may have gone).  Else the request
+        is not forwarded and the client is answered 502 saying why."""
+        store = self._file_of(session.cassette).store
+        if getattr(store, "check", None) is None:
+            return  # files and memory: nothing to reach
+        try:
+            await anyio.to_thread.run_sync(check_store, store)
+        except StoreUnavailableError as exc:
+            raise UpstreamFailure(UpstreamError.STORE, str(exc)) from None
 
     def _record(self, session: Session, target: str) -> None:
         """Build the recording of a finished forward, and append its line.
@@ -486,6 +540,14 @@ class Proxy:
         file = self._file_of(session.cassette)
         try:
             file.append(recorded.line)
+        except StoreUnavailableError as exc:  # the server went between check and append
+            self.write_errors += 1
+            log.error(
+                "%s: exchange %s was NOT recorded; the client got its answer. Record it "
+                "again once the store is back.",
+                exc,
+                recorded.interaction_id,
+            )
         except OSError as exc:
             self.write_errors += 1
             log.error(
