@@ -135,6 +135,15 @@ class Exchange:
     duration: float
     #: What reading the body raised (a cut stream), if anything.
     error: Exception | None = None
+    #: Seconds from sending the request to the head.  A replay's schedule
+    #: counts from when the proxy sent the head, which the client sees
+    #: later: timing checks add this to ``times`` and ``duration`` (from
+    #: the request, so never later than the proxy's own start).
+    waited: float = 0.0
+
+    def since_sent(self) -> list[float]:
+        """Each SSE event's arrival, in seconds after the request was sent."""
+        return [at + self.waited for _, at in self.event_times()]
 
     @property
     def body(self) -> bytes:
@@ -173,6 +182,7 @@ async def fetch(client: httpx.AsyncClient, call: Call, *, decoded: bool = False)
         if call.body is not None
         else dict(call.headers),
     )
+    sent = anyio.current_time()
     response = await client.send(request, stream=True)
     head = anyio.current_time()
     chunks: list[bytes] = []
@@ -188,7 +198,9 @@ async def fetch(client: httpx.AsyncClient, call: Call, *, decoded: bool = False)
     finally:
         duration = anyio.current_time() - head
         await response.aclose()
-    return Exchange(response.status_code, response.headers, chunks, times, duration, error)
+    return Exchange(
+        response.status_code, response.headers, chunks, times, duration, error, head - sent
+    )
 
 
 def options(
