@@ -298,7 +298,7 @@
     document.querySelector("table.list tbody").innerHTML = slice.map(rowHtml).join("");
     document.getElementById("empty").hidden = state.shown.length > 0;
     document.getElementById("count").textContent = (state.shown.length === rows.length ? rows.length : state.shown.length + " of " + rows.length) + (rows.length === 1 ? " interaction" : " interactions");
-    document.getElementById("pageinfo").textContent = state.shown.length ? "rows " + (start + 1) + "–" + (start + slice.length) + ", page " + (state.page + 1) + " of " + pages : "";
+    document.getElementById("pageinfo").textContent = state.shown.length ? "rows " + (start + 1) + "-" + (start + slice.length) + ", page " + (state.page + 1) + " of " + pages : "";
     document.getElementById("prev").disabled = state.page === 0;
     document.getElementById("next").disabled = state.page >= pages - 1;
     for (const tr of document.querySelectorAll("table.list tbody tr")) tr.classList.toggle("open", Number(tr.dataset.i) === state.open);
