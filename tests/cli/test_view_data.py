@@ -15,7 +15,7 @@ import pytest
 
 from reel_bindings.cli import main
 from reel_bindings.view import Source, miss_view, render_page, view_data
-from reel_bindings.view._data import MAX_BINARY, body_value, detail, row
+from reel_bindings.view._data import MAX_BINARY, MAX_WHOLE_ANSWER, body_value, detail, row
 from reel_bindings.view._page import embed_json
 from reel_core import Cassette, RecordedRequest, RecordedResponse, StreamCut
 
@@ -350,3 +350,17 @@ def test_package_files_ship_with_the_wheel() -> None:
     root = Path(__file__).resolve().parents[2]
     config = (root / "pyproject.toml").read_text()
     assert 'packages = ["src/reel_core", "src/reel_bindings"]' in config  # whole dirs
+
+
+def test_a_long_whole_answer_is_not_written_twice() -> None:
+    long = "word " * 1000
+    body = json.dumps({"choices": [{"message": {"content": long}}]}).encode()
+    d = detail(interaction(response=RecordedResponse(200, body=body)))
+    assert d["text"] == long[:MAX_WHOLE_ANSWER]
+    assert d["text_more"] == len(long) - MAX_WHOLE_ANSWER
+    assert d["response"]["body"]["json"]["choices"][0]["message"]["content"] == long
+    # a stream's answer is assembled from its frames: kept whole
+    frames = openai_stream([long])
+    streamed = detail(interaction(response=stream(frames)))
+    assert streamed["text"] == long
+    assert streamed["text_more"] == 0

@@ -28,6 +28,7 @@ from ..cli._text import assemble, frame_text
 
 __all__ = [
     "MAX_BINARY",
+    "MAX_WHOLE_ANSWER",
     "Source",
     "body_value",
     "detail",
@@ -38,6 +39,9 @@ __all__ = [
 
 #: Bytes of a binary body shown (as base64); the rest is counted.
 MAX_BINARY = 4096
+#: Characters of a whole (not streamed) body's answer shown apart from the
+#: body: the body holds it all, so a long one is not written twice.
+MAX_WHOLE_ANSWER = 1000
 
 
 @dataclass(frozen=True)
@@ -173,13 +177,20 @@ def detail(ix: Interaction) -> dict[str, Any]:
             else {"at_ms": _ms(resp.cut.at_ms), "error": resp.cut.error, "detail": resp.cut.detail}
         )
     answer = assemble(resp)
+    text = answer.text if answer.recognised else None
+    more = 0
+    if text is not None and resp.stream is None and len(text) > MAX_WHOLE_ANSWER:
+        more = len(text) - MAX_WHOLE_ANSWER
+        text = text[:MAX_WHOLE_ANSWER]
     return {
         "id": ix.id,
         "key": ix.key,
         "endpoint": ix.endpoint or f"{req.method} {req.path}",
         "request": request,
         "response": response,
-        "text": answer.text if answer.recognised else None,
+        "text": text,
+        # characters of a whole body's answer left out of "text" (in the body)
+        "text_more": more,
         "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in answer.tool_calls],
         "usage": {
             "model": f.model,

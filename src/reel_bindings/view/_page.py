@@ -55,12 +55,16 @@ def render_page(
         '</head>\n<body>\n<div id="app"></div>\n',
         f'<script type="application/json" id="reel-data">{embed_json(listing)}</script>\n',
     ]
+    # The script comes before the details: it draws the list as soon as the
+    # parser reaches it, while the rest of the file (each interaction's
+    # detail) is still being read.
+    parts.append(
+        "<noscript>This page needs JavaScript to show the cassette.</noscript>\n"
+        f"<script>\n{asset('page.js')}</script>\n"
+    )
     for i, one in enumerate(details):
         parts.append(
             f'<script type="application/json" id="reel-d-{i}">{embed_json(one)}</script>\n'
         )
-    parts.append(
-        "<noscript>This page needs JavaScript to show the cassette.</noscript>\n"
-        f"<script>\n{asset('page.js')}</script>\n</body>\n</html>\n"
-    )
+    parts.append("</body>\n</html>\n")
     return "".join(parts)

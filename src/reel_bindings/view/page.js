@@ -1,7 +1,9 @@
 // reel view: the page's script (inlined into the HTML by reel_bindings.view).
 // No network, no library: the data is in <script type="application/json">
 // elements; the list is parsed at load, each interaction's detail only when
-// it is opened (or searched).
+// it is opened (or searched).  This script runs before the details are
+// parsed (they follow it in the file): it draws the list at once, and what
+// needs a detail waits for the document to be read (`whenParsed`).
 "use strict";
 (function () {
   const PAGE_SIZE = 100;
@@ -54,6 +56,10 @@
     return details.get(i);
   }
   function endpoint(r) { return r.method + " " + r.path; }
+  function whenParsed(fn) {
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fn, { once: true });
+    else fn();
+  }
 
   // -- JSON, pretty and marked ------------------------------------------------
   function pathKey(path, key) {
@@ -226,6 +232,7 @@
     }
     if (d.text !== null && d.text !== undefined) {
       h.push("<h3>Answer text</h3><pre class=\"answer\">" + (d.text ? escMarked(d.text) : "(no text)") + "</pre>");
+      if (d.text_more) h.push('<p class="more">… and ' + d.text_more.toLocaleString("en") + " more characters: the whole answer is in the body below.</p>");
     }
     if (d.tool_calls.length) {
       h.push("<h3>Tool calls</h3>");
@@ -266,6 +273,11 @@
   function showDetail(i) {
     state.open = i;
     const box = document.getElementById("detail");
+    if (document.readyState === "loading") {
+      box.innerHTML = '<div class="empty">Reading the page…</div>';
+      whenParsed(() => { if (state.open === i) showDetail(i); });
+      return;
+    }
     box.innerHTML = detailHtml(i);
     wireFrames(box, i);
     for (const tr of document.querySelectorAll("table.list tbody tr")) tr.classList.toggle("open", Number(tr.dataset.i) === i);
@@ -310,6 +322,11 @@
   }
   function applyFilters() {
     const q = document.getElementById("q").value;
+    if (q && document.readyState === "loading") {
+      document.getElementById("count").textContent = "reading the page…";
+      whenParsed(applyFilters);
+      return;
+    }
     const model = document.getElementById("f-model").value;
     const path = document.getElementById("f-path").value.trim().toLowerCase();
     const status = document.getElementById("f-status").value;
@@ -387,16 +404,19 @@
     }
     h.push("</tbody></table>");
     if (c.more_differences) h.push("<p>… and " + c.more_differences + " more differences.</p>");
-    if (miss.closest_row !== null) {
-      const d = detail(miss.closest_row);
-      const marks = new Set(miss.diff.map((x) => x.path));
-      h.push('<div class="side"><div><h3>Recorded request (' + esc(c.id) + ")</h3>" + bodyHtml(d.request.body, marks) + "</div>");
-      let right = '<pre class="body">(not JSON: see the differences above)</pre>';
-      if ("json" in d.request.body) right = bodyHtml({ json: applyDiff(d.request.body.json, miss.diff) }, marks);
-      h.push("<div><h3>Request that missed (the recorded one with the differences applied)</h3>" + right + "</div></div>");
-      h.push('<p><button class="link open-closest">open the closest recording</button></p>');
-    }
-    h.push("</section>");
+    h.push('<div id="miss-side"></div></section>');
+    return h.join("");
+  }
+  // The two requests side by side: drawn once the details are read.
+  function missSide(miss) {
+    const c = miss.closest;
+    const d = detail(miss.closest_row);
+    const marks = new Set(miss.diff.map((x) => x.path));
+    const h = ['<div class="side"><div><h3>Recorded request (' + esc(c.id) + ")</h3>" + bodyHtml(d.request.body, marks) + "</div>"];
+    let right = '<pre class="body">(not JSON: see the differences above)</pre>';
+    if ("json" in d.request.body) right = bodyHtml({ json: applyDiff(d.request.body.json, miss.diff) }, marks);
+    h.push("<div><h3>Request that missed (the recorded one with the differences applied)</h3>" + right + "</div></div>");
+    h.push('<p><button class="link open-closest">open the closest recording</button></p>');
     return h.join("");
   }
 
@@ -412,6 +432,11 @@
   }
   function showPair(e) {
     const box = document.getElementById("detail");
+    if (document.readyState === "loading") {
+      box.innerHTML = '<div class="empty">Reading the page…</div>';
+      whenParsed(() => showPair(e));
+      return;
+    }
     const spans = [e.a, e.b].filter((i) => i !== null).map((i) => {
       const d = detail(i), resp = d.response;
       if (!resp.stream) return 0;
@@ -479,13 +504,20 @@
       const tr = ev.target.closest("tr");
       if (tr) showDetail(Number(tr.dataset.i));
     });
-    const opener = document.querySelector("button.open-closest");
-    if (opener) opener.addEventListener("click", () => showDetail(data.miss.closest_row));
     renderList();
     const m = /^#i=(\d+)$/.exec(location.hash);
     if (m && Number(m[1]) < rows.length) showDetail(Number(m[1]));
+    if (data.miss && data.miss.closest_row !== null) whenParsed(() => {
+      document.getElementById("miss-side").innerHTML = missSide(data.miss);
+      const opener = document.querySelector("button.open-closest");
+      if (opener) opener.addEventListener("click", () => showDetail(data.miss.closest_row));
+    });
   }
   build();
   document.body.dataset.ready = "1";
   document.body.dataset.loadMs = String(Math.round(performance.now()));
+  whenParsed(() => {
+    document.body.dataset.parsed = "1";
+    document.body.dataset.parsedMs = String(Math.round(performance.now()));
+  });
 })();
