@@ -341,7 +341,7 @@ def test_a_body_cannot_end_or_bend_its_script_element(text: str) -> None:
     assert len(parsed.scripts) == 3  # the list, the detail, the code: none injected
 
 
-def test_package_files_ship_with_the_wheel() -> None:
+def test_the_page_files_are_package_files_the_wheel_takes() -> None:
     from importlib import resources
 
     files = resources.files("reel_bindings.view")
