@@ -312,7 +312,14 @@ def test_the_page_embeds_the_data_and_inlines_everything() -> None:
     listing, details = view_data([source])
     data = [(a, t) for a, t in parsed.scripts if a.get("type") == "application/json"]
     assert data[0][0]["id"] == "reel-data"
-    assert json.loads(data[0][1]) == {**listing, "title": "T <&>", "miss": None, "diff": None}
+    assert json.loads(data[0][1]) == {
+        **listing,
+        "title": "T <&>",
+        "miss": None,
+        "diff": None,
+        "serve": None,
+        "error": None,
+    }
     assert [a["id"] for a, _ in data[1:]] == [f"reel-d-{i}" for i in range(7)]
     assert [json.loads(t) for _, t in data[1:]] == details
     code = [t for a, t in parsed.scripts if a.get("type") is None]

@@ -9,12 +9,14 @@ frames and timeline, the answer, tool calls, usage and cost.  With
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..view import Source, miss_view, render_page
+from ..view._serve import Page, ViewServer
 from ._common import EXIT_FINDINGS, EXIT_OK, CliError, plural, read_bytes, read_cassette
 
 __all__ = ["add_parser", "cassette_paths", "source_of", "write_page"]
@@ -55,6 +57,19 @@ def add_parser(commands: Any) -> None:
         "its closest recording",
     )
     p.add_argument("--title", metavar="TEXT", help="the page's title")
+    p.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the page on 127.0.0.1 instead of writing it, drawn again whenever a "
+        "cassette changes (a proxy recording into it): the browser reloads it",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="with --serve: the port (default: any free one)",
+    )
     p.set_defaults(run=run)
 
 
@@ -114,7 +129,93 @@ def _read_miss(path: Path) -> Any:
         ) from None
 
 
+def _title(ns: argparse.Namespace, paths: list[Path], miss: bool) -> str:
+    if ns.title:
+        return str(ns.title)
+    names = ", ".join(p.name for p in paths[:3]) or ", ".join(str(p) for p in ns.cassettes)
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return ("Reel miss: " if miss else "Reel: ") + names + more
+
+
+def _version(paths: list[Path]) -> str:
+    """What the page is drawn from: each cassette's name, size and time."""
+    seen = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            seen.append(f"{path}:missing")
+        else:
+            seen.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(seen).encode()).hexdigest()[:16]
+
+
+def live_page(ns: argparse.Namespace, report: Any, poll_ms: int = 1000) -> Page:
+    """The served page: drawn again when the cassettes (re-listed each time:
+    a new one in a directory shows) change; what cannot be read is said on
+    the page, which waits for it to be fixed."""
+    drawn: dict[str, str] = {}
+
+    def page() -> tuple[str, str]:
+        try:
+            paths = cassette_paths(ns.cassettes)
+        except CliError as exc:
+            paths, error = [], str(exc)
+        else:
+            error = ""
+        version = _version(paths) + ("!" + error if error else "")
+        if drawn.get("version") != version:
+            serve = {"version": version, "poll_ms": poll_ms}
+            sources: list[Source] = []
+            miss = None
+            try:
+                sources = [source_of(path, "view") for path in paths]
+                if report is not None:
+                    miss = miss_view(report, sources)
+            except (CliError, ValueError) as exc:
+                error = error or str(exc)
+            drawn["html"] = render_page(
+                sources if not error else [],
+                title=_title(ns, paths, report is not None),
+                miss=miss if not error else None,
+                serve=serve,
+                error=error or None,
+            )
+            drawn["version"] = version
+        return drawn["version"], drawn["html"]
+
+    return page
+
+
+def _serve(ns: argparse.Namespace, report: Any) -> int:
+    if ns.out is not None:
+        raise CliError("--serve writes no file: drop -o (or drop --serve to write one)")
+    if not 0 <= ns.port <= 65535:
+        raise CliError(f"--port {ns.port}: give a port from 1 to 65535 (0: any free one)")
+    cassette_paths(ns.cassettes)  # a bad argument is refused before serving
+    if report is not None:
+        miss_view(report, [])  # JSON that is no miss report, too
+    try:
+        server = ViewServer(live_page(ns, report), ns.port)
+    except OSError as exc:
+        raise CliError(f"cannot listen on 127.0.0.1:{ns.port}: {exc.strerror or exc}") from None
+    print(f"reel view: serving {server.url} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return EXIT_OK
+
+
 def run(ns: argparse.Namespace) -> int:
+    if ns.serve:
+        report = _read_miss(ns.miss) if ns.miss is not None else None
+        try:
+            return _serve(ns, report)
+        except ValueError as exc:
+            raise CliError(f"{ns.miss}: {exc}") from None
     paths = cassette_paths(ns.cassettes)
     if ns.out is not None:
         out: Path = ns.out
@@ -131,9 +232,7 @@ def run(ns: argparse.Namespace) -> int:
             miss = miss_view(report, sources)
         except ValueError as exc:
             raise CliError(f"{ns.miss}: {exc}") from None
-    title = ns.title or ("Reel miss: " if miss else "Reel: ") + ", ".join(
-        p.name for p in paths[:3]
-    ) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    title = _title(ns, paths, miss is not None)
     write_page(out, render_page(sources, title=title, miss=miss))
     count = sum(len(s.interactions) for s in sources)
     print(f"{out}: {plural(count, 'interaction')} from {plural(len(sources), 'cassette')}")

@@ -11,13 +11,16 @@ from typing import Any
 
 from ._data import Source, view_data
 
-__all__ = ["CSP", "embed_json", "render_page"]
+__all__ = ["CSP", "CSP_SERVED", "embed_json", "render_page"]
 
 #: No request leaves the page: no network, no frame, no font, no form.
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
+#: Served by ``reel view --serve``: it may also ask its own server for the
+#: cassettes' version (the live reload), and nothing else.
+CSP_SERVED = CSP + "; connect-src 'self'"
 
 
 def asset(name: str) -> str:
@@ -39,16 +42,24 @@ def render_page(
     title: str,
     miss: dict[str, Any] | None = None,
     diff: dict[str, Any] | None = None,
+    serve: dict[str, Any] | None = None,
+    error: str | None = None,
 ) -> str:
     """The whole page: the cassettes in ``sources``, with a miss report
-    (:func:`~reel_bindings.view.miss_view`) or a diff of two cassettes."""
+    (:func:`~reel_bindings.view.miss_view`) or a diff of two cassettes.
+    ``serve`` (``{"version": ..., "poll_ms": ...}``) makes the page poll its
+    server and reload on a new version; ``error`` says why the cassettes
+    could not be shown (a served page waits for them)."""
     listing, details = view_data(sources)
     listing["title"] = title
     listing["miss"] = miss
     listing["diff"] = diff
+    listing["serve"] = serve
+    listing["error"] = error
+    csp = CSP if serve is None else CSP_SERVED
     parts = [
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n',
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
         '<meta name="generator" content="reel view">\n',
         f"<title>{html.escape(title)}</title>\n<style>\n{asset('page.css')}</style>\n",

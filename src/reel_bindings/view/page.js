@@ -460,6 +460,8 @@
     const head = el("header");
     head.innerHTML = "<h1>" + esc(data.title) + '</h1><div class="sub">' + esc(names) + " · " + n + (n === 1 ? " interaction" : " interactions") + " · " + usd(total) + (unknown ? " + " + unknown + " of unknown cost" : "") + "</div>" +
       (skipped ? '<div class="warn">' + data.cassettes.flatMap((c) => c.skipped.map((s) => esc(c.name + ":" + s.line + ": skipped: " + s.reason))).join("<br>") + "</div>" : "");
+    if (data.error) head.insertAdjacentHTML("beforeend", '<div class="warn" id="error">' + esc(data.error) + "</div>");
+    if (data.serve) head.insertAdjacentHTML("beforeend", '<div class="sub" id="live">live: this page reloads when a cassette changes</div>');
     app.appendChild(head);
     const main = el("main");
     app.appendChild(main);
@@ -513,7 +515,51 @@
       if (opener) opener.addEventListener("click", () => showDetail(data.miss.closest_row));
     });
   }
+  // -- reel view --serve: reload when the cassettes change, keeping the view ----------
+  const KEPT = "reel-view-state";
+  function saveState() {
+    const value = (id) => { const n = document.getElementById(id); return n ? n.value : ""; };
+    sessionStorage.setItem(KEPT, JSON.stringify({
+      q: value("q"), model: value("f-model"), path: value("f-path"), status: value("f-status"),
+      cassette: value("f-cassette"), page: state.page, open: state.open, y: window.scrollY,
+    }));
+  }
+  function restoreState() {
+    let kept = null;
+    try { kept = JSON.parse(sessionStorage.getItem(KEPT) || "null"); } catch (e) { kept = null; }
+    sessionStorage.removeItem(KEPT);
+    if (!kept || !document.getElementById("q")) return;
+    const set = (id, v) => { const n = document.getElementById(id); if (n && v) n.value = v; };
+    set("q", kept.q); set("f-model", kept.model); set("f-path", kept.path);
+    set("f-status", kept.status); set("f-cassette", kept.cassette);
+    whenParsed(() => {
+      applyFilters();
+      state.page = kept.page || 0;
+      renderList();
+      if (kept.open !== null && kept.open < rows.length) showDetail(kept.open);
+      window.scrollTo(0, kept.y || 0);
+    });
+  }
+  function live(serve) {
+    restoreState();
+    let busy = false;
+    setInterval(async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        const answer = await fetch("/_reel/version", { cache: "no-store" });
+        const now = (await answer.json()).version;
+        if (now !== serve.version) { saveState(); location.reload(); }
+      } catch (e) {
+        // the server stopped: keep the page as it is
+      } finally {
+        busy = false;
+      }
+    }, serve.poll_ms);
+  }
+
   build();
+  if (data.serve) live(data.serve);
   document.body.dataset.ready = "1";
   document.body.dataset.loadMs = String(Math.round(performance.now()));
   whenParsed(() => {
