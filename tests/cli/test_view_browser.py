@@ -175,6 +175,14 @@ def test_search_is_in_bodies_and_escapes_like_the_embedded_json(
     p.page.fill("#f-path", "/v1/CHAT")
     p.settle()
     assert p.rows() == ["aaaaaaaaaaaa", "bbbbbbbbbbbb"]
+    # a row's link opens it
+    p.page.click("table.list tbody tr:has-text('bbbbbbbbbbbb')")
+    link = p.page.url
+    assert link.endswith("#i=1")
+    again = opened(Path(link.split("#")[0].removeprefix("file://")))
+    again.page.goto(link)
+    again.page.wait_for_selector("#detail .detail")
+    assert again.page.locator("#detail .detail h2 .tag").inner_text() == "bbbbbbbbbbbb"
 
 
 def test_a_cut_stream_tool_calls_and_redaction_markers(opened: Any, tmp_path: Path) -> None:

@@ -507,8 +507,12 @@
       if (tr) showDetail(Number(tr.dataset.i));
     });
     renderList();
-    const m = /^#i=(\d+)$/.exec(location.hash);
-    if (m && Number(m[1]) < rows.length) showDetail(Number(m[1]));
+    const fromHash = () => {
+      const m = /^#i=(\d+)$/.exec(location.hash);
+      if (m && Number(m[1]) < rows.length) showDetail(Number(m[1]));
+    };
+    fromHash();
+    window.addEventListener("hashchange", fromHash);
     if (data.miss && data.miss.closest_row !== null) whenParsed(() => {
       document.getElementById("miss-side").innerHTML = missSide(data.miss);
       const opener = document.querySelector("button.open-closest");
