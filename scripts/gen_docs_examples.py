@@ -407,6 +407,8 @@ EXAMPLES: dict[str, Callable[[], str]] = {
     "cost-demo": commands("reel cost demo.jsonl"),
     "usage-diff": usage("diff"),
     "diff-demo": commands("reel diff demo.jsonl edited.jsonl", "reel diff demo.jsonl demo.jsonl"),
+    "usage-view": usage("view"),
+    "view-demo": commands("reel view demo.jsonl", "reel view demo.jsonl"),
     "usage-redact": usage("redact"),
     "redact-leaky": commands(
         "reel redact --dry-run leaky.jsonl", "reel redact leaky.jsonl", "reel redact leaky.jsonl"

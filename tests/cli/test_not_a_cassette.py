@@ -22,6 +22,9 @@ READERS = [
     ["cost", "{f}"],
     ["diff", "{f}", str(DEMO)],
     ["diff", str(DEMO), "{f}"],
+    ["diff", "{f}", str(DEMO), "--html", "{f}.html"],
+    ["view", "{f}"],
+    ["view", str(DEMO), "{f}", "-o", "{f}.html"],
     ["validate", "{f}"],
     ["redact", "{f}"],
     ["redact", "--dry-run", "{f}"],
@@ -68,6 +71,7 @@ def test_a_file_that_is_not_a_cassette_is_refused(
     assert "0 interactions" not in captured.out
     assert "nothing to redact" not in captured.out
     assert path.read_bytes() == data  # nothing written
+    assert not list(tmp_path.glob("*.html"))
 
 
 def test_check_reports_the_secrets_of_a_file_that_is_not_a_cassette(

@@ -6,7 +6,8 @@ commands read and write cassette files:
 
 - ``reel inspect FILE``: one row per interaction, or one in full (``--id``)
 - ``reel cost FILE...``: tokens and USD by provider and model
-- ``reel diff A B``: interactions added, removed and changed
+- ``reel diff A B``: interactions added, removed and changed (``--html``: as a page)
+- ``reel view CASSETTE...``: one self-contained HTML page showing cassettes
 - ``reel redact FILE...``: re-run redaction in place, atomically
 - ``reel check FILE...``: fail on any secret left (the pre-commit hook)
 - ``reel validate FILE...``: the schema check, every bad line
@@ -31,7 +32,7 @@ from collections.abc import Sequence
 
 from reel_core import __version__
 
-from . import _cost, _diff, _export, _import, _inspect, _redact, _store, _validate
+from . import _cost, _diff, _export, _import, _inspect, _redact, _store, _validate, _view
 from ._common import EXIT_USAGE, CliError
 
 __all__ = ["build_parser", "main"]
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     _import.add_parser(commands)
     _export.add_parser(commands)
     _store.add_parsers(commands)
+    _view.add_parser(commands)
     return parser
 
 

@@ -32,12 +32,14 @@ from reel_core import (
     shorten,
 )
 
-from ._common import EXIT_FINDINGS, EXIT_OK, fmt_ms, plural, print_json, read_cassette
+from ..view import Source, render_page
+from ._common import EXIT_FINDINGS, EXIT_OK, fmt_ms, plural, print_json
 from ._figures import figures
 from ._store import add_store_options
 from ._text import assemble
+from ._view import check_out, source_of, write_page
 
-__all__ = ["add_parser"]
+__all__ = ["Comparison", "add_parser", "compare"]
 
 #: Field differences listed per interaction (the rest are counted).
 MAX_DIFFS = 20
@@ -59,6 +61,14 @@ def add_parser(commands: Any) -> None:
     p.add_argument("a", type=Path, metavar="A", help="the old cassette")
     p.add_argument("b", type=Path, metavar="B", help="the new cassette")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument(
+        "--html",
+        type=Path,
+        metavar="OUT",
+        help="also write the comparison as a self-contained HTML page (both cassettes side "
+        "by side, changed interactions highlighted, their timelines on one time scale)",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite the --html file if it exists")
     add_store_options(p)
     p.set_defaults(run=run)
 
@@ -161,12 +171,21 @@ def _entry(ix: Interaction) -> dict[str, Any]:
     }
 
 
-def run(ns: argparse.Namespace) -> int:
-    ca, cb = read_cassette(ns.a), read_cassette(ns.b)
-    for cassette in (ca, cb):
-        for bad in cassette.bad:
-            print(f"reel diff: {cassette.path}:{bad.number}: skipped: {bad.error}", file=sys.stderr)
-    a_list, b_list = ca.interactions, cb.interactions
+@dataclass
+class Comparison:
+    """How cassette B differs from A: indexes into each one's interactions."""
+
+    added: list[int]
+    removed: list[int]
+    changes: list[_Change]
+    #: (a index, b index) of the pairs that are the same.
+    same: list[tuple[int, int]]
+    #: (a index, b index) of each change, in ``changes`` order.
+    changed: list[tuple[int, int]]
+
+
+def compare(a_list: list[Interaction], b_list: list[Interaction]) -> Comparison:
+    """Pair the interactions of two cassettes and say what changed."""
     by_key: dict[str, list[int]] = defaultdict(list)
     for j, ix in enumerate(b_list):
         by_key[ix.key].append(j)
@@ -197,19 +216,64 @@ def run(ns: argparse.Namespace) -> int:
             pairs.append((i, j, "id"))
         else:
             removed.append(i)
-    added = left_b
     changes: list[_Change] = []
-    same = 0
+    same: list[tuple[int, int]] = []
+    changed: list[tuple[int, int]] = []
     for i, j, how in sorted(pairs):
         a, b = a_list[i], b_list[j]
         if how == "key" and _same_content(a.response, b.response):
-            same += 1
+            same.append((i, j))
             continue
         change = _Change(a, b, how)
         if how == "id":
             change.request = request_diff(a.request, b.request)
         _response_changes(change)
         changes.append(change)
+        changed.append((i, j))
+    return Comparison(left_b, removed, changes, same, changed)
+
+
+def _html(ns: argparse.Namespace, sa: Source, sb: Source, result: Comparison) -> None:
+    """The comparison as a page: both cassettes, each entry's two sides."""
+    base = len(sa.interactions)
+    entries: list[dict[str, Any]] = []
+    by_a: list[tuple[int, dict[str, Any]]] = []
+    for (i, j), change in zip(result.changed, result.changes, strict=True):
+        lines = [f"request {_describe(d)}" for d in change.request[:MAX_DIFFS]]
+        lines += change.notes
+        lines += [_describe(d) for d in change.body[:MAX_DIFFS]]
+        by_a.append((i, {"kind": "changed", "a": i, "b": base + j, "notes": lines}))
+    for i, j in result.same:
+        by_a.append((i, {"kind": "same", "a": i, "b": base + j, "notes": []}))
+    for i in result.removed:
+        by_a.append((i, {"kind": "removed", "a": i, "b": None, "notes": []}))
+    entries = [entry for _, entry in sorted(by_a, key=lambda item: item[0])]
+    entries += [{"kind": "added", "a": None, "b": base + j, "notes": []} for j in result.added]
+    diff = {
+        "entries": entries,
+        "summary": {
+            "added": len(result.added),
+            "removed": len(result.removed),
+            "changed": len(result.changes),
+            "same": len(result.same),
+        },
+    }
+    title = f"Reel diff: {ns.a.name} -> {ns.b.name}"
+    write_page(ns.html, render_page([sa, sb], title=title, diff=diff))
+    print(f"{ns.html}: the comparison as a page", file=sys.stderr)
+
+
+def run(ns: argparse.Namespace) -> int:
+    if ns.html is not None:
+        check_out(ns.html, [ns.a, ns.b], ns.force)
+    sa, sb = source_of(ns.a, "diff"), source_of(ns.b, "diff")
+    a_list = [ix for _, ix in sa.interactions]
+    b_list = [ix for _, ix in sb.interactions]
+    result = compare(a_list, b_list)
+    added, removed, changes = result.added, result.removed, result.changes
+    same = len(result.same)
+    if ns.html is not None:
+        _html(ns, sa, sb, result)
     differ = bool(added or removed or changes)
     if ns.json:
         print_json(

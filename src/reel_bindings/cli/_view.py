@@ -1,0 +1,245 @@
+"""``reel view CASSETTE...``: one self-contained HTML page of cassettes.
+
+The page (:mod:`reel_bindings.view`) lists every interaction, filters and
+searches them, and shows one in full: request and response, a stream's
+frames and timeline, the answer, tool calls, usage and cost.  With
+``--miss``, a miss report is shown beside its closest recording.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..view import Source, miss_view, render_page
+from ..view._serve import Page, ViewServer
+from ._common import EXIT_FINDINGS, EXIT_OK, CliError, plural, read_bytes, read_cassette
+
+__all__ = ["add_parser", "cassette_paths", "source_of", "write_page"]
+
+
+def add_parser(commands: Any) -> None:
+    p: argparse.ArgumentParser = commands.add_parser(
+        "view",
+        help="write one self-contained HTML page showing cassettes",
+        description="Write one HTML page showing cassettes: every interaction in a list "
+        "(filter by model, path and status, search the bodies), and each in full: request "
+        "and response, a stream's frames on a timeline, the answer, tool calls, usage and "
+        "cost. The page needs no server and makes no network request: open it from a "
+        "file or a CI artifact.",
+        epilog="Exit status: 0 the page is written; 1 it is written but some lines could not "
+        "be read (each reported); 2 bad usage, a file that is not a cassette, or OUT exists.",
+    )
+    p.add_argument(
+        "cassettes",
+        nargs="+",
+        type=Path,
+        metavar="CASSETTE",
+        help="cassettes (.jsonl); a directory means every *.jsonl under it",
+    )
+    p.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        metavar="OUT",
+        help="the HTML file (default: CASSETTE.html for one cassette, else reel-view.html)",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    p.add_argument(
+        "--miss",
+        type=Path,
+        metavar="FILE",
+        help="a miss report (the JSON body Reel answers a miss with) to show beside "
+        "its closest recording",
+    )
+    p.add_argument("--title", metavar="TEXT", help="the page's title")
+    p.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the page on 127.0.0.1 instead of writing it, drawn again whenever a "
+        "cassette changes (a proxy recording into it): the browser reloads it",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="with --serve: the port (default: any free one)",
+    )
+    p.set_defaults(run=run)
+
+
+def cassette_paths(paths: list[Path]) -> list[Path]:
+    """The cassettes named: files as given, a directory's ``*.jsonl`` files
+    (under it, sorted)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+            if not found:
+                raise CliError(f"{path}: a directory with no cassette (*.jsonl) in it")
+            out.extend(found)
+        else:
+            out.append(path)
+    return out
+
+
+def source_of(path: Path, command: str) -> Source:
+    """A cassette read for the page; its bad lines reported on stderr."""
+    cassette = read_cassette(path)
+    for bad in cassette.bad:
+        print(f"reel {command}: {path}:{bad.number}: skipped: {bad.error}", file=sys.stderr)
+    return Source(
+        str(path),
+        [(line.number, line.interaction) for line in cassette.lines if line.interaction],
+        [(line.number, line.error) for line in cassette.lines if line.error is not None],
+    )
+
+
+def check_out(out: Path, inputs: list[Path], force: bool) -> None:
+    """Refuse to write over an input, or over a file unless ``force``."""
+    for path in inputs:
+        if path.exists() and out.resolve() == path.resolve():
+            raise CliError(f"{path}: the output would overwrite it: name another with -o")
+    if out.is_dir():
+        raise CliError(f"{out}: is a directory: name a file with -o")
+    if out.exists() and not force:
+        raise CliError(f"{out} exists: pass --force to overwrite it")
+
+
+def write_page(out: Path, page: str) -> None:
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{out}: cannot write: {exc.strerror or exc}") from None
+
+
+def _read_miss(path: Path) -> Any:
+    data = read_bytes(path)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise CliError(
+            f"{path}: not JSON: give the body Reel answered the miss with "
+            '({"error": {"type": "reel_miss", ...}})'
+        ) from None
+
+
+def _title(ns: argparse.Namespace, paths: list[Path], miss: bool) -> str:
+    if ns.title:
+        return str(ns.title)
+    names = ", ".join(p.name for p in paths[:3]) or ", ".join(str(p) for p in ns.cassettes)
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return ("Reel miss: " if miss else "Reel: ") + names + more
+
+
+def _version(paths: list[Path]) -> str:
+    """What the page is drawn from: each cassette's name, size and time."""
+    seen = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            seen.append(f"{path}:missing")
+        else:
+            seen.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(seen).encode()).hexdigest()[:16]
+
+
+def live_page(ns: argparse.Namespace, report: Any, poll_ms: int = 1000) -> Page:
+    """The served page: drawn again when the cassettes (re-listed each time:
+    a new one in a directory shows) change; what cannot be read is said on
+    the page, which waits for it to be fixed."""
+    drawn: dict[str, str] = {}
+
+    def page() -> tuple[str, str]:
+        try:
+            paths = cassette_paths(ns.cassettes)
+        except CliError as exc:
+            paths, error = [], str(exc)
+        else:
+            error = ""
+        version = _version(paths) + ("!" + error if error else "")
+        if drawn.get("version") != version:
+            serve = {"version": version, "poll_ms": poll_ms}
+            sources: list[Source] = []
+            miss = None
+            try:
+                sources = [source_of(path, "view") for path in paths]
+                if report is not None:
+                    miss = miss_view(report, sources)
+            except (CliError, ValueError) as exc:
+                error = error or str(exc)
+            drawn["html"] = render_page(
+                sources if not error else [],
+                title=_title(ns, paths, report is not None),
+                miss=miss if not error else None,
+                serve=serve,
+                error=error or None,
+            )
+            drawn["version"] = version
+        return drawn["version"], drawn["html"]
+
+    return page
+
+
+def _serve(ns: argparse.Namespace, report: Any) -> int:
+    if ns.out is not None:
+        raise CliError("--serve writes no file: drop -o (or drop --serve to write one)")
+    if not 0 <= ns.port <= 65535:
+        raise CliError(f"--port {ns.port}: give a port from 1 to 65535 (0: any free one)")
+    cassette_paths(ns.cassettes)  # a bad argument is refused before serving
+    if report is not None:
+        miss_view(report, [])  # JSON that is no miss report, too
+    try:
+        server = ViewServer(live_page(ns, report), ns.port)
+    except OSError as exc:
+        raise CliError(f"cannot listen on 127.0.0.1:{ns.port}: {exc.strerror or exc}") from None
+    print(f"reel view: serving {server.url} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return EXIT_OK
+
+
+def run(ns: argparse.Namespace) -> int:
+    if ns.serve:
+        report = _read_miss(ns.miss) if ns.miss is not None else None
+        try:
+            return _serve(ns, report)
+        except ValueError as exc:
+            raise CliError(f"{ns.miss}: {exc}") from None
+    paths = cassette_paths(ns.cassettes)
+    if ns.out is not None:
+        out: Path = ns.out
+    elif len(paths) == 1:
+        out = paths[0].with_suffix(".html")
+    else:
+        out = Path("reel-view.html")
+    check_out(out, [*paths, *([ns.miss] if ns.miss else [])], ns.force)
+    report = _read_miss(ns.miss) if ns.miss is not None else None
+    sources = [source_of(path, "view") for path in paths]
+    miss = None
+    if report is not None:
+        try:
+            miss = miss_view(report, sources)
+        except ValueError as exc:
+            raise CliError(f"{ns.miss}: {exc}") from None
+    title = _title(ns, paths, miss is not None)
+    write_page(out, render_page(sources, title=title, miss=miss))
+    count = sum(len(s.interactions) for s in sources)
+    print(f"{out}: {plural(count, 'interaction')} from {plural(len(sources), 'cassette')}")
+    if miss is not None and miss["closest"] is not None and miss["closest_row"] is None:
+        print(
+            f"reel view: {ns.miss}: the closest recording {miss['closest']['id']} is in none "
+            "of the cassettes given: the page shows the report alone",
+            file=sys.stderr,
+        )
+    return EXIT_FINDINGS if any(s.skipped for s in sources) else EXIT_OK

@@ -1,0 +1,298 @@
+"""What the viewer page shows, as JSON values: pure functions of the
+interactions (no file, no clock), tested without a browser.
+
+Each interaction gives a *row* (the list: provider, model, endpoint, status,
+stream kind, tokens, cost, timing, recorded time) and a *detail* (request
+and response as stored, bodies parsed when they are JSON, a stream's frames
+with their offsets and text, the assembled answer, tool calls, usage and
+cost).  The figures are ``reel inspect``'s and ``reel cost``'s
+(:func:`~reel_bindings.cli._figures.figures`), the answer and the frames'
+text ``reel inspect``'s (:mod:`reel_bindings.cli._text`): the page shows the
+same numbers as the commands.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+from reel_core import Interaction
+
+from ..cli._figures import Figures, figures
+from ..cli._text import assemble, frame_text
+
+__all__ = [
+    "MAX_BINARY",
+    "MAX_WHOLE_ANSWER",
+    "Source",
+    "body_value",
+    "detail",
+    "miss_view",
+    "row",
+    "view_data",
+]
+
+#: Bytes of a binary body shown (as base64); the rest is counted.
+MAX_BINARY = 4096
+#: Characters of a whole (not streamed) body's answer shown apart from the
+#: body: the body holds it all, so a long one is not written twice.
+MAX_WHOLE_ANSWER = 1000
+
+
+@dataclass(frozen=True)
+class Source:
+    """One cassette shown on the page: its name and what was read from it."""
+
+    name: str
+    #: (line number, interaction) in file order.
+    interactions: Sequence[tuple[int, Interaction]]
+    #: (line number, why it is not an interaction): shown as a warning.
+    skipped: Sequence[tuple[int, str]] = ()
+
+
+def _finite(value: float | None) -> float | None:
+    """A number the page's JSON can hold (NaN and infinities are ``None``)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return value
+
+
+def _ms(value: float | None) -> float | None:
+    """Milliseconds to the microsecond."""
+    value = _finite(value)
+    return None if value is None else round(value, 3)
+
+
+def _reject(name: str) -> Any:
+    raise ValueError(name)  # NaN and Infinity are not JSON a browser reads
+
+
+def body_value(data: bytes) -> dict[str, Any]:
+    """A body as the page shows it: ``{"json": value}`` when it parses as
+    JSON, ``{"text": ...}`` when it is UTF-8, ``{"empty": true}``, else
+    ``{"binary": n, "base64": the first MAX_BINARY bytes}``."""
+    if not data:
+        return {"empty": True}
+    try:
+        return {"json": json.loads(data, parse_constant=_reject)}
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        head = base64.b64encode(data[:MAX_BINARY]).decode("ascii")
+        return {"binary": len(data), "base64": head}
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _duration(ix: Interaction, f: Figures) -> float | None:
+    """From sending the request to the last byte, when the line says; else
+    what is known of it (the stream's own length)."""
+    if f.total_ms is not None:
+        return f.total_ms
+    response = ix.response
+    if response.stream is None:
+        return None
+    return response.cut.at_ms if response.cut is not None else response.end_ms
+
+
+def row(ix: Interaction, *, index: int, cassette: int, line: int) -> dict[str, Any]:
+    """One line of the page's list."""
+    f = figures(ix)
+    req, resp = ix.request, ix.response
+    return {
+        "i": index,
+        "cassette": cassette,
+        "line": line,
+        "id": ix.id,
+        "provider": ix.provider,
+        "model": f.model,
+        "method": req.method,
+        "path": req.path,
+        "status": resp.status,
+        "stream": resp.stream,
+        "frames": None if resp.stream is None else len(resp.frames),
+        "cut": None if resp.cut is None else resp.cut.error,
+        "tokens_in": f.tokens_in,
+        "tokens_out": f.tokens_out,
+        "tokens_cached": f.tokens_cached,
+        "cost_usd": _finite(f.cost_usd),
+        "cost_unknown": f.unknown_reason,
+        "ttfb_ms": _ms(f.ttfb_ms),
+        "ttft_ms": _ms(f.ttft_ms),
+        "duration_ms": _ms(_duration(ix, f)),
+        "recorded": ix.timestamp,
+    }
+
+
+def _frames(ix: Interaction) -> list[list[Any]]:
+    """``[offset_ms, bytes, kind, event, text]`` per frame, in order."""
+    stream = ix.response.stream or "chunks"
+    out: list[list[Any]] = []
+    for at, data in ix.response.frames:
+        text = frame_text(data, stream)
+        out.append([_ms(at) or 0.0, len(data), text.kind, text.event, text.text])
+    return out
+
+
+def detail(ix: Interaction) -> dict[str, Any]:
+    """Everything the page shows of one interaction when it is opened."""
+    f = figures(ix)
+    req, resp = ix.request, ix.response
+    request: dict[str, Any] = {
+        "method": req.method,
+        "path": req.path,
+        "query": [list(pair) for pair in req.query],
+        "body": body_value(req.body),
+    }
+    for name in ("content_type", "encoding", "encoding_error"):
+        value = getattr(req, name)
+        if value is not None:
+            request[name] = value
+    response: dict[str, Any] = {
+        "status": resp.status,
+        "reason": _reason(resp.status),
+        "headers": [list(pair) for pair in resp.headers],
+        "stream": resp.stream,
+    }
+    if resp.stream is None:
+        response["body"] = body_value(resp.body)
+    else:
+        response["frames"] = _frames(ix)
+        response["end_ms"] = None if resp.cut is not None else _ms(resp.end_ms)
+        response["cut"] = (
+            None
+            if resp.cut is None
+            else {"at_ms": _ms(resp.cut.at_ms), "error": resp.cut.error, "detail": resp.cut.detail}
+        )
+    answer = assemble(resp)
+    text = answer.text if answer.recognised else None
+    more = 0
+    if text is not None and resp.stream is None and len(text) > MAX_WHOLE_ANSWER:
+        more = len(text) - MAX_WHOLE_ANSWER
+        text = text[:MAX_WHOLE_ANSWER]
+    return {
+        "id": ix.id,
+        "key": ix.key,
+        "endpoint": ix.endpoint or f"{req.method} {req.path}",
+        "request": request,
+        "response": response,
+        "text": text,
+        # characters of a whole body's answer left out of "text" (in the body)
+        "text_more": more,
+        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in answer.tool_calls],
+        "usage": {
+            "model": f.model,
+            "tokens_in": f.tokens_in,
+            "tokens_out": f.tokens_out,
+            "tokens_cached": f.tokens_cached,
+            "cost_usd": _finite(f.cost_usd),
+            "cost_source": f.cost_source,
+            "cost_unknown": f.unknown_reason,
+            "ttfb_ms": _ms(f.ttfb_ms),
+            "ttft_ms": _ms(f.ttft_ms),
+            "duration_ms": _ms(_duration(ix, f)),
+        },
+        "meta": _jsonable(dict(ix.meta)),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with any NaN or infinity (which a cassette's JSON may hold)
+    made ``null``, so the page's JSON parses."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def view_data(sources: Sequence[Source]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The page's list (the cassettes, one row per interaction) and the
+    details, one per row in the same order."""
+    rows: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] = []
+    cassettes: list[dict[str, Any]] = []
+    for c, source in enumerate(sources):
+        cassettes.append(
+            {
+                "name": source.name,
+                "interactions": len(source.interactions),
+                "skipped": [{"line": n, "reason": why} for n, why in source.skipped],
+            }
+        )
+        for line, ix in source.interactions:
+            rows.append(row(ix, index=len(rows), cassette=c, line=line))
+            details.append(detail(ix))
+    return {"cassettes": cassettes, "rows": rows}, details
+
+
+def miss_view(report: Any, sources: Sequence[Source]) -> dict[str, Any]:
+    """A miss report (the JSON body Reel answers a miss with) beside its
+    closest recording: ``error`` holds the report's fields, ``closest_row``
+    the page index of the recording it names (``None`` when no cassette
+    shown holds it).  Raises ``ValueError`` for JSON that is no miss report."""
+    error = report.get("error") if isinstance(report, dict) else None
+    if not isinstance(error, dict) or error.get("type") != "reel_miss":
+        raise ValueError('not a Reel miss report: expected {"error": {"type": "reel_miss", ...}}')
+    closest = error.get("closest")
+    if closest is not None and not isinstance(closest, dict):
+        raise ValueError('"error.closest" must be an object or null')
+    diff = [] if closest is None else closest.get("diff", [])
+    if not isinstance(diff, list) or not all(isinstance(d, dict) for d in diff):
+        raise ValueError('"error.closest.diff" must be a list of objects')
+    found: int | None = None
+    if closest is not None:
+        index = 0
+        for source in sources:
+            for _, ix in source.interactions:
+                if found is None and ix.id == closest.get("id"):
+                    found = index
+                index += 1
+    asked = error.get("request")
+    request: dict[str, Any] = asked if isinstance(asked, dict) else {}
+    return {
+        "message": str(error.get("message", "")),
+        "cassette": error.get("cassette"),
+        "mode": error.get("mode"),
+        "match": error.get("match"),
+        "key": error.get("key"),
+        "method": request.get("method"),
+        "path": request.get("path"),
+        "reason": error.get("reason"),
+        "rerecord": error.get("rerecord"),
+        "closest": None
+        if closest is None
+        else {
+            "id": closest.get("id"),
+            "method": closest.get("method"),
+            "path": closest.get("path"),
+            "similarity": closest.get("similarity"),
+            "more_differences": closest.get("more_differences", 0),
+        },
+        "diff": [
+            {
+                "path": str(d.get("path", "")),
+                "kind": str(d.get("kind", "")),
+                "recorded": d.get("recorded"),
+                "received": d.get("received"),
+                "has_recorded": "recorded" in d,
+                "has_received": "received" in d,
+            }
+            for d in diff
+        ],
+        "closest_row": found,
+    }

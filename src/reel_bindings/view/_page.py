@@ -1,0 +1,81 @@
+"""The HTML of the page: the data as JSON script elements, the package's
+style and script inlined."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from ._data import Source, view_data
+
+__all__ = ["CSP", "CSP_SERVED", "embed_json", "render_page"]
+
+#: No request leaves the page: no network, no frame, no font, no form.
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "img-src data:; base-uri 'none'; form-action 'none'"
+)
+#: Served by ``reel view --serve``: it may also ask its own server for the
+#: cassettes' version (the live reload), and nothing else.
+CSP_SERVED = CSP + "; connect-src 'self'"
+
+
+def asset(name: str) -> str:
+    """A file of this package (``page.js``, ``page.css``) as text."""
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def embed_json(value: Any) -> str:
+    """``value`` as JSON safe inside a ``<script>`` element: every ``<`` is
+    written ``\\u003c`` (so no ``</script>`` nor ``<!--`` can end or bend
+    the element), still the same JSON."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c")
+
+
+def render_page(
+    sources: Sequence[Source],
+    *,
+    title: str,
+    miss: dict[str, Any] | None = None,
+    diff: dict[str, Any] | None = None,
+    serve: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> str:
+    """The whole page: the cassettes in ``sources``, with a miss report
+    (:func:`~reel_bindings.view.miss_view`) or a diff of two cassettes.
+    ``serve`` (``{"version": ..., "poll_ms": ...}``) makes the page poll its
+    server and reload on a new version; ``error`` says why the cassettes
+    could not be shown (a served page waits for them)."""
+    listing, details = view_data(sources)
+    listing["title"] = title
+    listing["miss"] = miss
+    listing["diff"] = diff
+    listing["serve"] = serve
+    listing["error"] = error
+    csp = CSP if serve is None else CSP_SERVED
+    parts = [
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        '<meta name="generator" content="reel view">\n',
+        f"<title>{html.escape(title)}</title>\n<style>\n{asset('page.css')}</style>\n",
+        '</head>\n<body>\n<div id="app"></div>\n',
+        f'<script type="application/json" id="reel-data">{embed_json(listing)}</script>\n',
+    ]
+    # The script comes before the details: it draws the list as soon as the
+    # parser reaches it, while the rest of the file (each interaction's
+    # detail) is still being read.
+    parts.append(
+        "<noscript>This page needs JavaScript to show the cassette.</noscript>\n"
+        f"<script>\n{asset('page.js')}</script>\n"
+    )
+    for i, one in enumerate(details):
+        parts.append(
+            f'<script type="application/json" id="reel-d-{i}">{embed_json(one)}</script>\n'
+        )
+    parts.append("</body>\n</html>\n")
+    return "".join(parts)
