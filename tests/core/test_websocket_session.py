@@ -1,0 +1,283 @@
+"""A whole WebSocket record and replay, bytes only: two wsproto peers in
+memory stand in for the client and the upstream (no socket, no clock)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import Connection
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Ping,
+    Pong,
+    Request as WSRequest,
+    TextMessage,
+)
+
+from reel_core import (
+    CLOSE_MISMATCH,
+    Cassette,
+    Config,
+    Forward,
+    Mode,
+    Replay,
+    Session,
+    Timing,
+    UpstreamHandshake,
+    WebSocketSession,
+    WebSocketSignal,
+    WebSocketStep,
+)
+
+def frame(text: bytes) -> bytes:
+    """A client's masked text frame, made apart from any handshake."""
+    return Connection(ConnectionType.CLIENT).send(TextMessage(text.decode()))
+
+
+KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"
+TARGET = "/v1/realtime?model=gpt-realtime"
+
+
+class Client:
+    """A wsproto client: the SDK's side."""
+
+    def __init__(self, target: str = TARGET, headers: list[tuple[str, str]] | None = None) -> None:
+        self.ws = WSConnection(ConnectionType.CLIENT)
+        extra = headers if headers is not None else [("authorization", f"Bearer {KEY}")]
+        self.hello = self.ws.send(
+            WSRequest(host="api.openai.com", target=target, extra_headers=extra)
+        )
+        self.events: list[object] = []
+
+    def feed(self, data: bytes) -> list[object]:
+        self.ws.receive_data(data)
+        new = list(self.ws.events())
+        self.events += new
+        return new
+
+    def texts(self) -> list[str]:
+        return [e.data for e in self.events if isinstance(e, TextMessage)]
+
+
+class Upstream:
+    """A wsproto server: the provider's side."""
+
+    def __init__(self) -> None:
+        self.ws = WSConnection(ConnectionType.SERVER)
+        self.events: list[object] = []
+
+    def feed(self, data: bytes) -> bytes:
+        self.ws.receive_data(data)
+        out = b""
+        for event in self.ws.events():
+            self.events.append(event)
+            if isinstance(event, WSRequest):
+                out += self.ws.send(AcceptConnection(extra_headers=[(b"x-request-id", b"req_1")]))
+            elif isinstance(event, CloseConnection):
+                out += self.ws.send(event.response())
+        return out
+
+
+SERVER_EVENTS = [
+    {"type": "session.created", "event_id": "e1", "session": {"model": "gpt-realtime"}},
+    {"type": "response.output_text.delta", "delta": "Hello"},
+    {
+        "type": "response.done",
+        "response": {
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 4,
+                "input_token_details": {"cached_tokens": 2},
+            }
+        },
+    },
+]
+CLIENT_EVENTS = [
+    b'{"type": "session.update", "event_id": "c1", "session": {"instructions": "hi"}}',
+    b'{"type":"response.create"}',
+]
+
+
+def record_session() -> tuple[Cassette, bytes]:
+    """Record one session through the core: the client says two things,
+    the upstream answers, the client closes.  The cassette and its line."""
+    cassette = Cassette("rt.jsonl")
+    session = Session(cassette, Config(mode=Mode.RECORD))
+    client, upstream = Client(), Upstream()
+    session.receive_data(client.hello)
+    decision = session.next_event()
+    assert isinstance(decision, Forward) and decision.websocket and decision.record
+    handshake = UpstreamHandshake(decision.request, "api.openai.com")
+    up_bytes = upstream.feed(handshake.data)
+    # the upstream's first event comes right behind its 101
+    up_bytes += upstream.ws.send(TextMessage(json.dumps(SERVER_EVENTS[0])))
+    answer = handshake.receive_data(up_bytes)
+    assert answer is not None and answer.status == 101
+    ws = WebSocketSession.relay(session, decision, answer, now=10.0, sent_at=9.9)
+    out = ws.start(10.0)
+    client.feed(out.to_client)
+    assert client.texts() == [json.dumps(SERVER_EVENTS[0])]
+    # the client's first message, in two frames, and a ping
+    part1 = client.ws.send(TextMessage(CLIENT_EVENTS[0][:20].decode(), message_finished=False))
+    part2 = client.ws.send(TextMessage(CLIENT_EVENTS[0][20:].decode()))
+    ping = client.ws.send(Ping(b"p"))
+    out = ws.receive_client(part1, 10.1)
+    upstream.feed(out.to_upstream)
+    out = ws.receive_client(part2 + ping, 10.2)
+    assert upstream.feed(out.to_upstream) == b""
+    assert any(isinstance(e, Pong) for e in client.feed(out.to_client))
+    out = ws.receive_client(client.ws.send(TextMessage(CLIENT_EVENTS[1].decode())), 10.3)
+    upstream.feed(out.to_upstream)
+    got = [e.data for e in upstream.events if isinstance(e, TextMessage)]
+    assert "".join(got) == (CLIENT_EVENTS[0] + CLIENT_EVENTS[1]).decode()
+    for i, event in enumerate(SERVER_EVENTS[1:]):
+        out = ws.receive_upstream(upstream.ws.send(TextMessage(json.dumps(event))), 10.5 + i)
+        client.feed(out.to_client)
+    out = ws.receive_upstream(upstream.ws.send(BytesMessage(b"\x00\xffaudio")), 12.0)
+    client.feed(out.to_client)
+    out = ws.receive_client(client.ws.send(CloseConnection(1000, "bye")), 12.5)
+    assert not ws.closed or out.to_upstream
+    echo = upstream.feed(out.to_upstream)
+    ws.receive_upstream(echo, 12.6)
+    client.feed(out.to_client)
+    assert ws.closed
+    recorded = ws.record()
+    assert recorded is not None
+    return cassette, recorded.line
+
+
+def test_record_then_replay_byte_exact() -> None:
+    cassette, line = record_session()
+    obj = json.loads(line)
+    assert obj["response"]["status"] == 101
+    assert obj["response"]["stream"] == "websocket"
+    assert ["x-request-id", "req_1"] in obj["response"]["headers"]
+    assert obj["request"]["query"] == [["model", "gpt-realtime"]]
+    messages = obj["websocket"]["messages"]
+    assert [m["from"] for m in messages] == ["server", "client", "client"] + ["server"] * 3
+    assert messages[1]["style"] == "spaced"  # the odd spacing kept
+    assert messages[-1] == {"from": "server", "at": 2000.0, "base64": "AP9hdWRpbw=="}
+    assert obj["websocket"]["close"] == {"code": 1000, "reason": "bye", "by": "client", "at": 2500.0}
+    meta = obj["meta"]
+    assert meta["tokens_in"] == 10 and meta["tokens_out"] == 4 and meta["tokens_cached"] == 2
+    assert meta["model"] == "gpt-realtime" and meta["messages"] == 6 and meta["shape"] == "websocket"
+    assert meta["ttft_ms"] == 500.0
+    assert KEY not in line.decode()
+
+    # replay: a new client, the same messages, the upstream gone
+    replay_cassette = Cassette.loads(cassette.meta.to_line() + line, name="rt.jsonl")
+    session = Session(replay_cassette, Config(mode=Mode.REPLAY))
+    client = Client()
+    # the first message right behind the upgrade GET, before any answer
+    session.receive_data(client.hello + frame(CLIENT_EVENTS[0]))
+    decision = session.next_event()
+    assert isinstance(decision, Replay) and decision.websocket is not None
+    ws = WebSocketSession.replay(session, decision, timing=Timing.parse("realtime"))
+    out = ws.start(100.0)
+    events = client.feed(out.to_client)
+    assert isinstance(events[0], AcceptConnection)
+    steps: list[WebSocketStep] = []
+    while True:
+        step = ws.next_step()
+        if step is WebSocketSignal.NEED_CLIENT:
+            if len(steps) == 1:  # after the first answer: the second message
+                message = client.ws.send(TextMessage(CLIENT_EVENTS[1].decode()))
+                client.feed(ws.receive_client(message, 100.75).to_client)
+                continue
+            client.feed(ws.receive_client(client.ws.send(CloseConnection(1000)), 104.0).to_client)
+            continue
+        if step is WebSocketSignal.DONE:
+            break
+        assert isinstance(step, WebSocketStep)
+        steps.append(step)
+        client.feed(ws.send(step))
+    # gated on the client: the second message came at 0.75 s, recorded at 0.3 s
+    assert [s.until for s in steps] == [None, 0.95, 1.95, 2.45]
+    assert client.texts() == [json.dumps(e) for e in SERVER_EVENTS]
+    assert [e.data for e in client.events if isinstance(e, BytesMessage)] == [b"\x00\xffaudio"]
+    assert ws.outcome == "complete: the client closed" and ws.miss is None
+
+
+def test_replay_mismatch_sends_the_error_event_and_closes() -> None:
+    cassette, line = record_session()
+    session = Session(Cassette.loads(line, name="rt.jsonl"), Config(mode=Mode.REPLAY))
+    client = Client()
+    session.receive_data(client.hello)
+    decision = session.next_event()
+    assert isinstance(decision, Replay)
+    ws = WebSocketSession.replay(session, decision, timing=Timing.parse("fast"))
+    client.feed(ws.start(0.0).to_client)
+    first = ws.next_step()
+    assert isinstance(first, WebSocketStep) and first.until is None
+    client.feed(ws.send(first))
+    assert ws.next_step() is WebSocketSignal.NEED_CLIENT
+    changed = CLIENT_EVENTS[0].replace(b'"hi"', b'"bye"').replace(b'"c1"', b'"c9"')
+    ws.receive_client(client.ws.send(TextMessage(changed.decode())), 0.5)
+    error = ws.next_step()
+    assert isinstance(error, WebSocketStep)
+    client.feed(ws.send(error))
+    closing = ws.next_step()
+    assert isinstance(closing, WebSocketStep) and closing.close is not None
+    client.feed(ws.send(closing))
+    assert ws.next_step() is WebSocketSignal.DONE
+    event = json.loads(client.texts()[-1])
+    assert event["type"] == "error" and event["error"]["code"] == "reel_websocket_mismatch"
+    close = [e for e in client.events if isinstance(e, CloseConnection)][0]
+    assert close.code == CLOSE_MISMATCH
+    assert "client message 0" in close.reason
+    miss = ws.miss
+    assert miss is not None and miss.message == 1 and miss.client_message == 0
+    # event_id is volatile for OpenAI: only the instructions differ
+    assert [d.path for d in miss.diffs] == ["message.session.instructions"]
+    assert "session.instructions" in miss.render()
+
+
+def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
+    cassette = Cassette("rt.jsonl")
+    session = Session(cassette, Config(mode=Mode.RECORD))
+    client, upstream = Client(target="/ws/x.BidiGenerateContent?key=AIzaSyA-secret-value-0123456789abc", headers=[]), Upstream()
+    session.receive_data(client.hello)
+    decision = session.next_event()
+    assert isinstance(decision, Forward)
+    handshake = UpstreamHandshake(decision.request, "generativelanguage.googleapis.com")
+    answer = handshake.receive_data(upstream.feed(handshake.data))
+    assert answer is not None
+    ws = WebSocketSession.relay(session, decision, answer, now=1.0)
+    client.feed(ws.start(1.0).to_client)
+    setup = {"setup": {"model": "models/gemini-live", "api_key": "secret-in-first-message"}}
+    out = ws.receive_client(client.ws.send(TextMessage(json.dumps(setup))), 1.1)
+    upstream.feed(out.to_upstream)
+    reply = {"serverContent": {"modelTurn": {"parts": [{"text": "hi secret-in-first-message"}]}},
+             "usageMetadata": {"promptTokenCount": 5, "responseTokenCount": 3}}
+    client.feed(ws.receive_upstream(upstream.ws.send(TextMessage(json.dumps(reply))), 1.3).to_client)
+    out = ws.receive_upstream(b"", 1.4)
+    assert out.close and ws.closed
+    recorded = ws.record()
+    assert recorded is not None
+    obj = json.loads(recorded.line)
+    text = recorded.line.decode()
+    assert "secret-in-first-message" not in text and "AIzaSyA-secret" not in text
+    assert obj["websocket"]["close"] == {"code": None, "reason": "", "by": "upstream-dropped", "at": 400.0}
+    assert obj["provider"] == "gemini"
+    assert obj["meta"]["model"] == "gemini-live" and obj["meta"]["tokens_out"] == 3
+
+    session = Session(Cassette.loads(recorded.line, name="rt.jsonl"), Config(mode=Mode.REPLAY))
+    client = Client(target="/ws/x.BidiGenerateContent?key=AIzaSyA-secret-value-0123456789abc", headers=[])
+    session.receive_data(client.hello)
+    decision = session.next_event()
+    assert isinstance(decision, Replay)
+    ws = WebSocketSession.replay(session, decision)
+    client.feed(ws.start(0.0).to_client)
+    assert ws.next_step() is WebSocketSignal.NEED_CLIENT
+    # the stored message is redacted: the client sends what was stored
+    stored = base64.b64decode(b"") or json.dumps(obj["websocket"]["messages"][0]["json"])
+    client.feed(ws.receive_client(client.ws.send(TextMessage(stored)), 0.2).to_client)
+    reply_step = ws.next_step()
+    assert isinstance(reply_step, WebSocketStep) and reply_step.until == 0.4
+    drop = ws.next_step()
+    assert isinstance(drop, WebSocketStep) and drop.drop and drop.until == 0.5
+    assert ws.send(drop) == b"" and ws.closed
