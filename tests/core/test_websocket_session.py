@@ -33,6 +33,7 @@ from reel_core import (
     WebSocketStep,
 )
 
+
 def frame(text: bytes) -> bytes:
     """A client's masked text frame, made apart from any handshake."""
     return Connection(ConnectionType.CLIENT).send(TextMessage(text.decode()))
@@ -161,10 +162,17 @@ def test_record_then_replay_byte_exact() -> None:
     assert [m["from"] for m in messages] == ["server", "client", "client"] + ["server"] * 3
     assert messages[1]["style"] == "spaced"  # the odd spacing kept
     assert messages[-1] == {"from": "server", "at": 2000.0, "base64": "AP9hdWRpbw=="}
-    assert obj["websocket"]["close"] == {"code": 1000, "reason": "bye", "by": "client", "at": 2500.0}
+    assert obj["websocket"]["close"] == {
+        "code": 1000,
+        "reason": "bye",
+        "by": "client",
+        "at": 2500.0,
+    }
     meta = obj["meta"]
     assert meta["tokens_in"] == 10 and meta["tokens_out"] == 4 and meta["tokens_cached"] == 2
-    assert meta["model"] == "gpt-realtime" and meta["messages"] == 6 and meta["shape"] == "websocket"
+    assert (
+        meta["model"] == "gpt-realtime" and meta["messages"] == 6 and meta["shape"] == "websocket"
+    )
     assert meta["ttft_ms"] == 500.0
     assert KEY not in line.decode()
 
@@ -239,7 +247,12 @@ def test_replay_mismatch_sends_the_error_event_and_closes() -> None:
 def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
     cassette = Cassette("rt.jsonl")
     session = Session(cassette, Config(mode=Mode.RECORD))
-    client, upstream = Client(target="/ws/x.BidiGenerateContent?key=AIzaSyA-secret-value-0123456789abc", headers=[]), Upstream()
+    client, upstream = (
+        Client(
+            target="/ws/x.BidiGenerateContent?key=AIzaSyA-secret-value-0123456789abc", headers=[]
+        ),
+        Upstream(),
+    )
     session.receive_data(client.hello)
     decision = session.next_event()
     assert isinstance(decision, Forward)
@@ -251,9 +264,13 @@ def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
     setup = {"setup": {"model": "models/gemini-live", "api_key": "secret-in-first-message"}}
     out = ws.receive_client(client.ws.send(TextMessage(json.dumps(setup))), 1.1)
     upstream.feed(out.to_upstream)
-    reply = {"serverContent": {"modelTurn": {"parts": [{"text": "hi secret-in-first-message"}]}},
-             "usageMetadata": {"promptTokenCount": 5, "responseTokenCount": 3}}
-    client.feed(ws.receive_upstream(upstream.ws.send(TextMessage(json.dumps(reply))), 1.3).to_client)
+    reply = {
+        "serverContent": {"modelTurn": {"parts": [{"text": "hi secret-in-first-message"}]}},
+        "usageMetadata": {"promptTokenCount": 5, "responseTokenCount": 3},
+    }
+    client.feed(
+        ws.receive_upstream(upstream.ws.send(TextMessage(json.dumps(reply))), 1.3).to_client
+    )
     out = ws.receive_upstream(b"", 1.4)
     assert out.close and ws.closed
     recorded = ws.record()
@@ -261,12 +278,19 @@ def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
     obj = json.loads(recorded.line)
     text = recorded.line.decode()
     assert "secret-in-first-message" not in text and "AIzaSyA-secret" not in text
-    assert obj["websocket"]["close"] == {"code": None, "reason": "", "by": "upstream-dropped", "at": 400.0}
+    assert obj["websocket"]["close"] == {
+        "code": None,
+        "reason": "",
+        "by": "upstream-dropped",
+        "at": 400.0,
+    }
     assert obj["provider"] == "gemini"
     assert obj["meta"]["model"] == "gemini-live" and obj["meta"]["tokens_out"] == 3
 
     session = Session(Cassette.loads(recorded.line, name="rt.jsonl"), Config(mode=Mode.REPLAY))
-    client = Client(target="/ws/x.BidiGenerateContent?key=AIzaSyA-secret-value-0123456789abc", headers=[])
+    client = Client(
+        target="/ws/x.BidiGenerateContent?key=AIzaSyA-secret-value-0123456789abc", headers=[]
+    )
     session.receive_data(client.hello)
     decision = session.next_event()
     assert isinstance(decision, Replay)
