@@ -58,7 +58,7 @@ from wsproto.utilities import LocalProtocolError as WSLocalProtocolError
 from wsproto.utilities import generate_accept_token
 
 from ._errors import LocalProtocolError, RemoteProtocolError
-from ._events import EndOfResponse, Forward, Recorded, Replay, ResponseHead, Signal
+from ._events import Forward, Recorded, Replay, ResponseHead
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
 from ._session import Session
 from ._timing import Timing
@@ -131,7 +131,7 @@ class UpstreamHandshake:
     def receive_data(self, data: bytes) -> UpstreamAnswer | None:
         """Feed the upstream's bytes (``b""``: it closed); the answer once
         it is whole.  Raises :class:`RemoteProtocolError` (502) on bytes
-        that are no HTTP answer."""
+        that are no HTTP answer, or an end before one."""
         try:
             self._conn.receive_data(data)
             while True:
@@ -149,8 +149,6 @@ class UpstreamHandshake:
                     assert self._head is not None
                     head = tuple(self._head.headers.raw_items())
                     return UpstreamAnswer(self._head.status_code, head, b"".join(self._body))
-                elif isinstance(event, h11.ConnectionClosed):
-                    raise RemoteProtocolError("the upstream closed before answering", 502)
         except h11.RemoteProtocolError as exc:
             raise RemoteProtocolError(f"the upstream's answer is not HTTP: {exc}", 502) from None
 
@@ -452,5 +450,5 @@ def _take_head(session: Session) -> Headers:
         event = session.engine.next_event()
         if isinstance(event, ResponseHead):
             headers = normalize_headers(event.headers)
-        elif isinstance(event, (EndOfResponse, Signal)):
+        else:  # its end (or, past it, a signal)
             return headers

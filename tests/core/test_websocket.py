@@ -367,3 +367,24 @@ def test_any_session_replays_its_server_messages_in_order(
     untils = [s.until for s in steps if s.until is not None]
     assert untils == sorted(untils)
     assert replay.miss is None and replay.outcome == "complete: the client closed"
+
+
+def test_recorder_literals_from_a_list_and_beside_header_literals() -> None:
+    header = b"opaque-header-credential-1"
+    scrub = exchange_redactor(Redactor(), ((b"x-api-key", header),))
+    recorder = WebSocketRecorder(upgrade(), scrub, opened=0.0)
+    recorder.client_message(b'{"keys": [{"api_key": "opaque-list-credential"}]}', False, 0.1)
+    recorder.server_message(b"opaque-list-credential opaque-header-credential-1", False, 0.2)
+    line = recorder.finish(interaction(None)).to_line()
+    assert b"opaque-list" not in line and header not in line
+    plain = WebSocketRecorder(upgrade(), Redactor(), opened=0.0)
+    plain.client_message(b"not json", False, 0.1)
+    assert plain.finish(interaction(None)).websocket is not None
+
+
+def test_a_client_close_after_a_mismatch_keeps_the_miss_outcome() -> None:
+    replay = WebSocketReplay(LOG)
+    replay.client_message(b"wrong", False, 0.0)
+    outcome = replay.outcome
+    replay.client_closed(now=0.1)
+    assert replay.outcome == outcome and outcome is not None and "does not match" in outcome

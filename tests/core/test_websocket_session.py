@@ -46,11 +46,21 @@ TARGET = "/v1/realtime?model=gpt-realtime"
 class Client:
     """A wsproto client: the SDK's side."""
 
-    def __init__(self, target: str = TARGET, headers: list[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        target: str = TARGET,
+        headers: list[tuple[str, str]] | None = None,
+        subprotocols: list[str] | None = None,
+    ) -> None:
         self.ws = WSConnection(ConnectionType.CLIENT)
         extra = headers if headers is not None else [("authorization", f"Bearer {KEY}")]
         self.hello = self.ws.send(
-            WSRequest(host="api.openai.com", target=target, extra_headers=extra)
+            WSRequest(
+                host="api.openai.com",
+                target=target,
+                extra_headers=extra,
+                subprotocols=subprotocols or [],
+            )
         )
         self.events: list[object] = []
 
@@ -305,3 +315,135 @@ def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
     drop = ws.next_step()
     assert isinstance(drop, WebSocketStep) and drop.drop and drop.until == 0.5
     assert ws.send(drop) == b"" and ws.closed
+
+
+# -- the adapter's edges -------------------------------------------------------------
+
+
+def forward(
+    client: Client, mode: Mode = Mode.RECORD, cassette: Cassette | None = None
+) -> tuple[Session, Forward]:
+    session = Session(cassette if cassette is not None else Cassette("c.jsonl"), Config(mode=mode))
+    session.receive_data(client.hello)
+    decision = session.next_event()
+    assert isinstance(decision, Forward)
+    return session, decision
+
+
+def test_upstream_handshake_refused_split_closed_or_junk() -> None:
+    import pytest
+
+    from reel_core import RemoteProtocolError
+
+    request = forward(Client())[1].request
+    handshake = UpstreamHandshake(request, "api.openai.com")
+    assert b"sec-websocket-extensions" not in handshake.data.lower()
+    answer = b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 4\r\n\r\nnope"
+    assert handshake.receive_data(answer[:10]) is None
+    refused = handshake.receive_data(answer[10:])
+    assert refused is not None and (refused.status, refused.data) == (401, b"nope")
+    closed = UpstreamHandshake(request, "h")
+    with pytest.raises(RemoteProtocolError, match="not HTTP"):
+        closed.receive_data(b"")
+    junk = UpstreamHandshake(request, "h")
+    with pytest.raises(RemoteProtocolError, match="not HTTP"):
+        junk.receive_data(b"\x00\x01 nonsense\r\n\r\n")
+
+
+def test_live_relay_fragments_drops_and_misuse() -> None:
+    import pytest
+
+    from reel_core import LocalProtocolError, RemoteProtocolError, UpstreamAnswer
+
+    client, upstream = Client(subprotocols=["realtime", "other"]), Upstream()
+    session, decision = forward(client, Mode.LIVE)
+    with pytest.raises(LocalProtocolError, match="101"):
+        WebSocketSession.relay(session, decision, UpstreamAnswer(400, ()), now=0.0)
+    handshake = UpstreamHandshake(decision.request, "x")
+    upstream.feed(handshake.data)
+    ws = WebSocketSession.relay(session, decision, UpstreamAnswer(101, ()), now=0.0)
+    with pytest.raises(LocalProtocolError, match="start"):
+        ws.receive_client(b"", 0.0)
+    with pytest.raises(LocalProtocolError, match="replay"):
+        ws.next_step()
+    head = ws.start(0.0).to_client
+    assert b"sec-websocket-protocol: realtime\r\n" in head  # the first offered
+    client.feed(head)
+    piece = upstream.ws.send(TextMessage("par", message_finished=False))
+    client.feed(ws.receive_upstream(piece, 0.1).to_client)
+    client.feed(ws.receive_upstream(upstream.ws.send(TextMessage("t")), 0.2).to_client)
+    assert "".join(client.texts()) == "part"
+    client.feed(ws.receive_client(client.ws.send(Pong(b"")), 0.3).to_client)
+    out = ws.receive_client(b"", 0.4)  # the client drops
+    assert out.close and ws.closed
+    assert any(
+        isinstance(e, CloseConnection) and e.code == 1001
+        for e in [*upstream.events, *_events(upstream, out.to_upstream)]
+    )
+    assert ws.receive_client(b"", 0.5).close
+    assert ws.record() is None  # live: nothing recorded
+    # no key: no upgrade
+    keyless = Session(Cassette("k.jsonl"), Config(mode=Mode.LIVE))
+    keyless.receive_data(
+        b"GET /v1/realtime HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n"
+    )
+    nokey = keyless.next_event()
+    assert isinstance(nokey, Forward)
+    bare = WebSocketSession.relay(keyless, nokey, UpstreamAnswer(101, ()), now=0.0)
+    with pytest.raises(RemoteProtocolError, match="Sec-WebSocket-Key"):
+        bare.start(0.0)
+
+
+def _events(peer: Upstream, data: bytes) -> list[object]:
+    peer.feed(data)
+    return peer.events
+
+
+def test_replay_edges_client_fragments_and_close_races() -> None:
+    import pytest
+
+    from reel_core import LocalProtocolError
+
+    cassette, line = record_session()
+    session = Session(Cassette.loads(line, name="rt.jsonl"), Config(mode=Mode.REPLAY))
+    client = Client(subprotocols=["realtime"])
+    session.receive_data(client.hello)
+    decision = session.next_event()
+    assert isinstance(decision, Replay)
+    with pytest.raises(LocalProtocolError, match="not a WebSocket"):
+        WebSocketSession.replay(session, Replay(decision.request, "x", decision.key))
+    ws = WebSocketSession.replay(session, decision)
+    client.feed(ws.start(0.0).to_client)
+    with pytest.raises(LocalProtocolError, match="no upstream"):
+        ws.receive_upstream(b"", 0.0)
+    first = ws.next_step()
+    assert isinstance(first, WebSocketStep)
+    half = CLIENT_EVENTS[0][:5].decode()
+    ws.receive_client(client.ws.send(TextMessage(half, message_finished=False)), 0.1)
+    assert ws.next_step() is WebSocketSignal.NEED_CLIENT  # half a message is no message
+    ws.receive_client(client.ws.send(CloseConnection(1000)), 0.2)
+    assert ws.outcome is not None and "closed early" in ws.outcome
+    assert ws.send(first) == b""  # the client is gone
+    assert ws.send(WebSocketStep(None, close=(1000, ""))) == b""
+    ws.receive_client(b"\x88\x00", 0.3)  # after the close: nothing more is read
+    assert ws.receive_client(b"", 0.4).close  # then the connection ends
+
+
+def test_recorded_subprotocol_and_realtime_usage_without_details() -> None:
+    from reel_core import WebSocketLog, WebSocketMessage, websocket_usage
+
+    log = WebSocketLog(
+        (WebSocketMessage("server", 1, b'{"type":"response.done","response":{"usage":{}}}'),)
+    )
+    usage = websocket_usage("openai", None, log)
+    assert usage.input_tokens is None and usage.model is None
+
+
+def test_an_interim_answer_before_the_101_is_skipped() -> None:
+    request = forward(Client())[1].request
+    handshake = UpstreamHandshake(request, "h")
+    answer = handshake.receive_data(
+        b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n"
+        b"upgrade: websocket\r\nconnection: upgrade\r\n\r\n\x81\x00"
+    )
+    assert answer is not None and answer.status == 101 and answer.data == b"\x81\x00"
