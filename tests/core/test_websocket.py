@@ -150,7 +150,8 @@ def test_reel_redact_scrubs_messages_again() -> None:
     assert redacted.websocket is not None
     assert secret.encode() not in redacted.websocket.messages[0].data
     assert redacted.websocket.messages[1].data == b"\x00" + secret.encode()  # binary: literals only
-    assert redacted.websocket.close is not None and secret not in redacted.websocket.close.reason
+    assert redacted.websocket.close is not None
+    assert secret not in redacted.websocket.close.reason
     assert ("websocket.close", ["openai-key"]) in found
     scrub = exchange_redactor(Redactor(), ((b"authorization", secret.encode()),))
     again = interaction(log).redacted(scrub, MatchConfig())
@@ -162,7 +163,7 @@ def test_reel_redact_scrubs_messages_again() -> None:
 
 
 def upgrade(target: str = "/v1/realtime?model=gpt-realtime") -> Request:
-    return Request("GET", target, [("host", "api.openai.com"), ("upgrade", "websocket")])
+    return Request("GET", target, ((b"host", b"api.openai.com"), (b"upgrade", b"websocket")))
 
 
 def test_recorder_scrubs_secrets_split_across_frames_of_one_message() -> None:
@@ -180,7 +181,8 @@ def test_recorder_scrubs_secrets_split_across_frames_of_one_message() -> None:
     recorder.closed(1001, "", "server", 6.0)  # the first end counts
     assert recorder.messages == 3
     line = recorder.finish(interaction(None)).to_line()
-    assert b"ek_opaque" not in line and b"opaque-query" not in line
+    assert b"ek_opaque" not in line
+    assert b"opaque-query" not in line
     assert json.loads(line)["websocket"]["close"]["by"] == "client"
 
 
@@ -190,7 +192,8 @@ def test_recorder_without_an_end_records_a_client_drop() -> None:
     done = recorder.finish(interaction(None), now=2.0)
     assert done.websocket is not None
     assert done.websocket.close == WebSocketClose(None, "", "client-dropped", 1000.0)
-    assert done.meta["bytes"] == 1 and done.meta["model"] == "gpt-realtime"
+    assert done.meta["bytes"] == 1
+    assert done.meta["model"] == "gpt-realtime"
     assert WebSocketRecorder(upgrade(), Redactor(), opened=1.0).finish(interaction(None)).websocket
 
 
@@ -204,7 +207,8 @@ def test_usage_of_gemini_live_and_unknown_providers() -> None:
             msg(
                 "server",
                 4,
-                b'{"usageMetadata": {"promptTokenCount": 3, "thoughtsTokenCount": 2, "cachedContentTokenCount": 1}}',
+                b'{"usageMetadata": {"promptTokenCount": 3, "thoughtsTokenCount": 2, '
+                b'"cachedContentTokenCount": 1}}',
             ),
             msg(
                 "server", 5, b'{"usageMetadata": {"promptTokenCount": 4, "responseTokenCount": 6}}'
@@ -261,14 +265,17 @@ def test_schedule_is_gated_by_the_client(timing: str, untils: list[float | None]
     steps = run(replay, client)
     assert [s.until if s.until is None else round(s.until, 6) for s in steps] == untils
     assert [s.data for s in steps[:4]] == [LOG.messages[i].data for i in (0, 2, 3, 5)]
-    assert steps[-1].close == (1000, "done") and steps[-1].last
-    assert replay.outcome == "complete: the server closed" and replay.miss is None
+    assert steps[-1].close == (1000, "done")
+    assert steps[-1].last
+    assert replay.outcome == "complete: the server closed"
+    assert replay.miss is None
 
 
 def test_no_server_message_before_its_client_message() -> None:
     replay = WebSocketReplay(LOG, timing=Timing.parse("fast"))
     first = replay.next_step()
-    assert isinstance(first, WebSocketStep) and first.data == LOG.messages[0].data
+    assert isinstance(first, WebSocketStep)
+    assert first.data == LOG.messages[0].data
     assert replay.next_step() is WebSocketSignal.NEED_CLIENT
     assert replay.next_step() is WebSocketSignal.NEED_CLIENT  # still nothing
 
@@ -277,11 +284,13 @@ def test_exact_mode_compares_bytes_and_binary_compares_digests() -> None:
     replay = WebSocketReplay(LOG, match=MatchConfig(MatchMode.EXACT), provider="openai")
     replay.next_step()
     replay.client_message(b'{"type":"session.update","event_id":"a"}', False, 0.1)
-    assert replay.miss is not None and replay.miss.diffs[0].path == "message"
+    assert replay.miss is not None
+    assert replay.miss.diffs[0].path == "message"
     replay = WebSocketReplay(LOG, provider="openai")
     replay.client_message(CLIENT[0][0], False, 0.1)
     replay.client_message(b"\x10\x21", True, 0.2)
-    assert replay.miss is not None and replay.miss.message == 4
+    assert replay.miss is not None
+    assert replay.miss.message == 4
     assert str(replay.miss.diffs[0].recorded).startswith("sha256:")
     replay = WebSocketReplay(LOG)
     replay.client_message(b"\x00", True, 0.1)
@@ -294,7 +303,8 @@ def test_ignore_fields_from_the_cassette() -> None:
         LOG, match=MatchConfig(MatchMode.IGNORE_FIELDS, ("extra",)), provider="generic"
     )
     replay.client_message(b'{"type":"session.update","event_id":"a","extra":1}', False, 0.1)
-    assert replay.miss is None and replay.received == 1
+    assert replay.miss is None
+    assert replay.received == 1
 
 
 def test_gemini_mismatch_has_no_error_event_only_the_close() -> None:
@@ -302,12 +312,15 @@ def test_gemini_mismatch_has_no_error_event_only_the_close() -> None:
     replay.next_step()
     replay.client_message(b"nope" * 60, False, 0.1)
     step = replay.next_step()
-    assert isinstance(step, WebSocketStep) and step.close is not None
+    assert isinstance(step, WebSocketStep)
+    assert step.close is not None
     code, reason = step.close
-    assert code == CLOSE_MISMATCH and len(reason.encode()) <= 123
+    assert code == CLOSE_MISMATCH
+    assert len(reason.encode()) <= 123
     assert replay.next_step() is WebSocketSignal.DONE
     replay.client_message(b"more", False, 0.2)  # ignored once over
-    assert replay.miss is not None and replay.miss.to_json()["interaction"] == "x1"
+    assert replay.miss is not None
+    assert replay.miss.to_json()["interaction"] == "x1"
     assert "changed" in replay.miss.render()
 
 
@@ -318,10 +331,12 @@ def test_extra_client_message_and_early_close() -> None:
     replay = WebSocketReplay(log, provider="openai")
     replay.client_message(b"a", False, 0.0)
     replay.client_message(b"again", False, 0.1)
-    assert replay.miss is not None and replay.miss.message == 2
+    assert replay.miss is not None
+    assert replay.miss.message == 2
     assert "one message more than the recording holds" in replay.miss.reason
     error = replay.next_step()
-    assert isinstance(error, WebSocketStep) and b'"type":"error"' in error.data
+    assert isinstance(error, WebSocketStep)
+    assert b'"type":"error"' in error.data
     early = WebSocketReplay(log)
     early.client_closed(now=0.0)
     early.client_closed(now=1.0)
@@ -335,7 +350,9 @@ def test_an_upstream_drop_replays_as_a_drop() -> None:
     log = WebSocketLog((msg("server", 5, b"x"),), WebSocketClose(None, "", "upstream-dropped", 7))
     replay = WebSocketReplay(log)
     steps = run(replay, [])
-    assert steps[-1].drop and steps[-1].close is None and steps[-1].until == 0.007
+    assert steps[-1].drop
+    assert steps[-1].close is None
+    assert steps[-1].until == 0.007
     assert replay.outcome == "complete: the server dropped the connection"
 
 
@@ -366,7 +383,8 @@ def test_any_session_replays_its_server_messages_in_order(
     ]
     untils = [s.until for s in steps if s.until is not None]
     assert untils == sorted(untils)
-    assert replay.miss is None and replay.outcome == "complete: the client closed"
+    assert replay.miss is None
+    assert replay.outcome == "complete: the client closed"
 
 
 def test_recorder_literals_from_a_list_and_beside_header_literals() -> None:
@@ -376,7 +394,8 @@ def test_recorder_literals_from_a_list_and_beside_header_literals() -> None:
     recorder.client_message(b'{"keys": [{"api_key": "opaque-list-credential"}]}', False, 0.1)
     recorder.server_message(b"opaque-list-credential opaque-header-credential-1", False, 0.2)
     line = recorder.finish(interaction(None)).to_line()
-    assert b"opaque-list" not in line and header not in line
+    assert b"opaque-list" not in line
+    assert header not in line
     plain = WebSocketRecorder(upgrade(), Redactor(), opened=0.0)
     plain.client_message(b"not json", False, 0.1)
     assert plain.finish(interaction(None)).websocket is not None
@@ -387,4 +406,6 @@ def test_a_client_close_after_a_mismatch_keeps_the_miss_outcome() -> None:
     replay.client_message(b"wrong", False, 0.0)
     outcome = replay.outcome
     replay.client_closed(now=0.1)
-    assert replay.outcome == outcome and outcome is not None and "does not match" in outcome
+    assert replay.outcome == outcome
+    assert outcome is not None
+    assert "does not match" in outcome

@@ -3,7 +3,6 @@ memory stand in for the client and the upstream (no socket, no clock)."""
 
 from __future__ import annotations
 
-import base64
 import json
 
 from wsproto import ConnectionType, WSConnection
@@ -14,8 +13,10 @@ from wsproto.events import (
     CloseConnection,
     Ping,
     Pong,
-    Request as WSRequest,
     TextMessage,
+)
+from wsproto.events import (
+    Request as WSRequest,
 )
 
 from reel_core import (
@@ -58,7 +59,7 @@ class Client:
             WSRequest(
                 host="api.openai.com",
                 target=target,
-                extra_headers=extra,
+                extra_headers=[(k.encode(), v.encode()) for k, v in extra],
                 subprotocols=subprotocols or [],
             )
         )
@@ -66,7 +67,7 @@ class Client:
 
     def feed(self, data: bytes) -> list[object]:
         self.ws.receive_data(data)
-        new = list(self.ws.events())
+        new: list[object] = list(self.ws.events())
         self.events += new
         return new
 
@@ -121,13 +122,16 @@ def record_session() -> tuple[Cassette, bytes]:
     client, upstream = Client(), Upstream()
     session.receive_data(client.hello)
     decision = session.next_event()
-    assert isinstance(decision, Forward) and decision.websocket and decision.record
+    assert isinstance(decision, Forward)
+    assert decision.websocket
+    assert decision.record
     handshake = UpstreamHandshake(decision.request, "api.openai.com")
     up_bytes = upstream.feed(handshake.data)
     # the upstream's first event comes right behind its 101
     up_bytes += upstream.ws.send(TextMessage(json.dumps(SERVER_EVENTS[0])))
     answer = handshake.receive_data(up_bytes)
-    assert answer is not None and answer.status == 101
+    assert answer is not None
+    assert answer.status == 101
     ws = WebSocketSession.relay(session, decision, answer, now=10.0, sent_at=9.9)
     out = ws.start(10.0)
     client.feed(out.to_client)
@@ -179,10 +183,12 @@ def test_record_then_replay_byte_exact() -> None:
         "at": 2500.0,
     }
     meta = obj["meta"]
-    assert meta["tokens_in"] == 10 and meta["tokens_out"] == 4 and meta["tokens_cached"] == 2
-    assert (
-        meta["model"] == "gpt-realtime" and meta["messages"] == 6 and meta["shape"] == "websocket"
-    )
+    assert meta["tokens_in"] == 10
+    assert meta["tokens_out"] == 4
+    assert meta["tokens_cached"] == 2
+    assert meta["model"] == "gpt-realtime"
+    assert meta["messages"] == 6
+    assert meta["shape"] == "websocket"
     assert meta["ttft_ms"] == 500.0
     assert KEY not in line.decode()
 
@@ -193,7 +199,8 @@ def test_record_then_replay_byte_exact() -> None:
     # the first message right behind the upgrade GET, before any answer
     session.receive_data(client.hello + frame(CLIENT_EVENTS[0]))
     decision = session.next_event()
-    assert isinstance(decision, Replay) and decision.websocket is not None
+    assert isinstance(decision, Replay)
+    assert decision.websocket is not None
     ws = WebSocketSession.replay(session, decision, timing=Timing.parse("realtime"))
     out = ws.start(100.0)
     events = client.feed(out.to_client)
@@ -217,11 +224,12 @@ def test_record_then_replay_byte_exact() -> None:
     assert [s.until for s in steps] == [None, 0.95, 1.95, 2.45]
     assert client.texts() == [json.dumps(e) for e in SERVER_EVENTS]
     assert [e.data for e in client.events if isinstance(e, BytesMessage)] == [b"\x00\xffaudio"]
-    assert ws.outcome == "complete: the client closed" and ws.miss is None
+    assert ws.outcome == "complete: the client closed"
+    assert ws.miss is None
 
 
 def test_replay_mismatch_sends_the_error_event_and_closes() -> None:
-    cassette, line = record_session()
+    _cassette, line = record_session()
     session = Session(Cassette.loads(line, name="rt.jsonl"), Config(mode=Mode.REPLAY))
     client = Client()
     session.receive_data(client.hello)
@@ -230,7 +238,8 @@ def test_replay_mismatch_sends_the_error_event_and_closes() -> None:
     ws = WebSocketSession.replay(session, decision, timing=Timing.parse("fast"))
     client.feed(ws.start(0.0).to_client)
     first = ws.next_step()
-    assert isinstance(first, WebSocketStep) and first.until is None
+    assert isinstance(first, WebSocketStep)
+    assert first.until is None
     client.feed(ws.send(first))
     assert ws.next_step() is WebSocketSignal.NEED_CLIENT
     changed = CLIENT_EVENTS[0].replace(b'"hi"', b'"bye"').replace(b'"c1"', b'"c9"')
@@ -239,16 +248,20 @@ def test_replay_mismatch_sends_the_error_event_and_closes() -> None:
     assert isinstance(error, WebSocketStep)
     client.feed(ws.send(error))
     closing = ws.next_step()
-    assert isinstance(closing, WebSocketStep) and closing.close is not None
+    assert isinstance(closing, WebSocketStep)
+    assert closing.close is not None
     client.feed(ws.send(closing))
     assert ws.next_step() is WebSocketSignal.DONE
     event = json.loads(client.texts()[-1])
-    assert event["type"] == "error" and event["error"]["code"] == "reel_websocket_mismatch"
-    close = [e for e in client.events if isinstance(e, CloseConnection)][0]
+    assert event["type"] == "error"
+    assert event["error"]["code"] == "reel_websocket_mismatch"
+    close = next(e for e in client.events if isinstance(e, CloseConnection))
     assert close.code == CLOSE_MISMATCH
-    assert "client message 0" in close.reason
+    assert "client message 0" in (close.reason or "")
     miss = ws.miss
-    assert miss is not None and miss.message == 1 and miss.client_message == 0
+    assert miss is not None
+    assert miss.message == 1
+    assert miss.client_message == 0
     # event_id is volatile for OpenAI: only the instructions differ
     assert [d.path for d in miss.diffs] == ["message.session.instructions"]
     assert "session.instructions" in miss.render()
@@ -282,12 +295,14 @@ def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
         ws.receive_upstream(upstream.ws.send(TextMessage(json.dumps(reply))), 1.3).to_client
     )
     out = ws.receive_upstream(b"", 1.4)
-    assert out.close and ws.closed
+    assert out.close
+    assert ws.closed
     recorded = ws.record()
     assert recorded is not None
     obj = json.loads(recorded.line)
     text = recorded.line.decode()
-    assert "secret-in-first-message" not in text and "AIzaSyA-secret" not in text
+    assert "secret-in-first-message" not in text
+    assert "AIzaSyA-secret" not in text
     assert obj["websocket"]["close"] == {
         "code": None,
         "reason": "",
@@ -295,7 +310,8 @@ def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
         "at": 400.0,
     }
     assert obj["provider"] == "gemini"
-    assert obj["meta"]["model"] == "gemini-live" and obj["meta"]["tokens_out"] == 3
+    assert obj["meta"]["model"] == "gemini-live"
+    assert obj["meta"]["tokens_out"] == 3
 
     session = Session(Cassette.loads(recorded.line, name="rt.jsonl"), Config(mode=Mode.REPLAY))
     client = Client(
@@ -308,13 +324,17 @@ def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
     client.feed(ws.start(0.0).to_client)
     assert ws.next_step() is WebSocketSignal.NEED_CLIENT
     # the stored message is redacted: the client sends what was stored
-    stored = base64.b64decode(b"") or json.dumps(obj["websocket"]["messages"][0]["json"])
+    stored = json.dumps(obj["websocket"]["messages"][0]["json"])
     client.feed(ws.receive_client(client.ws.send(TextMessage(stored)), 0.2).to_client)
     reply_step = ws.next_step()
-    assert isinstance(reply_step, WebSocketStep) and reply_step.until == 0.4
+    assert isinstance(reply_step, WebSocketStep)
+    assert reply_step.until == 0.4
     drop = ws.next_step()
-    assert isinstance(drop, WebSocketStep) and drop.drop and drop.until == 0.5
-    assert ws.send(drop) == b"" and ws.closed
+    assert isinstance(drop, WebSocketStep)
+    assert drop.drop
+    assert drop.until == 0.5
+    assert ws.send(drop) == b""
+    assert ws.closed
 
 
 # -- the adapter's edges -------------------------------------------------------------
@@ -341,7 +361,8 @@ def test_upstream_handshake_refused_split_closed_or_junk() -> None:
     answer = b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 4\r\n\r\nnope"
     assert handshake.receive_data(answer[:10]) is None
     refused = handshake.receive_data(answer[10:])
-    assert refused is not None and (refused.status, refused.data) == (401, b"nope")
+    assert refused is not None
+    assert (refused.status, refused.data) == (401, b"nope")
     closed = UpstreamHandshake(request, "h")
     with pytest.raises(RemoteProtocolError, match="not HTTP"):
         closed.receive_data(b"")
@@ -375,7 +396,8 @@ def test_live_relay_fragments_drops_and_misuse() -> None:
     assert "".join(client.texts()) == "part"
     client.feed(ws.receive_client(client.ws.send(Pong(b"")), 0.3).to_client)
     out = ws.receive_client(b"", 0.4)  # the client drops
-    assert out.close and ws.closed
+    assert out.close
+    assert ws.closed
     assert any(
         isinstance(e, CloseConnection) and e.code == 1001
         for e in [*upstream.events, *_events(upstream, out.to_upstream)]
@@ -404,7 +426,7 @@ def test_replay_edges_client_fragments_and_close_races() -> None:
 
     from reel_core import LocalProtocolError
 
-    cassette, line = record_session()
+    _cassette, line = record_session()
     session = Session(Cassette.loads(line, name="rt.jsonl"), Config(mode=Mode.REPLAY))
     client = Client(subprotocols=["realtime"])
     session.receive_data(client.hello)
@@ -422,7 +444,8 @@ def test_replay_edges_client_fragments_and_close_races() -> None:
     ws.receive_client(client.ws.send(TextMessage(half, message_finished=False)), 0.1)
     assert ws.next_step() is WebSocketSignal.NEED_CLIENT  # half a message is no message
     ws.receive_client(client.ws.send(CloseConnection(1000)), 0.2)
-    assert ws.outcome is not None and "closed early" in ws.outcome
+    assert ws.outcome is not None
+    assert "closed early" in ws.outcome
     assert ws.send(first) == b""  # the client is gone
     assert ws.send(WebSocketStep(None, close=(1000, ""))) == b""
     ws.receive_client(b"\x88\x00", 0.3)  # after the close: nothing more is read
@@ -436,7 +459,8 @@ def test_recorded_subprotocol_and_realtime_usage_without_details() -> None:
         (WebSocketMessage("server", 1, b'{"type":"response.done","response":{"usage":{}}}'),)
     )
     usage = websocket_usage("openai", None, log)
-    assert usage.input_tokens is None and usage.model is None
+    assert usage.input_tokens is None
+    assert usage.model is None
 
 
 def test_an_interim_answer_before_the_101_is_skipped() -> None:
@@ -446,4 +470,6 @@ def test_an_interim_answer_before_the_101_is_skipped() -> None:
         b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n"
         b"upgrade: websocket\r\nconnection: upgrade\r\n\r\n\x81\x00"
     )
-    assert answer is not None and answer.status == 101 and answer.data == b"\x81\x00"
+    assert answer is not None
+    assert answer.status == 101
+    assert answer.data == b"\x81\x00"
