@@ -170,7 +170,7 @@ class WebSocketRecorder:
         if close is None:  # the binding recorded before an end: a drop, now
             close = WebSocketClose(None, "", "client-dropped", self._at(now or self.opened))
         log = WebSocketLog(tuple(self._messages), close).redacted(self._redactor())
-        usage = websocket_usage(upgrade.provider, self.request, log)
+        usage = websocket_usage(upgrade.provider, self.request.query, log)
         meta: dict[str, Any] = {
             "ttfb_ms": upgrade.meta.get("ttfb_ms"),
             "total_ms": close.at_ms,
@@ -183,11 +183,13 @@ class WebSocketRecorder:
         return replace(upgrade, websocket=log, meta=meta)
 
 
-def websocket_usage(provider: str, request: Request | None, log: WebSocketLog) -> Usage:
+def websocket_usage(provider: str, query: tuple[tuple[str, str], ...], log: WebSocketLog) -> Usage:
     """The usage a session's server messages report (summed over its turns,
     through the provider's ``realtime_usage`` reader), the first content's
     offset, and the model: the provider's own word for it, else the
-    upgrade's ``?model=``, else the first client message's ``setup.model``."""
+    upgrade's ``?model=`` (``query``: its pairs), else the first client
+    message's ``setup.model``.  ``reel inspect`` and ``reel cost`` read a
+    session line without usage in its ``meta`` so."""
     entry = PROVIDERS.get(provider)
     reader = entry.realtime_usage if entry is not None else None
     tally = Tally()
@@ -201,8 +203,8 @@ def websocket_usage(provider: str, request: Request | None, log: WebSocketLog) -
             if reader(tally, obj, obj.get("type")) and tally.first_ms is None:
                 tally.first_ms = message.at_ms
     model = tally.model
-    if model is None and request is not None:
-        model = dict(request.query).get("model")
+    if model is None:
+        model = dict(query).get("model")
     if model is None:
         model = _setup_model(log)
     return Usage(

@@ -215,12 +215,12 @@ def test_usage_of_gemini_live_and_unknown_providers() -> None:
             ),
         )
     )
-    usage = websocket_usage("gemini", Request("GET", "/ws"), log)
+    usage = websocket_usage("gemini", (), log)
     assert (usage.model, usage.input_tokens, usage.output_tokens) == ("gemini-2.5-flash", 7, 8)
     assert (usage.reasoning_tokens, usage.cached_tokens, usage.first_token_ms) == (2, 1, 3)
-    assert websocket_usage("nobody", None, WebSocketLog()).model is None
+    assert websocket_usage("nobody", (), WebSocketLog()).model is None
     binary_first = WebSocketLog((msg("client", 0, b"\x00", True),))
-    assert websocket_usage("generic", None, binary_first).model is None
+    assert websocket_usage("generic", (), binary_first).model is None
 
 
 # -- the replay script -------------------------------------------------------------------

@@ -458,7 +458,7 @@ def test_recorded_subprotocol_and_realtime_usage_without_details() -> None:
     log = WebSocketLog(
         (WebSocketMessage("server", 1, b'{"type":"response.done","response":{"usage":{}}}'),)
     )
-    usage = websocket_usage("openai", None, log)
+    usage = websocket_usage("openai", (), log)
     assert usage.input_tokens is None
     assert usage.model is None
 
@@ -473,3 +473,20 @@ def test_an_interim_answer_before_the_101_is_skipped() -> None:
     assert answer is not None
     assert answer.status == 101
     assert answer.data == b"\x81\x00"
+
+
+def test_an_unrecorded_upgrade_is_a_404_miss_before_any_upgrade() -> None:
+    from reel_core import EndOfResponse, Frame, Miss, ResponseHead
+
+    session = Session(Cassette("empty.jsonl"), Config(mode=Mode.REPLAY))
+    client = Client()
+    session.receive_data(client.hello)
+    decision = session.next_event()
+    assert isinstance(decision, Miss)
+    wire = b""
+    while isinstance(event := session.next_event(), (ResponseHead, Frame, EndOfResponse)):
+        wire += session.send(event)
+    assert wire.startswith(b"HTTP/1.1 404 ")
+    assert b"no recording matches" in wire
+    rejected = client.feed(wire)
+    assert type(rejected[0]).__name__ == "RejectConnection"
