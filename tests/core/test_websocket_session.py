@@ -285,7 +285,12 @@ def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
     ws = WebSocketSession.relay(session, decision, answer, now=1.0)
     client.feed(ws.start(1.0).to_client)
     setup = {"setup": {"model": "models/gemini-live", "api_key": "secret-in-first-message"}}
-    out = ws.receive_client(client.ws.send(TextMessage(json.dumps(setup))), 1.1)
+    # the key split across the two frames of one message: the message is whole
+    text = json.dumps(setup)
+    cut = text.index("in-first")
+    head = client.ws.send(TextMessage(text[:cut], message_finished=False))
+    upstream.feed(ws.receive_client(head, 1.05).to_upstream)
+    out = ws.receive_client(client.ws.send(TextMessage(text[cut:])), 1.1)
     upstream.feed(out.to_upstream)
     reply = {
         "serverContent": {"modelTurn": {"parts": [{"text": "hi secret-in-first-message"}]}},
