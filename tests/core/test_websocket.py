@@ -202,6 +202,7 @@ def test_usage_of_gemini_live_and_unknown_providers() -> None:
         (
             msg("client", 0, b'{"setup": {"model": "models/gemini-2.5-flash"}}'),
             msg("server", 1, b"not json"),
+            msg("server", 1, b'{"usageMetadata": {}}'),
             msg("server", 2, b"[1]"),
             msg("server", 3, b'{"serverContent": {"modelTurn": {"parts": [{"inlineData": {}}]}}}'),
             msg(
@@ -399,6 +400,11 @@ def test_recorder_literals_from_a_list_and_beside_header_literals() -> None:
     plain = WebSocketRecorder(upgrade(), Redactor(), opened=0.0)
     plain.client_message(b"not json", False, 0.1)
     assert plain.finish(interaction(None)).websocket is not None
+
+
+def test_a_log_without_a_close_redacts_to_one() -> None:
+    log = WebSocketLog((msg("client", 0.0, b"x"),))
+    assert log.redacted(Redactor()) == log
 
 
 def test_a_client_close_after_a_mismatch_keeps_the_miss_outcome() -> None:
