@@ -57,7 +57,15 @@ from ._formats import (
 )
 from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
 from ._http import HOP_BY_HOP, Limits, Request
-from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
+from ._interaction import (
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    StreamCut,
+    WebSocketClose,
+    WebSocketLog,
+    WebSocketMessage,
+)
 from ._literals import exchange_redactor
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._meta import CassetteMeta
@@ -73,8 +81,19 @@ from ._state import Input, State
 from ._timing import Timing, TimingMode
 from ._usage import Usage, extract_usage
 from ._version import SCHEMA_VERSION, __version__
+from ._websocket import (
+    CLOSE_MISMATCH,
+    WebSocketMiss,
+    WebSocketRecorder,
+    WebSocketReplay,
+    WebSocketSignal,
+    WebSocketStep,
+    websocket_usage,
+)
+from ._ws_session import UpstreamAnswer, UpstreamHandshake, WebSocketOutput, WebSocketSession
 
 __all__ = [
+    "CLOSE_MISMATCH",
     "HOP_BY_HOP",
     "PRICES_CHECKED",
     "PROVIDERS",
@@ -133,8 +152,20 @@ __all__ = [
     "StreamCut",
     "Timing",
     "TimingMode",
+    "UpstreamAnswer",
     "UpstreamError",
+    "UpstreamHandshake",
     "Usage",
+    "WebSocketClose",
+    "WebSocketLog",
+    "WebSocketMessage",
+    "WebSocketMiss",
+    "WebSocketOutput",
+    "WebSocketRecorder",
+    "WebSocketReplay",
+    "WebSocketSession",
+    "WebSocketSignal",
+    "WebSocketStep",
     "__version__",
     "answer_pieces",
     "body_diff",
@@ -172,4 +203,5 @@ __all__ = [
     "shorten",
     "sniff_format",
     "start_of",
+    "websocket_usage",
 ]

@@ -245,7 +245,16 @@ class Engine:
                     interaction, similarity = found
             if interaction is not None:
                 self._to(Input.HIT)
-                self._events.append(Replay(request, interaction.id, key, similarity))
+                self._events.append(
+                    Replay(
+                        request,
+                        interaction.id,
+                        key,
+                        similarity,
+                        interaction.websocket,
+                        interaction.provider,
+                    )
+                )
                 self._events.extend(self._replay(interaction, head_only=request.method == "HEAD"))
                 return
             if mode is Mode.REPLAY:
@@ -288,7 +297,7 @@ class Engine:
                 functools.partial(self._new_recorder, request, keyed, self.redactor)
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
-        self._events.append(Forward(request, known, mode.records, url))
+        self._events.append(Forward(request, known, mode.records, url, request.websocket))
 
     def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
         """``request`` redacted, and its match key: computed once, when first
@@ -484,10 +493,21 @@ class Engine:
         the JSON line), so a binding calls it after the client has its whole
         answer.  It raises only on a bug; the recording is then lost.
         """
+        interaction = self.recording()
+        return None if interaction is None else self.store(interaction)
+
+    def recording(self) -> Interaction | None:
+        """The recording of the finished forward, built but not stored: for
+        an adapter that adds to it (the WebSocket adapter adds the messages
+        to the upgrade's) and then hands it to :meth:`store`.  ``None``
+        when there is nothing to record."""
         if self._unstored is None:
             return None
         build, self._unstored = self._unstored, None
-        interaction = build()
+        return build()
+
+    def store(self, interaction: Interaction) -> Recorded:
+        """Add ``interaction`` to the cassette; the line to append."""
         line = interaction.to_line()
         self.cassette.add(interaction, line=line)
         return Recorded(line, interaction.id, interaction.key)

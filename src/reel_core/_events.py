@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ._http import Headers, Request
 
 if TYPE_CHECKING:
+    from ._interaction import WebSocketLog
     from ._miss import MissReport
 
 __all__ = [
@@ -68,6 +69,12 @@ class Replay:
     #: For a fuzzy match, the prompt similarity (0 to 1) of the recording
     #: served; ``None`` for a match by key.
     similarity: float | None = None
+    #: The recording is a WebSocket session: its messages and close.  The
+    #: 101 head and end follow as for any replay; the WebSocket adapter
+    #: (:class:`reel_core.WebSocketSession`) takes over from there.
+    websocket: WebSocketLog | None = None
+    #: The recording's provider (a WebSocket replay speaks its error event).
+    provider: str = "generic"
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,10 @@ class Forward:
     record: bool
     #: Where to send it (set when the engine routes, as the proxy's does).
     url: str | None = None
+    #: The request asks to upgrade to a WebSocket (``Upgrade: websocket``):
+    #: the upstream's 101 is fed back with ``upstream_head`` and
+    #: ``upstream_end``, then the WebSocket adapter relays the messages.
+    websocket: bool = False
 
 
 @dataclass(frozen=True)

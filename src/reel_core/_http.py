@@ -128,6 +128,17 @@ class Request:
         """The last value of header ``name`` (any case), or ``None``."""
         return header_value(self.headers, name.lower().encode("latin-1"))
 
+    @property
+    def websocket(self) -> bool:
+        """Whether this is a WebSocket upgrade: a ``GET`` with
+        ``Upgrade: websocket`` (any case, among other protocols)."""
+        upgrade = self.header("upgrade")
+        return (
+            self.method == "GET"
+            and upgrade is not None
+            and b"websocket" in (t.strip() for t in upgrade.lower().split(b","))
+        )
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -273,6 +284,17 @@ class RequestReader:
             return self._conn.send(event) or b""
         except h11.LocalProtocolError as exc:
             raise LocalProtocolError(str(exc)) from None
+
+    def switch_protocols(self, headers: Headers) -> tuple[bytes, bytes]:
+        """Answer an upgrade request with ``101 Switching Protocols`` and
+        ``headers``: the head's bytes, and the bytes the client sent after
+        its request (the new protocol's first bytes).  h11 is done then."""
+        data = self.send(
+            h11.InformationalResponse(
+                status_code=101, headers=list(headers), reason=b"Switching Protocols"
+            )
+        )
+        return data, self._conn.trailing_data[0]
 
     def send_failed(self) -> None:
         self._conn.send_failed()

@@ -7,6 +7,13 @@ formats build and take these.  How one is written as its JSON line
 (:func:`interaction_line`) and read back (:func:`interaction_from_json`)
 lives here beside it, so the values need nothing above them; the ``_meta``
 line is :mod:`reel_core._meta`'s, a whole file :mod:`reel_core._codec`'s.
+
+A WebSocket session (schema 2) is an interaction like any other: its
+request is the upgrade ``GET``, its response the upstream's ``101`` head,
+and :attr:`Interaction.websocket` (a :class:`WebSocketLog`) holds the
+messages both ways and the close.  Its line says ``"stream":"websocket"``
+in the response, so a Reel of schema 1 reports such a line as bad (its
+reader knows only ``sse`` and ``chunks``) instead of replaying a bare 101.
 """
 
 from __future__ import annotations
@@ -22,15 +29,21 @@ from typing import Any
 
 from ._body import decode_body, encode_body
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
+from ._literals import ExchangeRedactor
 from ._match import MatchConfig, match_key
 from ._redact import Redactor, keep_response_header
 
 __all__ = [
     "UNSAFE_HEADER",
+    "WS_CLOSERS",
+    "WS_SENDERS",
     "Interaction",
     "RecordedRequest",
     "RecordedResponse",
     "StreamCut",
+    "WebSocketClose",
+    "WebSocketLog",
+    "WebSocketMessage",
     "format_timestamp",
     "interaction_from_json",
     "interaction_line",
@@ -197,6 +210,79 @@ class RecordedResponse:
         return replace(self, **fields)
 
 
+#: Who sends a WebSocket message.
+WS_SENDERS = ("client", "server")
+#: Who ended a WebSocket session: a close frame from the client or the
+#: server (the upstream), or a connection dropped with no close frame.
+WS_CLOSERS = ("client", "server", "upstream-dropped", "client-dropped")
+
+
+@dataclass(frozen=True)
+class WebSocketMessage:
+    """One whole WebSocket message (its frames joined), as it crossed."""
+
+    #: ``"client"`` or ``"server"`` (:data:`WS_SENDERS`).
+    sender: str
+    #: Milliseconds after the upgrade (the 101) went out.
+    at_ms: float
+    #: The payload: UTF-8 for a text message.
+    data: bytes
+    #: A binary message (else a text one).
+    binary: bool = False
+
+
+@dataclass(frozen=True)
+class WebSocketClose:
+    """How a WebSocket session ended."""
+
+    #: The close code (``None``: a close frame without one, or no close
+    #: frame at all: a dropped connection).
+    code: int | None
+    reason: str
+    #: One of :data:`WS_CLOSERS`.
+    by: str
+    #: Milliseconds after the upgrade.
+    at_ms: float
+
+
+@dataclass(frozen=True)
+class WebSocketLog:
+    """A recorded WebSocket session: its messages in the order they crossed
+    the proxy, and its close (``None``: not recorded, as in an import)."""
+
+    messages: tuple[WebSocketMessage, ...] = ()
+    close: WebSocketClose | None = None
+
+    def redacted(
+        self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
+    ) -> WebSocketLog:
+        """Every message redacted as a whole unit (a secret split across two
+        messages is neither's: each is scrubbed on its own): a text message
+        by all the rules, a binary one of the exchange's literal credentials
+        only (the text rules would corrupt audio); the close reason too.
+        ``found(where, kinds)`` hears what was replaced in
+        ``websocket.messages[i]`` and ``websocket.close``."""
+        messages = []
+        for i, message in enumerate(self.messages):
+            kinds: list[str] = []
+            if not message.binary:
+                data = redactor.data(message.data, kinds)
+            elif isinstance(redactor, ExchangeRedactor):
+                data = redactor.literals.data(message.data, kinds)
+            else:
+                data = message.data
+            if found is not None:
+                found(f"websocket.messages[{i}]", kinds)
+            messages.append(message if data == message.data else replace(message, data=data))
+        close = self.close
+        if close is not None:
+            kinds = []
+            close = replace(close, reason=redactor.text(close.reason, kinds))
+            if found is not None:
+                found("websocket.close", kinds)
+        return WebSocketLog(tuple(messages), close)
+
+
 @dataclass(frozen=True)
 class Interaction:
     """One recorded exchange: a line of a cassette."""
@@ -209,6 +295,9 @@ class Interaction:
     provider: str = "generic"
     endpoint: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
+    #: The messages and close of a WebSocket session (the request is its
+    #: upgrade, the response the 101 head); ``None`` for an HTTP exchange.
+    websocket: WebSocketLog | None = None
 
     def redacted(
         self,
@@ -234,6 +323,7 @@ class Interaction:
         req = self.request
         request = req.redacted(redactor, heard)
         response = self.response.redacted(redactor, heard)
+        websocket = None if self.websocket is None else self.websocket.redacted(redactor, heard)
         endpoint = self.endpoint
         if endpoint == f"{req.method} {req.path}":
             endpoint = f"{request.method} {request.path}"
@@ -246,7 +336,13 @@ class Interaction:
             return self
         key = self.key if request == req else request.key(keying)
         return replace(
-            self, key=key, request=request, response=response, endpoint=endpoint, meta=meta
+            self,
+            key=key,
+            request=request,
+            response=response,
+            endpoint=endpoint,
+            meta=meta,
+            websocket=websocket,
         )
 
     def to_line(self) -> bytes:
@@ -329,7 +425,11 @@ def interaction_line(interaction: Interaction) -> bytes:
         "status": resp.status,
         "headers": [list(pair) for pair in resp.headers],
     }
-    if resp.stream is None:
+    websocket = None
+    if interaction.websocket is not None:
+        response["stream"] = "websocket"
+        websocket = _websocket_out(interaction.websocket)
+    elif resp.stream is None:
         response["body"] = encode_body(resp.body)
     else:
         response["stream"] = resp.stream
@@ -350,8 +450,10 @@ def interaction_line(interaction: Interaction) -> bytes:
         "endpoint": interaction.endpoint,
         "request": request,
         "response": response,
-        "meta": dict(interaction.meta),
     }
+    if websocket is not None:
+        obj["websocket"] = websocket
+    obj["meta"] = dict(interaction.meta)
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     # A lone surrogate (read from a "\ud800" escape) is written back as one.
     return text.encode("utf-8", "backslashreplace") + b"\n"
@@ -394,7 +496,12 @@ def interaction_from_json(obj: Any) -> Interaction:
         raise ValueError('"response.headers" must be a list of [name, value] string pairs')
     stream = resp.get("stream")
     fields: dict[str, Any] = {}
-    if stream is None:
+    websocket = None
+    if stream == "websocket":
+        websocket = _websocket_in(o.get("websocket"))
+    elif "websocket" in o:
+        raise ValueError('a line with "websocket" needs "response.stream": "websocket"')
+    elif stream is None:
         fields["body"] = _body(resp, "response.body")
     elif stream in ("sse", "chunks"):
         fields["stream"] = stream
@@ -410,7 +517,9 @@ def interaction_from_json(obj: Any) -> Interaction:
             end = _obj(resp.get("end"), "response.end")
             fields["end_ms"] = _ms(end.get("at"), "response.end.at")
     else:
-        raise ValueError(f'"response.stream" must be "sse" or "chunks", not {stream!r}')
+        raise ValueError(
+            f'"response.stream" must be "sse", "chunks" or "websocket", not {stream!r}'
+        )
     response = RecordedResponse(
         status=status, headers=tuple((h[0], h[1]) for h in headers), **fields
     )
@@ -429,7 +538,74 @@ def interaction_from_json(obj: Any) -> Interaction:
         provider=str(o.get("provider", "generic")),
         endpoint=str(o.get("endpoint", "")),
         meta=meta,
+        websocket=websocket,
     )
+
+
+def _websocket_out(log: WebSocketLog) -> dict[str, Any]:
+    """The ``websocket`` field of a line: each message's payload stored as
+    a body is (a binary message always as base64, a text one never)."""
+    messages = []
+    for m in log.messages:
+        item: dict[str, Any] = {"from": m.sender, "at": m.at_ms}
+        if m.binary:
+            item["base64"] = base64.b64encode(m.data).decode("ascii")
+        else:
+            stored = encode_body(m.data)
+            item.update(stored if stored is not None else {"text": ""})
+        messages.append(item)
+    out: dict[str, Any] = {"messages": messages}
+    if log.close is not None:
+        c = log.close
+        out["close"] = {"code": c.code, "reason": c.reason, "by": c.by, "at": c.at_ms}
+    return out
+
+
+_PAYLOAD_KEYS = ("json", "style", "text", "base64")
+
+
+def _websocket_in(value: Any) -> WebSocketLog:
+    ws = _obj(value, "websocket")
+    items = ws.get("messages")
+    if not isinstance(items, list):
+        raise ValueError('"websocket.messages" must be a list of messages')
+    messages = []
+    last = 0.0
+    for i, item in enumerate(items):
+        where = f"websocket.messages[{i}]"
+        m = _obj(item, where)
+        sender = m.get("from")
+        if sender not in WS_SENDERS:
+            raise ValueError(f'"{where}.from" must be "client" or "server", not {sender!r}')
+        at = _ms(m.get("at"), f"{where}.at")
+        if at < last:
+            raise ValueError(f'"{where}" goes back in time ({at} < {last} ms)')
+        last = at
+        payload = {k: m[k] for k in _PAYLOAD_KEYS if k in m}
+        binary = "base64" in payload and not ("json" in payload or "text" in payload)
+        try:
+            data = decode_body(payload)
+        except ValueError as exc:
+            raise ValueError(f'"{where}": {exc}') from None
+        messages.append(WebSocketMessage(sender, at, data, binary))
+    close = None
+    if ws.get("close") is not None:
+        c = _obj(ws["close"], "websocket.close")
+        code = c.get("code")
+        if code is not None and (
+            not isinstance(code, int) or isinstance(code, bool) or not 1000 <= code <= 4999
+        ):
+            raise ValueError('"websocket.close.code" must be null or an integer from 1000 to 4999')
+        by = c.get("by")
+        if by not in WS_CLOSERS:
+            raise ValueError(
+                f'"websocket.close.by" must be one of {", ".join(WS_CLOSERS)}, not {by!r}'
+            )
+        reason = c.get("reason", "")
+        if not isinstance(reason, str):
+            raise ValueError('"websocket.close.reason" must be a string')
+        close = WebSocketClose(code, reason, by, _ms(c.get("at"), "websocket.close.at"))
+    return WebSocketLog(tuple(messages), close)
 
 
 def format_timestamp(epoch: float | None) -> str | None:

@@ -49,6 +49,8 @@ RESPONSE_HEADER_ALLOWLIST = frozenset(
         "x-goog-request-id",
         "x-should-retry",
         "cf-ray",
+        # the subprotocol a WebSocket upstream chose (a 101 replays it)
+        "sec-websocket-protocol",
     }
 )
 _ALLOWED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "ratelimit-")

@@ -206,6 +206,13 @@ class Session:
             raise LocalProtocolError(f"{type(event).__name__} is not sent to the client")
         return self._reader.send(h11_event)
 
+    def switch_protocols(self, headers: Headers) -> tuple[bytes, bytes]:
+        """After a WebSocket decision: the ``101`` answering the upgrade
+        (``headers`` as given), and the client's bytes that followed its
+        request.  The connection then belongs to the WebSocket adapter
+        (:class:`reel_core.WebSocketSession`, which calls this)."""
+        return self._reader.switch_protocols(headers)
+
     @property
     def keep_alive(self) -> bool:
         """Whether the connection may carry another request."""

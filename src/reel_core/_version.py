@@ -1,4 +1,5 @@
 __version__ = "0.1.0.dev0"
 
-#: The newest cassette schema this version reads and the one it writes.
-SCHEMA_VERSION = 1
+#: The newest cassette schema this version reads and the one it writes (2:
+#: WebSocket sessions, the ``websocket`` field; schema 1 is still read).
+SCHEMA_VERSION = 2

@@ -110,3 +110,30 @@ def test_an_empty_cassette(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     path = write(tmp_path / "empty.jsonl")
     assert main(["cost", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].split() == ["total", "0", "-", "-", "-", "$0"]
+
+
+def test_a_websocket_session_without_meta_is_read_from_its_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reel_core import Interaction, WebSocketLog, WebSocketMessage
+
+    done = {
+        "type": "response.done",
+        "response": {"usage": {"input_tokens": 7, "output_tokens": 3}},
+    }
+    session = Interaction(
+        "sha256:" + "cd" * 32,
+        "cdcdcdcdcdcd",
+        RecordedRequest("GET", "/v1/realtime", (("model", "gpt-realtime"),)),
+        RecordedResponse(101),
+        provider="openai",
+        endpoint="GET /v1/realtime",
+        websocket=WebSocketLog((WebSocketMessage("server", 5.0, json.dumps(done).encode()),) * 2),
+    )
+    path = write(tmp_path / "ws.jsonl", session)
+    assert main(["cost", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (row,) = data["groups"] + data["unknown"]
+    assert (row["model"], row["tokens_in"], row["tokens_out"]) == ("gpt-realtime", 14, 6)
+    assert main(["inspect", str(path)]) == 0
+    assert "gpt-realtime" in capsys.readouterr().out

@@ -19,6 +19,7 @@ from reel_core import (
     extract_usage,
     request_model,
     resolve_model,
+    websocket_usage,
 )
 
 from ._common import count, num
@@ -49,7 +50,11 @@ def figures(interaction: Interaction) -> Figures:
 
     def extracted() -> Usage:
         nonlocal usage
-        if usage is None:
+        if usage is None and interaction.websocket is not None:
+            usage = websocket_usage(
+                interaction.provider, interaction.request.query, interaction.websocket
+            )
+        elif usage is None:
             usage = extract_usage(
                 interaction.provider, interaction.request.path, interaction.request.body, response
             )

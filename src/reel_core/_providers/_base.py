@@ -130,6 +130,15 @@ class Provider:
     aliases: Mapping[str, str]
     #: The readers of its response objects' answer text and tool calls.
     answer_readers: tuple[AnswerReader, ...]
+    #: Its realtime (WebSocket) API: client message fields that change
+    #: between identical-in-intent sessions (ignored outside exact mode) ...
+    realtime_volatile: tuple[str, ...] = ()
+    #: ... the error event a replay sends before closing on a client message
+    #: that does not match (``None``: the provider has no error event) ...
+    realtime_error: Callable[[str, str], bytes] | None = None
+    #: ... and the reader of the usage its server messages report, summed
+    #: over the session's turns.
+    realtime_usage: UsageReader | None = None
 
 
 def count(value: Any) -> int | None:

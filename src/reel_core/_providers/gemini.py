@@ -15,6 +15,11 @@
   their sum; tool-use prompt tokens are billed as input and added to it;
   cache reads are inside the input count.  Zero counts are left out of the
   JSON (proto3).
+- Live (``BidiGenerateContent`` over WebSocket, recognised by that path):
+  each server message's ``usageMetadata`` (``promptTokenCount``,
+  ``responseTokenCount``, ``thoughtsTokenCount``), summed over the
+  session's turns; ``serverContent.modelTurn`` parts are generated content.
+  The Live API has no error event: a replay's mismatch is told by the close.
 - Answers: the first candidate's text parts and ``functionCall`` parts.
 """
 
@@ -33,6 +38,7 @@ __all__ = [
     "answer_pieces",
     "method_model",
     "path_model",
+    "read_live_usage",
     "read_usage",
 ]
 
@@ -44,6 +50,7 @@ def recognizes(path: str, host: str, headers: Headers) -> bool:
         or path.startswith("/v1beta/")
         or header_value(headers, b"x-goog-api-key") is not None
         or ("/models/" in path and ":" in path.rpartition("/")[2])
+        or "BidiGenerateContent" in path
     )
 
 
@@ -105,6 +112,34 @@ def read_usage(tally: Tally, obj: dict[str, Any], kind: object) -> bool | None:
                     ):
                         return True
     return False
+
+
+def read_live_usage(tally: Tally, obj: dict[str, Any], kind: object) -> bool | None:
+    """A Live API server message: its ``usageMetadata`` added to the
+    session's; model turn parts with text or inline data are content."""
+    meta = obj.get("usageMetadata")
+    content = obj.get("serverContent")
+    if not isinstance(meta, dict) and not isinstance(content, dict):
+        return None
+    if isinstance(meta, dict):
+        prompt = count(meta.get("promptTokenCount"))
+        response = count(meta.get("responseTokenCount"))
+        thoughts = count(meta.get("thoughtsTokenCount"))
+        if prompt is not None:
+            tally.input = (tally.input or 0) + prompt
+        if response is not None or thoughts is not None:
+            tally.output = (tally.output or 0) + (response or 0) + (thoughts or 0)
+        if thoughts is not None:
+            tally.reasoning = (tally.reasoning or 0) + thoughts
+        cached = count(meta.get("cachedContentTokenCount"))
+        if cached is not None:
+            tally.cached = (tally.cached or 0) + cached
+    turn = content.get("modelTurn") if isinstance(content, dict) else None
+    parts = turn.get("parts") if isinstance(turn, dict) else None
+    return isinstance(parts, list) and any(
+        isinstance(p, dict) and (text(p.get("text")) or isinstance(p.get("inlineData"), dict))
+        for p in parts
+    )
 
 
 def answer_pieces(obj: dict[str, Any], kind: object) -> list[Piece] | None:
@@ -175,4 +210,5 @@ PROVIDER = Provider(
     prices=PRICES,
     aliases=ALIASES,
     answer_readers=(answer_pieces,),
+    realtime_usage=read_live_usage,
 )

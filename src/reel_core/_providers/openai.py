@@ -17,6 +17,11 @@
   ``.failed``) event.
 - Usage, embeddings: ``usage.prompt_tokens``; the output count is 0.
 - Cache reads are counted inside the input; reasoning inside the output.
+- Realtime (``/v1/realtime`` over WebSocket): each ``response.done``
+  event's ``response.usage`` (``input_tokens``, ``output_tokens``,
+  ``input_token_details.cached_tokens``), summed over the session; the
+  client events' ``event_id`` is volatile; a replay's mismatch is told
+  with an ``error`` event, the Realtime API's own shape.
 - Answers: chat message / delta content, refusals and tool calls (also the
   Assistants API's message deltas); Responses output text, refusals and
   function calls, whole or as events.
@@ -28,7 +33,18 @@ from typing import Any
 
 from .._http import Headers
 from . import anthropic, generic
-from ._base import Piece, Price, Provider, Tally, count, mapping, string, sub_count, text
+from ._base import (
+    Piece,
+    Price,
+    Provider,
+    Tally,
+    count,
+    dumps,
+    mapping,
+    string,
+    sub_count,
+    text,
+)
 
 __all__ = [
     "ALIASES",
@@ -38,7 +54,9 @@ __all__ = [
     "RESPONSES_WITH_BODY",
     "chat_pieces",
     "read_chat_usage",
+    "read_realtime_usage",
     "read_responses_usage",
+    "realtime_error",
     "responses_pieces",
 ]
 
@@ -305,6 +323,52 @@ ALIASES: dict[str, str] = {
     "gpt-4-vision-preview": "gpt-4-turbo",
 }
 
+# -- realtime: the WebSocket API --------------------------------------------------
+
+
+#: Realtime events that carry generated content in ``delta``.
+REALTIME_DELTAS = frozenset(
+    {
+        "response.text.delta",
+        "response.output_text.delta",
+        "response.audio.delta",
+        "response.output_audio.delta",
+        "response.audio_transcript.delta",
+        "response.output_audio_transcript.delta",
+        "response.function_call_arguments.delta",
+    }
+)
+
+
+def read_realtime_usage(tally: Tally, obj: dict[str, Any], kind: object) -> bool | None:
+    """A Realtime server event: ``response.done`` adds its response's usage
+    to the session's; a delta is generated content."""
+    if kind == "response.done":
+        response = mapping(obj.get("response"))
+        usage = mapping(response.get("usage"))
+        _add(tally, "input", count(usage.get("input_tokens")))
+        _add(tally, "output", count(usage.get("output_tokens")))
+        _add(tally, "cached", sub_count(usage, "input_token_details", "cached_tokens"))
+        return False
+    if kind in REALTIME_DELTAS:
+        return text(obj.get("delta"))
+    if kind in ("session.created", "session.updated"):
+        tally.set_model(mapping(obj.get("session")).get("model"))
+        return False
+    return None
+
+
+def _add(tally: Tally, name: str, value: int | None) -> None:
+    if value is not None:
+        setattr(tally, name, (getattr(tally, name) or 0) + value)
+
+
+def realtime_error(code: str, message: str) -> bytes:
+    """The Realtime API's own error event (``{"type": "error", ...}``)."""
+    error = {"type": "invalid_request_error", "code": code, "message": message, "param": None}
+    return dumps({"type": "error", "event_id": f"event_{code}", "error": error}).encode()
+
+
 PROVIDER = Provider(
     name="openai",
     host="https://api.openai.com",
@@ -321,4 +385,7 @@ PROVIDER = Provider(
     prices=PRICES,
     aliases=ALIASES,
     answer_readers=(responses_pieces, chat_pieces),
+    realtime_volatile=("event_id",),
+    realtime_error=realtime_error,
+    realtime_usage=read_realtime_usage,
 )
