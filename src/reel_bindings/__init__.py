@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._files import CassetteFile, CassetteNotFoundError
     from ._redis import RedisStore
-    from ._store import FileStore, MemoryStore, Store, StoreUnavailableError, open_store
+    from ._store import FileStore, MemoryStore, Store, StoreUnavailableError
+    from ._store_url import open_store
 
 __all__ = [
     "CassetteFile",
@@ -28,7 +29,7 @@ _HOMES = {
     "MemoryStore": "_store",
     "Store": "_store",
     "StoreUnavailableError": "_store",
-    "open_store": "_store",
+    "open_store": "_store_url",
     # redis-py is imported when a RedisStore is made, not with this module
     "RedisStore": "_redis",
 }

@@ -42,7 +42,8 @@ from reel_core import (
 from ._files import CassetteFile
 from ._relay import CLIENT_CLOSED
 from ._settings import Settings, mode_from_env
-from ._store import Store, StoreUnavailableError, check_store
+from ._store import Store, StoreUnavailableError
+from ._store_url import check_store
 
 __all__ = ["CLIENT_CLOSED", "Decision", "Player", "Upstreaming", "mode_from_env"]
 

@@ -23,7 +23,8 @@ from typing import Any
 
 from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing
 
-from ._store import Store, check_store, open_store
+from ._store import Store
+from ._store_url import check_store, open_store
 
 __all__ = ["Settings", "mode_from_env", "pii_from_env", "port_from_env"]
 

@@ -56,9 +56,7 @@ __all__ = [
     "StoreUnavailableError",
     "atomic_write",
     "check_name",
-    "check_store",
     "lock_fd",
-    "open_store",
     "unlock_fd",
 ]
 
@@ -117,44 +115,6 @@ def check_name(name: str) -> str:
             "and '/' (no '..', no absolute path, no empty part), e.g. openai/chat-basic.jsonl",
         )
     return name
-
-
-#: URL schemes of stores on a server (anything else is a directory).
-STORE_SCHEMES = ("redis", "rediss")
-
-
-def open_store(
-    spec: str | os.PathLike[str], *, prefix: str | None = None, compress: bool = False
-) -> Store:
-    """The store ``spec`` names: a ``redis://`` or ``rediss://`` URL is a
-    :class:`~reel_bindings._redis.RedisStore` (under ``prefix``, default
-    ``reel``); anything else is a directory of files (:class:`FileStore`).
-    A URL of another scheme (``reddis://``, ``http://``) is a
-    :class:`StoreUnavailableError`, not a directory of that name.  Nothing
-    is connected yet: :func:`check_store` does that."""
-    text = os.fspath(spec)
-    scheme, sep, _ = text.partition("://")
-    if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
-        if scheme.lower() not in STORE_SCHEMES:
-            raise StoreUnavailableError(
-                f"unknown store {text!r}: give a directory, or a redis://host:port/db or "
-                "rediss:// (TLS) URL"
-            )
-        from ._redis import DEFAULT_PREFIX, RedisStore
-
-        return RedisStore(text, prefix=prefix or DEFAULT_PREFIX, compress=compress)
-    if not text:
-        raise StoreUnavailableError("empty store: give a directory or a redis:// URL")
-    return FileStore(text)
-
-
-def check_store(store: Store) -> None:
-    """Make sure ``store`` can be used now (a Redis store connects):
-    :class:`StoreUnavailableError` saying why not.  A store without a
-    ``check`` method (files, memory) always can."""
-    check = getattr(store, "check", None)
-    if check is not None:
-        check()
 
 
 # -- the one OS lock ---------------------------------------------------------------

@@ -10,13 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reel_bindings._store import (
-    FileStore,
-    Store,
-    StoreUnavailableError,
-    check_store,
-    open_store,
-)
+from reel_bindings._store import FileStore, Store, StoreUnavailableError
+from reel_bindings._store_url import check_store, open_store
 from tests.redis_server import RedisServer, free_port
 
 redis = pytest.importorskip("redis")

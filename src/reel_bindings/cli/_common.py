@@ -8,6 +8,7 @@ input that cannot be read.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import sys
 import time
@@ -29,12 +30,13 @@ from reel_core import (
 )
 
 from .._settings import pii_from_env
-from .._store import FileStore
+from .._store import FileStore, Store
 
 __all__ = [
     "EXIT_FINDINGS",
     "EXIT_OK",
     "EXIT_USAGE",
+    "STORE",
     "CassetteLines",
     "CliError",
     "Line",
@@ -73,12 +75,15 @@ class CliError(Exception):
         self.code = code
 
 
+#: The store the reading commands read from (``--store``, set by
+#: :mod:`._store`); ``None``: files.
+STORE: contextvars.ContextVar[Store | None] = contextvars.ContextVar("reel_store", default=None)
+
+
 def read_bytes(path: Path) -> bytes:
     """The bytes of the cassette file ``path`` (read through the store), or
     a :class:`CliError` saying why not."""
-    from ._store import STORE  # the --store of the command, if any
-
-    store = STORE.get()
+    store = STORE.get()  # the --store of the command, if any
     if store is not None:
         try:
             data = store.read(path.as_posix())

@@ -11,20 +11,17 @@ atomic replace.  A pushed file pulled again is the same file.
 from __future__ import annotations
 
 import argparse
-import contextvars
 import sys
 from pathlib import Path
 from typing import Any
 
 from reel_core import CassetteError
 
-from .._store import Store, StoreUnavailableError, check_name, check_store, open_store
-from ._common import EXIT_OK, CliError, atomic_write, parse_cassette, read_bytes
+from .._store import Store, StoreUnavailableError, check_name
+from .._store_url import check_store, open_store
+from ._common import EXIT_OK, STORE, CliError, atomic_write, parse_cassette, read_bytes
 
-__all__ = ["STORE", "add_parsers", "add_store_options", "opened", "use_store"]
-
-#: The store the reading commands read from (``--store``); ``None``: files.
-STORE: contextvars.ContextVar[Store | None] = contextvars.ContextVar("reel_store", default=None)
+__all__ = ["add_parsers", "add_store_options", "opened", "use_store"]
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:

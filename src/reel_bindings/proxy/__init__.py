@@ -16,7 +16,8 @@ import anyio.abc
 
 from reel_core import CassetteError, CassetteWarning, Mode
 
-from .._store import StoreUnavailableError, open_store
+from .._store import StoreUnavailableError
+from .._store_url import open_store
 from .._upstream import AsyncUpstream
 from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, parse_options
 from ._server import CASSETTE_HEADER, Proxy

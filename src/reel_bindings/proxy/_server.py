@@ -50,7 +50,8 @@ from reel_core import (
 from .._async.relay import arelay
 from .._clock import sleep_until
 from .._files import CassetteFile, CassetteNotFoundError
-from .._store import FileStore, Store, StoreUnavailableError, check_name, check_store
+from .._store import FileStore, Store, StoreUnavailableError, check_name
+from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
 
 __all__ = ["CASSETTE_HEADER", "Proxy"]

@@ -1,0 +1,54 @@
+"""The store a ``--store`` value names: a ``redis://`` or ``rediss://`` URL
+is a :class:`~reel_bindings._redis.RedisStore`, anything else a directory of
+files (:class:`~reel_bindings._store.FileStore`).
+
+Here, not in :mod:`reel_bindings._store`, so that the store interface knows
+none of its implementations: ``_redis`` builds on ``_store``, and this module
+on both.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ._redis import DEFAULT_PREFIX, RedisStore
+from ._store import FileStore, Store, StoreUnavailableError
+
+__all__ = ["STORE_SCHEMES", "check_store", "open_store"]
+
+
+#: URL schemes of stores on a server (anything else is a directory).
+STORE_SCHEMES = ("redis", "rediss")
+
+
+def open_store(
+    spec: str | os.PathLike[str], *, prefix: str | None = None, compress: bool = False
+) -> Store:
+    """The store ``spec`` names: a ``redis://`` or ``rediss://`` URL is a
+    :class:`~reel_bindings._redis.RedisStore` (under ``prefix``, default
+    ``reel``); anything else is a directory of files (:class:`FileStore`).
+    A URL of another scheme (``reddis://``, ``http://``) is a
+    :class:`StoreUnavailableError`, not a directory of that name.  Nothing
+    is connected yet: :func:`check_store` does that."""
+    text = os.fspath(spec)
+    scheme, sep, _ = text.partition("://")
+    if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+        if scheme.lower() not in STORE_SCHEMES:
+            raise StoreUnavailableError(
+                f"unknown store {text!r}: give a directory, or a redis://host:port/db or "
+                "rediss:// (TLS) URL"
+            )
+        return RedisStore(text, prefix=prefix or DEFAULT_PREFIX, compress=compress)
+    if not text:
+        raise StoreUnavailableError("empty store: give a directory or a redis:// URL")
+    return FileStore(text)
+
+
+def check_store(store: Store) -> None:
+    """Make sure ``store`` can be used now (a Redis store connects):
+    :class:`StoreUnavailableError` saying why not.  A store without a
+    ``check`` method (files, memory) always can."""
+    check = getattr(store, "check", None)
+    if check is not None:
+        check()
