@@ -116,6 +116,8 @@ class CassetteFile:
         self._held: list[bytes] | None = [] if held else None
         #: ``record`` started this held cassette afresh: the store is replaced at commit.
         self._fresh_pending = False
+        #: How many recorded lines this object has written to the store.
+        self.written = 0
         self.name = os.fspath(path)
         self.mode = mode
         self._thread_lock = threading.Lock()
@@ -220,6 +222,7 @@ class CassetteFile:
             if self._fresh_pending:
                 self._fresh_pending = False
                 self.store.replace(self.name, self.cassette.meta.to_line() + b"".join(lines))
+                self.written += len(lines)
                 return len(lines)
             for line in lines:
                 self._write(line)
@@ -241,3 +244,4 @@ class CassetteFile:
         if not created and self._unwritten_meta:
             self._adopt_salt()
         self._unwritten_meta = False
+        self.written += 1

@@ -88,6 +88,9 @@ _CASSETTE_KEY = pytest.StashKey["ReelCassette"]()
 _PENDING_KEY = pytest.StashKey["ReelCassette"]()
 #: The reports of a test's setup and call phases, by phase.
 _REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
+#: The run report's figures, one tally per test's cassette (JSON-ready dicts).
+_TALLIES_KEY = pytest.StashKey[list[dict[str, Any]]]()
+_WORKER_TALLIES = "reel_tallies"
 _RUN_DIR_KEY = pytest.StashKey[Path]()
 _WORKER_RUN_DIR = "reel_run_dir"
 
@@ -144,6 +147,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "erroring or xfail test leaves its cassette as it was); always: keep everything. "
         "Wins over the reel_record_on ini option and the marker's record_on=.",
     )
+    group.addoption(
+        "--reel-report",
+        dest="reel_report",
+        default=None,
+        metavar="FILE.json",
+        help="write the run report (per cassette: hits, misses, recorded, stale, "
+        "superseded, the store, and each interaction's outcome) to FILE.json",
+    )
     parser.addini(
         "reel_record_on",
         help="passed (default) or always: when a test's recordings are kept",
@@ -182,6 +193,44 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist: every worker shares the controller's run directory."""
     node.workerinput[_WORKER_RUN_DIR] = str(_run_dir(node.config))
+
+
+def _tallies(config: pytest.Config) -> list[dict[str, Any]]:
+    return config.stash.setdefault(_TALLIES_KEY, [])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist: the controller adds up what each worker counted."""
+    output = getattr(node, "workeroutput", None) or {}
+    _tallies(node.config).extend(output.get(_WORKER_TALLIES, ()))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    workeroutput: dict[str, Any] | None = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller reports
+        workeroutput[_WORKER_TALLIES] = _tallies(config)
+        return
+    target = config.getoption("reel_report", None)
+    if target:
+        import json
+
+        from reel_core import CassetteTally, report_json
+
+        report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
+        Path(target).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if getattr(config, "workeroutput", None) is not None or not _tallies(config):
+        return
+    from reel_core import CassetteTally, render_report
+
+    tallies = [CassetteTally.from_json(t) for t in _tallies(config)]
+    terminalreporter.write_sep("-", "reel report")
+    for line in render_report(tallies, verbose=config.getoption("verbose", 0) > 0):
+        terminalreporter.write_line(line)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -330,6 +379,10 @@ class ReelCassette:
         self._lock = lock if lock is not None else contextlib.ExitStack()
         #: The run's "started afresh" token of a held record-mode cassette.
         self._first_token = first_token
+        #: Set by _for_item: where the run report puts this test's figures.
+        self._test = ""
+        self._store_label = "files"
+        self._config: pytest.Config | None = None
         self._players: list[Player] = []
         self._proxy: Proxy | None = None
         self._proxy_url: str | None = None
@@ -520,6 +573,7 @@ class ReelCassette:
         """Write the held recordings (``keep``) or drop them, then let the
         cassette lock go."""
         try:
+            self._tally(keep=keep)
             if keep:
                 self.file.commit()
             else:
@@ -530,6 +584,27 @@ class ReelCassette:
                     self._first_token.unlink(missing_ok=True)
         finally:
             self._lock.close()
+
+    def _tally(self, *, keep: bool) -> None:
+        """Add this test's figures to the run report."""
+        from reel_core import CassetteTally, Outcome
+
+        outcomes = [o for player in self._players for o in player.outcomes]
+        if self._proxy is not None:
+            outcomes += self._proxy.outcomes
+        if not keep and self.file.held:  # recorded, then dropped by the outcome gate
+            outcomes = [(m, p, "dropped" if o == "recorded" else o) for m, p, o in outcomes]
+        if (not outcomes and not self.file.written) or self._config is None:
+            return
+        tally = CassetteTally(
+            self.display,
+            self._store_label,
+            hits=sum(o == "hit" for _, _, o in outcomes),
+            misses=sum(o == "miss" for _, _, o in outcomes),
+            recorded=self.file.written + (self.file.held if keep else 0),
+            outcomes=[Outcome(self._test, m, p, o) for m, p, o in outcomes],
+        )
+        _tallies(self._config).append(tally.to_json())
 
     @classmethod
     def _for_item(cls, item: pytest.Item) -> ReelCassette:
@@ -592,6 +667,9 @@ class ReelCassette:
                 stack=contextlib.ExitStack(),
                 first_token=token if mode is Mode.RECORD and not refreshed else None,
             )
+            cassette._test = item.nodeid
+            cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
+            cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
         return cassette
 

@@ -66,6 +66,14 @@ from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
 from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header
+from ._report import (
+    REPORT_SCHEMA,
+    CassetteTally,
+    Outcome,
+    merge_tallies,
+    render_report,
+    report_json,
+)
 from ._schedule import Step, replay_schedule
 from ._session import Session
 from ._start import Start, start_of
@@ -78,10 +86,12 @@ __all__ = [
     "HOP_BY_HOP",
     "PRICES_CHECKED",
     "PROVIDERS",
+    "REPORT_SCHEMA",
     "SCHEMA_VERSION",
     "Cassette",
     "CassetteError",
     "CassetteMeta",
+    "CassetteTally",
     "CassetteWarning",
     "Closest",
     "Config",
@@ -109,6 +119,7 @@ __all__ = [
     "MissError",
     "MissReport",
     "Mode",
+    "Outcome",
     "Piece",
     "Provider",
     "Recorded",
@@ -160,11 +171,14 @@ __all__ = [
     "keep_response_header",
     "looks_like_sse",
     "match_key",
+    "merge_tallies",
     "not_a_cassette",
     "parse_sse_event",
     "read_line",
     "record_exchange",
+    "render_report",
     "replay_schedule",
+    "report_json",
     "request_diff",
     "request_model",
     "resolve_model",

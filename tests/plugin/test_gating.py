@@ -240,3 +240,44 @@ def test_bad(reel):
     result = gate.runpytest_subprocess("test_bad.py")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*reel_record_on = 'never': use passed or always*"])
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_the_run_report(
+    gate: pytest.Pytester, store: tuple[list[str], Reader, Writer], workers: list[str]
+) -> None:
+    if workers:
+        pytest.importorskip("xdist")
+    args, _, _ = store
+    label = "files" if not args else f"RedisStore({args[1]!r}, prefix='reel')"
+    out = gate.path / "report.json"
+    result = gate.runpytest_subprocess(
+        "test_gate.py", "--reel-mode", "auto", "--reel-report", str(out), "-v", *args, *workers
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*- reel report -*",
+            f"tests/cassettes/test_gate/gate.jsonl ({label}): 0 hits, 0 misses, 2 recorded, "
+            "0 stale, 0 superseded",
+            "    dropped   POST /v1/chat/completions  [test_gate.py::test_fails]",
+            "    recorded  POST /v1/chat/completions  [test_gate.py::test_passes]",
+        ]
+    )
+    report = json.loads(out.read_text("utf-8"))
+    assert report["schema"] == 1
+    (cassette,) = report["cassettes"]
+    assert cassette["store"] == label
+    assert (cassette["recorded"], cassette["hits"]) == (2, 0)
+    outcomes = {o["test"].split("::")[1]: o["outcome"] for o in cassette["outcomes"]}
+    assert outcomes == {
+        "test_passes": "recorded",
+        "test_fails": "dropped",
+        "test_xfails": "dropped",
+        "test_xpasses": "dropped",
+        "test_teardown_fails": "dropped",
+        "test_fails_kept": "recorded",
+    }
+    # replayed: the two kept recordings hit, the four dropped ones miss
+    result = gate.runpytest_subprocess("test_gate.py", "--reel-report", str(out), *args, *workers)
+    totals = json.loads(out.read_text("utf-8"))["totals"]
+    assert totals == {"hits": 2, "misses": 4, "recorded": 0, "stale": 0, "superseded": 0}
