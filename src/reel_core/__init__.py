@@ -17,6 +17,7 @@ from ._codec import (
     read_line,
 )
 from ._config import Config, Mode
+from ._duration import parse_duration
 from ._engine import Engine
 from ._errors import (
     CassetteError,
@@ -173,6 +174,7 @@ __all__ = [
     "match_key",
     "merge_tallies",
     "not_a_cassette",
+    "parse_duration",
     "parse_sse_event",
     "read_line",
     "record_exchange",
