@@ -281,3 +281,37 @@ def test_the_run_report(
     result = gate.runpytest_subprocess("test_gate.py", "--reel-report", str(out), *args, *workers)
     totals = json.loads(out.read_text("utf-8"))["totals"]
     assert totals == {"hits": 2, "misses": 4, "recorded": 0, "stale": 0, "superseded": 0}
+
+
+INTERRUPTED = """
+import pytest
+
+from test_gate import ask
+
+
+@pytest.mark.reel("interrupted")
+def test_interrupted(reel):
+    ask(reel, "held")
+    raise KeyboardInterrupt  # what Ctrl-C raises
+
+
+@pytest.mark.reel("kept", record_on="always")
+def test_interrupted_always(reel):
+    ask(reel, "kept")
+    raise KeyboardInterrupt
+"""
+
+
+def test_an_interrupted_test_keeps_nothing(
+    gate: pytest.Pytester, store: tuple[list[str], Reader, Writer]
+) -> None:
+    """Its outcome is unknown: its held lines are dropped (unless always)."""
+    args, read, _ = store
+    gate.makepyfile(test_interrupted=INTERRUPTED)
+    for test in ("test_interrupted", "test_interrupted_always"):
+        result = gate.runpytest_subprocess(
+            f"test_interrupted.py::{test}", "--reel-mode", "auto", *args
+        )
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert read("test_interrupted/interrupted.jsonl") is None
+    assert prompts(read("test_interrupted/kept.jsonl")) == ["kept"]
