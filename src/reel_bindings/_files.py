@@ -109,8 +109,15 @@ class CassetteFile:
         hint: str = IN_PROCESS_RECORD_HINT,
         store: Store | None = None,
         refreshed: bool = False,
+        held: bool = False,
     ) -> None:
         self.store: Store = store if store is not None else FileStore()
+        #: Lines recorded but not yet written (``held``: see :meth:`commit`).
+        self._held: list[bytes] | None = [] if held else None
+        #: ``record`` started this held cassette afresh: the store is replaced at commit.
+        self._fresh_pending = False
+        #: How many recorded lines this object has written to the store.
+        self.written = 0
         self.name = os.fspath(path)
         self.mode = mode
         self._thread_lock = threading.Lock()
@@ -126,6 +133,9 @@ class CassetteFile:
             # its salt included.
             kept = self._existing_meta(label) if meta is None else meta
             self.cassette = Cassette(label, new_cassette_meta(kept))
+            if self._held is not None:
+                self._fresh_pending = True  # the store stays as it is until commit
+                return
             self.store.replace(self.name, self.cassette.meta.to_line())
             return
         if start is Start.MISSING and not missing_ok:
@@ -188,10 +198,50 @@ class CassetteFile:
         if not line.endswith(b"\n") or b"\n" in line[:-1]:
             raise ValueError("a cassette line is one \\n-terminated line")
         with self._thread_lock:
-            meta = self.cassette.meta
-            if meta is not self._header_of:  # the _meta line, made once per meta
-                self._header, self._header_of = meta.to_line(), meta
-            created = self.store.append(self.name, line, header=self._header)
-            if not created and self._unwritten_meta:
-                self._adopt_salt()
-            self._unwritten_meta = False
+            if self._held is not None:
+                self._held.append(line)
+                return
+            self._write(line)
+
+    @property
+    def held(self) -> int:
+        """How many recorded lines wait for :meth:`commit` (0 when not held)."""
+        return len(self._held or ())
+
+    @property
+    def fresh_pending(self) -> bool:
+        """``record`` mode started this held cassette afresh, not written yet."""
+        return self._fresh_pending
+
+    def commit(self) -> int:
+        """Write the held lines (one atomic append each; a cassette that
+        ``record`` started afresh is replaced by its ``_meta`` line and them,
+        in one atomic replace) and stop holding; returns how many."""
+        with self._thread_lock:
+            lines, self._held = self._held or [], None
+            if self._fresh_pending:
+                self._fresh_pending = False
+                self.store.replace(self.name, self.cassette.meta.to_line() + b"".join(lines))
+                self.written += len(lines)
+                return len(lines)
+            for line in lines:
+                self._write(line)
+            return len(lines)
+
+    def discard(self) -> int:
+        """Drop the held lines, leaving the store as it was, and stop
+        holding; returns how many were dropped."""
+        with self._thread_lock:
+            lines, self._held = self._held or [], None
+            self._fresh_pending = False
+            return len(lines)
+
+    def _write(self, line: bytes) -> None:
+        meta = self.cassette.meta
+        if meta is not self._header_of:  # the _meta line, made once per meta
+            self._header, self._header_of = meta.to_line(), meta
+        created = self.store.append(self.name, line, header=self._header)
+        if not created and self._unwritten_meta:
+            self._adopt_salt()
+        self._unwritten_meta = False
+        self.written += 1

@@ -106,6 +106,8 @@ class Player:
         self.lock = threading.Lock()
         #: Every miss served so far (the pytest plugin fails a test on them).
         self.misses: list[MissReport] = []
+        #: What each request got, as ``(method, path, outcome)`` (the run report).
+        self.outcomes: list[tuple[str, str, str]] = []
 
     @property
     def mode(self) -> Mode:
@@ -130,6 +132,8 @@ class Player:
             if isinstance(event, Forward):
                 reason = self._store_down() if event.record else None
                 if reason is None:
+                    outcome = "recorded" if event.record else "live"
+                    self.outcomes.append((request.method, request.path, outcome))
                     return Upstreaming(self, engine, event)
                 # Its recording could not be kept: not forwarded, answered 502.
                 engine.upstream_error(UpstreamError.STORE, reason, now=time.monotonic())
@@ -146,6 +150,8 @@ class Player:
                     break
             if isinstance(decision, Miss):
                 self.misses.append(decision.report)
+            outcome = {Replay: "hit", Miss: "miss"}.get(type(decision), "refused")
+            self.outcomes.append((request.method, request.path, outcome))
             return Decision(decision, head, tuple(events))
 
 

@@ -59,18 +59,38 @@ DEFAULT_TIMING = "fast"
 
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
-    "repeat=None, proxy=False, upstream=None): record/replay this test's LLM API traffic "
-    "with Reel (the `reel` fixture gives the cassette; proxy=True starts a per-test proxy "
-    "and points the OpenAI, Anthropic and Gemini SDKs at it)"
+    "repeat=None, proxy=False, upstream=None, record_on=None): record/replay this test's "
+    "LLM API traffic with Reel (the `reel` fixture gives the cassette; proxy=True starts a "
+    "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it)"
 )
 
 _MARKER_KEYS = frozenset(
-    ("cassette", "mode", "match", "ignore_fields", "timing", "repeat", "proxy", "upstream")
+    (
+        "cassette",
+        "mode",
+        "match",
+        "ignore_fields",
+        "timing",
+        "repeat",
+        "proxy",
+        "upstream",
+        "record_on",
+    )
 )
+#: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
+RECORD_ON = ("passed", "always")
+DEFAULT_RECORD_ON = "passed"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\[\]=+-]+")
 _MAX_NAME = 150
 
 _CASSETTE_KEY = pytest.StashKey["ReelCassette"]()
+#: The test's cassette whose held recordings wait for the teardown's outcome.
+_PENDING_KEY = pytest.StashKey["ReelCassette"]()
+#: The reports of a test's setup and call phases, by phase.
+_REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
+#: The run report's figures, one tally per test's cassette (JSON-ready dicts).
+_TALLIES_KEY = pytest.StashKey[list[dict[str, Any]]]()
+_WORKER_TALLIES = "reel_tallies"
 _RUN_DIR_KEY = pytest.StashKey[Path]()
 _WORKER_RUN_DIR = "reel_run_dir"
 
@@ -118,6 +138,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "every worker and CI runner), or a directory. Wins over $REEL_STORE and the "
         "reel_store ini option; default: files under reel_cassette_dir.",
     )
+    group.addoption(
+        "--reel-record-on",
+        dest="reel_record_on",
+        choices=RECORD_ON,
+        default=None,
+        help="passed (default): keep what a test recorded only when it passed (a failing, "
+        "erroring or xfail test leaves its cassette as it was); always: keep everything. "
+        "Wins over the reel_record_on ini option and the marker's record_on=.",
+    )
+    group.addoption(
+        "--reel-report",
+        dest="reel_report",
+        default=None,
+        metavar="FILE.json",
+        help="write the run report (per cassette: hits, misses, recorded, stale, "
+        "superseded, the store, and each interaction's outcome) to FILE.json",
+    )
+    parser.addini(
+        "reel_record_on",
+        help="passed (default) or always: when a test's recordings are kept",
+        default="",
+    )
     parser.addini(
         "reel_store",
         help="where cassettes live (redis://host:port/db, rediss://, or a directory); "
@@ -137,6 +179,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Bad global settings stop the run at once, with a message saying what to fix.
     _global_mode(config)
     _global_timing(config)
+    _global_record_on(config)
     _run_store(config)  # a Redis server that is down stops the run here, named
 
 
@@ -150,6 +193,44 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist: every worker shares the controller's run directory."""
     node.workerinput[_WORKER_RUN_DIR] = str(_run_dir(node.config))
+
+
+def _tallies(config: pytest.Config) -> list[dict[str, Any]]:
+    return config.stash.setdefault(_TALLIES_KEY, [])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist: the controller adds up what each worker counted."""
+    output = getattr(node, "workeroutput", None) or {}
+    _tallies(node.config).extend(output.get(_WORKER_TALLIES, ()))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    workeroutput: dict[str, Any] | None = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller reports
+        workeroutput[_WORKER_TALLIES] = _tallies(config)
+        return
+    target = config.getoption("reel_report", None)
+    if target:
+        import json
+
+        from reel_core import CassetteTally, report_json
+
+        report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
+        Path(target).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if getattr(config, "workeroutput", None) is not None or not _tallies(config):
+        return
+    from reel_core import CassetteTally, render_report
+
+    tallies = [CassetteTally.from_json(t) for t in _tallies(config)]
+    terminalreporter.write_sep("-", "reel report")
+    for line in render_report(tallies, verbose=config.getoption("verbose", 0) > 0):
+        terminalreporter.write_line(line)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -177,6 +258,42 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     return result
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    item.stash.setdefault(_REPORTS_KEY, {})[report.when] = report
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    """Write a passed test's held recordings once every fixture is torn
+    down: a teardown that fails drops them (the test did not pass)."""
+    try:
+        yield
+    except BaseException:
+        cassette = item.stash.get(_PENDING_KEY, None)
+        if cassette is not None:
+            del item.stash[_PENDING_KEY]
+            cassette._finish(keep=False)
+        raise
+    cassette = item.stash.get(_PENDING_KEY, None)
+    if cassette is not None:
+        del item.stash[_PENDING_KEY]
+        cassette._finish(keep=True)
+
+
+def _passed(item: pytest.Item) -> bool:
+    """The test's setup and call passed (an xfail, expected or not, did not)."""
+    reports = item.stash.get(_REPORTS_KEY, {})
+    return all(
+        when in reports and reports[when].passed and not hasattr(reports[when], "wasxfail")
+        for when in ("setup", "call")
+    )
+
+
 # -- fixtures ------------------------------------------------------------------
 
 
@@ -186,14 +303,22 @@ def reel(request: pytest.FixtureRequest) -> Iterator[ReelCassette]:
     item = request.node
     cassette = ReelCassette._for_item(item)
     item.stash[_CASSETTE_KEY] = cassette
+    keep = False
     try:
         yield cassette
+        cassette._close()
+        report = cassette._take_misses()  # misses of fixtures, after the call was checked
+        if report:
+            pytest.fail(report, pytrace=False)
+        keep = _passed(item)
     finally:
         del item.stash[_CASSETTE_KEY]  # items live all session: let the cassette go
-        cassette._close()
-    report = cassette._take_misses()  # misses of fixtures, after the call was checked
-    if report:
-        pytest.fail(report, pytrace=False)
+        cassette._close()  # again after an error: closing twice is harmless
+        if keep and cassette.file.held:
+            # written by pytest_runtest_teardown, once the other fixtures are down
+            item.stash[_PENDING_KEY] = cassette
+        else:  # failed, errored, xfail, skipped or interrupted: the cassette as it was
+            cassette._finish(keep=keep)
 
 
 @pytest.fixture
@@ -234,6 +359,8 @@ class ReelCassette:
         hint: str,
         stack: contextlib.ExitStack,
         display: str | None = None,
+        lock: contextlib.ExitStack | None = None,
+        first_token: Path | None = None,
     ) -> None:
         self.path = path
         #: The path as messages show it (relative to the rootdir when inside it).
@@ -248,6 +375,14 @@ class ReelCassette:
         self.file = file
         self.hint = hint
         self._stack = stack
+        #: The cassette lock (record modes), held until the recordings are settled.
+        self._lock = lock if lock is not None else contextlib.ExitStack()
+        #: The run's "started afresh" token of a held record-mode cassette.
+        self._first_token = first_token
+        #: Set by _for_item: where the run report puts this test's figures.
+        self._test = ""
+        self._store_label = "files"
+        self._config: pytest.Config | None = None
         self._players: list[Player] = []
         self._proxy: Proxy | None = None
         self._proxy_url: str | None = None
@@ -434,6 +569,43 @@ class ReelCassette:
             gc.collect()
         self._stack.close()
 
+    def _finish(self, *, keep: bool) -> None:
+        """Write the held recordings (``keep``) or drop them, then let the
+        cassette lock go."""
+        try:
+            self._tally(keep=keep)
+            if keep:
+                self.file.commit()
+            else:
+                fresh = self.file.fresh_pending
+                self.file.discard()
+                if fresh and self._first_token is not None:
+                    # nothing was started afresh: the next test to record it does
+                    self._first_token.unlink(missing_ok=True)
+        finally:
+            self._lock.close()
+
+    def _tally(self, *, keep: bool) -> None:
+        """Add this test's figures to the run report."""
+        from reel_core import CassetteTally, Outcome
+
+        outcomes = [o for player in self._players for o in player.outcomes]
+        if self._proxy is not None:
+            outcomes += self._proxy.outcomes
+        if not keep and self.file.held:  # recorded, then dropped by the outcome gate
+            outcomes = [(m, p, "dropped" if o == "recorded" else o) for m, p, o in outcomes]
+        if (not outcomes and not self.file.written) or self._config is None:
+            return
+        tally = CassetteTally(
+            self.display,
+            self._store_label,
+            hits=sum(o == "hit" for _, _, o in outcomes),
+            misses=sum(o == "miss" for _, _, o in outcomes),
+            recorded=self.file.written + (self.file.held if keep else 0),
+            outcomes=[Outcome(self._test, m, p, o) for m, p, o in outcomes],
+        )
+        _tallies(self._config).append(tally.to_json())
+
     @classmethod
     def _for_item(cls, item: pytest.Item) -> ReelCassette:
         from reel_bindings._files import CassetteFile
@@ -460,12 +632,14 @@ class ReelCassette:
                     f"cassette {str(path)!r} is outside the cassette directory: with a store "
                     "(--reel-store), name it relative to it"
                 )
+        record_on = _test_record_on(item.config, settings.get("record_on"))
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
                 stack.enter_context(store.lock(name))
             # A cassette re-recorded earlier in this run is added to.
-            refreshed = mode is Mode.RECORD and not _first_in_run(item.config, path)
+            token = _first_token(item.config, path)
+            refreshed = mode is Mode.RECORD and not _first_in_run(token)
             # A match setting goes into a new cassette's _meta line, as the proxy does.
             meta = CassetteMeta(match=match) if match is not None else None
             # A missing cassette in replay mode fails the test that uses it
@@ -478,6 +652,7 @@ class ReelCassette:
                 missing_ok=True,
                 store=store,
                 refreshed=refreshed,
+                held=mode.records and record_on == "passed",
             )
             cassette = cls(
                 path=path,
@@ -490,8 +665,12 @@ class ReelCassette:
                 hint=_hint(item, _display(item.config, path), exists=store.exists(name)),
                 display=_display(item.config, path),
                 stack=contextlib.ExitStack(),
+                first_token=token if mode is Mode.RECORD and not refreshed else None,
             )
-            cassette._stack = stack.pop_all()  # the lock is the cassette's now
+            cassette._test = item.nodeid
+            cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
+            cassette._config = item.config
+            cassette._lock = stack.pop_all()  # the lock is the cassette's now
         return cassette
 
 
@@ -598,6 +777,32 @@ def _run_store(config: pytest.Config) -> Store | None:
         raise pytest.UsageError(f"reel: {exc}") from None
     config.stash[_STORE_KEY] = store
     return store
+
+
+def _global_record_on(config: pytest.Config) -> str | None:
+    """``--reel-record-on``, else the ``reel_record_on`` ini option, checked."""
+    flag = config.getoption("reel_record_on", None)
+    if flag:
+        return str(flag)
+    value = str(config.getini("reel_record_on") or "").strip()
+    if value and value not in RECORD_ON:
+        raise pytest.UsageError(
+            f"reel_record_on = {value!r}: use {' or '.join(RECORD_ON)} "
+            "(passed keeps a test's recordings only when it passed)"
+        )
+    return value or None
+
+
+def _test_record_on(config: pytest.Config, marker: object) -> str:
+    """--reel-record-on, then the marker's record_on=, then the ini, then passed."""
+    flag = config.getoption("reel_record_on", None)
+    if flag:
+        return str(flag)
+    if marker is not None:
+        if marker not in RECORD_ON:
+            _marker_error(f"record_on= takes {' or '.join(map(repr, RECORD_ON))}, not {marker!r}")
+        return str(marker)
+    return _global_record_on(config) or DEFAULT_RECORD_ON
 
 
 def _global_mode(config: pytest.Config) -> tuple[str, str]:
@@ -707,12 +912,18 @@ def _run_dir(config: pytest.Config) -> Path:
     return run_dir
 
 
-def _first_in_run(config: pytest.Config, path: Path) -> bool:
-    """True for the first test of the run to record ``path`` (it starts the
-    cassette afresh); later ones add to it.  Called holding the cassette lock."""
+def _first_token(config: pytest.Config, path: Path) -> Path:
+    """The run's token saying ``path`` was started afresh."""
     token = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
+    return _run_dir(config) / token
+
+
+def _first_in_run(token: Path) -> bool:
+    """True for the first test of the run to record the cassette of
+    ``token`` (it starts the cassette afresh); later ones add to it.
+    Called holding the cassette lock."""
     try:
-        fd = os.open(_run_dir(config) / token, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        fd = os.open(token, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
     os.close(fd)

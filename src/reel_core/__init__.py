@@ -17,6 +17,7 @@ from ._codec import (
     read_line,
 )
 from ._config import Config, Mode
+from ._duration import parse_duration
 from ._engine import Engine
 from ._errors import (
     CassetteError,
@@ -74,6 +75,14 @@ from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
 from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header
+from ._report import (
+    REPORT_SCHEMA,
+    CassetteTally,
+    Outcome,
+    merge_tallies,
+    render_report,
+    report_json,
+)
 from ._schedule import Step, replay_schedule
 from ._session import Session
 from ._start import Start, start_of
@@ -97,10 +106,12 @@ __all__ = [
     "HOP_BY_HOP",
     "PRICES_CHECKED",
     "PROVIDERS",
+    "REPORT_SCHEMA",
     "SCHEMA_VERSION",
     "Cassette",
     "CassetteError",
     "CassetteMeta",
+    "CassetteTally",
     "CassetteWarning",
     "Closest",
     "Config",
@@ -128,6 +139,7 @@ __all__ = [
     "MissError",
     "MissReport",
     "Mode",
+    "Outcome",
     "Piece",
     "Provider",
     "Recorded",
@@ -191,11 +203,15 @@ __all__ = [
     "keep_response_header",
     "looks_like_sse",
     "match_key",
+    "merge_tallies",
     "not_a_cassette",
+    "parse_duration",
     "parse_sse_event",
     "read_line",
     "record_exchange",
+    "render_report",
     "replay_schedule",
+    "report_json",
     "request_diff",
     "request_model",
     "resolve_model",

@@ -123,6 +123,8 @@ class Proxy:
         self._by_label: dict[str, CassetteFile] = {}
         #: Every miss served so far (the pytest plugin fails a test on them).
         self.misses: list[MissReport] = []
+        #: What each request got, as ``(method, path, outcome)`` (the run report).
+        self.outcomes: list[tuple[str, str, str]] = []
         if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
             self._files[cassette.path] = cassette
             self._by_label[cassette.cassette.name] = cassette
@@ -293,6 +295,18 @@ class Proxy:
                 exchange.method = event.request.method
                 exchange.target = event.request.target  # redacted when logged
                 exchange.started = anyio.current_time()
+                outcome = (
+                    "hit"
+                    if isinstance(event, Replay)
+                    else "miss"
+                    if isinstance(event, Miss)
+                    else "refused"
+                    if isinstance(event, Refused)
+                    else "recorded"
+                    if event.record
+                    else "live"
+                )
+                self.outcomes.append((event.request.method, event.request.path, outcome))
                 if isinstance(event, Replay):
                     exchange.outcome, exchange.key = "hit", event.key
                     if event.similarity is not None:

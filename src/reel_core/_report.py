@@ -1,0 +1,109 @@
+"""The run report: what each cassette did in a run (hits, misses, recorded,
+stale, superseded lines, and the store it lives in), merged across
+processes, rendered as text and as JSON (schema in docs/pytest-plugin.md).
+
+Pure data: the bindings count, this module adds up and says it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "REPORT_SCHEMA",
+    "CassetteTally",
+    "Outcome",
+    "merge_tallies",
+    "render_report",
+    "report_json",
+]
+
+#: The version of the JSON report's layout.
+REPORT_SCHEMA = 1
+
+_COUNTS = ("hits", "misses", "recorded", "stale", "superseded")
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """One interaction of a test: what happened to ``method path``."""
+
+    test: str
+    method: str
+    path: str
+    outcome: str  # hit, miss, recorded, dropped, live, refused
+
+    def to_json(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class CassetteTally:
+    """What one cassette did in a run."""
+
+    cassette: str
+    store: str
+    hits: int = 0
+    misses: int = 0
+    recorded: int = 0
+    stale: int = 0
+    superseded: int = 0
+    outcomes: list[Outcome] = dataclasses.field(default_factory=list)
+
+    def add(self, other: CassetteTally) -> None:
+        """Add ``other`` (the same cassette, counted elsewhere) to this one."""
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.outcomes.extend(other.outcomes)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"cassette": self.cassette, "store": self.store}
+        data.update({name: getattr(self, name) for name in _COUNTS})
+        data["outcomes"] = [o.to_json() for o in self.outcomes]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CassetteTally:
+        outcomes = [Outcome(**o) for o in data.get("outcomes", ())]
+        counts = {name: int(data.get(name, 0)) for name in _COUNTS}
+        return cls(str(data["cassette"]), str(data["store"]), **counts, outcomes=outcomes)
+
+
+def merge_tallies(tallies: Iterable[CassetteTally]) -> list[CassetteTally]:
+    """One tally per (store, cassette), sorted by cassette, outcomes by test."""
+    merged: dict[tuple[str, str], CassetteTally] = {}
+    for tally in tallies:
+        key = (tally.store, tally.cassette)
+        if key not in merged:
+            merged[key] = CassetteTally(tally.cassette, tally.store)
+        merged[key].add(tally)
+    result = sorted(merged.values(), key=lambda t: (t.cassette, t.store))
+    for tally in result:
+        tally.outcomes.sort(key=lambda o: o.test)
+    return result
+
+
+def report_json(tallies: Iterable[CassetteTally]) -> dict[str, Any]:
+    """The machine-readable report."""
+    cassettes = merge_tallies(tallies)
+    totals = {name: sum(getattr(t, name) for t in cassettes) for name in _COUNTS}
+    return {
+        "schema": REPORT_SCHEMA,
+        "totals": totals,
+        "cassettes": [t.to_json() for t in cassettes],
+    }
+
+
+def render_report(tallies: Iterable[CassetteTally], *, verbose: bool = False) -> list[str]:
+    """One line per cassette (and, ``verbose``, one per interaction)."""
+    lines = []
+    for tally in merge_tallies(tallies):
+        counts = ", ".join(f"{getattr(tally, name)} {name}" for name in _COUNTS)
+        lines.append(f"{tally.cassette} ({tally.store}): {counts}")
+        if verbose:
+            lines.extend(
+                f"    {o.outcome:<9} {o.method} {o.path}  [{o.test}]" for o in tally.outcomes
+            )
+    return lines

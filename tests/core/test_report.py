@@ -1,0 +1,47 @@
+"""The run report: tallies per cassette merged across processes, as text and JSON."""
+
+from __future__ import annotations
+
+import json
+
+from reel_core import REPORT_SCHEMA, CassetteTally, Outcome, render_report, report_json
+
+
+def tally(cassette: str, test: str, **counts: int) -> CassetteTally:
+    outcomes = [Outcome(test, "POST", "/v1/chat/completions", "hit")] * counts.get("hits", 0)
+    return CassetteTally(cassette, "files", **counts, outcomes=outcomes)
+
+
+def test_workers_figures_are_added_per_cassette() -> None:
+    parts = [
+        tally("b.jsonl", "t::b2", hits=1, recorded=2),
+        tally("a.jsonl", "t::a", misses=1),
+        tally("b.jsonl", "t::b1", hits=2, stale=1, superseded=1),
+    ]
+    report = report_json(parts)
+    assert report["schema"] == REPORT_SCHEMA
+    assert report["totals"] == {"hits": 3, "misses": 1, "recorded": 2, "stale": 1, "superseded": 1}
+    a, b = report["cassettes"]
+    assert (a["cassette"], b["cassette"]) == ("a.jsonl", "b.jsonl")
+    assert (b["hits"], b["recorded"], b["store"]) == (3, 2, "files")
+    assert [o["test"] for o in b["outcomes"]] == ["t::b1", "t::b1", "t::b2"]
+    # it travels as JSON (xdist's workeroutput) and comes back the same
+    back = [CassetteTally.from_json(json.loads(json.dumps(c))) for c in report["cassettes"]]
+    assert report_json(back) == report
+    assert parts[1].misses == 1  # the parts are left as they were
+
+
+def test_the_same_name_in_two_stores_is_two_cassettes() -> None:
+    one = CassetteTally("a.jsonl", "files", hits=1)
+    two = CassetteTally("a.jsonl", "redis://h:1/0", hits=2)
+    assert len(report_json([one, two])["cassettes"]) == 2
+
+
+def test_rendered() -> None:
+    parts = [tally("a.jsonl", "t::a", hits=1, misses=2)]
+    assert render_report(parts) == [
+        "a.jsonl (files): 1 hits, 2 misses, 0 recorded, 0 stale, 0 superseded"
+    ]
+    verbose = render_report(parts, verbose=True)
+    assert verbose[1] == "    hit       POST /v1/chat/completions  [t::a]"
+    assert render_report([]) == []
