@@ -125,7 +125,7 @@ def store(
             (root / name).write_bytes(data)
 
         return [], read, write
-    from reel_bindings._store import open_store
+    from reel_bindings._store_url import open_store
 
     url: str = request.getfixturevalue("redis_url")
     redis = open_store(url)
