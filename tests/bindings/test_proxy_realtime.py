@@ -23,12 +23,15 @@ import pytest
 import websockets.exceptions
 from websockets.sync.client import connect as ws_connect
 
+from reel_bindings.proxy import _websocket as ws_binding
 from reel_bindings.proxy import running
 from reel_core import Mode
 from tests.fakes.realtime import reply_pieces, serve_realtime
 from tests.secrets import SDK_OPENAI_KEY
 
+from .forward_proxy import LocalCA, serve_forward_proxy
 from .proxy_support import interactions, options
+from .timing import assert_not_early, spy_sleeps
 
 pytestmark = [
     pytest.mark.anyio,
@@ -40,6 +43,8 @@ pytestmark = [
 T = TypeVar("T")
 MODEL = "gpt-realtime"
 USER = "Say hello to Oslo"
+#: An upstream name no resolver knows: reachable through the forward proxy only.
+NAME = "realtime.reel.test"
 
 Events = list[dict[str, Any]]
 
@@ -306,3 +311,113 @@ async def test_refused_upgrade_reaches_the_client(tmp_path: Path) -> None:
     assert recorded.startswith("401 ")
     assert "refused by the fake" in recorded
     assert replayed == recorded
+
+
+@pytest.mark.parametrize("route", ["direct", "tunnel"])
+async def test_wss_upstream_direct_and_through_a_connect_tunnel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, route: str
+) -> None:
+    """A wss:// upstream: TLS with the CA given by --ca, and through the
+    HTTPS_PROXY of the environment (a CONNECT tunnel), as for HTTP."""
+    ca = LocalCA.make(tmp_path)
+    cassette = tmp_path / "realtime.jsonl"
+    with serve_realtime(ssl_context=ca.server_context(NAME, "localhost")) as upstream:
+        if route == "tunnel":
+            async with serve_forward_proxy({f"{NAME}:443": ("127.0.0.1", upstream.port)}) as fwd:
+                monkeypatch.setenv("HTTPS_PROXY", fwd.url)
+                monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # the SDK's websockets reads it too
+                opts = options(Mode.RECORD, cassette, upstream=f"https://{NAME}", ca=ca.pem)
+                async with running(opts) as url:
+                    recorded = await turn(url)
+            assert [(s.method, s.target) for s in fwd.seen] == [("CONNECT", f"{NAME}:443")]
+        else:
+            opts = options(
+                Mode.RECORD, cassette, upstream=f"https://localhost:{upstream.port}", ca=ca.pem
+            )
+            async with running(opts) as url:
+                recorded = await turn(url)
+        assert upstream.upgrades[0][1]["host"] in (NAME, f"localhost:{upstream.port}")
+    assert _deltas(recorded) == "".join(reply_pieces(USER))
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        assert await turn(url) == recorded
+
+
+async def test_unreachable_upstream_is_a_502(tmp_path: Path) -> None:
+    """The upstream cannot be reached: the client's upgrade is answered 502."""
+    with serve_realtime() as upstream:
+        gone = upstream.url
+    opts = options(Mode.LIVE, tmp_path / "realtime.jsonl", upstream=gone)
+
+    def dial(url: str) -> int:
+        ws_url = url.replace("http://", "ws://") + f"/v1/realtime?model={MODEL}"
+        try:
+            with ws_connect(ws_url):
+                return 101
+        except websockets.exceptions.InvalidStatus as exc:
+            return exc.response.status_code
+
+    async with running(opts) as url:
+        assert await anyio.to_thread.run_sync(dial, url) == 502
+
+
+@pytest.mark.parametrize(("timing", "factor"), [("realtime", 1.0), ("slow=2", 2.0), ("fast", 0.0)])
+async def test_replay_keeps_the_recorded_schedule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: str, factor: float
+) -> None:
+    """The proxy sleeps until each server message's deadline: after the
+    client's last message, the recorded gaps (times N for slow=N; none for
+    fast); and on the wall clock no message comes early."""
+    cassette = tmp_path / "realtime.jsonl"
+    with serve_realtime() as upstream:
+        async with running(options(Mode.RECORD, cassette, upstream=upstream.url)) as url:
+            await turn(url)
+    (session,) = interactions(cassette)
+    assert session.websocket is not None
+    messages = session.websocket.messages
+    last = max(i for i, m in enumerate(messages) if m.sender == "client")
+    anchor = messages[last].at_ms
+    # From the first delta on (each came GAP after the one before, so each
+    # has a deadline of its own): a message sent in the same microsecond as
+    # the one before goes with it, unslept.
+    first = next(i for i, m in enumerate(messages) if b"output_text.delta" in m.data)
+    assert first > last
+    tail: list[float] = []
+    for m in messages[first:]:
+        if not tail or m.at_ms / 1000 > tail[-1]:
+            tail.append(m.at_ms / 1000)
+    assert len(tail) >= len(reply_pieces(USER))
+    spy = spy_sleeps(monkeypatch, ws_binding, "sleep_until")
+    async with running(options(Mode.REPLAY, cassette, timing=timing)) as url:
+        replayed = await _timed_turn(url) if _backend() == "asyncio" else None
+        if replayed is None:
+            await turn(url)
+    if factor == 0.0:
+        assert spy.deadlines == []
+        return
+    got = spy.deadlines[-len(tail) :]
+    assert [d - got[0] for d in got] == pytest.approx(
+        [(t - tail[0]) * factor for t in tail], abs=1e-6
+    )
+    if replayed is not None:  # the wall clock: never early
+        arrivals, sent = replayed
+        offsets = [(t - anchor / 1000) * factor for t in tail]
+        assert_not_early([a - sent for a in arrivals[-len(tail) :]], offsets)
+
+
+async def _timed_turn(url: str) -> tuple[list[float], float]:
+    """A turn on the asyncio client: when each event after response.create
+    arrived, and when response.create was sent (the loop's clock)."""
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key=SDK_OPENAI_KEY, max_retries=0)
+    arrivals: list[float] = []
+    async with client.realtime.connect(model=MODEL) as connection:
+        await connection.recv()
+        for event in _client_events(USER)[:-1]:
+            await connection.send(event)  # type: ignore[arg-type]
+        sent = anyio.current_time()
+        await connection.response.create()
+        async for received in connection:
+            if sent:
+                arrivals.append(anyio.current_time())
+            if received.type == "response.done":
+                break
+    return arrivals, sent

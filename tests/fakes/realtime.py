@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -56,6 +57,7 @@ class FakeRealtime:
     """A running fake: its URL, and what it saw."""
 
     url: str = ""
+    port: int = 0
     #: (path with query, headers) of each upgrade, in order.
     upgrades: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     #: Every message a client sent (parsed JSON), in order.
@@ -246,8 +248,11 @@ class _Dropped(Exception):
 
 
 @contextmanager
-def serve_realtime(**settings: Any) -> Iterator[FakeRealtime]:
-    """A fake realtime upstream on a free port, in a thread of its own."""
+def serve_realtime(
+    *, ssl_context: ssl.SSLContext | None = None, **settings: Any
+) -> Iterator[FakeRealtime]:
+    """A fake realtime upstream on a free port, in a thread of its own
+    (behind TLS with ``ssl_context``: its URL is then ``https://``)."""
     fake = FakeRealtime(**settings)
     server = serve(
         fake.handler,
@@ -255,9 +260,11 @@ def serve_realtime(**settings: Any) -> Iterator[FakeRealtime]:
         0,
         process_request=fake.process_request,
         compression=None,
+        ssl=ssl_context,
     )
     port = server.socket.getsockname()[1]
-    fake.url = f"http://127.0.0.1:{port}"
+    fake.port = port
+    fake.url = f"{'https' if ssl_context else 'http'}://127.0.0.1:{port}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

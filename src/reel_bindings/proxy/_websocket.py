@@ -125,25 +125,22 @@ async def replay_websocket(
             sleeping.cancel()
 
     async def reader() -> None:
-        after_close = False
         while True:
             data = await _read(stream)
-            if after_close and data:  # the client's answer to our close: over
-                return
             out = ws.receive_client(data, anyio.current_time())
             client.put(out.to_client)
             await client.flush()
             wake()
-            if not data or ws.closed:
+            if not data or ws.closed:  # after our close: its answer came
                 return
-            after_close = ws.closed
 
-    async def writer() -> None:
+    async def writer() -> bool:
+        """Send the steps; True when the connection must drop at once."""
         nonlocal sleeping
         while True:
             step = ws.next_step()
             if step is WebSocketSignal.DONE:
-                return
+                return False
             if step is WebSocketSignal.NEED_CLIENT:
                 await news.wait()
                 continue
@@ -157,15 +154,17 @@ async def replay_websocket(
             client.put(ws.send(step))
             await client.flush()
             if step.last:
-                return
+                return step.drop
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)
-        await writer()
-        if not ws.closed:  # the client's turn to close: a short wait for its answer
-            tg.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
+        if await writer():
+            tg.cancel_scope.cancel()  # the recorded upstream dropped it: so do we
         else:
-            tg.cancel_scope.cancel()
+            # the reader reads on until the client answered our close (or
+            # closed itself): closing with its bytes unread would reset the
+            # connection, and the client could lose the close frame
+            tg.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
     exchange.outcome += f" ({ws.outcome})" if ws.outcome else ""
     if ws.miss is not None:
         proxy.websocket_misses.append(ws.miss)
