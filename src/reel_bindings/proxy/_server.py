@@ -741,7 +741,8 @@ async def _linger(stream: anyio.abc.ByteStream, limit: float) -> None:
         anyio.move_on_after(limit),
         suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream),
     ):
-        await stream.send_eof()
+        with suppress(NotImplementedError):  # TLS (--tls) has no half-close
+            await stream.send_eof()
         while True:
             with anyio.move_on_after(1.0) as pause:
                 await stream.receive()
