@@ -479,6 +479,55 @@ class AsyncUpstream:
             else:
                 await self._discard(connection)
 
+    async def dial(self, url: str) -> tuple[anyio.abc.ByteStream, str]:
+        """A connection of its own to ``url``'s origin (a WebSocket session
+        holds it as long as it lasts: it is neither pooled nor counted in
+        ``max_connections``), and the ``Host`` to name.  The same routing as
+        :meth:`send`: TLS for ``https``, the CA bundle, a proxy from the
+        environment (always a ``CONNECT`` tunnel: an upgraded connection is
+        not an exchange a proxy can forward).  Raises :class:`UpstreamFailure`."""
+        origin, _target = _origin(url)
+        scheme, host, port = origin
+        authority = urlsplit(url).netloc.rpartition("@")[2]
+        route = self._route(origin)
+        where = "" if route is None else f" (through the proxy {route[0].url}, from {route[1]})"
+        with anyio.move_on_after(self.connect_timeout):
+            try:
+                stream: anyio.abc.ByteStream
+                if route is not None:
+                    proxy = route[0]
+                    try:
+                        stream = await anyio.connect_tcp(proxy.host, proxy.port)
+                    except OSError as exc:
+                        raise UpstreamFailure(
+                            classify(exc, CONNECT_RULES),
+                            f"cannot reach the proxy: {_reason(exc, 'connection refused')}{where}",
+                        ) from None
+                    try:
+                        await _tunnel(stream, proxy, where, host, port)
+                        if scheme == "https":
+                            stream = await anyio.streams.tls.TLSStream.wrap(
+                                stream, hostname=host, ssl_context=self._context()
+                            )
+                    except BaseException:
+                        await anyio.aclose_forcefully(stream)
+                        raise
+                elif scheme == "https":
+                    stream = await anyio.connect_tcp(
+                        host, port, ssl_context=self._context(), tls_hostname=host
+                    )
+                else:
+                    stream = await anyio.connect_tcp(host, port)
+            except BaseException as exc:
+                failure = _connect_failure(exc, where)
+                if failure is None:
+                    raise  # a cancellation (the connect timeout's own), or a bug
+                raise failure from None
+            return stream, authority
+        raise UpstreamFailure(
+            UpstreamError.TIMEOUT, f"connecting to {host}:{port} timed out{where}"
+        )
+
     async def _write(self, connection: _Connection, data: bytes) -> None:
         # A failed write is not the failure: the server may have answered
         # and closed before reading it all (a 413, say); what it answered,

@@ -6,6 +6,7 @@ import functools
 import ipaddress
 import logging
 import signal
+import ssl
 import sys
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -13,6 +14,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 import anyio.abc
+import anyio.streams.tls
 
 from reel_core import CassetteError, CassetteWarning, Mode
 
@@ -21,6 +23,7 @@ from .._store_url import open_store
 from .._upstream import AsyncUpstream
 from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, parse_options
 from ._server import CASSETTE_HEADER, Proxy
+from ._tls import TLSFiles, TLSSetupError, default_tls_dir, local_certificate, server_context
 
 __all__ = [
     "CASSETTE_HEADER",
@@ -66,6 +69,20 @@ def _proxy(options: ProxyOptions) -> Proxy:
     )
 
 
+def _tls_context(options: ProxyOptions) -> ssl.SSLContext:
+    """The listener's TLS context: the user's certificate, else the one
+    generated (the first time) in the TLS directory; says how to trust it."""
+    if options.cert is not None and options.key is not None:
+        return server_context(TLSFiles(options.cert, options.key))
+    files = local_certificate(options.tls_dir or default_tls_dir())
+    log.info(
+        "TLS listener with the local certificate %s: clients trust it with SSL_CERT_FILE=%s",
+        files.cert,
+        files.ca,
+    )
+    return server_context(files)
+
+
 async def serve(
     options: ProxyOptions,
     *,
@@ -84,10 +101,14 @@ async def serve(
     """
     if proxy is None:
         proxy = _proxy(options)
-    listener = await anyio.create_tcp_listener(local_host=options.host, local_port=options.port)
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    context = _tls_context(options) if options.tls else None
+    tcp = await anyio.create_tcp_listener(local_host=options.host, local_port=options.port)
+    port = tcp.extra(anyio.abc.SocketAttribute.local_port)
+    listener: anyio.abc.Listener[anyio.abc.ByteStream] = tcp
+    if context is not None:
+        listener = anyio.streams.tls.TLSListener(tcp, context, standard_compatible=False)
     host = f"[{options.host}]" if ":" in options.host else options.host
-    url = f"http://{host}:{port}"
+    url = f"{'https' if context else 'http'}://{host}:{port}"
     if not _loopback(options.host):
         log.warning(
             "listening on %s: other machines can reach this proxy; use --host 127.0.0.1 "
@@ -209,6 +230,9 @@ def _main(options: ProxyOptions) -> None:
             )
     try:
         anyio.run(functools.partial(serve, options, proxy=proxy), backend=options.backend)
+    except TLSSetupError as exc:  # --tls: what to install or give instead
+        print(f"reel: cannot listen behind TLS: {exc}", file=sys.stderr)
+        sys.exit(2)
     except OSError as exc:
         print(f"reel: cannot listen on {options.host}:{options.port}: {exc}", file=sys.stderr)
         sys.exit(1)

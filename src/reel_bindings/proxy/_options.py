@@ -40,6 +40,7 @@ environment variables (a flag wins over its variable):
   REEL_MAX_BODY      --max-body (the in-process bindings read it too)
   REEL_HOST          --host
   REEL_PORT          --port
+  REEL_TLS_DIR       where --tls keeps the certificate it generates (default ~/.cache/reel/tls)
   REEL_REDACT_PII    0 keeps e-mail addresses and phone numbers (default 1: redacted)
 
 Forwarded requests honour HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY (any
@@ -74,6 +75,12 @@ class ProxyOptions:
     upstream_timeout: float = 120.0
     #: A PEM file of CAs trusted for upstream TLS, besides the usual ones.
     ca: Path | None = None
+    #: Listen behind TLS (``--tls``): the user's certificate and key, or
+    #: (both ``None``) one generated into ``tls_dir``.
+    tls: bool = False
+    cert: Path | None = None
+    key: Path | None = None
+    tls_dir: Path | None = None
     grace: float = 10.0
     verbosity: int = 0
     #: Largest request head and body a client may send (431 and 413 beyond).
@@ -190,6 +197,16 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         help="a PEM file of CA certificates to trust for upstream TLS, besides the system's "
         "and certifi's (a corporate proxy's or a private CA)",
     )
+    add(
+        "--tls",
+        action="store_true",
+        help="listen behind TLS (https:// and wss://, for clients that insist on them such as "
+        "google-genai's live.connect()): with --cert/--key, or a local certificate generated "
+        "on first use (needs the tls extra: pip install 'reel[tls]'); clients trust its ca.pem "
+        "with SSL_CERT_FILE",
+    )
+    add("--cert", type=Path, metavar="FILE", help="the listener's PEM certificate chain (--tls)")
+    add("--key", type=Path, metavar="FILE", help="the private key of --cert (PEM)")
     add("--grace", type=float, default=10.0, metavar="S", help="shutdown grace for open streams")
     add(
         "--max-body",
@@ -272,6 +289,12 @@ def parse_options(
     max_body = settings.limits.max_body
     if args.ca is not None and not args.ca.is_file():
         parser.error(f"--ca {args.ca}: no such file; give a PEM file of CA certificates")
+    if (args.cert is None) != (args.key is None):
+        parser.error("--cert and --key go together: give the certificate chain and its key")
+    for flag, path in (("--cert", args.cert), ("--key", args.key)):
+        if path is not None and not path.is_file():
+            parser.error(f"{flag} {path}: no such file; give a PEM file")
+    tls = args.tls or args.cert is not None
     for flag, value in (("--max-body", max_body), ("--max-head", args.max_head)):
         if value < 1:
             parser.error(f"{flag} {value} must be a positive number of bytes")
@@ -292,6 +315,10 @@ def parse_options(
         client_timeout=args.client_timeout,
         upstream_timeout=args.upstream_timeout,
         ca=args.ca,
+        tls=tls,
+        cert=args.cert,
+        key=args.key,
+        tls_dir=Path(env["REEL_TLS_DIR"]) if env.get("REEL_TLS_DIR") else None,
         grace=args.grace,
         max_head=args.max_head,
         max_body=max_body,

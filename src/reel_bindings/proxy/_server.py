@@ -8,6 +8,7 @@ session serializes, and appends the lines it hands out.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -43,6 +44,8 @@ from reel_core import (
     Signal,
     State,
     UpstreamError,
+    WebSocketMiss,
+    WebSocketSession,
     replay_schedule,
     safe_cassette_name,
 )
@@ -53,6 +56,7 @@ from .._files import CassetteFile, CassetteNotFoundError
 from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
+from ._websocket import relay_websocket, replay_websocket
 
 __all__ = ["CASSETTE_HEADER", "Proxy"]
 
@@ -125,6 +129,8 @@ class Proxy:
         self.misses: list[MissReport] = []
         #: What each request got, as ``(method, path, outcome)`` (the run report).
         self.outcomes: list[tuple[str, str, str]] = []
+        #: Every replayed WebSocket session that stopped on a client message.
+        self.websocket_misses: list[WebSocketMiss] = []
         if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
             self._files[cassette.path] = cassette
             self._by_label[cassette.cassette.name] = cassette
@@ -309,6 +315,9 @@ class Proxy:
                 self.outcomes.append((event.request.method, event.request.path, outcome))
                 if isinstance(event, Replay):
                     exchange.outcome, exchange.key = "hit", event.key
+                    if event.websocket is not None:  # the connection is the session's now
+                        await replay_websocket(self, stream, session, event, exchange)
+                        return
                     if event.similarity is not None:
                         exchange.outcome = f"hit (fuzzy {event.similarity:.2f})"
                 elif isinstance(event, Miss):
@@ -321,6 +330,10 @@ class Proxy:
                 else:
                     exchange.outcome = "recorded" if event.record else "live"
                     exchange.forwarded = True  # its key is computed when logged
+                    if event.websocket:
+                        refusal = functools.partial(self._answer, stream, session, exchange)
+                        await relay_websocket(self, stream, session, event, exchange, refusal)
+                        return
                     await self._forward(stream, session, event, exchange)
                 continue
             # Bytes due now are gathered and go out in one write when the
@@ -520,6 +533,35 @@ class Proxy:
         if session.state is State.DONE:
             await flush()
 
+    async def _answer(
+        self, stream: anyio.abc.ByteStream, session: Session, exchange: _Exchange
+    ) -> None:
+        """Write what the session has for the client (an upgrade the upstream
+        refused, or a 502 saying why it was not reached), log it, and
+        append its line (a refusal is recorded as any answer)."""
+        while not isinstance(event := session.next_event(), Signal):
+            if isinstance(event, ResponseHead):
+                exchange.status = event.status
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await _send(stream, session.send(event))
+        self._record(session, exchange.target)
+        self._log(session, exchange)
+
+    def _record_websocket(self, session: Session, ws: WebSocketSession, target: str) -> None:
+        """Append a relayed WebSocket session's line (see :meth:`_record`)."""
+        try:
+            recorded = ws.record(now=anyio.current_time())
+        except Exception:
+            self.write_errors += 1
+            log.exception(
+                "could not build the recording of the WebSocket session %s: it was NOT "
+                "recorded; please report this",
+                session.redactor.target(target),
+            )
+            return
+        if recorded is not None:
+            self._append(session, recorded)
+
     async def _check_store(self, session: Session) -> None:
         """Before a forward that records: its cassette's store must be able
         to keep the line (a Redis server may have gone).  Else the request
@@ -713,7 +755,8 @@ async def _linger(stream: anyio.abc.ByteStream, limit: float) -> None:
         anyio.move_on_after(limit),
         suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream),
     ):
-        await stream.send_eof()
+        with suppress(NotImplementedError):  # TLS (--tls) has no half-close
+            await stream.send_eof()
         while True:
             with anyio.move_on_after(1.0) as pause:
                 await stream.receive()
