@@ -21,16 +21,10 @@ import pytest
 from reel_bindings.cli import main
 from reel_core import (
     Cassette,
-    Config,
-    Engine,
-    Frame,
-    Mode,
     Redactor,
-    Replay,
     Request,
-    ResponseHead,
-    Signal,
 )
+from tests.replaying import replay_one as _replay
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 if not (CORPUS / "MANIFEST.jsonl").is_file():
@@ -98,18 +92,6 @@ def _response_body(resp: dict[str, Any]) -> bytes:
 def _status(resp: dict[str, Any]) -> int:
     status = resp["status"]
     return int(status["code"] if isinstance(status, dict) else status)
-
-
-def _replay(cassette: Cassette, request: Request) -> tuple[int, bytes]:
-    session = Engine(cassette, Config(mode=Mode.REPLAY))
-    session.receive_request(request)
-    events = []
-    while not isinstance(event := session.next_event(), Signal):
-        events.append(event)
-    assert isinstance(events[0], Replay), f"a miss: {events[0]}"
-    head = events[1]
-    assert isinstance(head, ResponseHead)
-    return head.status, b"".join(e.data for e in events if isinstance(e, Frame))
 
 
 def test_the_corpus_has_vcrpy_cassettes() -> None:

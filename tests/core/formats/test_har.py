@@ -15,18 +15,12 @@ import pytest
 from reel_core import (
     Cassette,
     CassetteError,
-    Config,
-    Engine,
-    Frame,
-    Mode,
     Redactor,
-    Replay,
     Request,
-    ResponseHead,
-    Signal,
 )
 from reel_core._formats import Exchange, Skipped, import_exchanges, sniff_format
 from reel_core._formats.har import parse, sniff
+from tests.replaying import replay_one as _replay
 
 URL = "https://api.openai.com/v1/chat/completions"
 CHAT = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}'
@@ -497,18 +491,6 @@ def test_reel_frames_that_do_not_cut_the_body(frames: Any) -> None:
     ex = one(_reel={"frames": frames})
     assert ex.body == ANSWER.encode()
     assert ex.notes == ("the _reel frames do not cut this body: its frames are at offset 0",)
-
-
-def _replay(cassette: Cassette, request: Request) -> tuple[int, bytes]:
-    session = Engine(cassette, Config(mode=Mode.REPLAY))
-    session.receive_request(request)
-    events = []
-    while not isinstance(event := session.next_event(), Signal):
-        events.append(event)
-    assert isinstance(events[0], Replay), f"a miss: {events[0]}"
-    head = events[1]
-    assert isinstance(head, ResponseHead)
-    return head.status, b"".join(e.data for e in events if isinstance(e, Frame))
 
 
 def test_imported_entries_record_and_replay() -> None:

@@ -14,19 +14,13 @@ import pytest
 from reel_core import (
     Cassette,
     CassetteError,
-    Config,
-    Engine,
-    Frame,
-    Mode,
     Redactor,
-    Replay,
     Request,
-    ResponseHead,
-    Signal,
 )
 from reel_core._formats import Exchange, Skipped, httprr, import_exchanges, sniff_format
 from reel_core._http import normalize_headers
 from reel_core._literals import exchange_redactor
+from tests.replaying import replay_one as replay
 
 MAGIC = b"httprr trace v1\n"
 CHAT = b'{"model":"claude-3-opus-20240229","messages":[{"role":"user","content":"hi"}]}'
@@ -71,18 +65,6 @@ def skipped(data: bytes) -> str:
     *_, item = httprr.parse(data, "t.httprr")
     assert isinstance(item, Skipped), item
     return item.reason
-
-
-def replay(cassette: Cassette, req: Request) -> tuple[int, bytes]:
-    engine = Engine(cassette, Config(mode=Mode.REPLAY))
-    engine.receive_request(req)
-    events = []
-    while not isinstance(event := engine.next_event(), Signal):
-        events.append(event)
-    assert isinstance(events[0], Replay), f"a miss: {events[0]}"
-    head = events[1]
-    assert isinstance(head, ResponseHead)
-    return head.status, b"".join(e.data for e in events if isinstance(e, Frame))
 
 
 def test_a_record_becomes_an_exchange() -> None:

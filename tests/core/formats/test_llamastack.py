@@ -12,17 +12,11 @@ import pytest
 from reel_core import (
     Cassette,
     CassetteError,
-    Config,
-    Engine,
-    Frame,
-    Mode,
     Redactor,
-    Replay,
     Request,
-    ResponseHead,
-    Signal,
 )
 from reel_core._formats import Exchange, Skipped, import_exchanges, llamastack, sniff_format
+from tests.replaying import replay_one as _replay
 
 CHUNK = "openai.types.chat.chat_completion_chunk.ChatCompletionChunk"
 COMPLETION = "openai.types.chat.chat_completion.ChatCompletion"
@@ -372,18 +366,6 @@ def _decoded(body: bytes, headers: tuple[tuple[str, str], ...]) -> Any:
     if kind == "application/x-ndjson":
         return [json.loads(line) for line in body.splitlines()]
     return json.loads(body)
-
-
-def _replay(cassette: Cassette, request: Request) -> tuple[int, bytes]:
-    session = Engine(cassette, Config(mode=Mode.REPLAY))
-    session.receive_request(request)
-    events = []
-    while not isinstance(event := session.next_event(), Signal):
-        events.append(event)
-    assert isinstance(events[0], Replay), f"a miss: {events[0]}"
-    head = events[1]
-    assert isinstance(head, ResponseHead)
-    return head.status, b"".join(e.data for e in events if isinstance(e, Frame))
 
 
 @pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")

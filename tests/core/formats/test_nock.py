@@ -17,17 +17,11 @@ import pytest
 from reel_core import (
     Cassette,
     CassetteError,
-    Config,
-    Engine,
-    Frame,
-    Mode,
     Redactor,
-    Replay,
     Request,
-    ResponseHead,
-    Signal,
 )
 from reel_core._formats import Exchange, Skipped, import_exchanges, nock, sniff_format
+from tests.replaying import replay_one as replay
 
 SCOPE = "https://api.openai.com:443"
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi é"}]}
@@ -70,18 +64,6 @@ def skipped(item: Any) -> str:
     (out,) = nock.parse(recording(item), "t.json")
     assert isinstance(out, Skipped), out
     return out.reason
-
-
-def replay(cassette: Cassette, req: Request) -> tuple[int, bytes]:
-    engine = Engine(cassette, Config(mode=Mode.REPLAY))
-    engine.receive_request(req)
-    events = []
-    while not isinstance(event := engine.next_event(), Signal):
-        events.append(event)
-    assert isinstance(events[0], Replay), f"a miss: {events[0]}"
-    head = events[1]
-    assert isinstance(head, ResponseHead)
-    return head.status, b"".join(e.data for e in events if isinstance(e, Frame))
 
 
 def record(data: bytes) -> Cassette:
