@@ -36,7 +36,7 @@ T0 = 1_700_000_000.0  # when the first recordings were made
 CHAT = Request(
     "POST",
     "/v1/chat/completions",
-    [(b"content-type", b"application/json")],
+    ((b"content-type", b"application/json"),),
     b'{"model":"m","messages":[{"role":"user","content":"hi"}]}',
 )
 
