@@ -255,7 +255,10 @@ def _rerecorded(out: Path) -> None:
         _chat("Say hi"),
     )
     limited = b'{"error":{"message":"Rate limit reached","type":"requests"}}'
-    old = b'{"id":"chatcmpl-1","choices":[{"index":0,"message":{"role":"assistant","content":"Hi!"}}]}'
+    old = (
+        b'{"id":"chatcmpl-1","choices":[{"index":0,"message":{"role":"assistant",'
+        b'"content":"Hi!"}}]}'
+    )
     new = (
         b'{"id":"chatcmpl-2","choices":[{"index":0,"message":{"role":"assistant",'
         b'"content":"Hi!","refusal":null}}],"service_tier":"default"}'
