@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = ("cli.md", "matching.md", "troubleshooting.md")
+PAGES = ("cli.md", "matching.md", "troubleshooting.md", "freshness.md")
 DEMO = ROOT / "src" / "reel_bindings" / "demo" / "demo.jsonl"
 MARK = re.compile(r"<!-- example: ([a-z0-9-]+) -->\n```([a-z]*)\n(.*?)```", re.DOTALL)
 
@@ -232,6 +232,62 @@ def _chat_cassette(out: Path) -> None:
     out.write_bytes(report.dumps())
 
 
+def _rerecorded(out: Path) -> None:
+    """A chat request answered 429 then 200 (the SDK's retry), recorded on
+    14 November 2023, then re-recorded a month later in auto mode with
+    max_age 7d: the new 200 carries a field the old one did not."""
+    from reel_core import (
+        Cassette,
+        CassetteMeta,
+        Config,
+        Engine,
+        Forward,
+        Mode,
+        Request,
+        Signal,
+    )
+
+    day, t0 = 86400.0, 1_700_000_000.0
+    request = Request(
+        "POST",
+        "/v1/chat/completions",
+        ((b"content-type", b"application/json"), (b"host", b"api.openai.com")),
+        _chat("Say hi"),
+    )
+    limited = b'{"error":{"message":"Rate limit reached","type":"requests"}}'
+    old = (
+        b'{"id":"chatcmpl-1","choices":[{"index":0,"message":{"role":"assistant",'
+        b'"content":"Hi!"}}]}'
+    )
+    new = (
+        b'{"id":"chatcmpl-2","choices":[{"index":0,"message":{"role":"assistant",'
+        b'"content":"Hi!","refusal":null}}],"service_tier":"default"}'
+    )
+
+    def call(cassette: Cassette, config: Config, now: float, status: int, body: bytes) -> None:
+        engine = Engine(cassette, config)
+        engine.receive_request(request, now=now)
+        event = engine.next_event()
+        if isinstance(event, Forward):
+            head = [(b"content-type", b"application/json")]
+            engine.upstream_head(status, head, now=0.0, sent_at=0.0, timestamp=now)
+            engine.upstream_data(body, now=0.2)
+            engine.upstream_end(now=0.2)
+        while not isinstance(engine.next_event(), Signal):
+            pass
+        engine.record()
+        engine.start_next_cycle()
+
+    cassette = Cassette("chat.jsonl", CassetteMeta(max_age="7d"))
+    auto = Config(mode=Mode.AUTO)
+    call(cassette, auto, t0, 429, limited)
+    call(cassette, auto, t0 + 1, 200, old)
+    cassette = Cassette.loads(cassette.dumps())
+    call(cassette, auto, t0 + 30 * day, 429, limited)
+    call(cassette, auto, t0 + 30 * day + 1, 200, new)
+    out.write_bytes(cassette.dumps())
+
+
 @contextlib.contextmanager
 def scratch() -> Iterator[Path]:
     """A directory holding the files the examples name, as the cwd; REEL_*
@@ -246,6 +302,8 @@ def scratch() -> Iterator[Path]:
         _broken(where / "demo.jsonl", where / "broken.jsonl")
         _vcr(where / "cassettes")
         _chat_cassette(where / "chat.jsonl")
+        _rerecorded(where / "rerecorded.jsonl")
+        shutil.copy(where / "rerecorded.jsonl", where / "compact-me.jsonl")
         (where / "notes.txt").write_text("Meeting notes\n- buy milk\n")
         (where / "empty.jsonl").write_bytes(b"")
         for name in saved_env:
@@ -435,6 +493,16 @@ EXAMPLES: dict[str, Callable[[], str]] = {
     "miss-text": miss_text,
     "miss-exact": miss_exact,
     "proxy-missing": proxy_missing,
+    "usage-drift": usage("drift"),
+    "drift-rerecorded": commands("reel drift rerecorded.jsonl", "reel inspect rerecorded.jsonl"),
+    "drift-json": commands("reel drift rerecorded.jsonl --json"),
+    "usage-compact": usage("compact"),
+    "compact-rerecorded": commands(
+        "reel compact compact-me.jsonl --dry-run",
+        "reel compact compact-me.jsonl",
+        "reel compact compact-me.jsonl",
+        "reel drift compact-me.jsonl",
+    ),
 }
 
 

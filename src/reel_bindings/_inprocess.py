@@ -37,9 +37,11 @@ from reel_core import (
     Signal,
     Timing,
     UpstreamError,
+    parse_duration,
 )
 
 from ._files import CassetteFile
+from ._freshness import Freshness
 from ._relay import CLIENT_CLOSED
 from ._settings import Settings, mode_from_env
 from ._store import Store, StoreUnavailableError
@@ -87,8 +89,13 @@ class Player:
         strict_load: bool = False,
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
+        max_age: float | str | None = None,
     ) -> None:
-        settings = Settings.from_env(mode=mode, store=store if isinstance(store, str) else None)
+        settings = Settings.from_env(
+            mode=mode,
+            store=store if isinstance(store, str) else None,
+            max_age=None if max_age is None else parse_duration(max_age),
+        )
         if isinstance(cassette, CassetteFile):
             self.file = cassette
         else:  # a name in ``store`` (or $REEL_STORE's); by default a file path
@@ -108,6 +115,9 @@ class Player:
         self.misses: list[MissReport] = []
         #: What each request got, as ``(method, path, outcome)`` (the run report).
         self.outcomes: list[tuple[str, str, str]] = []
+        #: What freshness found: stale recordings served, recordings
+        #: superseded by a re-record, and drifts (the run report).
+        self.freshness = Freshness()
 
     @property
     def mode(self) -> Mode:
@@ -127,7 +137,7 @@ class Player:
         its forward."""
         with self.lock:  # the engine plays the shared cassette
             engine = Engine(self.file.cassette, self.config)
-            engine.receive_request(request)
+            engine.receive_request(request, now=time.time())
             event = engine.next_event()
             if isinstance(event, Forward):
                 reason = self._store_down() if event.record else None
@@ -150,6 +160,8 @@ class Player:
                     break
             if isinstance(decision, Miss):
                 self.misses.append(decision.report)
+            if isinstance(decision, Replay) and decision.stale is not None:
+                self.freshness.stale_served(request.method, request.path, decision.stale)
             outcome = {Replay: "hit", Miss: "miss"}.get(type(decision), "refused")
             self.outcomes.append((request.method, request.path, outcome))
             return Decision(decision, head, tuple(events))
@@ -196,5 +208,7 @@ class Upstreaming:
         self._drain()
         with self._player.lock:  # recording adds to the shared cassette
             recorded = self._engine.record()
+            if recorded is not None:
+                self._player.freshness.recorded(recorded)
         if recorded is not None:
             self._player.file.append(recorded.line)

@@ -28,6 +28,8 @@ made; zstandard the extra ``reel[zstd]``.
 from __future__ import annotations
 
 import builtins
+import functools
+import hashlib
 import secrets
 import threading
 import urllib.parse
@@ -95,6 +97,27 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+
+
+# KEYS: the list, the index set.  ARGV: name, how many values were read, the
+# SHA-1 of those values joined, then the new values.  Returns the number of
+# values appended since the read (kept after the new ones), or -1 when the
+# values read are no longer the list's first ones (it was replaced: read again).
+_REWRITE = """
+local n = tonumber(ARGV[2])
+local head = redis.call('LRANGE', KEYS[1], 0, n - 1)
+if #head ~= n or redis.sha1hex(table.concat(head)) ~= ARGV[3] then
+  return -1
+end
+local tail = redis.call('LRANGE', KEYS[1], n, -1)
+redis.call('DEL', KEYS[1])
+for i = 4, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+for i = 1, #tail do redis.call('RPUSH', KEYS[1], tail[i]) end
+redis.call('SADD', KEYS[2], ARGV[1])
+return #tail
+"""
+#: How many times a rewrite reads again a cassette replaced under it.
+REWRITE_TRIES = 5
 
 
 def _import_redis() -> Any:
@@ -178,6 +201,7 @@ class RedisStore:
         self._append = self.client.register_script(_APPEND)
         self._renew = self.client.register_script(_RENEW)
         self._release = self.client.register_script(_RELEASE)
+        self._rewrite = self.client.register_script(_REWRITE)
         self._index = f"{prefix}:cassettes"
 
     def __repr__(self) -> str:
@@ -273,6 +297,34 @@ class RedisStore:
                 pipe.execute()
 
         self._call("replace", replace)
+
+    def rewrite(self, name: str, change: Callable[[bytes], bytes | None]) -> bool:
+        """One Lua script swaps the list for the new lines, after checking
+        that the lines read are still its first ones; lines appended since
+        the read (appends need no lock) are moved after the new ones, so
+        none is lost.  A list replaced meanwhile is read again."""
+        key = self.key(name)
+        for _ in range(REWRITE_TRIES):
+            values: list[bytes] = self._call("read", functools.partial(self._values, key))
+            if not values and not self.exists(name):
+                return False
+            new = change(b"".join(self.decode(value) for value in values))
+            if new is None:
+                return True
+            digest = hashlib.sha1(b"".join(values)).hexdigest()  # the values read, unchanged?
+            args: list[bytes | str | int] = [name, len(values), digest]
+            args += [self.encode(line) for line in _split(new)]
+            swap = functools.partial(self._rewrite, keys=[key, self._index], args=args)
+            if self._call("rewrite", swap) != -1:
+                return True
+        raise StoreUnavailableError(
+            f"{self.describe(name)} was replaced {REWRITE_TRIES} times while it was rewritten "
+            "(a record-mode run or a push?): try again when it is done"
+        )
+
+    def _values(self, key: str) -> builtins.list[bytes]:
+        values: builtins.list[bytes] = self.client.lrange(key, 0, -1)  # type: ignore[assignment]
+        return values
 
     def list(self, prefix: str = "") -> builtins.list[str]:
         members = self._call("list", lambda: self.client.smembers(self._index))

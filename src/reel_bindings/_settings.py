@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing
+from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing, parse_duration
 
 from ._store import Store
 from ._store_url import check_store, open_store
@@ -122,6 +122,16 @@ def _store_prefix(env: Mapping[str, str]) -> str | None:
     return text
 
 
+def _max_age(env: Mapping[str, str]) -> float | None:
+    text = _text(env, "REEL_MAX_AGE")
+    if not text:
+        return None
+    try:
+        return parse_duration(text)
+    except ConfigError as exc:
+        raise ConfigError(f"REEL_MAX_AGE={text!r}: {exc}") from None
+
+
 def port_from_env(environ: Mapping[str, str] | None = None) -> int | None:
     """``REEL_PORT`` (the proxy's), ``None`` when unset."""
     text = _text(os.environ if environ is None else environ, "REEL_PORT")
@@ -158,6 +168,9 @@ class Settings:
     store: str | None = None
     #: ``REEL_STORE_PREFIX``: the Redis key prefix; ``None``: ``reel``.
     store_prefix: str | None = None
+    #: ``REEL_MAX_AGE`` in seconds (``7d``...): how old a recording may be
+    #: before it is stale; ``None``: as each cassette's ``_meta`` says.
+    max_age: float | None = None
 
     @classmethod
     def from_env(
@@ -171,6 +184,7 @@ class Settings:
         max_body: int | None = None,
         store: str | None = None,
         store_prefix: str | None = None,
+        max_age: float | None = None,
     ) -> Settings:
         """The settings of ``environ`` (default ``os.environ``, read now).
         A value given wins over its variable, which is then not read.
@@ -187,6 +201,7 @@ class Settings:
             mode_set=given_mode is not None,
             store=store or _store(env),
             store_prefix=store_prefix or _store_prefix(env),
+            max_age=max_age if max_age is not None else _max_age(env),
         )
 
     def open_store(self) -> Store | None:
@@ -207,5 +222,11 @@ class Settings:
         """A :class:`Config` with these settings' mode, PII switch and limits;
         ``fields`` set the rest (match, timing, repeat, redactor, hint...)."""
         return replace(
-            Config(mode=self.mode, pii=None if self.pii else False, limits=self.limits), **fields
+            Config(
+                mode=self.mode,
+                pii=None if self.pii else False,
+                limits=self.limits,
+                max_age=self.max_age,
+            ),
+            **fields,
         )

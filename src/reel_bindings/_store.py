@@ -40,7 +40,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
@@ -83,6 +83,13 @@ class Store(Protocol):
 
     def replace(self, name: str, data: bytes) -> None:
         """Make ``data`` the whole cassette, atomically."""
+
+    def rewrite(self, name: str, change: Callable[[bytes], bytes | None]) -> bool:
+        """Replace the cassette with ``change(what it holds)``, atomically,
+        losing no line appended meanwhile (appended after the new bytes);
+        ``change`` returning ``None`` leaves it as it is.  ``change`` may be
+        called more than once (with what the cassette holds each time).
+        False when the cassette does not exist (``change`` is not called)."""
 
     def exists(self, name: str) -> bool:
         """Whether the cassette exists (an empty one does)."""
@@ -338,6 +345,31 @@ class FileStore:
                 finally:
                     os.close(fd)
 
+    def rewrite(self, name: str, change: Callable[[bytes], bytes | None]) -> bool:
+        path = self.path(name)
+        if not path.exists():
+            return False
+        with self._thread_lock:
+            # Appenders wait on this lock, then find the file replaced and
+            # append to the new one: none writes between the read and the rename.
+            fd, status = _open_locked(path, os.O_RDWR)
+            try:
+                data = os.pread(fd, status.st_size, 0)
+                new = change(data)
+                if new is not None:
+                    if _UNLINK_HELD:
+                        atomic_write(path, new)
+                    else:  # pragma: no cover - Windows: rewritten in place, locked
+                        os.ftruncate(fd, 0)
+                        os.lseek(fd, 0, os.SEEK_SET)
+                        _write_all(fd, new)
+            finally:
+                try:
+                    unlock_fd(fd)
+                finally:
+                    os.close(fd)
+        return True
+
     def list(self, prefix: str = "") -> builtins.list[str]:
         root = self.root if self.root is not None else Path()
         names = []
@@ -400,6 +432,16 @@ class MemoryStore:
         check_name(name)
         with self._guard:
             self._data[name] = bytearray(data)
+
+    def rewrite(self, name: str, change: Callable[[bytes], bytes | None]) -> bool:
+        check_name(name)
+        with self._guard:
+            if name not in self._data:
+                return False
+            new = change(bytes(self._data[name]))
+            if new is not None:
+                self._data[name] = bytearray(new)
+        return True
 
     def list(self, prefix: str = "") -> builtins.list[str]:
         with self._guard:

@@ -211,6 +211,7 @@ class Base:
         upstream: Any = None,
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
+        max_age: float | str | None = None,
     ) -> None:
         self.player = Player(
             cassette,
@@ -221,6 +222,7 @@ class Base:
             redactor=redactor,
             hint=hint,
             store=store,
+            max_age=max_age,
         )
         self.strict = strict
         #: The pools forwards go through, by client family and proxy URL

@@ -59,7 +59,8 @@ DEFAULT_TIMING = "fast"
 
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
-    "repeat=None, proxy=False, upstream=None, record_on=None): record/replay this test's "
+    "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None): record/replay "
+    "this test's "
     "LLM API traffic with Reel (the `reel` fixture gives the cassette; proxy=True starts a "
     "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it)"
 )
@@ -75,6 +76,7 @@ _MARKER_KEYS = frozenset(
         "proxy",
         "upstream",
         "record_on",
+        "max_age",
     )
 )
 #: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
@@ -155,6 +157,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write the run report (per cassette: hits, misses, recorded, stale, "
         "superseded, the store, and each interaction's outcome) to FILE.json",
     )
+    group.addoption(
+        "--reel-max-age",
+        dest="reel_max_age",
+        default=None,
+        metavar="AGE",
+        help="how old a recording may be (90s, 30m, 12h, 7d, 2w): in auto mode an older one "
+        "is recorded again, in replay mode it is served and reported as stale. A test's "
+        "marker max_age= wins over it; it wins over $REEL_MAX_AGE, the reel_max_age ini "
+        "option and the cassette's _meta max_age.",
+    )
+    group.addoption(
+        "--reel-strict-age",
+        dest="reel_strict_age",
+        action="store_true",
+        default=False,
+        help="fail the run when a stale recording was served (replay mode)",
+    )
+    parser.addini(
+        "reel_max_age",
+        help="how old a recording may be (7d...); $REEL_MAX_AGE and --reel-max-age win over it",
+        default="",
+    )
     parser.addini(
         "reel_record_on",
         help="passed (default) or always: when a test's recordings are kept",
@@ -180,6 +204,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _global_mode(config)
     _global_timing(config)
     _global_record_on(config)
+    _run_max_age(config)
     _run_store(config)  # a Redis server that is down stops the run here, named
 
 
@@ -220,6 +245,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
         Path(target).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
+    if _strict_age_failed(config) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _strict_age_failed(config: pytest.Config) -> int:
+    """How many stale recordings were served, when --reel-strict-age makes
+    that fail the run (0 otherwise)."""
+    if not config.getoption("reel_strict_age", False):
+        return 0
+    return sum(int(t.get("stale", 0)) for t in _tallies(config))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -231,6 +266,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.write_sep("-", "reel report")
     for line in render_report(tallies, verbose=config.getoption("verbose", 0) > 0):
         terminalreporter.write_line(line)
+    stale = _strict_age_failed(config)
+    if stale:
+        s = "" if stale == 1 else "s"
+        terminalreporter.write_line(
+            f"reel: {stale} stale recording{s} served: the run fails (--reel-strict-age). "
+            "Record them again with --reel-mode auto.",
+            red=True,
+        )
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -388,6 +431,9 @@ class ReelCassette:
         self._proxy_url: str | None = None
         self._reported: set[int] = set()
         self._forwarding_transports = False
+        #: Seconds a recording stays fresh for this test (marker, else run);
+        #: ``None``: the cassette's ``_meta`` says.
+        self.max_age: float | None = None
 
     def __repr__(self) -> str:
         return f"<ReelCassette {str(self.path)!r} mode={self.mode.value} timing={self.timing}>"
@@ -492,6 +538,7 @@ class ReelCassette:
 
         # the environment's PII switch and body limit, as the transports have them
         config = Settings.from_env(mode=self.mode).config(
+            max_age=self.max_age,
             match=self.match,
             timing=self.timing,
             repeat=self.repeat,
@@ -553,6 +600,7 @@ class ReelCassette:
         kwargs.setdefault("match", self.match)
         kwargs.setdefault("timing", self.timing)
         kwargs.setdefault("repeat", self.repeat)
+        kwargs.setdefault("max_age", self.max_age)
         # the miss hint is the test's: the player's config is built with it
         return {"mode": self.mode, **kwargs, "hint": self.hint}
 
@@ -590,8 +638,14 @@ class ReelCassette:
         from reel_core import CassetteTally, Outcome
 
         outcomes = [o for player in self._players for o in player.outcomes]
+        found = [player.freshness for player in self._players]
         if self._proxy is not None:
             outcomes += self._proxy.outcomes
+            found.append(self._proxy.freshness)
+        stale = [s for f in found for s in f.stale]
+        # what a dropped test recorded was never written: it superseded nothing
+        written = keep or not self.file.held
+        drifts = [d for f in found for d in f.drifts] if written else []
         if not keep and self.file.held:  # recorded, then dropped by the outcome gate
             outcomes = [(m, p, "dropped" if o == "recorded" else o) for m, p, o in outcomes]
         if (not outcomes and not self.file.written) or self._config is None:
@@ -602,7 +656,21 @@ class ReelCassette:
             hits=sum(o == "hit" for _, _, o in outcomes),
             misses=sum(o == "miss" for _, _, o in outcomes),
             recorded=self.file.written + (self.file.held if keep else 0),
+            stale=len(stale),
+            superseded=sum(f.superseded for f in found) if written else 0,
             outcomes=[Outcome(self._test, m, p, o) for m, p, o in outcomes],
+            stale_replays=[
+                {
+                    "test": self._test,
+                    "method": s.method,
+                    "path": s.path,
+                    "recorded": s.staleness.recorded,
+                    "age_seconds": s.staleness.age,
+                    "max_age_seconds": s.staleness.max_age,
+                }
+                for s in stale
+            ],
+            drifts=[{"test": self._test, **d.to_json()} for d in drifts],
         )
         _tallies(self._config).append(tally.to_json())
 
@@ -633,6 +701,7 @@ class ReelCassette:
                     "(--reel-store), name it relative to it"
                 )
         record_on = _test_record_on(item.config, settings.get("record_on"))
+        max_age = _test_max_age(item.config, settings.get("max_age"))
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
@@ -668,6 +737,7 @@ class ReelCassette:
                 first_token=token if mode is Mode.RECORD and not refreshed else None,
             )
             cassette._test = item.nodeid
+            cassette.max_age = max_age
             cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
             cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
@@ -777,6 +847,43 @@ def _run_store(config: pytest.Config) -> Store | None:
         raise pytest.UsageError(f"reel: {exc}") from None
     config.stash[_STORE_KEY] = store
     return store
+
+
+def _run_max_age(config: pytest.Config) -> float | None:
+    """The run's max_age: ``--reel-max-age``, else ``$REEL_MAX_AGE``, else
+    the ``reel_max_age`` ini option (seconds), checked; ``None``: unset."""
+    from reel_core import ConfigError, parse_duration
+
+    flag = config.getoption("reel_max_age", None)
+    if flag:
+        try:
+            return parse_duration(str(flag))
+        except ConfigError as exc:
+            raise pytest.UsageError(f"--reel-max-age: {exc}") from None
+    settings = _run_settings(config)
+    if settings.max_age is not None:
+        return settings.max_age
+    value = str(config.getini("reel_max_age") or "").strip()
+    if not value:
+        return None
+    try:
+        return parse_duration(value)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"reel_max_age = {value!r}: {exc}") from None
+
+
+def _test_max_age(config: pytest.Config, marker: object) -> float | None:
+    """The marker's max_age=, then the run's (a test's own need wins)."""
+    from reel_core import ConfigError, parse_duration
+
+    if marker is None:
+        return _run_max_age(config)
+    if not isinstance(marker, (str, int, float)):
+        _marker_error(f"max_age= takes a duration such as '7d' or seconds, not {marker!r}")
+    try:
+        return parse_duration(marker)
+    except ConfigError as exc:
+        _marker_error(f"max_age=: {exc}")
 
 
 def _global_record_on(config: pytest.Config) -> str | None:

@@ -202,6 +202,7 @@ class Adapter(BaseAdapter):
         upstream: HTTPAdapter | None = None,
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
+        max_age: float | str | None = None,
     ) -> None:
         super().__init__()
         self.player = Player(
@@ -213,6 +214,7 @@ class Adapter(BaseAdapter):
             redactor=redactor,
             hint=hint,
             store=store,
+            max_age=max_age,
         )
         self.strict = strict
         self._upstream = upstream

@@ -57,6 +57,8 @@ from ._formats import (
     sniff_format,
 )
 from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
+from ._freshness import Staleness, format_age, recorded_epoch, staleness
+from ._generations import Compaction, compact, lines_drift, superseded
 from ._http import HOP_BY_HOP, Limits, Request
 from ._interaction import (
     Interaction,
@@ -85,6 +87,7 @@ from ._report import (
 )
 from ._schedule import Step, replay_schedule
 from ._session import Session
+from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
 from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
@@ -114,6 +117,7 @@ __all__ = [
     "CassetteTally",
     "CassetteWarning",
     "Closest",
+    "Compaction",
     "Config",
     "ConfigError",
     "ContentDecoder",
@@ -121,6 +125,7 @@ __all__ = [
     "Cut",
     "DecodedLine",
     "DecodedLines",
+    "Drift",
     "EndOfResponse",
     "Engine",
     "Event",
@@ -156,8 +161,10 @@ __all__ = [
     "SSESplitter",
     "SchemaVersionError",
     "Session",
+    "Shape",
     "Signal",
     "Skipped",
+    "Staleness",
     "Start",
     "State",
     "Step",
@@ -181,17 +188,20 @@ __all__ = [
     "__version__",
     "answer_pieces",
     "body_diff",
+    "compact",
     "cost_usd",
     "decode_body",
     "decode_content",
     "decode_lines",
     "diff_row",
+    "drift_of",
     "encode_body",
     "exchange_redactor",
     "export_formats",
     "export_har",
     "export_vcr",
     "extract_usage",
+    "format_age",
     "import_exchanges",
     "import_formats",
     "import_refusal",
@@ -201,6 +211,7 @@ __all__ = [
     "is_meta_line",
     "is_sse_stream",
     "keep_response_header",
+    "lines_drift",
     "looks_like_sse",
     "match_key",
     "merge_tallies",
@@ -209,15 +220,20 @@ __all__ = [
     "parse_sse_event",
     "read_line",
     "record_exchange",
+    "recorded_epoch",
     "render_report",
     "replay_schedule",
     "report_json",
     "request_diff",
     "request_model",
     "resolve_model",
+    "response_shape",
     "safe_cassette_name",
+    "shape_changes",
     "shorten",
     "sniff_format",
+    "staleness",
     "start_of",
+    "superseded",
     "websocket_usage",
 ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ._codec import (
     KEY_PREFIX,
@@ -237,22 +237,73 @@ class Cassette:
             self._indexes[config] = index
         return index
 
+    def _current(self, config: MatchConfig, key: str) -> Sequence[int]:
+        """The positions of ``key``'s newest generation, in recorded order:
+        the recordings that answer it (older ones are superseded).  Only a
+        key recorded more than once has its lines parsed to tell."""
+        positions = self._index(config).positions(key)
+        if len(positions) < 2:
+            return positions
+        generations = [self._generation(i) for i in positions]
+        newest = max(generations)
+        if newest == 0:
+            return positions
+        return [p for p, g in zip(positions, generations, strict=True) if g == newest]
+
+    def _generation(self, i: int) -> int:
+        """Line ``i``'s generation (a line that does not parse: 0)."""
+        interaction = self._parsed_or_none(i)
+        return 0 if interaction is None else interaction.generation
+
+    def generation(self, key: str, config: MatchConfig) -> int:
+        """The newest generation recorded for ``key`` (0 when none)."""
+        positions = self._current(config, key)
+        return self._generation(positions[0]) if positions else 0
+
     def count(self, key: str, config: MatchConfig) -> int:
-        """How many recordings answer ``key``."""
+        """How many recordings answer ``key`` (those of its newest generation)."""
+        return len(self._current(config, key))
+
+    def lines_of(self, key: str, config: MatchConfig) -> int:
+        """How many lines record ``key``, superseded ones too."""
         return len(self._index(config).positions(key))
+
+    def first(self, key: str, config: MatchConfig) -> Interaction | None:
+        """The first recording of ``key``'s newest generation (whose time
+        says how old the generation is), or ``None``."""
+        positions = self._current(config, key)
+        return self._parsed_or_none(positions[0]) if positions else None
 
     def play(self, key: str, config: MatchConfig, *, repeat: bool = True) -> Interaction | None:
         """The next recording for ``key``, as the cursor's sequence rules
-        say (:mod:`reel_core._cursor`): recordings of one request are served
-        in recorded order; once all were served the last one repeats
-        (``repeat=True``) or there is none (``repeat=False``)."""
-        positions = self._index(config).positions(key)
+        say (:mod:`reel_core._cursor`): recordings of one request (of its
+        newest generation) are served in recorded order; once all were
+        served the last one repeats (``repeat=True``) or there is none
+        (``repeat=False``)."""
+        positions = self._current(config, key)
         rank = self._cursor.next(config, key, len(positions), repeat=repeat)
         return None if rank is None else self._get(positions[rank])
 
     def plays(self, key: str, config: MatchConfig) -> int:
-        """How many times ``key`` was served (or recorded) so far."""
+        """How many times ``key`` was served (or recorded) so far, in its
+        newest generation."""
         return self._cursor.plays(config, key)
+
+    def predecessor(self, interaction: Interaction) -> Interaction | None:
+        """The recording ``interaction`` supersedes, were it added now: the
+        one at its rank (its place among its generation's recordings) in
+        the newest older generation of its key; ``None`` when there is
+        none (a first recording, or one past the older generation's count)."""
+        positions = self._index(self.keying).positions(interaction.key)
+        by_generation: dict[int, list[int]] = {}
+        for i in positions:
+            by_generation.setdefault(self._generation(i), []).append(i)
+        rank = len(by_generation.get(interaction.generation, ()))
+        older = [g for g in by_generation if g < interaction.generation]
+        if not older:
+            return None
+        previous = by_generation[max(older)]
+        return self._parsed_or_none(previous[rank]) if rank < len(previous) else None
 
     def interactions(self) -> list[Interaction]:
         """Every interaction, parsed (in file order)."""
@@ -268,11 +319,19 @@ class Cassette:
         :meth:`~Interaction.to_line`, when the caller has it already."""
         number = len(self._lines) + 1
         raw = (interaction.to_line() if line is None else line)[:-1]
+        keys = [
+            (config, interaction.key if config == self.keying else interaction.request.key(config))
+            for config in self._indexes
+        ]
+        # A recording that starts a newer generation of its key supersedes
+        # the older ones: the sequence starts over from it.
+        newer = [interaction.generation > self.generation(key, config) for config, key in keys]
         self._lines.append(raw, number, interaction.key, interaction)
         position = len(self._lines) - 1
-        for config, index in self._indexes.items():
-            key = interaction.key if config == self.keying else interaction.request.key(config)
-            index.add(key, position)
+        for (config, key), restart in zip(keys, newer, strict=True):
+            self._indexes[config].add(key, position)
+            if restart:
+                self._cursor.restart(config, key)
             if played:
                 self._cursor.played(config, key)
 

@@ -77,3 +77,13 @@ class Config:
     routing: bool = False
     #: A base URL every forwarded request goes to (path kept).
     upstream: str | None = None
+    #: Seconds a recording stays fresh (a test's or a run's ``max_age``);
+    #: ``None``: the cassette's ``_meta`` ``max_age``, if any.  In auto mode
+    #: a stale recording is forwarded and recorded again; in replay mode it
+    #: is served, and the ``Replay`` says it is stale.  Needs the wall-clock
+    #: time with each request (``receive_request(now=...)``).
+    max_age: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_age is not None and not self.max_age > 0:
+            raise ConfigError(f"max_age must be more than zero seconds, not {self.max_age!r}")

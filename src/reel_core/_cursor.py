@@ -6,7 +6,10 @@ The sequence rules live here and only here:
 * once all were served, the last one is served again when repeating
   (replay mode with ``repeat`` on, the default), or none is (replay mode
   with ``repeat`` off, and auto mode, where the miss goes upstream);
-* a recording made live counts as served once.
+* a recording made live counts as served once;
+* a recording that starts a newer generation of its request (a stale one
+  recorded again) starts the count over: the older generation is
+  superseded, and the sequence is the new one's.
 
 Play counts are kept per (match settings, key): the same lines, indexed
 under other match settings, are counted apart.  The cursor knows counts,
@@ -54,6 +57,11 @@ class Cursor:
     def played(self, config: MatchConfig, key: str) -> None:
         """Count a recording of ``key`` served live (as it was recorded)."""
         self._plays[(config, key)] = self._plays.get((config, key), 0) + 1
+
+    def restart(self, config: MatchConfig, key: str) -> None:
+        """Start ``key``'s count over: a newer generation of its recordings
+        replaces the one counted so far."""
+        self._plays.pop((config, key), None)
 
     def plays(self, config: MatchConfig, key: str) -> int:
         """How many times ``key`` was served (or recorded) so far."""

@@ -40,6 +40,7 @@ from ._events import (
     Signal,
 )
 from ._exchange import new_recorder, record_request
+from ._freshness import Staleness, staleness
 from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
@@ -48,6 +49,7 @@ from ._miss import MissError, MissReport, build_miss_report
 from ._providers import route
 from ._record import Recorder, UpstreamError
 from ._redact import Redactor
+from ._shape import drift_of
 from ._state import Input, State, transition
 
 __all__ = ["Engine"]
@@ -107,6 +109,10 @@ class Engine:
         self._request: Request | None = None
         #: Where a routed forward went (for a failure's message).
         self._forward_base: str | None = None
+        #: The wall-clock time (epoch seconds) the request came with.
+        self._now: float | None = None
+        #: The generation a forward of a stale recording starts (else 0).
+        self._superseding = 0
 
     def _use(self, cassette: Cassette) -> None:
         self.cassette = cassette
@@ -116,6 +122,9 @@ class Engine:
         #: Serve the last recording again once all were served?  Never in
         #: auto mode: a retry of a recorded 429 must reach the upstream.
         self._repeat = repeats_last(self.config.mode, self.config.repeat, cassette.meta.repeat)
+        #: How old a recording may be (the config's, else the cassette's).
+        max_age = self.config.max_age
+        self._max_age = max_age if max_age is not None else cassette.meta.max_age_seconds
         redact = cassette.meta.extra.get("redact", {})
         settings = redact if isinstance(redact, dict) else {}
         #: The redactor of the settings (a redactor given in code digests
@@ -137,13 +146,16 @@ class Engine:
 
     # -- client side ---------------------------------------------------------
 
-    def receive_request(self, request: Request) -> None:
-        """Hand over the next request, parsed (the body whole)."""
+    def receive_request(self, request: Request, *, now: float | None = None) -> None:
+        """Hand over the next request, parsed (the body whole).  ``now`` is
+        the wall-clock time (epoch seconds), which a ``max_age`` needs to
+        tell a stale recording."""
         if self.state is not State.IDLE or self._pending is not None:
             raise self._misuse(f"a request is already being served (state {self.state.value})")
         if len(request.body) > self.config.limits.max_body:
             raise self.config.limits.body_too_large(len(request.body))
         self._pending = request
+        self._now = now
 
     def next_event(self) -> Event | Signal:
         """The next event, or a :class:`Signal` saying what the engine waits
@@ -190,6 +202,7 @@ class Engine:
         self._to(Input.NEXT_CYCLE)
         self._request = None
         self._keyed = None
+        self._superseding = 0
         self.redactor = self._redactor
 
     # -- decisions -----------------------------------------------------------
@@ -232,8 +245,15 @@ class Engine:
             recorded = self.recorded_request(request)
             key = recorded.key(self._keying)
             keyed = lambda: (recorded, key)  # noqa: E731 - for a miss forwarded in auto mode
+            starts = self.cassette.plays(key, self._keying) == 0
             interaction = self.cassette.play(key, self._keying, repeat=self._repeat)
             similarity = None
+            stale = None if interaction is None else self._staleness(key)
+            if stale is not None and interaction is not None and mode is Mode.AUTO and starts:
+                # A stale sequence is recorded again from its start: the new
+                # recordings are the next generation, which supersedes it.
+                self._superseding = interaction.generation + 1
+                interaction = None
             # fuzzy only stands in for a request never recorded: one whose
             # recordings were all served stays a miss (auto: is recorded again)
             fuzzy = self.match.mode is MatchMode.FUZZY and not self.cassette.count(
@@ -253,6 +273,7 @@ class Engine:
                         similarity,
                         interaction.websocket,
                         interaction.provider,
+                        stale,
                     )
                 )
                 self._events.extend(self._replay(interaction, head_only=request.method == "HEAD"))
@@ -297,7 +318,23 @@ class Engine:
                 functools.partial(self._new_recorder, request, keyed, self.redactor)
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
-        self._events.append(Forward(request, known, mode.records, url, request.websocket))
+        self._events.append(
+            Forward(request, known, mode.records, url, request.websocket, bool(self._superseding))
+        )
+
+    def _staleness(self, key: str) -> Staleness | None:
+        """Why ``key``'s answering recordings are stale, or ``None``: the
+        first of its newest generation is judged, so a sequence (a 429, then
+        the 200 of the retry) is fresh or stale as a whole."""
+        if self._max_age is None:
+            return None
+        if self._now is None:
+            raise self._misuse(
+                "a max_age is in force: hand the wall-clock time in with each request "
+                "(receive_request(request, now=time.time()))"
+            )
+        first = self.cassette.first(key, self._keying)  # None: a line that does not parse
+        return staleness(first.timestamp if first else None, self._max_age, self._now)
 
     def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
         """``request`` redacted, and its match key: computed once, when first
@@ -398,7 +435,7 @@ class Engine:
         stored_key = key if stored_config == self._keying else recorded.key(stored_config)
         # Made when the recording is stored: identical requests recorded at
         # the same time are numbered -2, -3... in the order they are stored.
-        seen = self.cassette.count(stored_key, stored_config)
+        seen = self.cassette.lines_of(stored_key, stored_config)
         return new_recorder(request, recorded, stored_key, seen, redactor)
 
     # -- upstream side -------------------------------------------------------
@@ -507,10 +544,23 @@ class Engine:
         return build()
 
     def store(self, interaction: Interaction) -> Recorded:
-        """Add ``interaction`` to the cassette; the line to append."""
+        """Add ``interaction`` to the cassette; the line to append.
+
+        It joins its request's newest generation, or starts the next one when
+        it records a stale recording again; the recording it supersedes (the
+        one at its rank in the older generation) is compared with it, and a
+        different shape of response is the ``drift`` of the answer."""
+        cassette = self.cassette
+        generation = max(cassette.generation(interaction.key, cassette.keying), self._superseding)
+        if generation != interaction.generation:
+            interaction = replace(interaction, generation=generation)
+        previous = cassette.predecessor(interaction)
         line = interaction.to_line()
-        self.cassette.add(interaction, line=line)
-        return Recorded(line, interaction.id, interaction.key)
+        cassette.add(interaction, line=line)
+        if previous is None:
+            return Recorded(line, interaction.id, interaction.key)
+        drift = drift_of(previous, interaction)
+        return Recorded(line, interaction.id, interaction.key, previous.id, drift)
 
     def _to(self, event: Input) -> None:
         try:

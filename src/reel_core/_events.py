@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING
 from ._http import Headers, Request
 
 if TYPE_CHECKING:
+    from ._freshness import Staleness
     from ._interaction import WebSocketLog
     from ._miss import MissReport
+    from ._shape import Drift
 
 __all__ = [
     "Continue",
@@ -75,6 +77,9 @@ class Replay:
     websocket: WebSocketLog | None = None
     #: The recording's provider (a WebSocket replay speaks its error event).
     provider: str = "generic"
+    #: Set when the recording is older than the ``max_age`` in force (replay
+    #: mode serves it; a binding reports it at the end of the run).
+    stale: Staleness | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,9 @@ class Forward:
     #: the upstream's 101 is fed back with ``upstream_head`` and
     #: ``upstream_end``, then the WebSocket adapter relays the messages.
     websocket: bool = False
+    #: The request's recordings are stale (auto mode): this forward records
+    #: it again, and its recording supersedes them.
+    refresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,12 @@ class Recorded:
     line: bytes
     interaction_id: str
     key: str
+    #: The id of the recording this one supersedes (the one at its rank in
+    #: the request's older generation), if any.
+    supersedes: str | None = None
+    #: How the response's shape differs from the superseded one's (``None``:
+    #: the same shape, or nothing superseded).
+    drift: Drift | None = None
 
 
 Event = Continue | Replay | Forward | Miss | Refused | ResponseHead | Frame | EndOfResponse | Cut

@@ -298,6 +298,10 @@ class Interaction:
     #: The messages and close of a WebSocket session (the request is its
     #: upgrade, the response the 101 head); ``None`` for an HTTP exchange.
     websocket: WebSocketLog | None = None
+    #: Which recording of its request this line belongs to: a re-record of a
+    #: stale recording starts the next generation, and only the newest
+    #: generation of a key answers (``"gen"`` on the line, absent for 0).
+    generation: int = 0
 
     def redacted(
         self,
@@ -446,6 +450,7 @@ def interaction_line(interaction: Interaction) -> bytes:
         "key": interaction.key,
         "id": interaction.id,
         "ts": interaction.timestamp,
+        **({"gen": interaction.generation} if interaction.generation else {}),
         "provider": interaction.provider,
         "endpoint": interaction.endpoint,
         "request": request,
@@ -529,6 +534,9 @@ def interaction_from_json(obj: Any) -> Interaction:
     meta = o.get("meta", {})
     if not isinstance(meta, dict):
         raise ValueError('"meta" must be an object')
+    gen = o.get("gen", 0)
+    if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
+        raise ValueError('"gen" must be a whole number, 0 or more')
     return Interaction(
         key=key,
         id=_str(o, "id"),
@@ -539,6 +547,7 @@ def interaction_from_json(obj: Any) -> Interaction:
         endpoint=str(o.get("endpoint", "")),
         meta=meta,
         websocket=websocket,
+        generation=gen,
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._duration import parse_duration
 from ._errors import CassetteError, ConfigError, SchemaVersionError
 from ._literals import header_names
 from ._match import MatchConfig, MatchMode
@@ -37,8 +38,17 @@ class CassetteMeta:
     #: In replay mode, once every recording of a request was served: serve
     #: the last one again (``True``, the default) or miss (``False``).
     repeat: bool = True
+    #: How old a recording may be before it is stale, as written (``"7d"``,
+    #: or seconds); ``None``: recordings never go stale (unless a test or a
+    #: run sets a ``max_age``, which wins).
+    max_age: str | float | None = None
     #: Other settings (redaction switches, extra patterns), kept as given.
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def max_age_seconds(self) -> float | None:
+        """:attr:`max_age` in seconds (checked when the line was read)."""
+        return None if self.max_age is None else parse_duration(self.max_age)
 
     def to_line(self) -> bytes:
         """The ``_meta`` line (``\\n``-terminated UTF-8 bytes)."""
@@ -62,6 +72,8 @@ def meta_line(meta: CassetteMeta) -> bytes:
         line["ignore_fields"] = list(meta.match.ignore_fields)
     if not meta.repeat:
         line["repeat"] = False
+    if meta.max_age is not None:
+        line["max_age"] = meta.max_age
     line.update(meta.extra)
     return (
         json.dumps({"_meta": line}, ensure_ascii=False, separators=(",", ":")).encode(
@@ -103,7 +115,15 @@ def meta_from_json(obj: Any, name: str) -> CassetteMeta:
         raise CassetteError(
             name, 1, f'"_meta.repeat" must be true or false, not {json.dumps(repeat)}'
         )
-    known = {"schema", "reel", "match", "ignore_fields", "repeat"}
+    max_age = meta.get("max_age")
+    if max_age is not None:
+        try:
+            if not isinstance(max_age, (str, int, float)):
+                raise ConfigError(f"bad duration {json.dumps(max_age)}")
+            parse_duration(max_age)
+        except ConfigError as exc:
+            raise CassetteError(name, 1, f'"_meta.max_age": {exc}') from None
+    known = {"schema", "reel", "match", "ignore_fields", "repeat", "max_age"}
     extra = {k: v for k, v in meta.items() if k not in known}
     redact = extra.get("redact", {})
     try:
@@ -113,7 +133,14 @@ def meta_from_json(obj: Any, name: str) -> CassetteMeta:
         header_names(redact)
     except ConfigError as exc:
         raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
-    return CassetteMeta(schema=schema, match=match, writer=str(writer), repeat=repeat, extra=extra)
+    return CassetteMeta(
+        schema=schema,
+        match=match,
+        writer=str(writer),
+        repeat=repeat,
+        max_age=max_age,
+        extra=extra,
+    )
 
 
 def _release(version: str) -> tuple[int, ...] | None:

@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ._freshness import format_age
+
 __all__ = [
     "REPORT_SCHEMA",
     "CassetteTally",
@@ -51,24 +53,40 @@ class CassetteTally:
     stale: int = 0
     superseded: int = 0
     outcomes: list[Outcome] = dataclasses.field(default_factory=list)
+    #: Each stale recording served (replay mode): test, method, path,
+    #: recorded, age_seconds, max_age_seconds (JSON-ready).
+    stale_replays: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: Each drift found by a re-record: test and ``Drift.to_json()``.
+    drifts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def add(self, other: CassetteTally) -> None:
         """Add ``other`` (the same cassette, counted elsewhere) to this one."""
         for name in _COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.outcomes.extend(other.outcomes)
+        self.stale_replays.extend(other.stale_replays)
+        self.drifts.extend(other.drifts)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"cassette": self.cassette, "store": self.store}
         data.update({name: getattr(self, name) for name in _COUNTS})
         data["outcomes"] = [o.to_json() for o in self.outcomes]
+        data["stale_replays"] = list(self.stale_replays)
+        data["drifts"] = list(self.drifts)
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CassetteTally:
         outcomes = [Outcome(**o) for o in data.get("outcomes", ())]
         counts = {name: int(data.get(name, 0)) for name in _COUNTS}
-        return cls(str(data["cassette"]), str(data["store"]), **counts, outcomes=outcomes)
+        return cls(
+            str(data["cassette"]),
+            str(data["store"]),
+            **counts,
+            outcomes=outcomes,
+            stale_replays=list(data.get("stale_replays", ())),
+            drifts=list(data.get("drifts", ())),
+        )
 
 
 def merge_tallies(tallies: Iterable[CassetteTally]) -> list[CassetteTally]:
@@ -82,6 +100,8 @@ def merge_tallies(tallies: Iterable[CassetteTally]) -> list[CassetteTally]:
     result = sorted(merged.values(), key=lambda t: (t.cassette, t.store))
     for tally in result:
         tally.outcomes.sort(key=lambda o: o.test)
+        tally.stale_replays.sort(key=lambda s: str(s.get("test", "")))
+        tally.drifts.sort(key=lambda d: str(d.get("test", "")))
     return result
 
 
@@ -93,11 +113,14 @@ def report_json(tallies: Iterable[CassetteTally]) -> dict[str, Any]:
         "schema": REPORT_SCHEMA,
         "totals": totals,
         "cassettes": [t.to_json() for t in cassettes],
+        "stale": [{"cassette": t.cassette, **s} for t in cassettes for s in t.stale_replays],
+        "drift": [{"cassette": t.cassette, **d} for t in cassettes for d in t.drifts],
     }
 
 
 def render_report(tallies: Iterable[CassetteTally], *, verbose: bool = False) -> list[str]:
-    """One line per cassette (and, ``verbose``, one per interaction)."""
+    """One line per cassette, then one per stale recording served and per
+    drift (and, ``verbose``, one per interaction)."""
     lines = []
     for tally in merge_tallies(tallies):
         counts = ", ".join(f"{getattr(tally, name)} {name}" for name in _COUNTS)
@@ -106,4 +129,16 @@ def render_report(tallies: Iterable[CassetteTally], *, verbose: bool = False) ->
             lines.extend(
                 f"    {o.outcome:<9} {o.method} {o.path}  [{o.test}]" for o in tally.outcomes
             )
+        for s in tally.stale_replays:
+            age = "age unknown"
+            if s.get("age_seconds") is not None:
+                age = f"recorded {format_age(float(s['age_seconds']))} ago"
+            max_age = format_age(float(s.get("max_age_seconds") or 0))
+            lines.append(
+                f"    stale     {s.get('method')} {s.get('path')}: {age}, max_age {max_age}  "
+                f"[{s.get('test')}]"
+            )
+        for d in tally.drifts:
+            changes = "; ".join(str(c) for c in d.get("changes", ()))
+            lines.append(f"    drift     {d.get('endpoint')}: {changes}  [{d.get('test')}]")
     return lines

@@ -76,6 +76,8 @@ class Session:
     ) -> None:
         self.engine = Engine(cassette, config)
         self._reader = RequestReader(self.engine.config.limits)
+        #: The wall-clock time the client's last bytes came with.
+        self._now: float | None = None
 
     # -- the engine's, handed through ------------------------------------------
 
@@ -133,8 +135,12 @@ class Session:
 
     # -- client side -----------------------------------------------------------
 
-    def receive_data(self, data: bytes) -> None:
-        """Buffer raw request bytes from the client (``b""`` means EOF)."""
+    def receive_data(self, data: bytes, *, now: float | None = None) -> None:
+        """Buffer raw request bytes from the client (``b""`` means EOF).
+        ``now`` is the wall-clock time (epoch seconds) they came at: the
+        request they complete carries it (a ``max_age`` needs it)."""
+        if now is not None:
+            self._now = now
         try:
             self._reader.receive_data(data)
         except LocalProtocolError:
@@ -153,7 +159,7 @@ class Session:
         request = self._next_request()
         if isinstance(request, (Signal, Continue)):
             return request
-        self.engine.receive_request(request)
+        self.engine.receive_request(request, now=self._now)
         return self.engine.next_event()
 
     def _next_request(self) -> Request | Signal | Continue:

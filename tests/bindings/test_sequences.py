@@ -159,3 +159,50 @@ async def test_the_openai_sdk_retry_succeeds_through_the_proxy(tmp_path: Path) -
         assert len(fake.requests) == 2
     assert statuses(cassette) == [429, 200]
     assert await ask(Mode.REPLAY, GONE) == live
+
+
+def _aged(cassette: Path, max_age: str) -> None:
+    """Every line stamped in 2020, and ``max_age`` in the ``_meta`` line."""
+    meta, *lines = cassette.read_bytes().splitlines()
+    head = json.loads(meta)
+    head["_meta"]["max_age"] = max_age
+    out = [json.dumps(head).encode()]
+    for raw in lines:
+        obj = json.loads(raw)
+        obj["ts"] = "2020-01-01T00:00:00.000Z"
+        out.append(json.dumps(obj).encode())
+    cassette.write_bytes(b"\n".join(out) + b"\n")
+
+
+@pytest.mark.parametrize("binding", list(BINDINGS))
+def test_a_stale_429_then_200_pair_is_re_recorded_as_a_new_generation(
+    binding: str, tmp_path: Path
+) -> None:
+    """Past the cassette's max_age, auto mode forwards the retried request
+    both times (never the old 200 after the new 429), appends the pair as
+    generation 1, and a replay serves the new pair in order."""
+    cassette = tmp_path / "retry.jsonl"
+    with FakeUpstreamThread() as fake:
+        fake.push_reply(rate_limited())
+        fake.push_reply(answer("old"))
+        with BINDINGS[binding](cassette, Mode.AUTO, fake.url) as send:
+            [send(ROW), send(ROW)]
+        _aged(cassette, "7d")
+        fake.push_reply(rate_limited())
+        fake.push_reply(answer("new"))
+        with BINDINGS[binding](cassette, Mode.AUTO, fake.url) as send:
+            again = [send(ROW), send(ROW)]
+        assert len(fake.requests) == 4
+    assert [r.status for r in again] == [429, 200]
+    assert json.loads(again[1].body) == {"answer": "new"}
+    lines = [json.loads(line) for line in cassette.read_bytes().splitlines()[1:]]
+    assert [(line["response"]["status"], line.get("gen", 0)) for line in lines] == [
+        (429, 0),
+        (200, 0),
+        (429, 1),
+        (200, 1),
+    ]
+    with BINDINGS[binding](cassette, Mode.REPLAY, GONE) as send:
+        replayed = [send(ROW), send(ROW)]
+    assert [r.status for r in replayed] == [429, 200]
+    assert json.loads(replayed[1].body) == {"answer": "new"}

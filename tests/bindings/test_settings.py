@@ -158,3 +158,22 @@ def test_the_proxy_says_a_bad_reel_port(capsys: pytest.CaptureFixture[str]) -> N
     assert "REEL_PORT='http' is not a TCP port" in capsys.readouterr().err
     assert parse_options(["--port", "9"], environ={"REEL_PORT": "http"}).port == 9  # flag wins
     assert parse_options([], environ={"REEL_PORT": "0"}).port == 0
+
+
+def test_max_age_from_the_environment_and_the_proxy_flag() -> None:
+    from reel_bindings._settings import Settings
+    from reel_bindings.proxy._options import parse_options
+    from reel_core import ConfigError
+
+    assert Settings.from_env({"REEL_MAX_AGE": "7d"}).max_age == 7 * 86400
+    assert Settings.from_env({"REEL_MAX_AGE": "7d"}).config().max_age == 7 * 86400
+    assert Settings.from_env({}).max_age is None
+    with pytest.raises(ConfigError, match="REEL_MAX_AGE='later': bad duration"):
+        Settings.from_env({"REEL_MAX_AGE": "later"})
+    options = parse_options(["--max-age", "12h"], {"REEL_MAX_AGE": "7d"})
+    assert options.max_age == 12 * 3600  # the flag wins
+    assert options.config().max_age == 12 * 3600
+    assert parse_options([], {"REEL_MAX_AGE": "7d"}).config().max_age == 7 * 86400
+    with pytest.raises(SystemExit) as exc:
+        parse_options(["--max-age", "0s"], {})
+    assert exc.value.code == 2

@@ -57,7 +57,8 @@ def test_forward_is_a_plain_value() -> None:
     assert hash(known) == hash(Forward(request(), "sha256:k", record=True, url="http://up/v1"))
     assert known != Forward(request(), None, record=True, url="http://up/v1")
     assert known != Forward(request(), "sha256:k", record=False, url="http://up/v1")
-    assert "key='sha256:k', record=True, url='http://up/v1', websocket=False)" in repr(known)
+    shown = "key='sha256:k', record=True, url='http://up/v1', websocket=False, refresh=False)"
+    assert shown in repr(known)
     with pytest.raises(dataclasses.FrozenInstanceError):
         known.url = None  # type: ignore[misc]
 

@@ -9,7 +9,10 @@ from reel_core import REPORT_SCHEMA, CassetteTally, Outcome, render_report, repo
 
 def tally(cassette: str, test: str, **counts: int) -> CassetteTally:
     outcomes = [Outcome(test, "POST", "/v1/chat/completions", "hit")] * counts.get("hits", 0)
-    return CassetteTally(cassette, "files", **counts, outcomes=outcomes)
+    tally = CassetteTally(cassette, "files", outcomes=outcomes)
+    for name, value in counts.items():
+        setattr(tally, name, value)
+    return tally
 
 
 def test_workers_figures_are_added_per_cassette() -> None:
@@ -45,3 +48,51 @@ def test_rendered() -> None:
     verbose = render_report(parts, verbose=True)
     assert verbose[1] == "    hit       POST /v1/chat/completions  [t::a]"
     assert render_report([]) == []
+
+
+def test_stale_replays_and_drifts_are_listed_and_merged() -> None:
+    one = CassetteTally("a.jsonl", "files", stale=1, superseded=1)
+    one.stale_replays.append(
+        {
+            "test": "t::b",
+            "method": "POST",
+            "path": "/v1/chat/completions",
+            "recorded": "2024-01-01T00:00:00.000Z",
+            "age_seconds": 9 * 86400.0,
+            "max_age_seconds": 7 * 86400.0,
+        }
+    )
+    two = CassetteTally("a.jsonl", "files", stale=1)
+    two.stale_replays.append(
+        {
+            "test": "t::a",
+            "method": "GET",
+            "path": "/v1/models",
+            "recorded": None,
+            "age_seconds": None,
+            "max_age_seconds": 3600.0,
+        }
+    )
+    two.drifts.append(
+        {"test": "t::a", "endpoint": "POST /v1/x", "changes": ["+ b: number", "status 200 -> 201"]}
+    )
+    report = report_json([one, two])
+    assert report["totals"]["stale"] == 2
+    assert [s["test"] for s in report["stale"]] == ["t::a", "t::b"]
+    assert report["stale"][0]["cassette"] == "a.jsonl"
+    assert report["drift"] == [
+        {
+            "cassette": "a.jsonl",
+            "test": "t::a",
+            "endpoint": "POST /v1/x",
+            "changes": ["+ b: number", "status 200 -> 201"],
+        }
+    ]
+    back = [CassetteTally.from_json(json.loads(json.dumps(c))) for c in report["cassettes"]]
+    assert report_json(back) == report
+    assert render_report([one, two]) == [
+        "a.jsonl (files): 0 hits, 0 misses, 0 recorded, 2 stale, 1 superseded",
+        "    stale     GET /v1/models: age unknown, max_age 1h  [t::a]",
+        "    stale     POST /v1/chat/completions: recorded 9d ago, max_age 7d  [t::b]",
+        "    drift     POST /v1/x: + b: number; status 200 -> 201  [t::a]",
+    ]

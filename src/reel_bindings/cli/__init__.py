@@ -14,6 +14,8 @@ commands read and write cassette files:
 - ``reel import vcr FILE...``: vcrpy / pytest-recording cassettes to Reel
 - ``reel pull STORE CASSETTE -o FILE`` / ``reel push FILE STORE``: move a
   cassette between a file and a store (Redis), byte for byte
+- ``reel drift FILE``: re-recorded answers whose shape changed (exit 1 when any)
+- ``reel compact FILE``: drop superseded lines, atomically
 
 The commands that read cassettes take ``--store URL``: FILE is then a
 cassette's name in that store.
@@ -32,7 +34,7 @@ from collections.abc import Sequence
 
 from reel_core import __version__
 
-from . import _cost, _diff, _export, _import, _inspect, _redact, _store, _validate, _view
+from . import _cost, _diff, _export, _fresh, _import, _inspect, _redact, _store, _validate, _view
 from ._common import EXIT_USAGE, CliError
 
 __all__ = ["build_parser", "main"]
@@ -67,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     _import.add_parser(commands)
     _export.add_parser(commands)
     _store.add_parsers(commands)
+    _fresh.add_parsers(commands)
     _view.add_parser(commands)
     return parser
 

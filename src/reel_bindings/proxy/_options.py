@@ -18,6 +18,7 @@ from reel_core import (
     MatchMode,
     Mode,
     Timing,
+    parse_duration,
 )
 
 from .._settings import Settings, port_from_env
@@ -38,6 +39,7 @@ environment variables (a flag wins over its variable):
   REEL_MATCH         --match
   REEL_UPSTREAM      --upstream
   REEL_MAX_BODY      --max-body (the in-process bindings read it too)
+  REEL_MAX_AGE       --max-age (the in-process bindings and the pytest plugin read it too)
   REEL_HOST          --host
   REEL_PORT          --port
   REEL_TLS_DIR       where --tls keeps the certificate it generates (default ~/.cache/reel/tls)
@@ -86,6 +88,9 @@ class ProxyOptions:
     #: Largest request head and body a client may send (431 and 413 beyond).
     max_head: int = Limits().max_head
     max_body: int = Limits().max_body
+    #: Seconds a recording stays fresh (``--max-age``, ``REEL_MAX_AGE``);
+    #: ``None``: each cassette's ``_meta`` ``max_age``, if any.
+    max_age: float | None = None
 
     def config(self) -> Config:
         return Config(
@@ -96,6 +101,7 @@ class ProxyOptions:
             routing=True,
             upstream=self.upstream,
             limits=Limits(max_head=self.max_head, max_body=self.max_body),
+            max_age=self.max_age,
             hint=(
                 "restart the proxy with --mode auto (records what is missing) "
                 "or --mode record (refreshes the cassette)"
@@ -221,6 +227,13 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         metavar="BYTES",
         help="largest request line and headers accepted; larger is answered 431 (default 64 KiB)",
     )
+    add(
+        "--max-age",
+        metavar="AGE",
+        help="how old a recording may be (90s, 30m, 12h, 7d, 2w): in auto mode an older one "
+        "is forwarded and recorded again (the new line supersedes it), in replay mode it is "
+        "served and logged as stale (default: the cassette's _meta max_age, else never)",
+    )
     add("-q", "--quiet", action="store_true", help="log only warnings and errors")
     add("-v", "--verbose", action="store_true", help="log miss reports and connection details")
     return parser
@@ -241,6 +254,12 @@ def parse_options(
     try:
         # a flag wins over its variable; a flag's own error is argparse's or says the flag
         timing = Timing.parse(args.timing) if args.timing else None
+        max_age = None
+        if args.max_age is not None:
+            try:
+                max_age = parse_duration(args.max_age)
+            except ConfigError as exc:
+                raise ConfigError(f"--max-age: {exc}") from None
         settings = Settings.from_env(
             env,
             mode=args.mode,
@@ -250,6 +269,7 @@ def parse_options(
             max_body=args.max_body,
             store=args.store,
             store_prefix=args.store_prefix,
+            max_age=max_age,
         )
         port = args.port if args.port is not None else port_from_env(env)
         ignore = tuple(args.ignore_field)
@@ -322,5 +342,6 @@ def parse_options(
         grace=args.grace,
         max_head=args.max_head,
         max_body=max_body,
+        max_age=settings.max_age,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
     )

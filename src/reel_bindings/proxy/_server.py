@@ -53,6 +53,7 @@ from reel_core import (
 from .._async.relay import arelay
 from .._clock import sleep_until
 from .._files import CassetteFile, CassetteNotFoundError
+from .._freshness import Freshness
 from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
@@ -131,6 +132,8 @@ class Proxy:
         self.outcomes: list[tuple[str, str, str]] = []
         #: Every replayed WebSocket session that stopped on a client message.
         self.websocket_misses: list[WebSocketMiss] = []
+        #: Stale recordings served, recordings superseded, drifts (logged too).
+        self.freshness = Freshness()
         if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
             self._files[cassette.path] = cassette
             self._by_label[cassette.cassette.name] = cassette
@@ -315,6 +318,10 @@ class Proxy:
                 self.outcomes.append((event.request.method, event.request.path, outcome))
                 if isinstance(event, Replay):
                     exchange.outcome, exchange.key = "hit", event.key
+                    if event.stale is not None:
+                        exchange.outcome = "hit (stale)"
+                        method, path = event.request.method, event.request.path
+                        self.freshness.stale_served(method, path, event.stale)
                     if event.websocket is not None:  # the connection is the session's now
                         await replay_websocket(self, stream, session, event, exchange)
                         return
@@ -329,6 +336,8 @@ class Proxy:
                     log.debug("refused: %s", event.message)
                 else:
                     exchange.outcome = "recorded" if event.record else "live"
+                    if event.refresh:
+                        exchange.outcome = "recorded (the recording was stale)"
                     exchange.forwarded = True  # its key is computed when logged
                     if event.websocket:
                         refusal = functools.partial(self._answer, stream, session, exchange)
@@ -396,7 +405,7 @@ class Proxy:
             self._idle.discard(guard)
         if data and not exchange.first_byte:
             exchange.first_byte = anyio.current_time()
-        session.receive_data(data)
+        session.receive_data(data, now=time.time())
         return True
 
     async def _timed_out(self, stream: anyio.abc.ByteStream, conn: _Connection) -> None:
@@ -595,6 +604,7 @@ class Proxy:
         """Write a recorded line; a disk that fills or turns read-only loses
         that exchange (said loudly), never the proxy."""
         file = self._file_of(session.cassette)
+        self.freshness.recorded(recorded)
         try:
             file.append(recorded.line)
         except StoreUnavailableError as exc:  # the server went between check and append
@@ -656,7 +666,7 @@ async def _watch(
         data = b""
         why = f"the client connection broke ({_reason(exc)})"
     if data:
-        session.receive_data(data)
+        session.receive_data(data, now=time.time())
         return
     gone.why = gone.why or why
     stop.cancel()

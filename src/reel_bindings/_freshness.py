@@ -1,0 +1,52 @@
+"""What freshness found while a binding served: the stale recordings it
+replayed, the recordings a re-record superseded, and the drifts between
+them.  The core decides (``Replay.stale``, ``Recorded.supersedes``,
+``Recorded.drift``); a binding collects them here for its log, the pytest
+plugin's terminal summary and the run report."""
+
+from __future__ import annotations
+
+import logging
+
+import attrs
+
+from reel_core import Drift, Recorded, Staleness
+
+__all__ = ["Freshness", "StaleReplay"]
+
+log = logging.getLogger("reel")
+
+
+@attrs.frozen
+class StaleReplay:
+    """A stale recording served (replay mode)."""
+
+    method: str
+    path: str
+    staleness: Staleness
+
+    def line(self) -> str:
+        return f"stale {self.method} {self.path}: {self.staleness.describe()}"
+
+
+@attrs.define(eq=False)
+class Freshness:
+    """Collected as requests are served (appends only: threads may share it)."""
+
+    stale: list[StaleReplay] = attrs.field(factory=list)
+    #: How many recordings were superseded by a re-record.
+    superseded: int = 0
+    drifts: list[Drift] = attrs.field(factory=list)
+
+    def stale_served(self, method: str, path: str, staleness: Staleness) -> None:
+        """A stale recording was replayed."""
+        self.stale.append(StaleReplay(method, path, staleness))
+        log.info("served a stale recording of %s %s: %s", method, path, staleness.describe())
+
+    def recorded(self, recorded: Recorded) -> None:
+        """A recording was appended: count what it superseded, say its drift."""
+        if recorded.supersedes is not None:
+            self.superseded += 1
+        if recorded.drift is not None:
+            self.drifts.append(recorded.drift)
+            log.warning("%s", recorded.drift.line())
