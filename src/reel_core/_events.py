@@ -21,6 +21,7 @@ from ._http import Headers, Request
 if TYPE_CHECKING:
     from ._interaction import WebSocketLog
     from ._miss import MissReport
+    from ._ui import UiResource
 
 __all__ = [
     "Continue",
@@ -35,6 +36,7 @@ __all__ = [
     "Replay",
     "ResponseHead",
     "Signal",
+    "UiRequest",
 ]
 
 
@@ -121,6 +123,17 @@ class Refused:
 
 
 @dataclass(frozen=True)
+class UiRequest:
+    """Decision: the request is for Reel's own viewer (``Config.ui``), not
+    for a recording: the binding draws ``resource`` and hands its bytes to
+    ``Engine.ui_answer``; the response follows as for a replay.  Never
+    matched, forwarded nor recorded."""
+
+    request: Request
+    resource: UiResource
+
+
+@dataclass(frozen=True)
 class ResponseHead:
     """Status line and headers of the response to give the client."""
 
@@ -174,4 +187,15 @@ class Recorded:
     key: str
 
 
-Event = Continue | Replay | Forward | Miss | Refused | ResponseHead | Frame | EndOfResponse | Cut
+Event = (
+    Continue
+    | Replay
+    | Forward
+    | Miss
+    | Refused
+    | UiRequest
+    | ResponseHead
+    | Frame
+    | EndOfResponse
+    | Cut
+)
