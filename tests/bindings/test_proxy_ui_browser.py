@@ -84,4 +84,3 @@ def test_a_recording_appears_on_the_open_page(proxy_url: str, tmp_path: Path) ->
             assert paths <= {"/_reel/", "/_reel/version"}, paths
         finally:
             browser.close()
-
