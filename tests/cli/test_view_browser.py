@@ -312,3 +312,41 @@ def test_ten_thousand_interactions_open_and_paginate(
     p.page.click("table.list tbody tr")
     assert p.page.locator("#detail .detail h2 .tag").inner_text() == f"{9999:012d}"
     p.shot("big")
+
+
+def test_a_websocket_session_its_messages_and_timeline(opened: Any, tmp_path: Path) -> None:
+    from .test_view_data import realtime_session
+
+    cassette = write(tmp_path / "rt.jsonl", realtime_session(), interaction(chat_request("hi")))
+    p = opened(view(tmp_path, str(cassette)))
+    row = p.page.locator("table.list tbody tr").first
+    assert "websocket (2 ↑ 3 ↓)" in row.inner_text()
+    p.search("response.create")  # the messages are searched like bodies
+    assert p.rows() == ["abababababab"]
+    row.click()
+    detail = p.page.locator("#detail .detail")
+    detail.wait_for()
+    assert "101 Switching Protocols (WebSocket session, 5 messages)" in detail.inner_text()
+    plot = detail.locator("svg.timeline.ws")
+    assert plot.get_attribute("data-messages") == "5"
+    assert detail.locator("svg.timeline circle.message.client").count() == 2
+    assert detail.locator("svg.timeline circle.message.server").count() == 3
+    assert "close 1000 by client" in (plot.text_content() or "")
+    cells = [r.split("\t") for r in detail.locator("table.messages tbody tr").all_inner_texts()]
+    assert [c[1] for c in cells[:5]] == ["server ↓", "client ↑", "server ↓", "client ↑", "server ↓"]
+    assert [c[2] for c in cells[:5]] == ["12.5", "40.0", "90.0", "120.0", "300.0"]
+    assert [c[5] for c in cells[:5]] == [
+        "session.created",
+        "response.create",
+        "",
+        "",
+        "response.done",
+    ]
+    assert cells[2][6].startswith("(30 bytes of binary data)")
+    assert cells[3][6] == "plain text"
+    assert cells[5][5:] == ["close", "code 1000: done"]
+    # the redaction marker in a client message is highlighted
+    assert detail.locator("table.messages mark.redacted").inner_text() == "[REDACTED:x]"
+    # usage read from response.done
+    assert "in 11, out 4" in detail.inner_text()
+    p.shot("websocket")
