@@ -4,6 +4,12 @@ and to search every body.
 
     python -m bench.view                 # 10,000 interactions, about 100 MB
     python -m bench.view --n 2000 --mb 20
+    python -m bench.view --text repeated # the words of every answer repeated
+
+The answers are words drawn from a vocabulary of 4,000 made-up words with
+the frequencies of a natural language (Zipf's law), so that the page's
+compressed details weigh what real answers' would (a third or so of the
+text), not a repeated phrase's (a hundredth).
 
 Figures, not assertions: the page's own ``performance.now()`` when its
 script has drawn the first page of the list and when the whole file is read
@@ -14,7 +20,9 @@ search as Playwright sees them.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import random
 import shutil
 import sys
 import tempfile
@@ -27,8 +35,27 @@ from reel_core import CassetteMeta, Interaction, MatchConfig, RecordedRequest, R
 __all__ = ["build", "main"]
 
 
-def _interaction(n: int, body_bytes: int) -> Interaction:
-    words = ("alpha beta gamma delta epsilon " * (body_bytes // 30 + 1))[:body_bytes]
+@functools.cache
+def _vocabulary() -> tuple[list[str], list[float]]:
+    rng = random.Random(20)
+    letters = "etaoinshrdlucmfwypvbgkqjxz"
+    words = [
+        "".join(rng.choices(letters, weights=range(26, 0, -1), k=rng.randint(2, 9)))
+        for _ in range(4000)
+    ]
+    return words, [1 / rank for rank in range(1, len(words) + 1)]
+
+
+def _words(n: int, size: int, varied: bool) -> str:
+    if not varied:
+        return ("alpha beta gamma delta epsilon " * (size // 30 + 1))[:size]
+    words, weights = _vocabulary()
+    text = " ".join(random.Random(n).choices(words, weights=weights, k=size // 5 + 1))
+    return text[:size]
+
+
+def _interaction(n: int, body_bytes: int, varied: bool = True) -> Interaction:
+    words = _words(n, body_bytes, varied)
     request = RecordedRequest(
         "POST",
         "/v1/chat/completions",
@@ -60,24 +87,30 @@ def _interaction(n: int, body_bytes: int) -> Interaction:
     )
 
 
-def build(path: Path, n: int, megabytes: float) -> None:
+def build(path: Path, n: int, megabytes: float, *, varied: bool = True) -> None:
     """A cassette of ``n`` interactions weighing about ``megabytes``."""
     body_bytes = max(100, int(megabytes * 1e6 / n) - 600)
     with path.open("wb") as out:
         out.write(CassetteMeta().to_line())
         for i in range(n):
-            out.write(_interaction(i, body_bytes).to_line())
+            out.write(_interaction(i, body_bytes, varied).to_line())
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=10_000, help="interactions (10,000)")
     parser.add_argument("--mb", type=float, default=100.0, help="cassette size in MB (100)")
+    parser.add_argument(
+        "--text",
+        choices=("varied", "repeated"),
+        default="varied",
+        help="answers of words in a natural frequency (default), or one phrase repeated",
+    )
     ns = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="reel-bench-view-"))
     try:
         cassette = work / "big.jsonl"
-        build(cassette, ns.n, ns.mb)
+        build(cassette, ns.n, ns.mb, varied=ns.text == "varied")
         page = work / "big.html"
         start = time.perf_counter()
         assert reel(["view", str(cassette), "-o", str(page)]) == 0
@@ -114,10 +147,10 @@ def main(argv: list[str] | None = None) -> int:
             searched = time.perf_counter() - start
             browser.close()
         print(
-            f"chromium: the list drawn {ready} ms after navigation, every detail read at "
-            f"{parsed} ms; one interaction opened in "
+            f"chromium: the list drawn {ready} ms after navigation, the whole file read at "
+            f"{parsed} ms; one interaction opened (its block inflated) in "
             f"{opened * 1000:.0f} ms; a search of every body in {searched * 1000:.0f} ms "
-            "(150 ms of it the search box's debounce)"
+            "(every block inflated, 150 ms of it the search box's debounce)"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)

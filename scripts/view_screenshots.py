@@ -7,7 +7,9 @@ Pages of the demo cassette (reel_bindings/demo/demo.jsonl) written by the
 - ``view-stream.png``: a stream opened (its timeline and frames);
 - ``view-miss.png``: a miss report beside its closest recording;
 - ``view-diff.png``: ``reel diff --html`` of the demo against a copy with
-  one answer changed and one stream slowed down.
+  one answer changed and one stream slowed down;
+- ``view-websocket.png``: an OpenAI Realtime session opened (its message
+  lanes and messages).
 
 Run from the project root: ``python scripts/view_screenshots.py``.
 """
@@ -33,11 +35,17 @@ from reel_core import (  # noqa: E402
     CassetteMeta,
     Config,
     Engine,
+    Interaction,
     Miss,
     Mode,
+    RecordedRequest,
+    RecordedResponse,
     Request,
     Signal,
     StreamCut,
+    WebSocketClose,
+    WebSocketLog,
+    WebSocketMessage,
 )
 
 DEMO = ROOT / "src" / "reel_bindings" / "demo" / "demo.jsonl"
@@ -81,6 +89,44 @@ def changed_demo(path: Path) -> None:
     path.write_bytes(b"".join(lines))
 
 
+def realtime(path: Path) -> str:
+    """A cassette of one OpenAI Realtime session (a text turn and an audio
+    turn); the session's id."""
+    turn = [
+        ("client", {"type": "conversation.item.create", "item": {"type": "message"}}),
+        ("client", {"type": "response.create"}),
+        ("server", {"type": "response.created"}),
+    ]
+    messages = [WebSocketMessage("server", 35.0, b'{"type":"session.created"}')]
+    at = 200.0
+    for round_ in range(2):
+        for sender, event in turn:
+            messages.append(WebSocketMessage(sender, at, json.dumps(event).encode()))
+            at += 40.0
+        for n in range(8):
+            delta = {"type": "response.output_text.delta", "delta": f"word{n} "}
+            messages.append(WebSocketMessage("server", at, json.dumps(delta).encode()))
+            at += 25.0 + 10 * n
+        if round_:
+            messages.append(WebSocketMessage("server", at, b"\x00" * 4800, binary=True))
+            at += 60.0
+        usage = {"usage": {"input_tokens": 40 + round_, "output_tokens": 8}}
+        done = {"type": "response.done", "response": usage}
+        messages.append(WebSocketMessage("server", at, json.dumps(done).encode()))
+        at += 600.0
+    session = Interaction(
+        "sha256:" + "5e" * 32,
+        "5e55105e5510",
+        RecordedRequest("GET", "/v1/realtime", (("model", "gpt-realtime"),)),
+        RecordedResponse(101, (("sec-websocket-protocol", "realtime"),), stream="websocket"),
+        provider="openai",
+        endpoint="GET /v1/realtime",
+        websocket=WebSocketLog(tuple(messages), WebSocketClose(1000, "", "client", at)),
+    )
+    path.write_bytes(CassetteMeta().to_line() + session.to_line())
+    return session.id
+
+
 #: Scroll so that the (first) timeline sits this far below the window's top.
 ABOVE_PLOT = 330
 
@@ -117,6 +163,8 @@ def main() -> None:
         assert reel(["view", "--miss", "miss.json", "demo.jsonl", "-o", "miss.html"]) == 0
         changed_demo(Path("demo-new.jsonl"))
         assert reel(["diff", "demo.jsonl", "demo-new.jsonl", "--html", "diff.html"]) == 1
+        ws_id = realtime(Path("realtime.jsonl"))
+        assert reel(["view", "realtime.jsonl", "-o", "realtime.html"]) == 0
         page_all, page_miss, page_diff = (work / n for n in ("demo.html", "miss.html", "diff.html"))
         stream = next(
             ix.id
@@ -130,6 +178,8 @@ def main() -> None:
             shoot(page, page_all.as_uri(), "stream", f"table.list tbody tr:has-text('{stream}')")
             shoot(page, page_miss.as_uri(), "miss")
             shoot(page, page_diff.as_uri(), "diff", "table.difflist tbody tr.d-changed >> nth=1")
+            page_ws = (work / "realtime.html").as_uri()
+            shoot(page, page_ws, "websocket", f"table.list tbody tr:has-text('{ws_id}')")
             browser.close()
     finally:
         os.chdir(here)

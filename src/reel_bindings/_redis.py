@@ -272,6 +272,25 @@ class RedisStore:
             return None
         return b"".join(self.decode(value) for value in values)
 
+    def stamp(self, name: str) -> str:
+        """What changes whenever the cassette does, read without its lines
+        (the viewer's live reload): its length and its last value's digest
+        (an append adds a value; a replace of as many lines changes the
+        last).  ``"missing"`` for a cassette that does not exist."""
+        key = self.key(name)
+
+        def stamp() -> tuple[int, bytes | None]:
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.llen(key)
+                pipe.lindex(key, -1)
+                length, last = pipe.execute()
+            return int(length), last
+
+        length, last = self._call("stamp", stamp)
+        if last is None:
+            return "missing" if not self.exists(name) else "0"
+        return f"{length}:{hashlib.sha256(last).hexdigest()[:16]}"
+
     def exists(self, name: str) -> bool:
         self.key(name)  # the name is checked
         return bool(self._call("exists", lambda: self.client.sismember(self._index, name)))

@@ -40,6 +40,7 @@ from ._events import (
     Replay,
     ResponseHead,
     Signal,
+    UiRequest,
 )
 from ._exchange import record_exchange
 from ._formats import (
@@ -91,6 +92,7 @@ from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
 from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
+from ._ui import UI_PREFIX, UiConfig, UiResource
 from ._usage import Usage, extract_usage
 from ._version import SCHEMA_VERSION, __version__
 from ._websocket import (
@@ -111,6 +113,7 @@ __all__ = [
     "PROVIDERS",
     "REPORT_SCHEMA",
     "SCHEMA_VERSION",
+    "UI_PREFIX",
     "Cassette",
     "CassetteError",
     "CassetteMeta",
@@ -171,6 +174,9 @@ __all__ = [
     "StreamCut",
     "Timing",
     "TimingMode",
+    "UiConfig",
+    "UiRequest",
+    "UiResource",
     "UpstreamAnswer",
     "UpstreamError",
     "UpstreamHandshake",

@@ -10,6 +10,7 @@ from ._http import Limits
 from ._match import MatchConfig
 from ._redact import Redactor
 from ._timing import Timing
+from ._ui import UiConfig
 
 __all__ = ["DEFAULT_HINT", "Config", "Mode"]
 
@@ -77,6 +78,10 @@ class Config:
     routing: bool = False
     #: A base URL every forwarded request goes to (path kept).
     upstream: str | None = None
+    #: Serve Reel's own viewer at ``/_reel/`` (the proxy's ``--ui``): such
+    #: requests are decided :class:`UiRequest`, never forwarded nor
+    #: recorded.  ``None``: ``/_reel/`` is a path like any other.
+    ui: UiConfig | None = None
     #: Seconds a recording stays fresh (a test's or a run's ``max_age``);
     #: ``None``: the cassette's ``_meta`` ``max_age``, if any.  In auto mode
     #: a stale recording is forwarded and recorded again; in replay mode it

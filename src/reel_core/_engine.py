@@ -38,6 +38,7 @@ from ._events import (
     Replay,
     ResponseHead,
     Signal,
+    UiRequest,
 )
 from ._exchange import new_recorder, record_request
 from ._freshness import Staleness, staleness
@@ -51,6 +52,7 @@ from ._record import Recorder, UpstreamError
 from ._redact import Redactor
 from ._shape import drift_of
 from ._state import Input, State, transition
+from ._ui import UiConfig, UiRefusal, ui_request
 
 __all__ = ["Engine"]
 
@@ -218,6 +220,8 @@ class Engine:
 
     def _decide(self, request: Request) -> None:
         self._request = request
+        if self.config.ui is not None and self._for_ui(request, self.config.ui):
+            return
         try:
             if self._select is not None:
                 self._use(self._select(request))
@@ -237,6 +241,35 @@ class Engine:
                 else "Fix the file, or record it again."
             )
             self._refuse(500, "reel_bad_cassette", f"{exc}. {fix}")
+
+    def _for_ui(self, request: Request, ui: UiConfig) -> bool:
+        """Decide a request for Reel's own viewer (True), before any
+        cassette is chosen: it is never matched, forwarded nor recorded."""
+        asked = ui_request(request, ui)
+        if asked is None:
+            return False
+        if isinstance(asked, UiRefusal):
+            self._refuse(asked.status, "reel_ui", asked.message)
+        else:
+            self._to(Input.UI)
+            self._events.append(UiRequest(request, asked))
+        return True
+
+    def ui_answer(self, body: bytes, content_type: str) -> None:
+        """After a :class:`UiRequest`: the page (or JSON) the binding drew
+        for it.  Its head, body and end follow as events, as for a replay;
+        nothing about it is recorded."""
+        self._to(Input.PAGE)
+        headers = (
+            (b"content-type", content_type.encode("latin-1")),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", b"no-store"),
+            (b"x-content-type-options", b"nosniff"),
+        )
+        self._events.append(ResponseHead(200, headers))
+        if not self._head_only:
+            self._events.append(Frame(body, 0.0))
+        self._events.append(EndOfResponse(0.0))
 
     def _match_and_decide(self, request: Request) -> None:
         mode = self.config.mode

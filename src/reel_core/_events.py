@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._interaction import WebSocketLog
     from ._miss import MissReport
     from ._shape import Drift
+    from ._ui import UiResource
 
 __all__ = [
     "Continue",
@@ -37,6 +38,7 @@ __all__ = [
     "Replay",
     "ResponseHead",
     "Signal",
+    "UiRequest",
 ]
 
 
@@ -129,6 +131,17 @@ class Refused:
 
 
 @dataclass(frozen=True)
+class UiRequest:
+    """Decision: the request is for Reel's own viewer (``Config.ui``), not
+    for a recording: the binding draws ``resource`` and hands its bytes to
+    ``Engine.ui_answer``; the response follows as for a replay.  Never
+    matched, forwarded nor recorded."""
+
+    request: Request
+    resource: UiResource
+
+
+@dataclass(frozen=True)
 class ResponseHead:
     """Status line and headers of the response to give the client."""
 
@@ -188,4 +201,15 @@ class Recorded:
     drift: Drift | None = None
 
 
-Event = Continue | Replay | Forward | Miss | Refused | ResponseHead | Frame | EndOfResponse | Cut
+Event = (
+    Continue
+    | Replay
+    | Forward
+    | Miss
+    | Refused
+    | UiRequest
+    | ResponseHead
+    | Frame
+    | EndOfResponse
+    | Cut
+)

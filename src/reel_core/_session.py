@@ -125,6 +125,10 @@ class Session:
         """See :meth:`Engine.upstream_error`."""
         self.engine.upstream_error(error, detail, now=now)
 
+    def ui_answer(self, body: bytes, content_type: str) -> None:
+        """See :meth:`Engine.ui_answer`."""
+        self.engine.ui_answer(body, content_type)
+
     def forward_key(self) -> str:
         """See :meth:`Engine.forward_key`."""
         return self.engine.forward_key()

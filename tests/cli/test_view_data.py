@@ -5,6 +5,7 @@ the page they are embedded in (:mod:`reel_bindings.view._page`)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 from html.parser import HTMLParser
@@ -16,8 +17,15 @@ import pytest
 from reel_bindings.cli import main
 from reel_bindings.view import Source, miss_view, render_page, view_data
 from reel_bindings.view._data import MAX_BINARY, MAX_WHOLE_ANSWER, body_value, detail, row
-from reel_bindings.view._page import embed_json
-from reel_core import Cassette, RecordedRequest, RecordedResponse, StreamCut
+from reel_bindings.view._page import embed_json, pack_details, unpack
+from reel_core import (
+    Cassette,
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    StreamCut,
+    WebSocketLog,
+)
 
 from .helpers import DEMO, anthropic_stream, chat_body, interaction, openai_stream
 
@@ -320,8 +328,10 @@ def test_the_page_embeds_the_data_and_inlines_everything() -> None:
         "serve": None,
         "error": None,
     }
-    assert [a["id"] for a, _ in data[1:]] == [f"reel-d-{i}" for i in range(7)]
-    assert [json.loads(t) for _, t in data[1:]] == details
+    assert len(data) == 1
+    blocks = [(a, t) for a, t in parsed.scripts if a.get("type") == "application/octet-stream"]
+    assert [a["id"] for a, _ in blocks] == ["reel-z-0"]
+    assert unpack(blocks[0][1]) == details
     code = [t for a, t in parsed.scripts if a.get("type") is None]
     assert len(code) == 1
     assert "reel-data" in code[0]
@@ -342,10 +352,20 @@ def test_a_body_cannot_end_or_bend_its_script_element(text: str) -> None:
     ix = interaction(response=RecordedResponse(200, body=json.dumps({"t": text}).encode()))
     page = render_page([Source("x.jsonl", [(2, ix)])], title="x")
     parsed = parse_page(page)
-    (d,) = [t for a, t in parsed.scripts if a.get("id") == "reel-d-0"]
-    assert json.loads(d)["response"]["body"] == {"json": {"t": text}}
+    (d,) = [t for a, t in parsed.scripts if a.get("id") == "reel-z-0"]
+    assert unpack(d)[0]["response"]["body"] == {"json": {"t": text}}
+    assert "<" not in d
     assert "<" not in embed_json({"t": text})
-    assert len(parsed.scripts) == 3  # the list, the detail, the code: none injected
+    assert len(parsed.scripts) == 3  # the list, the details, the code: none injected
+
+
+def test_details_are_packed_in_blocks_of_a_hundred_in_order() -> None:
+    details = [{"i": n, "text": "é\n\u2028</script>" * (n % 3)} for n in range(250)]
+    blocks = pack_details(details)
+    assert len(blocks) == 3
+    assert [len(unpack(b)) for b in blocks] == [100, 100, 50]
+    assert [d for b in blocks for d in unpack(b)] == details
+    assert pack_details([]) == []
 
 
 def test_the_page_files_are_package_files_the_wheel_takes() -> None:
@@ -371,3 +391,67 @@ def test_a_long_whole_answer_is_not_written_twice() -> None:
     streamed = detail(interaction(response=stream(frames)))
     assert streamed["text"] == long
     assert streamed["text_more"] == 0
+
+
+def realtime_session(close: bool = True) -> Interaction:
+    """An OpenAI Realtime session as the proxy records it: two client
+    messages, three server ones (one binary), usage in response.done."""
+    from reel_core import WebSocketClose, WebSocketMessage
+
+    done = {
+        "type": "response.done",
+        "response": {"usage": {"input_tokens": 11, "output_tokens": 4}},
+    }
+    messages = (
+        WebSocketMessage("server", 12.5, b'{"type":"session.created","event_id":"e1"}'),
+        WebSocketMessage("client", 40.0, b'{"type":"response.create","key":"[REDACTED:x]"}'),
+        WebSocketMessage("server", 90.0, b"\x00\x01\xff" * 10, binary=True),
+        WebSocketMessage("client", 120.0, b"plain text"),
+        WebSocketMessage("server", 300.0, json.dumps(done).encode()),
+    )
+    return Interaction(
+        "sha256:" + "ab" * 32,
+        "abababababab",
+        RecordedRequest("GET", "/v1/realtime", (("model", "gpt-realtime"),)),
+        RecordedResponse(101, (("sec-websocket-protocol", "realtime"),), stream="websocket"),
+        provider="openai",
+        endpoint="GET /v1/realtime",
+        websocket=WebSocketLog(
+            messages, WebSocketClose(1000, "done", "client", 450.0) if close else None
+        ),
+    )
+
+
+def test_a_websocket_session_row_and_detail() -> None:
+    ix = realtime_session()
+    r = row(ix, index=0, cassette=0, line=2)
+    assert r["stream"] == "websocket"
+    assert r["ws"] == {"client": 2, "server": 3}
+    assert (r["tokens_in"], r["tokens_out"], r["model"]) == (11, 4, "gpt-realtime")
+    assert r["duration_ms"] == 450.0  # the close
+    d = detail(ix)
+    ws = d["response"]["websocket"]
+    assert [m[:3] for m in ws["messages"]] == [
+        ["server", 12.5, 42],
+        ["client", 40.0, 47],
+        ["server", 90.0, 30],
+        ["client", 120.0, 10],
+        ["server", 300.0, len(ix.websocket.messages[-1].data)],  # type: ignore[union-attr]
+    ]
+    assert ws["messages"][0][3] == {"json": {"type": "session.created", "event_id": "e1"}}
+    assert ws["messages"][2][3]["binary"] == 30
+    assert ws["messages"][3][3] == {"text": "plain text"}
+    assert ws["close"] == {"code": 1000, "reason": "done", "by": "client", "at_ms": 450.0}
+    assert "frames" not in d["response"]
+    assert "body" not in d["response"]
+    assert d["usage"]["tokens_in"] == 11
+    json.dumps(d, allow_nan=False)  # what the page embeds
+
+
+def test_a_websocket_session_without_its_close() -> None:
+    ix = realtime_session(close=False)
+    assert detail(ix)["response"]["websocket"]["close"] is None
+    assert row(ix, index=0, cassette=0, line=2)["duration_ms"] == 300.0  # its last message
+    empty = dataclasses.replace(ix, websocket=WebSocketLog())
+    assert row(empty, index=0, cassette=0, line=2)["duration_ms"] is None
+    assert row(empty, index=0, cassette=0, line=2)["ws"] == {"client": 0, "server": 0}

@@ -18,6 +18,7 @@ from reel_core import (
     Replay,
     ResponseHead,
     Signal,
+    UiRequest,
 )
 
 from ._helpers import request
@@ -30,6 +31,7 @@ def test_event_union_lists_every_event() -> None:
         Forward,
         Miss,
         Refused,
+        UiRequest,
         ResponseHead,
         Frame,
         EndOfResponse,

@@ -11,6 +11,7 @@ atomic replace.  A pushed file pulled again is the same file.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,13 @@ def use_store(ns: argparse.Namespace) -> None:
     option and it was given, else ``$REEL_STORE``'s is not used: a
     command's FILE is a file unless ``--store`` says otherwise)."""
     spec: str | None = getattr(ns, "store", None)
+    if spec == "" and ns.command not in ("pull", "push"):  # ``--store`` alone (reel view)
+        spec = os.environ.get("REEL_STORE", "")
+        if not spec:
+            raise CliError(
+                "--store without a URL reads $REEL_STORE, which is not set: give the URL "
+                "(--store redis://host:port/db) or set REEL_STORE"
+            )
     if not spec or ns.command in ("pull", "push"):
         STORE.set(None)
         return

@@ -15,9 +15,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reel_core import ReelError
+
+from .._store import Store
 from ..view import Source, miss_view, render_page
+from ..view._live import stamp
 from ..view._serve import Page, ViewServer
-from ._common import EXIT_FINDINGS, EXIT_OK, CliError, plural, read_bytes, read_cassette
+from ._common import EXIT_FINDINGS, EXIT_OK, STORE, CliError, plural, read_bytes, read_cassette
 
 __all__ = ["add_parser", "cassette_paths", "source_of", "write_page"]
 
@@ -58,6 +62,16 @@ def add_parser(commands: Any) -> None:
     )
     p.add_argument("--title", metavar="TEXT", help="the page's title")
     p.add_argument(
+        "--store",
+        nargs="?",
+        const="",
+        metavar="URL",
+        help="read the cassettes from this store (redis://host:port/db, rediss://, or a "
+        "directory): CASSETTE is then a cassette's name in it, or the start of names "
+        "(chat/ for every cassette under chat/); --store alone: the store $REEL_STORE names",
+    )
+    p.add_argument("--store-prefix", metavar="WORD", help="the Redis key prefix (default reel)")
+    p.add_argument(
         "--serve",
         action="store_true",
         help="serve the page on 127.0.0.1 instead of writing it, drawn again whenever a "
@@ -75,7 +89,12 @@ def add_parser(commands: Any) -> None:
 
 def cassette_paths(paths: list[Path]) -> list[Path]:
     """The cassettes named: files as given, a directory's ``*.jsonl`` files
-    (under it, sorted)."""
+    (under it, sorted).  With ``--store``, names in the store: one that is
+    no cassette but starts the names of some (``chat`` or ``chat/``) means
+    them all."""
+    store = STORE.get()
+    if store is not None:
+        return _store_names(store, paths)
     out: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -85,6 +104,25 @@ def cassette_paths(paths: list[Path]) -> list[Path]:
             out.extend(found)
         else:
             out.append(path)
+    return out
+
+
+def _store_names(store: Store, paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    try:
+        for path in paths:
+            name = path.as_posix().removeprefix("./")
+            if store.exists(name):
+                out.append(Path(name))
+                continue
+            under = store.list(name.rstrip("/") + "/")
+            if not under:
+                raise CliError(
+                    f"{store.describe(name)}: no such cassette in the store, and none under it"
+                )
+            out.extend(Path(n) for n in under)
+    except ReelError as exc:  # a bad name, the server gone
+        raise CliError(str(exc)) from None
     return out
 
 
@@ -138,9 +176,15 @@ def _title(ns: argparse.Namespace, paths: list[Path], miss: bool) -> str:
 
 
 def _version(paths: list[Path]) -> str:
-    """What the page is drawn from: each cassette's name, size and time."""
+    """What the page is drawn from: each cassette's name, size and time (in
+    a store: what changes when it does, a Redis list's length and last
+    value)."""
+    store = STORE.get()
     seen = []
     for path in paths:
+        if store is not None:
+            seen.append(f"{path}:{stamp(store, path.as_posix())}")
+            continue
         try:
             st = path.stat()
         except OSError:
@@ -155,15 +199,18 @@ def live_page(ns: argparse.Namespace, report: Any, poll_ms: int = 1000) -> Page:
     a new one in a directory shows) change; what cannot be read is said on
     the page, which waits for it to be fixed."""
     drawn: dict[str, str] = {}
+    store = STORE.get()  # the server's threads start with no --store of their own
 
     def page() -> tuple[str, str]:
+        STORE.set(store)
         try:
             paths = cassette_paths(ns.cassettes)
-        except CliError as exc:
-            paths, error = [], str(exc)
+            version = _version(paths)
+        except (CliError, ReelError) as exc:  # a store's server may go away
+            paths, error, version = [], str(exc), ""
         else:
             error = ""
-        version = _version(paths) + ("!" + error if error else "")
+        version += "!" + error if error else ""
         if drawn.get("version") != version:
             serve = {"version": version, "poll_ms": poll_ms}
             sources: list[Source] = []
@@ -219,11 +266,14 @@ def run(ns: argparse.Namespace) -> int:
     paths = cassette_paths(ns.cassettes)
     if ns.out is not None:
         out: Path = ns.out
+    elif len(paths) == 1 and STORE.get() is not None:  # the page lands here, not in a store
+        out = Path(paths[0].name).with_suffix(".html")
     elif len(paths) == 1:
         out = paths[0].with_suffix(".html")
     else:
         out = Path("reel-view.html")
-    check_out(out, [*paths, *([ns.miss] if ns.miss else [])], ns.force)
+    files = [] if STORE.get() is not None else paths
+    check_out(out, [*files, *([ns.miss] if ns.miss else [])], ns.force)
     report = _read_miss(ns.miss) if ns.miss is not None else None
     sources = [source_of(path, "view") for path in paths]
     miss = None

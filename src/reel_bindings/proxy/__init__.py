@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import ipaddress
 import logging
 import signal
 import ssl
@@ -21,7 +20,7 @@ from reel_core import CassetteError, CassetteWarning, Mode
 from .._store import StoreUnavailableError
 from .._store_url import open_store
 from .._upstream import AsyncUpstream
-from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, parse_options
+from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, is_loopback, parse_options
 from ._server import CASSETTE_HEADER, Proxy
 from ._tls import TLSFiles, TLSSetupError, default_tls_dir, local_certificate, server_context
 
@@ -38,16 +37,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("reel.proxy")
-
-
-def _loopback(host: str) -> bool:
-    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name: it may resolve to anything
-        return False
 
 
 def _proxy(options: ProxyOptions) -> Proxy:
@@ -109,7 +98,7 @@ async def serve(
         listener = anyio.streams.tls.TLSListener(tcp, context, standard_compatible=False)
     host = f"[{options.host}]" if ":" in options.host else options.host
     url = f"{'https' if context else 'http'}://{host}:{port}"
-    if not _loopback(options.host):
+    if not is_loopback(options.host):
         log.warning(
             "listening on %s: other machines can reach this proxy; use --host 127.0.0.1 "
             "unless that is what you want",
@@ -119,6 +108,8 @@ async def serve(
     if options.store is not None:
         cassette = f"{options.cassette or '(x-reel-cassette)'} in {proxy.store!r}"
     log.info("%s mode, cassette %s, listening on %s", options.mode.value, cassette, url)
+    if options.ui:
+        log.info("the viewer: %s/_reel/", url)
     try:
         async with anyio.create_task_group() as connections:
             async with anyio.create_task_group() as main:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -19,11 +20,12 @@ from reel_core import (
     Mode,
     Timing,
     parse_duration,
+    UiConfig,
 )
 
 from .._settings import Settings, port_from_env
 
-__all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "parse_options"]
+__all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "is_loopback", "parse_options"]
 
 #: The demo cassette shipped in the package, served when no cassette is named.
 DEMO_CASSETTE = Path(str(resources.files("reel_bindings") / "demo" / "demo.jsonl"))
@@ -53,6 +55,16 @@ With no cassette named, the proxy replays the demo cassette shipped with Reel,
 so `python -m reel_bindings.proxy` answers OpenAI, Anthropic and Gemini calls
 with no key and no network.
 """
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 @attrs.frozen
@@ -91,6 +103,10 @@ class ProxyOptions:
     #: Seconds a recording stays fresh (``--max-age``, ``REEL_MAX_AGE``);
     #: ``None``: each cassette's ``_meta`` ``max_age``, if any.
     max_age: float | None = None
+    #: Serve the viewer at ``/_reel/`` (``--ui``); to any host
+    #: (``--ui-public``), not only to loopback names.
+    ui: bool = False
+    ui_public: bool = False
 
     def config(self) -> Config:
         return Config(
@@ -102,6 +118,7 @@ class ProxyOptions:
             upstream=self.upstream,
             limits=Limits(max_head=self.max_head, max_body=self.max_body),
             max_age=self.max_age,
+            ui=UiConfig(public=self.ui_public) if self.ui else None,
             hint=(
                 "restart the proxy with --mode auto (records what is missing) "
                 "or --mode record (refreshes the cassette)"
@@ -213,6 +230,19 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
     )
     add("--cert", type=Path, metavar="FILE", help="the listener's PEM certificate chain (--tls)")
     add("--key", type=Path, metavar="FILE", help="the private key of --cert (PEM)")
+    add(
+        "--ui",
+        action="store_true",
+        help="serve the cassette viewer at /_reel/ (the cassettes served, reloaded as they "
+        "grow); requests for /_reel/ are then never forwarded nor recorded. Loopback "
+        "addresses only, unless --ui-public",
+    )
+    add(
+        "--ui-public",
+        action="store_true",
+        help="with --ui on a --host other machines reach: serve the viewer (every recording "
+        "it shows) to them too, and to any Host name",
+    )
     add("--grace", type=float, default=10.0, metavar="S", help="shutdown grace for open streams")
     add(
         "--max-body",
@@ -315,6 +345,14 @@ def parse_options(
         if path is not None and not path.is_file():
             parser.error(f"{flag} {path}: no such file; give a PEM file")
     tls = args.tls or args.cert is not None
+    host = args.host or env.get("REEL_HOST") or "127.0.0.1"
+    if args.ui_public and not args.ui:
+        parser.error("--ui-public goes with --ui: add --ui to serve the viewer")
+    if args.ui and not args.ui_public and not is_loopback(host):
+        parser.error(
+            f"--ui on --host {host}: other machines would read every recording through "
+            "the viewer. Listen on 127.0.0.1, or add --ui-public if that is what you want"
+        )
     for flag, value in (("--max-body", max_body), ("--max-head", args.max_head)):
         if value < 1:
             parser.error(f"{flag} {value} must be a positive number of bytes")
@@ -327,7 +365,7 @@ def parse_options(
         store_prefix=settings.store_prefix,
         timing=settings.timing or Timing.parse("realtime"),
         match=match,
-        host=args.host or env.get("REEL_HOST") or "127.0.0.1",
+        host=host,
         port=port,
         upstream=settings.upstream,
         pii=settings.pii,
@@ -344,4 +382,6 @@ def parse_options(
         max_body=max_body,
         max_age=settings.max_age,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
+        ui=args.ui,
+        ui_public=args.ui_public,
     )

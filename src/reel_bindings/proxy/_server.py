@@ -9,12 +9,14 @@ session serializes, and appends the lines it hands out.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import aclosing, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -43,6 +45,8 @@ from reel_core import (
     Session,
     Signal,
     State,
+    UiRequest,
+    UiResource,
     UpstreamError,
     WebSocketMiss,
     WebSocketSession,
@@ -58,6 +62,9 @@ from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
 from ._websocket import relay_websocket, replay_websocket
+
+if TYPE_CHECKING:
+    from ..view._live import LivePage
 
 __all__ = ["CASSETTE_HEADER", "Proxy"]
 
@@ -154,6 +161,8 @@ class Proxy:
         self.write_errors = 0
         self._idle: set[anyio.CancelScope] = set()
         self.closing = False
+        #: The viewer's page (``--ui``), made when first asked for.
+        self._viewer: LivePage | None = None
 
     def _open(self, path: Path) -> CassetteFile:
         file = self._files.get(path)
@@ -239,6 +248,34 @@ class Proxy:
     def cassettes(self) -> list[CassetteFile]:
         return list(self._files.values())
 
+    # -- the viewer (--ui) -----------------------------------------------------
+
+    def _viewed(self) -> list[str]:
+        """The cassettes the viewer shows: the one served, else every
+        cassette of the directory or store (re-listed: new ones show)."""
+        if self._default is not None:
+            return [self._files[self._default].name]
+        return self.store.list()
+
+    async def _ui_answer(self, resource: UiResource) -> tuple[bytes, str]:
+        """The viewer's answer for ``resource``, drawn in a worker thread
+        (a big cassette takes a while): the proxy keeps serving meanwhile."""
+        if self._viewer is None:
+            # imported when first asked for: the viewer brings the CLI's
+            # figures, which a proxy without --ui never needs.  The CLI
+            # first: its commands import the viewer (the order they expect).
+            from .. import cli  # noqa: F401
+            from ..view._live import LivePage
+
+            self._viewer = LivePage(
+                self.store, self._viewed, title=lambda names: "Reel proxy: " + ", ".join(names)
+            )
+        if resource is UiResource.VERSION:
+            version = await anyio.to_thread.run_sync(self._viewer.version)
+            return json.dumps({"version": version}).encode(), "application/json"
+        _, html = await anyio.to_thread.run_sync(self._viewer.page)
+        return html.encode("utf-8"), "text/html; charset=utf-8"
+
     def shutdown_idle(self) -> None:
         """Close every connection that is between requests."""
         self.closing = True
@@ -300,6 +337,13 @@ class Proxy:
                     exchange = conn.exchange = _Exchange()
                     continue
                 return
+            if isinstance(event, UiRequest):  # the viewer, not a recording
+                exchange.method = event.request.method
+                exchange.target = event.request.target
+                exchange.started = anyio.current_time()
+                exchange.outcome = "viewer"
+                session.ui_answer(*await self._ui_answer(event.resource))
+                continue
             if isinstance(event, (Replay, Miss, Forward, Refused)):
                 exchange.method = event.request.method
                 exchange.target = event.request.target  # redacted when logged

@@ -98,9 +98,15 @@ def _reason(status: int) -> str:
 
 def _duration(ix: Interaction, f: Figures) -> float | None:
     """From sending the request to the last byte, when the line says; else
-    what is known of it (the stream's own length)."""
-    if f.total_ms is not None:
+    what is known of it (the stream's own length; a WebSocket session's
+    close, or its last message)."""
+    ws = ix.websocket
+    if f.total_ms is not None and (ws is None or "total_ms" in ix.meta):
         return f.total_ms
+    if ws is not None:  # (a stream's own length is no session's: it has none)
+        if ws.close is not None:
+            return ws.close.at_ms
+        return ws.messages[-1].at_ms if ws.messages else None
     response = ix.response
     if response.stream is None:
         return None
@@ -123,6 +129,8 @@ def row(ix: Interaction, *, index: int, cassette: int, line: int) -> dict[str, A
         "status": resp.status,
         "stream": resp.stream,
         "frames": None if resp.stream is None else len(resp.frames),
+        # a WebSocket session: its messages each way
+        "ws": None if ix.websocket is None else _counts(ix),
         "cut": None if resp.cut is None else resp.cut.error,
         "tokens_in": f.tokens_in,
         "tokens_out": f.tokens_out,
@@ -133,6 +141,39 @@ def row(ix: Interaction, *, index: int, cassette: int, line: int) -> dict[str, A
         "ttft_ms": _ms(f.ttft_ms),
         "duration_ms": _ms(_duration(ix, f)),
         "recorded": ix.timestamp,
+    }
+
+
+def _counts(ix: Interaction) -> dict[str, int]:
+    assert ix.websocket is not None
+    senders = [m.sender for m in ix.websocket.messages]
+    return {"client": senders.count("client"), "server": senders.count("server")}
+
+
+def _message_payload(data: bytes, binary: bool) -> dict[str, Any]:
+    """A WebSocket message as the page shows it: a text one as a body is
+    (JSON, else text), a binary one counted with its start in base64."""
+    if binary:
+        head = base64.b64encode(data[:MAX_BINARY]).decode("ascii")
+        return {"binary": len(data), "base64": head}
+    return body_value(data)
+
+
+def _websocket(ix: Interaction) -> dict[str, Any]:
+    """A WebSocket session: ``[from, at_ms, bytes, payload]`` per message,
+    in order, and the close (``None``: not recorded)."""
+    assert ix.websocket is not None
+    ws = ix.websocket
+    close = None
+    if ws.close is not None:
+        c = ws.close
+        close = {"code": c.code, "reason": c.reason, "by": c.by, "at_ms": _ms(c.at_ms)}
+    return {
+        "messages": [
+            [m.sender, _ms(m.at_ms) or 0.0, len(m.data), _message_payload(m.data, m.binary)]
+            for m in ws.messages
+        ],
+        "close": close,
     }
 
 
@@ -166,7 +207,9 @@ def detail(ix: Interaction) -> dict[str, Any]:
         "headers": [list(pair) for pair in resp.headers],
         "stream": resp.stream,
     }
-    if resp.stream is None:
+    if ix.websocket is not None:
+        response["websocket"] = _websocket(ix)
+    elif resp.stream is None:
         response["body"] = body_value(resp.body)
     else:
         response["frames"] = _frames(ix)

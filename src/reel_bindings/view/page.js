@@ -1,9 +1,11 @@
 // reel view: the page's script (inlined into the HTML by reel_bindings.view).
-// No network, no library: the data is in <script type="application/json">
-// elements; the list is parsed at load, each interaction's detail only when
-// it is opened (or searched).  This script runs before the details are
-// parsed (they follow it in the file): it draws the list at once, and what
-// needs a detail waits for the document to be read (`whenParsed`).
+// No network, no library: the list is in a <script type="application/json">
+// element, parsed at load; the details follow this script in compressed
+// blocks (100 interactions each: one JSON line per interaction, zlib, base64),
+// a block inflated with the browser's DecompressionStream when one of its
+// details is first needed (all of them for a search), and each detail parsed
+// only when it is opened.  The list is drawn at once; what needs a detail
+// waits for the file to be read and its block inflated (`need`).
 "use strict";
 (function () {
   const PAGE_SIZE = 100;
@@ -11,7 +13,17 @@
   const REDACTED = /\[REDACTED:[^\]]*\]/g;
   const data = JSON.parse(document.getElementById("reel-data").textContent);
   const rows = data.rows;
+  const GROUP = 100;
+  const BLOCKS = Math.ceil(rows.length / GROUP);
   const details = new Map();
+  // Each block inflated so far: the JSON lines of its interactions' details.
+  const loaded = new Map();
+  const inflating = new Map();
+  // The whole file is read (the blocks follow this script in it).
+  const docRead = new Promise((resolve) => {
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", resolve, { once: true });
+    else resolve();
+  });
   const state = { page: 0, shown: rows.slice(), open: null };
 
   // -- small helpers -----------------------------------------------------------
@@ -49,17 +61,35 @@
     return "$" + t;
   }
   function detail(i) {
-    if (!details.has(i)) {
-      const node = document.getElementById("reel-d-" + i);
-      details.set(i, JSON.parse(node.textContent));
-    }
+    if (!details.has(i)) details.set(i, JSON.parse(lineOf(i)));
     return details.get(i);
   }
-  function endpoint(r) { return r.method + " " + r.path; }
-  function whenParsed(fn) {
-    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fn, { once: true });
-    else fn();
+  function lineOf(i) { return loaded.get(Math.floor(i / GROUP))[i % GROUP]; }
+  async function inflate(g) {
+    const bin = atob(document.getElementById("reel-z-" + g).textContent);
+    const bytes = new Uint8Array(bin.length);
+    for (let k = 0; k < bin.length; k++) bytes[k] = bin.charCodeAt(k);
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    loaded.set(g, (await new Response(stream).text()).split("\n"));
   }
+  function block(g) {
+    if (!inflating.has(g)) inflating.set(g, inflate(g));
+    return inflating.get(g);
+  }
+  function failed(e) {
+    const note = "This browser could not read the page's details (" + e + "): open it in a current Chromium, Firefox or Safari.";
+    if (!document.getElementById("error")) document.querySelector("header").insertAdjacentHTML("beforeend", '<div class="warn" id="error">' + esc(note) + "</div>");
+  }
+  // Run fn once the details of the interactions `indices` can be read (at
+  // once when they can already): their blocks are inflated when first needed.
+  function need(indices, fn) {
+    const groups = [...new Set(indices.map((i) => Math.floor(i / GROUP)))];
+    if (groups.every((g) => loaded.has(g))) { fn(); return; }
+    docRead.then(() => Promise.all(groups.map(block))).then(fn, failed);
+  }
+  function allIndices() { return rows.map((r) => r.i); }
+  function haveAll() { return loaded.size === BLOCKS; }
+  function endpoint(r) { return r.method + " " + r.path; }
 
   // -- JSON, pretty and marked ------------------------------------------------
   function pathKey(path, key) {
@@ -188,6 +218,75 @@
     parts.push("</svg>");
     return parts.join("");
   }
+  // A WebSocket session: the messages against time since the upgrade, the
+  // client's in one lane and the server's in the other (one circle.message
+  // each, sized by its bytes), and the close.
+  function wsTimelineSvg(ws, scaleMs) {
+    const msgs = ws.messages;
+    const last = msgs.length ? msgs[msgs.length - 1][1] : 0;
+    const end = ws.close && ws.close.at_ms !== null ? ws.close.at_ms : last;
+    const total = Math.max(scaleMs || 0, end, last, 1);
+    const W = 860, H = 150, L = 64, R = 16, T = 22, B = 30;
+    const x = (t) => L + (t / total) * (W - L - R);
+    const lane = { client: T + 25, server: T + 70 };
+    const biggest = Math.max(1, ...msgs.map((m) => m[2]));
+    const parts = ['<svg class="timeline ws" viewBox="0 0 ' + W + " " + H + '" role="img" aria-label="WebSocket timeline" data-messages="' + msgs.length + '">'];
+    const step = niceStep(total / 6);
+    for (let t = 0; t <= total + 1e-9; t += step) {
+      parts.push('<line class="grid" x1="' + x(t) + '" x2="' + x(t) + '" y1="' + T + '" y2="' + (H - B) + '"/>');
+      parts.push('<text x="' + x(t) + '" y="' + (H - B + 14) + '" text-anchor="middle">' + fmtAxis(t) + "</text>");
+    }
+    parts.push('<line class="axis" x1="' + L + '" x2="' + (W - R) + '" y1="' + (H - B) + '" y2="' + (H - B) + '"/>');
+    parts.push('<text x="' + (W - R) + '" y="' + (H - 4) + '" text-anchor="end">ms from the upgrade</text>');
+    for (const who of ["client", "server"]) {
+      parts.push('<line class="lane" x1="' + L + '" x2="' + (W - R) + '" y1="' + lane[who] + '" y2="' + lane[who] + '"/>');
+      parts.push('<text x="' + (L - 6) + '" y="' + (lane[who] + 4) + '" text-anchor="end">' + who + "</text>");
+    }
+    msgs.forEach((m, n) => {
+      const radius = 2.5 + 3.5 * Math.sqrt(m[2] / biggest);
+      const what = "message " + n + " from the " + m[0] + " at " + ms(m[1]) + " ms, " + m[2] + " bytes" + (payloadType(m[3]) ? ": " + payloadType(m[3]) : "");
+      parts.push('<circle class="message ' + esc(m[0]) + '" cx="' + x(m[1]) + '" cy="' + (lane[m[0]] || lane.server) + '" r="' + radius.toFixed(1) + '" data-n="' + n + '"><title>' + esc(what) + "</title></circle>");
+    });
+    if (ws.close) {
+      const cx = x(ws.close.at_ms || 0);
+      const bad = ws.close.code === null || (ws.close.code !== 1000 && ws.close.code !== 1001);
+      parts.push('<line class="' + (bad ? "cutline" : "end") + '" x1="' + cx + '" x2="' + cx + '" y1="' + T + '" y2="' + (H - B) + '"/>');
+      parts.push('<text class="' + (bad ? "cutlabel" : "") + '" x="' + (cx - 3) + '" y="' + (T - 6) + '" text-anchor="end">close ' + esc(ws.close.code === null ? "(no code)" : ws.close.code) + " by " + esc(ws.close.by) + "</text>");
+    }
+    parts.push("</svg>");
+    return parts.join("");
+  }
+  // A message's JSON "type" (OpenAI Realtime) or first key (Gemini Live).
+  function payloadType(p) {
+    if (!("json" in p) || p.json === null || typeof p.json !== "object" || Array.isArray(p.json)) return "";
+    if (typeof p.json.type === "string") return p.json.type;
+    const keys = Object.keys(p.json);
+    return keys.length ? keys[0] : "";
+  }
+  function payloadText(p) {
+    if ("json" in p) return JSON.stringify(p.json);
+    if ("text" in p) return p.text;
+    if (p.empty) return "";
+    return "(" + p.binary + " bytes of binary data) " + p.base64.slice(0, 80) + (p.base64.length > 80 ? "…" : "");
+  }
+  function messagesHtml(ws, all) {
+    const msgs = ws.messages;
+    const upto = all ? msgs.length : Math.min(FRAMES_SHOWN, msgs.length);
+    const h = ['<table class="messages mono"><thead><tr><th class="n">#</th><th>from</th><th class="n">offset ms</th><th class="n">gap ms</th><th class="n">bytes</th><th>type</th><th>message</th></tr></thead><tbody>'];
+    for (let n = 0; n < upto; n++) {
+      const m = msgs[n];
+      const gap = n ? m[1] - msgs[n - 1][1] : m[1];
+      let text = payloadText(m[3]);
+      if (text.length > 2000) text = text.slice(0, 2000) + "… (" + (text.length - 2000) + " more characters)";
+      h.push('<tr class="from-' + esc(m[0]) + '"><td class="n">' + n + "</td><td>" + (m[0] === "client" ? "client ↑" : "server ↓") + '</td><td class="n">' + m[1].toFixed(1) + '</td><td class="n">+' + gap.toFixed(1) + '</td><td class="n">' + m[2] + "</td><td>" + esc(payloadType(m[3])) + '</td><td class="t">' + escMarked(text) + "</td></tr>");
+    }
+    const c = ws.close;
+    if (c) h.push('<tr class="close' + (c.code === 1000 || c.code === 1001 ? "" : " cut") + '"><td></td><td>' + esc(c.by) + '</td><td class="n">' + (c.at_ms || 0).toFixed(1) + '</td><td></td><td></td><td>close</td><td class="t">' + esc((c.code === null ? "no close code" : "code " + c.code) + (c.reason ? ": " + c.reason : "")) + "</td></tr>");
+    else h.push('<tr><td></td><td></td><td></td><td></td><td></td><td>close</td><td class="t">not recorded</td></tr>');
+    h.push("</tbody></table>");
+    if (upto < msgs.length) h.push('<button class="link all-messages">show all ' + msgs.length + " messages</button>");
+    return h.join("");
+  }
   function niceStep(raw) {
     const p = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1e-6))));
     for (const m of [1, 2, 5, 10]) if (raw <= m * p) return m * p;
@@ -225,7 +324,8 @@
     if (extra.length) h.push('<div class="mono">' + extra.map((k) => esc(k + ": " + req[k])).join("<br>") + "</div>");
     h.push(bodyHtml(req.body, opts && opts.marks));
     h.push("<h3>Response</h3>");
-    const kind = resp.stream ? " (" + resp.stream + " stream, " + resp.frames.length + " frames)" : "";
+    const ws = resp.websocket;
+    const kind = ws ? " (WebSocket session, " + ws.messages.length + " messages)" : resp.stream ? " (" + resp.stream + " stream, " + resp.frames.length + " frames)" : "";
     h.push('<div class="mono"><span class="s' + String(resp.status)[0] + '">' + resp.status + " " + esc(resp.reason) + "</span>" + esc(kind) + "</div>");
     if (resp.headers.length) {
       h.push('<table class="headers mono"><tbody>' + resp.headers.map((p) => "<tr><td>" + esc(p[0]) + "</td><td>" + escMarked(p[1]) + "</td></tr>").join("") + "</tbody></table>");
@@ -242,7 +342,12 @@
         h.push('<div class="tool"><code class="tool-name">' + esc(c.name) + "</code><pre>" + args + "</pre></div>");
       }
     }
-    if (resp.stream) {
+    if (ws) {
+      h.push("<h3>Timeline</h3>");
+      h.push(wsTimelineSvg(ws, opts && opts.scaleMs));
+      h.push("<h3>Messages</h3>");
+      h.push(messagesHtml(ws, ws.messages.length <= FRAMES_SHOWN));
+    } else if (resp.stream) {
       h.push("<h3>Timeline</h3>");
       h.push(timelineSvg(d, r, opts && opts.scaleMs));
       h.push("<h3>Frames</h3>");
@@ -273,9 +378,9 @@
   function showDetail(i) {
     state.open = i;
     const box = document.getElementById("detail");
-    if (document.readyState === "loading") {
+    if (!loaded.has(Math.floor(i / GROUP))) {
       box.innerHTML = '<div class="empty">Reading the page…</div>';
-      whenParsed(() => { if (state.open === i) showDetail(i); });
+      need([i], () => { if (state.open === i) showDetail(i); });
       return;
     }
     box.innerHTML = detailHtml(i);
@@ -285,6 +390,13 @@
     box.scrollIntoView({ block: "start" });
   }
   function wireFrames(box, i) {
+    const moreMessages = box.querySelector("button.all-messages");
+    if (moreMessages) moreMessages.addEventListener("click", () => {
+      const holder = document.createElement("div");
+      holder.innerHTML = messagesHtml(detail(i).response.websocket, true);
+      box.querySelector("table.messages").replaceWith(holder.firstChild);
+      moreMessages.remove();
+    });
     const more = box.querySelector("button.all-frames");
     if (more) more.addEventListener("click", () => {
       const table = box.querySelector("table.frames");
@@ -298,7 +410,7 @@
   // -- the list, filters and pages -------------------------------------------------
   function rowHtml(r) {
     const status = '<span class="s' + String(r.status)[0] + '">' + r.status + "</span>" + (r.cut ? ' <span class="cut" title="cut: ' + esc(r.cut) + '">cut</span>' : "");
-    const stream = r.stream ? r.stream + " (" + r.frames + ")" : "-";
+    const stream = r.ws ? "websocket (" + r.ws.client + " ↑ " + r.ws.server + " ↓)" : r.stream ? r.stream + " (" + r.frames + ")" : "-";
     const multi = data.cassettes.length > 1 ? "<td>" + esc(data.cassettes[r.cassette].name) + "</td>" : "";
     return '<tr data-i="' + r.i + '">' + multi + '<td class="mono">' + esc(r.id) + "</td><td>" + esc(r.provider) + "</td><td>" + esc(r.model || "?") + '</td><td class="mono">' + esc(endpoint(r)) + "</td><td>" + status + "</td><td>" + stream + '</td><td class="n">' + num(r.tokens_in) + '</td><td class="n">' + num(r.tokens_out) + '</td><td class="n" title="' + esc(r.cost_unknown || "") + '">' + usd(r.cost_usd) + '</td><td class="n">' + ms(r.ttfb_ms) + '</td><td class="n">' + ms(r.duration_ms) + '</td><td class="mono">' + esc(r.recorded || "-") + "</td></tr>";
   }
@@ -315,16 +427,16 @@
     document.getElementById("next").disabled = state.page >= pages - 1;
     for (const tr of document.querySelectorAll("table.list tbody tr")) tr.classList.toggle("open", Number(tr.dataset.i) === state.open);
   }
-  // Text in bodies is searched in the detail's JSON text as embedded, with
-  // the needle escaped the same way (no detail is parsed for a search).
+  // Text in bodies is searched in the detail's JSON line, with the needle
+  // escaped the same way (no detail is parsed for a search).
   function needleOf(q) {
-    return JSON.stringify(q).slice(1, -1).replace(/</g, "\\u003c");
+    return JSON.stringify(q).slice(1, -1);
   }
   function applyFilters() {
     const q = document.getElementById("q").value;
-    if (q && document.readyState === "loading") {
+    if (q && !haveAll()) {
       document.getElementById("count").textContent = "reading the page…";
-      whenParsed(applyFilters);
+      need(allIndices(), applyFilters);
       return;
     }
     const model = document.getElementById("f-model").value;
@@ -341,7 +453,7 @@
       if (cassette && String(r.cassette) !== cassette) return false;
       if (needle) {
         const line = [r.id, r.provider, r.model || "", endpoint(r), r.status].join(" ");
-        const text = document.getElementById("reel-d-" + r.i).textContent;
+        const text = lineOf(r.i);
         const has = (s) => (fold ? s.toLowerCase() : s).includes(needle);
         if (!has(line) && !has(text)) return false;
       }
@@ -432,13 +544,16 @@
   }
   function showPair(e) {
     const box = document.getElementById("detail");
-    if (document.readyState === "loading") {
+    const pair = [e.a, e.b].filter((i) => i !== null);
+    if (!pair.every((i) => loaded.has(Math.floor(i / GROUP)))) {
       box.innerHTML = '<div class="empty">Reading the page…</div>';
-      whenParsed(() => showPair(e));
+      need(pair, () => showPair(e));
       return;
     }
     const spans = [e.a, e.b].filter((i) => i !== null).map((i) => {
       const d = detail(i), resp = d.response;
+      const ws = resp.websocket;
+      if (ws) return Math.max(ws.close ? ws.close.at_ms || 0 : 0, ...ws.messages.map((m) => m[1]));
       if (!resp.stream) return 0;
       const last = resp.frames.length ? resp.frames[resp.frames.length - 1][0] : 0;
       return (rows[i].ttfb_ms || 0) + Math.max(last, resp.cut ? resp.cut.at_ms : resp.end_ms || 0);
@@ -513,7 +628,7 @@
     };
     fromHash();
     window.addEventListener("hashchange", fromHash);
-    if (data.miss && data.miss.closest_row !== null) whenParsed(() => {
+    if (data.miss && data.miss.closest_row !== null) need([data.miss.closest_row], () => {
       document.getElementById("miss-side").innerHTML = missSide(data.miss);
       const opener = document.querySelector("button.open-closest");
       if (opener) opener.addEventListener("click", () => showDetail(data.miss.closest_row));
@@ -536,7 +651,7 @@
     const set = (id, v) => { const n = document.getElementById(id); if (n && v) n.value = v; };
     set("q", kept.q); set("f-model", kept.model); set("f-path", kept.path);
     set("f-status", kept.status); set("f-cassette", kept.cassette);
-    whenParsed(() => {
+    docRead.then(() => {
       applyFilters();
       state.page = kept.page || 0;
       renderList();
@@ -566,7 +681,7 @@
   if (data.serve) live(data.serve);
   document.body.dataset.ready = "1";
   document.body.dataset.loadMs = String(Math.round(performance.now()));
-  whenParsed(() => {
+  docRead.then(() => {
     document.body.dataset.parsed = "1";
     document.body.dataset.parsedMs = String(Math.round(performance.now()));
   });
