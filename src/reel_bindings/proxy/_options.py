@@ -19,8 +19,8 @@ from reel_core import (
     MatchMode,
     Mode,
     Timing,
-    parse_duration,
     UiConfig,
+    parse_duration,
 )
 
 from .._settings import Settings, port_from_env
