@@ -12,6 +12,7 @@ Sources: a small file of each shape written here, and (when
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -98,13 +99,20 @@ async def _openai_async(url: str, model: str, entries: Entries) -> list[Any]:
     client = openai.AsyncOpenAI(base_url=url + "/v1", api_key=SDK_OPENAI_KEY, max_retries=0)
     got: list[Any] = []
     async with client.realtime.connect(model=model) as connection:
-        for entry in entries:
-            if entry["direction"] == "sent":
-                await connection.send(entry["data"])
-                continue
-            got.append(json.loads(await connection.recv_bytes()))
-            if got[-1].get("type") == "error":
-                break
+        try:
+            for entry in entries:
+                if entry["direction"] == "sent":
+                    await connection.send(entry["data"])
+                    continue
+                got.append(json.loads(await connection.recv_bytes()))
+                if got[-1].get("type") == "error":
+                    break
+        except websockets.exceptions.ConnectionClosed:
+            # the proxy closed (a mismatch) while the client still sent:
+            # what it sent before the close is still there to read
+            with suppress(websockets.exceptions.ConnectionClosed):
+                while True:
+                    got.append(json.loads(await connection.recv_bytes()))
     return got
 
 
@@ -112,13 +120,18 @@ def _openai_sync(url: str, model: str, entries: Entries) -> list[Any]:
     client = openai.OpenAI(base_url=url + "/v1", api_key=SDK_OPENAI_KEY, max_retries=0)
     got: list[Any] = []
     with client.realtime.connect(model=model) as connection:
-        for entry in entries:
-            if entry["direction"] == "sent":
-                connection.send(entry["data"])
-                continue
-            got.append(json.loads(connection.recv_bytes()))
-            if got[-1].get("type") == "error":
-                break
+        try:
+            for entry in entries:
+                if entry["direction"] == "sent":
+                    connection.send(entry["data"])
+                    continue
+                got.append(json.loads(connection.recv_bytes()))
+                if got[-1].get("type") == "error":
+                    break
+        except websockets.exceptions.ConnectionClosed:  # as above
+            with suppress(websockets.exceptions.ConnectionClosed):
+                while True:
+                    got.append(json.loads(connection.recv_bytes()))
     return got
 
 
