@@ -20,6 +20,14 @@
     each event of the response (head, chunk, end) is written to the client
     as it arrives.
 
+``python -m bench._servers ws --backend B --frames FILE [--fast]``
+    The peer of the WebSocket replay figures: a bare wsproto server on
+    anyio that accepts any upgrade and plays the session in FILE (a JSON
+    list of ``{from, at, text}``) as a replayer must at the least: each
+    server message once the client message before it came, at its recorded
+    offset from that message (Reel's ``sleep_until``; none with ``--fast``),
+    one write each; no matching, no cassette.
+
 ``python -m bench._servers proxy ARGS...``
     Reel's proxy (``python -m reel_bindings.proxy ARGS...``).
 
@@ -42,6 +50,11 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 import h11
+import wsproto
+import wsproto.events as ws_events
+from wsproto.utilities import LocalProtocolError
+
+from reel_bindings._clock import sleep_until
 
 from ._common import pin_to_cpu
 from ._data import RESPONSE_HEADERS
@@ -49,7 +62,7 @@ from ._data import RESPONSE_HEADERS
 __all__ = ["main"]
 
 
-async def _serve(handler: _Handler | _Relay) -> None:
+async def _serve(handler: _Handler | _Relay | _WebSocket) -> None:
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     print(f"http://127.0.0.1:{port}", flush=True)
@@ -184,6 +197,75 @@ async def _next(conn: h11.Connection, stream: anyio.abc.SocketStream) -> object:
             conn.receive_data(b"")
 
 
+class _WebSocket:
+    """A session played to each client, gated by its messages (see above)."""
+
+    def __init__(self, script: list[dict[str, object]], fast: bool) -> None:
+        self.fast = fast
+        #: (client messages before it, seconds after the last of them, text)
+        self.steps: list[tuple[int, float, str]] = []
+        clients, anchor = 0, 0.0
+        for m in script:
+            at = float(str(m["at"])) / 1000
+            if m["from"] == "client":
+                clients, anchor = clients + 1, at
+            else:
+                self.steps.append((clients, at - anchor, str(m["text"])))
+
+    async def handle(self, stream: anyio.abc.SocketStream) -> None:
+        ws = wsproto.WSConnection(wsproto.ConnectionType.SERVER)
+        arrivals: list[float] = []
+        news = anyio.Event()
+        lock = anyio.Lock()
+
+        async def send(event: ws_events.Event) -> None:
+            async with lock:
+                await stream.send(ws.send(event))
+
+        async def reader(tg: anyio.abc.TaskGroup) -> None:
+            nonlocal news
+            while True:
+                try:
+                    data = await stream.receive(65536)
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    data = b""
+                now = anyio.current_time()
+                ws.receive_data(data or None)
+                for event in ws.events():
+                    if isinstance(event, ws_events.Request):
+                        await send(ws_events.AcceptConnection())
+                        tg.start_soon(writer)
+                    elif isinstance(event, ws_events.TextMessage) and event.message_finished:
+                        arrivals.append(now)
+                        news.set()
+                        news = anyio.Event()
+                    elif isinstance(event, ws_events.Ping):
+                        await send(event.response())
+                    elif isinstance(event, ws_events.CloseConnection):
+                        await send(event.response())
+                        tg.cancel_scope.cancel()
+                        return
+                if not data:
+                    tg.cancel_scope.cancel()
+                    return
+
+        async def writer() -> None:
+            for clients, after, text in self.steps:
+                while len(arrivals) < clients:
+                    await news.wait()
+                if not self.fast:
+                    await sleep_until(arrivals[clients - 1] + after)
+                await send(ws_events.TextMessage(data=text))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reader, tg)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, LocalProtocolError):
+            pass
+        finally:
+            await anyio.aclose_forcefully(stream)
+
+
 def _rss() -> None:
     """Print this process's peak resident memory.  On Linux from
     /proc/self/status (VmHWM): ru_maxrss keeps the peak of the parent this
@@ -229,9 +311,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--frames", type=Path)
     parser.add_argument("--one-write", action="store_true", help="stream: all frames in one write")
     parser.add_argument("--upstream", help="relay: where to pass requests (http://HOST:PORT)")
+    parser.add_argument("--fast", action="store_true", help="ws: no deadlines")
     opts = parser.parse_args(args)
     pin_to_cpu(opts.cpu)
-    handler: _Handler | _Relay
+    handler: _Handler | _Relay | _WebSocket
     if kind == "relay":
         handler = _Relay(opts.upstream or "")
     elif kind == "fixed":
@@ -248,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             headers=[("content-type", "text/event-stream"), ("transfer-encoding", "chunked")],
         )
         handler = (_OneWrite if opts.one_write else _Stream)(head, frames)
+    elif kind == "ws":
+        handler = _WebSocket(json.loads(opts.frames.read_text()), opts.fast)
     else:
         raise SystemExit(f"unknown server {kind!r}")
     try:

@@ -29,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import inprocess, opening, proxy, stores, streaming
+from bench import inprocess, opening, proxy, stores, streaming, websocket
 from bench._common import ROOT, Row, machine, pinned
 from bench._data import Corpus
 
@@ -43,6 +43,8 @@ SECTIONS = (
     "streaming",
     "fast",
     "big",
+    "websocket",
+    "ws-fast",
     "record",
     "memory",
     "stores",
@@ -70,6 +72,12 @@ class Plan:
     #: The cassette the stores section opens, and each writer's appends.
     store_size: int = 10_000
     store_appends: int = 500
+    #: WebSocket realtime: server messages per session (10 ms apart),
+    #: sessions per round, rounds; fast mode's seconds per via.
+    ws_messages: int = 200
+    ws_sessions: int = 3
+    ws_rounds: int = 3
+    ws_fast_seconds: float = 2.0
 
 
 FULL = Plan(
@@ -103,6 +111,10 @@ QUICK = Plan(
     memory_size=10_000,
     store_size=1_000,
     store_appends=50,
+    ws_messages=50,
+    ws_sessions=1,
+    ws_rounds=1,
+    ws_fast_seconds=0.4,
 )
 
 
@@ -189,6 +201,13 @@ def measure(run: Run) -> None:
         )
         run.section("fast", lambda: streaming.fast_mode(run.work, backends, plan.fast_seconds))
         run.section("big", lambda: streaming.big_stream(run.work, backends, plan.big_megabytes))
+        run.section(
+            "websocket",
+            lambda: websocket.ws_fidelity(
+                run.work, backends, plan.ws_sessions, plan.ws_rounds, plan.ws_messages
+            ),
+        )
+        run.section("ws-fast", lambda: websocket.ws_fast(run.work, backends, plan.ws_fast_seconds))
         run.section("record", lambda: proxy.record_overhead(plan.record_requests, run.work))
         run.section(
             "memory",
@@ -244,6 +263,19 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
             "fast mode >= 50% of a bare anyio server's frames/s",
             f"{worst * 100:.0f}%",
             worst >= 0.5,
+        )
+    ws = [r for r in results.get("websocket", []) if r["via"] == "proxy"]
+    if ws:
+        p99 = max(r["offset_p99_ms"] for r in ws)
+        add("websocket", "realtime message offset p99 <= 1 ms (like SSE)", f"{p99} ms", p99 <= 1)
+    ws_fast = results.get("ws-fast", [])
+    if ws_fast:
+        worst = min(r["reel_vs_bare"] for r in ws_fast)
+        add(
+            "websocket",
+            "fast mode messages/s vs a bare wsproto server (no target)",
+            f"{worst * 100:.0f}%",
+            None,
         )
     big = results.get("big", [])
     if big:
@@ -315,6 +347,15 @@ CAPTIONS = {
     "(httpx reading raw chunks). small_request_during_ms: a small request on a second "
     "connection, sent once the stream's first bytes arrived and answered while the proxy "
     "writes the stream (written in bounded writes, so other connections are served between).",
+    "websocket": "8a. WebSocket replay in realtime: a recorded session (one client message, "
+    "then server messages 10 ms apart) through the proxy, and through a bare wsproto server "
+    "on anyio playing the same messages gated the same way with the same deadline sleeps (no "
+    "matching, no cassette); |arrival - recorded offset| of each server message as the "
+    "client sees it, counted from its send of the client message (so the client message's "
+    "trip and its check are in the figure). Best round each (every round's p99 listed).",
+    "ws-fast": "8b. WebSocket fast mode: server messages per second within a session of 10 "
+    "turns of 100 messages (each turn opened by a client message), the proxy vs the same "
+    "bare wsproto server, same backend and client (a wsproto client on a core of its own).",
     "record": "5. Record mode overhead: the proxy recording vs straight to the same local "
     "upstream (tests/fakes), p50 over interleaved requests on keep-alive connections. The "
     "peer: a bare h11-on-anyio relay to the same upstream, which records nothing (relay_added_* "

@@ -11,10 +11,15 @@ its reply cut into pieces sent some milliseconds apart:
   ``conversation.item.added``; ``response.create`` -> ``response.created``,
   ``response.output_text.delta`` x N, ``response.output_text.done``,
   ``response.done`` with usage.
-- Gemini (``/ws/google.ai.generativelanguage.v1beta.GenerativeService.
-  BidiGenerateContent``): ``setup`` -> ``setupComplete``; ``clientContent`` ->
-  ``serverContent.modelTurn`` parts x N, then ``turnComplete`` with
-  ``usageMetadata``.
+- Gemini (``/ws/google.ai.generativelanguage.{version}.GenerativeService.
+  BidiGenerateContent``, any API version: google-genai dials ``v1`` by
+  default, ``v1beta`` or ``v1alpha`` when told): ``setup`` ->
+  ``setupComplete``; ``clientContent`` -> ``serverContent.modelTurn`` parts
+  x N, then ``turnComplete`` with ``usageMetadata``.
+
+Any other path is answered 404, as the real services do: a client that
+dials a path the fake does not serve fails at once instead of waiting for
+an answer in the other provider's shape that never comes.
 
 The reply says back the user's text, so a changed text changes the answer.
 ``drop_after`` deltas into a response, the fake drops the connection
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import socket
 import ssl
 import threading
@@ -42,6 +48,12 @@ from websockets.sync.server import ServerConnection, serve
 __all__ = ["GEMINI_LIVE_PATH", "FakeRealtime", "reply_pieces", "serve_realtime"]
 
 GEMINI_LIVE_PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+#: The Live paths of every API version (and the ephemeral tokens' method).
+_GEMINI_LIVE = re.compile(
+    r"/ws/google\.ai\.generativelanguage\.v[^./]+\.GenerativeService\."
+    r"BidiGenerateContent(Constrained)?(\?|$)"
+)
+_OPENAI_REALTIME = re.compile(r"/v1/realtime(\?|$)")
 #: The gap between two pieces of a reply, in seconds.
 GAP = 0.02
 
@@ -79,13 +91,16 @@ class FakeRealtime:
         if self.refuse is not None:
             body = json.dumps({"error": {"message": "refused by the fake", "code": self.refuse}})
             return connection.respond(HTTPStatus(self.refuse), body)
+        if not (_GEMINI_LIVE.match(request.path) or _OPENAI_REALTIME.match(request.path)):
+            body = json.dumps({"error": {"message": f"no such path: {request.path}", "code": 404}})
+            return connection.respond(HTTPStatus.NOT_FOUND, body)
         return None
 
     def handler(self, ws: ServerConnection) -> None:
         self.sessions += 1
         path = ws.request.path if ws.request is not None else ""
         try:
-            if path.startswith(GEMINI_LIVE_PATH):
+            if _GEMINI_LIVE.match(path):
                 self._gemini(ws)
             else:
                 self._openai(ws)

@@ -18,7 +18,19 @@ from types import ModuleType
 from .._errors import CassetteError
 from .._meta import CassetteMeta
 from .._redact import Redactor
-from . import agenttape, har, har_export, httprr, llamastack, nock, reyn, ruby_vcr, vcr, vcr_export
+from . import (
+    agenttape,
+    har,
+    har_export,
+    httprr,
+    llamastack,
+    nock,
+    pydantic_ws,
+    reyn,
+    ruby_vcr,
+    vcr,
+    vcr_export,
+)
 from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
 from .har_export import export as export_har
 from .refusals import refusal as import_refusal
@@ -47,7 +59,7 @@ __all__ = [
 #: tries them (the most specific first).
 FORMATS: dict[str, ModuleType] = {
     module.NAME: module
-    for module in (nock, reyn, llamastack, har, httprr, ruby_vcr, agenttape, vcr)
+    for module in (nock, reyn, llamastack, har, httprr, ruby_vcr, agenttape, pydantic_ws, vcr)
 }
 
 

@@ -6,6 +6,9 @@ the file holds out (in the file's order), and for each entry it cannot
 take, why.  It decides nothing Reel decides: :func:`import_exchanges`
 records every exchange through :func:`reel_core.record_exchange`, the same
 redaction, keying, decoding, SSE framing and usage as a live recording.
+A WebSocket session (an exchange whose ``websocket`` is set: the upgrade
+``GET`` and its messages) goes through the same
+:class:`~reel_core.WebSocketRecorder` the proxy feeds.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from .._cassette import Cassette
 from .._errors import ReelError
 from .._exchange import record_exchange
 from .._http import Request
-from .._interaction import Interaction
+from .._interaction import Interaction, WebSocketLog
+from .._literals import CREDENTIAL_HEADERS, exchange_redactor
 from .._meta import CassetteMeta
 from .._redact import Redactor
+from .._websocket import WebSocketRecorder
 
 __all__ = ["Exchange", "ImportReport", "Skipped", "frames_of", "import_exchanges"]
 
@@ -52,10 +57,17 @@ class Exchange:
     timestamp: float | None = None
     #: What was assumed or adjusted on the way (said in the report).
     notes: tuple[str, ...] = ()
+    #: A WebSocket session: the messages after the upgrade (``status``
+    #: 101, ``body`` empty), their offsets in ms from it, and its close.
+    websocket: WebSocketLog | None = None
 
     @property
     def timed(self) -> bool:
-        """Whether the source kept the timing of the body."""
+        """Whether the source kept the timing of the body (of a session:
+        any message or the close at an offset other than 0)."""
+        if self.websocket is not None:
+            close = self.websocket.close
+            return any(m.at_ms for m in self.websocket.messages) or bool(close and close.at_ms)
         return not isinstance(self.body, bytes)
 
 
@@ -153,6 +165,8 @@ def import_exchanges(
                 cassette=cassette,
                 timestamp=item.timestamp,
             )
+            if item.websocket is not None:
+                interaction = _session(item, item.websocket, interaction, redactor)
         except ReelError as exc:
             report.failures.append((item.source, str(exc)))
             continue
@@ -165,6 +179,30 @@ def import_exchanges(
         report.sources.append(item.source)
         report.notes.extend((item.source, note) for note in item.notes)
     return report
+
+
+def _session(
+    item: Exchange, log: WebSocketLog, upgrade: Interaction, redactor: Redactor
+) -> Interaction:
+    """The recording of an imported WebSocket session: ``upgrade`` (its
+    ``GET`` and 101, recorded) with the messages, redacted as the proxy's
+    recording is, and the close the source kept (``None``: none)."""
+    request = _request(item)
+    scrub = exchange_redactor(redactor, request.headers, CREDENTIAL_HEADERS)
+    recorder = WebSocketRecorder(request, scrub, opened=0.0)
+    for message in log.messages:
+        feed = recorder.client_message if message.sender == "client" else recorder.server_message
+        feed(message.data, message.binary, message.at_ms / 1000)
+    last = max((m.at_ms for m in log.messages), default=0.0)
+    close = log.close
+    if close is not None:
+        recorder.closed(close.code, close.reason, close.by, close.at_ms / 1000)
+    session = recorder.finish(upgrade, now=last / 1000)
+    if close is not None:
+        return session
+    assert session.websocket is not None  # finish() closed it as dropped: it was not
+    meta = dict(session.meta, total_ms=last)
+    return replace(session, websocket=replace(session.websocket, close=None), meta=meta)
 
 
 def _stamp(interaction: Interaction, item: Exchange, tool: str) -> Interaction:

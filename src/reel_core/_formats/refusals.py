@@ -20,9 +20,6 @@ __all__ = ["refusal"]
 _SQLITE = b"SQLite format 3\x00"
 _URI = re.compile(rb"^[ \t]*(?:-[ \t]+)?uri:", re.M)
 _GRPC = re.compile(rb"^-[ \t]+request_sample:[ \t]*$", re.M)
-_WEBSOCKET = re.compile(
-    rb"^-[ \t]+kind:[ \t]+message[ \t]*\r?\n[ \t]+direction:[ \t]+(?:sent|received)[ \t]*$", re.M
-)
 #: A JSON object whose first key is a response's (other formats' JSON
 #: files open with ``log``, ``request``, ``interactions``, ``_meta``...).
 _RESPONSE_START = re.compile(rb'\s*\{\s*"(?:status|statusText|headers|body)"\s*:')
@@ -50,12 +47,6 @@ def refusal(data: bytes) -> str | None:
         return (
             "a gRPC call recorded by pydantic-ai's xAI tests (protobuf request_sample and "
             "response_sample), no HTTP exchange: Reel records and replays HTTP only"
-        )
-    if _WEBSOCKET.search(head):
-        return (
-            "a WebSocket session recorded by pydantic-ai's realtime tests (messages sent and "
-            "received), no HTTP exchange: WebSocket sessions are not yet supported, see the "
-            "WebSocket issue (#17)"
         )
     return None
 

@@ -21,18 +21,6 @@ interactions:
     json:
       id: 332bd54b
 """
-WEBSOCKET = b"""version: 1
-interactions:
-- kind: message
-  direction: sent
-  data:
-    setup:
-      model: models/gemini-2.5-flash-native-audio-preview-09-2025
-- kind: message
-  direction: received
-  data:
-    setupComplete: {}
-"""
 RESPONSE = json.dumps(
     {"status": 200, "headers": {"content-type": "application/json"}, "body": '{"id": "msg_1"}'},
     indent=2,
@@ -42,10 +30,6 @@ INDEX = b"SQLite format 3\x00" + b"\x00" * 3000 + b"CREATE TABLE recordings (req
 GRPC_WHY = (
     "a gRPC call recorded by pydantic-ai's xAI tests (protobuf request_sample and "
     "response_sample), no HTTP exchange: Reel records and replays HTTP only"
-)
-WEBSOCKET_WHY = (
-    "a WebSocket session recorded by pydantic-ai's realtime tests (messages sent and received), "
-    "no HTTP exchange: WebSocket sessions are not yet supported, see the WebSocket issue (#17)"
 )
 RESPONSE_WHY = (
     "a lone HTTP response (status 200, headers, body) with no request: nothing says what was "
@@ -59,7 +43,7 @@ INDEX_WHY = (
 
 @pytest.mark.parametrize(
     ("data", "why"),
-    [(GRPC, GRPC_WHY), (WEBSOCKET, WEBSOCKET_WHY), (RESPONSE, RESPONSE_WHY), (INDEX, INDEX_WHY)],
+    [(GRPC, GRPC_WHY), (RESPONSE, RESPONSE_WHY), (INDEX, INDEX_WHY)],
 )
 def test_a_known_recording_without_http_is_refused_whatever_format_is_named(
     data: bytes, why: str
@@ -83,7 +67,8 @@ def test_a_known_recording_without_http_is_refused_whatever_format_is_named(
         b'[{"status": 200, "body": "x"}]',  # not an object
         b'{"log": {"status": 200, "body": "x"}}',  # another format's first key
         GRPC + b"- request:\n    uri: https://api.x.ai/v1/chat\n",  # an HTTP interaction too
-        WEBSOCKET.replace(b"kind: message", b"kind: llm"),  # AgentTape-like kinds
+        # pydantic-ai's WebSocket sessions import now (``pydantic-ws``)
+        b"version: 1\ninteractions:\n- kind: message\n  direction: sent\n  data: {setup: {}}\n",
         GRPC.replace(b"interactions:", b"samples:"),
         b"interactions:\n- request:\n    body: request_sample\n",
         b"",
