@@ -290,9 +290,9 @@ async def test_gemini_sync_client_in_a_thread(tmp_path: Path) -> None:
     assert recorded[2][1] == 429
 
 
+# google-genai's async client calls asyncio.get_running_loop(): asyncio only.
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_gemini_async_client(tmp_path: Path, anyio_backend: str) -> None:
-    if anyio_backend == "trio":
-        pytest.skip("google-genai's async client calls asyncio.get_running_loop(): asyncio only")
 
     async def run(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         client = genai_client(url)

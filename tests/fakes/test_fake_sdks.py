@@ -328,10 +328,10 @@ def test_gemini_errors(
     assert len(threaded_fake.requests) == 1
 
 
+# google-genai's async client calls asyncio.get_running_loop(): asyncio only.
 @pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_async_gemini_stream(anyio_backend: str) -> None:
-    if anyio_backend == "trio":
-        pytest.skip("google-genai's async client calls asyncio.get_running_loop()")
     async with serve_fake() as fake:
         client = genai_client(fake.url)
         try:
