@@ -40,6 +40,7 @@ from ._index import KeyIndex
 from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._match import MatchConfig
 from ._meta import CassetteMeta
+from ._ws_pool import SessionPool, WebSocketLease
 
 __all__ = [
     "Cassette",
@@ -130,6 +131,8 @@ class Cassette:
         self.keying = self.meta.match.keying()
         self._indexes: dict[MatchConfig, KeyIndex] = {self.keying: KeyIndex()}
         self._cursor = Cursor()
+        #: The WebSocket recordings of each upgrade key replayed so far.
+        self._pools: dict[tuple[MatchConfig, str], SessionPool] = {}
 
     # -- loading -------------------------------------------------------------
 
@@ -254,6 +257,16 @@ class Cassette:
         """How many times ``key`` was served (or recorded) so far."""
         return self._cursor.plays(config, key)
 
+    def websocket_lease(self, key: str, config: MatchConfig) -> WebSocketLease:
+        """A lease on one of the WebSocket sessions recorded for ``key``, for
+        a session being replayed: which one is decided as its client's
+        messages come (:mod:`reel_core._ws_pool`).  Raises
+        :class:`~reel_core.LocalProtocolError` when none of them is a WebSocket session."""
+        pool = self._pools.setdefault((config, key), SessionPool())
+        positions = self._index(config).positions(key)
+        pool.add((p, i) for p in positions if (i := self._parsed_or_none(p)) is not None)
+        return pool.lease()
+
     def interactions(self) -> list[Interaction]:
         """Every interaction, parsed (in file order)."""
         return list(self)
@@ -281,6 +294,7 @@ class Cassette:
         self._lines.clear()
         self._indexes = {self.keying: KeyIndex()}
         self._cursor.clear()
+        self._pools.clear()
 
     def dumps(self) -> bytes:
         """The whole cassette as bytes: the ``_meta`` line, then every line."""

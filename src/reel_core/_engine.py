@@ -245,6 +245,10 @@ class Engine:
                     interaction, similarity = found
             if interaction is not None:
                 self._to(Input.HIT)
+                lease = None
+                if interaction.websocket is not None and similarity is None:
+                    lease = self.cassette.websocket_lease(key, self._keying)
+                    interaction = lease.interaction
                 self._events.append(
                     Replay(
                         request,
@@ -253,6 +257,7 @@ class Engine:
                         similarity,
                         interaction.websocket,
                         interaction.provider,
+                        lease,
                     )
                 )
                 self._events.extend(self._replay(interaction, head_only=request.method == "HEAD"))

@@ -21,6 +21,7 @@ from ._http import Headers, Request
 if TYPE_CHECKING:
     from ._interaction import WebSocketLog
     from ._miss import MissReport
+    from ._ws_pool import WebSocketLease
 
 __all__ = [
     "Continue",
@@ -75,6 +76,11 @@ class Replay:
     websocket: WebSocketLog | None = None
     #: The recording's provider (a WebSocket replay speaks its error event).
     provider: str = "generic"
+    #: For a WebSocket session: which of the recordings of its upgrade it
+    #: plays, decided as the client's messages come (two identical upgrades
+    #: at once are told apart by what their clients say).  ``websocket`` is
+    #: the recording chosen at the upgrade.
+    lease: WebSocketLease | None = None
 
 
 @dataclass(frozen=True)

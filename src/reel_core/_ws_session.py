@@ -266,6 +266,7 @@ class WebSocketSession:
             match=engine.match,
             provider=decision.provider,
             interaction_id=decision.interaction_id,
+            lease=decision.lease,
         )
         return cls(session, decision.request, head, replay=script)
 
