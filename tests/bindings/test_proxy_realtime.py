@@ -372,6 +372,41 @@ async def test_refused_upgrade_reaches_the_client(tmp_path: Path) -> None:
     assert replayed == recorded
 
 
+async def test_upstream_base_url_with_a_path_prefix(tmp_path: Path) -> None:
+    """``--upstream http://host/team/openai``: the upgrade goes to the
+    prefix plus the client's path, as HTTP requests do; the recording keeps
+    the client's own path (a replay matches without the prefix)."""
+    cassette = tmp_path / "realtime.jsonl"
+    with serve_realtime(prefix="/team/openai") as upstream:
+        base = upstream.url + "/team/openai"
+        async with running(options(Mode.RECORD, cassette, upstream=base)) as url:
+            recorded = await turn(url)
+        assert upstream.upgrades[0][0] == f"/team/openai/v1/realtime?model={MODEL}"
+    assert _deltas(recorded) == "".join(reply_pieces(USER))
+    (session,) = interactions(cassette)
+    assert session.request.path == "/v1/realtime"
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        assert await turn(url) == recorded
+
+
+async def test_upstream_prefix_missing_is_the_upstreams_404(tmp_path: Path) -> None:
+    """The fake mounted under a prefix the proxy is not told about: the
+    upgrade reaches the root and the client gets the upstream's 404."""
+    cassette = tmp_path / "realtime.jsonl"
+
+    async def refused(url: str) -> int:
+        try:
+            await turn(url)
+        except websockets.exceptions.InvalidStatus as exc:
+            return exc.response.status_code
+        return 101
+
+    with serve_realtime(prefix="/team/openai") as upstream:
+        async with running(options(Mode.LIVE, cassette, upstream=upstream.url)) as url:
+            assert await refused(url) == 404
+        assert upstream.upgrades[0][0] == f"/v1/realtime?model={MODEL}"
+
+
 @pytest.mark.parametrize("route", ["direct", "tunnel"])
 async def test_wss_upstream_direct_and_through_a_connect_tunnel(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, route: str

@@ -202,7 +202,7 @@ async def relay_websocket(
         await answer_http()
         return
     async with upstream:
-        handshake = UpstreamHandshake(forward.request, host)
+        handshake = UpstreamHandshake(forward.request, host, forward.url)
         answer: UpstreamAnswer | None = None
         failure = ""
         try:
