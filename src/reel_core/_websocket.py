@@ -218,6 +218,9 @@ def websocket_usage(provider: str, query: tuple[tuple[str, str], ...], log: WebS
         cached_tokens=tally.cached,
         reasoning_tokens=tally.reasoning,
         first_token_ms=tally.first_ms,
+        audio_input_tokens=tally.audio_in,
+        audio_output_tokens=tally.audio_out,
+        audio_cached_tokens=tally.audio_cached,
     )
 
 
