@@ -17,9 +17,10 @@ from .._cassette import Cassette
 from .._errors import ReelError
 from .._exchange import record_exchange
 from .._http import Request
-from .._interaction import Interaction
+from .._interaction import Interaction, WebSocketLog
 from .._meta import CassetteMeta
 from .._redact import Redactor
+from .._websocket import WebSocketRecorder
 
 __all__ = ["Exchange", "ImportReport", "Skipped", "frames_of", "import_exchanges"]
 
@@ -52,6 +53,9 @@ class Exchange:
     timestamp: float | None = None
     #: What was assumed or adjusted on the way (said in the report).
     notes: tuple[str, ...] = ()
+    #: A WebSocket session's messages and close (the exchange is its
+    #: upgrade, answered 101): redacted and added to the recording.
+    websocket: WebSocketLog | None = None
 
     @property
     def timed(self) -> bool:
@@ -156,6 +160,8 @@ def import_exchanges(
         except ReelError as exc:
             report.failures.append((item.source, str(exc)))
             continue
+        if item.websocket is not None:
+            interaction = _session(interaction, item, redactor)
         cut = interaction.response.cut
         if cut is not None:
             report.failures.append((item.source, f"the body could not be decoded: {cut.detail}"))
@@ -165,6 +171,23 @@ def import_exchanges(
         report.sources.append(item.source)
         report.notes.extend((item.source, note) for note in item.notes)
     return report
+
+
+def _session(upgrade: Interaction, item: Exchange, redactor: Redactor) -> Interaction:
+    """The upgrade's recording with the session's messages, redacted as the
+    proxy redacts a recorded one (the literal credentials of the query and
+    the first client message too), its usage and cost in ``meta``."""
+    log = item.websocket
+    assert log is not None
+    recorder = WebSocketRecorder(_request(item), redactor, opened=0.0)
+    for m in log.messages:
+        feed = recorder.client_message if m.sender == "client" else recorder.server_message
+        feed(m.data, m.binary, m.at_ms / 1000.0)
+    close = log.close
+    if close is not None:
+        recorder.closed(close.code, close.reason, close.by, close.at_ms / 1000.0)
+    last = max((m.at_ms for m in log.messages), default=0.0) / 1000.0
+    return recorder.finish(upgrade, now=last)
 
 
 def _stamp(interaction: Interaction, item: Exchange, tool: str) -> Interaction:
