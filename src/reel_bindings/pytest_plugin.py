@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from reel_bindings.httpcore import AsyncTransport, Transport
     from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
-    from reel_core import MatchConfig, MissReport, Mode, Timing
+    from reel_core import MatchConfig, MissReport, Mode, Timing, WebSocketMiss
 
 __all__ = ["ReelCassette"]
 
@@ -576,19 +576,37 @@ class ReelCassette:
             found += self._proxy.misses
         return found
 
+    @property
+    def websocket_misses(self) -> list[WebSocketMiss]:
+        """Every WebSocket session of this test's proxy that stopped on a
+        client message the recording does not have (the message index and
+        the field diff)."""
+        return list(self._proxy.websocket_misses) if self._proxy is not None else []
+
     def _take_misses(self) -> str | None:
         """The failure text for the misses not reported yet, if any."""
         new = [m for m in self.misses if id(m) not in self._reported]
-        if not new:
+        sessions = [m for m in self.websocket_misses if id(m) not in self._reported]
+        if not new and not sessions:
             return None
-        self._reported.update(id(m) for m in new)
-        s = "" if len(new) == 1 else "s"
+        self._reported.update(id(m) for m in [*new, *sessions])
+        what = []
+        if new:
+            what.append(f"{len(new)} request{'' if len(new) == 1 else 's'}")
+        if sessions:
+            what.append(f"{len(sessions)} WebSocket session{'' if len(sessions) == 1 else 's'}")
         head = (
-            f"Reel: {len(new)} request{s} missed cassette {self.display} "
+            f"Reel: {' and '.join(what)} missed cassette {self.display} "
             f"(mode {self.mode.value}). A miss fails the test even when the code under "
             "test handled the error."
         )
-        return "\n\n".join([head, *(m.render() for m in new)])
+        body = [m.render() for m in new] + [m.render() for m in sessions]
+        if sessions:  # auto mode would replay the same upgrade: only record refreshes it
+            body.append(
+                "A WebSocket session is replayed as recorded or not at all: re-record it "
+                f"with `pytest {shlex.quote(self._test)} --reel-mode record`."
+            )
+        return "\n\n".join([head, *body])
 
     # -- plumbing --
 
@@ -637,28 +655,29 @@ class ReelCassette:
         """Add this test's figures to the run report."""
         from reel_core import CassetteTally, Outcome
 
-        outcomes = [o for player in self._players for o in player.outcomes]
+        outcomes = [(*o, "http") for player in self._players for o in player.outcomes]
         found = [player.freshness for player in self._players]
         if self._proxy is not None:
-            outcomes += self._proxy.outcomes
+            outcomes += [(*o, "http") for o in self._proxy.outcomes]
+            outcomes += [("GET", p, o, "websocket") for p, o in self._proxy.websocket_outcomes]
             found.append(self._proxy.freshness)
         stale = [s for f in found for s in f.stale]
         # what a dropped test recorded was never written: it superseded nothing
         written = keep or not self.file.held
         drifts = [d for f in found for d in f.drifts] if written else []
         if not keep and self.file.held:  # recorded, then dropped by the outcome gate
-            outcomes = [(m, p, "dropped" if o == "recorded" else o) for m, p, o in outcomes]
+            outcomes = [(m, p, "dropped" if o == "recorded" else o, k) for m, p, o, k in outcomes]
         if (not outcomes and not self.file.written) or self._config is None:
             return
         tally = CassetteTally(
             self.display,
             self._store_label,
-            hits=sum(o == "hit" for _, _, o in outcomes),
-            misses=sum(o == "miss" for _, _, o in outcomes),
+            hits=sum(o == "hit" for _, _, o, _ in outcomes),
+            misses=sum(o == "miss" for _, _, o, _ in outcomes),
             recorded=self.file.written + (self.file.held if keep else 0),
             stale=len(stale),
             superseded=sum(f.superseded for f in found) if written else 0,
-            outcomes=[Outcome(self._test, m, p, o) for m, p, o in outcomes],
+            outcomes=[Outcome(self._test, m, p, o, k) for m, p, o, k in outcomes],
             stale_replays=[
                 {
                     "test": self._test,

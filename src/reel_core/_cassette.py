@@ -40,6 +40,7 @@ from ._index import KeyIndex
 from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._match import MatchConfig
 from ._meta import CassetteMeta
+from ._ws_pool import SessionPool, WebSocketLease
 
 __all__ = [
     "Cassette",
@@ -130,6 +131,8 @@ class Cassette:
         self.keying = self.meta.match.keying()
         self._indexes: dict[MatchConfig, KeyIndex] = {self.keying: KeyIndex()}
         self._cursor = Cursor()
+        #: The WebSocket recordings of each upgrade key replayed so far.
+        self._pools: dict[tuple[MatchConfig, str, int], SessionPool] = {}
 
     # -- loading -------------------------------------------------------------
 
@@ -305,6 +308,18 @@ class Cassette:
         previous = by_generation[max(older)]
         return self._parsed_or_none(previous[rank]) if rank < len(previous) else None
 
+    def websocket_lease(self, key: str, config: MatchConfig) -> WebSocketLease:
+        """A lease on one of the WebSocket sessions recorded for ``key``, for
+        a session being replayed: which one is decided as its client's
+        messages come (:mod:`reel_core._ws_pool`), among the sessions of
+        the key's newest generation.  Raises
+        :class:`~reel_core.LocalProtocolError` when none of them is a WebSocket session."""
+        generation = self.generation(key, config)
+        pool = self._pools.setdefault((config, key, generation), SessionPool())
+        positions = self._current(config, key)
+        pool.add((p, i) for p in positions if (i := self._parsed_or_none(p)) is not None)
+        return pool.lease()
+
     def interactions(self) -> list[Interaction]:
         """Every interaction, parsed (in file order)."""
         return list(self)
@@ -340,6 +355,7 @@ class Cassette:
         self._lines.clear()
         self._indexes = {self.keying: KeyIndex()}
         self._cursor.clear()
+        self._pools.clear()
 
     def dumps(self) -> bytes:
         """The whole cassette as bytes: the ``_meta`` line, then every line."""

@@ -298,6 +298,10 @@ class Engine:
                     interaction, similarity = found
             if interaction is not None:
                 self._to(Input.HIT)
+                lease = None
+                if interaction.websocket is not None and similarity is None:
+                    lease = self.cassette.websocket_lease(key, self._keying)
+                    interaction = lease.interaction
                 self._events.append(
                     Replay(
                         request,
@@ -307,6 +311,7 @@ class Engine:
                         interaction.websocket,
                         interaction.provider,
                         stale,
+                        lease,
                     )
                 )
                 self._events.extend(self._replay(interaction, head_only=request.method == "HEAD"))

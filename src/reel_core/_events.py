@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._miss import MissReport
     from ._shape import Drift
     from ._ui import UiResource
+    from ._ws_pool import WebSocketLease
 
 __all__ = [
     "Continue",
@@ -82,6 +83,11 @@ class Replay:
     #: Set when the recording is older than the ``max_age`` in force (replay
     #: mode serves it; a binding reports it at the end of the run).
     stale: Staleness | None = None
+    #: For a WebSocket session: which of the recordings of its upgrade it
+    #: plays, decided as the client's messages come (two identical upgrades
+    #: at once are told apart by what their clients say).  ``websocket`` is
+    #: the recording chosen at the upgrade.
+    lease: WebSocketLease | None = None
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ prompt length (Gemini 2.5 Pro and Gemini 3 Pro above 200k prompt tokens,
 Claude Sonnet 4/4.5 above 200k with the 1M-context beta, GPT-5.4 and GPT-5.5
 above 272k), the table holds the base tier: costs of such long prompts are
 under-estimated.  Audio, image and tool fees (web search, code execution)
-are not modelled.
+are not modelled, but for the realtime models (OpenAI Realtime, Gemini
+Live), whose audio tokens have rates of their own (:class:`Price`'s
+``audio_*``): the audio part of a count is billed at them, the rest at the
+text rates.
 
 How cache reads are billed differs by provider, and :func:`cost_usd`
 follows :attr:`Usage.input_includes_cached <reel_core._usage.Usage>`:
@@ -126,6 +129,7 @@ def cost_usd(usage: Usage) -> float | None:
         # OpenAI, Gemini: the cached tokens are a part of the input count.
         cached = min(cached, usage.input_tokens)
         total = (usage.input_tokens - cached) * price.input + cached * cached_rate
+        total += _audio_extra(usage, price, cached, cached_rate)
     else:
         # Anthropic: input_tokens is the uncached rest; reads and writes apart.
         writes = usage.cache_write_tokens or 0
@@ -133,3 +137,22 @@ def cost_usd(usage: Usage) -> float | None:
         total = usage.input_tokens * price.input + cached * cached_rate + writes * write_rate
     total += usage.output_tokens * price.output
     return round(total / 1_000_000, 8)
+
+
+def _audio_extra(usage: Usage, price: Price, cached: int, cached_rate: float) -> float:
+    """What the audio part of the counts costs above the text rates they
+    were billed at (the realtime models' audio rates; 0 without them)."""
+    extra = 0.0
+    inputs, outputs = usage.input_tokens or 0, usage.output_tokens or 0  # known: cost_usd checked
+    if price.audio_input is not None and usage.audio_input_tokens:
+        audio_cached = min(usage.audio_cached_tokens or 0, cached, usage.audio_input_tokens)
+        audio_fresh = min(usage.audio_input_tokens - audio_cached, inputs - cached)
+        extra += audio_fresh * (price.audio_input - price.input)
+        audio_cached_rate = (
+            cached_rate if price.audio_cached_input is None else price.audio_cached_input
+        )
+        extra += audio_cached * (audio_cached_rate - cached_rate)
+    if price.audio_output is not None and usage.audio_output_tokens:
+        audio_out = min(usage.audio_output_tokens, outputs)
+        extra += audio_out * (price.audio_output - price.output)
+    return extra

@@ -36,6 +36,10 @@ class Outcome:
     method: str
     path: str
     outcome: str  # hit, miss, recorded, dropped, live, refused
+    #: ``http``, or ``websocket`` for a WebSocket session (its upgrade's
+    #: method and path; a replayed session that stopped on a client message
+    #: it does not match is a ``miss``).
+    kind: str = "http"
 
     def to_json(self) -> dict[str, str]:
         return dataclasses.asdict(self)
@@ -67,9 +71,19 @@ class CassetteTally:
         self.stale_replays.extend(other.stale_replays)
         self.drifts.extend(other.drifts)
 
+    @property
+    def websocket(self) -> dict[str, int]:
+        """The WebSocket sessions among the outcomes, counted by outcome."""
+        counts: dict[str, int] = {}
+        for o in self.outcomes:
+            if o.kind == "websocket":
+                counts[o.outcome] = counts.get(o.outcome, 0) + 1
+        return dict(sorted(counts.items()))
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"cassette": self.cassette, "store": self.store}
         data.update({name: getattr(self, name) for name in _COUNTS})
+        data["websocket"] = self.websocket
         data["outcomes"] = [o.to_json() for o in self.outcomes]
         data["stale_replays"] = list(self.stale_replays)
         data["drifts"] = list(self.drifts)
@@ -108,7 +122,12 @@ def merge_tallies(tallies: Iterable[CassetteTally]) -> list[CassetteTally]:
 def report_json(tallies: Iterable[CassetteTally]) -> dict[str, Any]:
     """The machine-readable report."""
     cassettes = merge_tallies(tallies)
-    totals = {name: sum(getattr(t, name) for t in cassettes) for name in _COUNTS}
+    totals: dict[str, Any] = {name: sum(getattr(t, name) for t in cassettes) for name in _COUNTS}
+    sessions: dict[str, int] = {}
+    for tally in cassettes:
+        for outcome, n in tally.websocket.items():
+            sessions[outcome] = sessions.get(outcome, 0) + n
+    totals["websocket"] = dict(sorted(sessions.items()))
     return {
         "schema": REPORT_SCHEMA,
         "totals": totals,
@@ -124,10 +143,18 @@ def render_report(tallies: Iterable[CassetteTally], *, verbose: bool = False) ->
     lines = []
     for tally in merge_tallies(tallies):
         counts = ", ".join(f"{getattr(tally, name)} {name}" for name in _COUNTS)
+        sessions = tally.websocket
+        if sessions:
+            counts += "; WebSocket sessions: " + ", ".join(
+                f"{n} {outcome}" for outcome, n in sessions.items()
+            )
         lines.append(f"{tally.cassette} ({tally.store}): {counts}")
         if verbose:
             lines.extend(
-                f"    {o.outcome:<9} {o.method} {o.path}  [{o.test}]" for o in tally.outcomes
+                f"    {o.outcome:<9} {o.method} {o.path}"
+                + (" (WebSocket)" if o.kind == "websocket" else "")
+                + f"  [{o.test}]"
+                for o in tally.outcomes
             )
         for s in tally.stale_replays:
             age = "age unknown"

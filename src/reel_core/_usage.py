@@ -74,6 +74,12 @@ class Usage:
     #: Whether ``cached_tokens`` are counted inside ``input_tokens`` (OpenAI,
     #: Gemini) or apart from them (Anthropic).
     input_includes_cached: bool = True
+    #: Audio tokens, a part of ``input_tokens`` / ``output_tokens`` /
+    #: ``cached_tokens`` (the realtime APIs: OpenAI Realtime, Gemini Live,
+    #: whose video tokens are priced as audio and counted here too).
+    audio_input_tokens: int | None = None
+    audio_output_tokens: int | None = None
+    audio_cached_tokens: int | None = None
 
     def to_meta(self) -> dict[str, Any]:
         """The cassette ``meta`` fields: every key always present (``null``
@@ -86,6 +92,17 @@ class Usage:
             "tokens_cache_write": self.cache_write_tokens,
             "tokens_reasoning": self.reasoning_tokens,
             "ttft_ms": self.first_token_ms,
+            # only where a realtime session reported them: HTTP lines keep
+            # their shape
+            **(
+                {
+                    "tokens_audio_in": self.audio_input_tokens,
+                    "tokens_audio_out": self.audio_output_tokens,
+                    "tokens_audio_cached": self.audio_cached_tokens,
+                }
+                if self.audio_input_tokens is not None or self.audio_output_tokens is not None
+                else {}
+            ),
         }
 
 

@@ -31,6 +31,9 @@ the handshake are the adapter's (:mod:`reel_core._ws_session`, wsproto).
   recorded ones, ends the replay: the provider's error event where it has
   one, then a close with :data:`CLOSE_MISMATCH` and a reason, and a
   :class:`WebSocketMiss` report naming the message and the field diff.
+  With a :class:`~reel_core._ws_pool.WebSocketLease` (several recordings
+  answer the upgrade), the recording played follows the client's messages:
+  the replay goes on in whichever one the lease moves to.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from ._providers import PROVIDERS, Tally
 from ._redact import Redactor, is_credential_name
 from ._timing import Timing
 from ._usage import Usage
+from ._ws_pool import WebSocketLease
 
 __all__ = [
     "CLOSE_MISMATCH",
@@ -214,6 +218,9 @@ def websocket_usage(provider: str, query: tuple[tuple[str, str], ...], log: WebS
         cached_tokens=tally.cached,
         reasoning_tokens=tally.reasoning,
         first_token_ms=tally.first_ms,
+        audio_input_tokens=tally.audio_in,
+        audio_output_tokens=tally.audio_out,
+        audio_cached_tokens=tally.audio_cached,
     )
 
 
@@ -347,6 +354,7 @@ class WebSocketReplay:
         match: MatchConfig | None = None,
         provider: str = "generic",
         interaction_id: str = "",
+        lease: WebSocketLease | None = None,
     ) -> None:
         self.log = log
         self.timing = timing if timing is not None else Timing()
@@ -355,8 +363,11 @@ class WebSocketReplay:
         self._volatile = entry.realtime_volatile if entry is not None else ()
         self._error_event = entry.realtime_error if entry is not None else None
         self.interaction_id = interaction_id
+        self._lease = lease
+        #: The lease's position when this replay last looked.
+        self._playing = lease.position if lease is not None else -1
         #: The client messages of the recording, with their positions.
-        self._client = [(i, m) for i, m in enumerate(log.messages) if m.sender == "client"]
+        self._client = _client_messages(log)
         self._opened = 0.0
         self._pos = 0
         self._passed = 0  # client messages of the log passed by ``_pos``
@@ -384,6 +395,11 @@ class WebSocketReplay:
         if self._done or self.miss is not None:
             return
         k = self.received
+        if self._lease is not None:
+            self._lease.client_message(
+                k, lambda m: not compare_message(m, data, binary, self.match, self._volatile)
+            )
+            self._follow()
         if k >= len(self._client):
             kind = "binary" if binary else "text"
             self._mismatch(
@@ -414,6 +430,7 @@ class WebSocketReplay:
             self._queue.append(
                 WebSocketStep(None, self._error_event("reel_websocket_mismatch", text + "."))
             )
+        self._end()
         reason_bytes = text.encode()[:_MAX_REASON]
         self._queue.append(
             WebSocketStep(None, close=(CLOSE_MISMATCH, reason_bytes.decode("utf-8", "ignore")))
@@ -425,6 +442,7 @@ class WebSocketReplay:
         if self._done:
             return
         self._done = True
+        self._end()
         if self.outcome is None:
             if self.received < len(self._client):
                 self.outcome = (
@@ -435,8 +453,32 @@ class WebSocketReplay:
                 self.outcome = "complete: the client closed"
         self._queue.clear()
 
+    def _end(self) -> None:
+        if self._lease is not None:
+            self._lease.end()
+
+    def _follow(self) -> None:
+        """Go on in the recording the lease plays now, if it moved (by this
+        session's message or by another session's swap): from the same
+        place, after the same client message and as many server messages
+        on (the ones sent came from the recording played then)."""
+        lease = self._lease
+        if lease is None or lease.position == self._playing:
+            return
+        self._playing, new = lease.position, lease.log
+        j = self._passed
+        sent = self._pos - _after_client(self._client, j)
+        self.log, self.interaction_id = new, lease.interaction.id
+        self._client = _client_messages(new)
+        start = _after_client(self._client, j)
+        end = self._client[j][0] if j < len(self._client) else len(new.messages)
+        self._pos = min(start + sent, end)
+        if j:
+            self._anchor = (self._arrivals[j - 1], self._client[j - 1][1].at_ms / 1000.0)
+
     def next_step(self) -> WebSocketStep | WebSocketSignal:
         """What to send next, or what the replay waits on."""
+        self._follow()
         if self._queue:
             step = self._queue.popleft()
             if step.last:
@@ -465,6 +507,7 @@ class WebSocketReplay:
             drop=close.by == "upstream-dropped",
         )
         self._done = True
+        self._end()
         self.outcome = f"complete: the server {'dropped the connection' if step.drop else 'closed'}"
         return step
 
@@ -475,3 +518,13 @@ class WebSocketReplay:
             return None
         self._waited = due
         return due
+
+
+def _client_messages(log: WebSocketLog) -> list[tuple[int, WebSocketMessage]]:
+    """The client messages of ``log``, with their positions in it."""
+    return [(i, m) for i, m in enumerate(log.messages) if m.sender == "client"]
+
+
+def _after_client(client: list[tuple[int, WebSocketMessage]], j: int) -> int:
+    """The position right after client message ``j - 1`` (0 for ``j == 0``)."""
+    return client[j - 1][0] + 1 if j else 0

@@ -30,7 +30,7 @@ Replay, for a binding::
 
 Record (and live), for a binding::
 
-    handshake = UpstreamHandshake(decision.request, host)
+    handshake = UpstreamHandshake(decision.request, host, decision.url)
     send_upstream(handshake.data)
     answer = handshake.receive_data(upstream_bytes)   # until not None
     if answer.status != 101: feed it to the session as any response
@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import h11
 from wsproto.connection import Connection, ConnectionState, ConnectionType
@@ -111,9 +112,12 @@ class UpstreamHandshake:
     """The upgrade request sent upstream, and its answer read (h11, as a
     client).  The client's headers go as they came (its key too) but for
     the hop's own and ``Sec-WebSocket-Extensions``; ``host`` replaces its
-    ``Host``."""
+    ``Host``.  ``url`` is where the engine routed the upgrade
+    (:attr:`Forward.url`): its path and query are the target sent, so a
+    base URL with a path (``--upstream https://host/prefix``) keeps its
+    prefix; without it the client's own target goes."""
 
-    def __init__(self, request: Request, host: str) -> None:
+    def __init__(self, request: Request, host: str, url: str | None = None) -> None:
         self._conn = h11.Connection(h11.CLIENT)
         headers: list[tuple[bytes, bytes]] = [(b"host", host.encode("idna"))]
         for name, value in request.headers:
@@ -123,7 +127,7 @@ class UpstreamHandshake:
         headers += [(b"connection", b"Upgrade"), (b"upgrade", b"websocket")]
         #: The bytes to send upstream.
         self.data = self._conn.send(
-            h11.Request(method=b"GET", target=request.target.encode(), headers=headers)
+            h11.Request(method=b"GET", target=_target(request, url), headers=headers)
         ) + (self._conn.send(h11.EndOfMessage()) or b"")
         self._head: h11.Response | None = None
         self._body: list[bytes] = []
@@ -151,6 +155,15 @@ class UpstreamHandshake:
                     return UpstreamAnswer(self._head.status_code, head, b"".join(self._body))
         except h11.RemoteProtocolError as exc:
             raise RemoteProtocolError(f"the upstream's answer is not HTTP: {exc}", 502) from None
+
+
+def _target(request: Request, url: str | None) -> bytes:
+    """The request target of the upgrade sent upstream (see
+    :class:`UpstreamHandshake`)."""
+    if url is None:
+        return request.target.encode()
+    parts = urlsplit(url)
+    return ((parts.path or "/") + (f"?{parts.query}" if parts.query else "")).encode()
 
 
 class _Peer:
@@ -266,6 +279,7 @@ class WebSocketSession:
             match=engine.match,
             provider=decision.provider,
             interaction_id=decision.interaction_id,
+            lease=decision.lease,
         )
         return cls(session, decision.request, head, replay=script)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -229,8 +230,7 @@ async def test_openai_realtime_upstream_drops_mid_session(tmp_path: Path) -> Non
 
 async def test_openai_realtime_two_sessions_at_once(tmp_path: Path) -> None:
     """Two sessions at once, each replayed to its own client.  Their upgrades
-    differ (the model): two identical upgrades at once are told apart by
-    their order of arrival only (see docs/realtime.md)."""
+    differ (the model): each is matched by its key."""
     cassette = tmp_path / "realtime.jsonl"
 
     async def two(url: str) -> list[Events]:
@@ -249,6 +249,65 @@ async def test_openai_realtime_two_sessions_at_once(tmp_path: Path) -> None:
     assert _deltas(recorded[1]) == "".join(reply_pieces("Second question there"))
     assert [_deltas(r) for r in replayed] == [_deltas(r) for r in recorded]
     assert len(interactions(cassette)) == 2
+
+
+def _turn_in_order(
+    url: str,
+    text: str,
+    after: threading.Event | None,
+    connected: threading.Event,
+    both: threading.Barrier,
+) -> Events:
+    """A sync client's turn that upgrades only once ``after`` is set, says
+    when it is connected, and sends nothing before the other client is
+    connected too (``both``)."""
+    client = openai.OpenAI(base_url=url + "/v1", api_key=SDK_OPENAI_KEY, max_retries=0)
+    if after is not None:
+        assert after.wait(10)
+    events: Events = []
+    with client.realtime.connect(model=MODEL) as connection:
+        events.append(connection.recv().model_dump(mode="json"))
+        connected.set()
+        both.wait(10)
+        for event in _client_events(text):
+            connection.send(event)  # type: ignore[arg-type]
+        for received in connection:
+            events.append(received.model_dump(mode="json"))
+            if received.type in ("response.done", "error"):
+                break
+    return events
+
+
+async def test_two_identical_upgrades_at_once_get_their_own_recordings(tmp_path: Path) -> None:
+    """Two sessions with the same upgrade (same path and model), recorded one
+    after the other, replayed at once with their upgrades in the other
+    order: each client still gets the answer to its own text (the session
+    follows its client's messages, not its order of arrival)."""
+    cassette = tmp_path / "realtime.jsonl"
+    texts = ["First question here", "Second question there"]
+    with serve_realtime() as upstream:
+        async with running(options(Mode.RECORD, cassette, upstream=upstream.url)) as url:
+            recorded = [await turn(url, text) for text in texts]
+    assert [_deltas(r) for r in recorded] == ["".join(reply_pieces(t)) for t in texts]
+    assert len({i.key for i in interactions(cassette)}) == 1  # one key, two recordings
+
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        second_in, first_in = threading.Event(), threading.Event()
+        both = threading.Barrier(2)
+        replayed: list[Events] = [[], []]
+
+        async def one(i: int, after: threading.Event | None, connected: threading.Event) -> None:
+            replayed[i] = await anyio.to_thread.run_sync(
+                _turn_in_order, url, texts[i], after, connected, both
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, 1, None, second_in)  # the second recording's client first
+            tg.start_soon(one, 0, second_in, first_in)
+    for got, want in zip(replayed, recorded, strict=True):
+        assert "error" not in [e["type"] for e in got]
+        assert _deltas(got) == _deltas(want)
+        assert got[-1] == want[-1]  # response.done, ids and usage as recorded
 
 
 async def test_openai_realtime_secrets_never_on_disk(tmp_path: Path) -> None:
@@ -311,6 +370,41 @@ async def test_refused_upgrade_reaches_the_client(tmp_path: Path) -> None:
     assert recorded.startswith("401 ")
     assert "refused by the fake" in recorded
     assert replayed == recorded
+
+
+async def test_upstream_base_url_with_a_path_prefix(tmp_path: Path) -> None:
+    """``--upstream http://host/team/openai``: the upgrade goes to the
+    prefix plus the client's path, as HTTP requests do; the recording keeps
+    the client's own path (a replay matches without the prefix)."""
+    cassette = tmp_path / "realtime.jsonl"
+    with serve_realtime(prefix="/team/openai") as upstream:
+        base = upstream.url + "/team/openai"
+        async with running(options(Mode.RECORD, cassette, upstream=base)) as url:
+            recorded = await turn(url)
+        assert upstream.upgrades[0][0] == f"/team/openai/v1/realtime?model={MODEL}"
+    assert _deltas(recorded) == "".join(reply_pieces(USER))
+    (session,) = interactions(cassette)
+    assert session.request.path == "/v1/realtime"
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        assert await turn(url) == recorded
+
+
+async def test_upstream_prefix_missing_is_the_upstreams_404(tmp_path: Path) -> None:
+    """The fake mounted under a prefix the proxy is not told about: the
+    upgrade reaches the root and the client gets the upstream's 404."""
+    cassette = tmp_path / "realtime.jsonl"
+
+    async def refused(url: str) -> int:
+        try:
+            await turn(url)
+        except websockets.exceptions.InvalidStatus as exc:
+            return exc.response.status_code
+        return 101
+
+    with serve_realtime(prefix="/team/openai") as upstream:
+        async with running(options(Mode.LIVE, cassette, upstream=upstream.url)) as url:
+            assert await refused(url) == 404
+        assert upstream.upgrades[0][0] == f"/v1/realtime?model={MODEL}"
 
 
 @pytest.mark.parametrize("route", ["direct", "tunnel"])

@@ -137,3 +137,79 @@ def test_a_websocket_session_without_meta_is_read_from_its_messages(
     assert (row["model"], row["tokens_in"], row["tokens_out"]) == ("gpt-realtime", 14, 6)
     assert main(["inspect", str(path)]) == 0
     assert "gpt-realtime" in capsys.readouterr().out
+
+
+def _realtime_session(ident: str, with_meta: bool) -> object:
+    """A gpt-realtime session whose turn used audio both ways: its line
+    with the recorder's meta, or without meta (read from the messages)."""
+    from reel_core import (
+        Interaction,
+        Redactor,
+        Request,
+        WebSocketRecorder,
+    )
+
+    usage = {
+        "input_tokens": 3000,
+        "output_tokens": 700,
+        "input_token_details": {
+            "text_tokens": 1000,
+            "audio_tokens": 2000,
+            "cached_tokens": 500,
+            "cached_tokens_details": {"text_tokens": 300, "audio_tokens": 200},
+        },
+        "output_token_details": {"text_tokens": 300, "audio_tokens": 400},
+    }
+    done = {"type": "response.done", "response": {"usage": usage}}
+    recorder = WebSocketRecorder(
+        Request("GET", "/v1/realtime?model=gpt-realtime", ()), Redactor(), opened=0.0
+    )
+    recorder.server_message(json.dumps(done).encode(), False, 0.5)
+    recorder.closed(1000, "", "client", 1.0)
+    upgrade = Interaction(
+        "sha256:" + ident * 32,
+        ident * 6,
+        RecordedRequest("GET", "/v1/realtime", (("model", "gpt-realtime"),)),
+        RecordedResponse(101),
+        provider="openai",
+        endpoint="GET /v1/realtime",
+    )
+    session = recorder.finish(upgrade)
+    if not with_meta:
+        from dataclasses import replace
+
+        session = replace(session, meta={})
+    return session
+
+
+#: gpt-realtime: text $4 / $0.40 cached / $16 out, audio $32 / $0.40 / $64.
+REALTIME_USD = (700 * 4.00 + 1800 * 32.00 + 500 * 0.40 + 300 * 16.00 + 400 * 64.00) / 1e6
+
+
+@pytest.mark.parametrize("with_meta", [True, False])
+def test_realtime_sessions_price_audio_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], with_meta: bool
+) -> None:
+    session = _realtime_session("ef", with_meta)
+    assert isinstance(session, type(interaction()))
+    if with_meta:
+        assert session.meta["tokens_audio_in"] == 2000
+        assert session.meta["cost_usd"] == pytest.approx(REALTIME_USD)
+    path = write(tmp_path / "ws.jsonl", session, interaction())
+    assert main(["cost", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {row["model"]: row for row in data["groups"]}
+    realtime = rows["gpt-realtime"]
+    assert realtime["usd"] == pytest.approx(REALTIME_USD)
+    assert (realtime["tokens_audio_in"], realtime["tokens_audio_out"]) == (2000, 400)
+    assert all("tokens_audio_in" not in row for m, row in rows.items() if m != "gpt-realtime")
+    assert data["total"]["tokens_audio_in"] == 2000
+    assert main(["inspect", str(path), "--id", session.id]) == 0
+    out = capsys.readouterr().out
+    assert "cached 500 (audio: in 2000, out 400)" in out
+    assert main(["inspect", str(path), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    rows_json = listed["interactions"] if isinstance(listed, dict) else listed
+    by_id = {r["id"]: r for r in rows_json}
+    assert by_id[session.id]["tokens_audio_out"] == 400
+    assert "tokens_audio_in" not in by_id[interaction().id]

@@ -23,7 +23,14 @@ def test_workers_figures_are_added_per_cassette() -> None:
     ]
     report = report_json(parts)
     assert report["schema"] == REPORT_SCHEMA
-    assert report["totals"] == {"hits": 3, "misses": 1, "recorded": 2, "stale": 1, "superseded": 1}
+    assert report["totals"] == {
+        "hits": 3,
+        "misses": 1,
+        "recorded": 2,
+        "stale": 1,
+        "superseded": 1,
+        "websocket": {},
+    }
     a, b = report["cassettes"]
     assert (a["cassette"], b["cassette"]) == ("a.jsonl", "b.jsonl")
     assert (b["hits"], b["recorded"], b["store"]) == (3, 2, "files")
@@ -96,3 +103,40 @@ def test_stale_replays_and_drifts_are_listed_and_merged() -> None:
         "    stale     POST /v1/chat/completions: recorded 9d ago, max_age 7d  [t::b]",
         "    drift     POST /v1/x: + b: number; status 200 -> 201  [t::a]",
     ]
+
+
+def test_websocket_sessions_are_counted_by_outcome_and_merged() -> None:
+    from reel_core import CassetteTally, Outcome, render_report, report_json
+
+    a = CassetteTally(
+        "rt.jsonl",
+        "files",
+        hits=1,
+        misses=1,
+        outcomes=[
+            Outcome("t::a", "GET", "/v1/realtime", "hit", "websocket"),
+            Outcome("t::a", "POST", "/v1/responses", "miss"),
+        ],
+    )
+    b = CassetteTally.from_json(
+        CassetteTally(
+            "rt.jsonl",
+            "files",
+            misses=1,
+            outcomes=[Outcome("t::b", "GET", "/v1/realtime", "miss", "websocket")],
+        ).to_json()
+    )  # as an xdist worker sends it
+    report = report_json([a, b])
+    assert report["totals"]["websocket"] == {"hit": 1, "miss": 1}
+    assert report["totals"]["misses"] == 2
+    (cassette,) = report["cassettes"]
+    assert cassette["websocket"] == {"hit": 1, "miss": 1}
+    assert cassette["outcomes"][0]["kind"] == "websocket"
+    lines = render_report([a, b], verbose=True)
+    assert lines[0].endswith("; WebSocket sessions: 1 hit, 1 miss")
+    assert "    hit       GET /v1/realtime (WebSocket)  [t::a]" in lines
+    assert "    miss      POST /v1/responses  [t::a]" in lines
+    # an HTTP-only cassette says nothing of sessions
+    plain = CassetteTally("p.jsonl", "files", outcomes=[Outcome("t", "GET", "/x", "hit")])
+    assert render_report([plain])[0].endswith("0 superseded")
+    assert report_json([plain])["totals"]["websocket"] == {}

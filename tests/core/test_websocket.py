@@ -415,3 +415,122 @@ def test_a_client_close_after_a_mismatch_keeps_the_miss_outcome() -> None:
     assert replay.outcome == outcome
     assert outcome is not None
     assert "does not match" in outcome
+
+
+# -- realtime usage and cost -------------------------------------------------------------
+
+
+def _openai_done(
+    text_in: int, audio_in: int, cached: int, audio_cached: int, out: int, audio_out: int
+) -> bytes:
+    usage = {
+        "input_tokens": text_in + audio_in,
+        "output_tokens": out + audio_out,
+        "input_token_details": {
+            "text_tokens": text_in,
+            "audio_tokens": audio_in,
+            "cached_tokens": cached,
+            "cached_tokens_details": {
+                "text_tokens": cached - audio_cached,
+                "audio_tokens": audio_cached,
+            },
+        },
+        "output_token_details": {"text_tokens": out, "audio_tokens": audio_out},
+    }
+    return json.dumps({"type": "response.done", "response": {"usage": usage}}).encode()
+
+
+def test_openai_realtime_audio_tokens_are_priced_at_the_audio_rates() -> None:
+    from reel_core import cost_usd
+
+    log = WebSocketLog(
+        (
+            msg("server", 1, b'{"type": "session.created", "session": {"model": "gpt-realtime"}}'),
+            msg("server", 2, _openai_done(1000, 2000, 500, 200, 300, 400)),
+            msg("server", 3, _openai_done(100, 0, 0, 0, 50, 0)),  # a text-only turn
+        )
+    )
+    usage = websocket_usage("openai", (), log)
+    assert (usage.input_tokens, usage.output_tokens, usage.cached_tokens) == (3100, 750, 500)
+    assert (usage.audio_input_tokens, usage.audio_output_tokens, usage.audio_cached_tokens) == (
+        2000,
+        400,
+        200,
+    )
+    # gpt-realtime: text $4 / cached $0.40 / out $16; audio $32 / cached $0.40 / out $64
+    text_fresh, audio_fresh = 1100 - 300, 2000 - 200
+    expected = (
+        text_fresh * 4.00 + audio_fresh * 32.00 + 500 * 0.40 + 350 * 16.00 + 400 * 64.00
+    ) / 1_000_000
+    assert cost_usd(usage) == pytest.approx(expected)
+    meta = usage.to_meta()
+    assert (meta["tokens_audio_in"], meta["tokens_audio_out"], meta["tokens_audio_cached"]) == (
+        2000,
+        400,
+        200,
+    )
+    # a model without audio rates bills every token at its text rates
+    from dataclasses import replace
+
+    plain = replace(usage, model="gpt-4o")
+    assert cost_usd(plain) == pytest.approx((2600 * 2.50 + 500 * 1.25 + 750 * 10.00) / 1e6)
+    # a session reporting no audio keeps the line's usual meta keys
+    text_only = websocket_usage("openai", (), WebSocketLog(log.messages[2:]))
+    assert "tokens_audio_in" in text_only.to_meta()  # reported, as 0
+    assert (
+        "tokens_audio_in"
+        not in replace(text_only, audio_input_tokens=None, audio_output_tokens=None).to_meta()
+    )
+
+
+def test_gemini_live_audio_and_video_tokens_from_the_modality_details() -> None:
+    from reel_core import cost_usd
+
+    meta = {
+        "promptTokenCount": 1000,
+        "responseTokenCount": 500,
+        "promptTokensDetails": [
+            {"modality": "TEXT", "tokenCount": 200},
+            {"modality": "AUDIO", "tokenCount": 700},
+            {"modality": "VIDEO", "tokenCount": 100},
+            "junk",
+        ],
+        "responseTokensDetails": [{"modality": "AUDIO", "tokenCount": 450}, {"modality": "TEXT"}],
+        "cacheTokensDetails": "not a list",
+    }
+    log = WebSocketLog(
+        (
+            msg("client", 0, b'{"setup": {"model": "models/gemini-live-2.5-flash-preview"}}'),
+            msg("server", 1, json.dumps({"usageMetadata": meta}).encode()),
+        )
+    )
+    usage = websocket_usage("gemini", (), log)
+    assert (usage.audio_input_tokens, usage.audio_output_tokens, usage.audio_cached_tokens) == (
+        800,
+        450,
+        None,
+    )
+    # $0.50 text / $3.00 audio+video input; $2.00 text / $12.00 audio output
+    expected = (200 * 0.50 + 800 * 3.00 + 50 * 2.00 + 450 * 12.00) / 1_000_000
+    assert cost_usd(usage) == pytest.approx(expected)
+
+
+def test_audio_counts_past_the_totals_are_capped() -> None:
+    """Odd reports (audio above the total) never bill more tokens than the totals."""
+    from reel_core import Usage, cost_usd
+
+    usage = Usage(
+        model="gpt-realtime-mini",
+        input_tokens=10,
+        output_tokens=5,
+        cached_tokens=4,
+        audio_input_tokens=50,
+        audio_cached_tokens=9,
+        audio_output_tokens=50,
+    )
+    # cached 4 audio at $0.30; the other 6 input as audio at $10; 5 audio out at $20
+    assert cost_usd(usage) == pytest.approx((4 * 0.30 + 6 * 10.00 + 5 * 20.00) / 1e6)
+    silent = Usage(
+        model="gpt-realtime-mini", input_tokens=10, output_tokens=5, audio_input_tokens=0
+    )
+    assert cost_usd(silent) == pytest.approx((10 * 0.60 + 5 * 2.40) / 1e6)

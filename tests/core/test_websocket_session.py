@@ -495,3 +495,24 @@ def test_an_unrecorded_upgrade_is_a_404_miss_before_any_upgrade() -> None:
     assert b"no recording matches" in wire
     rejected = client.feed(wire)
     assert type(rejected[0]).__name__ == "RejectConnection"
+
+
+def test_upstream_handshake_keeps_the_upstream_base_path() -> None:
+    """``--upstream https://host/prefix``: the upgrade goes to the prefix
+    plus the client's path and query, as an HTTP request would."""
+    session = Session(
+        Cassette("rt.jsonl"),
+        Config(mode=Mode.RECORD, routing=True, upstream="https://gw.example/team/openai/"),
+    )
+    session.receive_data(Client().hello)
+    decision = session.next_event()
+    assert isinstance(decision, Forward)
+    assert decision.url == "https://gw.example/team/openai/v1/realtime?model=gpt-realtime"
+    handshake = UpstreamHandshake(decision.request, "gw.example", decision.url)
+    assert handshake.data.startswith(b"GET /team/openai/v1/realtime?model=gpt-realtime HTTP/1.1")
+    assert b"\r\nhost: gw.example\r\n" in handshake.data
+    bare = UpstreamHandshake(decision.request, "gw.example", "https://gw.example")
+    assert bare.data.startswith(b"GET / HTTP/1.1")
+    # no routed URL (an in-process binding): the client's own target
+    own = UpstreamHandshake(decision.request, "gw.example")
+    assert own.data.startswith(b"GET /v1/realtime?model=gpt-realtime HTTP/1.1")

@@ -23,7 +23,9 @@ an answer in the other provider's shape that never comes.
 
 The reply says back the user's text, so a changed text changes the answer.
 ``drop_after`` deltas into a response, the fake drops the connection
-without a close frame; ``refuse`` answers the upgrade with that status.
+without a close frame; ``refuse`` answers the upgrade with that status;
+``prefix`` mounts it under a path (a gateway's ``/team/openai``): an
+upgrade outside it is answered 404.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ class FakeRealtime:
     drop_after: int | None = None
     #: Answer the upgrade with this status instead of 101.
     refuse: int | None = None
+    #: The path the fake is mounted under ("": the root).
+    prefix: str = ""
     sessions: int = 0
     _ids: Iterator[int] = field(default_factory=itertools.count)
 
@@ -91,14 +95,17 @@ class FakeRealtime:
         if self.refuse is not None:
             body = json.dumps({"error": {"message": "refused by the fake", "code": self.refuse}})
             return connection.respond(HTTPStatus(self.refuse), body)
-        if not (_GEMINI_LIVE.match(request.path) or _OPENAI_REALTIME.match(request.path)):
+        if not request.path.startswith(self.prefix + "/"):
+            return connection.respond(HTTPStatus.NOT_FOUND, f"not under {self.prefix}/\n")
+        path = request.path[len(self.prefix) :]
+        if not (_GEMINI_LIVE.match(path) or _OPENAI_REALTIME.match(path)):
             body = json.dumps({"error": {"message": f"no such path: {request.path}", "code": 404}})
             return connection.respond(HTTPStatus.NOT_FOUND, body)
         return None
 
     def handler(self, ws: ServerConnection) -> None:
         self.sessions += 1
-        path = ws.request.path if ws.request is not None else ""
+        path = ws.request.path[len(self.prefix) :] if ws.request is not None else ""
         try:
             if _GEMINI_LIVE.match(path):
                 self._gemini(ws)

@@ -54,6 +54,8 @@ class _Group:
     tokens_in: int | None = None
     tokens_out: int | None = None
     tokens_cached: int | None = None
+    tokens_audio_in: int | None = None
+    tokens_audio_out: int | None = None
     usd: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
 
@@ -66,6 +68,13 @@ class _Group:
         if cached is not None:
             self.tokens_cached = (self.tokens_cached or 0) + cached
 
+    def add_audio(self, tokens_in: int | None, tokens_out: int | None) -> None:
+        """A realtime session's audio tokens (a part of its in and out)."""
+        if tokens_in is not None:
+            self.tokens_audio_in = (self.tokens_audio_in or 0) + tokens_in
+        if tokens_out is not None:
+            self.tokens_audio_out = (self.tokens_audio_out or 0) + tokens_out
+
     def to_json(self, *, known: bool) -> dict[str, Any]:
         out: dict[str, Any] = {
             "provider": self.provider,
@@ -75,6 +84,9 @@ class _Group:
             "tokens_out": self.tokens_out,
             "tokens_cached": self.tokens_cached,
         }
+        if self.tokens_audio_in is not None or self.tokens_audio_out is not None:
+            out["tokens_audio_in"] = self.tokens_audio_in
+            out["tokens_audio_out"] = self.tokens_audio_out
         if known:
             out["usd"] = round(self.usd, 8)
         else:
@@ -104,13 +116,20 @@ def run(ns: argparse.Namespace) -> int:
                 group = known.setdefault(key, _Group(*key))
                 group.usd += f.cost_usd
             group.add(f.tokens_in, f.tokens_out, f.tokens_cached)
+            group.add_audio(f.tokens_audio_in, f.tokens_audio_out)
     groups = sorted(known.values(), key=lambda g: (-g.usd, g.provider, g.model or ""))
     odd = sorted(unknown.values(), key=lambda g: (g.provider, g.model or ""))
     total = _Group("total", None)
     for g in groups:
         total.usd += g.usd
         total.calls += g.calls
-        for attr in ("tokens_in", "tokens_out", "tokens_cached"):
+        for attr in (
+            "tokens_in",
+            "tokens_out",
+            "tokens_cached",
+            "tokens_audio_in",
+            "tokens_audio_out",
+        ):
             value = getattr(g, attr)
             if value is not None:
                 setattr(total, attr, (getattr(total, attr) or 0) + value)

@@ -9,16 +9,20 @@ Timing and response headers (request ids, rate-limit counters) change with
 every recording and alone make no difference; their drift is shown.
 
 The field-level request diff is the miss report's (:func:`reel_core.request_diff`);
-response bodies are compared by :func:`reel_core.body_diff`.
+response bodies are compared by :func:`reel_core.body_diff`.  WebSocket
+sessions are compared message by message (who sent it, text or binary, the
+payload: JSON field by field, binary by digest) and by their close; their
+timing (each message's offset) is drift, shown but no difference.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,8 @@ from reel_core import (
     FieldDiff,
     Interaction,
     RecordedResponse,
+    WebSocketLog,
+    WebSocketMessage,
     body_diff,
     diff_row,
     request_diff,
@@ -81,6 +87,23 @@ def _describe(d: FieldDiff) -> str:
     if d.kind == "removed":
         return f"{d.path}: removed (was {a})"
     return f"{d.path}: {a} -> {b}"
+
+
+def _same_session(a: WebSocketLog | None, b: WebSocketLog | None) -> bool:
+    """The same messages (sender, kind, payload) and close; timing aside."""
+    if a is None or b is None:
+        return a is b
+
+    def content(log: WebSocketLog) -> list[object]:
+        close = log.close
+        ending = None if close is None else (close.code, close.reason, close.by)
+        return [*((m.sender, m.binary, m.data) for m in log.messages), ending]
+
+    return content(a) == content(b)
+
+
+def _same(a: Interaction, b: Interaction) -> bool:
+    return _same_content(a.response, b.response) and _same_session(a.websocket, b.websocket)
 
 
 def _same_content(a: RecordedResponse, b: RecordedResponse) -> bool:
@@ -140,6 +163,7 @@ def _response_changes(change: _Change) -> None:
         r["body"] = [diff_row(d, "a", "b") for d in change.body[:MAX_DIFFS]]
         if len(change.body) > MAX_DIFFS:
             r["more_body_differences"] = len(change.body) - MAX_DIFFS
+    _session_changes(change)
     fa, fb = figures(change.a), figures(change.b)
     if fa.ttft_ms is not None and fb.ttft_ms is not None and fa.ttft_ms != fb.ttft_ms:
         drift = fb.ttft_ms - fa.ttft_ms
@@ -154,6 +178,70 @@ def _response_changes(change: _Change) -> None:
         change.notes.append(
             f"tokens in/out: {'/'.join(map(str, tokens_a))} -> {'/'.join(map(str, tokens_b))}"
         )
+
+
+def _message_diff(i: int, a: WebSocketMessage, b: WebSocketMessage) -> list[FieldDiff]:
+    where = f"websocket.messages[{i}]"
+    if a.sender != b.sender:
+        return [FieldDiff(f"{where}.from", "changed", a.sender, b.sender)]
+    if a.binary or b.binary:
+        if (a.binary, a.data) == (b.binary, b.data):
+            return []
+        digests = [
+            ("binary " if m.binary else "text ") + "sha256:" + hashlib.sha256(m.data).hexdigest()
+            for m in (a, b)
+        ]
+        return [FieldDiff(where, "changed", digests[0], digests[1])]
+    # the body diff's own prefix, then ours (its prefix would be quoted as a key)
+    return [
+        replace(d, path=where + d.path[len("message") :])
+        for d in body_diff(a.data, b.data, "message")
+    ]
+
+
+def _session_changes(change: _Change) -> None:
+    """A WebSocket session's messages and close, one by one, and its timing."""
+    a, b = change.a.websocket, change.b.websocket
+    if a is None and b is None:
+        return
+    r = change.response
+    if a is None or b is None:
+        r["websocket"] = [a is not None, b is not None]
+        kinds = ["a WebSocket session" if x is not None else "an HTTP exchange" for x in (a, b)]
+        change.notes.append(f"kind: {kinds[0]} -> {kinds[1]}")
+        return
+    ma, mb = a.messages, b.messages
+    if len(ma) != len(mb):
+        r["messages"] = [len(ma), len(mb)]
+        change.notes.append(f"websocket messages: {len(ma)} -> {len(mb)}")
+    diffs: list[FieldDiff] = []
+    for i in range(max(len(ma), len(mb))):
+        if i >= len(mb):
+            diffs.append(FieldDiff(f"websocket.messages[{i}]", "removed", ma[i].sender, None))
+        elif i >= len(ma):
+            diffs.append(FieldDiff(f"websocket.messages[{i}]", "added", None, mb[i].sender))
+        else:
+            diffs += _message_diff(i, ma[i], mb[i])
+    ca, cb = a.close, b.close
+    close_a = None if ca is None else [ca.code, ca.reason, ca.by]
+    close_b = None if cb is None else [cb.code, cb.reason, cb.by]
+    if close_a != close_b:
+        diffs.append(FieldDiff("websocket.close", "changed", close_a, close_b))
+    change.body += diffs
+    if diffs:
+        r["websocket_diff"] = [diff_row(d, "a", "b") for d in diffs[:MAX_DIFFS]]
+        if len(diffs) > MAX_DIFFS:
+            r["more_websocket_differences"] = len(diffs) - MAX_DIFFS
+    # timing: the largest drift of a message both sides have at that place
+    drifts = [(mb[i].at_ms - ma[i].at_ms, i) for i in range(min(len(ma), len(mb)))]
+    if drifts:
+        drift, i = max(drifts, key=lambda d: (abs(d[0]), -d[1]))
+        if drift:
+            r["websocket_timing_ms"] = {"message": i, "a": ma[i].at_ms, "b": mb[i].at_ms}
+            change.notes.append(
+                f"websocket timing: message {i} at {fmt_ms(ma[i].at_ms)} ms -> "
+                f"{fmt_ms(mb[i].at_ms)} ms ({drift:+.1f} ms; the largest drift)"
+            )
 
 
 def _calls(calls: list[list[str]]) -> str:
@@ -221,7 +309,7 @@ def compare(a_list: list[Interaction], b_list: list[Interaction]) -> Comparison:
     changed: list[tuple[int, int]] = []
     for i, j, how in sorted(pairs):
         a, b = a_list[i], b_list[j]
-        if how == "key" and _same_content(a.response, b.response):
+        if how == "key" and _same(a, b):
             same.append((i, j))
             continue
         change = _Change(a, b, how)
@@ -313,6 +401,8 @@ def run(ns: argparse.Namespace) -> int:
             changed.append("request")
         if not _same_content(c.a.response, c.b.response):
             changed.append("response")
+        if not _same_session(c.a.websocket, c.b.websocket):
+            changed.append("messages")
         what = " and ".join(changed) or "timing"
         print(f"~ {ident}  {_entry(c.b)['endpoint']}  {what} changed")
         for d in c.request[:MAX_DIFFS]:

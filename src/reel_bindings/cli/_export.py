@@ -79,5 +79,7 @@ def run(ns: argparse.Namespace) -> int:
         raise CliError(f"{out}: cannot write: {exc.strerror or exc}") from None
     for loss in getattr(module, "losses", lambda _: [])(interactions):
         print(f"{where}: {out}: {loss}", file=sys.stderr)
-    print(f"{source} -> {out}: {plural(len(interactions), 'interaction')}")
+    exportable = getattr(module, "exportable", lambda _: True)
+    written = sum(1 for ix in interactions if exportable(ix))
+    print(f"{source} -> {out}: {plural(written, 'interaction')}")
     return EXIT_FINDINGS if cassette.bad else EXIT_OK

@@ -41,6 +41,10 @@ class Figures:
     cost_source: str | None
     #: Why the cost is unknown (``None`` when known).
     unknown_reason: str | None
+    #: Audio tokens (parts of ``tokens_in`` / ``tokens_out``): realtime
+    #: sessions report them, and their models price them apart.
+    tokens_audio_in: int | None = None
+    tokens_audio_out: int | None = None
 
 
 def figures(interaction: Interaction) -> Figures:
@@ -73,6 +77,13 @@ def figures(interaction: Interaction) -> Figures:
     ):
         value = count(meta.get(key))
         tokens[key] = value if value is not None else getattr(extracted(), attr)
+    if interaction.websocket is not None:  # only sessions report audio apart
+        for key, attr in (
+            ("tokens_audio_in", "audio_input_tokens"),
+            ("tokens_audio_out", "audio_output_tokens"),
+        ):
+            value = count(meta.get(key))
+            tokens[key] = value if value is not None else getattr(extracted(), attr)
     # A key present with null means "unknown" (imported lines carry no
     # timing); only lines without it at all are read from the response.
     ttft = num(meta.get("ttft_ms"))
@@ -100,6 +111,8 @@ def figures(interaction: Interaction) -> Figures:
         cost_usd=cost,
         cost_source=source,
         unknown_reason=reason,
+        tokens_audio_in=tokens.get("tokens_audio_in"),
+        tokens_audio_out=tokens.get("tokens_audio_out"),
     )
 
 

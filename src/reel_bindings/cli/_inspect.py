@@ -129,7 +129,15 @@ def _row_json(row: _Row) -> dict[str, Any]:
         "tokens_cached": f.tokens_cached,
         "cost_usd": f.cost_usd,
         "cost_source": f.cost_source,
+        **_audio(f),
     }
+
+
+def _audio(f: Figures) -> dict[str, int | None]:
+    """The audio token counts of a realtime session (none for other lines)."""
+    if f.tokens_audio_in is None and f.tokens_audio_out is None:
+        return {}
+    return {"tokens_audio_in": f.tokens_audio_in, "tokens_audio_out": f.tokens_audio_out}
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -306,7 +314,12 @@ def _show(cassette: CassetteLines, rows: list[_Row], ns: argparse.Namespace) -> 
         (
             "tokens",
             f"in {fmt_num(f.tokens_in)}, out {fmt_num(f.tokens_out)}, "
-            f"cached {fmt_num(f.tokens_cached)}",
+            f"cached {fmt_num(f.tokens_cached)}"
+            + (
+                f" (audio: in {fmt_num(f.tokens_audio_in)}, out {fmt_num(f.tokens_audio_out)})"
+                if _audio(f)
+                else ""
+            ),
         ),
         (
             "cost",

@@ -141,6 +141,10 @@ class Proxy:
         self.websocket_misses: list[WebSocketMiss] = []
         #: Stale recordings served, recordings superseded, drifts (logged too).
         self.freshness = Freshness()
+        #: ``(path, outcome)`` of each WebSocket session once it ended (hit,
+        #: miss, recorded, live); an upgrade refused or failed upstream is
+        #: an HTTP exchange, in :attr:`outcomes`.
+        self.websocket_outcomes: list[tuple[str, str]] = []
         if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
             self._files[cassette.path] = cassette
             self._by_label[cassette.cassette.name] = cassette
@@ -359,7 +363,11 @@ class Proxy:
                     if event.record
                     else "live"
                 )
-                self.outcomes.append((event.request.method, event.request.path, outcome))
+                upgraded = (isinstance(event, Replay) and event.websocket is not None) or (
+                    isinstance(event, Forward) and event.websocket
+                )
+                if not upgraded:  # a session's outcome is known when it ends
+                    self.outcomes.append((event.request.method, event.request.path, outcome))
                 if isinstance(event, Replay):
                     exchange.outcome, exchange.key = "hit", event.key
                     if event.stale is not None:

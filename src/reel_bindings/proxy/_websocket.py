@@ -166,6 +166,8 @@ async def replay_websocket(
             # connection, and the client could lose the close frame
             tg.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
     exchange.outcome += f" ({ws.outcome})" if ws.outcome else ""
+    path = decision.request.path
+    proxy.websocket_outcomes.append((path, "hit" if ws.miss is None else "miss"))
     if ws.miss is not None:
         proxy.websocket_misses.append(ws.miss)
         exchange.outcome = "miss"
@@ -190,6 +192,9 @@ async def relay_websocket(
     a 502 saying why it could not be reached)."""
     assert forward.url is not None
     sent_at = anyio.current_time()
+    kind = "recorded" if forward.record else "live"
+    # an upgrade that does not go through is an HTTP exchange (answered, recorded)
+    http_outcome = ("GET", forward.request.path, kind)
     where = session.redactor.target(forward.request.target)
     try:
         if forward.record:
@@ -198,11 +203,12 @@ async def relay_websocket(
     except UpstreamFailure as exc:
         log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
         exchange.outcome = f"upstream {exc.error.value}"
+        proxy.outcomes.append(http_outcome)
         session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         await answer_http()
         return
     async with upstream:
-        handshake = UpstreamHandshake(forward.request, host)
+        handshake = UpstreamHandshake(forward.request, host, forward.url)
         answer: UpstreamAnswer | None = None
         failure = ""
         try:
@@ -224,10 +230,12 @@ async def relay_websocket(
         if answer is None:
             log.warning("upstream failed for %s: %s", where, session.redactor.text(failure))
             exchange.outcome = "upstream failed"
+            proxy.outcomes.append(http_outcome)
             session.upstream_error(UpstreamError.PROTOCOL, failure, now=now)
             await answer_http()
             return
         if answer.status != 101:  # refused (401, 404...): the client gets that answer
+            proxy.outcomes.append(http_outcome)
             session.upstream_head(
                 answer.status, answer.headers, now=now, sent_at=sent_at, timestamp=time.time()
             )
@@ -244,6 +252,7 @@ async def relay_websocket(
         try:
             await _relay(ws, stream, upstream)
         finally:  # appended however the session ended (a proxy shutting down too)
+            proxy.websocket_outcomes.append((forward.request.path, kind))
             if forward.record:
                 proxy._record_websocket(session, ws, forward.request.target)
     proxy._log(session, exchange)

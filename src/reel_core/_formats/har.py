@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from .._errors import CassetteError
+from .._interaction import WS_CLOSERS, WebSocketClose, WebSocketLog, WebSocketMessage
 from ._base import Exchange, Skipped, frames_of
 from ._encoding import settle_encoding
 
@@ -112,8 +113,9 @@ def _exchange(i: int, entry: Any) -> Exchange:
     if not isinstance(method, str) or not method.isalpha():
         raise _Skip(f"the request method {method!r} is not an HTTP method")
     notes: list[str] = []
-    target = _target(req, notes)
-    status = _status(resp)
+    session = isinstance(entry.get("_webSocketMessages"), list)
+    target = _target(req, notes, websocket=session)
+    status = _status(resp, websocket=session)
     request_body = _request_body(req.get("postData"), notes)
     body, decoded = _response_body(resp.get("content"))
     headers = _headers(resp.get("headers"), "response")
@@ -130,6 +132,8 @@ def _exchange(i: int, entry: Any) -> Exchange:
     except ValueError as exc:
         raise _Skip(str(exc)) from None
     notes.extend(settled)
+    timestamp = _timestamp(entry.get("startedDateTime"), entry.get("_reel"), notes)
+    websocket = _session(entry, timestamp or 0.0, notes) if session else None
     return Exchange(
         source=i,
         method=method,
@@ -140,17 +144,66 @@ def _exchange(i: int, entry: Any) -> Exchange:
         response_headers=headers,
         body=_timed(entry.get("_reel"), body, notes),
         ttfb=_ttfb(entry.get("timings"), entry.get("_reel")),
-        timestamp=_timestamp(entry.get("startedDateTime"), entry.get("_reel"), notes),
+        timestamp=timestamp,
         notes=tuple(notes),
+        websocket=websocket,
     )
 
 
-def _target(req: Mapping[str, Any], notes: list[str]) -> str:
+def _session(entry: Mapping[str, Any], started: float, notes: list[str]) -> WebSocketLog:
+    """A WebSocket entry's messages (DevTools' ``_webSocketMessages``: send
+    or receive, epoch seconds, opcode 1 text or 2 base64 binary) and the
+    close Reel's ``_reel.websocket_close`` keeps.  Other opcodes (DevTools
+    keep none) and unreadable messages are left out, said in the notes."""
+    messages: list[WebSocketMessage] = []
+    left, last = 0, 0.0
+    for item in entry["_webSocketMessages"]:
+        if not isinstance(item, Mapping):
+            left += 1
+            continue
+        kind, opcode, data, at = (item.get(k) for k in ("type", "opcode", "data", "time"))
+        if (
+            kind not in ("send", "receive")
+            or opcode not in (1, 2)
+            or not isinstance(data, str)
+            or isinstance(at, bool)
+            or not isinstance(at, (int, float))
+        ):
+            left += 1
+            continue
+        try:
+            payload = base64.b64decode(data, validate=True) if opcode == 2 else data.encode()
+        except binascii.Error:
+            left += 1
+            continue
+        last = max(last, round(max(at - started, 0.0) * 1000.0, 3))
+        sender = "client" if kind == "send" else "server"
+        messages.append(WebSocketMessage(sender, last, payload, opcode == 2))
+    if left:
+        notes.append(f"{left} WebSocket message(s) left out: not a text or binary message")
+    extension = entry.get("_reel")
+    close = extension.get("websocket_close") if isinstance(extension, Mapping) else None
+    ending = None
+    if isinstance(close, Mapping) and close.get("by") in WS_CLOSERS:
+        code = close.get("code")
+        ending = WebSocketClose(
+            code if isinstance(code, int) and not isinstance(code, bool) else None,
+            str(close.get("reason") or ""),
+            str(close["by"]),
+            max(_ms(close.get("at_ms")) or last, last),
+        )
+    return WebSocketLog(tuple(messages), ending)
+
+
+def _target(req: Mapping[str, Any], notes: list[str], *, websocket: bool = False) -> str:
     url = req.get("url")
     if not isinstance(url, str) or not url.strip():
         raise _Skip("the request has no url")
     url = url.strip().split("#", 1)[0]
     scheme = url.split(":", 1)[0].lower() if "://" in url else ""
+    if websocket and scheme in ("ws", "wss"):  # DevTools name the upgrade by its ws URL
+        scheme = "https" if scheme == "wss" else "http"
+        url = scheme + url[url.index(":") :]
     if scheme not in ("http", "https") and not url.startswith("/"):
         shown = url if len(url) <= 60 else url[:57] + "..."
         raise _Skip(f"not an HTTP request: {shown}")
@@ -173,7 +226,7 @@ def _pair(value: Any) -> bool:
     return isinstance(value, Mapping) and isinstance(value.get("name"), str)
 
 
-def _status(resp: Mapping[str, Any]) -> int:
+def _status(resp: Mapping[str, Any], *, websocket: bool = False) -> int:
     code: Any = resp.get("status")
     if isinstance(code, str) and code.strip().isdigit():
         code = int(code)
@@ -183,8 +236,11 @@ def _status(resp: Mapping[str, Any]) -> int:
         raise _Skip(f"no HTTP response: status {code}{why}: the request was aborted or failed")
     if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 999:
         raise _Skip(f"the response status {code!r} is not an HTTP status code")
-    if code == 101:
-        raise _Skip("a protocol switch (status 101, a WebSocket): Reel records HTTP exchanges")
+    if code == 101 and not websocket:
+        raise _Skip(
+            "a protocol switch (status 101) without its WebSocket messages "
+            "(no _webSocketMessages list): nothing to replay"
+        )
     return code
 
 

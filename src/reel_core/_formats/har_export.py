@@ -15,6 +15,12 @@ the millisecond frame by frame, in an ``_reel`` extension on the entry:
 null`` for an interaction without a timestamp, and the interaction's
 ``id``: :mod:`.har` reads them back.  A cut stream comes back ending
 cleanly where it broke off (an import records no cut).
+
+A WebSocket session is written the way Chrome's DevTools write one: the
+upgrade's entry (``_resourceType: "websocket"``, status 101) with its
+messages in ``_webSocketMessages``, each ``{"type": "send" | "receive",
+"time": epoch seconds, "opcode": 1 (text) | 2 (binary, base64), "data"}``;
+the close, which DevTools do not keep, goes in ``_reel.websocket_close``.
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from http import HTTPStatus
 from typing import Any
 
-from .._interaction import Interaction
+from .._interaction import Interaction, WebSocketLog
 from .._version import __version__
 from ._export import request_type, url_of
 
@@ -108,6 +115,21 @@ def _entry(ix: Interaction, base_url: str | None) -> dict[str, Any]:
             extension["cut"] = {"at_ms": receive, "error": resp.cut.error}
         extension["end_ms"] = receive
     wait = ttfb or 0.0
+    extra: dict[str, Any] = {}
+    if ix.websocket is not None:
+        extra = {
+            "_resourceType": "websocket",
+            "_webSocketMessages": _messages(ix.websocket, _epoch(ix.timestamp)),
+        }
+        close = ix.websocket.close
+        if close is not None:
+            extension["websocket_close"] = {
+                "code": close.code,
+                "reason": close.reason,
+                "by": close.by,
+                "at_ms": close.at_ms,
+            }
+        receive = close.at_ms if close is not None else 0.0
     return {
         "startedDateTime": ix.timestamp or _EPOCH,
         "time": wait + receive,
@@ -125,5 +147,29 @@ def _entry(ix: Interaction, base_url: str | None) -> dict[str, Any]:
         },
         "cache": {},
         "timings": {"send": 0, "wait": wait, "receive": receive},
+        **extra,
         "_reel": extension,
     }
+
+
+def _epoch(timestamp: str | None) -> float:
+    """A line's ``ts`` in epoch seconds (0: none, as ``startedDateTime``'s 1970)."""
+    if timestamp is None:
+        return 0.0
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def _messages(log: WebSocketLog, started: float) -> list[dict[str, Any]]:
+    """DevTools' ``_webSocketMessages``: absolute times, opcode 1 or 2."""
+    out = []
+    for m in log.messages:
+        data = base64.b64encode(m.data).decode("ascii") if m.binary else m.data.decode()
+        out.append(
+            {
+                "type": "send" if m.sender == "client" else "receive",
+                "time": started + m.at_ms / 1000.0,
+                "opcode": 2 if m.binary else 1,
+                "data": data,
+            }
+        )
+    return out

@@ -60,7 +60,8 @@ _WIDTH = 1 << 30
 
 def export(interactions: Sequence[Interaction], *, base_url: str | None = None) -> bytes:
     """The vcrpy cassette (UTF-8 YAML) of ``interactions``, in order."""
-    doc = {"interactions": [_interaction(ix, base_url) for ix in interactions], "version": 1}
+    kept = [_interaction(ix, base_url) for ix in interactions if exportable(ix)]
+    doc = {"interactions": kept, "version": 1}
     text: str = _yaml().dump(
         doc,
         Dumper=_dumper(),
@@ -72,13 +73,26 @@ def export(interactions: Sequence[Interaction], *, base_url: str | None = None) 
     return text.encode("utf-8")
 
 
+def exportable(ix: Interaction) -> bool:
+    """Whether a vcrpy cassette can hold ``ix`` at all: vcrpy has no
+    WebSocket, so a session is left out (said by :func:`losses`)."""
+    return ix.websocket is None
+
+
 def losses(interactions: Sequence[Interaction]) -> list[str]:
     """What a vcrpy cassette cannot hold of ``interactions``, one line each
     (nothing when it holds all of it)."""
+    sessions = sum(not exportable(ix) for ix in interactions)
+    interactions = [ix for ix in interactions if exportable(ix)]
     streams = sum(ix.response.stream is not None for ix in interactions)
     cut = sum(ix.response.cut is not None for ix in interactions)
     plain = sum(_request_encoding(ix.request)[1] != ix.request.encoding for ix in interactions)
     out = []
+    if sessions:
+        out.append(
+            f"{_count(sessions, 'WebSocket session')}: NOT exported (vcrpy has no WebSocket; "
+            "`reel export har` keeps them)"
+        )
     if streams:
         out.append(
             f"{_count(streams, 'stream')}: the frame timing is lost (vcrpy keeps no timing); "

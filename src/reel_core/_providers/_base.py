@@ -38,6 +38,9 @@ class Tally:
     fold JSON objects into it (``None`` means not reported yet)."""
 
     __slots__ = (
+        "audio_cached",
+        "audio_in",
+        "audio_out",
         "cache_write",
         "cached",
         "embeddings",
@@ -59,6 +62,11 @@ class Tally:
         self.cache_write: int | None = None
         self.includes_cached = True
         self.first_ms: float | None = None
+        #: Audio tokens (a part of ``input``, ``output``, ``cached``): the
+        #: realtime APIs report them apart, and price them apart.
+        self.audio_in: int | None = None
+        self.audio_out: int | None = None
+        self.audio_cached: int | None = None
 
     def set_model(self, value: Any) -> None:
         """Take ``value`` as the answering model when it names one."""
@@ -98,6 +106,11 @@ class Price:
     cached_input: float | None = None
     #: Cache-write rate (Anthropic's 5-minute writes); ``None``: the input rate.
     cache_write: float | None = None
+    #: Audio token rates of the realtime models (input, cached input,
+    #: output); ``None``: audio tokens are billed at the text rates.
+    audio_input: float | None = None
+    audio_cached_input: float | None = None
+    audio_output: float | None = None
 
 
 @dataclass(frozen=True)

@@ -134,11 +134,31 @@ def read_live_usage(tally: Tally, obj: dict[str, Any], kind: object) -> bool | N
         cached = count(meta.get("cachedContentTokenCount"))
         if cached is not None:
             tally.cached = (tally.cached or 0) + cached
+        for name, slot in (
+            ("promptTokensDetails", "audio_in"),
+            ("responseTokensDetails", "audio_out"),
+            ("cacheTokensDetails", "audio_cached"),
+        ):
+            audio = _audio_tokens(meta.get(name))
+            if audio is not None:
+                setattr(tally, slot, (getattr(tally, slot) or 0) + audio)
     turn = content.get("modelTurn") if isinstance(content, dict) else None
     parts = turn.get("parts") if isinstance(turn, dict) else None
     return isinstance(parts, list) and any(
         isinstance(p, dict) and (text(p.get("text")) or isinstance(p.get("inlineData"), dict))
         for p in parts
+    )
+
+
+def _audio_tokens(details: Any) -> int | None:
+    """The audio and video tokens of a Live ``*TokensDetails`` list (both
+    priced at the Live models' audio rate); ``None`` when it is no list."""
+    if not isinstance(details, list):
+        return None
+    return sum(
+        count(d.get("tokenCount")) or 0
+        for d in details
+        if isinstance(d, dict) and d.get("modality") in ("AUDIO", "VIDEO")
     )
 
 
@@ -188,6 +208,17 @@ PRICES: dict[str, Price] = {
     "gemini-2.5-flash-lite": Price(0.10, 0.40, 0.01),
     "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
     "gemini-2.0-flash-lite": Price(0.075, 0.30),
+    # -- Gemini Live (WebSocket sessions) ----------------------------------------
+    # Source: Google's pricing page (ai.google.dev/gemini-api/docs/pricing,
+    # paid tier) as quoted on 2026-05-16 (anttisahla.com, "Gemini 2.5 Flash
+    # Live Preview": input $0.50 text, $3.00 audio or video; output $2.00
+    # text, $12.00 audio) and, for gemini-2.0-flash-live-001, by Google's
+    # forum staff (discuss.ai.google.dev, "Pricing and usages for S2S
+    # models": $0.35 text and $2.10 audio/image/video input, $1.50 text and
+    # $8.50 audio output).  No cache rate is published for them.
+    "gemini-2.5-flash-native-audio": Price(0.50, 2.00, None, None, 3.00, None, 12.00),
+    "gemini-live-2.5-flash": Price(0.50, 2.00, None, None, 3.00, None, 12.00),
+    "gemini-2.0-flash-live": Price(0.35, 1.50, None, None, 2.10, None, 8.50),
 }
 
 #: Model names that are not a price key plus a snapshot suffix.
@@ -195,6 +226,8 @@ ALIASES: dict[str, str] = {
     "gemini-3-pro": "gemini-3-pro-preview",
     "gemini-3-flash": "gemini-3-flash-preview",
     "gemini-3.1-pro": "gemini-3.1-pro-preview",
+    "gemini-live-2.5-flash-preview-native-audio": "gemini-live-2.5-flash",
+    "gemini-2.5-flash-preview-native-audio-dialog": "gemini-2.5-flash-native-audio",
 }
 
 PROVIDER = Provider(

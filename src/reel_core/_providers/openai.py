@@ -309,6 +309,25 @@ PRICES: dict[str, Price] = {
     "text-embedding-3-small": Price(0.02, 0.0),
     "text-embedding-3-large": Price(0.13, 0.0),
     "text-embedding-ada-002": Price(0.10, 0.0),
+    # -- OpenAI Realtime (WebSocket sessions) ------------------------------------
+    # Source: OpenAI's model pages (developers.openai.com/api/docs/models/
+    # gpt-realtime-1.5, gpt-realtime-2, gpt-realtime-2.1-mini,
+    # gpt-4o-realtime-preview, gpt-4o-mini-realtime-preview: "Text tokens" and
+    # "Audio tokens", input / cached input / output per 1M), stored copies of
+    # 2026 (read 2026-11-22; gpt-realtime-2 and 2.1-mini name their "Quick
+    # comparison" with gpt-realtime-1.5 and gpt-realtime-mini, at the same
+    # rates).  gpt-realtime is at gpt-realtime-1.5's rates (its price since it
+    # shipped in August 2025).  gpt-4o-realtime-preview-2024-10-01 billed audio
+    # at $100/$200: its dated name resolves here, under-estimated.  Image
+    # input tokens are not modelled.  Price(text in, text out, text cached,
+    # None, audio in, audio cached, audio out).
+    "gpt-realtime": Price(4.00, 16.00, 0.40, None, 32.00, 0.40, 64.00),
+    "gpt-realtime-1.5": Price(4.00, 16.00, 0.40, None, 32.00, 0.40, 64.00),
+    "gpt-realtime-2": Price(4.00, 24.00, 0.40, None, 32.00, 0.40, 64.00),
+    "gpt-realtime-mini": Price(0.60, 2.40, 0.06, None, 10.00, 0.30, 20.00),
+    "gpt-realtime-2.1-mini": Price(0.60, 2.40, 0.06, None, 10.00, 0.30, 20.00),
+    "gpt-4o-realtime-preview": Price(5.00, 20.00, 2.50, None, 40.00, 2.50, 80.00),
+    "gpt-4o-mini-realtime-preview": Price(0.60, 2.40, 0.30, None, 10.00, 0.30, 20.00),
 }
 
 #: Model names that are not a price key plus a snapshot suffix.
@@ -349,6 +368,10 @@ def read_realtime_usage(tally: Tally, obj: dict[str, Any], kind: object) -> bool
         _add(tally, "input", count(usage.get("input_tokens")))
         _add(tally, "output", count(usage.get("output_tokens")))
         _add(tally, "cached", sub_count(usage, "input_token_details", "cached_tokens"))
+        details = mapping(usage.get("input_token_details"))
+        _add(tally, "audio_in", count(details.get("audio_tokens")))
+        _add(tally, "audio_cached", sub_count(details, "cached_tokens_details", "audio_tokens"))
+        _add(tally, "audio_out", sub_count(usage, "output_token_details", "audio_tokens"))
         return False
     if kind in REALTIME_DELTAS:
         return text(obj.get("delta"))

@@ -215,7 +215,7 @@ def test_requests_that_cannot_be_imported(req: dict[str, Any], why: str) -> None
         ({"status": True}, "the response status True is not an HTTP status code"),
         (
             {"status": 101},
-            "a protocol switch (status 101, a WebSocket): Reel records HTTP exchanges",
+            "a protocol switch (status 101) without its WebSocket messages",
         ),
         ({"content": []}, "the response content is a list, not an object"),
         ({"headers": None, "content": {"text": ["x"]}}, "the response body is a list, not text"),
