@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
+from typing import Any
 
 from ._codec import (
     KEY_PREFIX,
@@ -39,6 +40,7 @@ from ._errors import CassetteError, RemoteProtocolError
 from ._index import KeyIndex
 from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._match import MatchConfig
+from ._memo import KeyMemo
 from ._meta import CassetteMeta
 
 __all__ = [
@@ -130,6 +132,16 @@ class Cassette:
         self.keying = self.meta.match.keying()
         self._indexes: dict[MatchConfig, KeyIndex] = {self.keying: KeyIndex()}
         self._cursor = Cursor()
+        self._memos: dict[Hashable, KeyMemo[Any]] = {}
+
+    def memo(self, settings: Hashable) -> KeyMemo[Any]:
+        """The memo of keying answers under ``settings`` (see
+        :mod:`reel_core._memo`), shared by every engine playing this
+        cassette with the same settings."""
+        memo = self._memos.get(settings)
+        if memo is None:
+            memo = self._memos[settings] = KeyMemo()
+        return memo
 
     # -- loading -------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
+from ._memo import KeyMemo
 from ._miss import MissError, MissReport, build_miss_report
 from ._providers import route
 from ._record import Recorder, UpstreamError
@@ -134,6 +135,10 @@ class Engine:
         self._credentials = (
             CREDENTIAL_HEADERS | {n.encode("ascii") for n in names} if names else CREDENTIAL_HEADERS
         )
+        #: Keying's answers for requests seen before, under these settings.
+        self._memo: KeyMemo[tuple[Redactor, RecordedRequest, str]] = cassette.memo(
+            (self._redactor, self._credentials, self._keying, self.config.limits.max_body)
+        )
 
     # -- client side ---------------------------------------------------------
 
@@ -208,9 +213,6 @@ class Engine:
         try:
             if self._select is not None:
                 self._use(self._select(request))
-            # Until the next cycle: everything written or said about this
-            # exchange is scrubbed of the request's credential values too.
-            self.redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
             self._match_and_decide(request)
         except RemoteProtocolError as exc:
             self._refuse(exc.status, "reel_bad_cassette", str(exc))
@@ -229,8 +231,9 @@ class Engine:
         mode = self.config.mode
         keyed: Callable[[], tuple[RecordedRequest, str]]
         if mode in (Mode.REPLAY, Mode.AUTO):
-            recorded = self.recorded_request(request)
-            key = recorded.key(self._keying)
+            # Until the next cycle: everything written or said about this
+            # exchange is scrubbed of the request's credential values too.
+            self.redactor, recorded, key = self._memo.get(request, lambda: self._key(request))
             keyed = lambda: (recorded, key)  # noqa: E731 - for a miss forwarded in auto mode
             interaction = self.cassette.play(key, self._keying, repeat=self._repeat)
             similarity = None
@@ -266,6 +269,7 @@ class Engine:
                 )
                 return
         else:
+            self.redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
             # Nothing here needs the key in record and live modes: the secret
             # check, the key and the recording's name wait until the binding
             # sent the request (for the recording, until the client has its
@@ -298,6 +302,13 @@ class Engine:
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
         self._events.append(Forward(request, known, mode.records, url, request.websocket))
+
+    def _key(self, request: Request) -> tuple[Redactor, RecordedRequest, str]:
+        """The exchange's redactor, ``request`` redacted and its match key."""
+        redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
+        self.redactor = redactor  # in force even if keying raises
+        recorded = record_request(request, redactor, self.config.limits.max_body)
+        return redactor, recorded, recorded.key(self._keying)
 
     def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
         """``request`` redacted, and its match key: computed once, when first
