@@ -18,9 +18,7 @@ NORMALIZED = MatchConfig()
 def _lines() -> list[bytes]:
     """Lines of every kind a loader meets: Reel's own, hand-formatted ones
     (parsed to be read), blank and bad ones."""
-    ours = [
-        interaction(body=b'{"model":"m","n":%d}' % n, id=f"i{n}").to_line() for n in range(5)
-    ]
+    ours = [interaction(body=b'{"model":"m","n":%d}' % n, id=f"i{n}").to_line() for n in range(5)]
     edited = json.dumps(json.loads(ours[2]), indent=None, separators=(", ", ": ")).encode()
     return [
         CassetteMeta().to_line(),
