@@ -161,6 +161,7 @@ class Cassette:
         self._indexes: dict[MatchConfig, KeyIndex] = {self.keying: KeyIndex()}
         self._cursor = Cursor()
         self._memos: dict[Hashable, KeyMemo[Any]] = {}
+        self._caches: dict[Hashable, dict[Any, Any]] = {}
 
     def memo(self, settings: Hashable) -> KeyMemo[Any]:
         """The memo of keying answers under ``settings`` (see
@@ -170,6 +171,15 @@ class Cassette:
         if memo is None:
             memo = self._memos[settings] = KeyMemo()
         return memo
+
+    def cache(self, settings: Hashable) -> dict[Any, Any]:
+        """A dict for what engines playing this cassette with ``settings``
+        derive from its recordings and share (the replay events of each
+        recording played, see :meth:`Engine._replay`)."""
+        cache = self._caches.get(settings)
+        if cache is None:
+            cache = self._caches[settings] = {}
+        return cache
 
     # -- loading -------------------------------------------------------------
 

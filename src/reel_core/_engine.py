@@ -54,6 +54,8 @@ from ._state import Input, State, transition
 __all__ = ["Engine"]
 
 _JSON = (b"content-type", b"application/json")
+#: How many recordings' replay events an engine keeps at most.
+_REPLAYS_KEPT = 4096
 
 
 def json_response(status: int, body: bytes, *, head_only: bool = False) -> tuple[Event, ...]:
@@ -138,6 +140,12 @@ class Engine:
         #: Keying's answers for requests seen before, under these settings.
         self._memo: KeyMemo[tuple[Redactor, RecordedRequest, str]] = cassette.memo(
             (self._redactor, self._credentials, self._keying, self.config.limits.max_body)
+        )
+        #: The events replaying each recording served lately (they are
+        #: values), shared by the engines of this cassette and timing:
+        #: ``(id, head only) -> (the recording, its events)``.
+        self._replays: dict[tuple[int, bool], tuple[Interaction, tuple[Event, ...]]] = (
+            cassette.cache(("replays", self.config.timing))
         )
 
     # -- client side ---------------------------------------------------------
@@ -374,7 +382,19 @@ class Engine:
         if isinstance(event, Miss):
             raise MissError(event.report)
 
-    def _replay(self, interaction: Interaction, *, head_only: bool) -> list[Event]:
+    def _replay(self, interaction: Interaction, *, head_only: bool) -> tuple[Event, ...]:
+        """The events replaying ``interaction``, made once for each
+        recording played again (the same request sent again, a retry)."""
+        cached = self._replays.get((id(interaction), head_only))
+        if cached is not None and cached[0] is interaction:
+            return cached[1]
+        if len(self._replays) >= _REPLAYS_KEPT:
+            self._replays.clear()
+        events = tuple(self._replay_events(interaction, head_only=head_only))
+        self._replays[(id(interaction), head_only)] = (interaction, events)
+        return events
+
+    def _replay_events(self, interaction: Interaction, *, head_only: bool) -> list[Event]:
         response = interaction.response
         headers = _wire_headers(response.headers)
         timing = self.config.timing

@@ -31,9 +31,9 @@ __all__ = ["MAX_BODY", "MAX_BYTES", "MAX_ENTRIES", "KeyMemo"]
 #: Larger bodies are keyed every time (their keying dwarfs httpx's cost anyway).
 MAX_BODY = 64 * 1024
 #: At most this many requests are remembered per cassette and settings ...
-MAX_ENTRIES = 1024
+MAX_ENTRIES = 4096
 #: ... holding at most this many body bytes together.
-MAX_BYTES = 4 * 1024 * 1024
+MAX_BYTES = 16 * 1024 * 1024
 
 T = TypeVar("T")
 

@@ -11,6 +11,7 @@ from reel_core import (
     Config,
     Engine,
     Forward,
+    Frame,
     MatchConfig,
     MatchMode,
     Miss,
@@ -18,6 +19,7 @@ from reel_core import (
     Redactor,
     Replay,
     Request,
+    _engine,
     _memo,
 )
 from reel_core._memo import KeyMemo
@@ -176,3 +178,29 @@ def test_settings_do_not_share_a_memo() -> None:
     assert keys[0] == keys[2] != keys[1]  # ignoring "temperature": another key
     memos = {id(e._memo) for e in (normalized, ignoring, no_pii)}
     assert len(memos) == 3
+
+
+# -- a recording's replay events, made once -----------------------------------
+
+
+def test_a_recording_played_again_replays_the_same_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_engine, "_REPLAYS_KEPT", 1)  # the second recording evicts the first
+    one = interaction(body=b'{"model":"a"}', id="one", response_body=b'{"n":1}')
+    two = interaction(
+        body=b'{"model":"b"}',
+        id="two",
+        stream="sse",
+        frames=[(0.0, b"data: 1\n\n"), (5.0, b"data: 2\n\n")],
+        end_ms=6.0,
+    )
+    engine = Engine(cassette_of(one, two), Config())
+    first = [_play(engine, request(b'{"model":"a"}'))[1:] for _ in range(2)]
+    assert first[0] == first[1]
+    assert [type(e).__name__ for e in first[0]] == ["ResponseHead", "Frame", "EndOfResponse"]
+    stream = _play(engine, request(b'{"model":"b"}'))[1:]
+    assert [e.data for e in stream if isinstance(e, Frame)] == [b"data: 1\n\n", b"data: 2\n\n"]
+    assert _play(engine, request(b'{"model":"a"}'))[1:] == first[0]  # made again
+    head = _play(engine, request(b'{"model":"a"}', method="HEAD"))[1:]
+    assert [type(e).__name__ for e in head] == ["ResponseHead", "EndOfResponse"]
