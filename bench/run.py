@@ -44,6 +44,7 @@ SECTIONS = (
     "fast",
     "big",
     "record",
+    "inrecord",
     "memory",
     "stores",
 )
@@ -191,6 +192,7 @@ def measure(run: Run) -> None:
         run.section("fast", lambda: streaming.fast_mode(run.work, backends, plan.fast_seconds))
         run.section("big", lambda: streaming.big_stream(run.work, backends, plan.big_megabytes))
         run.section("record", lambda: proxy.record_overhead(plan.record_requests, run.work))
+        run.section("inrecord", lambda: inprocess.record_ttfb(plan.record_requests // 3, run.work))
         run.section(
             "memory",
             lambda: [proxy.memory(run.corpus(n), run.corpus(10), 2000) for n in plan.memory_sizes],
@@ -278,6 +280,15 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
             f"{relay / 1000:.2f} ms (Reel {record[row][f'{what}_vs_relay']}x of it)",
             None,
         )
+    inrecord = results.get("inrecord", [])
+    if inrecord:
+        added = max(r["added_ttfb_p50_us"] for r in inrecord)
+        add(
+            "inrecord",
+            "in-process record adds <= 1 ms at p50 TTFB (a new transport each request)",
+            f"{added / 1000:.2f} ms",
+            added <= 1000,
+        )
     memory = results.get("memory", [])
     if memory:
         worst = max(r["added_rss_vs_file"] for r in memory)
@@ -326,6 +337,10 @@ CAPTIONS = {
     "values plain and zstd-compressed), and appends per second from 8 writer threads into "
     "one cassette of each; *_vs_files is Redis over files in the same run. No rows without "
     "redis-server.",
+    "inrecord": "5b. In-process record: time to the first body chunk of a request recorded "
+    "through a new Reel transport each time (as an SDK helper makes a client of its own; "
+    "the transport's first request included) vs the same request straight to the same local "
+    "upstream on a long-lived httpx client, interleaved.",
     "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served requests "
     "from it, vs the same proxy on a 10-interaction cassette.",
 }

@@ -37,7 +37,7 @@ __all__ = [
 #: descriptor and a read per line.
 ON_DEMAND_FROM = 32 * 1024 * 1024
 #: How much of the file is read at a time while indexing it.
-PIECE = 4 * 1024 * 1024
+PIECE = 1024 * 1024
 
 
 class FileLines:
