@@ -21,6 +21,7 @@ oldest entries go first.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -44,7 +45,9 @@ class KeyMemo(Generic[T]):
     __slots__ = ("_bytes", "_entries")
 
     def __init__(self) -> None:
-        self._entries: dict[Request, T] = {}
+        # popitem(last=False) takes the oldest in one step: engines on other
+        # threads (each player has its own lock) may share a cassette
+        self._entries: OrderedDict[Request, T] = OrderedDict()
         self._bytes = 0
 
     def __len__(self) -> int:
@@ -63,8 +66,7 @@ class KeyMemo(Generic[T]):
         value = compute()
         entries[request] = value
         self._bytes += body
-        while len(entries) > MAX_ENTRIES or self._bytes > MAX_BYTES:
-            oldest = next(iter(entries))
-            del entries[oldest]
+        while entries and (len(entries) > MAX_ENTRIES or self._bytes > MAX_BYTES):
+            oldest, _ = entries.popitem(last=False)
             self._bytes -= len(oldest.body)
         return value
