@@ -31,7 +31,7 @@ from ._data import (
     request_body,
 )
 
-__all__ = ["replay_cost", "vcr_run"]
+__all__ = ["record_ttfb", "replay_cost", "vcr_run"]
 
 URL = BASE_URL + PATH
 
@@ -132,3 +132,55 @@ def flatness(rows: Sequence[Row], key: Callable[[Row], float]) -> float:
     """Largest over smallest of a figure across cassette sizes."""
     values = [key(r) for r in rows]
     return ratio(max(values), min(values))
+
+
+def record_ttfb(requests: int, work: Path) -> list[Row]:
+    """In-process record: time to the first body chunk of a request
+    recorded through a *new* Reel transport each time (what an SDK helper
+    does: a client of its own), first request of each transport included,
+    next to the same request sent straight to the same local upstream (the
+    fake OpenAI of ``tests/fakes``) on a long-lived client, interleaved."""
+    from ._common import spawn
+
+    rows: list[Row] = []
+    upstream_args = ["-m", "tests.fakes.upstream", "--port", "0", "--frame-delay", "0.001"]
+    with spawn(upstream_args) as upstream, httpx.Client() as direct:
+        url = upstream.url + PATH
+        for stream in (False, True):
+            times: dict[str, list[float]] = {"direct": [], "reel": []}
+            for i in range(requests + 5):
+                content = request_body(10_000 + i, stream=stream)  # each one a new recording
+                cassette = work / f"in-process-record-{int(stream)}.jsonl"
+                for side in ("direct", "reel"):
+                    client = (
+                        direct
+                        if side == "direct"
+                        else httpx.Client(transport=Transport(cassette, mode="auto"))
+                    )
+                    start = time.perf_counter()
+                    with client.stream("POST", url, content=content, headers=REQUEST_HEADERS) as r:
+                        chunks = r.iter_raw()
+                        first = next(chunks, b"")
+                        ttfb = time.perf_counter() - start
+                        for _ in chunks:  # read to the end: the recording is kept then
+                            pass
+                    if r.status_code != 200 or not first:
+                        raise RuntimeError(f"{side} answered {r.status_code}")
+                    if client is not direct:
+                        client.close()
+                    if i >= 5:  # the first ones warm imports and connections
+                        times[side].append(ttfb)
+            direct_p50, reel_p50 = median(times["direct"]), median(times["reel"])
+            rows.append(
+                {
+                    "request": "stream (SSE)" if stream else "non-stream",
+                    "direct_ttfb_p50_us": us(direct_p50),
+                    "reel_ttfb_p50_us": us(reel_p50),
+                    "added_ttfb_p50_us": us(reel_p50 - direct_p50),
+                    "added_ttfb_p90_us": us(
+                        percentile(times["reel"], 90) - percentile(times["direct"], 90)
+                    ),
+                    "requests": requests,
+                }
+            )
+    return rows

@@ -1,5 +1,6 @@
-"""2. Cassette open to first replay: reading the file, indexing it and
-serving one request (the last line's), next to reading and splitting the
+"""2. Cassette open to first replay: opening the file as the bindings do
+(``CassetteFile``: read whole, or indexed in pieces when large), indexing it
+and serving one request (the last line's), next to reading and splitting the
 file, ``json.loads`` of every line, and vcrpy's open of the same
 interactions (measured in its child process, to its first replay too).
 """
@@ -13,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reel_core import Cassette, Config, EndOfResponse, Engine, Mode, Request, ResponseHead
+from reel_bindings import CassetteFile
+from reel_core import Config, EndOfResponse, Engine, Mode, Request, ResponseHead
 
 from ._common import Row, ratio
 from ._data import PATH, Corpus, is_stream, request_body
@@ -22,7 +24,9 @@ __all__ = ["open_row"]
 
 
 def _reel_open(path: Path, body: bytes) -> None:
-    cassette = Cassette.loads(path.read_bytes(), name=str(path))
+    # as every binding opens it: a large file is indexed in pieces, its
+    # lines left in the file (reel_bindings._files.FileLines)
+    cassette = CassetteFile(path, mode=Mode.REPLAY).cassette
     session = Engine(cassette, Config(mode=Mode.REPLAY))
     session.receive_request(Request("POST", PATH, (), body))
     while not isinstance(event := session.next_event(), EndOfResponse):

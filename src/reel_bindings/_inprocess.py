@@ -111,6 +111,9 @@ class Player:
             hint=hint,
         )
         self.lock = threading.Lock()
+        #: The engine that served the last replay, ready for the next request
+        #: (an engine that forwards is handed to its :class:`Upstreaming`).
+        self._engine: Engine | None = None
         #: Every miss served so far (the pytest plugin fails a test on them).
         self.misses: list[MissReport] = []
         #: What each request got, as ``(method, path, outcome)`` (the run report).
@@ -136,7 +139,9 @@ class Player:
         """The answer to ``request``, or (to send it upstream) the feed of
         its forward."""
         with self.lock:  # the engine plays the shared cassette
-            engine = Engine(self.file.cassette, self.config)
+            engine, self._engine = self._engine, None
+            if engine is None or engine.cassette is not self.file.cassette:
+                engine = Engine(self.file.cassette, self.config)
             engine.receive_request(request, now=time.time())
             event = engine.next_event()
             if isinstance(event, Forward):
@@ -164,6 +169,8 @@ class Player:
                 self.freshness.stale_served(request.method, request.path, decision.stale)
             outcome = {Replay: "hit", Miss: "miss"}.get(type(decision), "refused")
             self.outcomes.append((request.method, request.path, outcome))
+            engine.start_next_cycle()
+            self._engine = engine
             return Decision(decision, head, tuple(events))
 
 

@@ -6,7 +6,7 @@ loop, clock reads or file opens: bindings do the I/O.
 """
 
 from ._body import ContentDecoder, decode_body, decode_content, encode_body
-from ._cassette import Cassette, safe_cassette_name
+from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
     DecodedLine,
@@ -140,6 +140,7 @@ __all__ = [
     "Input",
     "Interaction",
     "Limits",
+    "LineSource",
     "LocalProtocolError",
     "MatchConfig",
     "MatchMode",

@@ -18,15 +18,21 @@ from here as before.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 from ._codec import (
     KEY_PREFIX,
     CassetteWarning,
     KeyedRun,
+    ParsedLine,
     decode_cassette,
+    decode_head,
+    decode_parts,
     encoding_problem,
     format_timestamp,
     is_meta_line,
@@ -39,6 +45,7 @@ from ._errors import CassetteError, RemoteProtocolError
 from ._index import KeyIndex
 from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._match import MatchConfig
+from ._memo import KeyMemo
 from ._meta import CassetteMeta
 from ._ws_pool import SessionPool, WebSocketLease
 
@@ -47,6 +54,7 @@ __all__ = [
     "CassetteMeta",
     "CassetteWarning",
     "Interaction",
+    "LineSource",
     "RecordedRequest",
     "RecordedResponse",
     "StreamCut",
@@ -60,6 +68,19 @@ __all__ = [
 ]
 
 
+class LineSource(Protocol):
+    """Where the lines of a cassette lie: ``bytes``, or what a binding
+    offers instead (the file itself, read on demand)."""
+
+    def __getitem__(self, index: slice, /) -> bytes: ...
+
+    def __len__(self) -> int: ...
+
+    def find(self, sub: bytes, start: int, end: int, /) -> int: ...
+
+    def startswith(self, prefix: bytes, start: int, end: int, /) -> bool: ...
+
+
 class _Lines:
     """The lines of a cassette, column by column: line ``i`` is
     ``sources[i][starts[i]:ends[i]]``, a slice of the bytes the cassette was
@@ -70,11 +91,12 @@ class _Lines:
     __slots__ = ("ends", "keys", "numbers", "parsed", "sources", "starts")
 
     def __init__(self) -> None:
-        self.sources: list[bytes] = []
-        self.starts: list[int] = []
-        self.ends: list[int] = []
+        self.sources: list[LineSource] = []
+        # machine integers, 8 bytes a line (a list of ints costs 36)
+        self.starts = array("q")
+        self.ends = array("q")
         #: 1-based numbers of the lines in their file, for error messages.
-        self.numbers: list[int] = []
+        self.numbers = array("q")
         self.keys: list[str] = []
         #: Each line parsed, once it was used.
         self.parsed: list[Interaction | None] = []
@@ -91,32 +113,40 @@ class _Lines:
         self.parsed.append(parsed)
 
     def extend(
-        self, source: bytes, starts: list[int], ends: list[int], keys: list[str], number: int
+        self, source: LineSource, starts: list[int], ends: list[int], keys: list[str], number: int
     ) -> None:
         """Add the lines ``source[starts[i]:ends[i]]``, numbered from ``number``."""
         count = len(keys)
         self.sources += [source] * count
-        self.starts += starts
-        self.ends += ends
-        self.numbers += range(number, number + count)
+        self.starts.extend(starts)
+        self.ends.extend(ends)
+        self.numbers.extend(range(number, number + count))
         self.keys += keys
         self.parsed += [None] * count
 
     def clear(self) -> None:
         for column in (self.sources, self.starts, self.ends, self.numbers, self.keys, self.parsed):
-            column.clear()
+            del column[:]
 
     def raw(self, i: int) -> bytes:
         source, start, end = self.sources[i], self.starts[i], self.ends[i]
-        if start == 0 and end == len(source):
+        if type(source) is bytes and start == 0 and end == len(source):
             return source
         return source[start:end]
 
     def holds(self, i: int, needle: bytes) -> bool:
-        return self.sources[i].find(needle, self.starts[i], self.ends[i]) >= 0
+        """Whether line ``i`` may hold ``needle`` (yes when its source
+        cannot say: the line is then parsed, and found bad)."""
+        try:
+            return self.sources[i].find(needle, self.starts[i], self.ends[i]) >= 0
+        except ValueError:
+            return True
 
     def starts_with(self, i: int, prefix: bytes) -> bool:
-        return self.sources[i].startswith(prefix, self.starts[i], self.ends[i])
+        try:
+            return self.sources[i].startswith(prefix, self.starts[i], self.ends[i])
+        except ValueError:
+            return False
 
 
 class Cassette:
@@ -133,6 +163,26 @@ class Cassette:
         self._cursor = Cursor()
         #: The WebSocket recordings of each upgrade key replayed so far.
         self._pools: dict[tuple[MatchConfig, str, int], SessionPool] = {}
+        self._memos: dict[Hashable, KeyMemo[Any]] = {}
+        self._caches: dict[Hashable, dict[Any, Any]] = {}
+
+    def memo(self, settings: Hashable) -> KeyMemo[Any]:
+        """The memo of keying answers under ``settings`` (see
+        :mod:`reel_core._memo`), shared by every engine playing this
+        cassette with the same settings."""
+        memo = self._memos.get(settings)
+        if memo is None:
+            memo = self._memos[settings] = KeyMemo()
+        return memo
+
+    def cache(self, settings: Hashable) -> dict[Any, Any]:
+        """A dict for what engines playing this cassette with ``settings``
+        derive from its recordings and share (the replay events of each
+        recording played, see :meth:`Engine._replay`)."""
+        cache = self._caches.get(settings)
+        if cache is None:
+            cache = self._caches[settings] = {}
+        return cache
 
     # -- loading -------------------------------------------------------------
 
@@ -147,16 +197,54 @@ class Cassette:
         """
         meta, parts = decode_cassette(data, name, strict=strict)
         cassette = cls(name, meta)
-        index, lines = cassette._indexes[cassette.keying], cassette._lines
+        cassette._file(parts, None)
+        return cassette
+
+    @classmethod
+    def load_pieces(
+        cls,
+        pieces: Iterable[tuple[int, bytes]],
+        source: LineSource,
+        *,
+        name: str = "<memory>",
+        strict: bool = True,
+    ) -> Cassette:
+        """Index a cassette handed over in pieces (see
+        :func:`~reel_core._codec.decode_pieces`) whose lines stay in
+        ``source``: the whole file, read again for a line when it is first
+        used.  Only the index (keys and offsets) is kept, not the pieces, so
+        a large cassette is never in memory whole.  ``source`` raises
+        ``ValueError`` when it can no longer give a line back (the file
+        changed): that line is then a bad line (:class:`CassetteError`)."""
+        pieces = iter(pieces)
+        first = next(pieces, (0, b""))
+        head = decode_head(first[1], name)
+        cassette = cls(name, head.meta)
+        parts = decode_parts(
+            itertools.chain([first], pieces), name, head, strict=strict, stacklevel=4
+        )
+        del first  # each piece is let go once its lines are filed
+        cassette._file(parts, source)
+        return cassette
+
+    def _file(self, parts: Iterable[KeyedRun | ParsedLine], source: LineSource | None) -> None:
+        """Index ``parts``; lines of Reel's stay in ``source`` (``None``:
+        in the bytes they were found in)."""
+        index, lines = self._indexes[self.keying], self._lines
         for part in parts:
             if isinstance(part, KeyedRun):
+                starts, ends = part.starts, part.ends
+                if source is not None and part.origin:
+                    starts = [start + part.origin for start in starts]
+                    ends = [end + part.origin for end in ends]
                 # Lines are filed where they lie in ``data``: no split, no copy.
                 index.bulk_load(part.keys, len(lines))
-                lines.extend(part.source, part.starts, part.ends, part.keys, part.number)
+                lines.extend(
+                    part.source if source is None else source, starts, ends, part.keys, part.number
+                )
             else:
                 index.add(part.interaction.key, len(lines))
                 lines.append(part.raw, part.number, part.interaction.key, part.interaction)
-        return cassette
 
     def _slow_parse(self, raw: bytes, number: int) -> Interaction:
         try:
@@ -177,7 +265,11 @@ class Cassette:
         lines = self._lines
         parsed = lines.parsed[i]
         if parsed is None:
-            parsed = self._slow_parse(lines.raw(i), lines.numbers[i])
+            try:
+                raw = lines.raw(i)
+            except ValueError as exc:  # a source that cannot give it back
+                raise CassetteError(self.name, lines.numbers[i], str(exc)) from None
+            parsed = self._slow_parse(raw, lines.numbers[i])
             if parsed.key != lines.keys[i]:  # a hand-edited line naming two keys
                 raise CassetteError(self.name, lines.numbers[i], "key changed while parsing")
             lines.parsed[i] = parsed

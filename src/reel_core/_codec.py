@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from ._errors import CassetteError, SchemaVersionError
@@ -37,10 +37,13 @@ __all__ = [
     "CassetteWarning",
     "DecodedLine",
     "DecodedLines",
+    "Head",
     "KeyedRun",
     "ParsedLine",
     "decode_cassette",
+    "decode_head",
     "decode_lines",
+    "decode_parts",
     "encoding_problem",
     "format_timestamp",
     "interaction_from_json",
@@ -139,13 +142,16 @@ def is_meta_line(raw: bytes) -> bool:
 
 class KeyedRun(NamedTuple):
     """Lines of Reel's, not parsed: ``source[starts[i]:ends[i]]`` with key
-    ``keys[i]``, numbered from ``number`` in their file."""
+    ``keys[i]``, numbered from ``number`` in their file.  ``source`` is the
+    piece of the file they were found in, which starts ``origin`` bytes
+    into the file (0 for a whole file)."""
 
     source: bytes
     starts: list[int]
     ends: list[int]
     keys: list[str]
     number: int
+    origin: int = 0
 
 
 class ParsedLine(NamedTuple):
@@ -169,62 +175,113 @@ def decode_cassette(
     :class:`SchemaVersionError` either way, and a file that is no cassette
     at all (:func:`not_a_cassette`) raises :class:`CassetteError`.
     """
+    head = decode_head(data, name)
+    parts = decode_parts([(0, data)], name, head, strict=strict, stacklevel=4)
+    return head.meta, list(parts)
+
+
+class Head(NamedTuple):
+    """What the start of a cassette file says: its ``_meta`` settings
+    (``None`` without that line), and where its first interaction line
+    starts (``pos``, after the number ``number`` of lines before it)."""
+
+    meta: CassetteMeta | None
+    pos: int
+    number: int
+
+
+def decode_head(data: bytes, name: str) -> Head:
+    """The :class:`Head` of a cassette whose first bytes (its first line
+    whole, at least) are ``data``; :class:`CassetteError` for a file that
+    is no UTF-8 text or a bad ``_meta`` line."""
     problem = encoding_problem(data)
     if problem is not None:
         raise CassetteError(name, None, problem)
     # a byte order mark an editor added is skipped, not cut off: no copy
     pos = len(_BOM) if data.startswith(_BOM) else 0
-    size = len(data)
-    find = data.find
-    first_end = find(b"\n", pos)
+    first_end = data.find(b"\n", pos)
     if first_end < 0:
-        first_end = size
-    meta = None
-    number = 0  # the number of the line before ``pos``
-    if is_meta_line(data[pos:first_end]):
-        try:
-            obj = json.loads(data[pos:first_end])
-        except (ValueError, RecursionError) as exc:
-            raise CassetteError(name, 1, f"the _meta line is not JSON ({exc})") from None
-        meta = meta_from_json(obj, name)
-        pos, number = first_end + 1, 1
-    parts: list[KeyedRun | ParsedLine] = []
+        first_end = len(data)
+    if not is_meta_line(data[pos:first_end]):
+        return Head(None, pos, 0)
+    try:
+        obj = json.loads(data[pos:first_end])
+    except (ValueError, RecursionError) as exc:
+        raise CassetteError(name, 1, f"the _meta line is not JSON ({exc})") from None
+    return Head(meta_from_json(obj, name), first_end + 1, 1)
+
+
+def decode_parts(
+    pieces: Iterable[tuple[int, bytes]],
+    name: str,
+    head: Head,
+    *,
+    strict: bool = True,
+    stacklevel: int = 3,
+) -> Iterator[KeyedRun | ParsedLine]:
+    """The lines of a cassette handed over in pieces, as they are found, so
+    that a large file need never be in memory whole: ``(offset, piece)``
+    in file order, each piece but the last ending with a newline (a line
+    is never split between two), the first one read by
+    :func:`decode_head` (``head``).  Lines of Reel's are found where they
+    lie in their piece (:class:`KeyedRun`, with the piece's offset), so a
+    binding can read them again later from the file itself.  Bad lines
+    are refused or skipped as :func:`decode_cassette` says, once every
+    piece was read."""
+    number = head.number  # the number of the line before ``pos``
     read = 0
     skipped: list[tuple[int, bytes, str]] = []
-    # Lines are found where they lie in ``data``: no split, no copy.
-    while pos <= size:
-        starts, ends, keys = scan_keyed(data, pos)
-        if keys:
-            parts.append(KeyedRun(data, starts, ends, keys, number + 1))
-            number += len(keys)
-            read += len(keys)
-            pos = ends[-1] + 1
-            continue
-        end = find(b"\n", pos)
-        if end < 0:
-            end = size  # the last line (torn if it is not JSON)
-        number += 1
-        raw = data[pos:end]
-        pos = end + 1
-        if not raw.strip():
-            continue
-        try:
-            parsed = read_line(raw)
-        except ValueError as exc:
-            reason = str(exc) + (torn_note(str(exc)) if end == size else "")
-            if strict:
-                raise CassetteError(name, number, reason) from None
-            skipped.append((number, raw, reason))
-            continue
-        parts.append(ParsedLine(raw, number, parsed))
-        read += 1
+    pos = head.pos
+    for origin, data, last in _with_last(pieces):
+        size = len(data)
+        stop = size if last else size - 1  # a piece's last newline ends its last line
+        find = data.find
+        # Lines are found where they lie in ``data``: no split, no copy.
+        while pos <= stop:
+            starts, ends, keys = scan_keyed(data, pos)
+            if keys:
+                yield KeyedRun(data, starts, ends, keys, number + 1, origin)
+                number += len(keys)
+                read += len(keys)
+                pos = ends[-1] + 1
+                continue
+            end = find(b"\n", pos)
+            if end < 0:
+                end = size  # the last line (torn if it is not JSON)
+            number += 1
+            raw = data[pos:end]
+            pos = end + 1
+            if not raw.strip():
+                continue
+            try:
+                parsed = read_line(raw)
+            except ValueError as exc:
+                reason = str(exc) + (torn_note(str(exc)) if last and end == size else "")
+                if strict:
+                    raise CassetteError(name, number, reason) from None
+                skipped.append((number, raw, reason))
+                continue
+            yield ParsedLine(raw, number, parsed)
+            read += 1
+        pos = 0
     if skipped:
-        junk = not_a_cassette(meta is not None, read, skipped)
+        junk = not_a_cassette(head.meta is not None, read, skipped)
         if junk is not None:
             raise CassetteError(name, None, junk)
         for number, _, reason in skipped:
-            warnings.warn(f"{name}:{number}: skipped: {reason}", CassetteWarning, stacklevel=3)
-    return meta, parts
+            warnings.warn(
+                f"{name}:{number}: skipped: {reason}", CassetteWarning, stacklevel=stacklevel
+            )
+
+
+def _with_last(pieces: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, bytes, bool]]:
+    """Each piece, and whether it is the last."""
+    previous = None
+    for piece in pieces:
+        if previous is not None:
+            yield *previous, False
+        previous = piece
+    yield *(previous or (0, b"")), True
 
 
 def scan_keyed(data: bytes, pos: int) -> tuple[list[int], list[int], list[str]]:

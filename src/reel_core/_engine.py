@@ -46,6 +46,7 @@ from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
+from ._memo import KeyMemo
 from ._miss import MissError, MissReport, build_miss_report
 from ._providers import route
 from ._record import Recorder, UpstreamError
@@ -57,6 +58,8 @@ from ._ui import UiConfig, UiRefusal, ui_request
 __all__ = ["Engine"]
 
 _JSON = (b"content-type", b"application/json")
+#: How many recordings' replay events an engine keeps at most.
+_REPLAYS_KEPT = 4096
 
 
 def json_response(status: int, body: bytes, *, head_only: bool = False) -> tuple[Event, ...]:
@@ -145,6 +148,16 @@ class Engine:
         self._credentials = (
             CREDENTIAL_HEADERS | {n.encode("ascii") for n in names} if names else CREDENTIAL_HEADERS
         )
+        #: Keying's answers for requests seen before, under these settings.
+        self._memo: KeyMemo[tuple[Redactor, RecordedRequest, str]] = cassette.memo(
+            (self._redactor, self._credentials, self._keying, self.config.limits.max_body)
+        )
+        #: The events replaying each recording served lately (they are
+        #: values), shared by the engines of this cassette and timing:
+        #: ``(id, head only) -> (the recording, its events)``.
+        self._replays: dict[tuple[int, bool], tuple[Interaction, tuple[Event, ...]]] = (
+            cassette.cache(("replays", self.config.timing))
+        )
 
     # -- client side ---------------------------------------------------------
 
@@ -225,9 +238,6 @@ class Engine:
         try:
             if self._select is not None:
                 self._use(self._select(request))
-            # Until the next cycle: everything written or said about this
-            # exchange is scrubbed of the request's credential values too.
-            self.redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
             self._match_and_decide(request)
         except RemoteProtocolError as exc:
             self._refuse(exc.status, "reel_bad_cassette", str(exc))
@@ -275,8 +285,9 @@ class Engine:
         mode = self.config.mode
         keyed: Callable[[], tuple[RecordedRequest, str]]
         if mode in (Mode.REPLAY, Mode.AUTO):
-            recorded = self.recorded_request(request)
-            key = recorded.key(self._keying)
+            # Until the next cycle: everything written or said about this
+            # exchange is scrubbed of the request's credential values too.
+            self.redactor, recorded, key = self._memo.get(request, lambda: self._key(request))
             keyed = lambda: (recorded, key)  # noqa: E731 - for a miss forwarded in auto mode
             starts = self.cassette.plays(key, self._keying) == 0
             interaction = self.cassette.play(key, self._keying, repeat=self._repeat)
@@ -325,6 +336,7 @@ class Engine:
                 )
                 return
         else:
+            self.redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
             # Nothing here needs the key in record and live modes: the secret
             # check, the key and the recording's name wait until the binding
             # sent the request (for the recording, until the client has its
@@ -373,6 +385,13 @@ class Engine:
             )
         first = self.cassette.first(key, self._keying)  # None: a line that does not parse
         return staleness(first.timestamp if first else None, self._max_age, self._now)
+
+    def _key(self, request: Request) -> tuple[Redactor, RecordedRequest, str]:
+        """The exchange's redactor, ``request`` redacted and its match key."""
+        redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
+        self.redactor = redactor  # in force even if keying raises
+        recorded = record_request(request, redactor, self.config.limits.max_body)
+        return redactor, recorded, recorded.key(self._keying)
 
     def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
         """``request`` redacted, and its match key: computed once, when first
@@ -438,7 +457,19 @@ class Engine:
         if isinstance(event, Miss):
             raise MissError(event.report)
 
-    def _replay(self, interaction: Interaction, *, head_only: bool) -> list[Event]:
+    def _replay(self, interaction: Interaction, *, head_only: bool) -> tuple[Event, ...]:
+        """The events replaying ``interaction``, made once for each
+        recording played again (the same request sent again, a retry)."""
+        cached = self._replays.get((id(interaction), head_only))
+        if cached is not None and cached[0] is interaction:
+            return cached[1]
+        if len(self._replays) >= _REPLAYS_KEPT:
+            self._replays.clear()
+        events = tuple(self._replay_events(interaction, head_only=head_only))
+        self._replays[(id(interaction), head_only)] = (interaction, events)
+        return events
+
+    def _replay_events(self, interaction: Interaction, *, head_only: bool) -> list[Event]:
         response = interaction.response
         headers = _wire_headers(response.headers)
         timing = self.config.timing

@@ -63,6 +63,7 @@ class MatchConfig:
     threshold: float = 0.85
     similarity: Callable[[str, str], float] | None = field(default=None, compare=False)
     _paths: tuple[JSONPath, ...] = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.ignore_fields and self.mode not in (MatchMode.IGNORE_FIELDS, MatchMode.FUZZY):
@@ -73,6 +74,12 @@ class MatchConfig:
             raise ConfigError(f"fuzzy threshold must be from 0 to 1, not {self.threshold}")
         object.__setattr__(self, "ignore_fields", tuple(self.ignore_fields))
         object.__setattr__(self, "_paths", tuple(parse_path(p) for p in self.ignore_fields))
+        object.__setattr__(self, "_hash", hash((self.mode, self.ignore_fields, self.threshold)))
+
+    def __hash__(self) -> int:
+        # Settings key every index and play count lookup, several times a
+        # request: hashed once (an Enum's hash is a Python call).
+        return self._hash
 
     @property
     def paths(self) -> tuple[JSONPath, ...]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from reel_bindings import CassetteFile
+from reel_bindings import _files as files
 from reel_core import (
     Cassette,
     CassetteError,
@@ -37,6 +38,7 @@ def line_for(writer: str, n: int, size: int = 2000) -> bytes:
 WRITER = """
 import sys
 from reel_bindings import CassetteFile
+from reel_bindings import _files as files
 from reel_core import Mode
 sys.path.insert(0, {tests!r})
 from bindings.test_files import line_for
@@ -223,3 +225,118 @@ def test_strict_opening_parses_every_line(tmp_path: Path) -> None:
     assert len(CassetteFile(path, mode=Mode.REPLAY).cassette) == 2  # indexed only
     with pytest.raises(CassetteError, match=r":2: not a JSON line"):
         CassetteFile(path, mode=Mode.REPLAY, strict=True)
+
+
+# -- a large cassette: indexed in pieces, its lines read from the file --------
+
+
+@pytest.fixture
+def on_demand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every cassette file counts as large, read in small pieces."""
+    monkeypatch.setattr(files, "ON_DEMAND_FROM", 0)
+    monkeypatch.setattr(files, "PIECE", 5000)  # a line of line_for is 2.3 KB
+
+
+def _write(path: Path, lines: list[bytes]) -> None:
+    path.write_bytes(CassetteMeta().to_line() + b"".join(lines))
+
+
+@pytest.mark.usefixtures("on_demand")
+def test_a_large_cassette_reads_as_a_small_one(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    long = line_for("long", 0, size=20_000)  # longer than a piece
+    _write(path, [line_for("a", n) for n in range(7)] + [long, b"junk\n", line_for("b", 0)])
+    with pytest.warns(CassetteWarning, match=r"c\.jsonl:10: skipped: not a JSON line"):
+        large = CassetteFile(path, mode=Mode.REPLAY).cassette
+    assert isinstance(large._lines.sources[0], files.FileLines)
+    with pytest.warns(CassetteWarning):
+        small = Cassette.loads(path.read_bytes(), strict=False)
+    assert [i.id for i in large] == [i.id for i in small]
+    assert list(large) == list(small)
+    assert len(large) == 9
+
+
+@pytest.mark.usefixtures("on_demand")
+def test_strict_opening_of_a_large_cassette_parses_every_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    key = "sha256:" + "0" * 64
+    path.write_bytes(line_for("a", 0) + b'{"key":"' + key.encode() + b'","id":x}\n')
+    assert len(CassetteFile(path, mode=Mode.REPLAY).cassette) == 2  # indexed only
+    with pytest.raises(CassetteError, match=r":2: not a JSON line"):
+        CassetteFile(path, mode=Mode.REPLAY, strict=True)
+
+
+@pytest.mark.usefixtures("on_demand")
+def test_a_large_cassette_cut_short_while_open_answers_a_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    lines = [line_for("a", n) for n in range(3)]
+    _write(path, lines)
+    cassette = CassetteFile(path, mode=Mode.REPLAY).cassette
+    first = next(iter(cassette))  # parsed now: kept
+    with path.open("r+b") as f:  # rewritten in place, shorter
+        f.truncate(len(CassetteMeta().to_line()) + len(lines[0]) + 10)
+    keying = MatchConfig()
+    assert cassette.play(first.key, keying) == first
+    last = json.loads(lines[2])["key"]
+    with pytest.raises(CassetteError, match=r":4: the cassette file was cut short"):
+        cassette.play(last, keying)
+
+
+@pytest.mark.usefixtures("on_demand")
+def test_a_large_cassette_that_grows_while_open(tmp_path: Path) -> None:
+    """Lines this process appends are served from memory; lines another
+    writer appends after the open are not seen (as for a small cassette),
+    and the lines read on demand stay right."""
+    path = tmp_path / "c.jsonl"
+    _write(path, [line_for("a", n) for n in range(3)])
+    file = CassetteFile(path, mode=Mode.AUTO)
+    other = CassetteFile(path, mode=Mode.AUTO)
+    other.append(line_for("other", 0))
+    mine = Cassette.loads(line_for("mine", 0)).interactions()[0]
+    file.cassette.add(mine)
+    file.append(mine.to_line())
+    writers = [json.loads(i.request.body)["writer"] for i in file.cassette]
+    assert writers == ["a", "a", "a", "mine"]
+    reopened = CassetteFile(path, mode=Mode.REPLAY).cassette
+    assert [json.loads(i.request.body)["writer"] for i in reopened] == [
+        "a",
+        "a",
+        "a",
+        "other",
+        "mine",
+    ]
+
+
+def test_file_lines_read_slices_and_search(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"0123456789")
+    lines = files.FileLines(path)
+    assert len(lines) == 10
+    assert lines[2:5] == b"234"
+    assert lines[5:5] == b""
+    assert lines[8:100] == b"89"
+    assert lines.find(b"45", 0, 10) == 4
+    assert lines.find(b"45", 5, 10) == -1
+    assert lines.startswith(b"23", 2, 10)
+    assert not lines.startswith(b"23", 2, 3)
+    assert list(lines.pieces(4)) == [(0, b"0123456789")]  # no newline: one piece
+    lines.close()
+    with pytest.raises(ValueError, match="cannot read the cassette file again"):
+        lines[0:1]
+
+
+def test_file_lines_pieces_end_at_newlines(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    data = b"ab\ncdefgh\ni\n\njk"
+    path.write_bytes(data)
+    pieces = list(files.FileLines(path).pieces(4))
+    assert b"".join(p for _, p in pieces) == data
+    assert all(p.endswith(b"\n") for _, p in pieces[:-1])
+    assert len(pieces) == 4  # "ab", then "cdefgh" longer than a piece
+    assert [data[o : o + len(p)] for o, p in pieces] == [p for _, p in pieces]
+
+
+def test_a_small_cassette_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    _write(path, [line_for("a", 0)])
+    assert type(CassetteFile(path, mode=Mode.REPLAY).cassette._lines.sources[0]) is bytes

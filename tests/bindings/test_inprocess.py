@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import certifi
 import httpx
 import httpx2
 import pytest
@@ -340,3 +341,41 @@ def test_async_transport_reads_a_streamed_upload_whole(
     assert anyio.run(go, backend=backend) == 200
     assert fake.requests[-1].body == FORM_BODY
     assert _stored_form(cassette).endswith("client_secret=[REDACTED:query-secret]")
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_transports_share_one_ssl_context(
+    tmp_path: Path, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch, family: Any
+) -> None:
+    """Each SDK helper makes a transport; loading the CA roots for each
+    delayed its first recorded request.  One context per process serves
+    every transport's pools (each still has its own pool), and another
+    SSL_CERT_FILE gets a context of its own."""
+    from reel_bindings import _transport
+
+    made: list[object] = []
+    real = family.create_ssl_context
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        made.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(family, "create_ssl_context", counting)
+    monkeypatch.setattr(_transport, "_SSL_CONTEXTS", {})
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    transports = [Transport(tmp_path / f"{n}.jsonl", mode="record") for n in range(3)]
+    for transport in transports:
+        with family.Client(transport=transport) as client:
+            r = client.post(fake.url + CHAT, content=body("ctx", stream=False))
+            assert r.status_code == 200
+    assert len(made) == 1
+    pools = [next(iter(t._upstreams.values())) for t in transports]
+    assert len({id(p) for p in pools}) == 3  # a pool each, closed with its transport
+    first = _transport.ssl_context(family)
+    roots = tmp_path / "roots.pem"
+    roots.write_bytes(Path(certifi.where()).read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(roots))
+    other = _transport.ssl_context(family)
+    assert other is not first
+    assert _transport.ssl_context(family) is other
+    assert len(made) == 2

@@ -176,6 +176,7 @@ def _line_of(interaction: Interaction, hand_edited: bool) -> bytes:
 @given(
     loaded=st.lists(st.tuples(st.sampled_from(_LABELS), st.booleans()), max_size=8),
     junk=st.booleans(),
+    cuts=st.none() | st.sets(st.integers(min_value=1, max_value=9)),
     ops=st.lists(
         st.tuples(
             st.sampled_from(["play", "play", "play", "add", "add-unplayed"]),
@@ -189,8 +190,11 @@ def _line_of(interaction: Interaction, hand_edited: bool) -> bytes:
 def test_a_cassette_serves_recordings_once_each_in_order(
     loaded: list[tuple[str, bool]],
     junk: bool,
+    cuts: set[int] | None,
     ops: Sequence[tuple[str, str, int, bool]],
 ) -> None:
+    """``cuts``: loaded in pieces cut before those lines
+    (``Cassette.load_pieces``), each line then read from the source."""
     model = Model()
     lines = [b'{"_meta":{"schema":1}}\n']
     for label, hand_edited in loaded:
@@ -200,7 +204,16 @@ def test_a_cassette_serves_recordings_once_each_in_order(
         lines.insert(len(lines) // 2 + 1, b"not json\n")  # skipped by a tolerant load
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CassetteWarning)
-        cassette = Cassette.loads(b"".join(lines), strict=False)
+        data = b"".join(lines)
+        if cuts is None:
+            cassette = Cassette.loads(data, strict=False)
+        else:
+            bounds = [0, *sorted(c for c in cuts if c < len(lines)), len(lines)]
+            offsets = [sum(map(len, lines[:b])) for b in bounds]
+            pieces = [
+                (offsets[i], data[offsets[i] : offsets[i + 1]]) for i in range(len(bounds) - 1)
+            ]
+            cassette = Cassette.load_pieces(pieces, data, strict=False)
     settings = [cassette.keying, MatchConfig(MatchMode.EXACT)]
     for op, label, which, repeat in ops:
         config = settings[which]
