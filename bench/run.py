@@ -29,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import inprocess, opening, proxy, stores, streaming
+from bench import imports, inprocess, opening, proxy, stores, streaming
 from bench._common import ROOT, Row, machine, pinned
 from bench._data import Corpus
 
@@ -37,6 +37,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 SECTIONS = (
+    "import",
     "replay",
     "open",
     "proxy",
@@ -70,6 +71,8 @@ class Plan:
     #: The cassette the stores section opens, and each writer's appends.
     store_size: int = 10_000
     store_appends: int = 500
+    #: Fresh interpreters per module in the import section (the best counts).
+    import_repeat: int = 10
 
 
 FULL = Plan(
@@ -103,6 +106,7 @@ QUICK = Plan(
     memory_size=10_000,
     store_size=1_000,
     store_appends=50,
+    import_repeat=3,
 )
 
 
@@ -150,6 +154,7 @@ def _log(message: str) -> None:
 def measure(run: Run) -> None:
     plan = run.plan
     backends = ["asyncio", "trio"]
+    run.section("import", lambda: imports.import_rows(plan.import_repeat))
     run.section(
         "replay",
         lambda: [
@@ -206,6 +211,17 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
     def add(section: str, target: str, figure: str, met: bool | None) -> None:
         out.append({"section": section, "target": target, "figure": figure, "met": met})
 
+    imported = {r["module"]: r for r in results.get("import", [])}
+    if imported:
+        core = imported["reel_core"]["import_ms"]
+        add("import", "import reel_core <= 60 ms", f"{core} ms", core <= 60)
+        http = imported["reel_bindings.httpcore"]
+        add(
+            "import",
+            "import reel_bindings.httpcore <= 70 ms, no client family imported",
+            f"{http['import_ms']} ms, families: {http['families_imported']}",
+            http["import_ms"] <= 70 and http["families_imported"] == "none",
+        )
     replay = results.get("replay", [])
     if replay:
         worst = max(r["reel_vs_floor"] for r in replay)
@@ -292,6 +308,10 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
 # -- output --------------------------------------------------------------------
 
 CAPTIONS = {
+    "import": "0. Import cost: `import X` in a fresh interpreter (byte-code cached), best of "
+    "runs, ms (-X importtime's cumulative figure, without the interpreter's start-up), and "
+    "the client families it pulled in. httpx and httpx2 are the reference: the transports "
+    "used to import both up front.",
     "replay": "1. In-process replay, per request (p50 us): httpx + Reel's Transport, "
     "vcrpy (matching method, uri, body) and the floor (httpx.MockTransport with a canned "
     "response). Each request is the first play of its recording.",
