@@ -26,6 +26,7 @@ from reel_core import (
     Limits,
     MatchConfig,
     Miss,
+    MissError,
     MissReport,
     Mode,
     Redactor,
@@ -44,7 +45,7 @@ from ._settings import Settings, mode_from_env
 from ._store import Store, StoreUnavailableError
 from ._store_url import check_store
 
-__all__ = ["CLIENT_CLOSED", "Decision", "Player", "Upstreaming", "mode_from_env"]
+__all__ = ["CLIENT_CLOSED", "Binding", "Decision", "Player", "Upstreaming", "mode_from_env"]
 
 IN_PROCESS_HINT = (
     "run again with REEL_MODE=auto to record what is missing "
@@ -198,3 +199,46 @@ class Upstreaming:
             recorded = self._engine.record()
         if recorded is not None:
             self._player.file.append(recorded.line)
+
+
+class Binding:
+    """What every in-process binding holds, whatever its client library: a
+    :class:`Player` on the cassette, and whether a miss raises.  The
+    httpx/httpx2 transports and the requests adapter take the same
+    arguments; each adds its own ``upstream``."""
+
+    def __init__(
+        self,
+        cassette: str | os.PathLike[str] | CassetteFile,
+        *,
+        mode: Mode | str | None = None,
+        match: MatchConfig | None = None,
+        timing: Timing | str = "realtime",
+        repeat: bool | None = None,
+        strict: bool = False,
+        redactor: Redactor | None = None,
+        hint: str = IN_PROCESS_HINT,
+        store: Store | str | None = None,
+    ) -> None:
+        super().__init__()  # the client library's base, if it has one
+        self.player = Player(
+            cassette,
+            mode=mode,
+            match=match,
+            timing=timing,
+            repeat=repeat,
+            redactor=redactor,
+            hint=hint,
+            store=store,
+        )
+        self.strict = strict
+
+    @property
+    def misses(self) -> list[MissReport]:
+        """Miss reports served so far (the pytest plugin fails tests on them)."""
+        return self.player.misses
+
+    def _check(self, decision: Decision) -> None:
+        """Raise the miss of ``decision`` when ``strict``."""
+        if decision.miss is not None and self.strict:
+            raise MissError(decision.miss)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from reel_core import (
     Cut,
     MatchConfig,
-    MissError,
     Mode,
     Redactor,
     Request,
@@ -27,7 +26,7 @@ from reel_core import (
 )
 
 from ._files import CassetteFile
-from ._inprocess import IN_PROCESS_HINT, Decision, Player
+from ._inprocess import IN_PROCESS_HINT, Binding, Decision
 from ._proxy_env import environment_proxies, proxy_for
 from ._relay import Failure
 from ._store import Store
@@ -201,7 +200,9 @@ def cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
     return exc
 
 
-class Base:
+class Base(Binding):
+    """The transports' own part: the pools forwards go through."""
+
     def __init__(
         self,
         cassette: str | os.PathLike[str] | CassetteFile,
@@ -216,17 +217,17 @@ class Base:
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
     ) -> None:
-        self.player = Player(
+        super().__init__(
             cassette,
             mode=mode,
             match=match,
             timing=timing,
             repeat=repeat,
+            strict=strict,
             redactor=redactor,
             hint=hint,
             store=store,
         )
-        self.strict = strict
         #: The pools forwards go through, by client family and proxy URL
         #: (``""``: direct); an ``upstream`` given serves its family always.
         self._upstreams: dict[tuple[str, str], Any] = {}
@@ -254,15 +255,6 @@ class Base:
             # would hold connections that close() never closes)
             upstream = self._upstreams.setdefault((family.__name__, proxy), made)
         return upstream
-
-    @property
-    def misses(self) -> list[Any]:
-        """Miss reports served so far (the pytest plugin fails tests on them)."""
-        return self.player.misses
-
-    def _check(self, decision: Decision) -> None:
-        if decision.miss is not None and self.strict:
-            raise MissError(decision.miss)
 
     def _replay_response(self, family: ModuleType, decision: Decision, content: Any) -> Any:
         return family.Response(
