@@ -25,7 +25,7 @@ from tests.property.strategies import garbage_cassette_bytes, garbage_request_by
 
 from .fuzz_targets import cassette_bytes, client_bytes
 
-pytestmark = pytest.mark.fuzz
+pytestmark = [pytest.mark.fuzz, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ_SECONDS = float(os.environ.get("REEL_FUZZ_SECONDS", "6"))
