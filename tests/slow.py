@@ -7,6 +7,11 @@ stays within a few minutes on two cores.  They run when ``CI`` or
 ``.ci/run`` sets ``CI=true`` and runs that same README command, so CI
 runs every test.  An explicit ``-m`` decides alone (``-m slow``: only
 them; ``-m "slow or not slow"``: everything).
+
+When they run, they run first: the longest jobs started first keep two
+workers busy to the end (with ``--dist worksteal``, in ``addopts``, an idle
+worker takes half of what another has left), where a soak started last
+would leave one worker alone with it for a minute.
 """
 
 from __future__ import annotations
@@ -34,13 +39,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", SLOW_HELP)
 
 
+def _is_slow(item: pytest.Item) -> bool:
+    return item.get_closest_marker("slow") is not None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if full_run() or config.getoption("markexpr"):
+        items.sort(key=lambda item: not _is_slow(item))  # stable: slow ones first
         return
-    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    slow = [item for item in items if _is_slow(item)]
     if slow:
         config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+        items[:] = [item for item in items if not _is_slow(item)]
 
 
 def pytest_report_header(config: pytest.Config) -> str:

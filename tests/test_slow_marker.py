@@ -50,6 +50,18 @@ def test_ci_or_reel_full_runs_them(
     result.stdout.fnmatch_lines(["slow tests: included*"])
 
 
+def test_they_run_first(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    result = _run(suite, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "test_suite.py::test_a_soak",
+            "test_suite.py::TestStress::test_one",
+            "test_suite.py::test_quick",
+        ]
+    )
+
+
 def test_a_false_value_does_not(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "false")
     monkeypatch.setenv("REEL_FULL", "0")
