@@ -55,6 +55,10 @@ class _Upstream(BaseHTTPRequestHandler):
     """The fake upstream: request ``i`` (its ``Question i:``) gets answer ``i``."""
 
     protocol_version = "HTTP/1.1"
+    # One write per response, sent at once: head and body written apart
+    # would wait out the client's delayed ACK (40 ms a request).
+    wbufsize = -1
+    disable_nagle_algorithm = True
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["content-length"]))
@@ -66,6 +70,7 @@ class _Upstream(BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+        self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
