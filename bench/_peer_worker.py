@@ -188,8 +188,12 @@ def main(argv: list[str]) -> None:
             played.append(body)
             if time.perf_counter() >= stop and len(times) >= 3:
                 break
+        stop = time.perf_counter() + budget  # the warm plays get a budget of their own
         try:
-            warm_times = [_post(client, url, body) for body in played]
+            for body in played:
+                warm_times.append(_post(client, url, body))
+                if time.perf_counter() >= stop and len(warm_times) >= 3:
+                    break
         except Exception as exc:
             warm_note = f"a second play fails ({type(exc).__name__})"
         context.__exit__(None, None, None)
