@@ -1,6 +1,8 @@
-"""Development tasks: ``nox -s tests property lint typecheck docs bench``."""
+"""Development tasks: ``nox -s tests property lint typecheck docs bench package``."""
 
 from __future__ import annotations
+
+import shutil
 
 import nox
 
@@ -59,3 +61,13 @@ def bench(session: nox.Session) -> None:
     """Benchmarks: writes bench/results/latest.{md,json}. ``-- --quick`` for a smoke run."""
     session.install("-e", ".[test,bench]")
     session.run("python", "bench/run.py", *session.posargs)
+
+
+@nox.session
+def package(session: nox.Session) -> None:
+    """Build the wheel and sdist into dist/ and smoke-test the wheel from a
+    fresh venv (scripts/smoke_wheel.py), as .ci/run does."""
+    session.install("build>=1.0")
+    shutil.rmtree("dist", ignore_errors=True)  # one wheel and one sdist, this version's
+    session.run("python", "-m", "build", "--outdir", "dist", ".")
+    session.run("python", "scripts/smoke_wheel.py", "dist")

@@ -1,12 +1,15 @@
 """1. In-process replay cost per request: an httpx client on Reel's
-transport, on vcrpy, and on the floor (``httpx.MockTransport`` answering a
-canned response) -- the same non-stream chat completions, same client code.
+transport, on vcrpy, on cassetter and agenttape, and on the floor
+(``httpx.MockTransport`` answering a canned response) -- the same non-stream
+chat completions, same client code.
 
 Every timed request is the first play of its recording (what a test suite
 does): a small cassette is reopened (untimed) between rounds, a large one
 gives each request a recording of its own.  vcrpy patches httpx's
 transports, so it runs in a child process (:mod:`bench._vcr_worker`) and
-never touches the Reel or floor measurements.
+never touches the Reel or floor measurements; so do cassetter and
+agenttape (:mod:`bench._peer_worker`), each recording its own cassette
+against a local fake upstream first.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -31,7 +34,10 @@ from ._data import (
     request_body,
 )
 
-__all__ = ["record_ttfb", "replay_cost", "vcr_run"]
+__all__ = ["PEERS", "peer_run", "record_ttfb", "replay_cost", "vcr_run"]
+
+#: The peers that record their own cassettes (see bench/_peer_worker.py).
+PEERS = ("cassetter", "agenttape")
 
 URL = BASE_URL + PATH
 
@@ -68,12 +74,39 @@ def vcr_run(corpus: Corpus, indices: Sequence[int], budget: float) -> dict[str, 
     return result
 
 
+def peer_run(
+    peer: str, n: int, indices: Sequence[int], budget: float, work: Path
+) -> dict[str, Any]:
+    """``peer`` (cassetter or agenttape) in a child process: it records its
+    own ``n``-interaction cassette into ``work``, then opens it and replays
+    ``indices``.  ``{"skipped": why}`` when it could not."""
+    args = ["-m", "bench._peer_worker", peer, str(n), ",".join(map(str, indices)), str(budget)]
+    try:
+        return cast(dict[str, Any], run_json([*args, str(work)]))
+    except RuntimeError as exc:  # it crashed: say so in the table, go on
+        return {"skipped": f"failed: {str(exc).splitlines()[-1][:200]}"}
+
+
+def _peer_columns(row: Row, peer: str, result: dict[str, Any], floor_p50: float) -> None:
+    if "skipped" in result:
+        row[f"{peer}_us"] = result["skipped"]
+        return
+    first = median(result["times"])
+    row[f"{peer}_us"] = us(first)
+    row[f"{peer}_vs_floor"] = ratio(first, floor_p50)
+    if result["warm"]:
+        row[f"{peer}_warm_us"] = us(median(result["warm"]))
+    else:
+        row[f"{peer}_warm_us"] = f"none: {result['warm_note']}"
+
+
 def replay_cost(
     corpus: Corpus,
     requests: int,
     *,
     blocks: int = 4,
     vcr: dict[str, Any] | None = None,
+    peers: dict[str, dict[str, Any]] | None = None,
 ) -> Row:
     """Per-request time of Reel and of the floor (interleaved in ``blocks``),
     next to vcrpy's (measured in a child, passed in as ``vcr``)."""
@@ -119,6 +152,8 @@ def replay_cost(
         row["vcrpy_us"] = us(vcr_p50)
         row["vcrpy_requests"] = len(vcr["times"])
         row["vcrpy_vs_reel"] = ratio(vcr_p50, reel_p50, 1)
+    for peer, result in (peers or {}).items():
+        _peer_columns(row, peer, result, floor_p50)
     return row
 
 

@@ -2,7 +2,8 @@
 (``CassetteFile``: read whole, or indexed in pieces when large), indexing it
 and serving one request (the last line's), next to reading and splitting the
 file, ``json.loads`` of every line, and vcrpy's open of the same
-interactions (measured in its child process, to its first replay too).
+interactions (measured in its child process, to its first replay too), and
+cassetter's and agenttape's of their own cassettes where they ran.
 """
 
 from __future__ import annotations
@@ -54,7 +55,12 @@ def _timed(fn: Callable[[], object], repeat: int) -> float:
     return best
 
 
-def open_row(corpus: Corpus, repeat: int, vcr: dict[str, Any] | None) -> Row:
+def open_row(
+    corpus: Corpus,
+    repeat: int,
+    vcr: dict[str, Any] | None,
+    peers: dict[str, dict[str, Any]] | None = None,
+) -> Row:
     """Best of ``repeat`` runs of each (one of json.loads at the largest sizes)."""
     path = corpus.write_reel()
     last = corpus.n - 1
@@ -81,4 +87,8 @@ def open_row(corpus: Corpus, repeat: int, vcr: dict[str, Any] | None) -> Row:
     if vcr is not None:
         row["vcrpy_ms"] = round(vcr["open_s"] * 1000, 1)
         row["vcrpy_vs_reel"] = ratio(vcr["open_s"], reel, 1)
+    for peer, result in (peers or {}).items():  # their own cassettes, when they ran
+        if "open_s" in result:
+            row[f"{peer}_ms"] = round(result["open_s"] * 1000, 1)
+            row[f"{peer}_vs_reel"] = ratio(result["open_s"], reel, 1)
     return row

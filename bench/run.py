@@ -29,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import inprocess, opening, proxy, stores, streaming, websocket
+from bench import imports, inprocess, opening, proxy, stores, streaming, websocket
 from bench._common import ROOT, Row, machine, pinned
 from bench._data import Corpus
 
@@ -37,6 +37,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 SECTIONS = (
+    "import",
     "replay",
     "open",
     "proxy",
@@ -59,6 +60,9 @@ class Plan:
     replay_sizes: tuple[int, ...]
     replay_requests: int
     vcr_budget: float
+    #: The sizes at which cassetter and agenttape record their own cassettes
+    #: and replay them (each recording takes a while: not every size).
+    peer_sizes: tuple[int, ...]
     open_sizes: tuple[int, ...]
     open_repeat: int
     proxy_seconds: float
@@ -80,12 +84,15 @@ class Plan:
     ws_sessions: int = 3
     ws_rounds: int = 3
     ws_fast_seconds: float = 2.0
+    #: Fresh interpreters per module in the import section (the best counts).
+    import_repeat: int = 10
 
 
 FULL = Plan(
     replay_sizes=(10, 1_000, 10_000, 100_000),
     replay_requests=2000,
     vcr_budget=4.0,
+    peer_sizes=(10, 1_000, 10_000),
     open_sizes=(1_000, 10_000, 100_000),
     open_repeat=3,
     proxy_seconds=2.0,
@@ -101,6 +108,7 @@ QUICK = Plan(
     replay_sizes=(10, 1_000),
     replay_requests=400,
     vcr_budget=0.5,
+    peer_sizes=(10,),
     open_sizes=(1_000,),
     open_repeat=2,
     proxy_seconds=0.4,
@@ -117,6 +125,7 @@ QUICK = Plan(
     ws_sessions=1,
     ws_rounds=1,
     ws_fast_seconds=0.4,
+    import_repeat=3,
 )
 
 
@@ -129,6 +138,7 @@ class Run:
         self.sections = sections
         self.corpora: dict[int, Corpus] = {}
         self.vcr: dict[int, dict[str, Any]] = {}
+        self.peers: dict[int, dict[str, dict[str, Any]]] = {}
         self.results: dict[str, list[Row]] = {}
         self.started = time.perf_counter()
         self.seconds: dict[str, float] = {}
@@ -147,6 +157,23 @@ class Run:
             self.vcr[n] = inprocess.vcr_run(corpus, indices, self.plan.vcr_budget)
         return self.vcr[n]
 
+    def peers_for(self, n: int) -> dict[str, dict[str, Any]]:
+        """cassetter's and agenttape's figures on their own size-``n``
+        cassettes (each records its own, in a child process of its own); a
+        size not in the plan's ``peer_sizes`` is skipped, saying so."""
+        if n not in self.peers:
+            if n not in self.plan.peer_sizes:
+                sizes = ", ".join(f"{s:,}" for s in self.plan.peer_sizes)
+                skipped = {"skipped": f"not run at this size (peers run at {sizes})"}
+                return dict.fromkeys(inprocess.PEERS, skipped)
+            corpus = self.corpus(n)
+            indices = corpus.non_stream(self.plan.replay_requests)
+            self.peers[n] = {
+                peer: inprocess.peer_run(peer, n, indices, self.plan.vcr_budget, self.work)
+                for peer in inprocess.PEERS
+            }
+        return self.peers[n]
+
     def section(self, name: str, measure: Callable[[], list[Row]]) -> None:
         if name not in self.sections:
             return
@@ -164,17 +191,20 @@ def _log(message: str) -> None:
 def measure(run: Run) -> None:
     plan = run.plan
     backends = ["asyncio", "trio"]
+    run.section("import", lambda: imports.import_rows(plan.import_repeat))
     run.section(
         "replay",
         lambda: [
-            inprocess.replay_cost(run.corpus(n), plan.replay_requests, vcr=run.vcr_for(n))
+            inprocess.replay_cost(
+                run.corpus(n), plan.replay_requests, vcr=run.vcr_for(n), peers=run.peers_for(n)
+            )
             for n in plan.replay_sizes
         ],
     )
     run.section(
         "open",
         lambda: [
-            opening.open_row(run.corpus(n), plan.open_repeat, run.vcr_for(n))
+            opening.open_row(run.corpus(n), plan.open_repeat, run.vcr_for(n), run.peers.get(n))
             for n in plan.open_sizes
         ],
     )
@@ -228,6 +258,17 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
     def add(section: str, target: str, figure: str, met: bool | None) -> None:
         out.append({"section": section, "target": target, "figure": figure, "met": met})
 
+    imported = {r["module"]: r for r in results.get("import", [])}
+    if imported:
+        core = imported["reel_core"]["import_ms"]
+        add("import", "import reel_core <= 60 ms", f"{core} ms", core <= 60)
+        http = imported["reel_bindings.httpcore"]
+        add(
+            "import",
+            "import reel_bindings.httpcore <= 70 ms, no client family imported",
+            f"{http['import_ms']} ms, families: {http['families_imported']}",
+            http["import_ms"] <= 70 and http["families_imported"] == "none",
+        )
     replay = results.get("replay", [])
     if replay:
         worst = max(r["reel_vs_floor"] for r in replay)
@@ -242,6 +283,15 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
         )
         vcr = min(r.get("vcrpy_vs_reel", float("inf")) for r in replay)
         add("replay", "vcrpy per request vs Reel (no target)", f"{vcr}x slower or more", None)
+        for peer in inprocess.PEERS:
+            ratios = [r[f"{peer}_vs_floor"] for r in replay if f"{peer}_vs_floor" in r]
+            if ratios:
+                add(
+                    "replay",
+                    f"{peer} first play vs the floor (no target; Reel's above)",
+                    f"{min(ratios)}x-{max(ratios)}x",
+                    None,
+                )
     opened = results.get("open", [])
     if opened:
         worst = max(r["reel_vs_split"] for r in opened)
@@ -337,12 +387,21 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
 # -- output --------------------------------------------------------------------
 
 CAPTIONS = {
+    "import": "0. Import cost: `import X` in a fresh interpreter (byte-code cached), best of "
+    "runs, ms (-X importtime's cumulative figure, without the interpreter's start-up), and "
+    "the client families it pulled in. httpx and httpx2 are the reference: the transports "
+    "used to import both up front.",
     "replay": "1. In-process replay, per request (p50 us): httpx + Reel's Transport, "
     "vcrpy (matching method, uri, body) and the floor (httpx.MockTransport with a canned "
-    "response). Each request is the first play of its recording.",
+    "response). Each request is the first play of its recording; warm: its second play. "
+    "cassetter and agenttape each record their own cassette of the same requests against "
+    "a local fake upstream answering the same bodies (non-stream: agenttape records no "
+    "streams), then replay it (matching method, URI and body), each in a process of its "
+    "own; *_vs_floor is over this row's floor.",
     "open": "2. Cassette open to first replay (ms, best of runs): Reel reads, indexes and "
     "serves one request; baselines read and split the file, json.loads every line, and "
-    "vcrpy's use_cassette + first request. read_ms is reading the file alone: "
+    "vcrpy's use_cassette + first request (cassetter's and agenttape's on their own "
+    "cassettes of the same size where they ran). read_ms is reading the file alone: "
     "json_loads_vs_read bounds what any open that reads the file can reach.",
     "proxy": "3. Proxy replay throughput, keep-alive (fast timing): Reel's proxy vs a "
     "minimal h11-on-anyio server with a fixed response; server and load generator on "

@@ -42,6 +42,7 @@ REPLACE = {
     # Reel's own async helpers and modules
     "_async": "_sync",
     "arelay": "relay",
+    "aframes": "frames",
     "sleep_until": "sleep_until_sync",
     # the clock: anyio.current_time() -> time.monotonic()
     "anyio": "time",

@@ -1,5 +1,8 @@
 """Shared fixtures: every async test runs on asyncio and on trio; and at the
-end of the run, no secret any test sent may be in a file under basetemp."""
+end of the run, no secret any test sent may be in a file under basetemp.
+
+Tests marked ``slow`` are deselected unless CI or REEL_FULL is set
+(``tests/slow.py``)."""
 
 from __future__ import annotations
 
@@ -10,9 +13,10 @@ import pytest
 from tests.secrets import scan
 
 # pytester runs the pytest plugin's tests (tests/plugin); tests.redis_server
-# starts a real redis-server (redis_server, redis_url); pytest only takes
-# pytest_plugins from a top-level conftest.
-pytest_plugins = ["pytester", "tests.redis_server"]
+# starts a real redis-server (redis_server, redis_url); tests.slow deselects
+# the slow tests outside CI; pytest only takes pytest_plugins from a top-level
+# conftest.
+pytest_plugins = ["pytester", "tests.redis_server", "tests.slow"]
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -112,7 +112,7 @@ class RedisServer:
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     program = need_program("redis-server")
-    pytest.importorskip("redis", reason="pip install 'reel[redis]'")
+    pytest.importorskip("redis", reason="pip install 'reel-llm[redis]'")
     server = RedisServer(program, tmp_path_factory.mktemp("redis"))
     server.start()
     try:

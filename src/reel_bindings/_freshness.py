@@ -7,8 +7,7 @@ plugin's terminal summary and the run report."""
 from __future__ import annotations
 
 import logging
-
-import attrs
+from dataclasses import dataclass, field
 
 from reel_core import Drift, Recorded, Staleness
 
@@ -17,7 +16,7 @@ __all__ = ["Freshness", "StaleReplay"]
 log = logging.getLogger("reel")
 
 
-@attrs.frozen
+@dataclass(frozen=True)
 class StaleReplay:
     """A stale recording served (replay mode)."""
 
@@ -29,14 +28,14 @@ class StaleReplay:
         return f"stale {self.method} {self.path}: {self.staleness.describe()}"
 
 
-@attrs.define(eq=False)
+@dataclass(eq=False)
 class Freshness:
     """Collected as requests are served (appends only: threads may share it)."""
 
-    stale: list[StaleReplay] = attrs.field(factory=list)
+    stale: list[StaleReplay] = field(default_factory=list)
     #: How many recordings were superseded by a re-record.
     superseded: int = 0
-    drifts: list[Drift] = attrs.field(factory=list)
+    drifts: list[Drift] = field(default_factory=list)
 
     def stale_served(self, method: str, path: str, staleness: Staleness) -> None:
         """A stale recording was replayed."""

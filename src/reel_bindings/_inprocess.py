@@ -14,9 +14,8 @@ import os
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-
-import attrs
 
 from reel_core import (
     Cut,
@@ -27,6 +26,7 @@ from reel_core import (
     Limits,
     MatchConfig,
     Miss,
+    MissError,
     MissReport,
     Mode,
     Redactor,
@@ -47,7 +47,7 @@ from ._settings import Settings, mode_from_env
 from ._store import Store, StoreUnavailableError
 from ._store_url import check_store
 
-__all__ = ["CLIENT_CLOSED", "Decision", "Player", "Upstreaming", "mode_from_env"]
+__all__ = ["CLIENT_CLOSED", "Binding", "Decision", "Player", "Upstreaming", "mode_from_env"]
 
 IN_PROCESS_HINT = (
     "run again with REEL_MODE=auto to record what is missing "
@@ -60,10 +60,11 @@ def limits_from_env() -> Limits:
     return Settings.from_env(mode=Mode.REPLAY).limits
 
 
-@attrs.frozen
+@dataclass(frozen=True, slots=True)
 class Decision:
     """What the core answered for one request it did not forward: the
-    decision, the response head, then the timed events."""
+    decision, the response head, then the timed events.  (A dataclass, as
+    in the core: attrs costs an in-process binding's import ~8 ms.)"""
 
     event: Replay | Miss | Refused | None
     head: ResponseHead
@@ -219,3 +220,48 @@ class Upstreaming:
                 self._player.freshness.recorded(recorded)
         if recorded is not None:
             self._player.file.append(recorded.line)
+
+
+class Binding:
+    """What every in-process binding holds, whatever its client library: a
+    :class:`Player` on the cassette, and whether a miss raises.  The
+    httpx/httpx2 transports and the requests adapter take the same
+    arguments; each adds its own ``upstream``."""
+
+    def __init__(
+        self,
+        cassette: str | os.PathLike[str] | CassetteFile,
+        *,
+        mode: Mode | str | None = None,
+        match: MatchConfig | None = None,
+        timing: Timing | str = "realtime",
+        repeat: bool | None = None,
+        strict: bool = False,
+        redactor: Redactor | None = None,
+        hint: str = IN_PROCESS_HINT,
+        store: Store | str | None = None,
+        max_age: float | str | None = None,
+    ) -> None:
+        super().__init__()  # the client library's base, if it has one
+        self.player = Player(
+            cassette,
+            mode=mode,
+            match=match,
+            timing=timing,
+            repeat=repeat,
+            redactor=redactor,
+            hint=hint,
+            store=store,
+            max_age=max_age,
+        )
+        self.strict = strict
+
+    @property
+    def misses(self) -> list[MissReport]:
+        """Miss reports served so far (the pytest plugin fails tests on them)."""
+        return self.player.misses
+
+    def _check(self, decision: Decision) -> None:
+        """Raise the miss of ``decision`` when ``strict``."""
+        if decision.miss is not None and self.strict:
+            raise MissError(decision.miss)

@@ -21,8 +21,8 @@ compressed with zstd (``compress=True``): a compressed value is a zstd
 frame (it starts with the frame's magic number, which no JSON line does),
 so lists with both kinds read back.
 
-redis-py is the optional extra ``reel[redis]``, imported when a store is
-made; zstandard the extra ``reel[zstd]``.
+redis-py is the optional extra ``reel-llm[redis]``, imported when a store is
+made; zstandard the extra ``reel-llm[zstd]``.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def _import_redis() -> Any:
         import redis
     except ImportError:
         raise StoreUnavailableError(
-            "a redis:// store needs the redis client: pip install 'reel[redis]'"
+            "a redis:// store needs the redis client: pip install 'reel-llm[redis]'"
         ) from None
     return redis
 
@@ -221,7 +221,7 @@ class RedisStore:
             import zstandard
         except ImportError:
             raise StoreUnavailableError(
-                "compressed Redis values need zstandard: pip install 'reel[zstd]'"
+                "compressed Redis values need zstandard: pip install 'reel-llm[zstd]'"
             ) from None
         return zstandard
 

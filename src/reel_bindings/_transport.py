@@ -8,7 +8,6 @@ re-exported by ``reel_bindings.httpcore``.
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from reel_core import (
     Cut,
     MatchConfig,
-    MissError,
     Mode,
     Redactor,
     Request,
@@ -27,12 +25,11 @@ from reel_core import (
     UpstreamError,
 )
 
-from ._failures import CONNECT_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import IN_PROCESS_HINT, Decision, Player
+from ._inprocess import IN_PROCESS_HINT, Binding, Decision
+from ._proxy_env import environment_proxies, proxy_for
 from ._relay import Failure
 from ._store import Store
-from ._upstream import environment_proxies, proxy_for
 
 __all__ = [
     "Base",
@@ -49,20 +46,11 @@ __all__ = [
 _FAMILIES = ("httpx", "httpx2")
 
 
-def _bases(name: str) -> tuple[type, ...]:
-    """``name`` (a transport base class) of every client family installed."""
-    bases = []
-    for family in _FAMILIES:
-        try:
-            bases.append(getattr(importlib.import_module(family), name))
-        except ImportError:  # pragma: no cover - only one family installed
-            continue
-    return tuple(bases) or (object,)
-
-
 if TYPE_CHECKING:
     import httpx
     import httpx2
+
+    from ._failures import Rule
 
     # Subclassing both families' bases lets type checkers accept a Reel
     # transport in httpx.Client(transport=...) and httpx2.Client(transport=...).
@@ -73,8 +61,17 @@ if TYPE_CHECKING:
         pass
 
 else:
-    SyncBase = type("SyncBase", _bases("BaseTransport"), {})
-    AsyncBase = type("AsyncBase", _bases("AsyncBaseTransport"), {})
+
+    class SyncBase:
+        """What ``httpx.BaseTransport`` gives at run time, without importing
+        httpx or httpx2: a client family is imported by the first request of
+        that family (its objects come from the module already loaded), never
+        by importing or making a transport.  Clients only call the transport
+        protocol (``handle_request``, ``close``, ``__enter__``/``__exit__``),
+        which the transports define; they never check its class."""
+
+    class AsyncBase:
+        """``httpx.AsyncBaseTransport`` at run time: see :class:`SyncBase`."""
 
 
 def family_of(request: Any) -> ModuleType:
@@ -141,7 +138,11 @@ def async_stream(family: ModuleType) -> type:
 def _rules(family: ModuleType) -> tuple[Rule, ...]:
     """How ``family``'s transport errors map onto :class:`UpstreamError`.
     httpcore raises one ``RemoteProtocolError`` for garbage and for a peer
-    that closed the connection; only its messages tell them apart."""
+    that closed the connection; only its messages tell them apart.
+    (``_failures`` imports ssl and http.client for its cause tables: a
+    failure needs them, the import of a transport does not.)"""
+    from ._failures import CONNECT_CAUSES, Rule
+
     return (
         Rule(family.TimeoutException, UpstreamError.TIMEOUT),
         Rule(family.ConnectError, UpstreamError.REFUSED, CONNECT_CAUSES),
@@ -156,6 +157,8 @@ def _rules(family: ModuleType) -> tuple[Rule, ...]:
 
 
 def failure_of(family: ModuleType, exc: Exception) -> UpstreamError:
+    from ._failures import classify
+
     return classify(exc, _rules(family))
 
 
@@ -217,7 +220,9 @@ def cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
     return exc
 
 
-class Base:
+class Base(Binding):
+    """The transports' own part: the pools forwards go through."""
+
     def __init__(
         self,
         cassette: str | os.PathLike[str] | CassetteFile,
@@ -233,18 +238,18 @@ class Base:
         store: Store | str | None = None,
         max_age: float | str | None = None,
     ) -> None:
-        self.player = Player(
+        super().__init__(
             cassette,
             mode=mode,
             match=match,
             timing=timing,
             repeat=repeat,
+            strict=strict,
             redactor=redactor,
             hint=hint,
             store=store,
             max_age=max_age,
         )
-        self.strict = strict
         #: The pools forwards go through, by client family and proxy URL
         #: (``""``: direct); an ``upstream`` given serves its family always.
         self._upstreams: dict[tuple[str, str], Any] = {}
@@ -273,15 +278,6 @@ class Base:
             # would hold connections that close() never closes)
             upstream = self._upstreams.setdefault((family.__name__, proxy), made)
         return upstream
-
-    @property
-    def misses(self) -> list[Any]:
-        """Miss reports served so far (the pytest plugin fails tests on them)."""
-        return self.player.misses
-
-    def _check(self, decision: Decision) -> None:
-        if decision.miss is not None and self.strict:
-            raise MissError(decision.miss)
 
     def _replay_response(self, family: ModuleType, decision: Decision, content: Any) -> Any:
         return family.Response(

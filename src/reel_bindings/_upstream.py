@@ -19,7 +19,6 @@ before it does.
 from __future__ import annotations
 
 import base64
-import ipaddress
 import os
 import select
 import socket
@@ -38,6 +37,7 @@ import h11
 from reel_core import HOP_BY_HOP, Request, UpstreamError
 
 from ._failures import CONNECT_CAUSES, Rule, classify
+from ._proxy_env import environment_proxies, proxy_for
 
 __all__ = [
     "TLS_HINT",
@@ -129,73 +129,6 @@ def ssl_context(ca: str | os.PathLike[str] | None = None) -> ssl.SSLContext:
         context.load_verify_locations(os.fspath(ca))
     context.set_alpn_protocols(["http/1.1"])
     return context
-
-
-def environment_proxies(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``{scheme: proxy URL}`` (and ``"no"``: the ``NO_PROXY`` list) from
-    ``*_PROXY`` variables, as :func:`urllib.request.getproxies_environment`
-    reads them: any case, the lower-case one winning; ``HTTP_PROXY`` is
-    ignored in a CGI script (``REQUEST_METHOD`` set)."""
-    env = os.environ if environ is None else environ
-    proxies: dict[str, str] = {}
-    for name, value in env.items():
-        if value and name[-6:].lower() == "_proxy":
-            proxies[name[:-6].lower()] = value
-    if "REQUEST_METHOD" in env:
-        proxies.pop("http", None)
-    for name, value in env.items():
-        if name[-6:] == "_proxy":
-            if value:
-                proxies[name[:-6].lower()] = value
-            else:
-                proxies.pop(name[:-6].lower(), None)
-    return proxies
-
-
-def _loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def proxy_for(scheme: str, host: str, port: int, proxies: Mapping[str, str]) -> str | None:
-    """The proxy URL to reach ``scheme://host:port`` through (``None``:
-    connect directly).  ``HTTPS_PROXY`` is for https upstreams,
-    ``HTTP_PROXY`` for http ones, ``ALL_PROXY`` for both when the other is
-    unset; ``NO_PROXY`` (host names, ``.suffix`` or ``suffix`` for a
-    domain and its subdomains, ``host:port``, ``*`` for all) bypasses them,
-    as urllib and httpx read it.  A loopback upstream (``localhost``,
-    127.0.0.0/8, ``::1``) is never proxied."""
-    proxy = proxies.get(scheme) or proxies.get("all")
-    if not proxy or _loopback(host):
-        return None
-    if _bypassed(host, port, proxies.get("no", "")):
-        return None
-    return proxy if "://" in proxy else f"http://{proxy}"
-
-
-def _bypassed(host: str, port: int, no_proxy: str) -> bool:
-    """Whether ``NO_PROXY`` names ``host`` (or ``host:port``): ``*``, the
-    host itself, or a domain it is in (``example.com`` and ``.example.com``
-    both cover ``api.example.com``), as urllib's ``proxy_bypass_environment``."""
-    if no_proxy.strip() == "*":
-        return True
-    host = host.lower()
-    with_port = f"{host}:{port}"
-    for entry in no_proxy.split(","):
-        name = entry.strip().lstrip(".").lower()
-        if name.startswith("[") and "]" in name:  # [::1] or [::1]:443
-            name = name[1:].replace("]", "", 1)
-        if not name:
-            continue
-        if name in (host, with_port):
-            return True
-        if host.endswith("." + name) or with_port.endswith("." + name):
-            return True
-    return False
 
 
 class _Proxy:

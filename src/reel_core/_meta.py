@@ -160,8 +160,8 @@ def _upgrade(writer: str, schema: int) -> str:
     version number: never whatever a hand-edited line holds)."""
     theirs, ours = _release(writer), _release(__version__)
     if _VERSION.fullmatch(writer) and theirs is not None and ours is not None and theirs > ours:
-        return f"upgrade with `pip install -U 'reel>={writer}'`"
+        return f"upgrade with `pip install -U 'reel-llm>={writer}'`"
     return (
-        f"it needs a Reel that reads schema {schema} (`pip install -U reel` gets the newest; "
-        "if that is this one, the _meta line was edited: record the cassette again)"
+        f"it needs a Reel that reads schema {schema} (`pip install -U reel-llm` gets "
+        "the newest; if that is this one, the _meta line was edited: record the cassette again)"
     )

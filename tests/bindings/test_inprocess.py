@@ -16,9 +16,8 @@ import httpx2
 import pytest
 import requests
 
-from reel_bindings import requests as requests_adapter
-from reel_bindings._async import transport as async_transport
-from reel_bindings._sync import transport as sync_transport
+from reel_bindings._async import replay as async_replay
+from reel_bindings._sync import replay as sync_replay
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
 from reel_core import Cassette, MissError
@@ -85,7 +84,7 @@ def test_sync_transport_replays_frames_on_schedule(
 ) -> None:
     recorded = recorded_offsets(slow_stream)
     assert recorded[-1] >= 0.15  # several frames, 50 ms apart
-    spy = spy_sleeps(monkeypatch, sync_transport, "sleep_until_sync")
+    spy = spy_sleeps(monkeypatch, sync_replay, "sleep_until_sync")
     with family.Client(transport=Transport(slow_stream, mode="replay")) as client:  # type: ignore[attr-defined]
         start = time.monotonic()
         with client.stream("POST", GONE + CHAT, content=body("one two three four")) as r:
@@ -99,7 +98,7 @@ def test_async_transport_replays_frames_on_schedule(
     slow_stream: Path, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     recorded = recorded_offsets(slow_stream)
-    spy = spy_sleeps(monkeypatch, async_transport, "sleep_until")
+    spy = spy_sleeps(monkeypatch, async_replay, "sleep_until")
 
     async def run() -> list[float]:
         transport = AsyncTransport(slow_stream, mode="replay", timing="slow=2")
@@ -114,7 +113,7 @@ def test_async_transport_replays_frames_on_schedule(
 
 
 def test_fast_timing_sleeps_not(slow_stream: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    spy = spy_sleeps(monkeypatch, sync_transport, "sleep_until_sync")
+    spy = spy_sleeps(monkeypatch, sync_replay, "sleep_until_sync")
     with httpx.Client(transport=Transport(slow_stream, mode="replay", timing="fast")) as client:
         r = client.post(GONE + CHAT, content=body("one two three four"))
     assert r.status_code == 200
@@ -126,7 +125,7 @@ def test_requests_adapter_iter_lines_is_timed(
     slow_stream: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     recorded = recorded_offsets(slow_stream)
-    spy = spy_sleeps(monkeypatch, requests_adapter, "sleep_until_sync")
+    spy = spy_sleeps(monkeypatch, sync_replay, "sleep_until_sync")
     session = requests.Session()
     session.mount("http://", Adapter(slow_stream, mode="replay"))
     start = time.monotonic()

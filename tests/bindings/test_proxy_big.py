@@ -166,6 +166,7 @@ async def test_another_connection_is_answered_while_a_long_stream_is_written(
     assert after > 10 * before
 
 
+@pytest.mark.slow
 async def test_a_big_stream_replays_byte_identical_while_others_are_served(
     tmp_path: Path,
 ) -> None:

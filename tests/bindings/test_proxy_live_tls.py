@@ -218,7 +218,7 @@ def test_tls_without_trustme_says_what_to_do(
     import sys
 
     monkeypatch.setitem(sys.modules, "trustme", None)
-    with pytest.raises(TLSSetupError, match=r"pip install 'reel\[tls\]'"):
+    with pytest.raises(TLSSetupError, match=r"pip install 'reel-llm\[tls\]'"):
         local_certificate(tmp_path / "none-yet")
 
 

@@ -124,11 +124,11 @@ def test_without_the_extra_the_error_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "redis", None)
-    with pytest.raises(StoreUnavailableError, match=r"pip install 'reel\[redis\]'"):
+    with pytest.raises(StoreUnavailableError, match=r"pip install 'reel-llm\[redis\]'"):
         open_store("redis://localhost:6379/0")
     monkeypatch.setitem(sys.modules, "zstandard", None)
     monkeypatch.delitem(sys.modules, "redis")
-    with pytest.raises(StoreUnavailableError, match=r"pip install 'reel\[zstd\]'"):
+    with pytest.raises(StoreUnavailableError, match=r"pip install 'reel-llm\[zstd\]'"):
         RedisStore("redis://localhost:6379/0", compress=True)
 
 

@@ -18,7 +18,7 @@ import httpx2
 import pytest
 import requests
 
-from reel_bindings._upstream import environment_proxies, proxy_for
+from reel_bindings._proxy_env import environment_proxies, proxy_for
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
 from reel_core import Mode

@@ -87,6 +87,7 @@ def outcome(entry: dict[str, str], capsys: pytest.CaptureFixture[str]) -> tuple[
     return names[0], 0
 
 
+@pytest.mark.slow
 def test_every_corpus_file_imports_whole_or_is_refused_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -158,6 +158,7 @@ def test_export_vcr_without_pyyaml_says_what_to_install(
         for cached in caches:
             cached.cache_clear()
     assert capsys.readouterr().err == (
-        "reel export: writing vcrpy cassettes needs PyYAML: pip install 'reel[vcr]' (or pyyaml)\n"
+        "reel export: writing vcrpy cassettes needs PyYAML: "
+        "pip install 'reel-llm[vcr]' (or pyyaml)\n"
     )
     assert not (tmp_path / "c.yaml").exists()

@@ -278,6 +278,7 @@ def test_diff_html_shows_changes_side_by_side(opened: Any, tmp_path: Path) -> No
     p.shot("diff")
 
 
+@pytest.mark.slow
 def test_ten_thousand_interactions_open_and_paginate(
     opened: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

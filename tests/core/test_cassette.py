@@ -321,7 +321,7 @@ def test_newer_schema_is_refused_with_an_upgrade_hint() -> None:
         assert isinstance(err, CassetteError)
         assert err.line == 1
         assert "cassette schema 3 (written by Reel 9.0) is newer" in err.reason
-        assert "pip install -U 'reel>=9.0'" in err.reason
+        assert "pip install -U 'reel-llm>=9.0'" in err.reason
         assert str(err).startswith("new.jsonl:1: ")
 
 
@@ -710,8 +710,8 @@ def test_a_line_whose_key_is_given_twice_is_refused_when_used() -> None:
 @pytest.mark.parametrize(
     ("writer", "wanted"),
     [
-        ("9.0", "upgrade with `pip install -U 'reel>=9.0'`"),
-        ("0.10.0rc1", "upgrade with `pip install -U 'reel>=0.10.0rc1'`"),
+        ("9.0", "upgrade with `pip install -U 'reel-llm>=9.0'`"),
+        ("0.10.0rc1", "upgrade with `pip install -U 'reel-llm>=0.10.0rc1'`"),
         # the same version as ours (a hand-edited line): no pin that cannot help
         (__version__, "it needs a Reel that reads schema 3"),
         ("0.0.9", "it needs a Reel that reads schema 3"),
@@ -725,9 +725,9 @@ def test_newer_schema_suggests_only_an_upgrade_that_can_help(writer: str, wanted
         Cassette.loads(data, name="new.jsonl")
     reason = info.value.reason
     assert wanted in reason
-    if "reel>=" not in wanted:
-        assert "reel>=" not in reason
-        assert "`pip install -U reel`" in reason  # the newest may read it
+    if "reel-llm>=" not in wanted:
+        assert ">=" not in reason
+        assert "`pip install -U reel-llm`" in reason  # the newest may read it
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ def test_shared(reel, n):
 """
 
 
+@pytest.mark.slow
 def test_workers_share_one_cassette(
     pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:

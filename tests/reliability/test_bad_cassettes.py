@@ -391,6 +391,7 @@ def run_python(code: str, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_a_100_mb_body_loads_and_serves_in_bounded_memory(tmp_path: Path) -> None:
     """Loading indexes the big line without parsing it; serving a small
     recording does not touch it; serving it costs a few times its size.

@@ -163,6 +163,7 @@ def fake_process() -> Iterator[str]:
         proc.communicate(timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.soak
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_soak(tmp_path: Path, backend: str) -> None:
@@ -293,6 +294,7 @@ def test_record(test):
 """
 
 
+@pytest.mark.slow
 def test_processes_and_threads_record_into_one_cassette(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -60,6 +60,7 @@ def write_corpus(where: Path, seeds: list[bytes]) -> Path:
     return where
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not HAS_ATHERIS,
     reason="atheris is not installed (pip install atheris); the hypothesis runs cover "
@@ -109,12 +110,14 @@ BOUNDED = settings(
 )
 
 
+@pytest.mark.slow
 @BOUNDED
 @given(st.one_of(garbage_request_bytes(), pipelines().map(b"".join)))
 def test_any_client_bytes(data: bytes) -> None:
     client_bytes(data)
 
 
+@pytest.mark.slow
 @BOUNDED
 @given(garbage_cassette_bytes())
 def test_any_cassette_bytes(data: bytes) -> None:

@@ -88,6 +88,7 @@ READER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_processes_threads_and_two_proxies_append_to_one_redis_cassette(
     redis_url: str, tmp_path: Path
 ) -> None:

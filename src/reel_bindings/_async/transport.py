@@ -7,16 +7,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
 import anyio
 
-from reel_core import Cut, Step, replay_schedule
+from reel_core import replay_schedule
 
 from .._async.relay import arelay
-from .._clock import sleep_until
+from .._async.replay import aframes
 from .._inprocess import Upstreaming
 from .._transport import (
     AsyncBase,
@@ -49,19 +48,8 @@ class AsyncTransport(Base, AsyncBase):
         if body is not None:
             return self._replay_response(family, decision, body)
         start = anyio.current_time()
-        return self._replay_response(family, decision, self._frames(family, request, steps, start))
-
-    @staticmethod
-    async def _frames(
-        family: ModuleType, request: Any, steps: list[Step], start: float
-    ) -> AsyncIterator[bytes]:
-        for step in steps:
-            if step.until is not None:
-                await sleep_until(start + step.until)
-            if isinstance(step.event, Cut):
-                raise cut_error(family, step.event, request)
-            if not step.last:
-                yield step.data
+        played = aframes(steps, start, lambda cut: cut_error(family, cut, request))
+        return self._replay_response(family, decision, played)
 
     def _upstream(self, family: ModuleType, request: Any) -> Any:
         return self._pool(family, request, family.AsyncHTTPTransport)

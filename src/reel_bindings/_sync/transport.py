@@ -9,16 +9,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import time
 
-from reel_core import Cut, Step, replay_schedule
+from reel_core import replay_schedule
 
 from .._sync.relay import relay
-from .._clock import sleep_until_sync
+from .._sync.replay import frames
 from .._inprocess import Upstreaming
 from .._transport import (
     SyncBase,
@@ -51,19 +50,8 @@ class Transport(Base, SyncBase):
         if body is not None:
             return self._replay_response(family, decision, body)
         start = time.monotonic()
-        return self._replay_response(family, decision, self._frames(family, request, steps, start))
-
-    @staticmethod
-    def _frames(
-        family: ModuleType, request: Any, steps: list[Step], start: float
-    ) -> Iterator[bytes]:
-        for step in steps:
-            if step.until is not None:
-                sleep_until_sync(start + step.until)
-            if isinstance(step.event, Cut):
-                raise cut_error(family, step.event, request)
-            if not step.last:
-                yield step.data
+        played = frames(steps, start, lambda cut: cut_error(family, cut, request))
+        return self._replay_response(family, decision, played)
 
     def _upstream(self, family: ModuleType, request: Any) -> Any:
         return self._pool(family, request, family.HTTPTransport)

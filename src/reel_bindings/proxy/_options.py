@@ -225,7 +225,7 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         action="store_true",
         help="listen behind TLS (https:// and wss://, for clients that insist on them such as "
         "google-genai's live.connect()): with --cert/--key, or a local certificate generated "
-        "on first use (needs the tls extra: pip install 'reel[tls]'); clients trust its ca.pem "
+        "on first use (needs the tls extra: pip install 'reel-llm[tls]'); clients trust its ca.pem "
         "with SSL_CERT_FILE",
     )
     add("--cert", type=Path, metavar="FILE", help="the listener's PEM certificate chain (--tls)")

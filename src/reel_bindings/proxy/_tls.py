@@ -4,7 +4,7 @@ Some clients dial ``wss://``/``https://`` whatever base URL they are given
 (google-genai's ``live.connect()`` rewrites it to ``wss://``), so the proxy
 can listen behind TLS.  The certificate is the user's (``--cert``/``--key``)
 or, on first use, one generated with ``trustme`` (the optional ``tls``
-extra: ``pip install 'reel[tls]'``): a local CA of its own, written to
+extra: ``pip install 'reel-llm[tls]'``): a local CA of its own, written to
 ``ca.pem`` in the TLS directory (``REEL_TLS_DIR``, default
 ``~/.cache/reel/tls``), and a certificate it signed for ``localhost``,
 ``127.0.0.1`` and ``::1``.  Clients trust it with ``SSL_CERT_FILE=ca.pem``.
@@ -58,7 +58,7 @@ def local_certificate(directory: Path) -> TLSFiles:
     except ImportError:
         raise TLSSetupError(
             "--tls without --cert/--key generates a local certificate with trustme, which is "
-            "not installed: pip install 'reel[tls]', or give your own --cert FILE --key FILE"
+            "not installed: pip install 'reel-llm[tls]', or give your own --cert FILE --key FILE"
         ) from None
     try:
         directory.mkdir(parents=True, exist_ok=True)

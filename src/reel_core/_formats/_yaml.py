@@ -36,7 +36,7 @@ def _loader() -> Any:
         import yaml
     except ImportError:  # pragma: no cover - pyyaml is in the test extra
         raise ConfigError(
-            "reading YAML cassettes needs PyYAML: pip install 'reel[vcr]' (or pyyaml)"
+            "reading YAML cassettes needs PyYAML: pip install 'reel-llm[vcr]' (or pyyaml)"
         ) from None
     base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

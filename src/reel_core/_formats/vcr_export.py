@@ -118,7 +118,7 @@ def _yaml() -> Any:
         import yaml
     except ImportError:  # pragma: no cover - pyyaml is in the test extra
         raise ConfigError(
-            "writing vcrpy cassettes needs PyYAML: pip install 'reel[vcr]' (or pyyaml)"
+            "writing vcrpy cassettes needs PyYAML: pip install 'reel-llm[vcr]' (or pyyaml)"
         ) from None
     return yaml
 

@@ -260,6 +260,7 @@ def _corpus() -> list[tuple[str, str]]:
 FILES = _corpus()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")
 def test_the_corpus_round_trips_through_har() -> None:
     pytest.importorskip("yaml")

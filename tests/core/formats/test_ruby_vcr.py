@@ -409,6 +409,7 @@ def _bytes(body: dict[str, Any]) -> bytes:
     return value if isinstance(value, bytes) else value.encode()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _files(), reason=f"no corpus at {CORPUS}")
 def test_the_corpus_imports_and_replays() -> None:
     counts: Counter[str] = Counter()

@@ -540,6 +540,7 @@ BODIES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(BODIES, BODIES)
 def test_any_body_comes_back_byte_for_byte(request_body: bytes, body: bytes) -> None:
@@ -602,6 +603,7 @@ def _corpus() -> list[str]:
 FILES = _corpus()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")
 def test_the_corpus_round_trips_through_vcr() -> None:
     count = streams = 0

@@ -1,0 +1,92 @@
+"""Importing an in-process binding costs only what it needs: a client family
+(httpx, httpx2) is imported by the code that uses it, never by Reel's import
+or by making a transport.  Checked by what a fresh interpreter holds in
+``sys.modules`` afterwards, not by timing (``bench/run.py --only import``
+measures the milliseconds)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.resources import files
+
+import pytest
+
+#: Neither client family, nor what only a forward or the proxy needs (the
+#: proxy's upstream client: ssl and anyio's TLS streams; an event loop).
+NOT_ON_IMPORT = (
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "httpcore2",
+    "requests",
+    "urllib3",
+    "ssl",
+    "http.client",
+    "anyio.streams.tls",
+    "anyio._backends",
+    "asyncio",
+    "trio",
+    "attrs",
+)
+
+DEMO = str(files("reel_bindings") / "demo" / "demo.jsonl")
+BODY = '{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello to Reel."}]}'
+
+
+def _modules_after(code: str) -> set[str]:
+    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", script], capture_output=True, check=True, text=True
+    )
+    loaded: list[str] = json.loads(out.stdout.splitlines()[-1])
+    return set(loaded)
+
+
+def _unwanted(loaded: set[str], names: tuple[str, ...] = NOT_ON_IMPORT) -> list[str]:
+    return sorted(m for m in loaded for n in names if m == n or m.startswith(n + "."))
+
+
+def test_importing_reel_core_imports_no_client_family() -> None:
+    loaded = _modules_after("import reel_core")
+    assert "reel_core" in loaded
+    assert _unwanted(loaded) == []
+
+
+def test_importing_the_transports_imports_no_client_family() -> None:
+    loaded = _modules_after("import reel_bindings.httpcore")
+    assert "reel_bindings._sync.transport" in loaded
+    assert "reel_bindings._async.transport" in loaded
+    assert _unwanted(loaded) == []
+
+
+def test_making_transports_imports_no_client_family() -> None:
+    loaded = _modules_after(
+        "from reel_bindings.httpcore import AsyncTransport, Transport\n"
+        f"Transport({DEMO!r}, mode='replay').close()\n"
+        f"AsyncTransport({DEMO!r}, mode='replay')\n"
+    )
+    assert _unwanted(loaded) == []
+
+
+@pytest.mark.parametrize(("family", "other"), [("httpx", "httpx2"), ("httpx2", "httpx")])
+def test_a_replay_imports_only_the_family_of_its_client(family: str, other: str) -> None:
+    loaded = _modules_after(
+        f"import {family}\n"
+        "from reel_bindings.httpcore import Transport\n"
+        f"transport = Transport({DEMO!r}, mode='replay', timing='fast')\n"
+        f"with {family}.Client(transport=transport) as client:\n"
+        "    r = client.post('http://127.0.0.1:9/v1/chat/completions', "
+        f"content={BODY!r}, headers={{'content-type': 'application/json'}})\n"
+        "    assert r.status_code == 200, r.text\n"
+        "    assert r.extensions['reel'] == 'replay'\n"
+    )
+    assert family in loaded
+    assert _unwanted(loaded, (other, other.replace("httpx", "httpcore"))) == []
+
+
+def test_the_probe_would_notice_a_client_family() -> None:
+    loaded = _modules_after("import reel_bindings.httpcore, httpx")
+    assert _unwanted(loaded) != []
+    assert "httpx" in _unwanted(loaded)

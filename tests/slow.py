@@ -1,0 +1,59 @@
+"""The ``slow`` marker (a pytest plugin of the test suite, not a test module).
+
+The long soaks and stress runs are marked ``slow`` and deselected by
+default, so that the README's test command (``python3 -m pytest -n 2``)
+stays within a few minutes on two cores.  They run when ``CI`` or
+``REEL_FULL`` is set to a true value (``1``, ``true``, ``yes``, ``on``):
+``.ci/run`` sets ``CI=true`` and runs that same README command, so CI
+runs every test.  An explicit ``-m`` decides alone (``-m slow``: only
+them; ``-m "slow or not slow"``: everything).
+
+When they run, they run first: the longest jobs started first keep two
+workers busy to the end (with ``--dist worksteal``, in ``addopts``, an idle
+worker takes half of what another has left), where a soak started last
+would leave one worker alone with it for a minute.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+__all__ = ["full_run"]
+
+SLOW_HELP = (
+    "slow: a long soak or stress test; deselected unless CI or REEL_FULL is true (or -m selects it)"
+)
+
+#: The values of ``CI`` / ``REEL_FULL`` that turn the slow tests on.
+TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def full_run() -> bool:
+    """Whether this run includes the slow tests: CI, or asked for."""
+    return any(os.environ.get(name, "").strip().lower() in TRUE for name in ("CI", "REEL_FULL"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", SLOW_HELP)
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    return item.get_closest_marker("slow") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if full_run() or config.getoption("markexpr"):
+        items.sort(key=lambda item: not _is_slow(item))  # stable: slow ones first
+        return
+    slow = [item for item in items if _is_slow(item)]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not _is_slow(item)]
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if full_run():
+        return "slow tests: included (CI or REEL_FULL is set)"
+    return "slow tests: deselected (REEL_FULL=1, CI=true or -m slow runs them)"
