@@ -42,13 +42,11 @@ __all__ = [
     "Line",
     "Progress",
     "atomic_write",
-    "count",
     "env_pii",
     "fmt_ms",
     "fmt_num",
     "fmt_usd",
     "is_meta_line",
-    "num",
     "parse_cassette",
     "parse_line",
     "plural",
@@ -266,19 +264,6 @@ def fmt_usd(value: float | None) -> str:
         return f"${value:,.4f}"
     text = f"{value:.8f}".rstrip("0").rstrip(".")
     return "$" + (text if text != "0" or value == 0 else "0.00000001")
-
-
-def num(value: Any) -> float | None:
-    """A JSON number (never a bool), else ``None``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
 
 
 class Progress:

@@ -14,6 +14,7 @@ from typing import Any
 
 from reel_core import PRICES_CHECKED
 
+from .._figures import figures
 from ._common import (
     EXIT_OK,
     Progress,
@@ -24,7 +25,6 @@ from ._common import (
     read_cassette,
     table,
 )
-from ._figures import figures
 from ._store import add_store_options
 
 __all__ = ["add_parser"]

@@ -38,11 +38,11 @@ from reel_core import (
     shorten,
 )
 
+from .._figures import figures
+from .._text import assemble
 from ..view import Source, render_page
 from ._common import EXIT_FINDINGS, EXIT_OK, fmt_ms, plural, print_json
-from ._figures import figures
 from ._store import add_store_options
-from ._text import assemble
 from ._view import check_out, source_of, write_page
 
 __all__ = ["Comparison", "add_parser", "compare"]

@@ -14,6 +14,8 @@ from urllib.parse import urlencode
 
 from reel_core import Interaction
 
+from .._figures import Figures, figures
+from .._text import assemble, frame_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -26,9 +28,7 @@ from ._common import (
     read_cassette,
     table,
 )
-from ._figures import Figures, figures
 from ._store import add_store_options
-from ._text import assemble, frame_text
 
 __all__ = ["add_parser"]
 

@@ -265,10 +265,8 @@ class Proxy:
         """The viewer's answer for ``resource``, drawn in a worker thread
         (a big cassette takes a while): the proxy keeps serving meanwhile."""
         if self._viewer is None:
-            # imported when first asked for: the viewer brings the CLI's
-            # figures, which a proxy without --ui never needs.  The CLI
-            # first: its commands import the viewer (the order they expect).
-            from .. import cli  # noqa: F401
+            # imported when first asked for: a proxy without --ui never
+            # needs the viewer
             from ..view._live import LivePage
 
             self._viewer = LivePage(

@@ -6,8 +6,8 @@ stream kind, tokens, cost, timing, recorded time) and a *detail* (request
 and response as stored, bodies parsed when they are JSON, a stream's frames
 with their offsets and text, the assembled answer, tool calls, usage and
 cost).  The figures are ``reel inspect``'s and ``reel cost``'s
-(:func:`~reel_bindings.cli._figures.figures`), the answer and the frames'
-text ``reel inspect``'s (:mod:`reel_bindings.cli._text`): the page shows the
+(:func:`~reel_bindings._figures.figures`), the answer and the frames'
+text ``reel inspect``'s (:mod:`reel_bindings._text`): the page shows the
 same numbers as the commands.
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 
 from reel_core import Interaction
 
-from ..cli._figures import Figures, figures
-from ..cli._text import assemble, frame_text
+from .._figures import Figures, figures
+from .._text import assemble, frame_text
 
 __all__ = [
     "MAX_BINARY",

@@ -9,6 +9,7 @@ An unknown cost stays unknown (``None``, shown as ``?``), never 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from reel_core import (
     PRICES_CHECKED,
@@ -21,8 +22,6 @@ from reel_core import (
     resolve_model,
     websocket_usage,
 )
-
-from ._common import count, num
 
 __all__ = ["Figures", "figures"]
 
@@ -136,3 +135,17 @@ def _unknown_reason(
     if resolve_model(model) is None:
         return f"no price for {model} (Reel's price table, checked {PRICES_CHECKED})"
     return "the usage could not be priced"  # pragma: no cover - cost_usd prices the rest
+
+
+def num(value: Any) -> float | None:
+    """A JSON number (never a bool), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def count(value: Any) -> int | None:
+    """A JSON integer (never a bool), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
