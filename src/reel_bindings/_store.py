@@ -327,48 +327,37 @@ class FileStore:
         return size == 0
 
     def replace(self, name: str, data: bytes) -> None:
-        path = self.path(name)
-        with self._thread_lock:
-            # Held while the new file is renamed in: an appender waiting on
-            # the old one finds it replaced and appends to the new one.
-            fd, _ = _open_locked(path, os.O_RDWR)
-            try:
-                if _UNLINK_HELD:
-                    atomic_write(path, data)
-                else:  # pragma: no cover - Windows: rewritten in place, locked
-                    os.ftruncate(fd, 0)
-                    os.lseek(fd, 0, os.SEEK_SET)
-                    _write_all(fd, data)
-            finally:
-                try:
-                    unlock_fd(fd)
-                finally:
-                    os.close(fd)
+        self._swap(self.path(name), lambda fd, size: data)
 
     def rewrite(self, name: str, change: Callable[[bytes], bytes | None]) -> bool:
         path = self.path(name)
         if not path.exists():
             return False
+        self._swap(path, lambda fd, size: change(os.pread(fd, size, 0)))
+        return True
+
+    def _swap(self, path: Path, new: Callable[[int, int], bytes | None]) -> None:
+        """Put ``new(fd, size)`` (given the file's descriptor and size, under
+        its lock) in place of the file at ``path``; ``None``: leave it."""
         with self._thread_lock:
-            # Appenders wait on this lock, then find the file replaced and
-            # append to the new one: none writes between the read and the rename.
+            # Held while the new file is renamed in: an appender waiting on
+            # the old one finds it replaced and appends to the new one, so
+            # none writes between a read and the rename.
             fd, status = _open_locked(path, os.O_RDWR)
             try:
-                data = os.pread(fd, status.st_size, 0)
-                new = change(data)
-                if new is not None:
+                data = new(fd, status.st_size)
+                if data is not None:
                     if _UNLINK_HELD:
-                        atomic_write(path, new)
+                        atomic_write(path, data)
                     else:  # pragma: no cover - Windows: rewritten in place, locked
                         os.ftruncate(fd, 0)
                         os.lseek(fd, 0, os.SEEK_SET)
-                        _write_all(fd, new)
+                        _write_all(fd, data)
             finally:
                 try:
                     unlock_fd(fd)
                 finally:
                     os.close(fd)
-        return True
 
     def list(self, prefix: str = "") -> builtins.list[str]:
         root = self.root if self.root is not None else Path()
