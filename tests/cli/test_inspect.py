@@ -56,6 +56,7 @@ def test_json_rows(capsys: pytest.CaptureFixture[str]) -> None:
     first, stream = data["interactions"][:2]
     assert set(first) == {
         "line", "id", "key", "provider", "endpoint", "model", "status", "stream", "frames",
+        "messages",
         "cut", "ttfb_ms", "ttft_ms", "total_ms", "tokens_in", "tokens_out", "tokens_cached",
         "cost_usd", "cost_source",
     }  # fmt: skip

@@ -211,3 +211,58 @@ def test_diff_binary_messages_by_digest_and_a_session_against_http(
     http = replace(ws, websocket=None)
     assert main(["diff", str(write(tmp_path / "h.jsonl", http)), str(tmp_path / "a.jsonl")]) == 1
     assert "kind: an HTTP exchange -> a WebSocket session" in capsys.readouterr().out
+
+
+def test_inspect_lists_and_shows_a_websocket_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write(tmp_path / "rt.jsonl", session(), interaction())
+    assert main(["inspect", str(source)]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert "ws 4" in listing[1]
+    assert "GET /v1/realtime" in listing[1]
+    assert "ws" not in listing[2].split("/v1/chat/completions")[1]
+    assert main(["inspect", str(source), "--id", "abab"]) == 0
+    out = capsys.readouterr().out
+    session_part = out.split("--- websocket session (4 messages)\n")[1].splitlines()
+    assert session_part[1].split() == [
+        "1.0",
+        "+1.0",
+        "<-",
+        '{"type":',
+        '"session.created",',
+        '"event_id":',
+        '"e1"}',
+    ]
+    assert "->" in session_part[2]
+    assert "Say hello" in session_part[2]
+    assert "(9 bytes of binary data)" in session_part[3]
+    assert session_part[5].split() == ["200.0", "CLOSE", "1000", '"bye"', "by", "client"]
+
+
+def test_inspect_json_of_a_websocket_session_and_a_session_without_close(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = session()
+    assert ws.websocket is not None
+    dropped = replace(ws, websocket=replace(ws.websocket, close=None))
+    source = write(tmp_path / "rt.jsonl", dropped, interaction())
+    assert main(["inspect", str(source), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["interactions"]
+    assert [r["messages"] for r in rows] == [4, None]
+    assert main(["inspect", str(source), "--id", "abab", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    messages = shown["websocket"]["messages"]
+    assert [(m["from"], m["binary"], m["bytes"]) for m in messages] == [
+        ("server", False, 45),
+        ("client", False, 82),
+        ("server", True, 9),
+        ("server", False, 90),
+    ]
+    assert messages[2]["text"] is None
+    assert messages[3]["gap_ms"] == 20.0
+    assert shown["websocket"]["close"] is None
+    assert main(["inspect", str(source), "--id", "abab"]) == 0
+    assert capsys.readouterr().out.rstrip().splitlines()[-2].strip() == "no close recorded"
+    assert main(["inspect", str(source), "--id", interaction().id, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["websocket"] is None

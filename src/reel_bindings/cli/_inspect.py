@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from reel_core import Interaction
+from reel_core import Interaction, WebSocketLog
 
 from .._figures import Figures, figures
 from .._text import assemble, frame_text
@@ -105,6 +105,8 @@ def _matches(row: _Row, ns: argparse.Namespace, status: tuple[int, int] | None) 
 
 
 def _stream_cell(ix: Interaction) -> str:
+    if ix.websocket is not None:
+        return f"ws {len(ix.websocket.messages)}"
     return "-" if ix.response.stream is None else str(len(ix.response.frames))
 
 
@@ -120,6 +122,7 @@ def _row_json(row: _Row) -> dict[str, Any]:
         "status": ix.response.status,
         "stream": ix.response.stream,
         "frames": None if ix.response.stream is None else len(ix.response.frames),
+        "messages": None if ix.websocket is None else len(ix.websocket.messages),
         "cut": None if ix.response.cut is None else ix.response.cut.error,
         "ttfb_ms": f.ttfb_ms,
         "ttft_ms": f.ttft_ms,
@@ -280,6 +283,62 @@ def _timeline(ix: Interaction) -> list[dict[str, Any]]:
     return out
 
 
+def _messages(log: WebSocketLog | None) -> dict[str, Any] | None:
+    """A WebSocket session as ``--json`` shows it: each message with its
+    offset and gap, its text (``None`` for a binary message) and size."""
+    if log is None:
+        return None
+    messages: list[dict[str, Any]] = []
+    previous = 0.0
+    for i, m in enumerate(log.messages):
+        messages.append(
+            {
+                "message": i,
+                "from": m.sender,
+                "offset_ms": m.at_ms,
+                "gap_ms": round(m.at_ms - previous, 3),
+                "binary": m.binary,
+                "bytes": len(m.data),
+                "text": None if m.binary else m.data.decode("utf-8", "replace"),
+            }
+        )
+        previous = m.at_ms
+    close = log.close
+    return {
+        "messages": messages,
+        "close": None
+        if close is None
+        else {"code": close.code, "reason": close.reason, "by": close.by, "at_ms": close.at_ms},
+    }
+
+
+def _print_session(log: WebSocketLog) -> None:
+    """The session's messages in the order they crossed, then its close."""
+    print(f"--- websocket session ({len(log.messages)} messages)")
+    lines = [("offset ms", "gap ms", "", "message")]
+    previous = 0.0
+    for m in log.messages:
+        arrow = "->" if m.sender == "client" else "<-"
+        if m.binary:
+            shown = f"({len(m.data)} bytes of binary data)"
+        else:
+            shown = m.data.decode("utf-8", "replace").replace("\n", "\\n").replace("\r", "\\r")
+        if len(shown) > FRAME_WIDTH:
+            shown = shown[: FRAME_WIDTH - 3] + "..."
+        lines.append((f"{m.at_ms:.1f}", f"+{m.at_ms - previous:.1f}", arrow, shown))
+        previous = m.at_ms
+    close = log.close
+    if close is None:
+        lines.append(("", "", "", "no close recorded"))
+    else:
+        code = "no code" if close.code is None else str(close.code)
+        reason = f" {json.dumps(close.reason, ensure_ascii=False)}" if close.reason else ""
+        lines.append((f"{close.at_ms:.1f}", "", "", f"CLOSE {code}{reason} by {close.by}"))
+    for text in table(lines[0], lines[1:], right=(0, 1)):
+        print(text)
+    print("(-> sent by the client, <- by the server)")
+
+
 def _show(cassette: CassetteLines, rows: list[_Row], ns: argparse.Namespace) -> int:
     row = _find(rows, ns.id, cassette)
     ix, f = row.interaction, row.figures
@@ -299,6 +358,7 @@ def _show(cassette: CassetteLines, rows: list[_Row], ns: argparse.Namespace) -> 
                 {"name": c.name, "arguments": c.arguments} for c in assembled.tool_calls
             ],
             "timeline": timeline,
+            "websocket": _messages(ix.websocket),
         }
         print_json(out)
         return EXIT_OK
@@ -344,6 +404,9 @@ def _show(cassette: CassetteLines, rows: list[_Row], ns: argparse.Namespace) -> 
     for name, value in resp.headers:
         print(f"{name}: {value}")
     print()
+    if ix.websocket is not None:
+        _print_session(ix.websocket)
+        return EXIT_OK
     if resp.stream is None:
         print(_pretty(resp.body))
         return EXIT_OK
