@@ -35,11 +35,7 @@ from typing import Any, TypeVar
 import httpx
 
 from reel_bindings.httpcore import Transport
-from reel_core import Engine, Request
-from reel_core._body import decode_body
-from reel_core._codec import read_line
-from reel_core._exchange import record_request
-from reel_core._literals import exchange_redactor
+from reel_core import Engine, Request, decode_body, exchange_redactor, read_line
 
 from ._common import median, ratio, us
 from ._data import BASE_URL, PATH, REQUEST_HEADERS, Corpus, request_body
@@ -91,10 +87,9 @@ def breakdown(interactions: int, requests: int, work: Path) -> list[tuple[str, f
     transport = Transport(path, mode="replay")
     engine = Engine(transport.player.file.cassette, transport.player.config)
     base = engine.redactor
-    limit = transport.player.config.limits.max_body
     keying = engine.match.keying()
     redactors = [exchange_redactor(base, r.headers) for r in core]
-    recorded = [record_request(r, x, limit) for r, x in zip(core, redactors, strict=True)]
+    recorded = [engine.recorded_request(r) for r in core]
     parsed = [read_line(raw) for raw in raws]
 
     def secret_check(request: Request) -> bool:
