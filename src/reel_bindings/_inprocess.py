@@ -23,6 +23,7 @@ from reel_core import (
     Engine,
     Event,
     Forward,
+    Frame,
     Limits,
     MatchConfig,
     Miss,
@@ -47,7 +48,15 @@ from ._settings import Settings, mode_from_env
 from ._store import Store, StoreUnavailableError
 from ._store_url import check_store
 
-__all__ = ["CLIENT_CLOSED", "Binding", "Decision", "Player", "Upstreaming", "mode_from_env"]
+__all__ = [
+    "CLIENT_CLOSED",
+    "Binding",
+    "Decision",
+    "Player",
+    "Upstreaming",
+    "mode_from_env",
+    "whole_body",
+]
 
 IN_PROCESS_HINT = (
     "run again with REEL_MODE=auto to record what is missing "
@@ -69,10 +78,36 @@ class Decision:
     event: Replay | Miss | Refused | None
     head: ResponseHead
     events: tuple[Event, ...] = ()
+    #: The whole body when nothing in ``events`` waits (see :func:`whole_body`):
+    #: answered as bytes, with no frame schedule.  ``None``: follow ``events``.
+    body: bytes | None = None
 
     @property
     def miss(self) -> MissReport | None:
         return self.event.report if isinstance(self.event, Miss) else None
+
+
+def whole_body(events: Iterable[Event]) -> bytes | None:
+    """The whole body of a replay's timed ``events`` (those after its head)
+    when it has nothing to wait for: at most one frame then the end, none of
+    them due after the head, no cut.  ``None`` otherwise: the binding then
+    follows :func:`~reel_core.replay_schedule`.
+
+    A non-stream replay (nearly every one) is answered from this in one
+    step, without a :class:`~reel_core.Step` per event; it decides exactly
+    what the schedule's steps would (``tests/property/test_schedule.py``)."""
+    parts: list[bytes] = []
+    steps = 0
+    for event in events:
+        if not isinstance(event, (Frame, EndOfResponse, Cut)):
+            continue
+        steps += 1
+        if steps > 2 or isinstance(event, Cut) or (event.at is not None and event.at > 0):
+            return None
+        if not isinstance(event, Frame):
+            break
+        parts.append(event.data)
+    return b"".join(parts)
 
 
 class Player:
@@ -172,7 +207,7 @@ class Player:
             self.outcomes.append((request.method, request.path, outcome))
             engine.start_next_cycle()
             self._engine = engine
-            return Decision(decision, head, tuple(events))
+            return Decision(decision, head, tuple(events), whole_body(events))
 
 
 class Upstreaming:

@@ -20,7 +20,6 @@ from reel_core import (
     Mode,
     Redactor,
     Request,
-    Step,
     Timing,
     UpstreamError,
 )
@@ -37,7 +36,6 @@ __all__ = [
     "core_request",
     "cut_error",
     "family_of",
-    "immediate_body",
     "relayed",
     "ssl_context",
     "sync_stream",
@@ -190,14 +188,6 @@ def ssl_context(family: ModuleType) -> Any:
         # setdefault: threads racing here share one
         context = _SSL_CONTEXTS.setdefault(key, family.create_ssl_context())
     return context
-
-
-def immediate_body(steps: list[Step]) -> bytes | None:
-    """The whole body when a replay has nothing to wait for (one frame due at
-    once, then the end): it is answered as bytes, without a frame iterator."""
-    if len(steps) > 2 or any(s.until is not None or isinstance(s.event, Cut) for s in steps):
-        return None
-    return b"".join(s.data for s in steps)
 
 
 def core_request(request: Any, body: bytes) -> Request:

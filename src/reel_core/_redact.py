@@ -222,35 +222,33 @@ _SALT = re.compile(r"[0-9a-f]{32}")
 
 # A necessary condition for any built-in pattern to match ASCII text, checked
 # before the combined regular expression (which costs ~150 us on a 1 KB chat
-# request): every secret shape holds a match of _SECRET_HINT; the (?i) shapes
-# and every secret field (its name then a quote, or a backslash and a quote)
-# hold one of _FOLDED_HINTS once folded by _FOLD (lower case, a backslash
-# read as a quote); an e-mail an "@" (or "%40"); a phone number a "+" and a
-# digit, or three digits, a separator and three more, which _PHONE_CLASSES
-# turns into "+0" and "000 000".
+# request): every secret shape holds one of _SECRET_LITERALS or a match of one
+# of _SECRET_HINTS; the (?i) shapes and every secret field (its name then a
+# quote, or a backslash and a quote) hold one of the _FOLDED_HINTS once folded
+# by _FOLD (lower case, a backslash read as a quote); an e-mail an "@" (or
+# "%40"); a phone number a "+" and a digit, or three digits, a separator and
+# three more, which _PHONE_CLASSES turns into "+0" and "000 000".
 # Text holding none of them cannot change, and is returned as it is.  Each
-# check is a C-speed scan of bytes; a regular expression per check would
-# cost several times more.
-_SECRET_HINT = re.compile(rb"sk-|AIza|gh[pousr]_|github_pat_|AKIA|ASIA|ABIA|ACCA|xox|eyJ")
+# check is a C-speed scan of bytes.  Each regular expression starts with a
+# literal, which the engine looks for as a substring; one alternation of all
+# the secret hints tried each alternative at every byte (twice as slow), and
+# the folded hints are grouped by a part they share, so a request scans for
+# the group only (seven scans, not twelve) unless that part is there.
+_SECRET_LITERALS = (b"sk-", b"xox", b"eyJ")
+_SECRET_HINTS = (
+    re.compile(rb"A(?:Iza|KIA|SIA|BIA|CCA)"),
+    re.compile(rb"g(?:h[pousr]_|ithub_pat_)"),
+)
 _FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ\\", b'abcdefghijklmnopqrstuvwxyz"')
-_FOLDED_HINTS = (
-    b"aws_secret",
-    b"awssecret",
-    b"bearer",
-    *(
-        name + b'"'
-        for name in (
-            b"key",
-            b"secret",
-            b"token",
-            b"passwd",
-            b"password",
-            b"passphrase",
-            b"authorization",
-            b"credential",
-            b"credentials",
-        )
-    ),
+#: ``(a part every hint of the group holds, the group's hints)``.
+_FOLDED_HINTS: tuple[tuple[bytes, tuple[bytes, ...]], ...] = (
+    (b"secret", (b"aws_secret", b"awssecret", b'secret"')),
+    (b"pass", (b'passwd"', b'password"', b'passphrase"')),
+    (b"credential", (b'credential"', b'credentials"')),
+    (b"bearer", (b"bearer",)),
+    (b'key"', (b'key"',)),
+    (b'token"', (b'token"',)),
+    (b'authorization"', (b'authorization"',)),
 )
 _PHONE_CLASSES = bytes(
     0x30 if 0x30 <= c <= 0x39 else 0x20 if c in b" .-" else c if c == 0x2B else 0x78
@@ -363,15 +361,18 @@ class Redactor:
         return f"[REDACTED:{kind}:{digest(self.salt, kind, value)}]"
 
     def _may_match(self, text: str | bytes) -> bool:
-        """False only when no pattern can match ``text`` (see ``_SECRET_HINT``)."""
+        """False only when no pattern can match ``text`` (see ``_SECRET_HINTS``)."""
         if not self._hinted or not text.isascii():
             return True
         data = text.encode("ascii") if isinstance(text, str) else text
-        if _SECRET_HINT.search(data):
+        if any(map(data.__contains__, _SECRET_LITERALS)):
+            return True
+        if any(hint.search(data) for hint in _SECRET_HINTS):
             return True
         folded = data.translate(_FOLD)
-        if any(map(folded.__contains__, _FOLDED_HINTS)):
-            return True
+        for part, hints in _FOLDED_HINTS:
+            if part in folded and any(map(folded.__contains__, hints)):
+                return True
         if not self.pii:
             return False
         if b"@" in data or b"%40" in data:  # an e-mail, maybe URL-encoded

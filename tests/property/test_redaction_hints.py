@@ -3,10 +3,13 @@ changes what is redacted."""
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from reel_core import Redactor
+from reel_core._redact import _FOLDED_HINTS, _SECRET_HINTS, _SECRET_LITERALS
 
 from .strategies import SecretText, secret_texts
 
@@ -93,3 +96,23 @@ def test_keeps_is_off_without_hints() -> None:
     assert FAST[True].keeps("/v1/chat/completions", b'{"model":"gpt-4o-mini"}')
     assert not SLOW[True].keeps("/v1/chat/completions", b'{"model":"gpt-4o-mini"}')
     assert not Redactor(paths=("model",)).keeps("/v1/chat/completions", b"{}")
+
+
+#: The secret hint before it was split into literals and prefixed patterns.
+ONE_ALTERNATION = re.compile(rb"sk-|AIza|gh[pousr]_|github_pat_|AKIA|ASIA|ABIA|ACCA|xox|eyJ")
+
+
+def test_each_folded_hint_holds_the_part_its_group_is_found_by() -> None:
+    """A group's hints are looked for only when its part is there."""
+    for part, hints in _FOLDED_HINTS:
+        assert hints
+        assert all(part in hint for hint in hints), part
+
+
+@given(st.one_of(ASCIIISH, st.text()))
+def test_the_split_secret_hints_find_what_one_alternation_found(text: str) -> None:
+    data = text.encode("utf-8", "surrogatepass")
+    split = any(map(data.__contains__, _SECRET_LITERALS)) or any(
+        hint.search(data) for hint in _SECRET_HINTS
+    )
+    assert split == (ONE_ALTERNATION.search(data) is not None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reel_bindings._inprocess import whole_body
 from reel_core import (
     Config,
     Cut,
@@ -87,3 +88,26 @@ timed: st.SearchStrategy[Event] = st.one_of(
 def test_schedule_of_any_deadlines_is_the_naive_loop(events: list[Event]) -> None:
     """Even deadlines no session makes (going back, missing, after the end)."""
     assert scheduled(events) == naive(events)
+
+
+def body_of_steps(events: list[Event]) -> bytes | None:
+    """The oracle of ``whole_body``: the schedule's steps, answered as one
+    body when there are at most two, none waits and none is a cut."""
+    steps = list(replay_schedule(events))
+    if len(steps) > 2 or any(s.until is not None or isinstance(s.event, Cut) for s in steps):
+        return None
+    return b"".join(s.data for s in steps)
+
+
+@given(st.lists(timed | st.just(ResponseHead(200, ())), max_size=6))
+def test_whole_body_is_what_the_schedule_sends_at_once(events: list[Event]) -> None:
+    assert whole_body(events) == body_of_steps(events)
+
+
+@given(recorded_responses(), timings())
+def test_whole_body_of_a_replay(response: RecordedResponse, timing: Timing) -> None:
+    events = replayed(response, timing)
+    body = whole_body(events)
+    assert body == body_of_steps(events)
+    if response.stream is None:  # a non-stream replay is always one body
+        assert body == response.body

@@ -25,7 +25,6 @@ from .._transport import (
     cut_error,
     failure_of,
     family_of,
-    immediate_body,
     relayed,
 )
 
@@ -43,10 +42,9 @@ class AsyncTransport(Base, AsyncBase):
         if isinstance(decision, Upstreaming):
             return await self._forward(family, request, decision)
         self._check(decision)
+        if decision.body is not None:  # nothing to wait for: one body
+            return self._replay_response(family, decision, decision.body)
         steps = list(replay_schedule(decision.events))
-        body = immediate_body(steps)
-        if body is not None:
-            return self._replay_response(family, decision, body)
         start = anyio.current_time()
         played = aframes(steps, start, lambda cut: cut_error(family, cut, request))
         return self._replay_response(family, decision, played)

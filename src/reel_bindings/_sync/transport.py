@@ -27,7 +27,6 @@ from .._transport import (
     cut_error,
     failure_of,
     family_of,
-    immediate_body,
     relayed,
 )
 
@@ -45,10 +44,9 @@ class Transport(Base, SyncBase):
         if isinstance(decision, Upstreaming):
             return self._forward(family, request, decision)
         self._check(decision)
+        if decision.body is not None:  # nothing to wait for: one body
+            return self._replay_response(family, decision, decision.body)
         steps = list(replay_schedule(decision.events))
-        body = immediate_body(steps)
-        if body is not None:
-            return self._replay_response(family, decision, body)
         start = time.monotonic()
         played = frames(steps, start, lambda cut: cut_error(family, cut, request))
         return self._replay_response(family, decision, played)
