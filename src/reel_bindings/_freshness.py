@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from reel_core import Drift, Recorded, Staleness
+if TYPE_CHECKING:
+    # Named in annotations only: a replay that finds nothing stale does not
+    # import the core's freshness and drift rooms.
+    from reel_core import Drift, Recorded, Staleness
 
 __all__ = ["Freshness", "StaleReplay"]
 

@@ -33,9 +33,9 @@ from ._events import (
 )
 from ._http import Headers, ReaderSignal, Request, RequestReader
 from ._match import MatchConfig
-from ._record import UpstreamError
 from ._redact import Redactor
 from ._state import State
+from ._upstream import UpstreamError
 
 __all__ = ["Session"]
 

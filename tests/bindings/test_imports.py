@@ -86,6 +86,56 @@ def test_a_replay_imports_only_the_family_of_its_client(family: str, other: str)
     assert _unwanted(loaded, (other, other.replace("httpx", "httpcore"))) == []
 
 
+#: The core's rooms a replay never enters: other recorders' formats,
+#: WebSocket sessions (and wsproto), miss reports, drift, the recorder.
+COLD_ROOMS = (
+    "wsproto",
+    "reel_core._formats",
+    "reel_core._ws_session",
+    "reel_core._websocket",
+    "reel_core._miss",
+    "reel_core._shape",
+    "reel_core._generations",
+    "reel_core._report",
+    "reel_core._ui",
+    "reel_core._record",
+    "reel_core._usage",
+)
+
+
+def test_a_replay_loads_none_of_the_cold_rooms() -> None:
+    # Measured after the replay, not after the import: what the request
+    # itself needs (keying, matching, the response) must not pull them in.
+    loaded = _modules_after(
+        "import httpx\n"
+        "from reel_bindings.httpcore import Transport\n"
+        f"transport = Transport({DEMO!r}, mode='replay', timing='fast')\n"
+        "with httpx.Client(transport=transport) as client:\n"
+        "    r = client.post('http://127.0.0.1:9/v1/chat/completions', "
+        f"content={BODY!r}, headers={{'content-type': 'application/json'}})\n"
+        "    assert r.status_code == 200, r.text\n"
+        "    assert r.extensions['reel'] == 'replay'\n"
+        "    assert transport.misses == []\n"
+    )
+    assert "reel_core._engine" in loaded
+    assert _unwanted(loaded, COLD_ROOMS) == []
+
+
+def test_a_miss_loads_the_miss_room_when_it_happens() -> None:
+    # The other side of the same coin: the room is loaded by its first use.
+    loaded = _modules_after(
+        "import httpx\n"
+        "from reel_bindings.httpcore import Transport\n"
+        f"transport = Transport({DEMO!r}, mode='replay', timing='fast')\n"
+        "with httpx.Client(transport=transport) as client:\n"
+        "    r = client.post('http://127.0.0.1:9/v1/chat/completions', content=b'{}')\n"
+        "    assert r.status_code == 404, r.text\n"
+        "    assert transport.misses\n"
+    )
+    assert "reel_core._miss" in loaded
+    assert _unwanted(loaded, ("wsproto", "reel_core._formats")) == []
+
+
 def test_the_probe_would_notice_a_client_family() -> None:
     loaded = _modules_after("import reel_bindings.httpcore, httpx")
     assert _unwanted(loaded) != []
