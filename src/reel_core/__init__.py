@@ -71,7 +71,6 @@ from ._meta import CassetteMeta
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
 from ._redact import Redactor, is_credential_name, keep_response_header
 from ._schedule import Step, replay_schedule
-from ._session import Session
 from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
@@ -106,6 +105,7 @@ if _typing.TYPE_CHECKING:
         render_report,
         report_json,
     )
+    from ._session import Session
     from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
     from ._ui import UI_PREFIX, UiConfig, UiResource
     from ._usage import Usage, extract_usage
@@ -297,6 +297,7 @@ _ROOMS = {
         "render_report",
         "report_json",
     ),
+    "_session": ("Session",),
     "_shape": ("Drift", "Shape", "drift_of", "response_shape", "shape_changes"),
     "_ui": ("UI_PREFIX", "UiConfig", "UiResource"),
     "_usage": ("Usage", "extract_usage"),
