@@ -77,7 +77,7 @@ from ._timing import Timing, TimingMode
 from ._upstream import UpstreamError
 from ._version import SCHEMA_VERSION, __version__
 
-if _typing.TYPE_CHECKING:
+if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
     from ._formats import (
         Exchange,
         ImportReport,
