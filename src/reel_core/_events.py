@@ -86,11 +86,14 @@ class _Value:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__match_args__)
         return f"{self.__class__.__qualname__}({fields})"
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+    # Hidden from mypy, which would then allow assigning any attribute.
+    if not TYPE_CHECKING:  # pragma: no branch
 
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
+        def __setattr__(self, name: str, value: object) -> None:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+        def __delattr__(self, name: str) -> None:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
 class Continue(_Value):
