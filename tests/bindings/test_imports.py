@@ -121,6 +121,17 @@ def test_a_replay_loads_none_of_the_cold_rooms() -> None:
     assert _unwanted(loaded, COLD_ROOMS) == []
 
 
+def test_the_requests_adapter_imports_only_requests() -> None:
+    # requests (and urllib3 under it) is the adapter's own family; nothing
+    # else: no event loop, no attrs (the proxy's), no httpx, no cold room.
+    loaded = _modules_after("import reel_bindings.requests")
+    assert "requests" in loaded
+    others = tuple(
+        n for n in NOT_ON_IMPORT if n not in ("requests", "urllib3", "ssl", "http.client")
+    )
+    assert _unwanted(loaded, (*others, "anyio", *COLD_ROOMS)) == []
+
+
 def test_a_miss_loads_the_miss_room_when_it_happens() -> None:
     # The other side of the same coin: the room is loaded by its first use.
     loaded = _modules_after(
