@@ -132,6 +132,20 @@ def test_the_requests_adapter_imports_only_requests() -> None:
     assert _unwanted(loaded, (*others, "anyio", *COLD_ROOMS)) == []
 
 
+def test_the_cli_starts_without_a_network_stack() -> None:
+    # ``reel --help`` (any subcommand): the viewer's HTTP server, sockets, TLS
+    # and an event loop load only for ``reel view --serve``.
+    loaded = _modules_after(
+        "import contextlib\n"
+        "from reel_bindings._cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(None):\n"
+        "    main(['--help'])\n"
+    )
+    assert "reel_bindings.cli._view" in loaded
+    unwanted = ("socket", "ssl", "http.server", "socketserver", "asyncio", "trio", "wsproto")
+    assert _unwanted(loaded, unwanted) == []
+
+
 def test_a_miss_loads_the_miss_room_when_it_happens() -> None:
     # The other side of the same coin: the room is loaded by its first use.
     loaded = _modules_after(
