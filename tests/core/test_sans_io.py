@@ -40,9 +40,17 @@ def _modules_after(code: str) -> list[str]:
 def test_importing_reel_core_imports_no_io_module() -> None:
     loaded = _modules_after("import reel_core")
     assert "reel_core" in loaded
-    assert "h11" in loaded  # the core drives h11 inside itself, and that is fine
     bad = [m for m in loaded if m.split(".")[0] in FORBIDDEN]
     assert bad == []
+
+
+def test_h11_is_imported_by_the_byte_reader_only() -> None:
+    # The core drives h11 inside itself to read HTTP/1.1 bytes (the proxy's
+    # Session), and that is fine; an in-process replay reads no bytes.
+    assert "h11" not in _modules_after("import reel_core")
+    loaded = _modules_after("from reel_core import Session")
+    assert {"h11", "reel_core._reader"} <= set(loaded)
+    assert [m for m in loaded if m.split(".")[0] in FORBIDDEN] == []
 
 
 def test_every_private_module_imports_no_io_module() -> None:
