@@ -61,6 +61,13 @@ def test_importing_the_transports_imports_no_client_family() -> None:
     assert _unwanted(loaded) == []
 
 
+def test_importing_the_transports_leaves_the_write_and_log_helpers() -> None:
+    # tempfile (atomic rewrites) and logging (something stale or drifting to
+    # say) load when first needed; h11 with the proxy's byte reader.
+    loaded = _modules_after("import reel_bindings.httpcore")
+    assert _unwanted(loaded, ("tempfile", "logging", "h11", "wsproto")) == []
+
+
 def test_making_transports_imports_no_client_family() -> None:
     loaded = _modules_after(
         "from reel_bindings.httpcore import AsyncTransport, Transport\n"
