@@ -102,11 +102,12 @@ def test_every_public_name_is_there_and_the_package_only_re_exports() -> None:
         assert hasattr(reel_core, name), name
     tree = ast.parse(Path(reel_core.__file__).read_text(encoding="utf-8"))
     defined = [
-        node
+        node.name
         for node in tree.body
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     ]
-    assert defined == []
+    # Only the PEP 562 hooks that re-export the rooms loaded on first use.
+    assert sorted(defined) == ["__dir__", "__getattr__"]
     public = {n for n in dir(reel_core) if not n.startswith("_")}
     modules = {n for n in public if type(getattr(reel_core, n)).__name__ == "module"}
     assert public - modules - {"annotations"} <= set(reel_core.__all__)

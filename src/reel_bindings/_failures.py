@@ -19,8 +19,7 @@ import http.client
 import socket
 import ssl
 from collections.abc import Iterator, Sequence
-
-import attrs
+from dataclasses import dataclass
 
 from reel_core import UpstreamError
 
@@ -30,7 +29,9 @@ __all__ = ["CONNECT_CAUSES", "Rule", "chain", "classify"]
 Types = type[BaseException] | tuple[type[BaseException], ...]
 
 
-@attrs.frozen
+# A dataclass, not attrs.frozen: the in-process bindings import this, and
+# importing attrs would cost them more than all of reel_core's events.
+@dataclass(frozen=True)
 class Rule:
     """An exception of type ``catches`` is ``error``, unless a cause in
     its chain is one of ``causes`` (``(types, error)``, the first found

@@ -6,14 +6,25 @@ plugin's terminal summary and the run report."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from reel_core import Drift, Recorded, Staleness
+if TYPE_CHECKING:
+    # Named in annotations only: a replay that finds nothing stale does not
+    # import the core's freshness and drift rooms.
+    import logging
+
+    from reel_core import Drift, Recorded, Staleness
 
 __all__ = ["Freshness", "StaleReplay"]
 
-log = logging.getLogger("reel")
+
+def _log() -> logging.Logger:
+    # logging is imported when there is something to say: a replay with
+    # nothing stale nor drifting does not load it.
+    import logging
+
+    return logging.getLogger("reel")
 
 
 @dataclass(frozen=True)
@@ -40,7 +51,7 @@ class Freshness:
     def stale_served(self, method: str, path: str, staleness: Staleness) -> None:
         """A stale recording was replayed."""
         self.stale.append(StaleReplay(method, path, staleness))
-        log.info("served a stale recording of %s %s: %s", method, path, staleness.describe())
+        _log().info("served a stale recording of %s %s: %s", method, path, staleness.describe())
 
     def recorded(self, recorded: Recorded) -> None:
         """A recording was appended: count what it superseded, say its drift."""
@@ -48,4 +59,4 @@ class Freshness:
             self.superseded += 1
         if recorded.drift is not None:
             self.drifts.append(recorded.drift)
-            log.warning("%s", recorded.drift.line())
+            _log().warning("%s", recorded.drift.line())

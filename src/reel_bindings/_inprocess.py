@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reel_core import (
     Cut,
@@ -27,8 +28,6 @@ from reel_core import (
     Limits,
     MatchConfig,
     Miss,
-    MissError,
-    MissReport,
     Mode,
     Redactor,
     Refused,
@@ -47,6 +46,9 @@ from ._relay import CLIENT_CLOSED
 from ._settings import Settings, mode_from_env
 from ._store import Store, StoreUnavailableError
 from ._store_url import check_store
+
+if TYPE_CHECKING:
+    from reel_core import MissReport
 
 __all__ = [
     "CLIENT_CLOSED",
@@ -299,4 +301,6 @@ class Binding:
     def _check(self, decision: Decision) -> None:
         """Raise the miss of ``decision`` when ``strict``."""
         if decision.miss is not None and self.strict:
+            from reel_core import MissError  # the miss room: loaded by a miss
+
             raise MissError(decision.miss)

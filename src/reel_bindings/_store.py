@@ -38,7 +38,6 @@ import builtins
 import contextlib
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -201,6 +200,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o644
+    import tempfile  # writes only: a replay does not load it (nor shutil, bz2, random...)
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".reel-tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -3,7 +3,19 @@
 Request bytes (or a parsed request) in; record / replay / miss decisions,
 timed response events and cassette lines out.  No sockets, threads, event
 loop, clock reads or file opens: bindings do the I/O.
+
+What every replay and recording needs is imported here; the rooms a replay
+never enters (other recorders' formats, WebSocket sessions, the viewer,
+reports, drift and compaction, miss reports, usage and prices) are
+imported when one of their names is first asked for (PEP 562
+``__getattr__`` below), so ``import reel_core`` and an in-process replay
+do not pay for them.  ``from reel_core import X`` and ``reel_core.X`` work
+for every name in ``__all__`` alike.
 """
+
+from __future__ import annotations
+
+import typing as _typing
 
 from ._body import ContentDecoder, decode_body, decode_content, encode_body
 from ._cassette import Cassette, LineSource, safe_cassette_name
@@ -43,23 +55,6 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import record_exchange
-from ._formats import (
-    Exchange,
-    ImportReport,
-    Skipped,
-    export_formats,
-    export_har,
-    export_vcr,
-    import_exchanges,
-    import_formats,
-    import_refusal,
-    import_source,
-    import_sources,
-    sniff_format,
-)
-from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
-from ._freshness import Staleness, format_age, recorded_epoch, staleness
-from ._generations import Compaction, compact, lines_drift, superseded
 from ._http import HOP_BY_HOP, Limits, Request
 from ._interaction import (
     Interaction,
@@ -73,38 +68,57 @@ from ._interaction import (
 from ._literals import exchange_redactor
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._meta import CassetteMeta
-from ._miss import Closest, MissError, MissReport, body_diff, diff_row, request_diff, shorten
-from ._prices import PRICES_CHECKED, cost_usd, resolve_model
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
-from ._record import UpstreamError
 from ._redact import Redactor, is_credential_name, keep_response_header
-from ._report import (
-    REPORT_SCHEMA,
-    CassetteTally,
-    Outcome,
-    merge_tallies,
-    render_report,
-    report_json,
-)
 from ._schedule import Step, replay_schedule
-from ._session import Session
-from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
 from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
-from ._ui import UI_PREFIX, UiConfig, UiResource
-from ._usage import Usage, extract_usage
+from ._upstream import UpstreamError
 from ._version import SCHEMA_VERSION, __version__
-from ._websocket import (
-    CLOSE_MISMATCH,
-    WebSocketMiss,
-    WebSocketRecorder,
-    WebSocketReplay,
-    WebSocketSignal,
-    WebSocketStep,
-    websocket_usage,
-)
-from ._ws_session import UpstreamAnswer, UpstreamHandshake, WebSocketOutput, WebSocketSession
+
+if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
+    from ._formats import (
+        Exchange,
+        ImportReport,
+        Skipped,
+        export_formats,
+        export_har,
+        export_vcr,
+        import_exchanges,
+        import_formats,
+        import_refusal,
+        import_source,
+        import_sources,
+        sniff_format,
+    )
+    from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
+    from ._freshness import Staleness, format_age, recorded_epoch, staleness
+    from ._generations import Compaction, compact, lines_drift, superseded
+    from ._miss import Closest, MissError, MissReport, body_diff, diff_row, request_diff, shorten
+    from ._prices import PRICES_CHECKED, cost_usd, resolve_model
+    from ._report import (
+        REPORT_SCHEMA,
+        CassetteTally,
+        Outcome,
+        merge_tallies,
+        render_report,
+        report_json,
+    )
+    from ._session import Session
+    from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
+    from ._ui import UI_PREFIX, UiConfig, UiResource
+    from ._usage import Usage, extract_usage
+    from ._websocket import (
+        CLOSE_MISMATCH,
+        WebSocketMiss,
+        WebSocketRecorder,
+        WebSocketReplay,
+        WebSocketSignal,
+        WebSocketStep,
+        websocket_usage,
+    )
+    from ._ws_session import UpstreamAnswer, UpstreamHandshake, WebSocketOutput, WebSocketSession
 
 __all__ = [
     "CLOSE_MISMATCH",
@@ -244,3 +258,74 @@ __all__ = [
     "superseded",
     "websocket_usage",
 ]
+
+#: The rooms a replay never needs, and their names: each room is imported
+#: when one of its names is first asked for (see ``__getattr__``).
+_ROOMS = {
+    "_formats": (
+        "Exchange",
+        "ImportReport",
+        "Skipped",
+        "export_formats",
+        "export_har",
+        "export_vcr",
+        "import_exchanges",
+        "import_formats",
+        "import_refusal",
+        "import_source",
+        "import_sources",
+        "sniff_format",
+    ),
+    "_frames": ("SSEEvent", "SSESplitter", "is_sse_stream", "looks_like_sse", "parse_sse_event"),
+    "_freshness": ("Staleness", "format_age", "recorded_epoch", "staleness"),
+    "_generations": ("Compaction", "compact", "lines_drift", "superseded"),
+    "_miss": (
+        "Closest",
+        "MissError",
+        "MissReport",
+        "body_diff",
+        "diff_row",
+        "request_diff",
+        "shorten",
+    ),
+    "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
+    "_report": (
+        "REPORT_SCHEMA",
+        "CassetteTally",
+        "Outcome",
+        "merge_tallies",
+        "render_report",
+        "report_json",
+    ),
+    "_session": ("Session",),
+    "_shape": ("Drift", "Shape", "drift_of", "response_shape", "shape_changes"),
+    "_ui": ("UI_PREFIX", "UiConfig", "UiResource"),
+    "_usage": ("Usage", "extract_usage"),
+    "_websocket": (
+        "CLOSE_MISMATCH",
+        "WebSocketMiss",
+        "WebSocketRecorder",
+        "WebSocketReplay",
+        "WebSocketSignal",
+        "WebSocketStep",
+        "websocket_usage",
+    ),
+    "_ws_session": ("UpstreamAnswer", "UpstreamHandshake", "WebSocketOutput", "WebSocketSession"),
+}
+_LAZY = {name: room for room, names in _ROOMS.items() for name in names}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    # Called only for a name not (yet) in the module: a lazy room's.
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value  # the next look-up does not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

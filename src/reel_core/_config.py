@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ._errors import ConfigError
 from ._http import Limits
 from ._match import MatchConfig
 from ._redact import Redactor
 from ._timing import Timing
-from ._ui import UiConfig
+
+if TYPE_CHECKING:
+    from ._ui import UiConfig
 
 __all__ = ["DEFAULT_HINT", "Config", "Mode"]
 

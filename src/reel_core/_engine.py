@@ -21,6 +21,7 @@ import json
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ._cassette import Cassette, Interaction, RecordedRequest
 from ._config import Config, Mode
@@ -41,19 +42,23 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import new_recorder, record_request
-from ._freshness import Staleness, staleness
-from ._fuzzy import nearest
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
 from ._memo import KeyMemo
-from ._miss import MissError, MissReport, build_miss_report
 from ._providers import route
-from ._record import Recorder, UpstreamError
 from ._redact import Redactor
-from ._shape import drift_of
 from ._state import Input, State, transition
-from ._ui import UiConfig, UiRefusal, ui_request
+from ._upstream import UpstreamError
+
+if TYPE_CHECKING:
+    # Rooms of rare paths (a fuzzy match, a miss, the viewer, a max_age, a
+    # recording, a superseded one's drift): imported where they are taken,
+    # so a replay does not load them.
+    from ._freshness import Staleness
+    from ._miss import MissReport
+    from ._record import Recorder
+    from ._ui import UiConfig
 
 __all__ = ["Engine"]
 
@@ -255,6 +260,8 @@ class Engine:
     def _for_ui(self, request: Request, ui: UiConfig) -> bool:
         """Decide a request for Reel's own viewer (True), before any
         cassette is chosen: it is never matched, forwarded nor recorded."""
+        from ._ui import UiRefusal, ui_request
+
         asked = ui_request(request, ui)
         if asked is None:
             return False
@@ -304,6 +311,8 @@ class Engine:
                 key, self._keying
             )
             if interaction is None and fuzzy:
+                from ._fuzzy import nearest
+
                 found = nearest(recorded, self.cassette, self.match)
                 if found is not None:
                     interaction, similarity = found
@@ -383,6 +392,8 @@ class Engine:
                 "a max_age is in force: hand the wall-clock time in with each request "
                 "(receive_request(request, now=time.time()))"
             )
+        from ._freshness import staleness
+
         first = self.cassette.first(key, self._keying)  # None: a line that does not parse
         return staleness(first.timestamp if first else None, self._max_age, self._now)
 
@@ -419,6 +430,9 @@ class Engine:
         return self._request is not None and self._request.method == "HEAD"
 
     def _miss_report(self, recorded: RecordedRequest, key: str) -> MissReport:
+        from ._fuzzy import nearest
+        from ._miss import build_miss_report
+
         reason = "no recording matches"
         count = self.cassette.count(key, self._keying)
         closest = None
@@ -455,6 +469,8 @@ class Engine:
     def raise_for_miss(self, event: Event | Signal) -> None:
         """Raise :class:`MissError` if ``event`` is a :class:`Miss`."""
         if isinstance(event, Miss):
+            from ._miss import MissError
+
             raise MissError(event.report)
 
     def _replay(self, interaction: Interaction, *, head_only: bool) -> tuple[Event, ...]:
@@ -628,6 +644,8 @@ class Engine:
         cassette.add(interaction, line=line)
         if previous is None:
             return Recorded(line, interaction.id, interaction.key)
+        from ._shape import drift_of
+
         drift = drift_of(previous, interaction)
         return Recorded(line, interaction.id, interaction.key, previous.id, drift)
 

@@ -13,7 +13,7 @@ after its end, :meth:`reel_core.Engine.record`, which returns
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError
 from typing import TYPE_CHECKING
 
 from ._http import Headers, Request
@@ -55,43 +55,115 @@ class Signal(enum.Enum):
     CLOSED = "CLOSED"
 
 
-@dataclass(frozen=True)
-class Continue:
+_set = object.__setattr__
+
+
+class _Value:
+    """The events' common behaviour: immutable, equal (and hashed) by their
+    fields, shown as ``Frame(data=b'...', at=0.0)``, as ``@dataclass(frozen=True)``
+    made them.  Written out instead because a frozen dataclass builds six
+    functions with ``exec`` when its module is imported, about 0.3 ms a class:
+    for these eleven, most of what importing ``reel_core._events`` cost.
+    Each event names its fields, in order, in ``__match_args__`` (as a
+    dataclass does) and ``__slots__``, and sets them in its ``__init__``;
+    nothing else is per class."""
+
+    __match_args__: tuple[str, ...] = ()
+    __slots__: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__match_args__)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Value) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__match_args__)
+        return f"{self.__class__.__qualname__}({fields})"
+
+    # Hidden from mypy, which would then allow assigning any attribute.
+    if not TYPE_CHECKING:  # pragma: no branch
+
+        def __setattr__(self, name: str, value: object) -> None:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+        def __delattr__(self, name: str) -> None:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+class Continue(_Value):
     """The client sent ``Expect: 100-continue`` and waits for the interim
     ``100 Continue`` before it sends the body: write ``session.send(event)``
     to it, then read on.  Handed out once per request, only to a session
     fed with bytes; a request refused at its head (a body over the limit:
     413) gets its final answer instead."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True)
-class Replay:
+
+class Replay(_Value):
     """Decision: a recording answers the request; its response follows."""
+
+    __match_args__ = (
+        "request",
+        "interaction_id",
+        "key",
+        "similarity",
+        "websocket",
+        "provider",
+        "stale",
+        "lease",
+    )
+    __slots__ = __match_args__
 
     request: Request
     interaction_id: str
     key: str
     #: For a fuzzy match, the prompt similarity (0 to 1) of the recording
     #: served; ``None`` for a match by key.
-    similarity: float | None = None
+    similarity: float | None
     #: The recording is a WebSocket session: its messages and close.  The
     #: 101 head and end follow as for any replay; the WebSocket adapter
     #: (:class:`reel_core.WebSocketSession`) takes over from there.
-    websocket: WebSocketLog | None = None
+    websocket: WebSocketLog | None
     #: The recording's provider (a WebSocket replay speaks its error event).
-    provider: str = "generic"
+    provider: str
     #: Set when the recording is older than the ``max_age`` in force (replay
     #: mode serves it; a binding reports it at the end of the run).
-    stale: Staleness | None = None
+    stale: Staleness | None
     #: For a WebSocket session: which of the recordings of its upgrade it
     #: plays, decided as the client's messages come (two identical upgrades
     #: at once are told apart by what their clients say).  ``websocket`` is
     #: the recording chosen at the upgrade.
-    lease: WebSocketLease | None = None
+    lease: WebSocketLease | None
+
+    def __init__(
+        self,
+        request: Request,
+        interaction_id: str,
+        key: str,
+        similarity: float | None = None,
+        websocket: WebSocketLog | None = None,
+        provider: str = "generic",
+        stale: Staleness | None = None,
+        lease: WebSocketLease | None = None,
+    ) -> None:
+        _set(self, "request", request)
+        _set(self, "interaction_id", interaction_id)
+        _set(self, "key", key)
+        _set(self, "similarity", similarity)
+        _set(self, "websocket", websocket)
+        _set(self, "provider", provider)
+        _set(self, "stale", stale)
+        _set(self, "lease", lease)
 
 
-@dataclass(frozen=True)
-class Forward:
+class Forward(_Value):
     """Decision: send ``request`` upstream unchanged, then feed the response
     back with ``upstream_head`` / ``upstream_data`` / ``upstream_end``.
     ``record`` says whether the exchange will be written to the cassette.
@@ -103,61 +175,105 @@ class Forward:
     upstream first.
     """
 
+    __match_args__ = ("request", "key", "record", "url", "websocket", "refresh")
+    __slots__ = __match_args__
+
     request: Request
     key: str | None
     record: bool
     #: Where to send it (set when the engine routes, as the proxy's does).
-    url: str | None = None
+    url: str | None
     #: The request asks to upgrade to a WebSocket (``Upgrade: websocket``):
     #: the upstream's 101 is fed back with ``upstream_head`` and
     #: ``upstream_end``, then the WebSocket adapter relays the messages.
-    websocket: bool = False
+    websocket: bool
     #: The request's recordings are stale (auto mode): this forward records
     #: it again, and its recording supersedes them.
-    refresh: bool = False
+    refresh: bool
+
+    def __init__(
+        self,
+        request: Request,
+        key: str | None,
+        record: bool,
+        url: str | None = None,
+        websocket: bool = False,
+        refresh: bool = False,
+    ) -> None:
+        _set(self, "request", request)
+        _set(self, "key", key)
+        _set(self, "record", record)
+        _set(self, "url", url)
+        _set(self, "websocket", websocket)
+        _set(self, "refresh", refresh)
 
 
-@dataclass(frozen=True)
-class Miss:
+class Miss(_Value):
     """Decision: nothing answers the request; a 404 carrying ``report`` follows."""
+
+    __match_args__ = ("request", "report")
+    __slots__ = __match_args__
 
     request: Request
     report: MissReport
 
+    def __init__(self, request: Request, report: MissReport) -> None:
+        _set(self, "request", request)
+        _set(self, "report", report)
 
-@dataclass(frozen=True)
-class Refused:
+
+class Refused(_Value):
     """Decision: the request cannot be served at all (no upstream for it, a
     bad cassette name, a corrupt cassette line); an error response with
     ``status`` and ``message`` follows."""
+
+    __match_args__ = ("request", "status", "message")
+    __slots__ = __match_args__
 
     request: Request
     status: int
     message: str
 
+    def __init__(self, request: Request, status: int, message: str) -> None:
+        _set(self, "request", request)
+        _set(self, "status", status)
+        _set(self, "message", message)
 
-@dataclass(frozen=True)
-class UiRequest:
+
+class UiRequest(_Value):
     """Decision: the request is for Reel's own viewer (``Config.ui``), not
     for a recording: the binding draws ``resource`` and hands its bytes to
     ``Engine.ui_answer``; the response follows as for a replay.  Never
     matched, forwarded nor recorded."""
 
+    __match_args__ = ("request", "resource")
+    __slots__ = __match_args__
+
     request: Request
     resource: UiResource
 
+    def __init__(self, request: Request, resource: UiResource) -> None:
+        _set(self, "request", request)
+        _set(self, "resource", resource)
 
-@dataclass(frozen=True)
-class ResponseHead:
+
+class ResponseHead(_Value):
     """Status line and headers of the response to give the client."""
+
+    __match_args__ = ("status", "headers", "reason")
+    __slots__ = __match_args__
 
     status: int
     headers: Headers
-    reason: bytes = b""
+    reason: bytes
+
+    def __init__(self, status: int, headers: Headers, reason: bytes = b"") -> None:
+        _set(self, "status", status)
+        _set(self, "headers", headers)
+        _set(self, "reason", reason)
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(_Value):
     """A piece of the response body.
 
     ``at`` is the deadline, in seconds after the response head was sent,
@@ -165,29 +281,47 @@ class Frame:
     at once (live data being forwarded).
     """
 
+    __match_args__ = ("data", "at")
+    __slots__ = __match_args__
+
     data: bytes
-    at: float | None = None
+    at: float | None
+
+    def __init__(self, data: bytes, at: float | None = None) -> None:
+        _set(self, "data", data)
+        _set(self, "at", at)
 
 
-@dataclass(frozen=True)
-class EndOfResponse:
+class EndOfResponse(_Value):
     """The response is complete (a replay sends it at ``at``, like a frame)."""
 
-    at: float | None = None
+    __match_args__ = ("at",)
+    __slots__ = __match_args__
+
+    at: float | None
+
+    def __init__(self, at: float | None = None) -> None:
+        _set(self, "at", at)
 
 
-@dataclass(frozen=True)
-class Cut:
+class Cut(_Value):
     """The response breaks off here, as the upstream's did: the binding must
     abort the response (close the connection without finishing the body)."""
 
+    __match_args__ = ("error", "detail", "at")
+    __slots__ = __match_args__
+
     error: str
-    detail: str = ""
-    at: float | None = None
+    detail: str
+    at: float | None
+
+    def __init__(self, error: str, detail: str = "", at: float | None = None) -> None:
+        _set(self, "error", error)
+        _set(self, "detail", detail)
+        _set(self, "at", at)
 
 
-@dataclass(frozen=True)
-class Recorded:
+class Recorded(_Value):
     """Append ``line`` to the cassette file (one write, under a lock).
 
     :meth:`reel_core.Engine.record` returns it (and adds the recording to
@@ -196,15 +330,32 @@ class Recorded:
     on the recording.
     """
 
+    __match_args__ = ("line", "interaction_id", "key", "supersedes", "drift")
+    __slots__ = __match_args__
+
     line: bytes
     interaction_id: str
     key: str
     #: The id of the recording this one supersedes (the one at its rank in
     #: the request's older generation), if any.
-    supersedes: str | None = None
+    supersedes: str | None
     #: How the response's shape differs from the superseded one's (``None``:
     #: the same shape, or nothing superseded).
-    drift: Drift | None = None
+    drift: Drift | None
+
+    def __init__(
+        self,
+        line: bytes,
+        interaction_id: str,
+        key: str,
+        supersedes: str | None = None,
+        drift: Drift | None = None,
+    ) -> None:
+        _set(self, "line", line)
+        _set(self, "interaction_id", interaction_id)
+        _set(self, "key", key)
+        _set(self, "supersedes", supersedes)
+        _set(self, "drift", drift)
 
 
 Event = (

@@ -14,6 +14,7 @@ frames, usage and cost in ``meta``).  Nothing is parsed back from a line.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ._body import decode_request_body
 from ._cassette import Cassette
@@ -23,8 +24,10 @@ from ._interaction import Interaction, RecordedRequest
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig
 from ._providers import guess_provider
-from ._record import Recorder
 from ._redact import Redactor
+
+if TYPE_CHECKING:
+    from ._record import Recorder
 
 __all__ = ["interaction_id", "new_recorder", "record_exchange", "record_request"]
 
@@ -62,6 +65,8 @@ def new_recorder(
 ) -> Recorder:
     """The recorder of ``request`` (stored as ``recorded`` under ``key``,
     after ``seen`` recordings of it): its provider and endpoint named."""
+    from ._record import Recorder  # the recorder, usage and prices: not for a replay
+
     host = request.header("host")
     return Recorder(
         recorded,

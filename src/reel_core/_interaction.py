@@ -24,7 +24,6 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from typing import Any
 
 from ._body import decode_body, encode_body
@@ -621,6 +620,8 @@ def format_timestamp(epoch: float | None) -> str | None:
     """An ISO 8601 UTC timestamp (millisecond precision) for a wall-clock reading."""
     if epoch is None:
         return None
+    from datetime import datetime, timezone  # for a recording only: not loaded by a replay
+
     moment = datetime.fromtimestamp(epoch, tz=timezone.utc)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

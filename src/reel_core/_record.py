@@ -9,7 +9,6 @@ response byte.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import replace
 from typing import Any
 
@@ -26,40 +25,10 @@ from ._interaction import (
 from ._literals import ExchangeRedactor, Literals
 from ._prices import cost_usd
 from ._redact import Redactor
+from ._upstream import UpstreamError
 from ._usage import extract_usage
 
 __all__ = ["Recorder", "UpstreamError", "response_shape"]
-
-
-class UpstreamError(enum.Enum):
-    """How an upstream exchange can end early; the binding maps its
-    library's exceptions onto these."""
-
-    #: The connection was refused.
-    REFUSED = "refused"
-    #: The host name did not resolve.
-    DNS = "dns"
-    #: The TLS handshake failed.
-    TLS = "tls"
-    #: No answer (or no next chunk) in time.
-    TIMEOUT = "timeout"
-    #: The connection was reset.
-    RESET = "reset"
-    #: The upstream closed the connection before the response was complete.
-    CLOSED = "closed"
-    #: The upstream answered something that is not HTTP.
-    PROTOCOL = "protocol"
-    #: Not the upstream's doing: the client closed the connection before the
-    #: response ended, and the binding stopped reading the upstream.
-    CLIENT_CLOSED = "client-closed"
-    #: Not the upstream's doing: the cassette store cannot keep a recording
-    #: (its server is down), so the binding did not forward the request.
-    STORE = "store"
-
-    @property
-    def status(self) -> int:
-        """The status answered when this happens before any response byte."""
-        return 504 if self is UpstreamError.TIMEOUT else 502
 
 
 _NO_LITERALS = Literals(())

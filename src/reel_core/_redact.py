@@ -211,7 +211,9 @@ def is_credential_name(name: str, *, query: bool = False) -> bool:
 # inside a JSON string: \"api_key\": \"...\".
 _NAME_END = r"(?:key|token|secret|password|passwd|passphrase|authorization|credentials?)"
 _NAME = rf"[A-Za-z0-9_.\- ]{{0,64}}?{_NAME_END}"
-_FIELD_VALUE = re.compile(
+# (A pattern, not compiled here: each Redactor compiles it with its own
+# ``fields`` added, so compiling it alone would be wasted.)
+_FIELD_VALUE = (
     rf'(?i)("({_NAME})"\s*:\s*")((?:[^"\\]|\\.)*)(")'
     rf'|(\\"({_NAME})\\"\s*:\s*\\")((?:[^"\\]|\\[^"])*)(\\")'
 )
@@ -348,7 +350,7 @@ class Redactor:
         object.__setattr__(self, "_kinds", kinds)
         names = "|".join(re.escape(f) for f in self.fields)
         extra = rf'|("({names})"\s*:\s*")((?:[^"\\]|\\.)*)(")' if names else ""
-        field = re.compile(_FIELD_VALUE.pattern + extra, re.IGNORECASE)
+        field = re.compile(_FIELD_VALUE + extra, re.IGNORECASE)
         object.__setattr__(self, "_field", field)
         # Hints cover the built-in patterns only.
         object.__setattr__(self, "_hinted", not self.extra_patterns and not self.fields)

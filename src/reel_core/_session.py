@@ -31,11 +31,12 @@ from ._events import (
     ResponseHead,
     Signal,
 )
-from ._http import Headers, ReaderSignal, Request, RequestReader
+from ._http import Headers, Request
 from ._match import MatchConfig
-from ._record import UpstreamError
+from ._reader import ReaderSignal, RequestReader
 from ._redact import Redactor
 from ._state import State
+from ._upstream import UpstreamError
 
 __all__ = ["Session"]
 

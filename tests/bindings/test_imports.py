@@ -61,6 +61,13 @@ def test_importing_the_transports_imports_no_client_family() -> None:
     assert _unwanted(loaded) == []
 
 
+def test_importing_the_transports_leaves_the_write_and_log_helpers() -> None:
+    # tempfile (atomic rewrites) and logging (something stale or drifting to
+    # say) load when first needed; h11 with the proxy's byte reader.
+    loaded = _modules_after("import reel_bindings.httpcore")
+    assert _unwanted(loaded, ("tempfile", "logging", "h11", "wsproto")) == []
+
+
 def test_making_transports_imports_no_client_family() -> None:
     loaded = _modules_after(
         "from reel_bindings.httpcore import AsyncTransport, Transport\n"
@@ -84,6 +91,81 @@ def test_a_replay_imports_only_the_family_of_its_client(family: str, other: str)
     )
     assert family in loaded
     assert _unwanted(loaded, (other, other.replace("httpx", "httpcore"))) == []
+
+
+#: The core's rooms a replay never enters: other recorders' formats,
+#: WebSocket sessions (and wsproto), miss reports, drift, the recorder.
+COLD_ROOMS = (
+    "wsproto",
+    "reel_core._formats",
+    "reel_core._ws_session",
+    "reel_core._websocket",
+    "reel_core._miss",
+    "reel_core._shape",
+    "reel_core._generations",
+    "reel_core._report",
+    "reel_core._ui",
+    "reel_core._record",
+    "reel_core._usage",
+)
+
+
+def test_a_replay_loads_none_of_the_cold_rooms() -> None:
+    # Measured after the replay, not after the import: what the request
+    # itself needs (keying, matching, the response) must not pull them in.
+    loaded = _modules_after(
+        "import httpx\n"
+        "from reel_bindings.httpcore import Transport\n"
+        f"transport = Transport({DEMO!r}, mode='replay', timing='fast')\n"
+        "with httpx.Client(transport=transport) as client:\n"
+        "    r = client.post('http://127.0.0.1:9/v1/chat/completions', "
+        f"content={BODY!r}, headers={{'content-type': 'application/json'}})\n"
+        "    assert r.status_code == 200, r.text\n"
+        "    assert r.extensions['reel'] == 'replay'\n"
+        "    assert transport.misses == []\n"
+    )
+    assert "reel_core._engine" in loaded
+    assert _unwanted(loaded, COLD_ROOMS) == []
+
+
+def test_the_requests_adapter_imports_only_requests() -> None:
+    # requests (and urllib3 under it) is the adapter's own family; nothing
+    # else: no event loop, no attrs (the proxy's), no httpx, no cold room.
+    loaded = _modules_after("import reel_bindings.requests")
+    assert "requests" in loaded
+    others = tuple(
+        n for n in NOT_ON_IMPORT if n not in ("requests", "urllib3", "ssl", "http.client")
+    )
+    assert _unwanted(loaded, (*others, "anyio", *COLD_ROOMS)) == []
+
+
+def test_the_cli_starts_without_a_network_stack() -> None:
+    # ``reel --help`` (any subcommand): the viewer's HTTP server, sockets, TLS
+    # and an event loop load only for ``reel view --serve``.
+    loaded = _modules_after(
+        "import contextlib\n"
+        "from reel_bindings._cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(None):\n"
+        "    main(['--help'])\n"
+    )
+    assert "reel_bindings.cli._view" in loaded
+    unwanted = ("socket", "ssl", "http.server", "socketserver", "asyncio", "trio", "wsproto")
+    assert _unwanted(loaded, unwanted) == []
+
+
+def test_a_miss_loads_the_miss_room_when_it_happens() -> None:
+    # The other side of the same coin: the room is loaded by its first use.
+    loaded = _modules_after(
+        "import httpx\n"
+        "from reel_bindings.httpcore import Transport\n"
+        f"transport = Transport({DEMO!r}, mode='replay', timing='fast')\n"
+        "with httpx.Client(transport=transport) as client:\n"
+        "    r = client.post('http://127.0.0.1:9/v1/chat/completions', content=b'{}')\n"
+        "    assert r.status_code == 404, r.text\n"
+        "    assert transport.misses\n"
+    )
+    assert "reel_core._miss" in loaded
+    assert _unwanted(loaded, ("wsproto", "reel_core._formats")) == []
 
 
 def test_the_probe_would_notice_a_client_family() -> None:

@@ -8,13 +8,8 @@ import h11
 import pytest
 
 from reel_core import Limits, LocalProtocolError, RemoteProtocolError, Request
-from reel_core._http import (
-    HOP_BY_HOP,
-    ReaderSignal,
-    RequestReader,
-    header_value,
-    normalize_headers,
-)
+from reel_core._http import HOP_BY_HOP, header_value, normalize_headers
+from reel_core._reader import ReaderSignal, RequestReader
 
 from ._helpers import client_bytes, random_split, splittings
 

@@ -9,6 +9,8 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import reel_core
 
 FORBIDDEN = (
@@ -38,9 +40,17 @@ def _modules_after(code: str) -> list[str]:
 def test_importing_reel_core_imports_no_io_module() -> None:
     loaded = _modules_after("import reel_core")
     assert "reel_core" in loaded
-    assert "h11" in loaded  # the core drives h11 inside itself, and that is fine
     bad = [m for m in loaded if m.split(".")[0] in FORBIDDEN]
     assert bad == []
+
+
+def test_h11_is_imported_by_the_byte_reader_only() -> None:
+    # The core drives h11 inside itself to read HTTP/1.1 bytes (the proxy's
+    # Session), and that is fine; an in-process replay reads no bytes.
+    assert "h11" not in _modules_after("import reel_core")
+    loaded = _modules_after("from reel_core import Session")
+    assert {"h11", "reel_core._reader"} <= set(loaded)
+    assert [m for m in loaded if m.split(".")[0] in FORBIDDEN] == []
 
 
 def test_every_private_module_imports_no_io_module() -> None:
@@ -74,6 +84,63 @@ def test_package_all_is_complete_and_real() -> None:
         assert hasattr(reel_core, item), item
     public = {n for n in vars(reel_core) if not n.startswith("_")} - {"annotations"}
     assert public <= set(reel_core.__all__) | {"SCHEMA_VERSION"}
+
+
+#: Rooms a replay never needs: ``import reel_core`` leaves them for later.
+COLD_ROOMS = (
+    "wsproto",
+    "difflib",
+    "reel_core._formats",
+    "reel_core._ws_session",
+    "reel_core._websocket",
+    "reel_core._report",
+    "reel_core._shape",
+    "reel_core._generations",
+    "reel_core._ui",
+    "reel_core._miss",
+    "reel_core._fuzzy",
+    "reel_core._record",
+    "reel_core._usage",
+    "reel_core._prices",
+)
+
+
+def _cold(loaded: list[str]) -> list[str]:
+    return sorted(m for m in loaded for r in COLD_ROOMS if m == r or m.startswith(r + "."))
+
+
+def test_importing_reel_core_leaves_the_cold_rooms_unloaded() -> None:
+    assert _cold(_modules_after("import reel_core")) == []
+
+
+def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
+    # Each name alone, as user code asks for it, with the cold rooms unloaded
+    # before: the lazy ones load their room, and dir() lists every name.
+    probe = (
+        "import reel_core\n"
+        "missing = [n for n in reel_core.__all__ if n not in dir(reel_core)]\n"
+        "assert not missing, missing\n"
+        "for name in reel_core.__all__:\n"
+        "    exec(f'from reel_core import {name}')\n"
+        "    assert name in vars(reel_core), name\n"
+    )
+    loaded = _modules_after(probe)
+    assert _cold(loaded) != []  # the names did load their rooms
+
+
+def test_a_lazy_name_is_its_rooms_object() -> None:
+    from reel_core import _formats, _miss, _ws_session
+
+    assert reel_core.__getattr__("import_sources") is _formats.import_sources
+    assert reel_core.__getattr__("MissError") is _miss.MissError
+    assert reel_core.WebSocketSession is _ws_session.WebSocketSession
+    assert set(reel_core.__all__) <= set(dir(reel_core))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchThing"):
+        reel_core.__getattr__("NoSuchThing")
+    assert not hasattr(reel_core, "NoSuchThing")
 
 
 def test_reexports_are_the_private_objects() -> None:

@@ -13,15 +13,17 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reel_core import ReelError
 
 from .._store import Store
 from ..view import Source, miss_view, render_page
 from ..view._live import stamp
-from ..view._serve import Page, ViewServer
 from ._common import EXIT_FINDINGS, EXIT_OK, STORE, CliError, plural, read_bytes, read_cassette
+
+if TYPE_CHECKING:
+    from ..view._serve import Page
 
 __all__ = ["add_parser", "cassette_paths", "source_of", "write_page"]
 
@@ -242,6 +244,10 @@ def _serve(ns: argparse.Namespace, report: Any) -> int:
     cassette_paths(ns.cassettes)  # a bad argument is refused before serving
     if report is not None:
         miss_view(report, [])  # JSON that is no miss report, too
+    # The HTTP server (http.server, socketserver, email...): loaded by --serve
+    # only, not by every start of the CLI.
+    from ..view._serve import ViewServer
+
     try:
         server = ViewServer(live_page(ns, report), ns.port)
     except OSError as exc:

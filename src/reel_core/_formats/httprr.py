@@ -20,7 +20,7 @@ import zlib
 import h11
 
 from .._errors import CassetteError
-from .._http import _remote_error
+from .._reader import _remote_error
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import http_date

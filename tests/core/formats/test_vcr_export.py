@@ -618,3 +618,22 @@ def test_the_corpus_round_trips_through_vcr() -> None:
         streams += sum(ix.response.stream is not None for ix in before)
     # every vcrpy file of the corpus: a drop fails
     assert (len(FILES), count, streams) == (225, 379, 94)
+
+
+def test_unblocked_is_every_character_a_literal_block_cannot_hold() -> None:
+    # _UNBLOCKED lists the few characters it matches (cheap to compile); its
+    # definition is the complement of what a literal block holds as it is.
+    from reel_core._formats import vcr_export
+
+    allowed = [
+        (0x0A, 0x0A),
+        (0x20, 0x7E),
+        (0xA0, 0x2027),
+        (0x202A, 0xFEFE),
+        (0xFF00, sys.maxunicode),
+    ]
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    blocked = {ord(c) for c in vcr_export._UNBLOCKED.findall(every)}
+    expected = {c for c in range(sys.maxunicode + 1) if not any(a <= c <= b for a, b in allowed)}
+    assert blocked == expected
+    assert {0x09, 0x0D, 0x85, 0x2028, 0x2029, 0xFEFF} <= blocked

@@ -1,0 +1,180 @@
+"""The h11-driven reader that builds :class:`~reel_core._http.Request` values
+from the bytes a client sends, and serializes the answers.
+
+The proxy's HTTP/1.1 adapter (:class:`reel_core.Session`) drives it; the
+in-process bindings never parse bytes, so h11 is imported with this module
+and not with the request values in :mod:`reel_core._http`.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+import h11
+
+from ._errors import LocalProtocolError, RemoteProtocolError
+from ._http import Headers, Limits, Request
+
+__all__ = ["ReaderSignal", "RequestReader"]
+
+#: Where an h11 error message starts quoting the client's bytes
+#: (``illegal header line: bytearray(b'...')``, ``Illegal header value b'...'``).
+_QUOTED = re.compile(r":?\s*(?:bytearray\()?b['\"].*", re.DOTALL)
+
+
+def _remote_error(exc: h11.RemoteProtocolError) -> RemoteProtocolError:
+    """h11's error without the bytes it quotes: a malformed header line may
+    hold a credential, and the message is logged and answered."""
+    message = _QUOTED.sub("", str(exc)).strip() or "malformed request"
+    return RemoteProtocolError(message, exc.error_status_hint)
+
+
+class ReaderSignal(enum.Enum):
+    """What :meth:`RequestReader.next_request` returns when it has no request."""
+
+    #: More bytes are needed to finish the request.
+    NEED_DATA = "NEED_DATA"
+    #: A response is due first (requests pipelined behind it wait).
+    PAUSED = "PAUSED"
+    #: The client closed its side.
+    CLOSED = "CLOSED"
+    #: The client waits for ``100 Continue`` before sending the body
+    #: (``Expect: 100-continue``): send it with :meth:`RequestReader.send_continue`.
+    CONTINUE = "CONTINUE"
+
+
+class RequestReader:
+    """Parses requests from raw bytes with an ``h11.Connection`` and
+    serializes the answers, keeping h11's keep-alive cycle in step."""
+
+    def __init__(self, limits: Limits) -> None:
+        self._limits = limits
+        self._conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_head)
+        self._head: h11.Request | None = None
+        self._body: list[bytes] = []
+        self._size = 0
+        #: Whether ``CONTINUE`` was returned for the request being read.
+        self._offered_continue = False
+
+    @property
+    def client_http_version(self) -> bytes | None:
+        """The HTTP version of the request being answered, if any."""
+        return self._conn.their_http_version
+
+    @property
+    def keep_alive(self) -> bool:
+        """Whether the connection can carry another request after this one."""
+        return self._conn.our_state is h11.DONE and self._conn.their_state is h11.DONE
+
+    def receive_data(self, data: bytes) -> None:
+        try:
+            self._conn.receive_data(data)
+        except h11.RemoteProtocolError as exc:
+            raise _remote_error(exc) from None
+        except RuntimeError as exc:  # data after EOF: a binding bug
+            raise LocalProtocolError(str(exc)) from None
+
+    def next_request(self) -> Request | ReaderSignal:
+        while True:
+            try:
+                event = self._conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise _remote_error(exc) from None
+            if event is h11.NEED_DATA:
+                if self._conn.they_are_waiting_for_100_continue and not self._offered_continue:
+                    # curl, for one, waits a second for it before sending a
+                    # body over 1 KB; the head was read and accepted.
+                    self._offered_continue = True
+                    return ReaderSignal.CONTINUE
+                return ReaderSignal.NEED_DATA
+            if event is h11.PAUSED:
+                return ReaderSignal.PAUSED
+            if isinstance(event, h11.ConnectionClosed):
+                if self._head is not None:
+                    raise RemoteProtocolError("client closed the connection mid-request")
+                return ReaderSignal.CLOSED
+            if isinstance(event, h11.Request):
+                self._start(event)
+            elif isinstance(event, h11.Data):
+                self._size += len(event.data)
+                if self._size > self._limits.max_body:
+                    raise self._limits.body_too_large()
+                self._body.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                assert self._head is not None
+                head, self._head = self._head, None
+                body, self._body, self._size = b"".join(self._body), [], 0
+                return Request(
+                    head.method.decode("latin-1"),
+                    head.target.decode("latin-1"),
+                    tuple(head.headers.raw_items()),
+                    body,
+                )
+
+    def _start(self, head: h11.Request) -> None:
+        if head.method == b"CONNECT":
+            raise RemoteProtocolError(
+                "CONNECT is not supported: Reel is not a tunnelling proxy; point the client's "
+                "base URL at Reel (e.g. OPENAI_BASE_URL=http://127.0.0.1:7878/v1) instead",
+                405,
+            )
+        # h11 enforces max_head only on a head still incomplete in its buffer
+        # (it refuses one of more than max_head + 1 bytes fed byte by byte);
+        # a whole head that arrived in one read is measured here, so the
+        # limit is the same however the bytes were split.
+        size = len(head.method) + len(head.target) + 14  # " ", " HTTP/1.1\r\n", "\r\n"
+        headers = head.headers.raw_items()  # iterating h11's Headers is slow
+        size += sum([len(name) + len(value) + 4 for name, value in headers])
+        if size > self._limits.max_head + 1:
+            raise RemoteProtocolError(
+                f"request head of {size} bytes is over the {self._limits.max_head}-byte limit: "
+                "raise the limit with the proxy's --max-head BYTES",
+                431,
+            )
+        length = None
+        for name, value in headers:
+            if name.lower() == b"content-length":
+                length = value
+        if length is not None and int(length) > self._limits.max_body:
+            raise self._limits.body_too_large(int(length))
+        self._head = head
+        self._offered_continue = False
+
+    def send_continue(self) -> bytes:
+        """The bytes of the interim ``100 Continue`` answer, or ``b""`` when
+        it is no longer due (the client started sending the body)."""
+        if not self._conn.they_are_waiting_for_100_continue:
+            return b""
+        return self.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
+
+    def send(self, event: h11.Event) -> bytes:
+        try:
+            return self._conn.send(event) or b""
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(str(exc)) from None
+
+    def switch_protocols(self, headers: Headers) -> tuple[bytes, bytes]:
+        """Answer an upgrade request with ``101 Switching Protocols`` and
+        ``headers``: the head's bytes, and the bytes the client sent after
+        its request (the new protocol's first bytes).  h11 is done then."""
+        data = self.send(
+            h11.InformationalResponse(
+                status_code=101, headers=list(headers), reason=b"Switching Protocols"
+            )
+        )
+        return data, self._conn.trailing_data[0]
+
+    def send_failed(self) -> None:
+        self._conn.send_failed()
+
+    @property
+    def can_respond(self) -> bool:
+        """Whether a response may still be sent on this connection."""
+        return self._conn.our_state in (h11.IDLE, h11.SEND_RESPONSE)
+
+    def start_next_cycle(self) -> None:
+        try:
+            self._conn.start_next_cycle()
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(str(exc)) from None
