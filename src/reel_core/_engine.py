@@ -112,8 +112,9 @@ class Engine:
         #: asked for (``forward_key``, ``record``), not on the way upstream.
         self._keyed: Callable[[], tuple[RecordedRequest, str]] | None = None
         self._request: Request | None = None
-        #: Where a routed forward went (for a failure's message).
-        self._forward_base: str | None = None
+        #: The base URL a routed forward went to (named, redacted, in a
+        #: failure's message: not worked out unless one comes).
+        self._routed_to: str | None = None
         #: The wall-clock time (epoch seconds) the request came with.
         self._now: float | None = None
         #: The generation a forward of a stale recording starts (else 0).
@@ -355,11 +356,7 @@ class Engine:
                     "REEL_UPSTREAM) to send every request to that base URL.",
                 )
                 return
-            if self.config.upstream is not None:
-                self._forward_base = self.redactor.text(self.config.upstream)
-            else:
-                host = url[: len(url) - len(request.path)]
-                self._forward_base = f"the provider's own host ({host})"
+            self._routed_to = url[: len(url) - len(request.path)]
             url += request.target[len(request.path) :]
         self._to(Input.FORWARD)
         self._keyed = keyed
@@ -558,9 +555,14 @@ class Engine:
                 if detail:
                     message += f" ({self.redactor.text(detail)})"
             # routed: the binding did not choose the upstream (not at fault for a store)
-            if self._forward_base is not None and error is not UpstreamError.STORE:
+            if self._routed_to is not None and error is not UpstreamError.STORE:
+                base = (
+                    self.redactor.text(self.config.upstream)
+                    if self.config.upstream is not None
+                    else f"the provider's own host ({self._routed_to})"
+                )
                 message += (
-                    f". Forwards go to {self._forward_base}: check that it is reachable, or "
+                    f". Forwards go to {base}: check that it is reachable, or "
                     "name another base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
                 )
             body = error_body("reel_upstream_error", message, failure=error.value)
