@@ -13,7 +13,7 @@ is the same SSL context) is needed.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -99,7 +99,11 @@ class HttpcoreUpstream:
         return pool
 
     @asynccontextmanager
-    async def send(self, request: Request, url: str) -> AsyncIterator[_Response]:
+    async def send(
+        self, request: Request, url: str, *, sent: Callable[[], object] | None = None
+    ) -> AsyncIterator[_Response]:
+        # httpcore has no hook between writing the request and reading the
+        # head: ``sent`` (the proxy's recordings waiting) runs once the head came.
         target = httpcore.URL(url)
         headers = forward_headers(request, url)
         try:
@@ -110,6 +114,8 @@ class HttpcoreUpstream:
                 content=request.body,
                 extensions={"timeout": self._timeouts},
             ) as response:
+                if sent is not None:
+                    sent()
                 yield _Response(response)
         except UpstreamFailure:
             raise

@@ -23,7 +23,7 @@ import os
 import select
 import socket
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Protocol
@@ -375,9 +375,13 @@ class AsyncUpstream:
         return self._ssl
 
     @asynccontextmanager
-    async def send(self, request: Request, url: str) -> AsyncIterator[UpstreamResponse]:
+    async def send(
+        self, request: Request, url: str, *, sent: Callable[[], object] | None = None
+    ) -> AsyncIterator[UpstreamResponse]:
         """Send ``request`` to ``url``; yields the response whose body is
-        read with ``chunks()``.  Raises :class:`UpstreamFailure`."""
+        read with ``chunks()``.  Raises :class:`UpstreamFailure`.  ``sent``
+        is called once the request is written, while the upstream works on
+        it (the proxy builds recordings then)."""
         origin, target = _origin(url)
         headers = forward_headers(request, url)
         route = self._route(origin)
@@ -398,6 +402,8 @@ class AsyncUpstream:
                 data += connection.h11.send(h11.Data(data=request.body)) or b""
             data += connection.h11.send(h11.EndOfMessage()) or b""
             await self._write(connection, data)
+            if sent is not None:
+                sent()
             event = await connection.next_event(self.read_timeout)
             while isinstance(event, h11.InformationalResponse):  # 100 Continue, 103...
                 event = await connection.next_event(self.read_timeout)

@@ -30,7 +30,7 @@ from ._codec import (
 )
 from ._config import Config, Mode
 from ._duration import parse_duration
-from ._engine import Engine
+from ._engine import Engine, PendingRecording
 from ._errors import (
     CassetteError,
     ConfigError,
@@ -163,6 +163,7 @@ __all__ = [
     "MissReport",
     "Mode",
     "Outcome",
+    "PendingRecording",
     "Piece",
     "Provider",
     "Recorded",

@@ -165,6 +165,10 @@ class Cassette:
         self._pools: dict[tuple[MatchConfig, str, int], SessionPool] = {}
         self._memos: dict[Hashable, KeyMemo[Any]] = {}
         self._caches: dict[Hashable, dict[Any, Any]] = {}
+        #: Each key's lines grouped by generation, per match settings: kept
+        #: up to date as lines are added, so neither a replay nor a new
+        #: recording of a key recorded n times parses or walks its n lines.
+        self._generations: dict[tuple[MatchConfig, str], _Generations] = {}
 
     def memo(self, settings: Hashable) -> KeyMemo[Any]:
         """The memo of keying answers under ``settings`` (see
@@ -339,11 +343,19 @@ class Cassette:
         positions = self._index(config).positions(key)
         if len(positions) < 2:
             return positions
-        generations = [self._generation(i) for i in positions]
-        newest = max(generations)
-        if newest == 0:
-            return positions
-        return [p for p, g in zip(positions, generations, strict=True) if g == newest]
+        generations = self._grouped(config, key, positions)
+        return positions if generations.newest == 0 else generations.by[generations.newest]
+
+    def _grouped(self, config: MatchConfig, key: str, positions: Sequence[int]) -> _Generations:
+        """``key``'s ``positions`` grouped by generation: lines are only
+        ever added after the ones filed, so only the new ones are read."""
+        generations = self._generations.get((config, key))
+        if generations is None:
+            generations = self._generations[(config, key)] = _Generations()
+        for i in positions[generations.seen :]:
+            generations.file(i, self._generation(i))
+        generations.seen = len(positions)
+        return generations
 
     def _generation(self, i: int) -> int:
         """Line ``i``'s generation (a line that does not parse: 0)."""
@@ -390,9 +402,7 @@ class Cassette:
         the newest older generation of its key; ``None`` when there is
         none (a first recording, or one past the older generation's count)."""
         positions = self._index(self.keying).positions(interaction.key)
-        by_generation: dict[int, list[int]] = {}
-        for i in positions:
-            by_generation.setdefault(self._generation(i), []).append(i)
+        by_generation = self._grouped(self.keying, interaction.key, positions).by
         rank = len(by_generation.get(interaction.generation, ()))
         older = [g for g in by_generation if g < interaction.generation]
         if not older:
@@ -446,6 +456,7 @@ class Cassette:
         """Forget every interaction (record mode starts a cassette afresh)."""
         self._lines.clear()
         self._indexes = {self.keying: KeyIndex()}
+        self._generations.clear()
         self._cursor.clear()
         self._pools.clear()
 
@@ -454,6 +465,23 @@ class Cassette:
         lines = self._lines
         # one join, one copy of each line; the empty last part ends the file
         return b"\n".join([self.meta.to_line()[:-1], *map(lines.raw, range(len(lines))), b""])
+
+
+class _Generations:
+    """One key's lines grouped by generation (see ``Cassette._grouped``)."""
+
+    __slots__ = ("by", "newest", "seen")
+
+    def __init__(self) -> None:
+        #: generation -> positions, in recorded order
+        self.by: dict[int, list[int]] = {}
+        self.newest = 0
+        #: How many of the key's positions are filed here.
+        self.seen = 0
+
+    def file(self, position: int, generation: int) -> None:
+        self.by.setdefault(generation, []).append(position)
+        self.newest = max(self.newest, generation)
 
 
 _NAME_PART = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from ._record import Recorder
     from ._ui import UiConfig
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "PendingRecording"]
 
 _JSON = (b"content-type", b"application/json")
 #: How many recordings' replay events an engine keeps at most.
@@ -117,8 +117,9 @@ class Engine:
         #: asked for (``forward_key``, ``record``), not on the way upstream.
         self._keyed: Callable[[], tuple[RecordedRequest, str]] | None = None
         self._request: Request | None = None
-        #: Where a routed forward went (for a failure's message).
-        self._forward_base: str | None = None
+        #: The base URL a routed forward went to (named, redacted, in a
+        #: failure's message: not worked out unless one comes).
+        self._routed_to: str | None = None
         #: The wall-clock time (epoch seconds) the request came with.
         self._now: float | None = None
         #: The generation a forward of a stale recording starts (else 0).
@@ -364,17 +365,15 @@ class Engine:
                     "REEL_UPSTREAM) to send every request to that base URL.",
                 )
                 return
-            if self.config.upstream is not None:
-                self._forward_base = self.redactor.text(self.config.upstream)
-            else:
-                host = url[: len(url) - len(request.path)]
-                self._forward_base = f"the provider's own host ({host})"
+            self._routed_to = url[: len(url) - len(request.path)]
             url += request.target[len(request.path) :]
         self._to(Input.FORWARD)
         self._keyed = keyed
         if mode.records:
             self._capture = _Capture(
-                functools.partial(self._new_recorder, request, keyed, self.redactor)
+                functools.partial(
+                    _new_recorder, self.cassette, self._keying, request, keyed, self.redactor
+                )
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
         self._events.append(
@@ -509,20 +508,6 @@ class Engine:
             events.append(EndOfResponse(timing.schedule(response.end_ms / 1000.0)))
         return events
 
-    def _new_recorder(
-        self,
-        request: Request,
-        keyed: Callable[[], tuple[RecordedRequest, str]],
-        redactor: Redactor,
-    ) -> Recorder:
-        recorded, key = keyed()
-        stored_config = self.cassette.keying
-        stored_key = key if stored_config == self._keying else recorded.key(stored_config)
-        # Made when the recording is stored: identical requests recorded at
-        # the same time are numbered -2, -3... in the order they are stored.
-        seen = self.cassette.lines_of(stored_key, stored_config)
-        return new_recorder(request, recorded, stored_key, seen, redactor)
-
     # -- upstream side -------------------------------------------------------
 
     def upstream_head(
@@ -586,9 +571,14 @@ class Engine:
                 if detail:
                     message += f" ({self.redactor.text(detail)})"
             # routed: the binding did not choose the upstream (not at fault for a store)
-            if self._forward_base is not None and error is not UpstreamError.STORE:
+            if self._routed_to is not None and error is not UpstreamError.STORE:
+                base = (
+                    self.redactor.text(self.config.upstream)
+                    if self.config.upstream is not None
+                    else f"the provider's own host ({self._routed_to})"
+                )
                 message += (
-                    f". Forwards go to {self._forward_base}: check that it is reachable, or "
+                    f". Forwards go to {base}: check that it is reachable, or "
                     "name another base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
                 )
             body = error_body("reel_upstream_error", message, failure=error.value)
@@ -629,25 +619,24 @@ class Engine:
         return build()
 
     def store(self, interaction: Interaction) -> Recorded:
-        """Add ``interaction`` to the cassette; the line to append.
+        """Add ``interaction`` to the cassette; the line to append (see
+        :meth:`PendingRecording.record`)."""
+        return _store(self.cassette, interaction, self._superseding)
 
-        It joins its request's newest generation, or starts the next one when
-        it records a stale recording again; the recording it supersedes (the
-        one at its rank in the older generation) is compared with it, and a
-        different shape of response is the ``drift`` of the answer."""
-        cassette = self.cassette
-        generation = max(cassette.generation(interaction.key, cassette.keying), self._superseding)
-        if generation != interaction.generation:
-            interaction = replace(interaction, generation=generation)
-        previous = cassette.predecessor(interaction)
-        line = interaction.to_line()
-        cassette.add(interaction, line=line)
-        if previous is None:
-            return Recorded(line, interaction.id, interaction.key)
-        from ._shape import drift_of
-
-        drift = drift_of(previous, interaction)
-        return Recorded(line, interaction.id, interaction.key, previous.id, drift)
+    def take_recording(self) -> PendingRecording | None:
+        """The finished forward's recording, not built yet, taken out of
+        the engine (``None`` when there is nothing to record): the engine
+        may go on to its next request, and the binding builds and stores
+        it later with :meth:`PendingRecording.record`, which gives what
+        :meth:`record` would have given then.  Recordings of one cassette
+        must be recorded in the order their exchanges ended (identical
+        requests are numbered, and replayed, in the order stored), and
+        before any decision that looks the cassette up (a replay must see
+        every recording whose answer the client has)."""
+        if self._unstored is None:
+            return None
+        build, self._unstored = self._unstored, None
+        return PendingRecording(self.cassette, build, self._superseding)
 
     def _to(self, event: Input) -> None:
         try:
@@ -661,6 +650,66 @@ class Engine:
         transition table does not allow."""
         self.state = State.ERROR
         return LocalProtocolError(message)
+
+
+class PendingRecording:
+    """A finished forward's recording, to build and store later (see
+    :meth:`Engine.take_recording`)."""
+
+    __slots__ = ("_build", "_superseding", "cassette")
+
+    def __init__(
+        self, cassette: Cassette, build: Callable[[], Interaction], superseding: int
+    ) -> None:
+        #: The cassette the recording goes to.
+        self.cassette = cassette
+        self._build = build
+        self._superseding = superseding
+
+    def record(self) -> Recorded:
+        """Build the recording, add it to its cassette, and return the line
+        to append.  It raises only on a bug; the recording is then lost."""
+        return _store(self.cassette, self._build(), self._superseding)
+
+
+def _store(cassette: Cassette, interaction: Interaction, superseding: int) -> Recorded:
+    """Add ``interaction`` to ``cassette``; the line to append.
+
+    It joins its request's newest generation, or starts the next one when
+    it records a stale recording again (``superseding``: that generation);
+    the recording it supersedes (the one at its rank in the older
+    generation) is compared with it, and a different shape of response is
+    the ``drift`` of the answer."""
+    generation = max(cassette.generation(interaction.key, cassette.keying), superseding)
+    if generation != interaction.generation:
+        interaction = replace(interaction, generation=generation)
+    previous = cassette.predecessor(interaction)
+    line = interaction.to_line()
+    cassette.add(interaction, line=line)
+    if previous is None:
+        return Recorded(line, interaction.id, interaction.key)
+    from ._shape import drift_of
+
+    drift = drift_of(previous, interaction)
+    return Recorded(line, interaction.id, interaction.key, previous.id, drift)
+
+
+def _new_recorder(
+    cassette: Cassette,
+    keying: MatchConfig,
+    request: Request,
+    keyed: Callable[[], tuple[RecordedRequest, str]],
+    redactor: Redactor,
+) -> Recorder:
+    """The recorder of a forwarded ``request`` to ``cassette`` (decided with
+    ``keying``), made when the recording is built."""
+    recorded, key = keyed()
+    stored_config = cassette.keying
+    stored_key = key if stored_config == keying else recorded.key(stored_config)
+    # Made when the recording is stored: identical requests recorded at
+    # the same time are numbered -2, -3... in the order they are stored.
+    seen = cassette.lines_of(stored_key, stored_config)
+    return new_recorder(request, recorded, stored_key, seen, redactor)
 
 
 class _Capture:

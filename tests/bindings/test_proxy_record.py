@@ -3,18 +3,21 @@ recording work starts, and a recording that cannot be built is reported."""
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
+import httpx
 import pytest
 
-from reel_bindings.proxy import Proxy, running
+from reel_bindings.proxy import Proxy, _server, running
 from reel_core import Interaction, Mode
 from reel_core._record import Recorder
 from tests.fakes.upstream import respond, serve_fake
+from tests.fakes.wire import SCENARIO_HEADER
 
 from .proxy_support import chat_call, fetch, interactions, options, proxied
 
@@ -96,3 +99,115 @@ async def test_a_recording_that_cannot_be_built_is_reported(
     assert not any("internal error" in r.message for r in errors)
     assert after.status == 200
     assert [i.response.content for i in interactions(cassette)] == [replies[1].body]
+
+
+# -- recordings built off the connection's way (record mode) -----------------------
+
+
+def recorded_prompts(cassette: Path) -> list[str]:
+    """The prompt of each recording on disk, in file order."""
+    if not cassette.exists():
+        return []
+    return [json.loads(i.request.body)["messages"][0]["content"] for i in interactions(cassette)]
+
+
+async def test_record_mode_builds_a_recording_once_the_next_request_went_upstream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client's next request does not wait for the previous recording:
+    it is built once that request was written upstream, in order with the
+    recordings of other connections, and a connection's recordings are on
+    disk when it closes."""
+    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)  # no quiet client here
+    cassette = tmp_path / "c.jsonl"
+    async with (
+        serve_fake() as fake,
+        running(options(Mode.RECORD, cassette, upstream=fake.url)) as url,
+        httpx.AsyncClient(base_url=url, timeout=30, trust_env=False) as first,
+        httpx.AsyncClient(base_url=url, timeout=30, trust_env=False) as second,
+    ):
+        assert (await fetch(first, chat_call("a"))).status == 200
+        assert recorded_prompts(cassette) == []  # answered, not built yet
+        # built while the next request, on any connection, is with the upstream
+        assert (await fetch(second, chat_call("b", stream=True))).status == 200
+        assert recorded_prompts(cassette) == ["a"]
+        assert (await fetch(first, chat_call("c"))).status == 200
+        assert recorded_prompts(cassette) == ["a", "b"]
+        await first.aclose()  # its connection ends: "c" goes to disk
+        with anyio.fail_after(10):
+            while len(recorded_prompts(cassette)) < 3:
+                await anyio.sleep(0.005)
+        assert recorded_prompts(cassette) == ["a", "b", "c"]
+        replies = [respond(r) for r in fake.requests]
+    assert [i.response.content for i in interactions(cassette)] == [r.body for r in replies]
+
+
+async def test_record_mode_writes_a_quiet_clients_recording_soon(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        assert (await fetch(client, chat_call("a", stream=True))).status == 200
+        with anyio.fail_after(10):  # the connection stays open and idle
+            while recorded_prompts(cassette) != ["a"]:
+                await anyio.sleep(0.005)
+
+
+async def test_stopping_the_proxy_writes_the_recordings_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)
+    cassette = tmp_path / "c.jsonl"
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        for prompt in ("a", "b"):
+            assert (await fetch(client, chat_call(prompt))).status == 200
+        assert recorded_prompts(cassette) == ["a"]  # "b" waits: its client is still there
+    assert recorded_prompts(cassette) == ["a", "b"]  # the proxy stopped: written
+
+
+async def test_record_mode_records_an_upstream_cut_whole_when_the_connection_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)
+    cassette = tmp_path / "c.jsonl"
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        call = chat_call("cut", stream=True, headers={SCENARIO_HEADER: "cut"})
+        got = await fetch(client, call)
+        assert got.error is not None  # the client saw the cut (its connection closed)
+        with anyio.fail_after(10):
+            while not recorded_prompts(cassette):
+                await anyio.sleep(0.005)
+        sent = b"".join(got.chunks)
+    [cut] = interactions(cassette)
+    assert cut.response.cut is not None
+    assert b"".join(data for _, data in cut.response.frames) in sent  # as far as it went
+
+
+async def test_auto_mode_writes_a_recording_before_reading_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay is the truth: in auto mode (which may replay what it
+    recorded) a recording is on disk before the connection reads on, so a
+    replaying proxy asked for the same request right after its answer,
+    on another connection, serves it."""
+    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)
+    cassette = tmp_path / "c.jsonl"
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.AUTO, cassette, upstream=fake.url)) as recording,
+    ):
+        for stream in (False, True):
+            call = chat_call(f"once {stream}", stream=stream)
+            recorded = await fetch(recording, call)  # its connection stays open
+            async with proxied(options(Mode.REPLAY, cassette)) as replaying:
+                replayed = await fetch(replaying, call)
+            assert replayed.status == 200
+            assert b"".join(replayed.chunks) == b"".join(recorded.chunks)
+        assert len(fake.requests) == 2

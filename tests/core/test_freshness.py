@@ -349,3 +349,41 @@ def test_other_match_settings_see_the_newest_generation_too() -> None:
     assert json.loads(recorded.line)["gen"] == 2
     assert run(fresh, exact, T0)[2] == b"3"
     assert run(fresh, Config(mode=Mode.REPLAY), T0)[2] == b"3"
+
+
+def test_generations_are_kept_up_to_date_as_lines_are_added() -> None:
+    """The cassette groups a key's lines by generation once and then files
+    only the lines added since: the same cassette, kept in memory while a
+    sequence is recorded, re-recorded and replayed, answers as the same
+    lines loaded afresh."""
+    recorded_first = Cassette()
+    auto = Config(mode=Mode.AUTO)
+    for value in (1, 2, 3):  # three recordings of one request, generation 0
+        run(recorded_first, Config(mode=Mode.RECORD), T0, (200, b"%d" % value))
+    cassette = Cassette.loads(recorded_first.dumps())  # the next run
+    assert cassette.count(*_key_of(cassette)) == 3  # grouped now
+    stale = Config(mode=Mode.AUTO, max_age=DAY)
+    decision, recorded, _ = run(cassette, stale, T0 + 2 * DAY, (200, b"4"))
+    assert isinstance(decision, Forward)
+    assert recorded is not None
+    assert recorded.supersedes is not None  # the first of generation 0
+    decision, recorded, _ = run(cassette, stale, T0 + 2 * DAY, (200, b"5"))
+    assert isinstance(decision, Forward)  # its sequence was served: recorded on
+    assert recorded is not None
+    assert json.loads(recorded.line)["gen"] == 1
+    assert recorded.supersedes == json.loads(cassette.dumps().splitlines()[2])["id"]
+    reloaded = Cassette.loads(cassette.dumps())
+    for kept in (cassette, reloaded):
+        key, keying = _key_of(kept)
+        assert kept.generation(key, keying) == 1
+        assert kept.count(key, keying) == 2
+        assert kept.lines_of(key, keying) == 5
+        first = kept.first(key, keying)
+        assert first is not None
+        assert first.response.body == b"4"
+    assert [run(reloaded, auto, T0 + 2 * DAY)[2] for _ in range(2)] == [b"4", b"5"]
+
+
+def _key_of(cassette: Cassette) -> tuple[str, MatchConfig]:
+    (interaction, *_) = cassette.interactions()
+    return interaction.key, cassette.keying

@@ -15,6 +15,7 @@ from reel_core import (
     Frame,
     LocalProtocolError,
     Mode,
+    PendingRecording,
     Recorded,
     ResponseHead,
     Signal,
@@ -119,3 +120,47 @@ def test_a_chunk_is_passed_on_uncopied() -> None:
     frame = events[-1]
     assert isinstance(frame, Frame)
     assert frame.data is chunk  # bytes are passed on as they are, not copied
+
+
+def test_a_recording_taken_out_is_recorded_later_as_record_would_have() -> None:
+    """``take_recording`` lets the engine go on at once: the line built
+    later, after the engine served another request on another cassette, is
+    the line ``record()`` gives, and goes to the cassette of its exchange."""
+    first, other = Cassette("first"), Cassette("other")
+    chosen = [first]
+    engine = Engine(lambda _request: chosen[0], Config(mode=Mode.RECORD))
+    reference = forwarded(Cassette("reference"))
+    for session in (engine, reference):
+        if session is engine:
+            session.receive_request(request(b'{"model":"m","stream":true}'))
+            assert isinstance(session.next_event(), Forward)
+            session.upstream_head(200, SSE, now=1.0, sent_at=0.9, timestamp=1_700_000_000.0)
+            session.upstream_data(b"data: 1\n\n", now=1.1)
+        session.upstream_end(now=1.2)
+        pull(session)
+    pending = engine.take_recording()
+    assert isinstance(pending, PendingRecording)
+    assert pending.cassette is first
+    assert engine.take_recording() is None  # taken once
+    assert not engine.record_due
+    engine.start_next_cycle()  # nothing waits on it
+    chosen[0] = other
+    engine.receive_request(request(b'{"model":"n"}'))
+    assert isinstance(engine.next_event(), Forward)
+    assert engine.cassette is other
+    recorded = pending.record()
+    expected = reference.record()
+    assert expected is not None
+    assert recorded.line == expected.line
+    assert (len(first), len(other)) == (1, 0)
+
+
+def test_recordings_taken_out_are_numbered_in_the_order_they_are_recorded() -> None:
+    cassette = Cassette("c")
+    first, second = forwarded(cassette), forwarded(cassette)
+    for s in (first, second):
+        s.upstream_end(now=1.2)
+        pull(s)
+    taken = [first.take_recording(), second.take_recording()]
+    ids = [p.record().interaction_id for p in taken if p is not None]
+    assert ids == [ids[0], ids[0] + "-2"]

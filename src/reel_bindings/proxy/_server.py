@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import aclosing, suppress
 from pathlib import Path
@@ -36,7 +37,9 @@ from reel_core import (
     Miss,
     MissReport,
     Mode,
+    PendingRecording,
     Recorded,
+    Redactor,
     Refused,
     RemoteProtocolError,
     Replay,
@@ -72,6 +75,10 @@ log = logging.getLogger("reel.proxy")
 
 #: The request header naming the cassette (with ``--cassette-dir``).
 CASSETTE_HEADER = "x-reel-cassette"
+
+#: In record mode, how long a client may stay quiet after an answer before
+#: the recordings waiting are built anyway (seconds; see ``Proxy.settle``).
+SETTLE_AFTER = 0.01
 
 
 @attrs.define(eq=False)
@@ -163,6 +170,9 @@ class Proxy:
         self.active = 0
         #: Recorded exchanges that could not be written (disk full, read-only).
         self.write_errors = 0
+        #: Finished forwards whose recordings wait to be built, in the order
+        #: they ended, with the redactor and target that name them in a log.
+        self._recordings: deque[tuple[PendingRecording, Redactor, str]] = deque()
         self._idle: set[anyio.CancelScope] = set()
         self.closing = False
         #: The viewer's page (``--ui``), made when first asked for.
@@ -296,6 +306,7 @@ class Proxy:
         except Exception:  # a bug: it costs this connection, never the proxy
             log.exception("internal error while serving a connection (closed); please report it")
         finally:
+            self.settle()  # the connection's recordings go to disk as it ends
             self.active -= 1
 
     async def _serve(self, stream: anyio.abc.ByteStream) -> None:
@@ -447,7 +458,7 @@ class Proxy:
         if idle:
             self._idle.add(guard)  # shutdown_idle() may close it now
         try:
-            data = await stream.receive()
+            data = await (self._quiet(stream) if self._recordings else stream.receive())
         except anyio.EndOfStream:
             data = b""
         finally:
@@ -457,6 +468,15 @@ class Proxy:
             exchange.first_byte = anyio.current_time()
         session.receive_data(data, now=time.time())
         return True
+
+    async def _quiet(self, stream: anyio.abc.ByteStream) -> bytes:
+        """What the client sends next; the recordings waiting are built
+        once it has been quiet for ``SETTLE_AFTER`` (a client sending its
+        next request at once has it forwarded first: see :meth:`settle`)."""
+        with anyio.move_on_after(SETTLE_AFTER):
+            return await stream.receive()
+        self.settle()
+        return await stream.receive()
 
     async def _timed_out(self, stream: anyio.abc.ByteStream, conn: _Connection) -> None:
         """The guard fired: the client's deadline passed (a partial request
@@ -548,16 +568,18 @@ class Proxy:
                     stop.cancel()
                 finally:
                     if isinstance(event, (EndOfResponse, Cut)):
-                        # The client has its answer: now the line is built
-                        # and appended, even if the proxy is being stopped.
-                        self._record(session, forward.request.target)
+                        # The client has its answer: the line is built and
+                        # appended now, or (record mode) soon (see settle).
+                        self._record(session, forward.request.target, later=True)
                     if isinstance(event, EndOfResponse):
                         self._log(session, exchange)
 
         try:
             if forward.record:
                 await self._check_store(session)
-            async with self.upstream.send(forward.request, forward.url) as response:
+            # recordings waiting are built while the upstream answers
+            sent = self.settle if self._recordings else None
+            async with self.upstream.send(forward.request, forward.url, sent=sent) as response:
                 session.upstream_head(
                     response.status,
                     response.headers,
@@ -619,7 +641,8 @@ class Proxy:
             )
             return
         if recorded is not None:
-            self._append(session, recorded)
+            self.settle()  # lines go in the order their exchanges ended
+            self._append(session.cassette, recorded)
 
     async def _check_store(self, session: Session) -> None:
         """Before a forward that records: its cassette's store must be able
@@ -633,27 +656,50 @@ class Proxy:
         except StoreUnavailableError as exc:
             raise UpstreamFailure(UpstreamError.STORE, str(exc)) from None
 
-    def _record(self, session: Session, target: str) -> None:
-        """Build the recording of a finished forward, and append its line.
+    def _record(self, session: Session, target: str, *, later: bool = False) -> None:
+        """Queue the recording of a finished forward, and build it now
+        unless ``later`` in record mode (see :meth:`settle`)."""
+        pending = session.engine.take_recording()
+        if pending is not None:
+            self._recordings.append((pending, session.redactor, target))
+        if not later or self.config.mode is not Mode.RECORD:
+            self.settle()
+
+    def settle(self) -> None:
+        """Build the recordings waiting, in the order their exchanges
+        ended, and append their lines.
+
+        Building a line (keying, decoding, redaction, usage, the JSON) takes
+        a few hundred microseconds: in record mode it is left off the
+        connection's way to its next request, and done while the CPU would
+        wait anyway: once the next forwarded request (on any connection) has
+        gone upstream, when the client has been quiet for ``SETTLE_AFTER``,
+        or as its connection ends (the proxy's shutdown too).  Record mode
+        never looks a recording up, so no decision waits for one; every
+        other mode builds each recording as its exchange ends, before the
+        connection reads on: a request that could be answered from the
+        cassette finds every recording whose answer a client has.
+
         A recording that cannot be built (a bug) loses that exchange, said
         loudly; the client has its answer and the connection stays up."""
-        try:
-            recorded = session.record()
-        except Exception:
-            self.write_errors += 1
-            log.exception(
-                "could not build the recording of %s: the exchange was NOT recorded (the client "
-                "got its answer); please report this",
-                session.redactor.target(target),
-            )
-            return
-        if recorded is not None:
-            self._append(session, recorded)
+        while self._recordings:
+            pending, redactor, target = self._recordings.popleft()
+            try:
+                recorded = pending.record()
+            except Exception:
+                self.write_errors += 1
+                log.exception(
+                    "could not build the recording of %s: the exchange was NOT recorded (the "
+                    "client got its answer); please report this",
+                    redactor.target(target),
+                )
+                continue
+            self._append(pending.cassette, recorded)
 
-    def _append(self, session: Session, recorded: Recorded) -> None:
+    def _append(self, cassette: Cassette, recorded: Recorded) -> None:
         """Write a recorded line; a disk that fills or turns read-only loses
         that exchange (said loudly), never the proxy."""
-        file = self._file_of(session.cassette)
+        file = self._file_of(cassette)
         self.freshness.recorded(recorded)
         try:
             file.append(recorded.line)
