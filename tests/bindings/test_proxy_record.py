@@ -194,18 +194,25 @@ async def test_auto_mode_writes_a_recording_before_reading_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A replay is the truth: in auto mode (which may replay what it
-    recorded) a recording is on disk before the connection reads on, so a
-    replaying proxy asked for the same request right after its answer,
-    on another connection, serves it."""
+    recorded) a recording is appended as its answer ends, not deferred to
+    the client's next request or its quiet time (60 s here), so a replaying
+    proxy asked for the same request then, on another connection, serves
+    it.  (The client can have the answer's last byte a moment before the
+    proxy's task resumes to append the line: the wait allows that moment.)"""
     monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)
     cassette = tmp_path / "c.jsonl"
     async with (
         serve_fake() as fake,
         proxied(options(Mode.AUTO, cassette, upstream=fake.url)) as recording,
     ):
+        prompts: list[str] = []
         for stream in (False, True):
             call = chat_call(f"once {stream}", stream=stream)
             recorded = await fetch(recording, call)  # its connection stays open
+            prompts.append(f"once {stream}")
+            with anyio.fail_after(5):
+                while recorded_prompts(cassette) != prompts:
+                    await anyio.sleep(0.001)
             async with proxied(options(Mode.REPLAY, cassette)) as replaying:
                 replayed = await fetch(replaying, call)
             assert replayed.status == 200
