@@ -187,6 +187,11 @@ class RequestReader:
         self._size = 0
         #: Whether ``CONTINUE`` was returned for the request being read.
         self._offered_continue = False
+        #: The method of the last request, as sent (h11 frames by it).
+        self.method = b""
+        #: Set when the response went out whole without h11 (``sent_whole``):
+        #: whether the connection is kept alive after it.
+        self._sent_whole: bool | None = None
 
     @property
     def client_http_version(self) -> bytes | None:
@@ -196,6 +201,8 @@ class RequestReader:
     @property
     def keep_alive(self) -> bool:
         """Whether the connection can carry another request after this one."""
+        if self._sent_whole is not None:
+            return self._sent_whole and self._conn.their_state is h11.DONE
         return self._conn.our_state is h11.DONE and self._conn.their_state is h11.DONE
 
     def receive_data(self, data: bytes) -> None:
@@ -254,6 +261,7 @@ class RequestReader:
         # (it refuses one of more than max_head + 1 bytes fed byte by byte);
         # a whole head that arrived in one read is measured here, so the
         # limit is the same however the bytes were split.
+        self.method = head.method
         size = len(head.method) + len(head.target) + 14  # " ", " HTTP/1.1\r\n", "\r\n"
         headers = head.headers.raw_items()  # iterating h11's Headers is slow
         size += sum([len(name) + len(value) + 4 for name, value in headers])
@@ -280,10 +288,39 @@ class RequestReader:
         return self.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
 
     def send(self, event: h11.Event) -> bytes:
+        if self._sent_whole is not None:
+            raise LocalProtocolError("the response was sent whole; start the next cycle")
         try:
             return self._conn.send(event) or b""
         except h11.LocalProtocolError as exc:
             raise LocalProtocolError(str(exc)) from None
+
+    @property
+    def can_send_whole(self) -> bool:
+        """Whether a whole response may go out without h11 now: the request
+        is read to its end, nothing of the response was sent, and the client
+        has not closed its side (h11 would then close after the response)."""
+        conn = self._conn
+        return (
+            self._sent_whole is None
+            and conn.our_state is h11.SEND_RESPONSE
+            and conn.their_state in (h11.DONE, h11.MUST_CLOSE)
+            and not conn.trailing_data[1]
+        )
+
+    def sent_whole(self, keep_alive: bool) -> None:
+        """The whole response to the request went out without h11, as bytes
+        h11 wrote for the same response to a request of the same shape
+        (method, HTTP version, ``Connection`` headers; see
+        :meth:`reel_core.Session.send_replay`).  ``keep_alive`` is what h11
+        made of it: whether the connection carries another request.  h11's
+        connection is not told: the next cycle starts on a new one, fed the
+        bytes the client sent meanwhile."""
+        if not self.can_send_whole:
+            raise LocalProtocolError(
+                "a whole response goes out only in place of the whole response"
+            )
+        self._sent_whole = keep_alive
 
     def switch_protocols(self, headers: Headers) -> tuple[bytes, bytes]:
         """Answer an upgrade request with ``101 Switching Protocols`` and
@@ -302,9 +339,21 @@ class RequestReader:
     @property
     def can_respond(self) -> bool:
         """Whether a response may still be sent on this connection."""
-        return self._conn.our_state in (h11.IDLE, h11.SEND_RESPONSE)
+        return self._sent_whole is None and self._conn.our_state in (h11.IDLE, h11.SEND_RESPONSE)
 
     def start_next_cycle(self) -> None:
+        if self._sent_whole is not None:
+            if not self.keep_alive:
+                raise LocalProtocolError("not in a reusable state")
+            # what the client sent meanwhile (a pipelined request, its EOF)
+            data, closed = self._conn.trailing_data
+            self._conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_head)
+            self._sent_whole = None
+            if data:
+                self._conn.receive_data(data)
+            if closed:
+                self._conn.receive_data(b"")
+            return
         try:
             self._conn.start_next_cycle()
         except h11.LocalProtocolError as exc:

@@ -40,6 +40,8 @@ from ._state import State
 __all__ = ["Session"]
 
 _JSON = (b"content-type", b"application/json")
+#: Where a cassette keeps its replays' serialized responses (``Cassette.cache``).
+_WHOLE = ("http/1.1 whole responses",)
 
 
 def _h11_head(status: int, headers: Headers, reason: bytes) -> h11.Response:
@@ -53,6 +55,53 @@ _replayed_head = functools.lru_cache(maxsize=4096)(_h11_head)
 
 
 _END = h11.EndOfMessage()
+
+#: A replayed response of at most this many bytes is sent whole
+#: (:meth:`Session.send_replay`); a longer one event by event, so a binding
+#: can write it in pieces.
+WHOLE_MAX = 64 * 1024
+#: How many replays' serialized responses a cassette keeps (as many as the
+#: replay events the engines keep: see ``Engine._replay``).
+_WHOLE_KEPT = 4096
+#: The variant of a response: the request's HTTP version, its method as
+#: sent, and its ``Connection`` header values, all h11 frames a response by.
+_Variant = tuple[bytes, bytes, tuple[bytes, ...]]
+#: A response serialized by h11 for one variant: its head, the pieces of
+#: its bytes (the body's are the frames' own bytes, not copies), and
+#: whether h11 kept the connection alive after it.
+_Whole = tuple[ResponseHead, tuple[bytes, ...], bool]
+
+
+def _serialized(events: tuple[Event, ...], variant: _Variant) -> _Whole | None:
+    """The bytes h11 writes for a replay's ``events`` answering a request
+    of ``variant``: an h11 connection of its own is handed a request of
+    that shape (no body), then sent the events, as :meth:`Session.send`
+    sends them.  ``None`` when the response cannot go out whole: a frame or
+    end due later than the head, a cut, more than ``WHOLE_MAX`` bytes of
+    body, or a response h11 refuses (sent event by event, h11 says why)."""
+    head, *rest = events
+    assert isinstance(head, ResponseHead)  # a replay's first event
+    size = 0
+    for event in rest:
+        if isinstance(event, Frame):
+            size += len(event.data)
+        if not isinstance(event, (Frame, EndOfResponse)) or event.at or size > WHOLE_MAX:
+            return None
+    version, method, connection = variant
+    request = [b"HEAD" if method == b"HEAD" else b"GET", b" / HTTP/", version, b"\r\n"]
+    request += [b"connection: %s\r\n" % value for value in connection]
+    conn = h11.Connection(h11.SERVER)
+    conn.receive_data(b"".join([*request, b"host: reel\r\n\r\n"]))
+    data = [h11.Data(data=e.data) for e in rest if isinstance(e, Frame) and e.data]
+    pieces: list[bytes] = []
+    try:
+        while not isinstance(conn.next_event(), h11.EndOfMessage):
+            pass
+        for h11_event in [_replayed_head(head.status, head.headers, head.reason), *data, _END]:
+            pieces += conn.send_with_data_passthrough(h11_event) or ()
+    except h11.ProtocolError:
+        return None
+    return head, tuple(pieces), conn.our_state is h11.DONE
 
 
 @functools.lru_cache(maxsize=128)
@@ -78,6 +127,8 @@ class Session:
         self._reader = RequestReader(self.engine.config.limits)
         #: The wall-clock time the client's last bytes came with.
         self._now: float | None = None
+        #: The request being answered.
+        self._request: Request | None = None
 
     # -- the engine's, handed through ------------------------------------------
 
@@ -181,6 +232,7 @@ class Session:
         if got is ReaderSignal.PAUSED:  # pragma: no cover - h11 pauses only mid-response
             return Signal.PAUSED
         assert isinstance(got, Request)
+        self._request = got
         return got
 
     def start_next_cycle(self) -> None:
@@ -215,6 +267,52 @@ class Session:
         else:
             raise LocalProtocolError(f"{type(event).__name__} is not sent to the client")
         return self._reader.send(h11_event)
+
+    def send_replay(self) -> tuple[ResponseHead, bytes] | None:
+        """After a :class:`Replay` decision, before pulling its response:
+        the whole response serialized in one piece, and the exchange is
+        served (pull on: ``PAUSED`` follows).  The bytes are those
+        :meth:`send` gives for each event, joined; the head is handed back
+        for the binding's log.  ``None`` when the response is not due whole
+        at once (a stream replayed in realtime, a cut), is longer than
+        ``WHOLE_MAX`` bytes, or is no replay's: pull and send its events
+        one by one.
+
+        Why: a recording replayed again is serialized once per shape of
+        request (HTTP version, ``HEAD`` or not, ``Connection`` headers), by
+        h11 itself on a connection of its own, and the serialized pieces
+        are kept beside the cassette's replay events; each play then costs
+        one join instead of h11 checking and writing every event.  This
+        session's h11 connection is not told: its next cycle starts on a
+        new one (see ``RequestReader.sent_whole``).
+        """
+        events = self.engine.replaying
+        reader = self._reader
+        version = reader.client_http_version
+        if events is None or self._request is None or version is None or not reader.can_send_whole:
+            return None
+        variant = (
+            version,
+            reader.method,
+            tuple([v for k, v in self._request.headers if k == b"connection"]),
+        )
+        cache = self.engine.cassette.cache(_WHOLE)
+        kept = cache.get(id(events))
+        if kept is None or kept[0] is not events:
+            if len(cache) >= _WHOLE_KEPT:
+                cache.clear()
+            kept = cache[id(events)] = (events, {})
+        wholes: dict[_Variant, _Whole | None] = kept[1]
+        if variant in wholes:
+            whole = wholes[variant]
+        else:
+            whole = wholes[variant] = _serialized(events, variant)
+        if whole is None:
+            return None
+        head, pieces, keep_alive = whole
+        self.engine.take_replay()
+        reader.sent_whole(keep_alive)
+        return head, b"".join(pieces)
 
     def switch_protocols(self, headers: Headers) -> tuple[bytes, bytes]:
         """After a WebSocket decision: the ``101`` answering the upgrade
