@@ -140,6 +140,20 @@ class Request:
         )
 
 
+def _parsed_request(method: bytes, target: bytes, headers: Headers, body: bytes) -> Request:
+    """The :class:`Request` of a request h11 parsed: its header names
+    already lowercased and values stripped (h11 strips them), its body
+    joined bytes; equal to ``Request(...)`` of the same values (a test
+    checks), without normalizing them a second time."""
+    request = object.__new__(Request)
+    set_field = object.__setattr__
+    set_field(request, "method", method.decode("latin-1").upper())
+    set_field(request, "target", _normalize_target(target))
+    set_field(request, "headers", headers)
+    set_field(request, "body", body)
+    return request
+
+
 @dataclass(frozen=True)
 class Limits:
     """Size limits on what a client may send."""
@@ -187,8 +201,12 @@ class RequestReader:
         self._size = 0
         #: Whether ``CONTINUE`` was returned for the request being read.
         self._offered_continue = False
-        #: The method of the last request, as sent (h11 frames by it).
+        #: The method of the last request, as sent, and its ``Connection``
+        #: header values: h11 frames the response by them (and its version).
         self.method = b""
+        self.connection: tuple[bytes, ...] = ()
+        #: The headers of the request being read, normalized.
+        self._headers: Headers = ()
         #: Set when the response went out whole without h11 (``sent_whole``):
         #: whether the connection is kept alive after it.
         self._sent_whole: bool | None = None
@@ -243,12 +261,7 @@ class RequestReader:
                 assert self._head is not None
                 head, self._head = self._head, None
                 body, self._body, self._size = b"".join(self._body), [], 0
-                return Request(
-                    head.method.decode("latin-1"),
-                    head.target.decode("latin-1"),
-                    tuple(head.headers.raw_items()),
-                    body,
-                )
+                return _parsed_request(head.method, head.target, self._headers, body)
 
     def _start(self, head: h11.Request) -> None:
         if head.method == b"CONNECT":
@@ -263,7 +276,8 @@ class RequestReader:
         # limit is the same however the bytes were split.
         self.method = head.method
         size = len(head.method) + len(head.target) + 14  # " ", " HTTP/1.1\r\n", "\r\n"
-        headers = head.headers.raw_items()  # iterating h11's Headers is slow
+        # iterating h11's Headers is slow; its values come stripped
+        headers = [(name.lower(), value) for name, value in head.headers.raw_items()]
         size += sum([len(name) + len(value) + 4 for name, value in headers])
         if size > self._limits.max_head + 1:
             raise RemoteProtocolError(
@@ -272,12 +286,17 @@ class RequestReader:
                 431,
             )
         length = None
+        connection = []
         for name, value in headers:
-            if name.lower() == b"content-length":
+            if name == b"content-length":
                 length = value
+            elif name == b"connection":
+                connection.append(value)
         if length is not None and int(length) > self._limits.max_body:
             raise self._limits.body_too_large(int(length))
         self._head = head
+        self._headers = tuple(headers)
+        self.connection = tuple(connection)
         self._offered_continue = False
 
     def send_continue(self) -> bytes:

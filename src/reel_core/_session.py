@@ -291,11 +291,7 @@ class Session:
         version = reader.client_http_version
         if events is None or self._request is None or version is None or not reader.can_send_whole:
             return None
-        variant = (
-            version,
-            reader.method,
-            tuple([v for k, v in self._request.headers if k == b"connection"]),
-        )
+        variant = (version, reader.method, reader.connection)
         cache = self.engine.cassette.cache(_WHOLE)
         kept = cache.get(id(events))
         if kept is None or kept[0] is not events:
