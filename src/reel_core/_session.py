@@ -60,9 +60,10 @@ _END = h11.EndOfMessage()
 #: (:meth:`Session.send_replay`); a longer one event by event, so a binding
 #: can write it in pieces.
 WHOLE_MAX = 64 * 1024
-#: How many replays' serialized responses a cassette keeps (as many as the
-#: replay events the engines keep: see ``Engine._replay``).
-_WHOLE_KEPT = 4096
+#: At most this many bytes of replays' serialized responses are kept per
+#: cassette (their bodies are the events' own bytes, which the engines'
+#: cache of replay events may let go sooner).
+_WHOLE_BYTES = 16 * 1024 * 1024
 #: The variant of a response: the request's HTTP version, its method as
 #: sent, and its ``Connection`` header values, all h11 frames a response by.
 _Variant = tuple[bytes, bytes, tuple[bytes, ...]]
@@ -104,6 +105,39 @@ def _serialized(events: tuple[Event, ...], variant: _Variant) -> _Whole | None:
     return head, tuple(pieces), conn.our_state is h11.DONE
 
 
+class _Wholes:
+    """A cassette's replays serialized whole, shared by its sessions:
+    ``id(events) -> (events, {variant: whole})``.  An entry holds its
+    events, so their id is not reused while it lives; past ``_WHOLE_BYTES``
+    every entry goes.  A response that cannot go whole is not kept: its
+    first late frame, cut or byte past ``WHOLE_MAX`` says so soon enough."""
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[tuple[Event, ...], dict[_Variant, _Whole]]] = {}
+        self._size = 0
+
+    def get(self, events: tuple[Event, ...], variant: _Variant) -> _Whole | None:
+        kept = self._entries.get(id(events))
+        if kept is None or kept[0] is not events:
+            kept = None
+        elif variant in kept[1]:
+            return kept[1][variant]
+        whole = _serialized(events, variant)
+        if whole is None:
+            return None
+        size = sum([len(piece) for piece in whole[1]])
+        if self._size + size > _WHOLE_BYTES:
+            self._entries.clear()
+            self._size, kept = 0, None
+        if kept is None:
+            kept = self._entries[id(events)] = (events, {})
+        kept[1][variant] = whole
+        self._size += size
+        return whole
+
+
 @functools.lru_cache(maxsize=128)
 def _phrase(status: int) -> bytes:
     try:
@@ -127,8 +161,6 @@ class Session:
         self._reader = RequestReader(self.engine.config.limits)
         #: The wall-clock time the client's last bytes came with.
         self._now: float | None = None
-        #: The request being answered.
-        self._request: Request | None = None
 
     # -- the engine's, handed through ------------------------------------------
 
@@ -232,7 +264,6 @@ class Session:
         if got is ReaderSignal.PAUSED:  # pragma: no cover - h11 pauses only mid-response
             return Signal.PAUSED
         assert isinstance(got, Request)
-        self._request = got
         return got
 
     def start_next_cycle(self) -> None:
@@ -289,20 +320,13 @@ class Session:
         events = self.engine.replaying
         reader = self._reader
         version = reader.client_http_version
-        if events is None or self._request is None or version is None or not reader.can_send_whole:
+        if events is None or version is None or not reader.can_send_whole:
             return None
-        variant = (version, reader.method, reader.connection)
         cache = self.engine.cassette.cache(_WHOLE)
-        kept = cache.get(id(events))
-        if kept is None or kept[0] is not events:
-            if len(cache) >= _WHOLE_KEPT:
-                cache.clear()
-            kept = cache[id(events)] = (events, {})
-        wholes: dict[_Variant, _Whole | None] = kept[1]
-        if variant in wholes:
-            whole = wholes[variant]
-        else:
-            whole = wholes[variant] = _serialized(events, variant)
+        wholes = cache.get(None)
+        if wholes is None:
+            wholes = cache[None] = _Wholes()
+        whole = wholes.get(events, (version, reader.method, reader.connection))
         if whole is None:
             return None
         head, pieces, keep_alive = whole

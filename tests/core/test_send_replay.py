@@ -297,12 +297,34 @@ def test_the_engine_hands_out_a_replay_whole_only_before_it_is_pulled() -> None:
 
 
 def test_kept_responses_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(session_module, "_WHOLE_KEPT", 1)
     cassette = line(interaction(id="a"), interaction(body=b'{"b":1}', id="b"))
     wire = client_bytes(body=BODY) + client_bytes(body=b'{"b":1}')
+    _, _, wholes, _ = both(cassette, [wire, wire])
+    assert wholes == 4
+    monkeypatch.setattr(session_module, "_WHOLE_BYTES", 150)  # one response or so
     _, decisions, wholes, _ = both(cassette, [wire, wire])
     assert decisions == ["Replay"] * 4
     assert wholes == 4
+
+
+def test_one_recording_is_kept_for_each_shape_of_request() -> None:
+    """The sessions of one cassette share what they serialized; a request
+    of another shape (HTTP version, Connection) gets its own bytes."""
+    cassette = cassette_of(interaction(response_body=b'{"ok":1}'))
+    answers = []
+    for wire in (
+        client_bytes(body=BODY),
+        client_bytes(headers=[(b"connection", b"close")], body=BODY),
+        client_bytes(body=BODY),
+    ):
+        session = Session(cassette)
+        session.receive_data(wire)
+        assert isinstance(session.next_event(), Replay)
+        sent = session.send_replay()
+        assert sent is not None
+        answers.append(sent[1])
+    assert answers[0] == answers[2]
+    assert answers[1] == answers[0].replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
 
 
 def test_a_reader_sends_whole_only_in_place_of_a_response() -> None:
