@@ -109,6 +109,9 @@ class Engine:
         self._use(cassette if isinstance(cassette, Cassette) else Cassette())
         self._pending: Request | None = None
         self._events: deque[Event] = deque()
+        #: The replay events of the recording being served (shared, cached:
+        #: see ``_replay``), while none of them was pulled yet.
+        self._replaying: tuple[Event, ...] | None = None
         #: What the upstream of the exchange being recorded sent so far.
         self._capture: _Capture | None = None
         #: Builds the recording of a finished forward: called by ``record``.
@@ -199,6 +202,34 @@ class Engine:
             raise LocalProtocolError("the session failed earlier; close the connection")
         return Signal.PAUSED
 
+    @property
+    def replaying(self) -> tuple[Event, ...] | None:
+        """After a :class:`Replay` decision (of a recording that is no
+        WebSocket session) was pulled, and before any event of its response
+        is: the whole response, the events ``next_event`` would hand out
+        next, up to its end or cut.  The same tuple each time the same
+        recording is replayed with the same timing (and ``HEAD`` or not), so
+        an adapter can key what it derives from a response by its identity
+        (:meth:`reel_core.Session.send_replay` serializes it once).
+        ``None`` otherwise."""
+        events = self._replaying
+        if events is None or len(self._events) != len(events):
+            return None
+        return events
+
+    def take_replay(self) -> tuple[Event, ...]:
+        """Pull the whole response :attr:`replaying` holds at once, as if
+        each event had been pulled by ``next_event``: the exchange is then
+        served.  For an adapter that sends a recording's response in one
+        piece."""
+        events = self.replaying
+        if events is None:
+            raise self._misuse("take_replay() is for a replay's response none of which was pulled")
+        self._events.clear()
+        self._replaying = None
+        self._to(Input.SERVED)
+        return events
+
     def fail(self) -> None:
         """A binding misused its adapter: the engine can serve no more."""
         self.state = State.ERROR
@@ -222,6 +253,7 @@ class Engine:
             raise self._misuse("call record() for the finished exchange before the next one")
         self._to(Input.NEXT_CYCLE)
         self._request = None
+        self._replaying = None
         self._keyed = None
         self._superseding = 0
         self.redactor = self._redactor
@@ -335,7 +367,10 @@ class Engine:
                         lease,
                     )
                 )
-                self._events.extend(self._replay(interaction, head_only=request.method == "HEAD"))
+                events = self._replay(interaction, head_only=request.method == "HEAD")
+                self._events.extend(events)
+                if interaction.websocket is None:  # a session's adapter takes over after the 101
+                    self._replaying = events
                 return
             if mode is Mode.REPLAY:
                 report = self._miss_report(recorded, key)

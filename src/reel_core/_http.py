@@ -126,6 +126,20 @@ class Request:
         )
 
 
+def parsed_request(method: bytes, target: bytes, headers: Headers, body: bytes) -> Request:
+    """The :class:`Request` of a request h11 parsed: its header names
+    already lowercased and values stripped (h11 strips them), its body
+    joined bytes; equal to ``Request(...)`` of the same values (a test
+    checks), without normalizing them a second time."""
+    request = object.__new__(Request)
+    set_field = object.__setattr__
+    set_field(request, "method", method.decode("latin-1").upper())
+    set_field(request, "target", _normalize_target(target))
+    set_field(request, "headers", headers)
+    set_field(request, "body", body)
+    return request
+
+
 @dataclass(frozen=True)
 class Limits:
     """Size limits on what a client may send."""

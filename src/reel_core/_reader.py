@@ -14,7 +14,7 @@ import re
 import h11
 
 from ._errors import LocalProtocolError, RemoteProtocolError
-from ._http import Headers, Limits, Request
+from ._http import Headers, Limits, Request, parsed_request
 
 __all__ = ["ReaderSignal", "RequestReader"]
 
@@ -56,6 +56,15 @@ class RequestReader:
         self._size = 0
         #: Whether ``CONTINUE`` was returned for the request being read.
         self._offered_continue = False
+        #: The method of the last request, as sent, and its ``Connection``
+        #: header values: h11 frames the response by them (and its version).
+        self.method = b""
+        self.connection: tuple[bytes, ...] = ()
+        #: The headers of the request being read, normalized.
+        self._headers: Headers = ()
+        #: Set when the response went out whole without h11 (``sent_whole``):
+        #: whether the connection is kept alive after it.
+        self._sent_whole: bool | None = None
 
     @property
     def client_http_version(self) -> bytes | None:
@@ -65,6 +74,8 @@ class RequestReader:
     @property
     def keep_alive(self) -> bool:
         """Whether the connection can carry another request after this one."""
+        if self._sent_whole is not None:
+            return self._sent_whole and self._conn.their_state is h11.DONE
         return self._conn.our_state is h11.DONE and self._conn.their_state is h11.DONE
 
     def receive_data(self, data: bytes) -> None:
@@ -105,12 +116,7 @@ class RequestReader:
                 assert self._head is not None
                 head, self._head = self._head, None
                 body, self._body, self._size = b"".join(self._body), [], 0
-                return Request(
-                    head.method.decode("latin-1"),
-                    head.target.decode("latin-1"),
-                    tuple(head.headers.raw_items()),
-                    body,
-                )
+                return parsed_request(head.method, head.target, self._headers, body)
 
     def _start(self, head: h11.Request) -> None:
         if head.method == b"CONNECT":
@@ -123,8 +129,10 @@ class RequestReader:
         # (it refuses one of more than max_head + 1 bytes fed byte by byte);
         # a whole head that arrived in one read is measured here, so the
         # limit is the same however the bytes were split.
+        self.method = head.method
         size = len(head.method) + len(head.target) + 14  # " ", " HTTP/1.1\r\n", "\r\n"
-        headers = head.headers.raw_items()  # iterating h11's Headers is slow
+        # iterating h11's Headers is slow; its values come stripped
+        headers = [(name.lower(), value) for name, value in head.headers.raw_items()]
         size += sum([len(name) + len(value) + 4 for name, value in headers])
         if size > self._limits.max_head + 1:
             raise RemoteProtocolError(
@@ -133,12 +141,17 @@ class RequestReader:
                 431,
             )
         length = None
+        connection = []
         for name, value in headers:
-            if name.lower() == b"content-length":
+            if name == b"content-length":
                 length = value
+            elif name == b"connection":
+                connection.append(value)
         if length is not None and int(length) > self._limits.max_body:
             raise self._limits.body_too_large(int(length))
         self._head = head
+        self._headers = tuple(headers)
+        self.connection = tuple(connection)
         self._offered_continue = False
 
     def send_continue(self) -> bytes:
@@ -149,10 +162,39 @@ class RequestReader:
         return self.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
 
     def send(self, event: h11.Event) -> bytes:
+        if self._sent_whole is not None:
+            raise LocalProtocolError("the response was sent whole; start the next cycle")
         try:
             return self._conn.send(event) or b""
         except h11.LocalProtocolError as exc:
             raise LocalProtocolError(str(exc)) from None
+
+    @property
+    def can_send_whole(self) -> bool:
+        """Whether a whole response may go out without h11 now: the request
+        is read to its end, nothing of the response was sent, and the client
+        has not closed its side (h11 would then close after the response)."""
+        conn = self._conn
+        return (
+            self._sent_whole is None
+            and conn.our_state is h11.SEND_RESPONSE
+            and conn.their_state in (h11.DONE, h11.MUST_CLOSE)
+            and not conn.trailing_data[1]
+        )
+
+    def sent_whole(self, keep_alive: bool) -> None:
+        """The whole response to the request went out without h11, as bytes
+        h11 wrote for the same response to a request of the same shape
+        (method, HTTP version, ``Connection`` headers; see
+        :meth:`reel_core.Session.send_replay`).  ``keep_alive`` is what h11
+        made of it: whether the connection carries another request.  h11's
+        connection is not told: the next cycle starts on a new one, fed the
+        bytes the client sent meanwhile."""
+        if not self.can_send_whole:
+            raise LocalProtocolError(
+                "a whole response goes out only in place of the whole response"
+            )
+        self._sent_whole = keep_alive
 
     def switch_protocols(self, headers: Headers) -> tuple[bytes, bytes]:
         """Answer an upgrade request with ``101 Switching Protocols`` and
@@ -171,9 +213,21 @@ class RequestReader:
     @property
     def can_respond(self) -> bool:
         """Whether a response may still be sent on this connection."""
-        return self._conn.our_state in (h11.IDLE, h11.SEND_RESPONSE)
+        return self._sent_whole is None and self._conn.our_state in (h11.IDLE, h11.SEND_RESPONSE)
 
     def start_next_cycle(self) -> None:
+        if self._sent_whole is not None:
+            if not self.keep_alive:
+                raise LocalProtocolError("not in a reusable state")
+            # what the client sent meanwhile (a pipelined request, its EOF)
+            data, closed = self._conn.trailing_data
+            self._conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_head)
+            self._sent_whole = None
+            if data:
+                self._conn.receive_data(data)
+            if closed:
+                self._conn.receive_data(b"")
+            return
         try:
             self._conn.start_next_cycle()
         except h11.LocalProtocolError as exc:

@@ -41,6 +41,8 @@ from ._upstream import UpstreamError
 __all__ = ["Session"]
 
 _JSON = (b"content-type", b"application/json")
+#: Where a cassette keeps its replays' serialized responses (``Cassette.cache``).
+_WHOLE = ("http/1.1 whole responses",)
 
 
 def _h11_head(status: int, headers: Headers, reason: bytes) -> h11.Response:
@@ -54,6 +56,87 @@ _replayed_head = functools.lru_cache(maxsize=4096)(_h11_head)
 
 
 _END = h11.EndOfMessage()
+
+#: A replayed response of at most this many bytes is sent whole
+#: (:meth:`Session.send_replay`); a longer one event by event, so a binding
+#: can write it in pieces.
+WHOLE_MAX = 64 * 1024
+#: At most this many bytes of replays' serialized responses are kept per
+#: cassette (their bodies are the events' own bytes, which the engines'
+#: cache of replay events may let go sooner).
+_WHOLE_BYTES = 16 * 1024 * 1024
+#: The variant of a response: the request's HTTP version, its method as
+#: sent, and its ``Connection`` header values, all h11 frames a response by.
+_Variant = tuple[bytes, bytes, tuple[bytes, ...]]
+#: A response serialized by h11 for one variant: its head, the pieces of
+#: its bytes (the body's are the frames' own bytes, not copies), and
+#: whether h11 kept the connection alive after it.
+_Whole = tuple[ResponseHead, tuple[bytes, ...], bool]
+
+
+def _serialized(events: tuple[Event, ...], variant: _Variant) -> _Whole | None:
+    """The bytes h11 writes for a replay's ``events`` answering a request
+    of ``variant``: an h11 connection of its own is handed a request of
+    that shape (no body), then sent the events, as :meth:`Session.send`
+    sends them.  ``None`` when the response cannot go out whole: a frame or
+    end due later than the head, a cut, more than ``WHOLE_MAX`` bytes of
+    body, or a response h11 refuses (sent event by event, h11 says why)."""
+    head, *rest = events
+    assert isinstance(head, ResponseHead)  # a replay's first event
+    size = 0
+    for event in rest:
+        if isinstance(event, Frame):
+            size += len(event.data)
+        if not isinstance(event, (Frame, EndOfResponse)) or event.at or size > WHOLE_MAX:
+            return None
+    version, method, connection = variant
+    request = [b"HEAD" if method == b"HEAD" else b"GET", b" / HTTP/", version, b"\r\n"]
+    request += [b"connection: %s\r\n" % value for value in connection]
+    conn = h11.Connection(h11.SERVER)
+    conn.receive_data(b"".join([*request, b"host: reel\r\n\r\n"]))
+    data = [h11.Data(data=e.data) for e in rest if isinstance(e, Frame) and e.data]
+    pieces: list[bytes] = []
+    try:
+        while not isinstance(conn.next_event(), h11.EndOfMessage):
+            pass
+        for h11_event in [_replayed_head(head.status, head.headers, head.reason), *data, _END]:
+            pieces += conn.send_with_data_passthrough(h11_event) or ()
+    except h11.ProtocolError:
+        return None
+    return head, tuple(pieces), conn.our_state is h11.DONE
+
+
+class _Wholes:
+    """A cassette's replays serialized whole, shared by its sessions:
+    ``id(events) -> (events, {variant: whole})``.  An entry holds its
+    events, so their id is not reused while it lives; past ``_WHOLE_BYTES``
+    every entry goes.  A response that cannot go whole is not kept: its
+    first late frame, cut or byte past ``WHOLE_MAX`` says so soon enough."""
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[tuple[Event, ...], dict[_Variant, _Whole]]] = {}
+        self._size = 0
+
+    def get(self, events: tuple[Event, ...], variant: _Variant) -> _Whole | None:
+        kept = self._entries.get(id(events))
+        if kept is None or kept[0] is not events:
+            kept = None
+        elif variant in kept[1]:
+            return kept[1][variant]
+        whole = _serialized(events, variant)
+        if whole is None:
+            return None
+        size = sum([len(piece) for piece in whole[1]])
+        if self._size + size > _WHOLE_BYTES:
+            self._entries.clear()
+            self._size, kept = 0, None
+        if kept is None:
+            kept = self._entries[id(events)] = (events, {})
+        kept[1][variant] = whole
+        self._size += size
+        return whole
 
 
 @functools.lru_cache(maxsize=128)
@@ -216,6 +299,41 @@ class Session:
         else:
             raise LocalProtocolError(f"{type(event).__name__} is not sent to the client")
         return self._reader.send(h11_event)
+
+    def send_replay(self) -> tuple[ResponseHead, bytes] | None:
+        """After a :class:`Replay` decision, before pulling its response:
+        the whole response serialized in one piece, and the exchange is
+        served (pull on: ``PAUSED`` follows).  The bytes are those
+        :meth:`send` gives for each event, joined; the head is handed back
+        for the binding's log.  ``None`` when the response is not due whole
+        at once (a stream replayed in realtime, a cut), is longer than
+        ``WHOLE_MAX`` bytes, or is no replay's: pull and send its events
+        one by one.
+
+        Why: a recording replayed again is serialized once per shape of
+        request (HTTP version, ``HEAD`` or not, ``Connection`` headers), by
+        h11 itself on a connection of its own, and the serialized pieces
+        are kept beside the cassette's replay events; each play then costs
+        one join instead of h11 checking and writing every event.  This
+        session's h11 connection is not told: its next cycle starts on a
+        new one (see ``RequestReader.sent_whole``).
+        """
+        events = self.engine.replaying
+        reader = self._reader
+        version = reader.client_http_version
+        if events is None or version is None or not reader.can_send_whole:
+            return None
+        cache = self.engine.cassette.cache(_WHOLE)
+        wholes = cache.get(None)
+        if wholes is None:
+            wholes = cache[None] = _Wholes()
+        whole = wholes.get(events, (version, reader.method, reader.connection))
+        if whole is None:
+            return None
+        head, pieces, keep_alive = whole
+        self.engine.take_replay()
+        reader.sent_whole(keep_alive)
+        return head, b"".join(pieces)
 
     def switch_protocols(self, headers: Headers) -> tuple[bytes, bytes]:
         """After a WebSocket decision: the ``101`` answering the upgrade

@@ -495,3 +495,45 @@ def test_http_1_0_clients_are_never_offered_100_continue() -> None:
     reader = RequestReader(Limits())
     reader.receive_data(EXPECT_HEAD.replace(b"HTTP/1.1", b"HTTP/1.0"))
     assert reader.next_request() is ReaderSignal.NEED_DATA
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+        b"X-Mixed-Case:   padded value  \r\nx-dup: 1\r\nX-Dup: 2\r\n\r\n{}",
+        b"get http://api.example/v1/models?a=1&b= HTTP/1.1\r\nHOST: x\r\n\r\n",
+        b"HEAD / HTTP/1.0\r\n\r\n",
+        b"PoSt /v1/x HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
+        b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+    ],
+)
+def test_a_parsed_request_equals_one_built_from_its_values(wire: bytes) -> None:
+    """The reader builds its requests without normalizing again what h11
+    already did (lowercase names, stripped values): the value is the one
+    ``Request(...)`` makes of what h11 parsed."""
+    reader = RequestReader(Limits())
+    reader.receive_data(wire)
+    got = reader.next_request()
+    conn = h11.Connection(h11.SERVER)
+    conn.receive_data(wire)
+    head = conn.next_event()
+    assert isinstance(head, h11.Request)
+    body = b""
+    while isinstance(event := conn.next_event(), h11.Data):
+        body += event.data
+    built = Request(
+        head.method.decode("latin-1"),
+        head.target.decode("latin-1"),
+        tuple(head.headers.raw_items()),
+        body,
+    )
+    assert got == built
+    assert isinstance(got, Request)
+    assert (got.method, got.target, got.headers, got.body) == (
+        built.method,
+        built.target,
+        built.headers,
+        built.body,
+    )
+    assert hash(got) == hash(built)

@@ -388,6 +388,11 @@ class Proxy:
                         return
                     if event.similarity is not None:
                         exchange.outcome = f"hit (fuzzy {event.similarity:.2f})"
+                    whole = session.send_replay()
+                    if whole is not None:  # due at once: one write, serialized once
+                        exchange.status = whole[0].status
+                        await stream.send(whole[1])
+                        self._log(session, exchange)
                 elif isinstance(event, Miss):
                     exchange.outcome, exchange.key = "miss", event.report.key
                     self.misses.append(event.report)
