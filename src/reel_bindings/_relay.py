@@ -25,6 +25,7 @@ from reel_core import UpstreamError
 
 __all__ = [
     "CLIENT_CLOSED",
+    "READING",
     "AsyncCloser",
     "Failure",
     "Feed",
@@ -36,6 +37,15 @@ __all__ = [
 
 #: The detail of the cut recorded when a client closes a response early.
 CLIENT_CLOSED = "the client closed the response before its end"
+
+#: The upstream bodies' iterators the relays are reading.  A client that
+#: drops a stream unread leaves its relay, the body and the generators under
+#: it as one garbage cycle, which the collector finalizes in any order; a
+#: generator under the body finalized first would make the relay's one more
+#: read look like the body's end, and a cut stream be recorded whole.  Held
+#: here, outside that garbage, until the relay is done with them, they are
+#: still open when the relay is finalized.
+READING: set[object] = set()
 
 #: Maps an exception to the failure it means (its ``UpstreamError`` and the
 #: detail recorded), or ``None`` for one that is no upstream failure (a

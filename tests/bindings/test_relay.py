@@ -3,6 +3,7 @@ is fed for a whole body, a failure, and a client that closes early."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncGenerator, Generator
 
 import anyio
@@ -232,3 +233,42 @@ def test_a_body_closed_under_the_relay_is_a_cut_not_an_end(is_async: bool) -> No
         body.close()
         relayed.close()
     assert feed.seen == [b"a", (UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)]
+
+
+class Nested:
+    """A body whose iterator is a generator over another generator, made
+    before the relay (as httpcore's pool stream wraps its connection's)."""
+
+    def __init__(self, upstream: Upstream, is_async: bool) -> None:
+        self.inner_sync = None if is_async else upstream.sync()
+        self.inner_async = upstream.asynchronous() if is_async else None
+
+    def __iter__(self) -> Generator[bytes, None, None]:
+        assert self.inner_sync is not None
+        yield from self.inner_sync
+
+    async def __aiter__(self) -> AsyncGenerator[bytes, None]:
+        assert self.inner_async is not None
+        async for part in self.inner_async:
+            yield part
+
+
+def test_a_dropped_relay_collected_as_garbage_reads_on_not_ends() -> None:
+    """A client that dropped a stream unread leaves the relay, its body and
+    the generators under it as one garbage cycle, finalized in any order.
+    The relay holds the body's iterator outside that garbage while it
+    runs, so the collector closes the relay first and its one more read is
+    a real read: here the next chunk and the cut, never an end (a body
+    generator finalized first would end that read, and a cut stream be
+    recorded whole)."""
+    upstream = Upstream([b"a", b"b", b"c"])
+    seen = Feed()
+    feed = Feed()
+    feed.seen = seen.seen  # what the relay feeds, kept outside the garbage
+    relayed = relay(Nested(upstream, is_async=False), feed, failure)
+    assert next(relayed) == b"a"
+    feed.relayed = relayed  # type: ignore[attr-defined]  # the cycle
+    del relayed, feed
+    gc.collect()
+    assert seen.seen == [b"a", b"b", (UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)]
+    assert upstream.read == 2

@@ -11,7 +11,16 @@ from collections.abc import AsyncGenerator, AsyncIterable
 
 from reel_core import UpstreamError
 
-from .._relay import CLIENT_CLOSED, AsyncCloser, Failure, Feed, closed_early, failed, finished
+from .._relay import (
+    CLIENT_CLOSED,
+    READING,
+    AsyncCloser,
+    Failure,
+    Feed,
+    closed_early,
+    failed,
+    finished,
+)
 
 __all__ = ["arelay"]
 
@@ -31,6 +40,7 @@ async def arelay(
     # Iterated from here, not before: a body iterator made before the relay
     # is finalized before it when both are garbage, and would look ended.
     chunks = aiter(body)
+    READING.add(chunks)  # not finalized under the relay (see READING)
     try:
         while True:
             try:
@@ -60,6 +70,7 @@ async def arelay(
                 return
         feed.end()
     finally:
+        READING.discard(chunks)
         if isinstance(chunks, AsyncGenerator):  # left before its end: close it now
             await chunks.aclose()
         if close is not None:

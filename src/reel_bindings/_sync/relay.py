@@ -13,7 +13,16 @@ from collections.abc import Generator, Iterable
 
 from reel_core import UpstreamError
 
-from .._relay import CLIENT_CLOSED, SyncCloser, Failure, Feed, closed_early, failed, finished
+from .._relay import (
+    CLIENT_CLOSED,
+    READING,
+    SyncCloser,
+    Failure,
+    Feed,
+    closed_early,
+    failed,
+    finished,
+)
 
 __all__ = ["relay"]
 
@@ -33,6 +42,7 @@ def relay(
     # Iterated from here, not before: a body iterator made before the relay
     # is finalized before it when both are garbage, and would look ended.
     chunks = iter(body)
+    READING.add(chunks)  # not finalized under the relay (see READING)
     try:
         while True:
             try:
@@ -62,6 +72,7 @@ def relay(
                 return
         feed.end()
     finally:
+        READING.discard(chunks)
         if isinstance(chunks, Generator):  # left before its end: close it now
             chunks.close()
         if close is not None:
