@@ -184,6 +184,16 @@ def _open_locked(path: str | Path, flags: int) -> tuple[int, os.stat_result]:
         os.close(fd)
 
 
+def _same_file(fd: int, path: str | Path) -> bool:
+    """Whether the open ``fd`` is still the file at ``path``."""
+    held = os.fstat(fd)
+    try:
+        current = os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (held.st_dev, held.st_ino) == (current.st_dev, current.st_ino)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -300,10 +310,26 @@ class FileStore:
         return str(self.path(name))
 
     def read(self, name: str) -> bytes | None:
-        try:
-            return self.path(name).read_bytes()
-        except FileNotFoundError:
-            return None
+        """The file's bytes, read under its lock: another process's line
+        being appended is read whole or not at all (read without the lock,
+        its first half would look like a torn line)."""
+        path = self.path(name)
+        while True:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                return None
+            try:
+                lock_fd(fd)
+                try:
+                    if _same_file(fd, path):
+                        with open(fd, "rb", closefd=False) as f:
+                            return f.read()
+                finally:
+                    unlock_fd(fd)
+            finally:
+                os.close(fd)
+            # replaced (or removed) while we waited for the lock: read anew
 
     def exists(self, name: str) -> bool:
         return self.path(name).exists()

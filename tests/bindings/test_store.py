@@ -3,6 +3,7 @@ root, MemoryStore): what a Redis store must also pass."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -348,3 +349,56 @@ def test_a_directory_store_takes_the_proxys_longest_cassette_name(tmp_path: Path
     file.append(line_for("a", 0))
     assert (tmp_path / name).read_bytes().startswith(b'{"_meta"')
     assert file.path == tmp_path / name
+
+
+def test_a_reader_never_sees_half_of_a_line_being_appended(tmp_path: Path) -> None:
+    """Another process appends a line in pieces under the file's lock: a
+    read meanwhile waits for the lock and gets the whole line, never the
+    first half (which would look like a line torn by a crash)."""
+    store = FileStore(tmp_path)
+    store.append("c.jsonl", b"meta\n")
+    fd = os.open(tmp_path / "c.jsonl", os.O_WRONLY | os.O_APPEND)
+    read: list[bytes | None] = []
+    try:
+        _store.lock_fd(fd)
+        os.write(fd, b'{"half')
+        reader = threading.Thread(target=lambda: read.append(store.read("c.jsonl")))
+        reader.start()
+        reader.join(0.5)  # not done: it waits on the writer's lock
+        os.write(fd, b'": "and the rest"}\n')
+        _store.unlock_fd(fd)
+        reader.join(30)
+    finally:
+        os.close(fd)
+    assert read == [b'meta\n{"half": "and the rest"}\n']
+
+
+def test_a_read_waiting_on_a_replaced_file_reads_the_new_one(tmp_path: Path) -> None:
+    """replace() swaps a new file in under the old one's lock: a read that
+    waited on the old file reads the new one, and a removed file is None."""
+    store = FileStore(tmp_path)
+    store.append("c.jsonl", b"old\n")
+    real = _store.lock_fd
+    waited = threading.Event()
+    go = threading.Event()
+    read: list[bytes | None] = []
+
+    def slow_lock(fd: int) -> None:
+        if not waited.is_set():  # the reader: it opened the old file, now it waits
+            waited.set()
+            go.wait(30)
+        real(fd)
+
+    _store.lock_fd = slow_lock
+    try:
+        reader = threading.Thread(target=lambda: read.append(store.read("c.jsonl")))
+        reader.start()
+        assert waited.wait(30)
+        store.replace("c.jsonl", b"fresh\n")
+        go.set()
+        reader.join(30)
+    finally:
+        _store.lock_fd = real
+    assert read == [b"fresh\n"]
+    (tmp_path / "c.jsonl").unlink()
+    assert store.read("c.jsonl") is None
