@@ -25,7 +25,25 @@ families' base transports.
 
 from __future__ import annotations
 
-from ._async.transport import AsyncTransport
+from typing import TYPE_CHECKING
+
 from ._sync.transport import Transport
 
+if TYPE_CHECKING:
+    from ._async.transport import AsyncTransport
+
 __all__ = ["AsyncTransport", "Transport"]
+
+
+def __getattr__(name: str) -> object:
+    # The async transport (and anyio, which it sleeps and reads the clock
+    # with) is imported when first asked for: a sync program never is.
+    if name == "AsyncTransport":
+        from ._async.transport import AsyncTransport
+
+        return AsyncTransport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "AsyncTransport"])

@@ -57,8 +57,26 @@ def test_importing_reel_core_imports_no_client_family() -> None:
 def test_importing_the_transports_imports_no_client_family() -> None:
     loaded = _modules_after("import reel_bindings.httpcore")
     assert "reel_bindings._sync.transport" in loaded
-    assert "reel_bindings._async.transport" in loaded
     assert _unwanted(loaded) == []
+
+
+def test_the_async_transport_and_anyio_load_when_first_asked_for() -> None:
+    # a sync program never needs them
+    loaded = _modules_after("import reel_bindings.httpcore")
+    assert _unwanted(loaded, ("anyio", "reel_bindings._async")) == []
+    loaded = _modules_after(
+        "import reel_bindings.httpcore as h\n"
+        "from reel_bindings._async.transport import AsyncTransport\n"
+        "assert h.AsyncTransport is AsyncTransport\n"
+        "assert 'AsyncTransport' in dir(h) and 'Transport' in dir(h)\n"
+        "try:\n"
+        "    h.Nope\n"
+        "except AttributeError as exc:\n"
+        "    assert 'Nope' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('h.Nope resolved')\n"
+    )
+    assert "anyio" in loaded
 
 
 def test_importing_the_transports_leaves_the_write_and_log_helpers() -> None:
