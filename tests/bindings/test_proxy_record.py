@@ -111,6 +111,15 @@ def recorded_prompts(cassette: Path) -> list[str]:
     return [json.loads(i.request.body)["messages"][0]["content"] for i in interactions(cassette)]
 
 
+async def lines_written(cassette: Path, count: int, within: float = 10) -> list[str]:
+    """The recorded prompts once ``count`` lines are on disk (waited for:
+    a line lands a moment after the answer, or later in record mode)."""
+    with anyio.fail_after(within):
+        while len(prompts := recorded_prompts(cassette)) < count:
+            await anyio.sleep(0.001)
+    return prompts
+
+
 async def test_record_mode_builds_a_recording_once_the_next_request_went_upstream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -134,10 +143,7 @@ async def test_record_mode_builds_a_recording_once_the_next_request_went_upstrea
         assert (await fetch(first, chat_call("c"))).status == 200
         assert recorded_prompts(cassette) == ["a", "b"]
         await first.aclose()  # its connection ends: "c" goes to disk
-        with anyio.fail_after(10):
-            while len(recorded_prompts(cassette)) < 3:
-                await anyio.sleep(0.005)
-        assert recorded_prompts(cassette) == ["a", "b", "c"]
+        assert await lines_written(cassette, 3) == ["a", "b", "c"]
         replies = [respond(r) for r in fake.requests]
     assert [i.response.content for i in interactions(cassette)] == [r.body for r in replies]
 
@@ -149,9 +155,8 @@ async def test_record_mode_writes_a_quiet_clients_recording_soon(tmp_path: Path)
         proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
     ):
         assert (await fetch(client, chat_call("a", stream=True))).status == 200
-        with anyio.fail_after(10):  # the connection stays open and idle
-            while recorded_prompts(cassette) != ["a"]:
-                await anyio.sleep(0.005)
+        # the connection stays open and idle
+        assert await lines_written(cassette, 1) == ["a"]
 
 
 async def test_stopping_the_proxy_writes_the_recordings_waiting(
@@ -181,9 +186,7 @@ async def test_record_mode_records_an_upstream_cut_whole_when_the_connection_end
         call = chat_call("cut", stream=True, headers={SCENARIO_HEADER: "cut"})
         got = await fetch(client, call)
         assert got.error is not None  # the client saw the cut (its connection closed)
-        with anyio.fail_after(10):
-            while not recorded_prompts(cassette):
-                await anyio.sleep(0.005)
+        await lines_written(cassette, 1)
         sent = b"".join(got.chunks)
     [cut] = interactions(cassette)
     assert cut.response.cut is not None
@@ -210,9 +213,7 @@ async def test_auto_mode_writes_a_recording_before_reading_on(
             call = chat_call(f"once {stream}", stream=stream)
             recorded = await fetch(recording, call)  # its connection stays open
             prompts.append(f"once {stream}")
-            with anyio.fail_after(5):
-                while recorded_prompts(cassette) != prompts:
-                    await anyio.sleep(0.001)
+            assert await lines_written(cassette, len(prompts), within=5) == prompts
             async with proxied(options(Mode.REPLAY, cassette)) as replaying:
                 replayed = await fetch(replaying, call)
             assert replayed.status == 200
