@@ -14,9 +14,9 @@ PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """The whole test suite, with branch coverage of reel_core."""
+    """The whole test suite on two workers, with branch coverage of reel_core."""
     session.install("-e", ".[test]")
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", "-n", "2", "--cov", *session.posargs)
 
 
 @nox.session
@@ -28,7 +28,6 @@ def property(session: nox.Session) -> None:
         "-m",
         "pytest",
         "tests/property",
-        "--no-cov",
         *session.posargs,
         env={"HYPOTHESIS_PROFILE": "ci"},
     )

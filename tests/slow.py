@@ -1,12 +1,16 @@
 """The ``slow`` marker (a pytest plugin of the test suite, not a test module).
 
 The long soaks and stress runs are marked ``slow`` and deselected by
-default, so that the README's test command (``python3 -m pytest -n 2``)
-stays within a few minutes on two cores.  They run when ``CI`` or
-``REEL_FULL`` is set to a true value (``1``, ``true``, ``yes``, ``on``):
-``.ci/run`` sets ``CI=true`` and runs that same README command, so CI
-runs every test.  An explicit ``-m`` decides alone (``-m slow``: only
-them; ``-m "slow or not slow"``: everything).
+default, and so are the repeats of the plugin's end-to-end runs on Redis
+and under xdist (``STORES``, ``WORKERS``: each runs on the file store in
+one process every time; the Redis store and xdist have tests of their own
+that always run), so that the README's test command
+(``python3 -m pytest -n 4``) stays within about three minutes on two
+cores.  They run when ``CI`` or ``REEL_FULL`` is set to a true value
+(``1``, ``true``, ``yes``, ``on``): ``.ci/run`` sets ``CI=true`` and runs
+that same README command, so CI runs every test.  An explicit ``-m``
+decides alone (``-m slow``: only them; ``-m "slow or not slow"``:
+everything).
 
 When they run, they run first: the longest jobs started first keep two
 workers busy to the end (with ``--dist worksteal``, in ``addopts``, an idle
@@ -20,11 +24,21 @@ import os
 
 import pytest
 
-__all__ = ["full_run"]
+__all__ = ["STORES", "WORKERS", "full_run"]
 
 SLOW_HELP = (
     "slow: a long soak or stress test; deselected unless CI or REEL_FULL is true (or -m selects it)"
 )
+
+#: The stores a plugin test's inner runs use: the file store, and Redis in a
+#: full run.
+STORES = ["files", pytest.param("redis", marks=pytest.mark.slow)]
+
+#: The inner runs' workers: one process, and two xdist workers in a full run.
+WORKERS = [
+    pytest.param([], id="serial"),
+    pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow),
+]
 
 #: The values of ``CI`` / ``REEL_FULL`` that turn the slow tests on.
 TRUE = frozenset({"1", "true", "yes", "on"})

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
+from tests.inner import inner_ini
 from tests.secrets import PLUGIN_KEY
 
 #: Variables of the outer environment an inner run must not inherit.
@@ -35,11 +36,7 @@ SCRUBBED = (
 )
 
 #: The inner runs' configuration: as strict as this project's own.
-INNER_INI = """\
-[pytest]
-addopts = --strict-markers -p no:cacheprovider -p no:hypothesispytest -p no:cov
-filterwarnings = error
-"""
+INNER_INI = inner_ini()
 
 #: A key to record with (the fake upstream takes any; no known shape, so
 #: only its value says it is a secret).

@@ -14,6 +14,8 @@ import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread
 from tests.fakes.wire import Reply
+from tests.inner import inner_ini
+from tests.slow import STORES, WORKERS
 
 from .conftest import FAKE_KEY
 
@@ -55,7 +57,7 @@ Reader = Callable[[str], bytes | None]
 Writer = Callable[[str, bytes], None]
 
 
-@pytest.fixture(params=["files", "redis"])
+@pytest.fixture(params=STORES)
 def store(
     request: pytest.FixtureRequest, pytester: pytest.Pytester
 ) -> tuple[list[str], Reader, Writer]:
@@ -116,7 +118,7 @@ def aged(project: pytest.Pytester, store: tuple[list[str], Reader, Writer]) -> b
     return old
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("workers", WORKERS)
 def test_replay_reports_stale_recordings_and_strict_age_fails_the_run(
     project: pytest.Pytester,
     fake: FakeUpstreamThread,
@@ -247,9 +249,7 @@ def test_the_run_max_age_from_the_environment_and_the_ini(
     if how == "env":
         monkeypatch.setenv("REEL_MAX_AGE", value)
     else:
-        project.makeini(
-            f"[pytest]\naddopts = -p no:cacheprovider -p no:cov\nreel_max_age = {value}\n"
-        )
+        project.makeini(inner_ini(f"reel_max_age = {value}"))
     result = project.runpytest_subprocess("test_fresh.py::test_one", *args)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*1 hits, 0 misses, 0 recorded, 1 stale, 0 superseded*"])
@@ -278,11 +278,11 @@ def test_bad_max_age_in_the_environment_ini_and_marker(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*REEL_MAX_AGE='a while': bad duration*"])
     monkeypatch.delenv("REEL_MAX_AGE")
-    project.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:cov\nreel_max_age = never\n")
+    project.makeini(inner_ini("reel_max_age = never"))
     result = project.runpytest_subprocess()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*reel_max_age = 'never': bad duration*"])
-    project.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:cov\n")
+    project.makeini(inner_ini())
     project.makepyfile(
         test_marker="""
 import pytest

@@ -11,6 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread
+from tests.inner import inner_ini
+from tests.slow import STORES, WORKERS
 
 from .conftest import FAKE_KEY
 
@@ -107,7 +109,7 @@ Reader = Callable[[str], bytes | None]
 Writer = Callable[[str, bytes], None]
 
 
-@pytest.fixture(params=["files", "redis"])
+@pytest.fixture(params=STORES)
 def store(
     request: pytest.FixtureRequest, pytester: pytest.Pytester
 ) -> tuple[list[str], Reader, Writer]:
@@ -152,7 +154,7 @@ def gate(
     return pytester
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("workers", WORKERS)
 def test_only_passed_tests_are_kept(
     gate: pytest.Pytester, store: tuple[list[str], Reader, Writer], workers: list[str]
 ) -> None:
@@ -185,7 +187,7 @@ def test_always_keeps_everything(
 
 def test_the_ini_option(gate: pytest.Pytester, store: tuple[list[str], Reader, Writer]) -> None:
     args, read, _ = store
-    gate.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:cov\nreel_record_on = always\n")
+    gate.makeini(inner_ini("reel_record_on = always"))
     result = gate.runpytest_subprocess("test_gate.py::test_fails", "--reel-mode", "auto", *args)
     result.assert_outcomes(failed=1)
     assert prompts(read("test_gate/gate.jsonl")) == ["fails"]
@@ -236,13 +238,13 @@ def test_bad(reel):
     result = gate.runpytest_subprocess("test_bad.py")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*record_on= takes 'passed' or 'always', not 'sometimes'*"])
-    gate.makeini("[pytest]\nreel_record_on = never\n")
+    gate.makeini(inner_ini("reel_record_on = never"))
     result = gate.runpytest_subprocess("test_bad.py")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*reel_record_on = 'never': use passed or always*"])
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("workers", WORKERS)
 def test_the_run_report(
     gate: pytest.Pytester, store: tuple[list[str], Reader, Writer], workers: list[str]
 ) -> None:

@@ -5,11 +5,14 @@ unmodified SDK code; and a miss fails its test even when the code swallowed it."
 from __future__ import annotations
 
 import json
+import types
 from pathlib import Path
 
 import pytest
 
+from reel_bindings import pytest_plugin
 from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
+from tests.inner import inner_ini
 
 from .conftest import FAKE_KEY
 
@@ -87,6 +90,7 @@ async def test_async_openai(reel):
 def test_inprocess_helpers_record_then_replay_without_upstream(
     pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    pytester.makeini(inner_ini(keep=("anyio",)))  # the async test runs on anyio's plugin
     pytester.makepyfile(test_inproc=INPROCESS)
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
@@ -316,3 +320,40 @@ def test_a_miss_in_a_recorded_cassette_says_how_to_record_it(
             "re-record the whole cassette)",
         ]
     )
+
+
+def test_recording_read_to_the_end_costs_no_garbage_collection(
+    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin collects garbage at a test's end only while a relay is left
+    mid-body (a stream dropped unread must finish recording before the pools
+    close); a full collection costs ~20 ms a test where the SDKs are loaded."""
+    pytester.makepyfile(
+        test_whole="""
+        import os
+
+        import httpx
+
+        def test_whole(reel):
+            body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+            headers = {"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]}
+            url = os.environ["FAKE_URL"] + "/v1/chat/completions"
+            with httpx.Client(transport=reel.transport()) as client:
+                client.post(url, json=body, headers=headers).raise_for_status()
+                streamed = {**body, "stream": True}
+                with client.stream("POST", url, json=streamed, headers=headers) as r:
+                    assert b"[DONE]" in r.read()
+        """
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    collections: list[tuple[object, ...]] = []
+
+    def collect(*args: object) -> int:
+        collections.append(args)
+        return 0
+
+    monkeypatch.setattr(pytest_plugin, "gc", types.SimpleNamespace(collect=collect))
+    pytester.runpytest_inprocess("--reel-mode", "record").assert_outcomes(passed=1)
+    assert collections == []
+    lines = (pytester.path / "tests/cassettes/test_whole/test_whole.jsonl").read_text().splitlines()
+    assert len(lines) == 3  # the header and both exchanges, whole

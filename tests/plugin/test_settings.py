@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.inner import inner_ini
+
 PATHS = """
 import pytest
 
@@ -55,10 +57,7 @@ def test_default_paths(pytester: pytest.Pytester) -> None:
 
 
 def test_cassette_dir_ini_option(pytester: pytest.Pytester) -> None:
-    pytester.makeini(
-        "[pytest]\naddopts = -p no:cacheprovider\nfilterwarnings = error\n"
-        "reel_cassette_dir = recorded/llm\n"
-    )
+    pytester.makeini(inner_ini("reel_cassette_dir = recorded/llm"))
     pytester.makepyfile(
         test_ini="""
         def test_where(reel, request):

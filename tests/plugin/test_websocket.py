@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.realtime import FakeRealtime, serve_realtime
+from tests.slow import WORKERS
 
 from .conftest import FAKE_KEY
 
@@ -59,7 +60,7 @@ def realtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRealtime]:
         yield fake
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+@pytest.mark.parametrize("workers", WORKERS)
 def test_a_websocket_miss_fails_the_test_and_sessions_are_reported(
     pytester: pytest.Pytester,
     realtime: FakeRealtime,

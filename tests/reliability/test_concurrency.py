@@ -30,6 +30,7 @@ from reel_bindings.proxy import running
 from reel_core import Mode
 from tests.bindings.proxy_support import Call, Exchange, chat_call, fetch, options
 from tests.fakes.upstream import FakeUpstreamThread, serve_fake
+from tests.inner import inner_ini
 
 from ._support import check_cassette, connect, proxy_process, record
 
@@ -307,7 +308,7 @@ def test_processes_and_threads_record_into_one_cassette(
     monkeypatch.setenv("SHARED_CASSETTE", str(cassette))
     for variable in ("REEL_MODE", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER"):
         monkeypatch.delenv(variable, raising=False)
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:cov\nfilterwarnings = error\n")
+    pytester.makeini(inner_ini())
     pytester.makepyfile(test_shared=INNER)
     with FakeUpstreamThread() as fake:
         monkeypatch.setenv("FAKE_URL", fake.url)
