@@ -41,16 +41,19 @@ class StaleReplay:
 
 @dataclass(eq=False)
 class Freshness:
-    """Collected as requests are served (appends only: threads may share it)."""
+    """Collected as requests are served (appends only: threads may share it).
+    With ``keep=False`` (a long-running proxy) only logged and counted."""
 
     stale: list[StaleReplay] = field(default_factory=list)
     #: How many recordings were superseded by a re-record.
     superseded: int = 0
     drifts: list[Drift] = field(default_factory=list)
+    keep: bool = True
 
     def stale_served(self, method: str, path: str, staleness: Staleness) -> None:
         """A stale recording was replayed."""
-        self.stale.append(StaleReplay(method, path, staleness))
+        if self.keep:
+            self.stale.append(StaleReplay(method, path, staleness))
         _log().info("served a stale recording of %s %s: %s", method, path, staleness.describe())
 
     def recorded(self, recorded: Recorded) -> None:
@@ -58,5 +61,6 @@ class Freshness:
         if recorded.supersedes is not None:
             self.superseded += 1
         if recorded.drift is not None:
-            self.drifts.append(recorded.drift)
+            if self.keep:
+                self.drifts.append(recorded.drift)
             _log().warning("%s", recorded.drift.line())

@@ -546,7 +546,7 @@ class ReelCassette:
             upstream=self.upstream,
             hint=self.hint,
         )
-        proxy = Proxy(config, cassette=self.file, upstream=AsyncUpstream())
+        proxy = Proxy(config, cassette=self.file, upstream=AsyncUpstream(), report=True)
         options = ProxyOptions(mode=self.mode, cassette=self.path, port=0, grace=0.0)
         with contextlib.ExitStack() as stack:
             portal = stack.enter_context(anyio.from_thread.start_blocking_portal("asyncio"))

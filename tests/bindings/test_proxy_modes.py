@@ -8,8 +8,10 @@ import logging
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
+from reel_bindings.proxy import Proxy, running
 from reel_core import Mode
 from tests.fakes.upstream import SCENARIO_HEADER, Reply, closed_port_url, reply_text, serve_fake
 from tests.secrets import AZURE_KEY, forms
@@ -287,3 +289,36 @@ async def test_log_lines_never_show_a_credential(
     assert "[REDACTED:credential]" in logged
     assert not [form for form in forms(AZURE_KEY) if form.decode() in logged]
     assert not [form for form in forms(AZURE_KEY) if form in cassette.read_bytes()]
+
+
+@pytest.mark.parametrize("report", [False, True], ids=["serving", "per-test"])
+async def test_only_a_reporting_proxy_keeps_what_each_request_got(
+    tmp_path: Path, report: bool
+) -> None:
+    """A proxy that serves for days keeps no list that grows by a line a
+    request (its log says what each got); the pytest plugin's proxy, alive
+    for one test, keeps them for the test's verdict and the run report."""
+    cassette = tmp_path / "kept.jsonl"
+    recorded = chat_call("recorded once")
+    async with serve_fake() as fake, proxied(options(Mode.AUTO, cassette, upstream=fake.url)) as c:
+        assert (await fetch(c, recorded)).status == 200
+    # a recording older than a millisecond is stale: served and noted
+    opts = options(Mode.REPLAY, cassette, max_age=0.001)
+    await anyio.sleep(0.01)
+    proxy = Proxy(opts.config(), cassette=cassette, report=report)
+    async with (
+        running(opts, proxy=proxy) as url,
+        httpx.AsyncClient(base_url=url, timeout=30, trust_env=False) as client,
+    ):
+        for _ in range(20):
+            assert (await fetch(client, recorded)).status == 200
+        assert (await fetch(client, chat_call("never recorded"))).status == 404
+    if report:
+        assert len(proxy.outcomes) == 21
+        assert [o for _, _, o in proxy.outcomes].count("miss") == 1
+        assert len(proxy.misses) == 1
+        assert len(proxy.freshness.stale) == 20
+    else:
+        assert proxy.outcomes == []
+        assert proxy.misses == []
+        assert proxy.freshness.stale == []

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import aclosing, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.abc
@@ -73,6 +73,8 @@ __all__ = ["CASSETTE_HEADER", "Proxy"]
 
 log = logging.getLogger("reel.proxy")
 
+T = TypeVar("T")
+
 #: The request header naming the cassette (with ``--cassette-dir``).
 CASSETTE_HEADER = "x-reel-cassette"
 
@@ -122,6 +124,7 @@ class Proxy:
         client_timeout: float = 60.0,
         upstream: AsyncUpstream | None = None,
         store: Store | None = None,
+        report: bool = False,
     ) -> None:
         if store is not None and cassette_dir is not None:
             raise ValueError("give a store or a cassette_dir, not both")
@@ -140,6 +143,11 @@ class Proxy:
         self._files: dict[Path, CassetteFile] = {}
         #: The same files by their cassette's name (what a session holds).
         self._by_label: dict[str, CassetteFile] = {}
+        #: Whether what each request got is kept for a report (the lists
+        #: below): the pytest plugin's proxy, which lives for one test, reads
+        #: them; a proxy serving for days keeps none (its log says it all),
+        #: or they would grow by a line each request.
+        self.report = report
         #: Every miss served so far (the pytest plugin fails a test on them).
         self.misses: list[MissReport] = []
         #: What each request got, as ``(method, path, outcome)`` (the run report).
@@ -147,7 +155,7 @@ class Proxy:
         #: Every replayed WebSocket session that stopped on a client message.
         self.websocket_misses: list[WebSocketMiss] = []
         #: Stale recordings served, recordings superseded, drifts (logged too).
-        self.freshness = Freshness()
+        self.freshness = Freshness(keep=report)
         #: ``(path, outcome)`` of each WebSocket session once it ended (hit,
         #: miss, recorded, live); an upgrade refused or failed upstream is
         #: an HTTP exchange, in :attr:`outcomes`.
@@ -288,6 +296,11 @@ class Proxy:
         _, html = await anyio.to_thread.run_sync(self._viewer.page)
         return html.encode("utf-8"), "text/html; charset=utf-8"
 
+    def note(self, into: list[T], item: T) -> None:
+        """Append to one of the report's lists, if this proxy keeps them."""
+        if self.report:
+            into.append(item)
+
     def shutdown_idle(self) -> None:
         """Close every connection that is between requests."""
         self.closing = True
@@ -376,7 +389,7 @@ class Proxy:
                     isinstance(event, Forward) and event.websocket
                 )
                 if not upgraded:  # a session's outcome is known when it ends
-                    self.outcomes.append((event.request.method, event.request.path, outcome))
+                    self.note(self.outcomes, (event.request.method, event.request.path, outcome))
                 if isinstance(event, Replay):
                     exchange.outcome, exchange.key = "hit", event.key
                     if event.stale is not None:
@@ -395,7 +408,7 @@ class Proxy:
                         self._log(session, exchange)
                 elif isinstance(event, Miss):
                     exchange.outcome, exchange.key = "miss", event.report.key
-                    self.misses.append(event.report)
+                    self.note(self.misses, event.report)
                     log.debug("%s", event.report.render())
                 elif isinstance(event, Refused):
                     exchange.outcome = "refused"

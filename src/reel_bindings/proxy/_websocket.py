@@ -167,9 +167,9 @@ async def replay_websocket(
             tg.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
     exchange.outcome += f" ({ws.outcome})" if ws.outcome else ""
     path = decision.request.path
-    proxy.websocket_outcomes.append((path, "hit" if ws.miss is None else "miss"))
+    proxy.note(proxy.websocket_outcomes, (path, "hit" if ws.miss is None else "miss"))
     if ws.miss is not None:
-        proxy.websocket_misses.append(ws.miss)
+        proxy.note(proxy.websocket_misses, ws.miss)
         exchange.outcome = "miss"
         log.warning("%s", ws.miss.render())
     proxy._log(session, exchange)
@@ -203,7 +203,7 @@ async def relay_websocket(
     except UpstreamFailure as exc:
         log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
         exchange.outcome = f"upstream {exc.error.value}"
-        proxy.outcomes.append(http_outcome)
+        proxy.note(proxy.outcomes, http_outcome)
         session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         await answer_http()
         return
@@ -230,12 +230,12 @@ async def relay_websocket(
         if answer is None:
             log.warning("upstream failed for %s: %s", where, session.redactor.text(failure))
             exchange.outcome = "upstream failed"
-            proxy.outcomes.append(http_outcome)
+            proxy.note(proxy.outcomes, http_outcome)
             session.upstream_error(UpstreamError.PROTOCOL, failure, now=now)
             await answer_http()
             return
         if answer.status != 101:  # refused (401, 404...): the client gets that answer
-            proxy.outcomes.append(http_outcome)
+            proxy.note(proxy.outcomes, http_outcome)
             session.upstream_head(
                 answer.status, answer.headers, now=now, sent_at=sent_at, timestamp=time.time()
             )
@@ -252,7 +252,7 @@ async def relay_websocket(
         try:
             await _relay(ws, stream, upstream)
         finally:  # appended however the session ended (a proxy shutting down too)
-            proxy.websocket_outcomes.append((forward.request.path, kind))
+            proxy.note(proxy.websocket_outcomes, (forward.request.path, kind))
             if forward.record:
                 proxy._record_websocket(session, ws, forward.request.target)
     proxy._log(session, exchange)
