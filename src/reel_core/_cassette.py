@@ -47,6 +47,7 @@ from ._interaction import Interaction, RecordedRequest, RecordedResponse, Stream
 from ._match import MatchConfig
 from ._memo import KeyMemo
 from ._meta import CassetteMeta
+from ._sent import SENT_HEAD, SENT_RUN
 from ._ws_pool import SessionPool, WebSocketLease
 
 __all__ = [
@@ -169,6 +170,12 @@ class Cassette:
         #: up to date as lines are added, so neither a replay nor a new
         #: recording of a key recorded n times parses or walks its n lines.
         self._generations: dict[tuple[MatchConfig, str], _Generations] = {}
+        #: The ``"sent"`` digest of each line that has one -> its key
+        #: (``None``: lines of two keys claim it, so it says nothing) ...
+        self._sent: dict[str, str | None] = {}
+        #: ... once the lines of these runs (``(source, first, count)``,
+        #: filed unparsed) are read for it: on the first lookup, not at open.
+        self._sent_runs: list[tuple[LineSource, int, int]] = []
 
     def memo(self, settings: Hashable) -> KeyMemo[Any]:
         """The memo of keying answers under ``settings`` (see
@@ -243,12 +250,55 @@ class Cassette:
                     ends = [end + part.origin for end in ends]
                 # Lines are filed where they lie in ``data``: no split, no copy.
                 index.bulk_load(part.keys, len(lines))
+                self._sent_runs.append(
+                    (part.source if source is None else source, len(lines), len(part.keys))
+                )
                 lines.extend(
                     part.source if source is None else source, starts, ends, part.keys, part.number
                 )
             else:
                 index.add(part.interaction.key, len(lines))
+                self._note_sent(part.interaction)
                 lines.append(part.raw, part.number, part.interaction.key, part.interaction)
+
+    def _note_sent(self, interaction: Interaction) -> None:
+        if interaction.sent is not None:
+            self._claim(interaction.sent, interaction.key)
+
+    def _claim(self, sent: str, key: str) -> None:
+        """A line of ``key`` carries the digest ``sent``."""
+        claimed = self._sent.setdefault(sent, key)
+        if claimed != key:
+            self._sent[sent] = None
+
+    def sent_key(self, sent: str) -> str | None:
+        """The key of the lines whose request was sent as the one of
+        digest ``sent`` (see :mod:`reel_core._sent`), or ``None``: no line
+        carries it (or lines of two keys do, a hand edit)."""
+        if self._sent_runs:
+            self._read_sent()
+        return self._sent.get(sent)
+
+    def _read_sent(self) -> None:
+        """File the digests of the lines filed unparsed: one regular
+        expression over each run's bytes, or line by line when its source
+        is no bytes (a file read again for a line)."""
+        lines, claim = self._lines, self._claim
+        for source, first, count in self._sent_runs:
+            last = first + count - 1
+            try:
+                found = SENT_RUN.finditer(source, lines.starts[first], lines.ends[last])  # type: ignore[call-overload]
+                pairs = [(m.group(2), m.group(1)) for m in found]
+            except TypeError:  # not a buffer: line by line
+                pairs = []
+                for i in range(first, last + 1):
+                    head = source[lines.starts[i] : lines.starts[i] + SENT_HEAD]
+                    m = SENT_RUN.match(head)
+                    if m is not None:
+                        pairs.append((m.group(2), m.group(1)))
+            for sent, key in pairs:
+                claim(sent.decode("ascii"), "sha256:" + key.decode("ascii"))
+        self._sent_runs.clear()
 
     def _slow_parse(self, raw: bytes, number: int) -> Interaction:
         try:
@@ -444,6 +494,7 @@ class Cassette:
         # the older ones: the sequence starts over from it.
         newer = [interaction.generation > self.generation(key, config) for config, key in keys]
         self._lines.append(raw, number, interaction.key, interaction)
+        self._note_sent(interaction)
         position = len(self._lines) - 1
         for (config, key), restart in zip(keys, newer, strict=True):
             self._indexes[config].add(key, position)
@@ -455,6 +506,8 @@ class Cassette:
     def clear(self) -> None:
         """Forget every interaction (record mode starts a cassette afresh)."""
         self._lines.clear()
+        self._sent.clear()
+        self._sent_runs.clear()
         self._indexes = {self.keying: KeyIndex()}
         self._generations.clear()
         self._cursor.clear()

@@ -41,13 +41,14 @@ from ._events import (
     Signal,
     UiRequest,
 )
-from ._exchange import new_recorder, record_request
+from ._exchange import new_recorder, plain_request, record_request
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
 from ._memo import KeyMemo
 from ._providers import route
 from ._redact import Redactor
+from ._sent import DEFAULT, literals_absent, sent_digest, writes_sent
 from ._state import Input, State, transition
 from ._upstream import UpstreamError
 
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "PendingRecording"]
 
 _JSON = (b"content-type", b"application/json")
+_DEFAULT_MATCH = MatchConfig()
 #: How many recordings' replay events an engine keeps at most.
 _REPLAYS_KEPT = 4096
 
@@ -133,6 +135,10 @@ class Engine:
         #: The match settings in force: the config's, else the cassette's.
         self.match: MatchConfig = self.config.match or cassette.meta.match
         self._keying = self.match.keying()
+        #: Whether a request's key may be found by its digest as sent
+        #: (:mod:`reel_core._sent`): under the default match settings only,
+        #: the cassette's lines keyed under them too.
+        self._by_sent = self.match == _DEFAULT_MATCH and cassette.keying == DEFAULT
         #: Serve the last recording again once all were served?  Never in
         #: auto mode: a retry of a recorded 429 must reach the upstream.
         self._repeat = repeats_last(self.config.mode, self.config.repeat, cassette.meta.repeat)
@@ -407,7 +413,13 @@ class Engine:
         if mode.records:
             self._capture = _Capture(
                 functools.partial(
-                    _new_recorder, self.cassette, self._keying, request, keyed, self.redactor
+                    _new_recorder,
+                    self.cassette,
+                    self._keying,
+                    request,
+                    keyed,
+                    self.redactor,
+                    self._sent_of(request) if self._by_sent else None,
                 )
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
@@ -432,11 +444,31 @@ class Engine:
         return staleness(first.timestamp if first else None, self._max_age, self._now)
 
     def _key(self, request: Request) -> tuple[Redactor, RecordedRequest, str]:
-        """The exchange's redactor, ``request`` redacted and its match key."""
+        """The exchange's redactor, ``request`` redacted and its match key.
+        A request some line records as sent byte for byte, with none of
+        this request's credential values in it, is not keyed: redaction
+        would change nothing in it, so its key is that line's."""
         redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
         self.redactor = redactor  # in force even if keying raises
-        recorded = record_request(request, redactor, self.config.limits.max_body)
+        plain = plain_request(request, self.config.limits.max_body)
+        if self._by_sent and literals_absent(redactor, plain):
+            key = self.cassette.sent_key(sent_digest(request, self._redactor))
+            if key is not None:
+                return redactor, plain, key
+        recorded = plain.redacted(redactor)
         return redactor, recorded, recorded.key(self._keying)
+
+    def _sent_of(self, request: Request) -> Callable[[RecordedRequest], str | None]:
+        """What the recording of ``request`` stored as a given redacted form
+        carries as its digest as sent (``None``: redaction changed it, or
+        it may be keyed otherwise than its bytes say)."""
+        base, limit = self._redactor, self.config.limits.max_body
+
+        def sent(recorded: RecordedRequest) -> str | None:
+            plain = plain_request(request, limit)
+            return sent_digest(request, base) if writes_sent(request, plain, recorded) else None
+
+        return sent
 
     def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
         """``request`` redacted, and its match key: computed once, when first
@@ -735,16 +767,19 @@ def _new_recorder(
     request: Request,
     keyed: Callable[[], tuple[RecordedRequest, str]],
     redactor: Redactor,
+    sent: Callable[[RecordedRequest], str | None] | None,
 ) -> Recorder:
     """The recorder of a forwarded ``request`` to ``cassette`` (decided with
-    ``keying``), made when the recording is built."""
+    ``keying``), made when the recording is built; ``sent`` gives the
+    digest its line carries (``None``: none)."""
     recorded, key = keyed()
     stored_config = cassette.keying
     stored_key = key if stored_config == keying else recorded.key(stored_config)
     # Made when the recording is stored: identical requests recorded at
     # the same time are numbered -2, -3... in the order they are stored.
     seen = cassette.lines_of(stored_key, stored_config)
-    return new_recorder(request, recorded, stored_key, seen, redactor)
+    digest = None if sent is None else sent(recorded)
+    return new_recorder(request, recorded, stored_key, seen, redactor, digest)
 
 
 class _Capture:

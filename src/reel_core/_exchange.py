@@ -29,7 +29,13 @@ from ._redact import Redactor
 if TYPE_CHECKING:
     from ._record import Recorder
 
-__all__ = ["interaction_id", "new_recorder", "record_exchange", "record_request"]
+__all__ = [
+    "interaction_id",
+    "new_recorder",
+    "plain_request",
+    "record_exchange",
+    "record_request",
+]
 
 _LIMITS = Limits()
 
@@ -38,10 +44,15 @@ def record_request(request: Request, redactor: Redactor, max_body: int) -> Recor
     """``request`` as it is keyed and stored: its body decoded when it was
     sent with a ``content-encoding`` (at most ``max_body`` bytes of it), read
     as a form when it is one, and all of it redacted by ``redactor``."""
+    return plain_request(request, max_body).redacted(redactor)
+
+
+def plain_request(request: Request, max_body: int) -> RecordedRequest:
+    """``request`` as :func:`record_request` reads it, not redacted."""
     body, encoding, error = decode_request_body(
         request.body, request.header("content-encoding"), max_body
     )
-    plain = RecordedRequest(
+    return RecordedRequest(
         request.method,
         request.path,
         request.query,
@@ -50,7 +61,6 @@ def record_request(request: Request, redactor: Redactor, max_body: int) -> Recor
         encoding=encoding,
         encoding_error=error,
     )
-    return plain.redacted(redactor)
 
 
 def interaction_id(key: str, seen: int) -> str:
@@ -61,10 +71,16 @@ def interaction_id(key: str, seen: int) -> str:
 
 
 def new_recorder(
-    request: Request, recorded: RecordedRequest, key: str, seen: int, redactor: Redactor
+    request: Request,
+    recorded: RecordedRequest,
+    key: str,
+    seen: int,
+    redactor: Redactor,
+    sent: str | None = None,
 ) -> Recorder:
     """The recorder of ``request`` (stored as ``recorded`` under ``key``,
-    after ``seen`` recordings of it): its provider and endpoint named."""
+    after ``seen`` recordings of it): its provider and endpoint named.
+    ``sent`` is the request's digest for its line (:mod:`reel_core._sent`)."""
     from ._record import Recorder  # the recorder, usage and prices: not for a replay
 
     host = request.header("host")
@@ -77,6 +93,7 @@ def new_recorder(
             recorded.path, host.decode("latin-1") if host else None, request.headers
         ),
         endpoint=f"{recorded.method} {recorded.path}",
+        sent=sent,
     )
 
 

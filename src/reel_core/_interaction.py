@@ -301,6 +301,11 @@ class Interaction:
     #: stale recording starts the next generation, and only the newest
     #: generation of a key answers (``"gen"`` on the line, absent for 0).
     generation: int = 0
+    #: The SHA-256 (hex) of the request exactly as it was sent, when
+    #: recording redacted nothing from it (:mod:`reel_core._sent`): a
+    #: replay of the same bytes finds the key by it (``"sent"`` on the line,
+    #: right after the key; absent when there is none).
+    sent: str | None = None
 
     def redacted(
         self,
@@ -338,8 +343,11 @@ class Interaction:
         if not changed:
             return self
         key = self.key if request == req else request.key(keying)
+        # the digest was of the request as the line showed it: never kept
+        # beside a redacted line (it would be a digest of unredacted bytes)
         return replace(
             self,
+            sent=None,
             key=key,
             request=request,
             response=response,
@@ -447,6 +455,7 @@ def interaction_line(interaction: Interaction) -> bytes:
             }
     obj = {
         "key": interaction.key,
+        **({"sent": interaction.sent} if interaction.sent is not None else {}),
         "id": interaction.id,
         "ts": interaction.timestamp,
         **({"gen": interaction.generation} if interaction.generation else {}),
@@ -536,8 +545,14 @@ def interaction_from_json(obj: Any) -> Interaction:
     gen = o.get("gen", 0)
     if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
         raise ValueError('"gen" must be a whole number, 0 or more')
+    sent = o.get("sent")
+    if sent is not None and not (
+        isinstance(sent, str) and sent.isascii() and _HEX.fullmatch(sent.encode("ascii"))
+    ):
+        raise ValueError('"sent" must be 64 lowercase hex digits')
     return Interaction(
         key=key,
+        sent=sent,
         id=_str(o, "id"),
         request=request,
         response=response,

@@ -104,9 +104,13 @@ class Recorder:
         provider: str = "generic",
         endpoint: str = "",
         timestamp: str | None = None,
+        sent: str | None = None,
     ) -> None:
         self.request = request
         self.key = key
+        #: The digest of the request as sent (see :mod:`reel_core._sent`),
+        #: when the line may carry it.
+        self.sent = sent
         self.id = id
         self.provider = provider
         self.endpoint = endpoint
@@ -294,4 +298,5 @@ class Recorder:
             provider=self.provider,
             endpoint=self.endpoint,
             meta=meta,
+            sent=self.sent,
         )
