@@ -22,8 +22,11 @@ from reel_core import (
     MatchConfig,
     RecordedRequest,
     RecordedResponse,
+    Redactor,
+    Request,
     match_key,
 )
+from reel_core._sent import sent_digest
 
 __all__ = [
     "BASE_URL",
@@ -183,7 +186,14 @@ _KEY_PREFIX = f"POST\n{PATH}\n[]\n".encode()
 _META = {"tokens_in": 212, "tokens_out": 150, "cost_usd": 0.000122, "total_ms": 412.0}
 
 
-def _interaction(i: int) -> Interaction:
+def _sent(body: bytes) -> str:
+    """The digest as sent (``reel_core._sent``) Reel records for ``body``
+    posted as the benches post it, under the default redaction rules."""
+    request = Request("POST", PATH, ((b"content-type", b"application/json"),), body)
+    return sent_digest(request, Redactor.from_settings({}))
+
+
+def _interaction(i: int, *, sent: bool = True) -> Interaction:
     """Interaction ``i`` built with Reel's own types (slow; checks :func:`_line`)."""
     stream = is_stream(i)
     body = request_body(i, stream=stream)
@@ -205,11 +215,13 @@ def _interaction(i: int) -> Interaction:
         provider="openai",
         endpoint=f"POST {PATH}",
         meta=_META,
+        sent=_sent(body) if sent else None,
     )
 
 
-def _line(i: int) -> bytes:
-    """``_interaction(i).to_line()``, built directly (ten times faster)."""
+def _line(i: int, *, sent: bool = True) -> bytes:
+    """``_interaction(i).to_line()``, built directly (ten times faster).
+    ``sent=False``: the line as a Reel before the digest wrote it."""
     stream = is_stream(i)
     value = request_value(i, stream=stream)
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -232,6 +244,7 @@ def _line(i: int) -> bytes:
         }
     line = {
         "key": key,
+        **({"sent": _sent(request_body(i, stream=stream))} if sent else {}),
         "id": key[7:19],
         "ts": "2025-10-09T10:00:00.000Z",
         "provider": "openai",
@@ -246,19 +259,23 @@ def _line(i: int) -> bytes:
 class Corpus:
     """``n`` distinct interactions, written once per size into ``directory``."""
 
-    def __init__(self, directory: Path, n: int) -> None:
+    def __init__(self, directory: Path, n: int, *, sent: bool = True) -> None:
         self.n = n
-        self.reel = directory / f"reel-{n}.jsonl"
+        #: Whether lines carry the digest of their request as sent (a
+        #: cassette recorded before Reel wrote it does not).
+        self.sent = sent
+        self.reel = directory / f"reel-{n}{'' if sent else '-unsent'}.jsonl"
         self.vcr = directory / f"vcr-{n}.yaml"
 
     def write_reel(self) -> Path:
         if not self.reel.exists():
+            sent = self.sent
             for i in (0, STREAM_EVERY - 1):  # the fast writer agrees with Reel's own
-                if _line(i) != _interaction(i).to_line():
+                if _line(i, sent=sent) != _interaction(i, sent=sent).to_line():
                     raise AssertionError(f"bench line {i} differs from Interaction.to_line()")
             with self.reel.open("wb") as f:
                 f.write(Cassette().meta.to_line())
-                f.writelines(_line(i) for i in range(self.n))
+                f.writelines(_line(i, sent=sent) for i in range(self.n))
         return self.reel
 
     def write_vcr(self) -> Path:

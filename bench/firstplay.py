@@ -60,16 +60,24 @@ def breakdown(interactions: int, requests: int, work: Path) -> list[tuple[str, f
     """``(what, p50 seconds)`` for the whole plays and each piece."""
     corpus = Corpus(work, interactions)
     path = corpus.write_reel()
+    # the same lines as a Reel before the digest as sent wrote them: A/B
+    unsent = Corpus(work, interactions, sent=False).write_reel()
     indices = corpus.non_stream(requests)
     bodies = [request_body(i) for i in indices]
     floor = _floor_client()
     _time_requests(floor, bodies[:5], [])
     first: list[float] = []
+    first_unsent: list[float] = []
     warm: list[float] = []
     floor_times: list[float] = []
-    with httpx.Client(transport=Transport(path, mode="replay")) as client, _collections() as gcs:
+    with (
+        httpx.Client(transport=Transport(path, mode="replay")) as client,
+        httpx.Client(transport=Transport(unsent, mode="replay")) as old,
+        _collections() as gcs,
+    ):
         for phase, target, times in (
             ("floor", floor, floor_times),
+            ("first, no digest", old, first_unsent),
             ("first", client, first),
             ("warm", client, warm),
         ):
@@ -86,6 +94,8 @@ def breakdown(interactions: int, requests: int, work: Path) -> list[tuple[str, f
     objs: list[dict[str, Any]] = [json.loads(raw) for raw in raws]
     transport = Transport(path, mode="replay")
     engine = Engine(transport.player.file.cassette, transport.player.config)
+    old_transport = Transport(unsent, mode="replay")
+    full = Engine(old_transport.player.file.cassette, old_transport.player.config)
     base = engine.redactor
     keying = engine.match.keying()
     redactors = [exchange_redactor(base, r.headers) for r in core]
@@ -101,9 +111,11 @@ def breakdown(interactions: int, requests: int, work: Path) -> list[tuple[str, f
     per_request = {phase: gcs.get(phase, 0.0) / len(bodies) for phase in ("floor", "first", "warm")}
     return [
         ("floor (httpx + MockTransport)", median(floor_times)),
+        ("Reel first play, lines without the digest as sent", median(first_unsent)),
         ("Reel first play", median(first)),
         ("Reel second play (warm)", median(warm)),
-        ("key the request (Engine._key)", _each(core, engine._key)),
+        ("key the request (Engine._key, by the digest as sent)", _each(core, engine._key)),
+        ("key the request in full (no digest)", _each(core, full._key)),
         ("  credential values", _each(core, lambda r: exchange_redactor(base, r.headers))),
         ("  secret check of path and body", _each(core, secret_check)),
         ("  match key (canonical JSON, SHA-256)", _each(recorded, lambda r: r.key(keying))),
@@ -148,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="reel-firstplay-") as tmp:
         rows = breakdown(args.interactions, args.requests, Path(tmp))
     floor = rows[0][1]
-    gap = rows[1][1] - rows[2][1]
+    gap = rows[2][1] - rows[3][1]
     print(f"| what | p50 us | vs floor | share of first - warm ({us(gap)} us) |")
     print("|---|---|---|---|")
     for what, seconds in rows:
