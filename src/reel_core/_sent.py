@@ -111,7 +111,7 @@ def literals_absent(redactor: Redactor, plain: RecordedRequest) -> bool:
     exchange's: its request's) occurs in ``plain``'s path, query or body."""
     if not isinstance(redactor, ExchangeRedactor):
         return True
-    texts = [plain.path, plain.body]
+    texts: list[str | bytes] = [plain.path, plain.body]
     for name, value in plain.query:
         texts += (name, value)
     return not redactor.literals.occurs(*texts)

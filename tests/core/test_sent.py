@@ -32,7 +32,7 @@ from reel_core import (
 from reel_core._interaction import RecordedRequest
 from reel_core._sent import SENT_HEAD, sent_digest
 
-from ._helpers import interaction, pull, request
+from ._helpers import interaction, pull
 
 KEY = "sk-proj-" + "A1" * 20
 BODY = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
@@ -65,7 +65,9 @@ def _record(cassette: Cassette, req: Request, config: Config | None = None) -> b
     return recorded.line
 
 
-def _recorded(*reqs: Request, config: Config | None = None, meta: CassetteMeta | None = None) -> bytes:
+def _recorded(
+    *reqs: Request, config: Config | None = None, meta: CassetteMeta | None = None
+) -> bytes:
     """A cassette file recording ``reqs`` in turn."""
     cassette = Cassette(meta=meta)
     for req in reqs:
@@ -146,7 +148,8 @@ def test_the_digest_path_and_full_keying_agree() -> None:
     data = _recorded(_req())
     by_digest = _play(data, _req())
     in_full = _play(_unsent(data), _req())
-    assert isinstance(by_digest, Replay) and isinstance(in_full, Replay)
+    assert isinstance(by_digest, Replay)
+    assert isinstance(in_full, Replay)
     assert (by_digest.key, by_digest.interaction_id) == (in_full.key, in_full.interaction_id)
 
 
@@ -286,9 +289,7 @@ def test_a_digest_claimed_by_two_keys_says_nothing() -> None:
     data = _recorded(_req())
     other = interaction(body=b'{"model":"other"}', id="other")
     digest = _lines(data)[0]["sent"]
-    edited = other.to_line().replace(
-        b'"id":', b'"sent":"' + digest.encode() + b'","id":', 1
-    )
+    edited = other.to_line().replace(b'"id":', b'"sent":"' + digest.encode() + b'","id":', 1)
     cassette = Cassette.loads(data + edited)
     assert cassette.sent_key(digest) is None
     assert isinstance(_play(data + edited, _req()), Replay)
@@ -367,7 +368,8 @@ def test_a_rerecorded_generation_is_the_one_the_digest_finds() -> None:
     assert engine.record() is not None
     data = cassette.dumps()
     lines = _lines(data)
-    assert lines[0]["sent"] == lines[1]["sent"] and lines[1]["gen"] == 1
+    assert lines[0]["sent"] == lines[1]["sent"]
+    assert lines[1]["gen"] == 1
     decision = _play(data, _req(), Config(max_age=60.0), now=1_800_000_001.0)
     assert isinstance(decision, Replay)
     assert decision.interaction_id == lines[1]["id"]
