@@ -24,6 +24,7 @@ from reel_core import (
     RecordedResponse,
     Replay,
     Request,
+    Signal,
 )
 
 from .helpers import chat_body, interaction, write
@@ -375,3 +376,35 @@ def test_check_searches_binary_data_for_secret_shapes_only(
     ]
     clean = write(tmp_path / "clean.jsonl", interaction(RecordedRequest("POST", "/x", body=noise)))
     assert main(["check", str(clean)]) == 0
+
+
+def test_a_redacted_line_keeps_no_digest_of_what_it_held(tmp_path: Path) -> None:
+    """Recorded with PII kept, a line carries the digest of its request as
+    sent (an e-mail in it); ``reel redact`` scrubs the e-mail and drops the
+    digest, a clean line keeps its own; both still replay."""
+    cassette = Cassette()
+    body = chat_body("mail jane.doe@example.com")
+    for sent in (body, chat_body("hello")):
+        engine = Engine(cassette, Config(mode=Mode.RECORD, pii=False))
+        engine.receive_request(Request("POST", "/v1/chat/completions", (), sent))
+        while not isinstance(engine.next_event(), Signal):
+            pass
+        engine.upstream_head(200, [(b"content-type", b"application/json")], now=0.0)
+        engine.upstream_data(b'{"ok":1}', now=0.0)
+        engine.upstream_end(now=0.0)
+        while not isinstance(engine.next_event(), Signal):
+            pass
+        engine.record()
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(cassette.dumps())
+    digests = [line["sent"] for line in lines(path)[1:]]
+    assert main(["redact", str(path)]) == 0
+    _, mailed, clean = lines(path)
+    assert "sent" not in mailed
+    assert clean["sent"] == digests[1]
+    assert digests[0].encode() not in path.read_bytes()
+    replayed = Cassette.loads(path.read_bytes())
+    for sent in (body, chat_body("hello")):
+        engine = Engine(replayed, Config(mode=Mode.REPLAY))
+        engine.receive_request(Request("POST", "/v1/chat/completions", (), sent))
+        assert isinstance(engine.next_event(), Replay)
