@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 
 from ._http import Request
 from ._interaction import RecordedRequest
@@ -46,8 +45,8 @@ from ._redact import Redactor
 
 __all__ = [
     "DEFAULT",
-    "SENT_HEAD",
-    "SENT_RUN",
+    "SENT_AT",
+    "SENT_FIELD",
     "literals_absent",
     "sent_digest",
     "writes_sent",
@@ -55,11 +54,10 @@ __all__ = [
 
 #: The match settings the digest stands for (the keying of the defaults).
 DEFAULT = MatchConfig().keying()
-#: The start of a line Reel wrote with a digest: its key, then ``"sent"``
-#: (at the start of the bytes searched or after a newline: never inside one).
-SENT_RUN = re.compile(rb'(?<![^\n])\{"key":"sha256:([0-9a-f]{64})","sent":"([0-9a-f]{64})"')
-#: How many bytes of a line that is.
-SENT_HEAD = len(b'{"key":"sha256:","sent":""') + 128
+#: Where a line Reel wrote holds its digest: right after its key,
+#: ``{"key":"sha256:<64 hex>","sent":"<64 hex>"``.
+SENT_FIELD = b',"sent":"'
+SENT_AT = len(b'{"key":"sha256:') + 64 + 1
 
 #: Bumped whenever what keying depends on changes: old digests then miss.
 _VERSION = b"reel-sent-1"
