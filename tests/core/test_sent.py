@@ -394,3 +394,25 @@ def test_an_imported_exchange_carries_no_digest() -> None:
     imported = record_exchange(_req(), 200, [JSON], b'{"ok":1}', redactor=Redactor())
     assert imported.sent is None
     assert b'"sent"' not in imported.to_line()
+
+
+def test_a_source_that_cannot_give_its_lines_back_gives_no_digests() -> None:
+    """The file changed since it was opened: no digest is read from it, and
+    the request is keyed in full (the line itself then reads as bad)."""
+    data = _recorded(_req())
+
+    class Changed:
+        def __getitem__(self, index: slice) -> bytes:
+            raise ValueError("the file changed since it was opened")
+
+        def __len__(self) -> int:
+            return len(data)
+
+        def find(self, sub: bytes, start: int, end: int) -> int:
+            return data.find(sub, start, end)
+
+        def startswith(self, prefix: bytes, start: int, end: int) -> bool:
+            return data.startswith(prefix, start, end)
+
+    cassette = Cassette.load_pieces([(0, data)], Changed())
+    assert cassette.sent_key(_lines(data)[0]["sent"]) is None
