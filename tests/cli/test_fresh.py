@@ -88,6 +88,9 @@ def test_compact_dry_run_changes_nothing_then_compact_drops_superseded(
     assert after is not None
     kept = before.splitlines()
     assert after.splitlines() == [kept[0], kept[3], kept[4]]  # byte for byte
+    # each kept line keeps the digest of its request as sent: a replay
+    # finds the newest generation by it
+    assert all(b'","sent":"' in line for line in after.splitlines()[1:])
     assert main(["drift", name, *args]) == 0  # the superseded lines are gone
     assert capsys.readouterr().out == f"{name}: no drift\n"
     assert main(["compact", name, *args]) == 0
