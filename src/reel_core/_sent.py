@@ -65,10 +65,11 @@ _VERSION = b"reel-sent-1"
 
 @functools.lru_cache(maxsize=64)
 def _rules(redactor: Redactor) -> bytes:
-    """The redaction rules of ``redactor`` as bytes: its settings (the
-    base's, for an exchange's redactor: they are copied into it)."""
+    """The redaction rules of ``redactor`` as bytes: its class (a subclass
+    given in code may redact otherwise) and its settings."""
+    kind = f"{type(redactor).__module__}.{type(redactor).__qualname__}"
     patterns = sorted(redactor.extra_patterns.items())
-    settings = (redactor.pii, patterns, redactor.fields, redactor.paths, redactor.salt)
+    settings = (kind, redactor.pii, patterns, redactor.fields, redactor.paths, redactor.salt)
     return repr(settings).encode("utf-8", "backslashreplace")
 
 

@@ -416,3 +416,13 @@ def test_a_source_that_cannot_give_its_lines_back_gives_no_digests() -> None:
 
     cassette = Cassette.load_pieces([(0, data)], Changed())
     assert cassette.sent_key(_lines(data)[0]["sent"]) is None
+
+
+def test_a_redactor_class_of_its_own_is_other_rules() -> None:
+    class Lax(Redactor):
+        """Redacts nothing (a redactor given in code)."""
+
+        def keeps(self, *texts: str | bytes) -> bool:
+            return True
+
+    assert sent_digest(_req(), Lax()) != sent_digest(_req(), Redactor())
