@@ -25,8 +25,8 @@ from reel_core import (
     Redactor,
     Request,
     match_key,
+    sent_digest,
 )
-from reel_core._sent import sent_digest
 
 __all__ = [
     "BASE_URL",

@@ -71,6 +71,7 @@ from ._meta import CassetteMeta
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
 from ._redact import Redactor, is_credential_name, keep_response_header
 from ._schedule import Step, replay_schedule
+from ._sent import sent_digest
 from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
@@ -251,6 +252,7 @@ __all__ = [
     "resolve_model",
     "response_shape",
     "safe_cassette_name",
+    "sent_digest",
     "shape_changes",
     "shorten",
     "sniff_format",
