@@ -281,9 +281,10 @@ class Cassette:
 
     def _read_sent(self) -> None:
         """File the digests of the lines filed unparsed, where Reel writes
-        them: the same few bytes of each line sliced and compared, in
-        comprehensions (a regular expression over the whole file, which
-        tries every byte, cost 40 times more; a loop a line, 3 times)."""
+        them: the same few bytes of each line sliced and compared (a
+        regular expression over the whole file, which tries every byte,
+        cost 100 times more).  Touching every line costs about what the
+        open did, so it is done at the first lookup, not at open."""
         lines = self._lines
         field, start, stop = SENT_FIELD, SENT_AT, SENT_AT + len(SENT_FIELD) + 65
         for source, first, count in self._sent_runs:
