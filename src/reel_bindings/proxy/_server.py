@@ -99,8 +99,10 @@ class _Exchange:
     #: A forward's key is computed late (``Session.forward_key``), when logged.
     forwarded: bool = False
     status: int = 0
+    #: When the request was decided, on ``time.monotonic`` (for the log).
     started: float = 0.0
-    #: When the first byte of the request arrived (0: none yet).
+    #: When the first byte of the request arrived, on ``time.monotonic``
+    #: (0: none yet).
     first_byte: float = 0.0
 
 
@@ -114,8 +116,9 @@ class _Connection:
     #: Cancelled by the proxy's timer once ``deadline`` passed while the
     #: connection waits for the client (or by ``Proxy.shutdown_idle``).
     guard: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
-    #: The client's deadline while a request is awaited (a plain number:
-    #: the timer reads it; the scope's own deadline is never moved).
+    #: The client's deadline while a request is awaited, on
+    #: ``time.monotonic`` (a plain number the timer reads: the scope's own
+    #: deadline is never moved, and the event loop's clock is not needed).
     deadline: float = math.inf
 
 
@@ -335,12 +338,13 @@ class Proxy:
         lifted while it is answered), and moving a cancel scope's deadline
         re-sorts the event loop's timers each time (about 10 µs a request
         on trio at 16 connections).  A plain number read every tick costs
-        nothing on the way of a request; the price is that a client is cut
-        off up to a tick after its deadline, never before."""
+        nothing on the way of a request (read on ``time.monotonic``, a tenth
+        of the event loop's clock through anyio); the price is that a client
+        is cut off up to a tick after its deadline, never before."""
         with scope:
             while True:
                 await anyio.sleep(self.tick)
-                self._expire(anyio.current_time())
+                self._expire(time.monotonic())
 
     def _expire(self, now: float) -> None:
         """Cancel the guard of every waiting connection whose deadline is past."""
@@ -430,14 +434,14 @@ class Proxy:
             if isinstance(event, UiRequest):  # the viewer, not a recording
                 exchange.method = event.request.method
                 exchange.target = event.request.target
-                exchange.started = anyio.current_time()
+                exchange.started = time.monotonic()
                 exchange.outcome = "viewer"
                 session.ui_answer(*await self._ui_answer(event.resource))
                 continue
             if isinstance(event, (Replay, Miss, Forward, Refused)):
                 exchange.method = event.request.method
                 exchange.target = event.request.target  # redacted when logged
-                exchange.started = anyio.current_time()
+                exchange.started = time.monotonic()
                 outcome = (
                     "hit"
                     if isinstance(event, Replay)
@@ -506,7 +510,7 @@ class Proxy:
     ) -> bool:
         """Send a replayed body on its schedule, the head already pending;
         False after a cut (the connection must close)."""
-        start = exchange.started  # the head goes out now: deadlines count from it
+        start = anyio.current_time()  # the head goes out now: deadlines count from it
         for step in replay_schedule(_pulled(session)):
             if step.until is not None and start + step.until > anyio.current_time():
                 await out.flush(stream)
@@ -536,7 +540,7 @@ class Proxy:
         # first byte, however it trickles in (no slowloris).  The timer
         # enforces it while the connection waits here (no deadline while
         # the request is answered); shutdown_idle() may close it too.
-        conn.deadline = (exchange.first_byte or anyio.current_time()) + self.client_timeout
+        conn.deadline = (exchange.first_byte or time.monotonic()) + self.client_timeout
         self._waiting.add(conn)
         try:
             data = await (self._quiet(stream) if self._recordings else stream.receive())
@@ -545,7 +549,7 @@ class Proxy:
         finally:
             self._waiting.discard(conn)
         if data and not exchange.first_byte:
-            exchange.first_byte = anyio.current_time()
+            exchange.first_byte = time.monotonic()
         session.receive_data(data, now=time.time())
         return True
 
@@ -561,7 +565,7 @@ class Proxy:
     async def _timed_out(self, stream: anyio.abc.ByteStream, conn: _Connection) -> None:
         """The guard fired: the client's deadline passed (a partial request
         is answered 408), or the proxy is shutting down an idle connection."""
-        if anyio.current_time() < conn.deadline:
+        if time.monotonic() < conn.deadline:
             return  # shutdown
         if not conn.exchange.first_byte:
             log.debug("client idle for %ss: closing", self.client_timeout)
@@ -804,7 +808,7 @@ class Proxy:
     def _log(self, session: Session, exchange: _Exchange) -> None:
         if not log.isEnabledFor(logging.INFO):
             return
-        elapsed = (anyio.current_time() - exchange.started) * 1000
+        elapsed = (time.monotonic() - exchange.started) * 1000
         key = session.forward_key() if exchange.forwarded else exchange.key
         key = key[7:19] if key else "-"
         log.info(
