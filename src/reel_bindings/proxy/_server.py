@@ -338,9 +338,11 @@ class Proxy:
         lifted while it is answered), and moving a cancel scope's deadline
         re-sorts the event loop's timers each time (about 10 µs a request
         on trio at 16 connections).  A plain number read every tick costs
-        nothing on the way of a request (read on ``time.monotonic``, a tenth
-        of the event loop's clock through anyio); the price is that a client
-        is cut off up to a tick after its deadline, never before."""
+        nothing on the way of a request (and is on ``time.monotonic``, a
+        tenth of the cost of reading the event loop's clock through anyio);
+        the price is that a client is cut off up to a tick after its
+        deadline, never before.  Should the task hosting the timer be
+        cancelled alone, the next connection opened starts another."""
         with scope:
             while True:
                 await anyio.sleep(self.tick)
