@@ -5,7 +5,7 @@ default, and so are the repeats of the plugin's end-to-end runs on Redis
 and under xdist (``STORES``, ``WORKERS``: each runs on the file store in
 one process every time; the Redis store and xdist have tests of their own
 that always run), so that the README's test command
-(``python3 -m pytest -n 4``) stays within about three minutes on two
+(``python3 -m pytest -n 4``) stays within a few minutes on two
 cores.  They run when ``CI`` or ``REEL_FULL`` is set to a true value
 (``1``, ``true``, ``yes``, ``on``): ``.ci/run`` sets ``CI=true`` and runs
 that same README command, so CI runs every test.  An explicit ``-m``
