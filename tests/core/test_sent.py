@@ -31,6 +31,7 @@ from reel_core import (
 )
 from reel_core._interaction import RecordedRequest
 from reel_core._sent import SENT_AT, sent_digest
+from tests.replaying import without_sent
 
 from ._helpers import interaction, pull
 
@@ -85,15 +86,24 @@ def _lines(data: bytes) -> list[dict[str, Any]]:
     return [json.loads(line) for line in data.splitlines()[1:]]
 
 
-def _unsent(data: bytes) -> bytes:
-    """``data`` as a Reel before the digest wrote it."""
-    head, *lines = data.splitlines(keepends=True)
-    out = [head]
-    for line in lines:
-        obj = json.loads(line)
-        obj.pop("sent", None)
-        out.append(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
-    return b"".join(out)
+class _Source:
+    """Lines kept in a source that is no bytes (as a file read again for a
+    line is): what ``Cassette.load_pieces`` asks of one."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __getitem__(self, index: slice) -> bytes:
+        return self.data[index]
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def find(self, sub: bytes, start: int, end: int) -> int:
+        return self.data.find(sub, start, end)
+
+    def startswith(self, prefix: bytes, start: int, end: int) -> bool:
+        return self.data.startswith(prefix, start, end)
 
 
 @contextmanager
@@ -147,7 +157,7 @@ def test_a_replay_finds_the_key_by_the_digest() -> None:
 def test_the_digest_path_and_full_keying_agree() -> None:
     data = _recorded(_req())
     by_digest = _play(data, _req())
-    in_full = _play(_unsent(data), _req())
+    in_full = _play(without_sent(data), _req())
     assert isinstance(by_digest, Replay)
     assert isinstance(in_full, Replay)
     assert (by_digest.key, by_digest.interaction_id) == (in_full.key, in_full.interaction_id)
@@ -190,7 +200,7 @@ def test_a_replayed_requests_credential_in_its_body_is_keyed_in_full() -> None:
     assert "sent" in _lines(data)[0]
     replayed = _req(body=body, headers=(JSON, (b"x-api-key", token)))
     by_digest = _play(data, replayed)
-    in_full = _play(_unsent(data), replayed)
+    in_full = _play(without_sent(data), replayed)
     assert isinstance(in_full, Miss)
     assert isinstance(by_digest, Miss)
     assert by_digest.report.key == in_full.report.key
@@ -204,7 +214,7 @@ def test_other_redaction_rules_ignore_the_digest() -> None:
     data = _recorded(req, config=Config(mode=Mode.RECORD, pii=False))
     assert "sent" in _lines(data)[0]
     assert isinstance(_play(data, req), Miss)
-    assert isinstance(_play(_unsent(data), req), Miss)
+    assert isinstance(_play(without_sent(data), req), Miss)
     assert isinstance(_play(data, req, Config(pii=False)), Replay)
 
 
@@ -278,7 +288,7 @@ def test_a_cassette_of_other_match_settings_writes_no_digest() -> None:
 
 
 def test_a_cassette_written_before_the_digest_still_replays() -> None:
-    data = _unsent(_recorded(_req()))
+    data = without_sent(_recorded(_req()))
     assert b'"sent"' not in data
     assert isinstance(_play(data, _req()), Replay)
 
@@ -307,20 +317,7 @@ def test_lines_read_again_from_their_file_give_their_digests() -> None:
     form = _req(body=b"a=1", headers=((b"content-type", b"application/x-www-form-urlencoded"),))
     data = _recorded(_req(), form, _req(body=b'{"model":"two"}'))
 
-    class Source:
-        def __getitem__(self, index: slice) -> bytes:
-            return data[index]
-
-        def __len__(self) -> int:
-            return len(data)
-
-        def find(self, sub: bytes, start: int, end: int) -> int:
-            return data.find(sub, start, end)
-
-        def startswith(self, prefix: bytes, start: int, end: int) -> bool:
-            return data.startswith(prefix, start, end)
-
-    cassette = Cassette.load_pieces([(0, data)], Source())
+    cassette = Cassette.load_pieces([(0, data)], _Source(data))
     sent = [line for line in _lines(data) if "sent" in line]
     assert len(sent) == 2  # not the form's
     for line in sent:
@@ -401,20 +398,11 @@ def test_a_source_that_cannot_give_its_lines_back_gives_no_digests() -> None:
     the request is keyed in full (the line itself then reads as bad)."""
     data = _recorded(_req())
 
-    class Changed:
+    class Changed(_Source):
         def __getitem__(self, index: slice) -> bytes:
             raise ValueError("the file changed since it was opened")
 
-        def __len__(self) -> int:
-            return len(data)
-
-        def find(self, sub: bytes, start: int, end: int) -> int:
-            return data.find(sub, start, end)
-
-        def startswith(self, prefix: bytes, start: int, end: int) -> bool:
-            return data.startswith(prefix, start, end)
-
-    cassette = Cassette.load_pieces([(0, data)], Changed())
+    cassette = Cassette.load_pieces([(0, data)], Changed(data))
     assert cassette.sent_key(_lines(data)[0]["sent"]) is None
 
 

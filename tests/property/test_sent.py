@@ -13,7 +13,6 @@ full).  Both plays decide the same: the same recording, or the same miss.
 from __future__ import annotations
 
 import gzip
-import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -33,6 +32,7 @@ from reel_core import (
     Request,
     Signal,
 )
+from tests.replaying import without_sent
 
 from .strategies import PROVIDER_PATHS, json_bodies
 
@@ -147,16 +147,6 @@ def _decision(data: bytes, request: Request, config: Config) -> tuple[Any, ...]:
     return ("miss", event.report.key)
 
 
-def _unsent(data: bytes) -> bytes:
-    head, *lines = data.splitlines(keepends=True)
-    out = [head]
-    for line in lines:
-        obj = json.loads(line)
-        obj.pop("sent", None)
-        out.append(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
-    return b"".join(out)
-
-
 @given(st.data(), st.lists(_requests(), min_size=1, max_size=3), _configs, _configs)
 def test_the_digest_and_full_keying_choose_the_same_recording(
     data: st.DataObject, recorded: list[Request], at_record: Config, at_replay: Config
@@ -167,5 +157,5 @@ def test_the_digest_and_full_keying_choose_the_same_recording(
     written = cassette.dumps()
     replayed = data.draw(_replayed(data.draw(st.sampled_from(recorded))))
     assert _decision(written, replayed, at_replay) == _decision(
-        _unsent(written), replayed, at_replay
+        without_sent(written), replayed, at_replay
     )
