@@ -8,6 +8,7 @@ import random
 import pytest
 
 from reel_core import SSEEvent, SSESplitter, looks_like_sse, parse_sse_event
+from reel_core._frames import sse_event_ends
 
 from ._helpers import random_split, splittings
 
@@ -250,3 +251,11 @@ def test_each_frame_the_splitter_cuts_reads_as_its_event() -> None:
 )
 def test_looks_like_sse(head: bytes, expected: bool) -> None:
     assert looks_like_sse(head) is expected
+
+
+def test_event_ends_stop_at_an_event_still_open() -> None:
+    # the open event's own LF is found by the pattern past the last end:
+    # it is not an end
+    assert sse_event_ends(b"data: a\n\ndata: b\n") == [9]
+    assert sse_event_ends(b"data: a\n\ndata: b\n\n") == [9, 18]
+    assert sse_event_ends(b"data: a\r\n\r\n") is None

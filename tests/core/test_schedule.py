@@ -64,3 +64,9 @@ def test_the_schedule_pulls_nothing_past_the_end() -> None:
 
     assert len(list(replay_schedule(source()))) == 2
     assert pulled == [Frame(b"a", at=0.0), EndOfResponse(at=0.0)]
+
+
+def test_events_that_stop_before_an_end_stop_the_schedule() -> None:
+    # a recording is always ended, but the schedule needs no end to stop
+    assert list(replay_schedule([Frame(b"a", at=0.0)])) == [Step(None, Frame(b"a", at=0.0))]
+    assert list(replay_schedule([])) == []
