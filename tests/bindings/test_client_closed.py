@@ -14,6 +14,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import aclosing
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 import anyio
@@ -125,9 +126,10 @@ async def test_a_client_leaving_while_the_upstream_connection_is_made_stops_it(
     caplog.set_level(logging.INFO, logger="reel.proxy")
     connecting = anyio.Event()
 
-    async def never(self: AsyncUpstream, origin: object) -> object:
+    async def never(self: AsyncUpstream, origin: object) -> NoReturn:
         connecting.set()
         await anyio.sleep_forever()
+        raise AssertionError("never connected")  # pragma: no cover
 
     monkeypatch.setattr(AsyncUpstream, "_connect", never)
     cassette = tmp_path / "c.jsonl"

@@ -244,9 +244,9 @@ async def test_waiting_is_called_once_when_the_request_first_waits(
     connect = anyio.connect_tcp
     write = _upstream._write
 
-    async def connecting(*args: object, **kwargs: object) -> anyio.abc.SocketStream:
+    async def connecting(host: str, port: int) -> anyio.abc.SocketStream:
         seen.append("connect")
-        return await connect(*args, **kwargs)  # type: ignore[arg-type]
+        return await connect(host, port)
 
     async def writing(connection: object, data: bytes) -> None:
         seen.append("write")
