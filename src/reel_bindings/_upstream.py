@@ -19,6 +19,7 @@ before it does.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import select
 import socket
@@ -71,8 +72,7 @@ class UpstreamFailure(Exception):
 def forward_headers(request: Request, url: str) -> list[tuple[bytes, bytes]]:
     """The request's headers as sent upstream: credentials intact, one-hop
     and ``x-reel-*`` headers dropped, ``host`` and ``content-length`` set."""
-    netloc = urlsplit(url).netloc.encode("ascii")
-    headers = [(b"host", netloc)]
+    headers = [(b"host", _host(url))]
     headers += [
         (k, v) for k, v in request.headers if k not in _DROP and not k.startswith(b"x-reel-")
     ]
@@ -92,8 +92,17 @@ class UpstreamResponse(Protocol):
 _Origin = tuple[str, str, int]
 
 
+@functools.lru_cache(maxsize=1024)
+def _host(url: str) -> bytes:
+    """The ``host`` header for ``url`` (remembered: a proxy forwards to
+    the same few URLs over and over)."""
+    return urlsplit(url).netloc.encode("ascii")
+
+
+@functools.lru_cache(maxsize=1024)
 def _origin(url: str) -> tuple[_Origin, str]:
-    """The origin of ``url`` and the request target (path and query)."""
+    """The origin of ``url`` and the request target (path and query),
+    remembered like :func:`_host` (a bad URL raises each time)."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
