@@ -24,6 +24,7 @@ from reel_core import (
 )
 from reel_core import _engine
 from reel_core._http import Headers
+from reel_core._literals import exchange_redactor
 from reel_core._record import Recorder
 from reel_core._redact import Redactor
 
@@ -178,11 +179,10 @@ def test_a_forwards_credential_values_are_read_when_first_asked_for(
     exchange's redactor, asked for later, still scrubs them, from what is
     said and from the recording, and is made once for both."""
     made: list[bytes] = []
-    real = _engine.exchange_redactor
 
     def spy(base: Redactor, headers: Headers, names: frozenset[bytes]) -> Redactor:
         made.append(dict(headers)[b"x-api-key"])
-        return real(base, headers, names)
+        return exchange_redactor(base, headers, names)
 
     monkeypatch.setattr(_engine, "exchange_redactor", spy)
     key = b"sk-ant-api03-" + b"k" * 40
