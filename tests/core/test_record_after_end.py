@@ -21,8 +21,8 @@ from reel_core import (
     Signal,
     State,
     UpstreamError,
+    _engine,
 )
-from reel_core import _engine
 from reel_core._http import Headers
 from reel_core._literals import exchange_redactor
 from reel_core._record import Recorder
