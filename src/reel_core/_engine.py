@@ -401,8 +401,8 @@ class Engine:
             # answer), so they are not on the request's way upstream; nor do
             # the request's credential values (a failure's message, a log
             # line and the recording ask for them).
-            self._scrub = _Scrub(self._redactor, request.headers, self._credentials)
-            keyed = self._keyer(request)
+            scrub = self._scrub = _Scrub(self._redactor, request.headers, self._credentials)
+            keyed = self._keyer(request, scrub)
         url = None
         if self.config.routing:
             url = route(request.path, request.headers, self.config.upstream)
@@ -480,16 +480,16 @@ class Engine:
 
         return sent
 
-    def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
-        """``request`` redacted, and its match key: computed once, when first
-        asked for, with this request's redactor and match settings."""
-        scrub, keying, limit = self._scrub, self._keying, self.config.limits.max_body
+    def _keyer(self, request: Request, scrub: _Scrub) -> Callable[[], tuple[RecordedRequest, str]]:
+        """``request`` redacted (by its exchange's redactor, ``scrub``), and
+        its match key: computed once, when first asked for, with this
+        request's match settings."""
+        keying, limit = self._keying, self.config.limits.max_body
         done: list[tuple[RecordedRequest, str]] = []  # functools.cache costs more
 
         def keyed() -> tuple[RecordedRequest, str]:
             if not done:
-                redactor = scrub if isinstance(scrub, Redactor) else scrub()
-                recorded = record_request(request, redactor, limit)
+                recorded = record_request(request, scrub(), limit)
                 done.append((recorded, recorded.key(keying)))
             return done[0]
 
