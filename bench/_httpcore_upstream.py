@@ -100,12 +100,15 @@ class HttpcoreUpstream:
 
     @asynccontextmanager
     async def send(
-        self, request: Request, url: str, *, sent: Callable[[], object] | None = None
+        self, request: Request, url: str, *, waiting: Callable[[], object] | None = None
     ) -> AsyncIterator[_Response]:
         # httpcore has no hook between writing the request and reading the
-        # head: ``sent`` (the proxy's recordings waiting) runs once the head came.
+        # head: ``waiting`` (the proxy's watch on its client, its recordings
+        # waiting) runs before the request is sent.
         target = httpcore.URL(url)
         headers = forward_headers(request, url)
+        if waiting is not None:
+            waiting()
         try:
             async with self._pool(target).stream(
                 request.method.encode("ascii"),
@@ -114,8 +117,6 @@ class HttpcoreUpstream:
                 content=request.body,
                 extensions={"timeout": self._timeouts},
             ) as response:
-                if sent is not None:
-                    sent()
                 yield _Response(response)
         except UpstreamFailure:
             raise

@@ -19,6 +19,7 @@ before it does.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import select
 import socket
@@ -71,8 +72,7 @@ class UpstreamFailure(Exception):
 def forward_headers(request: Request, url: str) -> list[tuple[bytes, bytes]]:
     """The request's headers as sent upstream: credentials intact, one-hop
     and ``x-reel-*`` headers dropped, ``host`` and ``content-length`` set."""
-    netloc = urlsplit(url).netloc.encode("ascii")
-    headers = [(b"host", netloc)]
+    headers = [(b"host", _host(url))]
     headers += [
         (k, v) for k, v in request.headers if k not in _DROP and not k.startswith(b"x-reel-")
     ]
@@ -92,8 +92,17 @@ class UpstreamResponse(Protocol):
 _Origin = tuple[str, str, int]
 
 
+@functools.lru_cache(maxsize=1024)
+def _host(url: str) -> bytes:
+    """The ``host`` header for ``url`` (remembered: a proxy forwards to
+    the same few URLs over and over)."""
+    return urlsplit(url).netloc.encode("ascii")
+
+
+@functools.lru_cache(maxsize=1024)
 def _origin(url: str) -> tuple[_Origin, str]:
-    """The origin of ``url`` and the request target (path and query)."""
+    """The origin of ``url`` and the request target (path and query),
+    remembered like :func:`_host` (a bad URL raises each time)."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
@@ -162,14 +171,15 @@ def _safe(url: str) -> str:
     return f"{parts.scheme}://{netloc}"
 
 
-def _readable(sock: socket.socket) -> bool:
-    """Whether an idle connection has something to read: the server closed
-    it (or broke the protocol); either way it cannot carry a request."""
+def _readable(sock: socket.socket) -> Callable[[], bool]:
+    """A check of whether an idle connection has something to read: the
+    server closed it (or broke the protocol); either way it cannot carry a
+    request.  A poll registered once, so each check is one system call."""
     if hasattr(select, "poll"):
         poll = select.poll()
         poll.register(sock, select.POLLIN)
-        return bool(poll.poll(0))
-    return bool(select.select([sock], [], [], 0)[0])  # pragma: no cover - Windows
+        return lambda: bool(poll.poll(0))
+    return lambda: bool(select.select([sock], [], [], 0)[0])  # pragma: no cover - Windows
 
 
 class _Connection:
@@ -179,18 +189,18 @@ class _Connection:
         self.stream = stream
         self.origin = origin
         self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD)
-        self._socket: socket.socket | None = stream.extra(
-            anyio.abc.SocketAttribute.raw_socket, None
-        )
+        sock: socket.socket | None = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        self._readable = None if sock is None else _readable(sock)
         self._eof = False
 
     def usable(self) -> bool:
         """Whether this idle connection can carry the next request."""
-        return self._socket is not None and not _readable(self._socket)
+        return self._readable is not None and not self._readable()
 
-    async def next_event(self, timeout: float) -> h11.Event:
+    async def next_event(self, timeout: float | None) -> h11.Event:
         """The next response event, reading as needed; raises
-        :class:`UpstreamFailure`."""
+        :class:`UpstreamFailure`.  Each read may take ``timeout`` seconds
+        (``None``: the caller's cancel scope bounds them)."""
         while True:
             waiting = self.h11.their_state is h11.SEND_RESPONSE  # no response byte yet
             try:
@@ -202,17 +212,23 @@ class _Connection:
             if event is not h11.NEED_DATA:
                 assert not isinstance(event, type)  # PAUSED comes after a whole response only
                 return event
+            if timeout is None:
+                self.h11.receive_data(await self._receive())
+                continue
             with anyio.move_on_after(timeout) as scope:
-                try:
-                    data = await self.stream.receive(_READ_SIZE)
-                except anyio.EndOfStream:
-                    data = b""
-                    self._eof = True
-                except (anyio.BrokenResourceError, OSError) as exc:
-                    raise UpstreamFailure(UpstreamError.RESET, _reason(exc, "reset")) from None
+                data = await self._receive()
             if scope.cancelled_caught:
                 raise UpstreamFailure(UpstreamError.TIMEOUT, "read timed out")
             self.h11.receive_data(data)
+
+    async def _receive(self) -> bytes:
+        try:
+            return await self.stream.receive(_READ_SIZE)
+        except anyio.EndOfStream:
+            self._eof = True
+            return b""
+        except (anyio.BrokenResourceError, OSError) as exc:
+            raise UpstreamFailure(UpstreamError.RESET, _reason(exc, "reset")) from None
 
     def reusable(self) -> bool:
         """After a response: whether the connection may carry another."""
@@ -276,6 +292,28 @@ def _closed(waiting: bool, exc: h11.RemoteProtocolError) -> str:
 def _reason(exc: BaseException, default: str) -> str:
     cause = exc.__cause__ or exc.__context__ or exc
     return str(cause) or str(exc) or default
+
+
+async def _write(connection: _Connection, data: bytes) -> None:
+    """Write ``data`` (under the caller's timeout).  A failed write is not
+    the failure: the server may have answered and closed before reading it
+    all (a 413, say); what it answered, or why not, is read next."""
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await connection.stream.send(data)
+
+
+class _Once:
+    """Calls ``hook`` (if any) the first time it is called, never again."""
+
+    __slots__ = ("_hook",)
+
+    def __init__(self, hook: Callable[[], object] | None) -> None:
+        self._hook = hook
+
+    def __call__(self) -> None:
+        hook, self._hook = self._hook, None
+        if hook is not None:
+            hook()
 
 
 class _Response:
@@ -376,12 +414,18 @@ class AsyncUpstream:
 
     @asynccontextmanager
     async def send(
-        self, request: Request, url: str, *, sent: Callable[[], object] | None = None
+        self, request: Request, url: str, *, waiting: Callable[[], object] | None = None
     ) -> AsyncIterator[UpstreamResponse]:
         """Send ``request`` to ``url``; yields the response whose body is
-        read with ``chunks()``.  Raises :class:`UpstreamFailure`.  ``sent``
-        is called once the request is written, while the upstream works on
-        it (the proxy builds recordings then)."""
+        read with ``chunks()``.  Raises :class:`UpstreamFailure`.
+
+        ``waiting`` is called once, when the request first waits on the
+        network: before a new connection is made, else once the request
+        is written (an idle connection reused).  Until then nothing waits,
+        so a caller leaves there what the request does not need before it
+        goes (the proxy starts watching its client, and builds recordings).
+        The request is written and its answer's head read under one
+        timeout, ``read_timeout``: one cancel scope, not two."""
         origin, target = _origin(url)
         headers = forward_headers(request, url)
         route = self._route(origin)
@@ -393,7 +437,8 @@ class AsyncUpstream:
             head = h11.Request(method=request.method, target=target, headers=headers)
         except h11.LocalProtocolError as exc:
             raise UpstreamFailure(UpstreamError.PROTOCOL, str(exc)) from None
-        connection = await self._take(origin)
+        hook = _Once(waiting)
+        connection = await self._take(origin, hook)
         response: _Response | None = None
         try:
             # One write for the whole request: the upstream wakes up once.
@@ -401,12 +446,17 @@ class AsyncUpstream:
             if request.body:
                 data += connection.h11.send(h11.Data(data=request.body)) or b""
             data += connection.h11.send(h11.EndOfMessage()) or b""
-            await self._write(connection, data)
-            if sent is not None:
-                sent()
-            event = await connection.next_event(self.read_timeout)
-            while isinstance(event, h11.InformationalResponse):  # 100 Continue, 103...
-                event = await connection.next_event(self.read_timeout)
+            written = False
+            with anyio.move_on_after(self.read_timeout) as scope:
+                await _write(connection, data)
+                written = True
+                hook()
+                event = await connection.next_event(None)
+                while isinstance(event, h11.InformationalResponse):  # 100 Continue, 103...
+                    event = await connection.next_event(None)
+            if scope.cancelled_caught:
+                what = "read" if written else "write"
+                raise UpstreamFailure(UpstreamError.TIMEOUT, f"{what} timed out")
             if not isinstance(event, h11.Response):  # pragma: no cover - h11 allows no other
                 raise UpstreamFailure(UpstreamError.PROTOCOL, f"unexpected {event!r}")
             response = _Response(connection, event, self.read_timeout)
@@ -467,21 +517,10 @@ class AsyncUpstream:
             UpstreamError.TIMEOUT, f"connecting to {host}:{port} timed out{where}"
         )
 
-    async def _write(self, connection: _Connection, data: bytes) -> None:
-        # A failed write is not the failure: the server may have answered
-        # and closed before reading it all (a 413, say); what it answered,
-        # or why not, is read next.
-        with (
-            anyio.move_on_after(self.read_timeout) as scope,
-            suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError),
-        ):
-            await connection.stream.send(data)
-        if scope.cancelled_caught:
-            raise UpstreamFailure(UpstreamError.TIMEOUT, "write timed out")
-
-    async def _take(self, origin: _Origin) -> _Connection:
+    async def _take(self, origin: _Origin, waiting: _Once) -> _Connection:
         """An idle connection to ``origin`` (the latest used), else a new one
-        once fewer than ``max_connections`` are open."""
+        once fewer than ``max_connections`` are open (``waiting`` is called
+        before the request waits for one)."""
         while True:
             idle = self._idle.get(origin)
             while idle:
@@ -489,6 +528,7 @@ class AsyncUpstream:
                 if connection.usable():
                     return connection
                 await self._discard(connection)  # the server closed it while idle
+            waiting()
             if self._open < self.max_connections:
                 return await self._connect(origin)
             spare = next((c for idle in self._idle.values() for c in idle), None)

@@ -149,13 +149,14 @@ class Engine:
         settings = redact if isinstance(redact, dict) else {}
         #: The redactor of the settings (a redactor given in code digests
         #: with the cassette's salt); ``redactor`` is the current request's
-        #: (it also scrubs the request's credential values).
+        #: (it also scrubs the request's credential values), made when first
+        #: asked for in record and live modes (see ``_Scrub``).
         self._redactor = (
             self.config.redactor.with_salt(settings.get("salt"))
             if self.config.redactor is not None
             else Redactor.from_settings(settings, pii=self.config.pii)
         )
-        self.redactor: Redactor = self._redactor
+        self._scrub: Redactor | _Scrub = self._redactor
         names = (
             *header_names({"headers": list(self.config.credential_headers)}),
             *header_names(settings),
@@ -173,6 +174,13 @@ class Engine:
         self._replays: dict[tuple[int, bool], tuple[Interaction, tuple[Event, ...]]] = (
             cassette.cache(("replays", self.config.timing))
         )
+
+    @property
+    def redactor(self) -> Redactor:
+        """Scrubs what is logged or said about the current exchange: the
+        settings' redactor, and the credential values of its request."""
+        scrub = self._scrub
+        return scrub if isinstance(scrub, Redactor) else scrub()
 
     # -- client side ---------------------------------------------------------
 
@@ -262,7 +270,7 @@ class Engine:
         self._replaying = None
         self._keyed = None
         self._superseding = 0
-        self.redactor = self._redactor
+        self._scrub = self._redactor
 
     # -- decisions -----------------------------------------------------------
 
@@ -333,7 +341,7 @@ class Engine:
         if mode in (Mode.REPLAY, Mode.AUTO):
             # Until the next cycle: everything written or said about this
             # exchange is scrubbed of the request's credential values too.
-            self.redactor, recorded, key = self._memo.get(request, lambda: self._key(request))
+            self._scrub, recorded, key = self._memo.get(request, lambda: self._key(request))
             keyed = lambda: (recorded, key)  # noqa: E731 - for a miss forwarded in auto mode
             starts = self.cassette.plays(key, self._keying) == 0
             interaction = self.cassette.play(key, self._keying, repeat=self._repeat)
@@ -387,12 +395,14 @@ class Engine:
                 )
                 return
         else:
-            self.redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
             # Nothing here needs the key in record and live modes: the secret
             # check, the key and the recording's name wait until the binding
             # sent the request (for the recording, until the client has its
-            # answer), so they are not on the request's way upstream.
-            keyed = self._keyer(request)
+            # answer), so they are not on the request's way upstream; nor do
+            # the request's credential values (a failure's message, a log
+            # line and the recording ask for them).
+            scrub = self._scrub = _Scrub(self._redactor, request.headers, self._credentials)
+            keyed = self._keyer(request, scrub)
         url = None
         if self.config.routing:
             url = route(request.path, request.headers, self.config.upstream)
@@ -418,7 +428,7 @@ class Engine:
                     self._keying,
                     request,
                     keyed,
-                    self.redactor,
+                    self._scrub,
                     self._sent_of(request) if self._by_sent else None,
                 )
             )
@@ -449,7 +459,7 @@ class Engine:
         this request's credential values in it, is not keyed: redaction
         would change nothing in it, so its key is that line's."""
         redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
-        self.redactor = redactor  # in force even if keying raises
+        self._scrub = redactor  # in force even if keying raises
         plain = plain_request(request, self.config.limits.max_body)
         if self._by_sent and literals_absent(redactor, plain):
             key = self.cassette.sent_key(sent_digest(request, self._redactor))
@@ -470,15 +480,16 @@ class Engine:
 
         return sent
 
-    def _keyer(self, request: Request) -> Callable[[], tuple[RecordedRequest, str]]:
-        """``request`` redacted, and its match key: computed once, when first
-        asked for, with this request's redactor and match settings."""
-        redactor, keying, limit = self.redactor, self._keying, self.config.limits.max_body
+    def _keyer(self, request: Request, scrub: _Scrub) -> Callable[[], tuple[RecordedRequest, str]]:
+        """``request`` redacted (by its exchange's redactor, ``scrub``), and
+        its match key: computed once, when first asked for, with this
+        request's match settings."""
+        keying, limit = self._keying, self.config.limits.max_body
         done: list[tuple[RecordedRequest, str]] = []  # functools.cache costs more
 
         def keyed() -> tuple[RecordedRequest, str]:
             if not done:
-                recorded = record_request(request, redactor, limit)
+                recorded = record_request(request, scrub(), limit)
                 done.append((recorded, recorded.key(keying)))
             return done[0]
 
@@ -766,7 +777,7 @@ def _new_recorder(
     keying: MatchConfig,
     request: Request,
     keyed: Callable[[], tuple[RecordedRequest, str]],
-    redactor: Redactor,
+    scrub: Redactor | _Scrub,
     sent: Callable[[RecordedRequest], str | None] | None,
 ) -> Recorder:
     """The recorder of a forwarded ``request`` to ``cassette`` (decided with
@@ -779,7 +790,28 @@ def _new_recorder(
     # the same time are numbered -2, -3... in the order they are stored.
     seen = cassette.lines_of(stored_key, stored_config)
     digest = None if sent is None else sent(recorded)
+    redactor = scrub if isinstance(scrub, Redactor) else scrub()
     return new_recorder(request, recorded, stored_key, seen, redactor, digest)
+
+
+class _Scrub:
+    """The redactor of one forwarded exchange, made when first asked for
+    and kept: the settings' redactor, and the credential values of the
+    request's headers (several microseconds: in record and live modes
+    nothing needs them before the request has gone upstream)."""
+
+    __slots__ = ("_base", "_credentials", "_headers", "_made")
+
+    def __init__(self, base: Redactor, headers: Headers, credentials: frozenset[bytes]) -> None:
+        self._base = base
+        self._headers = headers
+        self._credentials = credentials
+        self._made: Redactor | None = None
+
+    def __call__(self) -> Redactor:
+        if self._made is None:
+            self._made = exchange_redactor(self._base, self._headers, self._credentials)
+        return self._made
 
 
 class _Capture:

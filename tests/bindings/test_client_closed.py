@@ -10,9 +10,11 @@ connection (the fake counts it as a hang-up) and record the cut.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from contextlib import aclosing
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 import anyio
@@ -22,6 +24,7 @@ import httpx2
 import pytest
 import requests
 
+from reel_bindings._upstream import AsyncUpstream
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
 from reel_core import Mode
@@ -111,6 +114,44 @@ async def test_proxy_closes_the_upstream_when_the_client_leaves(tmp_path: Path, 
     assert fake.connections == 2  # the cut connection was not reused
     if mode is Mode.RECORD:
         assert_cut_by_the_client(cassette, 2)
+
+
+@pytest.mark.anyio
+async def test_a_client_leaving_while_the_upstream_connection_is_made_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The proxy watches its client from the moment a forward first waits
+    on the network: here, for a connection to the upstream that never
+    comes.  The client's leaving stops the forward; nothing is recorded."""
+    caplog.set_level(logging.INFO, logger="reel.proxy")
+    connecting = anyio.Event()
+
+    async def never(self: AsyncUpstream, origin: object) -> NoReturn:
+        connecting.set()
+        await anyio.sleep_forever()
+        raise AssertionError("never connected")  # pragma: no cover
+
+    monkeypatch.setattr(AsyncUpstream, "_connect", never)
+    cassette = tmp_path / "c.jsonl"
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        parts = urlsplit(str(client.base_url))
+        assert parts.hostname
+        assert parts.port
+        head = (
+            f"POST {PATH} HTTP/1.1\r\nhost: {parts.netloc}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
+        )
+        with anyio.fail_after(PATIENCE):
+            async with await anyio.connect_tcp(parts.hostname, parts.port) as stream:
+                await stream.send(head.encode() + BODY)
+                await connecting.wait()
+            while not any("mid-exchange" in r.getMessage() for r in caplog.records):
+                await anyio.sleep(0.01)
+    assert not fake.requests
+    assert interactions(cassette) == []
 
 
 @pytest.mark.anyio

@@ -10,6 +10,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from reel_bindings import _upstream
 from reel_bindings._upstream import AsyncUpstream, UpstreamFailure
 from reel_core import Request, UpstreamError
 from tests.fakes.upstream import closed_port_url, respond, serve_fake
@@ -215,6 +216,58 @@ async def test_a_silent_server_times_out() -> None:
             await exchange(upstream, chat(), url)
     assert failure.value.error is UpstreamError.TIMEOUT
     await upstream.aclose()
+
+
+async def test_a_server_that_reads_nothing_times_the_write_out() -> None:
+    """The write and the head share one timeout, and the failure says
+    which of the two it caught."""
+
+    upstream = AsyncUpstream(read_timeout=0.3)
+    big = Request("POST", CHAT, ((b"content-type", b"application/json"),), b"x" * (64 << 20))
+    # a server that never accepts, so never reads: the socket buffers fill
+    with socket.create_server(("127.0.0.1", 0)) as deaf:
+        url = f"http://127.0.0.1:{deaf.getsockname()[1]}"
+        with pytest.raises(UpstreamFailure) as failure:
+            await exchange(upstream, big, url)
+    assert failure.value.error is UpstreamError.TIMEOUT
+    assert failure.value.detail == "write timed out"
+    await upstream.aclose()
+
+
+async def test_waiting_is_called_once_when_the_request_first_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``waiting`` runs before a new connection is made, and after the
+    request is written on an idle connection reused: never while the
+    request could still be on its way with nothing to wait for."""
+    seen: list[str] = []
+    connect = anyio.connect_tcp
+    write = _upstream._write
+
+    async def connecting(host: str, port: int) -> anyio.abc.SocketStream:
+        seen.append("connect")
+        return await connect(host, port)
+
+    async def writing(connection: object, data: bytes) -> None:
+        seen.append("write")
+        await write(connection, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(anyio, "connect_tcp", connecting)
+    monkeypatch.setattr(_upstream, "_write", writing)
+    upstream = AsyncUpstream()
+    async with serve_fake(frame_delay=0.0) as fake:
+        for prompt in ("new connection", "reused"):
+            request = chat(prompt)
+            async with upstream.send(
+                request, fake.url + request.target, waiting=lambda: seen.append("waiting")
+            ) as response:
+                assert response.status == 200
+                seen.append("head")
+                async for _ in response.chunks():
+                    pass
+        await upstream.aclose()
+    assert seen == ["waiting", "connect", "write", "head", "write", "waiting", "head"]
+    assert fake.connections == 1
 
 
 async def test_refused_tls_and_bad_urls() -> None:

@@ -21,8 +21,12 @@ from reel_core import (
     Signal,
     State,
     UpstreamError,
+    _engine,
 )
+from reel_core._http import Headers
+from reel_core._literals import exchange_redactor
 from reel_core._record import Recorder
+from reel_core._redact import Redactor
 
 from ._helpers import pull, request, state
 
@@ -164,3 +168,43 @@ def test_recordings_taken_out_are_numbered_in_the_order_they_are_recorded() -> N
     taken = [first.take_recording(), second.take_recording()]
     ids = [p.record().interaction_id for p in taken if p is not None]
     assert ids == [ids[0], ids[0] + "-2"]
+
+
+@pytest.mark.parametrize("mode", [Mode.RECORD, Mode.LIVE])
+def test_a_forwards_credential_values_are_read_when_first_asked_for(
+    monkeypatch: pytest.MonkeyPatch, mode: Mode
+) -> None:
+    """Deciding a forward reads none of the request's credential values
+    (nothing needs them before the request has gone upstream); the
+    exchange's redactor, asked for later, still scrubs them, from what is
+    said and from the recording, and is made once for both."""
+    made: list[bytes] = []
+
+    def spy(base: Redactor, headers: Headers, names: frozenset[bytes]) -> Redactor:
+        made.append(dict(headers)[b"x-api-key"])
+        return exchange_redactor(base, headers, names)
+
+    monkeypatch.setattr(_engine, "exchange_redactor", spy)
+    key = b"sk-ant-api03-" + b"k" * 40
+    cassette = Cassette("c")
+    engine = Engine(cassette, Config(mode=mode))
+    body = b'{"model":"m","echo":"' + key[::-1] + b'"}'  # not a key shape
+    engine.receive_request(request(body, headers=[(b"x-api-key", key[::-1])]))
+    assert isinstance(engine.next_event(), Forward)
+    assert made == []  # not on the request's way upstream
+    engine.upstream_head(200, [(b"content-type", b"application/json")], now=1.0)
+    engine.upstream_data(b'{"echo": "' + key[::-1] + b'"}', now=1.1)
+    engine.upstream_end(now=1.2)
+    pull(engine)
+    assert key[::-1].decode() not in engine.redactor.text(f"failed: {key[::-1].decode()}")
+    assert engine.redactor is engine.redactor
+    pending = engine.take_recording()
+    engine.start_next_cycle()
+    if mode is Mode.LIVE:
+        assert pending is None
+    else:
+        assert pending is not None
+        line = pending.record().line
+        assert key[::-1] not in line  # the echo and the request body, scrubbed
+        assert b"REDACTED" in line
+    assert len(made) == 1  # one redactor for the exchange: what is said and the line

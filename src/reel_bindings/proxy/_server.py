@@ -599,9 +599,17 @@ class Proxy:
         assert forward.url is not None
         gone = _Gone()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch, stream, session, gone, tg.cancel_scope)
+
+            def waiting() -> None:
+                # The request is on its way (or a connection is being made
+                # for it): what it did not need before it went runs now,
+                # while the upstream works.  Starting the watch costs a task.
+                tg.start_soon(_watch, stream, session, gone, tg.cancel_scope)
+                self.settle()  # recordings waiting (record mode)
+
             try:
-                await self._relay(stream, session, forward, exchange, gone, tg.cancel_scope)
+                stop = tg.cancel_scope
+                await self._relay(stream, session, forward, exchange, gone, stop, waiting)
             finally:
                 tg.cancel_scope.cancel()  # the watch is over
         if not gone.why:
@@ -631,6 +639,7 @@ class Proxy:
         exchange: _Exchange,
         gone: _Gone,
         stop: anyio.CancelScope,
+        waiting: Callable[[], None],
     ) -> None:
         assert forward.url is not None
         sent_at = anyio.current_time()
@@ -663,9 +672,8 @@ class Proxy:
         try:
             if forward.record:
                 await self._check_store(session)
-            # recordings waiting are built while the upstream answers
-            sent = self.settle if self._recordings else None
-            async with self.upstream.send(forward.request, forward.url, sent=sent) as response:
+            request, url = forward.request, forward.url
+            async with self.upstream.send(request, url, waiting=waiting) as response:
                 session.upstream_head(
                     response.status,
                     response.headers,
@@ -759,8 +767,9 @@ class Proxy:
         a few hundred microseconds: in record mode it is left off the
         connection's way to its next request, and done while the CPU would
         wait anyway: once the next forwarded request (on any connection) has
-        gone upstream, when the client has been quiet for ``SETTLE_AFTER``,
-        or as its connection ends (the proxy's shutdown too).  Record mode
+        gone upstream (or waits for a connection to be made), when the
+        client has been quiet for ``SETTLE_AFTER``, or as its connection
+        ends (the proxy's shutdown too).  Record mode
         never looks a recording up, so no decision waits for one; every
         other mode builds each recording as its exchange ends, before the
         connection reads on: a request that could be answered from the
