@@ -160,9 +160,10 @@ def parse_json(data: bytes) -> tuple[bool, Any]:
 
 
 def _json_style(data: bytes, value: Any) -> str | None:
-    """The style that re-serializes ``value`` to exactly ``data``, if any."""
+    """The style that re-serializes ``value`` to exactly ``data``, if any
+    (the first in ``_SPACINGS`` order that does)."""
     nl = "nl" if data.endswith(b"\n") else ""
-    for spacing in _SPACINGS:
+    for spacing in _spacings(data):
         for ascii_ in ("", "ascii") if data.isascii() else ("",):
             flags = "+".join(f for f in (ascii_, nl) if f)
             style = f"{spacing},{flags}" if flags else spacing
@@ -172,6 +173,25 @@ def _json_style(data: bytes, value: Any) -> str | None:
             except (ValueError, RecursionError):  # pragma: no cover - json.loads output
                 return None
     return None
+
+
+def _spacings(data: bytes) -> tuple[str, ...]:
+    """The spacings that can have written ``data``, in ``_SPACINGS`` order.
+
+    Recording tries each style until one writes the body's bytes, and an
+    indented render is the costly one (the standard library has no C
+    encoder for it): try only the spacings the first bytes allow.  An
+    indented style, and no other, puts a newline right after the opening
+    bracket of a container that is not empty (a JSON string holds no raw
+    newline), then exactly its indent in spaces before the first item,
+    which never starts with a space.  An empty container is ``{}`` or
+    ``[]`` in every style, and compact, tried first, takes it.  No style
+    writes leading whitespace."""
+    if data[1:2] != b"\n":
+        return _SPACINGS[:2] if data[:1] in (b"{", b"[") else ()
+    if data.startswith(b"    ", 2):
+        return ("indent=4",)
+    return ("indent=2",) if data.startswith(b"  ", 2) else ()
 
 
 def encode_body(data: bytes) -> dict[str, Any] | None:

@@ -46,6 +46,11 @@ def test_json_bodies_keep_value_and_style(data: bytes, stored: dict[str, Any]) -
         b'{"a" : 1}',
         b'{"a":1,"a":2}',  # duplicate keys lose one
         b'  {"a":1}',  # leading whitespace no style reproduces
+        b'\n{\n  "a": 1\n}',
+        b'{\n   "a": 1\n}',  # an indent of 3, 1 and 8: no style's
+        b"[\n 1\n]",
+        b'{\n        "a": 1\n}',
+        b'{\n\t"a": 1\n}',
         b'{"a":1',  # not JSON at all
         b"[1,2,",
         b"hello world",
