@@ -112,6 +112,10 @@ def whole_body(events: Iterable[Event]) -> bytes | None:
     return b"".join(parts)
 
 
+#: What the run report says a request got, by the type of its decision.
+_OUTCOMES: dict[type, str] = {Replay: "hit", Miss: "miss"}
+
+
 class Player:
     """One cassette file and the config every in-process request shares."""
 
@@ -192,24 +196,65 @@ class Player:
                 engine.upstream_error(UpstreamError.STORE, reason, now=time.monotonic())
                 event = engine.next_event()
             decision = event if isinstance(event, (Replay, Miss, Refused)) else None
-            head = event if isinstance(event, ResponseHead) else engine.next_event()
-            assert isinstance(head, ResponseHead)
-            events = []
-            while True:
-                item = engine.next_event()
-                assert not isinstance(item, Signal)
-                events.append(item)
-                if isinstance(item, (EndOfResponse, Cut)):
-                    break
+            if isinstance(decision, Replay) and engine.replaying is not None:
+                head, events, body = _reply(engine)
+            else:
+                head, events, body = _answer(engine, event)
             if isinstance(decision, Miss):
                 self.misses.append(decision.report)
             if isinstance(decision, Replay) and decision.stale is not None:
                 self.freshness.stale_served(request.method, request.path, decision.stale)
-            outcome = {Replay: "hit", Miss: "miss"}.get(type(decision), "refused")
+            outcome = _OUTCOMES.get(type(decision), "refused")
             self.outcomes.append((request.method, request.path, outcome))
             engine.start_next_cycle()
             self._engine = engine
-            return Decision(decision, head, tuple(events), whole_body(events))
+            return Decision(decision, head, events, body)
+
+
+#: The key of a cassette's cache (:meth:`~reel_core.Cassette.cache`) of what
+#: :func:`_reply` derives from each recording's replay events.
+_REPLIES = "in-process replies"
+#: How many recordings' replies are kept at most (all go when full).
+_REPLIES_KEPT = 4096
+
+_Reply = tuple[ResponseHead, tuple[Event, ...], "bytes | None"]
+
+
+def _reply(engine: Engine) -> _Reply:
+    """The head, the timed events and the whole body (:func:`whole_body`)
+    of the replay ``engine`` decided, taken whole (``take_replay``).
+
+    A recording replayed again hands over the same tuple of events (the
+    engine keeps them), so what is derived from it is kept beside the
+    cassette, by identity, and shared by its players: a warm play slices
+    and scans nothing.  An entry holds its events, so their id is not
+    reused while it lives."""
+    events = engine.take_replay()
+    cache = engine.cassette.cache(_REPLIES)
+    kept = cache.get(id(events))
+    if kept is None or kept[0] is not events:
+        if len(cache) >= _REPLIES_KEPT:
+            cache.clear()
+        head, rest = events[0], events[1:]
+        assert isinstance(head, ResponseHead)
+        kept = cache[id(events)] = (events, (head, rest, whole_body(rest)))
+    reply: _Reply = kept[1]
+    return reply
+
+
+def _answer(engine: Engine, event: Event | Signal) -> _Reply:
+    """The head, the timed events and the whole body of any other answer
+    (a miss, a refusal, a WebSocket replay's 101), pulled event by event."""
+    head = event if isinstance(event, ResponseHead) else engine.next_event()
+    assert isinstance(head, ResponseHead)
+    events = []
+    while True:
+        item = engine.next_event()
+        assert not isinstance(item, Signal)
+        events.append(item)
+        if isinstance(item, (EndOfResponse, Cut)):
+            break
+    return head, tuple(events), whole_body(events)
 
 
 class Upstreaming:

@@ -19,7 +19,9 @@ from reel_core import (
     MatchConfig,
     Mode,
     Redactor,
+    Replay,
     Request,
+    ResponseHead,
     Timing,
     UpstreamError,
 )
@@ -42,6 +44,10 @@ __all__ = [
 ]
 
 _FAMILIES = ("httpx", "httpx2")
+#: The extensions of a replayed response (httpx copies them).
+_REPLAYED = {"reel": "replay"}
+#: How many recordings' response headers a transport keeps (all go when full).
+_HEADS_KEPT = 4096
 
 
 if TYPE_CHECKING:
@@ -247,6 +253,10 @@ class Base(Binding):
         if upstream is not None:
             self._given[type(upstream).__module__.partition(".")[0]] = upstream
         self._proxies = environment_proxies()
+        #: The response headers each recording replayed whole was answered
+        #: with, by client family: ``(family, id(head)) -> (head, Headers)``
+        #: (the entry holds the head, so its id is not reused while it lives).
+        self._heads: dict[tuple[str, int], tuple[ResponseHead, Any]] = {}
 
     def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
         """The pool a forward of ``request`` goes through: the ``upstream``
@@ -270,9 +280,26 @@ class Base(Binding):
         return upstream
 
     def _replay_response(self, family: ModuleType, decision: Decision, content: Any) -> Any:
-        return family.Response(
-            decision.head.status,
-            headers=list(decision.head.headers),
-            content=content,
-            extensions={"reel": "replay"},
+        head = decision.head
+        if type(content) is not bytes or not isinstance(decision.event, Replay):
+            return family.Response(
+                head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
+            )
+        # A whole body replayed: the response is built as ``content=`` builds
+        # it (its headers, with the ``Content-Length`` httpx adds if none)
+        # once per recording; later plays reuse those headers and skip
+        # httpx's encoding of the content and its header checks.
+        kept = self._heads.get((family.__name__, id(head)))
+        if kept is None or kept[0] is not head:
+            response = family.Response(
+                head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
+            )
+            if len(self._heads) >= _HEADS_KEPT:
+                self._heads.clear()
+            self._heads[(family.__name__, id(head))] = (head, family.Headers(response.headers))
+            return response
+        response = family.Response(
+            head.status, headers=kept[1], stream=family.ByteStream(content), extensions=_REPLAYED
         )
+        response.read()  # as ``content=`` does: the body is there at once
+        return response

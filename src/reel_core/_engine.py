@@ -335,7 +335,8 @@ class Engine:
             # exchange is scrubbed of the request's credential values too.
             self.redactor, recorded, key = self._memo.get(request, lambda: self._key(request))
             keyed = lambda: (recorded, key)  # noqa: E731 - for a miss forwarded in auto mode
-            starts = self.cassette.plays(key, self._keying) == 0
+            # only a max_age makes a recording stale: the play count is read then
+            starts = self._max_age is not None and self.cassette.plays(key, self._keying) == 0
             interaction = self.cassette.play(key, self._keying, repeat=self._repeat)
             similarity = None
             stale = None if interaction is None else self._staleness(key)
