@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ._body import decode_body, encode_body
+from ._body import cheap_body, decode_body, encode_body
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
 from ._literals import ExchangeRedactor
 from ._match import MatchConfig, match_key
@@ -56,16 +56,43 @@ UNSAFE_HEADER = "unsafe-header"
 _HEX = re.compile(rb"[0-9a-f]{64}")
 
 
+#: Where a request read from a line keeps its JSON body until it is rendered
+#: (``interaction_from_json``).
+_STORED_BODY = "_stored_body"
+
+
+class _RenderedOnUse:
+    """``RecordedRequest.body`` where the instance has none: a request read
+    from a line keeps a JSON body as stored (``_STORED_BODY``) and renders
+    it the first time ``body`` is read, then keeps the bytes (the instance's
+    own ``body`` hides this descriptor from then on) and lets the JSON
+    value go.  Read on the class, as a dataclass reads a field's default:
+    ``b""``.  Two threads may both render it: the same bytes either way."""
+
+    def __get__(self, request: RecordedRequest | None, owner: type) -> bytes:
+        if request is None:
+            return b""
+        fields = request.__dict__
+        body = decode_body(fields[_STORED_BODY])
+        fields["body"] = body
+        fields.pop(_STORED_BODY, None)
+        return body
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """The stored, redacted request: never any header.  What the headers
-    said about the body is kept only when it changes how the body is read."""
+    said about the body is kept only when it changes how the body is read.
+
+    A request read from a cassette line holds a JSON body as stored and
+    renders ``body`` when it is first asked for (a replay never needs it;
+    see :func:`interaction_from_json`)."""
 
     method: str
     path: str
     query: tuple[tuple[str, str], ...] = ()
     #: The body as redacted and keyed: decoded when it was sent encoded.
-    body: bytes = b""
+    body: bytes = _RenderedOnUse()  # type: ignore[assignment]  # its default: b""
     #: :data:`~reel_core._forms.FORM` or :data:`~reel_core._forms.MULTIPART`
     #: for a body read as a form; ``None`` for any other body.
     content_type: str | None = None
@@ -104,6 +131,10 @@ class RecordedRequest:
             for where, replaced in kinds.items():
                 found(where, replaced)
         return redacted
+
+
+#: The body a request is built with before its JSON body is put aside.
+_UNRENDERED = b"(not rendered)"
 
 
 def _redact_body(
@@ -495,11 +526,14 @@ def interaction_from_json(obj: Any) -> Interaction:
         method=_str(req, "method", "request."),
         path=_str(req, "path", "request."),
         query=tuple((p[0], p[1]) for p in query),
-        body=_body(req, "request.body"),
+        body=_cheap_body(req, "request.body"),
         content_type=_optional_str(req, "content_type", "request."),
         encoding=_optional_str(req, "encoding", "request."),
         encoding_error=_optional_str(req, "encoding_error", "request."),
     )
+    if request.body is _UNRENDERED:  # a JSON body: rendered when first asked for
+        del request.__dict__["body"]
+        request.__dict__[_STORED_BODY] = req["body"]
     resp = _obj(o.get("response"), "response")
     status = resp.get("status")
     if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 999:
@@ -720,6 +754,16 @@ def _is_pair(value: Any) -> bool:
         and isinstance(value[0], str)
         and isinstance(value[1], str)
     )
+
+
+def _cheap_body(obj: dict[str, Any], where: str) -> bytes:
+    """As :func:`_body`, but a JSON body (its style checked) is not
+    rendered: :data:`_UNRENDERED` stands for it."""
+    try:
+        body = cheap_body(obj.get("body"))
+    except ValueError as exc:
+        raise ValueError(f'"{where}": {exc}') from None
+    return _UNRENDERED if body is None else body
 
 
 def _body(obj: dict[str, Any], where: str) -> bytes:
