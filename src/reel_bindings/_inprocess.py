@@ -98,6 +98,15 @@ def whole_body(events: Iterable[Event]) -> bytes | None:
     A non-stream replay (nearly every one) is answered from this in one
     step, without a :class:`~reel_core.Step` per event; it decides exactly
     what the schedule's steps would (``tests/property/test_schedule.py``)."""
+    if type(events) is tuple and len(events) == 2:  # nearly every replay: one body
+        frame, end = events
+        if (
+            type(frame) is Frame
+            and type(end) is EndOfResponse
+            and not (frame.at is not None and frame.at > 0)
+            and not (end.at is not None and end.at > 0)
+        ):
+            return frame.data
     parts: list[bytes] = []
     steps = 0
     for event in events:
@@ -211,35 +220,17 @@ class Player:
             return Decision(decision, head, events, body)
 
 
-#: The key of a cassette's cache (:meth:`~reel_core.Cassette.cache`) of what
-#: :func:`_reply` derives from each recording's replay events.
-_REPLIES = "in-process replies"
-#: How many recordings' replies are kept at most (all go when full).
-_REPLIES_KEPT = 4096
-
 _Reply = tuple[ResponseHead, tuple[Event, ...], "bytes | None"]
 
 
 def _reply(engine: Engine) -> _Reply:
     """The head, the timed events and the whole body (:func:`whole_body`)
-    of the replay ``engine`` decided, taken whole (``take_replay``).
-
-    A recording replayed again hands over the same tuple of events (the
-    engine keeps them), so what is derived from it is kept beside the
-    cassette, by identity, and shared by its players: a warm play slices
-    and scans nothing.  An entry holds its events, so their id is not
-    reused while it lives."""
+    of the replay ``engine`` decided, taken whole (``take_replay``) rather
+    than pulled event by event."""
     events = engine.take_replay()
-    cache = engine.cassette.cache(_REPLIES)
-    kept = cache.get(id(events))
-    if kept is None or kept[0] is not events:
-        if len(cache) >= _REPLIES_KEPT:
-            cache.clear()
-        head, rest = events[0], events[1:]
-        assert isinstance(head, ResponseHead)
-        kept = cache[id(events)] = (events, (head, rest, whole_body(rest)))
-    reply: _Reply = kept[1]
-    return reply
+    head, rest = events[0], events[1:]
+    assert isinstance(head, ResponseHead)
+    return head, rest, whole_body(rest)
 
 
 def _answer(engine: Engine, event: Event | Signal) -> _Reply:

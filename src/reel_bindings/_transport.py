@@ -21,7 +21,6 @@ from reel_core import (
     Redactor,
     Replay,
     Request,
-    ResponseHead,
     Timing,
     UpstreamError,
 )
@@ -253,10 +252,9 @@ class Base(Binding):
         if upstream is not None:
             self._given[type(upstream).__module__.partition(".")[0]] = upstream
         self._proxies = environment_proxies()
-        #: The response headers each recording replayed whole was answered
-        #: with, by client family: ``(family, id(head)) -> (head, Headers)``
-        #: (the entry holds the head, so its id is not reused while it lives).
-        self._heads: dict[tuple[str, int], tuple[ResponseHead, Any]] = {}
+        #: The response headers a recording replayed whole is answered with,
+        #: by ``(client family, recorded headers, body length)``.
+        self._heads: dict[tuple[str, tuple[tuple[bytes, bytes], ...], int], Any] = {}
 
     def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
         """The pool a forward of ``request`` goes through: the ``upstream``
@@ -289,17 +287,21 @@ class Base(Binding):
         # it (its headers, with the ``Content-Length`` httpx adds if none)
         # once per recording; later plays reuse those headers and skip
         # httpx's encoding of the content and its header checks.
-        kept = self._heads.get((family.__name__, id(head)))
-        if kept is None or kept[0] is not head:
+        # They depend on the recorded headers and the body's length alone:
+        # kept by those values (recordings alike share them; the key is
+        # bytes and numbers, which the garbage collector stops tracking).
+        key = (family.__name__, head.headers, len(content))
+        headers = self._heads.get(key)
+        if headers is None:
             response = family.Response(
                 head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
             )
             if len(self._heads) >= _HEADS_KEPT:
                 self._heads.clear()
-            self._heads[(family.__name__, id(head))] = (head, family.Headers(response.headers))
+            self._heads[key] = family.Headers(response.headers)
             return response
         response = family.Response(
-            head.status, headers=kept[1], stream=family.ByteStream(content), extensions=_REPLAYED
+            head.status, headers=headers, stream=family.ByteStream(content), extensions=_REPLAYED
         )
         response.read()  # as ``content=`` does: the body is there at once
         return response

@@ -67,6 +67,10 @@ _JSON = (b"content-type", b"application/json")
 _DEFAULT_MATCH = MatchConfig()
 #: How many recordings' replay events an engine keeps at most.
 _REPLAYS_KEPT = 4096
+#: The end of every whole body replayed: a value, so one object serves all
+#: (the replay events of each recording are kept: one fewer object apiece
+#: for the garbage collector to walk).
+_ENDED_AT_ONCE = EndOfResponse(0.0)
 
 
 def json_response(status: int, body: bytes, *, head_only: bool = False) -> tuple[Event, ...]:
@@ -563,7 +567,7 @@ class Engine:
             events.append(ResponseHead(response.status, headers))
             if body and not head_only:
                 events.append(Frame(body, 0.0))
-            events.append(EndOfResponse(0.0))
+            events.append(_ENDED_AT_ONCE)
             return events
         events.append(ResponseHead(response.status, headers))
         if not head_only:

@@ -19,6 +19,7 @@ reader knows only ``sse`` and ``chunks``) instead of replaying a bare 101.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import math
 import re
@@ -56,26 +57,35 @@ UNSAFE_HEADER = "unsafe-header"
 _HEX = re.compile(rb"[0-9a-f]{64}")
 
 
-#: Where a request read from a line keeps its JSON body until it is rendered
-#: (``interaction_from_json``).
-_STORED_BODY = "_stored_body"
+#: Where a request read from a line keeps its JSON body's value and style
+#: until it is rendered (``_unrendered_request``).
+_JSON_VALUE, _JSON_STYLE = "_json_value", "_json_style"
 
 
 class _RenderedOnUse:
     """``RecordedRequest.body`` where the instance has none: a request read
-    from a line keeps a JSON body as stored (``_STORED_BODY``) and renders
-    it the first time ``body`` is read, then keeps the bytes (the instance's
-    own ``body`` hides this descriptor from then on) and lets the JSON
-    value go.  Read on the class, as a dataclass reads a field's default:
-    ``b""``.  Two threads may both render it: the same bytes either way."""
+    from a line keeps a JSON body's value and style and renders it the
+    first time ``body`` is read, then keeps the bytes (the instance's own
+    ``body`` hides this descriptor from then on) and lets the value go.
+    Read on the class, as a dataclass reads a field's default: ``b""``.
+    Two threads may both render it: the same bytes either way."""
 
     def __get__(self, request: RecordedRequest | None, owner: type) -> bytes:
         if request is None:
             return b""
-        fields = request.__dict__
-        body = decode_body(fields[_STORED_BODY])
-        fields["body"] = body
-        fields.pop(_STORED_BODY, None)
+        # not through ``__dict__``: reading it would make the instance a
+        # dict of its own, one more object for the garbage collector
+        get = object.__getattribute__
+        try:
+            stored = {"json": get(request, _JSON_VALUE), "style": get(request, _JSON_STYLE)}
+        except AttributeError:  # another thread rendered it meanwhile (body first)
+            body: bytes = get(request, "body")
+            return body
+        body = decode_body(stored)
+        object.__setattr__(request, "body", body)
+        for name in (_JSON_VALUE, _JSON_STYLE):
+            with contextlib.suppress(AttributeError):  # let go by another thread
+                object.__delattr__(request, name)
         return body
 
 
@@ -131,10 +141,6 @@ class RecordedRequest:
             for where, replaced in kinds.items():
                 found(where, replaced)
         return redacted
-
-
-#: The body a request is built with before its JSON body is put aside.
-_UNRENDERED = b"(not rendered)"
 
 
 def _redact_body(
@@ -522,18 +528,19 @@ def interaction_from_json(obj: Any) -> Interaction:
     query = req.get("query", [])
     if not isinstance(query, list) or not all(_is_pair(p) for p in query):
         raise ValueError('"request.query" must be a list of [name, value] string pairs')
-    request = RecordedRequest(
-        method=_str(req, "method", "request."),
-        path=_str(req, "path", "request."),
-        query=tuple((p[0], p[1]) for p in query),
-        body=_cheap_body(req, "request.body"),
-        content_type=_optional_str(req, "content_type", "request."),
-        encoding=_optional_str(req, "encoding", "request."),
-        encoding_error=_optional_str(req, "encoding_error", "request."),
-    )
-    if request.body is _UNRENDERED:  # a JSON body: rendered when first asked for
-        del request.__dict__["body"]
-        request.__dict__[_STORED_BODY] = req["body"]
+    method = _str(req, "method", "request.")
+    path = _str(req, "path", "request.")
+    pairs = tuple((p[0], p[1]) for p in query)
+    body = _cheap_body(req, "request.body")
+    content_type = _optional_str(req, "content_type", "request.")
+    encoding = _optional_str(req, "encoding", "request.")
+    encoding_error = _optional_str(req, "encoding_error", "request.")
+    if body is None:  # JSON: rendered when first read
+        request = _unrendered_request(
+            method, path, pairs, req["body"], content_type, encoding, encoding_error
+        )
+    else:
+        request = RecordedRequest(method, path, pairs, body, content_type, encoding, encoding_error)
     resp = _obj(o.get("response"), "response")
     status = resp.get("status")
     if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 999:
@@ -756,14 +763,39 @@ def _is_pair(value: Any) -> bool:
     )
 
 
-def _cheap_body(obj: dict[str, Any], where: str) -> bytes:
-    """As :func:`_body`, but a JSON body (its style checked) is not
-    rendered: :data:`_UNRENDERED` stands for it."""
+def _cheap_body(obj: dict[str, Any], where: str) -> bytes | None:
+    """As :func:`_body`, but ``None`` for a JSON body (its style checked),
+    which is not rendered (:func:`~reel_core._body.cheap_body`)."""
     try:
-        body = cheap_body(obj.get("body"))
+        return cheap_body(obj.get("body"))
     except ValueError as exc:
         raise ValueError(f'"{where}": {exc}') from None
-    return _UNRENDERED if body is None else body
+
+
+def _unrendered_request(
+    method: str,
+    path: str,
+    query: tuple[tuple[str, str], ...],
+    stored: dict[str, Any],
+    content_type: str | None,
+    encoding: str | None,
+    encoding_error: str | None,
+) -> RecordedRequest:
+    """A request read from a line whose JSON body (``stored``, checked) is
+    rendered when ``body`` is first read (:class:`_RenderedOnUse`).  Its
+    fields are set one by one, as the dataclass's ``__init__`` would set
+    them, all but ``body`` (a test compares it with one built whole)."""
+    request = object.__new__(RecordedRequest)
+    set_field = object.__setattr__
+    set_field(request, "method", method)
+    set_field(request, "path", path)
+    set_field(request, "query", query)
+    set_field(request, "content_type", content_type)
+    set_field(request, "encoding", encoding)
+    set_field(request, "encoding_error", encoding_error)
+    set_field(request, _JSON_VALUE, stored["json"])
+    set_field(request, _JSON_STYLE, stored.get("style", "compact"))
+    return request
 
 
 def _body(obj: dict[str, Any], where: str) -> bytes:
