@@ -39,10 +39,12 @@ from reel_core import Engine, Request, decode_body, exchange_redactor, read_line
 
 from ._common import median, ratio, us
 from ._data import BASE_URL, PATH, REQUEST_HEADERS, Corpus, request_body
-from .inprocess import _floor_client, _time_requests
+from .inprocess import _floor_client, _floor_transport, _time_requests
 
 URL = BASE_URL + PATH
 T = TypeVar("T")
+#: The whole plays run in turns, this many blocks of requests each.
+BLOCKS = 8
 
 
 def _each(items: Sequence[T], fn: Callable[[T], object]) -> float:
@@ -75,14 +77,19 @@ def breakdown(interactions: int, requests: int, work: Path) -> list[tuple[str, f
         httpx.Client(transport=Transport(unsent, mode="replay")) as old,
         _collections() as gcs,
     ):
-        for phase, target, times in (
-            ("floor", floor, floor_times),
-            ("first, no digest", old, first_unsent),
-            ("first", client, first),
-            ("warm", client, warm),
-        ):
-            gcs["phase"] = phase
-            _time_requests(target, bodies, times)
+        # The phases take turns, a block of requests each, so that the
+        # machine's other load weighs on all of them alike.
+        size = -(-len(bodies) // BLOCKS)
+        for block in [bodies[k : k + size] for k in range(0, len(bodies), size)]:
+            for phase, target, times in (
+                ("floor", floor, floor_times),
+                ("first, no digest", old, first_unsent),
+                ("first", client, first),
+                ("warm", client, warm),
+            ):
+                gcs["phase"] = phase
+                _time_requests(target, block, times)
+            gcs["phase"] = None
     floor.close()
 
     # The same requests as the core sees them, and their recordings' lines.
@@ -108,12 +115,24 @@ def breakdown(interactions: int, requests: int, work: Path) -> list[tuple[str, f
     def stored(where: str) -> Callable[[dict[str, Any]], bytes]:
         return lambda obj: decode_body(obj[where]["body"])
 
+    # A warm play's transport alone, next to MockTransport's (the floor's):
+    # what Reel adds to a request played again, without httpx's client.
+    with httpx.Client() as builder:  # the requests as a client sends them
+        sent = [
+            builder.build_request("POST", URL, content=b, headers=REQUEST_HEADERS) for b in bodies
+        ]
+    for built in sent:
+        transport.handle_request(built)  # the first play: keyed, parsed
+    mock = _floor_transport()
+
     per_request = {phase: gcs.get(phase, 0.0) / len(bodies) for phase in ("floor", "first", "warm")}
     return [
         ("floor (httpx + MockTransport)", median(floor_times)),
         ("Reel first play, lines without the digest as sent", median(first_unsent)),
         ("Reel first play", median(first)),
         ("Reel second play (warm)", median(warm)),
+        ("floor's transport alone (MockTransport)", _each(sent, mock.handle_request)),
+        ("Reel's transport alone, a warm play", _each(sent, transport.handle_request)),
         ("key the request (Engine._key, by the digest as sent)", _each(core, engine._key)),
         ("key the request in full (no digest)", _each(core, full._key)),
         ("  credential values", _each(core, lambda r: exchange_redactor(base, r.headers))),
@@ -164,7 +183,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"| what | p50 us | vs floor | share of first - warm ({us(gap)} us) |")
     print("|---|---|---|---|")
     for what, seconds in rows:
-        share = "" if what.startswith(("floor", "Reel", "garbage")) else f"{ratio(seconds, gap)}"
+        whole = what.startswith(("floor", "Reel", "garbage"))
+        share = "" if whole else f"{ratio(seconds, gap)}"
         print(f"| {what} | {us(seconds)} | {ratio(seconds, floor)} | {share} |")
 
 

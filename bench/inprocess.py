@@ -54,7 +54,7 @@ def _time_requests(client: httpx.Client, bodies: Sequence[bytes], out: list[floa
             raise RuntimeError(f"bench request answered {response.status_code}: {response.text}")
 
 
-def _floor_client() -> httpx.Client:
+def _floor_transport() -> httpx.MockTransport:
     answer = answer_body(0)
     headers = [*RESPONSE_HEADERS, ("content-length", str(len(answer)))]
 
@@ -62,7 +62,11 @@ def _floor_client() -> httpx.Client:
         request.read()
         return httpx.Response(200, headers=headers, content=answer)
 
-    return httpx.Client(transport=httpx.MockTransport(handler))
+    return httpx.MockTransport(handler)
+
+
+def _floor_client() -> httpx.Client:
+    return httpx.Client(transport=_floor_transport())
 
 
 def vcr_run(corpus: Corpus, indices: Sequence[int], budget: float) -> dict[str, Any]:

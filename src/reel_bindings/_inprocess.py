@@ -98,6 +98,15 @@ def whole_body(events: Iterable[Event]) -> bytes | None:
     A non-stream replay (nearly every one) is answered from this in one
     step, without a :class:`~reel_core.Step` per event; it decides exactly
     what the schedule's steps would (``tests/property/test_schedule.py``)."""
+    if type(events) is tuple and len(events) == 2:  # nearly every replay: one body
+        frame, end = events
+        if (
+            type(frame) is Frame
+            and type(end) is EndOfResponse
+            and not (frame.at is not None and frame.at > 0)
+            and not (end.at is not None and end.at > 0)
+        ):
+            return frame.data
     parts: list[bytes] = []
     steps = 0
     for event in events:
@@ -110,6 +119,10 @@ def whole_body(events: Iterable[Event]) -> bytes | None:
             break
         parts.append(event.data)
     return b"".join(parts)
+
+
+#: What the run report says a request got, by the type of its decision.
+_OUTCOMES: dict[type, str] = {Replay: "hit", Miss: "miss"}
 
 
 class Player:
@@ -192,24 +205,47 @@ class Player:
                 engine.upstream_error(UpstreamError.STORE, reason, now=time.monotonic())
                 event = engine.next_event()
             decision = event if isinstance(event, (Replay, Miss, Refused)) else None
-            head = event if isinstance(event, ResponseHead) else engine.next_event()
-            assert isinstance(head, ResponseHead)
-            events = []
-            while True:
-                item = engine.next_event()
-                assert not isinstance(item, Signal)
-                events.append(item)
-                if isinstance(item, (EndOfResponse, Cut)):
-                    break
+            if isinstance(decision, Replay) and engine.replaying is not None:
+                head, events, body = _reply(engine)
+            else:
+                head, events, body = _answer(engine, event)
             if isinstance(decision, Miss):
                 self.misses.append(decision.report)
             if isinstance(decision, Replay) and decision.stale is not None:
                 self.freshness.stale_served(request.method, request.path, decision.stale)
-            outcome = {Replay: "hit", Miss: "miss"}.get(type(decision), "refused")
+            outcome = _OUTCOMES.get(type(decision), "refused")
             self.outcomes.append((request.method, request.path, outcome))
             engine.start_next_cycle()
             self._engine = engine
-            return Decision(decision, head, tuple(events), whole_body(events))
+            return Decision(decision, head, events, body)
+
+
+_Reply = tuple[ResponseHead, tuple[Event, ...], "bytes | None"]
+
+
+def _reply(engine: Engine) -> _Reply:
+    """The head, the timed events and the whole body (:func:`whole_body`)
+    of the replay ``engine`` decided, taken whole (``take_replay``) rather
+    than pulled event by event."""
+    events = engine.take_replay()
+    head, rest = events[0], events[1:]
+    assert isinstance(head, ResponseHead)
+    return head, rest, whole_body(rest)
+
+
+def _answer(engine: Engine, event: Event | Signal) -> _Reply:
+    """The head, the timed events and the whole body of any other answer
+    (a miss, a refusal, a WebSocket replay's 101), pulled event by event."""
+    head = event if isinstance(event, ResponseHead) else engine.next_event()
+    assert isinstance(head, ResponseHead)
+    events = []
+    while True:
+        item = engine.next_event()
+        assert not isinstance(item, Signal)
+        events.append(item)
+        if isinstance(item, (EndOfResponse, Cut)):
+            break
+    return head, tuple(events), whole_body(events)
 
 
 class Upstreaming:

@@ -19,6 +19,7 @@ from reel_core import (
     MatchConfig,
     Mode,
     Redactor,
+    Replay,
     Request,
     Timing,
     UpstreamError,
@@ -42,6 +43,10 @@ __all__ = [
 ]
 
 _FAMILIES = ("httpx", "httpx2")
+#: The extensions of a replayed response (httpx copies them).
+_REPLAYED = {"reel": "replay"}
+#: How many recordings' response headers a transport keeps (all go when full).
+_HEADS_KEPT = 4096
 
 
 if TYPE_CHECKING:
@@ -247,6 +252,9 @@ class Base(Binding):
         if upstream is not None:
             self._given[type(upstream).__module__.partition(".")[0]] = upstream
         self._proxies = environment_proxies()
+        #: The response headers a recording replayed whole is answered with,
+        #: by ``(client family, recorded headers, body length)``.
+        self._heads: dict[tuple[str, tuple[tuple[bytes, bytes], ...], int], Any] = {}
 
     def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
         """The pool a forward of ``request`` goes through: the ``upstream``
@@ -270,9 +278,30 @@ class Base(Binding):
         return upstream
 
     def _replay_response(self, family: ModuleType, decision: Decision, content: Any) -> Any:
-        return family.Response(
-            decision.head.status,
-            headers=list(decision.head.headers),
-            content=content,
-            extensions={"reel": "replay"},
+        head = decision.head
+        if type(content) is not bytes or not isinstance(decision.event, Replay):
+            return family.Response(
+                head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
+            )
+        # A whole body replayed: the response is built as ``content=`` builds
+        # it (its headers, with the ``Content-Length`` httpx adds if none)
+        # once per recording; later plays reuse those headers and skip
+        # httpx's encoding of the content and its header checks.
+        # They depend on the recorded headers and the body's length alone:
+        # kept by those values (recordings alike share them; the key is
+        # bytes and numbers, which the garbage collector stops tracking).
+        key = (family.__name__, head.headers, len(content))
+        headers = self._heads.get(key)
+        if headers is None:
+            response = family.Response(
+                head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
+            )
+            if len(self._heads) >= _HEADS_KEPT:
+                self._heads.clear()
+            self._heads[key] = family.Headers(response.headers)
+            return response
+        response = family.Response(
+            head.status, headers=headers, stream=family.ByteStream(content), extensions=_REPLAYED
         )
+        response.read()  # as ``content=`` does: the body is there at once
+        return response

@@ -22,6 +22,7 @@ from ._errors import ConfigError
 
 __all__ = [
     "ContentDecoder",
+    "cheap_body",
     "decode_body",
     "decode_content",
     "decode_request_body",
@@ -210,6 +211,23 @@ def encode_body(data: bytes) -> dict[str, Any] | None:
         return {"text": data.decode("utf-8")}
     except UnicodeDecodeError:
         return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def cheap_body(stored: object) -> bytes | None:
+    """The bytes of a stored body when making them costs next to nothing
+    (``null``, text, base64), or ``None`` for a JSON body, whose bytes are
+    rendered by :func:`decode_body` when first needed: a replay never sends
+    the recorded request's body, and rendering it cost as much as a third
+    of parsing its line.  Raises ``ValueError`` for whatever
+    :func:`decode_body` would refuse, a JSON body's style included (the
+    value itself came from ``json.loads``: it always renders)."""
+    if isinstance(stored, dict) and "json" in stored:
+        style = stored.get("style", "compact")
+        if not isinstance(style, str):
+            raise ValueError("body style must be a string")
+        _style(style)  # an unknown style raises
+        return None
+    return decode_body(stored)
 
 
 def decode_body(stored: object) -> bytes:

@@ -39,7 +39,17 @@ class Cursor:
     __slots__ = ("_plays",)
 
     def __init__(self) -> None:
-        self._plays: dict[tuple[MatchConfig, str], int] = {}
+        # Per settings, then per key: a dict of strings to numbers is one
+        # the garbage collector stops tracking, where a (settings, key)
+        # tuple for each key served stays one more object each full
+        # collection walks (and is built again at every look-up).
+        self._plays: dict[MatchConfig, dict[str, int]] = {}
+
+    def _counts(self, config: MatchConfig) -> dict[str, int]:
+        counts = self._plays.get(config)
+        if counts is None:
+            counts = self._plays[config] = {}
+        return counts
 
     def next(self, config: MatchConfig, key: str, recorded: int, *, repeat: bool) -> int | None:
         """Which of the ``recorded`` recordings of ``key`` to serve now
@@ -48,24 +58,26 @@ class Cursor:
         ``repeat`` is off), which counts nothing."""
         if not recorded:
             return None
-        n = self._plays.get((config, key), 0)
+        counts = self._counts(config)
+        n = counts.get(key, 0)
         if n >= recorded and not repeat:
             return None
-        self._plays[(config, key)] = n + 1
+        counts[key] = n + 1
         return min(n, recorded - 1)
 
     def played(self, config: MatchConfig, key: str) -> None:
         """Count a recording of ``key`` served live (as it was recorded)."""
-        self._plays[(config, key)] = self._plays.get((config, key), 0) + 1
+        counts = self._counts(config)
+        counts[key] = counts.get(key, 0) + 1
 
     def restart(self, config: MatchConfig, key: str) -> None:
         """Start ``key``'s count over: a newer generation of its recordings
         replaces the one counted so far."""
-        self._plays.pop((config, key), None)
+        self._counts(config).pop(key, None)
 
     def plays(self, config: MatchConfig, key: str) -> int:
         """How many times ``key`` was served (or recorded) so far."""
-        return self._plays.get((config, key), 0)
+        return self._counts(config).get(key, 0)
 
     def clear(self) -> None:
         """Forget every count."""

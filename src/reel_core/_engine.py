@@ -67,6 +67,10 @@ _JSON = (b"content-type", b"application/json")
 _DEFAULT_MATCH = MatchConfig()
 #: How many recordings' replay events an engine keeps at most.
 _REPLAYS_KEPT = 4096
+#: The end of every whole body replayed: a value, so one object serves all
+#: (the replay events of each recording are kept: one fewer object apiece
+#: for the garbage collector to walk).
+_ENDED_AT_ONCE = EndOfResponse(0.0)
 
 
 def json_response(status: int, body: bytes, *, head_only: bool = False) -> tuple[Event, ...]:
@@ -343,7 +347,8 @@ class Engine:
             # exchange is scrubbed of the request's credential values too.
             self._scrub, recorded, key = self._memo.get(request, lambda: self._key(request))
             keyed = lambda: (recorded, key)  # noqa: E731 - for a miss forwarded in auto mode
-            starts = self.cassette.plays(key, self._keying) == 0
+            # only a max_age makes a recording stale: the play count is read then
+            starts = self._max_age is not None and self.cassette.plays(key, self._keying) == 0
             interaction = self.cassette.play(key, self._keying, repeat=self._repeat)
             similarity = None
             stale = None if interaction is None else self._staleness(key)
@@ -573,7 +578,7 @@ class Engine:
             events.append(ResponseHead(response.status, headers))
             if body and not head_only:
                 events.append(Frame(body, 0.0))
-            events.append(EndOfResponse(0.0))
+            events.append(_ENDED_AT_ONCE)
             return events
         events.append(ResponseHead(response.status, headers))
         if not head_only:

@@ -19,6 +19,7 @@ reader knows only ``sse`` and ``chunks``) instead of replaying a bare 101.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import math
 import re
@@ -26,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ._body import decode_body, encode_body
+from ._body import cheap_body, decode_body, encode_body
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
 from ._literals import ExchangeRedactor
 from ._match import MatchConfig, match_key
@@ -56,16 +57,52 @@ UNSAFE_HEADER = "unsafe-header"
 _HEX = re.compile(rb"[0-9a-f]{64}")
 
 
+#: Where a request read from a line keeps its JSON body's value and style
+#: until it is rendered (``_unrendered_request``).
+_JSON_VALUE, _JSON_STYLE = "_json_value", "_json_style"
+
+
+class _RenderedOnUse:
+    """``RecordedRequest.body`` where the instance has none: a request read
+    from a line keeps a JSON body's value and style and renders it the
+    first time ``body`` is read, then keeps the bytes (the instance's own
+    ``body`` hides this descriptor from then on) and lets the value go.
+    Read on the class, as a dataclass reads a field's default: ``b""``.
+    Two threads may both render it: the same bytes either way."""
+
+    def __get__(self, request: RecordedRequest | None, owner: type) -> bytes:
+        if request is None:
+            return b""
+        # not through ``__dict__``: reading it would make the instance a
+        # dict of its own, one more object for the garbage collector
+        get = object.__getattribute__
+        try:
+            stored = {"json": get(request, _JSON_VALUE), "style": get(request, _JSON_STYLE)}
+        except AttributeError:  # another thread rendered it meanwhile (body first)
+            body: bytes = get(request, "body")
+            return body
+        body = decode_body(stored)
+        object.__setattr__(request, "body", body)
+        for name in (_JSON_VALUE, _JSON_STYLE):
+            with contextlib.suppress(AttributeError):  # let go by another thread
+                object.__delattr__(request, name)
+        return body
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """The stored, redacted request: never any header.  What the headers
-    said about the body is kept only when it changes how the body is read."""
+    said about the body is kept only when it changes how the body is read.
+
+    A request read from a cassette line holds a JSON body as stored and
+    renders ``body`` when it is first asked for (a replay never needs it;
+    see :func:`interaction_from_json`)."""
 
     method: str
     path: str
     query: tuple[tuple[str, str], ...] = ()
     #: The body as redacted and keyed: decoded when it was sent encoded.
-    body: bytes = b""
+    body: bytes = _RenderedOnUse()  # type: ignore[assignment]  # its default: b""
     #: :data:`~reel_core._forms.FORM` or :data:`~reel_core._forms.MULTIPART`
     #: for a body read as a form; ``None`` for any other body.
     content_type: str | None = None
@@ -491,15 +528,19 @@ def interaction_from_json(obj: Any) -> Interaction:
     query = req.get("query", [])
     if not isinstance(query, list) or not all(_is_pair(p) for p in query):
         raise ValueError('"request.query" must be a list of [name, value] string pairs')
-    request = RecordedRequest(
-        method=_str(req, "method", "request."),
-        path=_str(req, "path", "request."),
-        query=tuple((p[0], p[1]) for p in query),
-        body=_body(req, "request.body"),
-        content_type=_optional_str(req, "content_type", "request."),
-        encoding=_optional_str(req, "encoding", "request."),
-        encoding_error=_optional_str(req, "encoding_error", "request."),
-    )
+    method = _str(req, "method", "request.")
+    path = _str(req, "path", "request.")
+    pairs = tuple((p[0], p[1]) for p in query)
+    body = _cheap_body(req, "request.body")
+    content_type = _optional_str(req, "content_type", "request.")
+    encoding = _optional_str(req, "encoding", "request.")
+    encoding_error = _optional_str(req, "encoding_error", "request.")
+    if body is None:  # JSON: rendered when first read
+        request = _unrendered_request(
+            method, path, pairs, req["body"], content_type, encoding, encoding_error
+        )
+    else:
+        request = RecordedRequest(method, path, pairs, body, content_type, encoding, encoding_error)
     resp = _obj(o.get("response"), "response")
     status = resp.get("status")
     if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 999:
@@ -720,6 +761,41 @@ def _is_pair(value: Any) -> bool:
         and isinstance(value[0], str)
         and isinstance(value[1], str)
     )
+
+
+def _cheap_body(obj: dict[str, Any], where: str) -> bytes | None:
+    """As :func:`_body`, but ``None`` for a JSON body (its style checked),
+    which is not rendered (:func:`~reel_core._body.cheap_body`)."""
+    try:
+        return cheap_body(obj.get("body"))
+    except ValueError as exc:
+        raise ValueError(f'"{where}": {exc}') from None
+
+
+def _unrendered_request(
+    method: str,
+    path: str,
+    query: tuple[tuple[str, str], ...],
+    stored: dict[str, Any],
+    content_type: str | None,
+    encoding: str | None,
+    encoding_error: str | None,
+) -> RecordedRequest:
+    """A request read from a line whose JSON body (``stored``, checked) is
+    rendered when ``body`` is first read (:class:`_RenderedOnUse`).  Its
+    fields are set one by one, as the dataclass's ``__init__`` would set
+    them, all but ``body`` (a test compares it with one built whole)."""
+    request = object.__new__(RecordedRequest)
+    set_field = object.__setattr__
+    set_field(request, "method", method)
+    set_field(request, "path", path)
+    set_field(request, "query", query)
+    set_field(request, "content_type", content_type)
+    set_field(request, "encoding", encoding)
+    set_field(request, "encoding_error", encoding_error)
+    set_field(request, _JSON_VALUE, stored["json"])
+    set_field(request, _JSON_STYLE, stored.get("style", "compact"))
+    return request
 
 
 def _body(obj: dict[str, Any], where: str) -> bytes:

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from ._http import Request
+from ._http import Headers, Request
 
 __all__ = ["MAX_BODY", "MAX_BYTES", "MAX_ENTRIES", "KeyMemo"]
 
@@ -47,7 +47,7 @@ class KeyMemo(Generic[T]):
     def __init__(self) -> None:
         # popitem(last=False) takes the oldest in one step: engines on other
         # threads (each player has its own lock) may share a cassette
-        self._entries: OrderedDict[Request, T] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, Headers, bytes], T] = OrderedDict()
         self._bytes = 0
 
     def __len__(self) -> int:
@@ -60,13 +60,18 @@ class KeyMemo(Generic[T]):
         if body > MAX_BODY:
             return compute()
         entries = self._entries
-        found = entries.get(request)
+        # Keyed by a tuple of its fields, not the request: a tuple of bytes
+        # and strings is one the garbage collector stops tracking, where a
+        # request object would be walked by every full collection for as
+        # long as the memo keeps it.
+        key = (request.method, request.target, request.headers, request.body)
+        found = entries.get(key)
         if found is not None:
             return found
         value = compute()
-        entries[request] = value
+        entries[key] = value
         self._bytes += body
         while entries and (len(entries) > MAX_ENTRIES or self._bytes > MAX_BYTES):
             oldest, _ = entries.popitem(last=False)
-            self._bytes -= len(oldest.body)
+            self._bytes -= len(oldest[3])
         return value

@@ -33,6 +33,10 @@ __all__ = ["TRANSITIONS", "Input", "State", "transition"]
 class State(enum.Enum):
     """Where a engine stands."""
 
+    # Hashed by identity, in C: each transition looks a (state, input) pair
+    # up, and an Enum's own hash is a Python call (three pairs a request).
+    __hash__ = object.__hash__
+
     #: Waiting for a request.
     IDLE = "IDLE"
     #: Handing out the events of a replayed, missed or failed response.
@@ -54,6 +58,8 @@ class State(enum.Enum):
 
 class Input(enum.Enum):
     """What can happen to an engine."""
+
+    __hash__ = object.__hash__  # as State's
 
     #: A request matched a recording (replay).
     HIT = "HIT"

@@ -4,7 +4,7 @@ recorded timing replayed in any timing mode, and for any deadlines at all."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from reel_bindings._inprocess import whole_body
@@ -100,14 +100,24 @@ def body_of_steps(events: list[Event]) -> bytes | None:
 
 
 @given(st.lists(timed | st.just(ResponseHead(200, ())), max_size=6))
+# two events, the short way's shape: each late, none late, other kinds
+@example([Frame(b"x", 0.0), EndOfResponse(0.0)])
+@example([Frame(b"x", None), EndOfResponse(None)])
+@example([Frame(b"x", 0.5), EndOfResponse(0.5)])
+@example([Frame(b"x", 0.5), EndOfResponse(None)])
+@example([Frame(b"x", 0.0), EndOfResponse(0.2)])
+@example([Frame(b"x", 0.0), Cut("reset", "", 0.0)])
+@example([Frame(b"x", 0.0), Frame(b"y", 0.0)])
+@example([EndOfResponse(0.0), Frame(b"x", 0.0)])
 def test_whole_body_is_what_the_schedule_sends_at_once(events: list[Event]) -> None:
-    assert whole_body(events) == body_of_steps(events)
+    # a tuple of two events takes a short way: the same answer
+    assert whole_body(events) == whole_body(tuple(events)) == body_of_steps(events)
 
 
 @given(recorded_responses(), timings())
 def test_whole_body_of_a_replay(response: RecordedResponse, timing: Timing) -> None:
     events = replayed(response, timing)
     body = whole_body(events)
-    assert body == body_of_steps(events)
+    assert body == whole_body(tuple(events)) == body_of_steps(events)
     if response.stream is None:  # a non-stream replay is always one body
         assert body == response.body
