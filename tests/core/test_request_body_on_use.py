@@ -133,3 +133,13 @@ def test_the_same_bad_body_in_a_response_is_refused_alike() -> None:
     obj["response"]["body"] = {"json": {}, "style": "tabs"}
     with pytest.raises(ValueError, match=r"\"response\.body\": unknown JSON style 'tabs'"):
         Interaction.from_json(obj)
+
+
+def test_a_render_that_lost_the_race_reads_the_winners_bytes() -> None:
+    """Thread A renders and lets the JSON value go while thread B, which
+    found no ``body`` yet, is inside the descriptor: B reads A's bytes."""
+    request = read_line(interaction(body=SENT[0]).to_line()).request
+    descriptor = vars(RecordedRequest)["body"]
+    assert request.body == SENT[0]  # A: rendered, the value let go
+    assert not _unrendered(request)
+    assert descriptor.__get__(request, RecordedRequest) == SENT[0]  # B, late
