@@ -118,6 +118,16 @@ class Looks:
         monkeypatch.setattr(Proxy, "_time", time)
 
 
+async def cut_off(served: Proxy, client: Client) -> None:
+    """Serve ``client``, which sends half a request head, until the proxy
+    closes it (within five seconds)."""
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(served.handle, client)
+            await client.give(HALF_HEAD)
+            await client.closed.wait()
+
+
 async def wait_written(client: Client, data: bytes) -> None:
     while data not in client.written:
         await anyio.sleep(0.001)
@@ -129,11 +139,7 @@ async def test_a_deadline_passing_between_two_looks_is_acted_on_at_the_next(
     looks = Looks(monkeypatch)
     served = proxy(tmp_path, client_timeout=0.2)
     client = Client()
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(served.handle, client)
-            await client.give(HALF_HEAD)
-            await client.closed.wait()
+    await cut_off(served, client)
     assert client.written.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
     assert b"--client-timeout" in client.written
     # the looks before saw the deadline ahead; the one that closed it, past
@@ -165,11 +171,7 @@ async def test_a_connection_that_ends_before_its_deadline_stops_the_timer(
     served.client_timeout = 0.05
     served.tick = 0.005
     late = Client()
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(served.handle, late)
-            await late.give(HALF_HEAD)
-            await late.closed.wait()
+    await cut_off(served, late)
     assert late.written.startswith(b"HTTP/1.1 408 ")
     assert looks.started == 2
 
