@@ -21,7 +21,7 @@ import json
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ._cassette import Cassette, Interaction, RecordedRequest
 from ._config import Config, Mode
@@ -58,10 +58,12 @@ if TYPE_CHECKING:
     # so a replay does not load them.
     from ._freshness import Staleness
     from ._miss import MissReport
-    from ._record import Recorder
+    from ._record import Recorder, Steps
     from ._ui import UiConfig
 
 __all__ = ["Engine", "PendingRecording"]
+
+T = TypeVar("T")
 
 _JSON = (b"content-type", b"application/json")
 _DEFAULT_MATCH = MatchConfig()
@@ -120,8 +122,9 @@ class Engine:
         self._replaying: tuple[Event, ...] | None = None
         #: What the upstream of the exchange being recorded sent so far.
         self._capture: _Capture | None = None
-        #: Builds the recording of a finished forward: called by ``record``.
-        self._unstored: Callable[[], Interaction] | None = None
+        #: Builds the recording of a finished forward, in pieces (see
+        #: :meth:`PendingRecording.step`): called by ``record``.
+        self._unstored: Callable[[], Steps[Interaction]] | None = None
         #: The forwarded request's redacted form and key, computed when first
         #: asked for (``forward_key``, ``record``), not on the way upstream.
         self._keyed: Callable[[], tuple[RecordedRequest, str]] | None = None
@@ -629,7 +632,7 @@ class Engine:
         self._events.append(EndOfResponse())
         if self._capture is not None:
             capture, self._capture = self._capture, None
-            self._unstored = lambda: capture.recorder().end(now)
+            self._unstored = lambda: _built(capture, lambda recorder: recorder.ending(now))
 
     def upstream_error(self, error: UpstreamError, detail: str = "", *, now: float = 0.0) -> None:
         """The upstream failed.  Before the head: the client gets a 502 (504
@@ -672,7 +675,9 @@ class Engine:
         self._events.append(Cut(error.value, detail))
         if self._capture is not None:
             capture, self._capture = self._capture, None
-            self._unstored = lambda: capture.recorder().fail(error, detail, now)
+            self._unstored = lambda: _built(
+                capture, lambda recorder: recorder.failing(error, detail, now)
+            )
 
     @property
     def record_due(self) -> bool:
@@ -699,7 +704,7 @@ class Engine:
         if self._unstored is None:
             return None
         build, self._unstored = self._unstored, None
-        return build()
+        return _to_end(build())
 
     def store(self, interaction: Interaction) -> Recorded:
         """Add ``interaction`` to the cassette; the line to append (see
@@ -739,20 +744,75 @@ class PendingRecording:
     """A finished forward's recording, to build and store later (see
     :meth:`Engine.take_recording`)."""
 
-    __slots__ = ("_build", "_superseding", "cassette")
+    __slots__ = ("_build", "_done", "_steps", "_superseding", "cassette")
 
     def __init__(
-        self, cassette: Cassette, build: Callable[[], Interaction], superseding: int
+        self, cassette: Cassette, build: Callable[[], Steps[Interaction]], superseding: int
     ) -> None:
         #: The cassette the recording goes to.
         self.cassette = cassette
         self._build = build
         self._superseding = superseding
+        self._steps: Steps[Recorded] | None = None
+        self._done: Recorded | None = None
 
     def record(self) -> Recorded:
         """Build the recording, add it to its cassette, and return the line
         to append.  It raises only on a bug; the recording is then lost."""
-        return _store(self.cassette, self._build(), self._superseding)
+        while (recorded := self.step()) is None:
+            pass
+        return recorded
+
+    def step(self) -> Recorded | None:
+        """Build the next piece of the recording: ``None`` while pieces are
+        left, then what :meth:`record` returns (again on later calls).
+
+        Building a recording takes a few hundred microseconds (keying and
+        redacting the request, decoding and redacting the response, its
+        usage, the JSON line), in four pieces of comparable size.  A binding
+        that serves other requests meanwhile builds one piece at a time and
+        lets them go in between: an answer that arrives while a recording
+        is built waits for one piece, not for the whole.  The pieces of one
+        recording run in order; recordings of one cassette are stored in
+        the order they are finished (see :meth:`Engine.take_recording`).
+        It raises only on a bug; the recording is then lost (later calls
+        raise :class:`LocalProtocolError`)."""
+        if self._done is not None:
+            return self._done
+        if self._steps is None:
+            self._steps = self._built()
+        try:
+            next(self._steps)
+        except StopIteration as end:
+            if end.value is None:  # a step raised before: nothing is left
+                raise LocalProtocolError("this recording's build failed: it is lost") from None
+            self._done = end.value
+            return self._done
+        return None
+
+    def _built(self) -> Steps[Recorded]:
+        interaction = yield from self._build()
+        yield
+        return _store(self.cassette, interaction, self._superseding)
+
+
+def _to_end(steps: Steps[T]) -> T:
+    """What ``steps`` build, all run now."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as end:
+            return end.value  # type: ignore[no-any-return]
+
+
+def _built(
+    capture: _Capture, finish: Callable[[Recorder], Steps[Interaction]]
+) -> Steps[Interaction]:
+    """A recording's pieces up to its interaction: the recorder (the
+    request keyed and redacted), then ``finish``'s (the response's)."""
+    recorder = capture.recorder()
+    yield
+    return (yield from finish(recorder))
 
 
 def _store(cassette: Cassette, interaction: Interaction, superseding: int) -> Recorded:

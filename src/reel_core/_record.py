@@ -9,8 +9,9 @@ response byte.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 from ._body import ContentDecoder, parse_json
 from ._frames import SSESplitter, sse_event_ends
@@ -28,7 +29,12 @@ from ._redact import Redactor
 from ._upstream import UpstreamError
 from ._usage import extract_usage
 
-__all__ = ["Recorder", "UpstreamError", "response_shape"]
+__all__ = ["Recorder", "Steps", "UpstreamError", "response_shape"]
+
+T = TypeVar("T")
+#: Work done in steps: each ``next()`` runs one, the last one returns a ``T``
+#: (see :meth:`~reel_core.PendingRecording.step`).
+Steps: TypeAlias = Generator[None, None, T]
 
 
 _NO_LITERALS = Literals(())
@@ -242,15 +248,27 @@ class Recorder:
     def end(self, now: float) -> Interaction:
         """The upstream response ended cleanly."""
         self._finish(now)
-        if self._broken is not None:
-            return self._build(self._broken, now)
-        return self._build(None, now)
+        return self._build(self._broken, now)
+
+    def ending(self, now: float) -> Steps[Interaction]:
+        """:meth:`end` in two steps: the body taken, then the interaction."""
+        self._finish(now)
+        yield
+        return self._build(self._broken, now)
 
     def fail(self, error: UpstreamError, detail: str, now: float) -> Interaction:
         """The upstream broke off after the head: record a cut."""
         self._finish(now)
-        cut = self._broken or StreamCut(self._stamp(now), error.value, detail)
-        return self._build(cut, now)
+        return self._build(self._cut(error, detail, now), now)
+
+    def failing(self, error: UpstreamError, detail: str, now: float) -> Steps[Interaction]:
+        """:meth:`fail` in two steps: the body taken, then the interaction."""
+        self._finish(now)
+        yield
+        return self._build(self._cut(error, detail, now), now)
+
+    def _cut(self, error: UpstreamError, detail: str, now: float) -> StreamCut:
+        return self._broken or StreamCut(self._stamp(now), error.value, detail)
 
     def _build(self, cut: StreamCut | None, now: float) -> Interaction:
         kind = self._kind

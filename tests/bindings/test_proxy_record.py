@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import socket
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -14,7 +16,7 @@ import httpx
 import pytest
 
 from reel_bindings.proxy import Proxy, _server, running
-from reel_core import Interaction, Mode
+from reel_core import Mode, PendingRecording, Recorded
 from reel_core._record import Recorder
 from tests.fakes.upstream import respond, serve_fake
 from tests.fakes.wire import SCENARIO_HEADER
@@ -39,14 +41,14 @@ async def test_the_client_has_the_whole_answer_before_the_recording_is_built(
 ) -> None:
     cassette = tmp_path / "c.jsonl"
     seen: list[bytes] = []
-    end = Recorder.end
+    finish = Recorder._finish
 
-    def spy(self: Recorder, now: float) -> Interaction:
+    def spy(self: Recorder, now: float) -> None:
         # what the client could read now (nobody reads its socket yet)
         seen.append(client.recv(1 << 20, socket.MSG_PEEK | socket.MSG_DONTWAIT))
-        return end(self, now)
+        finish(self, now)
 
-    monkeypatch.setattr(Recorder, "end", spy)
+    monkeypatch.setattr(Recorder, "_finish", spy)
     async with serve_fake(frame_delay=0.001) as fake:
         opts = options(Mode.RECORD, cassette, upstream=fake.url)
         proxy = Proxy(opts.config(), cassette=cassette)
@@ -79,7 +81,7 @@ async def test_a_recording_that_cannot_be_built_is_reported(
         proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
     ):
         with monkeypatch.context() as patch:
-            patch.setattr(Recorder, "end", broken)
+            patch.setattr(Recorder, "_finish", broken)
             got = await fetch(client, chat_call("lost", stream=True))
             with anyio.fail_after(5):  # the line is built after the client's answer
                 while not any("NOT recorded" in r.message for r in caplog.records):
@@ -137,14 +139,61 @@ async def test_record_mode_builds_a_recording_once_the_next_request_went_upstrea
     ):
         assert (await fetch(first, chat_call("a"))).status == 200
         assert recorded_prompts(cassette) == []  # answered, not built yet
-        # built while the next request, on any connection, is with the upstream
+        # built while the next request, on any connection, is with the
+        # upstream (a step at a time: done as that forward ends, a moment
+        # after its client has the answer)
         assert (await fetch(second, chat_call("b", stream=True))).status == 200
-        assert recorded_prompts(cassette) == ["a"]
+        assert await lines_written(cassette, 1) == ["a"]
         assert (await fetch(first, chat_call("c"))).status == 200
-        assert recorded_prompts(cassette) == ["a", "b"]
+        assert await lines_written(cassette, 2) == ["a", "b"]
         await first.aclose()  # its connection ends: "c" goes to disk
         assert await lines_written(cassette, 3) == ["a", "b", "c"]
         replies = [respond(r) for r in fake.requests]
+    assert [i.response.content for i in interactions(cassette)] == [r.body for r in replies]
+
+
+async def test_an_answer_does_not_wait_for_the_recording_built_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recording of "a" is built while "b" is with the upstream, a step
+    at a time: "b"'s answer reaches its client between two steps.  Here the
+    build of "a" takes as many steps as it takes for "b" to be answered
+    (10 s at most): built at once, it would hold the proxy, and "b"'s
+    client, for all of them."""
+    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)  # not built at quiet time
+    answered: list[str] = []
+    building: list[PendingRecording] = []
+    finished_after: list[list[str]] = []
+    step = PendingRecording.step
+    deadline = math.inf
+
+    def slow_step(self: PendingRecording) -> Recorded | None:
+        nonlocal deadline
+        if not building:
+            building.append(self)  # "a"'s, the first recording built
+            deadline = time.monotonic() + 10
+        if self is building[0] and not answered and time.monotonic() < deadline:
+            return None  # one more step: "b" has no answer yet
+        recorded = step(self)
+        if recorded is not None and self is building[0]:
+            finished_after.append(list(answered))
+        return recorded
+
+    monkeypatch.setattr(PendingRecording, "step", slow_step)
+    cassette = tmp_path / "c.jsonl"
+    async with (
+        serve_fake() as fake,
+        running(options(Mode.RECORD, cassette, upstream=fake.url)) as url,
+        httpx.AsyncClient(base_url=url, timeout=30, trust_env=False) as client,
+    ):
+        assert (await fetch(client, chat_call("a"))).status == 200
+        got = await fetch(client, chat_call("b", stream=True))
+        answered.append("b")
+        assert got.status == 200
+        assert await lines_written(cassette, 1) == ["a"]
+        replies = [respond(r) for r in fake.requests]
+    assert finished_after == [["b"]]  # "b" was answered while "a" was being built
+    assert b"".join(got.chunks) == replies[1].body
     assert [i.response.content for i in interactions(cassette)] == [r.body for r in replies]
 
 
@@ -170,7 +219,8 @@ async def test_stopping_the_proxy_writes_the_recordings_waiting(
     ):
         for prompt in ("a", "b"):
             assert (await fetch(client, chat_call(prompt))).status == 200
-        assert recorded_prompts(cassette) == ["a"]  # "b" waits: its client is still there
+        # "b" waits: its client is still there
+        assert await lines_written(cassette, 1) == ["a"]
     assert recorded_prompts(cassette) == ["a", "b"]  # the proxy stopped: written
 
 

@@ -91,7 +91,7 @@ def test_a_failure_while_building_is_raised_by_record(monkeypatch: pytest.Monkey
     def broken(self: Recorder, now: float) -> None:
         raise RuntimeError("bug in the recorder")
 
-    monkeypatch.setattr(Recorder, "end", broken)
+    monkeypatch.setattr(Recorder, "_finish", broken)
     cassette = Cassette("c")
     session = forwarded(cassette)
     session.upstream_end(now=1.2)
@@ -208,3 +208,52 @@ def test_a_forwards_credential_values_are_read_when_first_asked_for(
         assert key[::-1] not in line  # the echo and the request body, scrubbed
         assert b"REDACTED" in line
     assert len(made) == 1  # one redactor for the exchange: what is said and the line
+
+
+def _taken(cassette: Cassette, cut: bool = False) -> PendingRecording:
+    session = forwarded(cassette)
+    if cut:
+        session.upstream_error(UpstreamError.RESET, "peer reset", now=1.3)
+    else:
+        session.upstream_end(now=1.2)
+    pull(session)
+    pending = session.take_recording()
+    assert pending is not None
+    return pending
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["end", "cut"])
+def test_a_recording_built_step_by_step_is_the_one_record_builds(cut: bool) -> None:
+    """A binding may build a recording a step at a time, serving others in
+    between: the cassette changes only at the last step, and the line is
+    the one ``record()`` builds at once."""
+    whole, stepped = Cassette("c"), Cassette("c")
+    expected = _taken(whole, cut).record()
+    pending = _taken(stepped, cut)
+    steps = 1
+    while (recorded := pending.step()) is None:
+        assert len(stepped) == 0  # nothing stored before the last step
+        steps += 1
+    assert steps >= 4  # the request keyed, the body taken, the interaction, the line
+    assert recorded == expected
+    assert len(stepped) == 1
+    assert pending.step() is recorded  # done: asked again, the same line
+    assert pending.record() is recorded
+
+
+def test_a_step_that_fails_loses_that_recording_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: Recorder, now: float) -> None:
+        raise RuntimeError("bug in the recorder")
+
+    cassette = Cassette("c")
+    with monkeypatch.context() as patch:
+        patch.setattr(Recorder, "_finish", broken)
+        pending = _taken(cassette)
+        assert pending.step() is None  # the request keyed
+        with pytest.raises(RuntimeError, match="bug in the recorder"):
+            pending.step()
+    with pytest.raises(LocalProtocolError, match="build failed"):
+        pending.step()  # nothing half-built is stored later
+    assert len(cassette) == 0
+    assert _taken(cassette).record().line  # the next recording is not affected
+    assert len(cassette) == 1

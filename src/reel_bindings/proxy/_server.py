@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import attrs
 
 from reel_core import (
@@ -598,6 +599,7 @@ class Proxy:
         ends as cut by the client (recorded so, with what came until then)."""
         assert forward.url is not None
         gone = _Gone()
+        relayed = anyio.Event()
         async with anyio.create_task_group() as tg:
 
             def waiting() -> None:
@@ -605,12 +607,15 @@ class Proxy:
                 # for it): what it did not need before it went runs now,
                 # while the upstream works.  Starting the watch costs a task.
                 tg.start_soon(_watch, stream, session, gone, tg.cancel_scope)
-                self.settle()  # recordings waiting (record mode)
+                if self._recordings:  # record mode: built as the upstream works
+                    last = self._recordings[-1][0]
+                    tg.start_soon(self._build_meanwhile, last, session, relayed)
 
             try:
                 stop = tg.cancel_scope
                 await self._relay(stream, session, forward, exchange, gone, stop, waiting)
             finally:
+                relayed.set()
                 tg.cancel_scope.cancel()  # the watch is over
         if not gone.why:
             return
@@ -767,9 +772,11 @@ class Proxy:
         a few hundred microseconds: in record mode it is left off the
         connection's way to its next request, and done while the CPU would
         wait anyway: once the next forwarded request (on any connection) has
-        gone upstream (or waits for a connection to be made), when the
-        client has been quiet for ``SETTLE_AFTER``, or as its connection
-        ends (the proxy's shutdown too).  Record mode
+        gone upstream (or waits for a connection to be made), a step at a
+        time (:meth:`_build_meanwhile`: an upstream that answers fast waits
+        for a step, not for the build), or here, at once, when the client
+        has been quiet for ``SETTLE_AFTER``, or as its connection ends (the
+        proxy's shutdown too).  Record mode
         never looks a recording up, so no decision waits for one; every
         other mode builds each recording as its exchange ends, before the
         connection reads on: a request that could be answered from the
@@ -778,17 +785,44 @@ class Proxy:
         A recording that cannot be built (a bug) loses that exchange, said
         loudly; the client has its answer and the connection stays up."""
         while self._recordings:
-            pending, redactor, target = self._recordings.popleft()
-            try:
-                recorded = pending.record()
-            except Exception:
-                self.write_errors += 1
-                log.exception(
-                    "could not build the recording of %s: the exchange was NOT recorded (the "
-                    "client got its answer); please report this",
-                    redactor.target(target),
-                )
-                continue
+            self._build_step()
+
+    async def _build_meanwhile(
+        self, last: PendingRecording, session: Session, relayed: anyio.Event
+    ) -> None:
+        """Build the recordings waiting, up to ``last``, a step at a time
+        (:meth:`PendingRecording.step`), while ``session``'s forward waits
+        on its upstream: its answer, when it comes, waits for the step
+        under way, not for the whole build, and goes out whole before the
+        next step (once the forward has ``relayed`` it).  Other connections
+        go between two steps.  Shielded: the forward's end waits for it,
+        so the recordings it took on are on disk when the forward is over
+        (a client that leaves, or a proxy that stops, loses none)."""
+        with anyio.CancelScope(shield=True):
+            while any(pending is last for pending, _, _ in self._recordings):
+                if session.state is not State.AWAIT_UPSTREAM:
+                    await relayed.wait()  # the answer came: it goes first
+                self._build_step()
+                await anyio.lowlevel.checkpoint()
+
+    def _build_step(self) -> None:
+        """Build a step of the oldest recording waiting; once it is built,
+        append its line.  A recording that cannot be built (a bug) loses
+        that exchange, said loudly; the client has its answer."""
+        pending, redactor, target = self._recordings[0]
+        try:
+            recorded = pending.step()
+        except Exception:
+            self._recordings.popleft()
+            self.write_errors += 1
+            log.exception(
+                "could not build the recording of %s: the exchange was NOT recorded (the "
+                "client got its answer); please report this",
+                redactor.target(target),
+            )
+            return
+        if recorded is not None:
+            self._recordings.popleft()
             self._append(pending.cassette, recorded)
 
     def _append(self, cassette: Cassette, recorded: Recorded) -> None:
