@@ -21,7 +21,7 @@ import json
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from ._cassette import Cassette, Interaction, RecordedRequest
 from ._config import Config, Mode
@@ -62,8 +62,6 @@ if TYPE_CHECKING:
     from ._ui import UiConfig
 
 __all__ = ["Engine", "PendingRecording"]
-
-T = TypeVar("T")
 
 _JSON = (b"content-type", b"application/json")
 _DEFAULT_MATCH = MatchConfig()
@@ -430,6 +428,7 @@ class Engine:
         self._keyed = keyed
         if mode.records:
             self._capture = _Capture(
+                keyed,
                 functools.partial(
                     _new_recorder,
                     self.cassette,
@@ -438,7 +437,7 @@ class Engine:
                     keyed,
                     self._scrub,
                     self._sent_of(request) if self._by_sent else None,
-                )
+                ),
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
         self._events.append(
@@ -703,8 +702,10 @@ class Engine:
         when there is nothing to record."""
         if self._unstored is None:
             return None
+        from ._record import run_steps
+
         build, self._unstored = self._unstored, None
-        return _to_end(build())
+        return run_steps(build())
 
     def store(self, interaction: Interaction) -> Recorded:
         """Add ``interaction`` to the cassette; the line to append (see
@@ -793,30 +794,31 @@ class PendingRecording:
     def _built(self) -> Steps[Recorded]:
         interaction = yield from self._build()
         yield
-        return _store(self.cassette, interaction, self._superseding)
-
-
-def _to_end(steps: Steps[T]) -> T:
-    """What ``steps`` build, all run now."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as end:
-            return end.value  # type: ignore[no-any-return]
+        return (yield from _storing(self.cassette, interaction, self._superseding))
 
 
 def _built(
     capture: _Capture, finish: Callable[[Recorder], Steps[Interaction]]
 ) -> Steps[Interaction]:
-    """A recording's pieces up to its interaction: the recorder (the
-    request keyed and redacted), then ``finish``'s (the response's)."""
+    """A recording's steps up to its interaction: the request redacted and
+    keyed, its recorder, then ``finish``'s (the response's)."""
+    capture.keyed()
+    yield
     recorder = capture.recorder()
     yield
     return (yield from finish(recorder))
 
 
 def _store(cassette: Cassette, interaction: Interaction, superseding: int) -> Recorded:
-    """Add ``interaction`` to ``cassette``; the line to append.
+    """Add ``interaction`` to ``cassette``; the line to append."""
+    from ._record import run_steps
+
+    return run_steps(_storing(cassette, interaction, superseding))
+
+
+def _storing(cassette: Cassette, interaction: Interaction, superseding: int) -> Steps[Recorded]:
+    """Add ``interaction`` to ``cassette``, in two steps (its line, then the
+    cassette's add); the line to append.
 
     It joins its request's newest generation, or starts the next one when
     it records a stale recording again (``superseding``: that generation);
@@ -826,8 +828,9 @@ def _store(cassette: Cassette, interaction: Interaction, superseding: int) -> Re
     generation = max(cassette.generation(interaction.key, cassette.keying), superseding)
     if generation != interaction.generation:
         interaction = replace(interaction, generation=generation)
-    previous = cassette.predecessor(interaction)
     line = interaction.to_line()
+    yield
+    previous = cassette.predecessor(interaction)
     cassette.add(interaction, line=line)
     if previous is None:
         return Recorded(line, interaction.id, interaction.key)
@@ -884,7 +887,9 @@ class _Capture:
     :class:`Recorder` (which needs the request's secret check and key) is
     made from it when the recording is built, after the client's answer."""
 
-    def __init__(self, new_recorder: Callable[[], Recorder]) -> None:
+    def __init__(self, keyed: Callable[[], object], new_recorder: Callable[[], Recorder]) -> None:
+        #: The request redacted and keyed (computed once, then kept).
+        self.keyed = keyed
         self._new_recorder = new_recorder
         #: ``Recorder.head``'s arguments (a capture without a head is dropped).
         self.head: tuple[int, Headers, float, float | None, float | None] = (0, (), 0.0, None, None)

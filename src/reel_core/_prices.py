@@ -28,6 +28,7 @@ billed at the output rate.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ._providers import PROVIDERS, Price
@@ -83,6 +84,7 @@ def _normalize(name: str) -> str:
     return name
 
 
+@functools.lru_cache(maxsize=256)
 def resolve_model(name: str) -> str | None:
     """The price-table key for a model name, or ``None`` when unknown.
 
@@ -93,6 +95,10 @@ def resolve_model(name: str) -> str | None:
     ``gemini-2.5-flash``): the longest known name that the model name starts
     with, followed only by a snapshot suffix.  Fine-tuned models (``ft:``)
     have their own prices and resolve to ``None``.
+
+    A dated name is looked for among every known one (tens of
+    microseconds), and a recording asks for its model's: the few names a
+    run records are resolved once.
     """
     if name.startswith("ft:"):
         return None

@@ -29,12 +29,21 @@ from ._redact import Redactor
 from ._upstream import UpstreamError
 from ._usage import extract_usage
 
-__all__ = ["Recorder", "Steps", "UpstreamError", "response_shape"]
+__all__ = ["Recorder", "Steps", "UpstreamError", "response_shape", "run_steps"]
 
 T = TypeVar("T")
 #: Work done in steps: each ``next()`` runs one, the last one returns a ``T``
 #: (see :meth:`~reel_core.PendingRecording.step`).
 Steps: TypeAlias = Generator[None, None, T]
+
+
+def run_steps(steps: Steps[T]) -> T:
+    """What ``steps`` build, all run now."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as end:
+            return end.value  # type: ignore[no-any-return]
 
 
 _NO_LITERALS = Literals(())
@@ -247,30 +256,27 @@ class Recorder:
 
     def end(self, now: float) -> Interaction:
         """The upstream response ended cleanly."""
-        self._finish(now)
-        return self._build(self._broken, now)
+        return run_steps(self.ending(now))
 
     def ending(self, now: float) -> Steps[Interaction]:
-        """:meth:`end` in two steps: the body taken, then the interaction."""
+        """:meth:`end` in steps: the body taken, the response redacted, the
+        interaction."""
         self._finish(now)
         yield
-        return self._build(self._broken, now)
+        return (yield from self._building(self._broken, now))
 
     def fail(self, error: UpstreamError, detail: str, now: float) -> Interaction:
         """The upstream broke off after the head: record a cut."""
-        self._finish(now)
-        return self._build(self._cut(error, detail, now), now)
+        return run_steps(self.failing(error, detail, now))
 
     def failing(self, error: UpstreamError, detail: str, now: float) -> Steps[Interaction]:
-        """:meth:`fail` in two steps: the body taken, then the interaction."""
+        """:meth:`fail` in steps, as :meth:`ending`."""
         self._finish(now)
         yield
-        return self._build(self._cut(error, detail, now), now)
+        cut = self._broken or StreamCut(self._stamp(now), error.value, detail)
+        return (yield from self._building(cut, now))
 
-    def _cut(self, error: UpstreamError, detail: str, now: float) -> StreamCut:
-        return self._broken or StreamCut(self._stamp(now), error.value, detail)
-
-    def _build(self, cut: StreamCut | None, now: float) -> Interaction:
+    def _building(self, cut: StreamCut | None, now: float) -> Steps[Interaction]:
         kind = self._kind
         if kind is None and cut is not None:
             kind = "chunks"  # a body cut short replays as the chunks that came
@@ -296,6 +302,7 @@ class Recorder:
         # what of a response is scrubbed (the safe headers, each SSE event
         # whole, chunks so that no secret straddles two)
         response = response.redacted(self._redactor)
+        yield
         meta: dict[str, Any] = {
             "ttfb_ms": None if self._sent_at is None else _ms(self._head_at - self._sent_at),
             "total_ms": _ms(now - (self._head_at if self._sent_at is None else self._sent_at)),

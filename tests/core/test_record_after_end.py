@@ -234,7 +234,7 @@ def test_a_recording_built_step_by_step_is_the_one_record_builds(cut: bool) -> N
     while (recorded := pending.step()) is None:
         assert len(stepped) == 0  # nothing stored before the last step
         steps += 1
-    assert steps >= 4  # the request keyed, the body taken, the interaction, the line
+    assert steps >= 7  # keyed, recorder, body, redacted, interaction, line, stored
     assert recorded == expected
     assert len(stepped) == 1
     assert pending.step() is recorded  # done: asked again, the same line
@@ -250,8 +250,9 @@ def test_a_step_that_fails_loses_that_recording_only(monkeypatch: pytest.MonkeyP
         patch.setattr(Recorder, "_finish", broken)
         pending = _taken(cassette)
         assert pending.step() is None  # the request keyed
+        assert pending.step() is None  # its recorder
         with pytest.raises(RuntimeError, match="bug in the recorder"):
-            pending.step()
+            pending.step()  # the body taken
     with pytest.raises(LocalProtocolError, match="build failed"):
         pending.step()  # nothing half-built is stored later
     assert len(cassette) == 0
