@@ -21,6 +21,7 @@ from reel_core import (
     Redactor,
     Replay,
     Request,
+    ResponseHead,
     Timing,
     UpstreamError,
 )
@@ -45,8 +46,29 @@ __all__ = [
 _FAMILIES = ("httpx", "httpx2")
 #: The extensions of a replayed response (httpx copies them).
 _REPLAYED = {"reel": "replay"}
-#: How many recordings' response headers a transport keeps (all go when full).
+#: How many recordings' responses a transport keeps (all go when full).
 _HEADS_KEPT = 4096
+#: What a response built with ``content=`` holds, in httpx and httpx2 (pinned
+#: by ``tests/bindings/test_warm_replay.py``): a later play of the same
+#: recording copies them.  Those in ``_FRESH`` are made afresh for each play.
+_RESPONSE_STATE = frozenset(
+    {
+        "_content",
+        "_decoder",
+        "_num_bytes_downloaded",
+        "_request",
+        "default_encoding",
+        "extensions",
+        "headers",
+        "history",
+        "is_closed",
+        "is_stream_consumed",
+        "next_request",
+        "status_code",
+        "stream",
+    }
+)
+_FRESH = frozenset({"headers", "extensions", "history"})
 
 
 if TYPE_CHECKING:
@@ -252,9 +274,11 @@ class Base(Binding):
         if upstream is not None:
             self._given[type(upstream).__module__.partition(".")[0]] = upstream
         self._proxies = environment_proxies()
-        #: The response headers a recording replayed whole is answered with,
-        #: by ``(client family, recorded headers, body length)``.
-        self._heads: dict[tuple[str, tuple[tuple[bytes, bytes], ...], int], Any] = {}
+        #: What the first play of a recording replayed whole answered, for
+        #: its later plays (see ``_replay_response``): by ``(client family,
+        #: id of the recording's head)``, ``(head, body, the response's
+        #: attributes, its headers)``.
+        self._heads: dict[tuple[str, int], tuple[ResponseHead, bytes, dict[str, Any], Any]] = {}
 
     def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
         """The pool a forward of ``request`` goes through: the ``upstream``
@@ -283,25 +307,33 @@ class Base(Binding):
             return family.Response(
                 head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
             )
-        # A whole body replayed: the response is built as ``content=`` builds
-        # it (its headers, with the ``Content-Length`` httpx adds if none)
-        # once per recording; later plays reuse those headers and skip
-        # httpx's encoding of the content and its header checks.
-        # They depend on the recorded headers and the body's length alone:
-        # kept by those values (recordings alike share them; the key is
-        # bytes and numbers, which the garbage collector stops tracking).
-        key = (family.__name__, head.headers, len(content))
-        headers = self._heads.get(key)
-        if headers is None:
-            response = family.Response(
-                head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
-            )
-            if len(self._heads) >= _HEADS_KEPT:
-                self._heads.clear()
-            self._heads[key] = family.Headers(response.headers)
+        # A whole body replayed: its first play is built as ``content=``
+        # builds it (httpx adds a ``Content-Length`` if none, reads the body
+        # through its decoders: a gzip body is decoded).  Reading it again
+        # for each later play took 13 of the 15 µs a response cost, and gives
+        # the same values: a later play is a copy of the first's attributes,
+        # those a client or its user may change (headers, extensions,
+        # history) made afresh.  Kept by the recording's head (the same
+        # object each time the engine replays that recording, see
+        # ``Engine.replaying``), with its body to check against.
+        key = (family.__name__, id(head))
+        kept = self._heads.get(key)
+        if kept is not None and kept[0] is head and kept[1] is content:
+            response = family.Response.__new__(family.Response)
+            state = response.__dict__
+            state.update(kept[2])
+            state["headers"] = family.Headers(kept[3])
+            state["extensions"] = dict(_REPLAYED)
+            state["history"] = []
             return response
         response = family.Response(
-            head.status, headers=headers, stream=family.ByteStream(content), extensions=_REPLAYED
+            head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
         )
-        response.read()  # as ``content=`` does: the body is there at once
+        state = vars(response)
+        if state.keys() == _RESPONSE_STATE:  # else a version of httpx this was not checked on
+            if len(self._heads) >= _HEADS_KEPT:
+                self._heads.clear()
+            # the mutable ones are not kept (each play's own); None keeps their order
+            copied = {name: None if name in _FRESH else value for name, value in state.items()}
+            self._heads[key] = (head, content, copied, family.Headers(response.headers))
         return response
