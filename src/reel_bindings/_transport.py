@@ -21,7 +21,6 @@ from reel_core import (
     Redactor,
     Replay,
     Request,
-    ResponseHead,
     Timing,
     UpstreamError,
 )
@@ -69,6 +68,10 @@ _RESPONSE_STATE = frozenset(
     }
 )
 _FRESH = frozenset({"headers", "extensions", "history"})
+#: Set for each play: those made afresh, the body stream (made from the
+#: recorded body) and the decoder (done with once the body is read: shared).
+_OWN = _FRESH | {"stream", "_decoder"}
+_Pairs = tuple[tuple[bytes, bytes], ...]
 
 
 if TYPE_CHECKING:
@@ -276,9 +279,12 @@ class Base(Binding):
         self._proxies = environment_proxies()
         #: What the first play of a recording replayed whole answered, for
         #: its later plays (see ``_replay_response``): by ``(client family,
-        #: id of the recording's head)``, ``(head, body, the response's
-        #: attributes, its headers)``.
-        self._heads: dict[tuple[str, int], tuple[ResponseHead, bytes, dict[str, Any], Any]] = {}
+        #: id of the recording's head)``, ``(body, status, headers)`` and the
+        #: response's values; the response's headers and decoder by
+        #: ``(client family, recorded headers, body length)``.
+        self._heads: dict[tuple[str, int], tuple[bytes, int, _Pairs]] = {}
+        self._values: dict[tuple[str, int], dict[str, Any]] = {}
+        self._shared: dict[tuple[str, _Pairs, int], tuple[Any, Any]] = {}
 
     def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
         """The pool a forward of ``request`` goes through: the ``upstream``
@@ -311,29 +317,54 @@ class Base(Binding):
         # builds it (httpx adds a ``Content-Length`` if none, reads the body
         # through its decoders: a gzip body is decoded).  Reading it again
         # for each later play took 13 of the 15 µs a response cost, and gives
-        # the same values: a later play is a copy of the first's attributes,
+        # the same values: a later play copies the first's attributes, with
         # those a client or its user may change (headers, extensions,
-        # history) made afresh.  Kept by the recording's head (the same
-        # object each time the engine replays that recording, see
-        # ``Engine.replaying``), with its body to check against.
-        key = (family.__name__, id(head))
+        # history) made afresh and a body stream of its own.
+        # What is kept is walked by the garbage collector on every full
+        # collection, so a recording keeps values only (bytes, strings,
+        # numbers: the collector stops tracking them); keeping the first
+        # response's own objects (six a recording) made first plays slower.
+        # Its headers and decoder (done with once the body is read) depend
+        # on the recorded headers and the body's length alone: recordings
+        # alike share them.
+        family_name = family.__name__
+        key = (family_name, id(head))
         kept = self._heads.get(key)
-        if kept is not None and kept[0] is head and kept[1] is content:
-            response = family.Response.__new__(family.Response)
-            state = response.__dict__
-            state.update(kept[2])
-            state["headers"] = family.Headers(kept[3])
-            state["extensions"] = dict(_REPLAYED)
-            state["history"] = []
-            return response
+        # the same body, status and headers: the same response (whatever
+        # the head's identity: a head gone, another may take its id)
+        if (
+            kept is not None
+            and kept[0] is content
+            and kept[1] == head.status
+            and kept[2] == head.headers
+        ):
+            values = self._values.get(key)  # None: another thread just cleared them
+            shared = self._shared.get((family_name, head.headers, len(content)))
+            if values is not None and shared is not None:
+                response = family.Response.__new__(family.Response)
+                state = response.__dict__
+                state.update(values)
+                state["headers"] = family.Headers(shared[0])
+                state["extensions"] = dict(_REPLAYED)
+                state["history"] = []
+                state["stream"] = family.ByteStream(content)
+                state["_decoder"] = shared[1]
+                return response
         response = family.Response(
             head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
         )
         state = vars(response)
         if state.keys() == _RESPONSE_STATE:  # else a version of httpx this was not checked on
-            if len(self._heads) >= _HEADS_KEPT:
+            if len(self._heads) >= _HEADS_KEPT or len(self._shared) >= _HEADS_KEPT:
                 self._heads.clear()
-            # the mutable ones are not kept (each play's own); None keeps their order
-            copied = {name: None if name in _FRESH else value for name, value in state.items()}
-            self._heads[key] = (head, content, copied, family.Headers(response.headers))
+                self._values.clear()
+                self._shared.clear()
+            # None keeps the order of those set for each play
+            values = {name: None if name in _OWN else value for name, value in state.items()}
+            # apart: a tuple holding a dict stays tracked
+            self._values[key] = values
+            self._heads[key] = (content, head.status, head.headers)
+            shared_key = (family_name, head.headers, len(content))
+            if shared_key not in self._shared:
+                self._shared[shared_key] = (family.Headers(response.headers), state["_decoder"])
         return response

@@ -339,3 +339,45 @@ def test_a_gzip_body_is_decoded_on_every_async_play(
     plays = anyio.run(main, backend=backend)
     assert plays[0] == plays[1] == plays[2]
     assert plays[0][1] == b'{"ok": true, "zipped": "yes"}'
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_recordings_alike_answer_their_own_bodies(tmp_path: Path, family: ModuleType) -> None:
+    """Two recordings with the same headers and body length share what
+    depends on those alone (headers, decoder), never their bodies."""
+    store = Cassette(meta=CassetteMeta())
+    for n, body in enumerate((b'{"a": 1}', b'{"b": 2}')):
+        store.add(_interaction(n, RecordedResponse(200, (JSON,), body=body), "POST"))
+    path = tmp_path / "alike.jsonl"
+    path.write_bytes(store.dumps())
+    transport = Transport(path, mode="replay")
+    with family.Client(transport=transport) as client:
+        for _ in range(3):
+            assert [client.post(URL, content=_body(n)).json() for n in (0, 1)] == [
+                {"a": 1},
+                {"b": 2},
+            ]
+    assert len(transport._shared) == 1
+
+
+def test_a_kept_answer_of_another_head_is_not_used(cassette: Path) -> None:
+    """A recording's head gone, another may take its id: what is kept for
+    it answers only a head of the same status and headers, with the same
+    body (the same response).  Here the kept answers are made another
+    recording's, one field at a time."""
+    transport = Transport(cassette, mode="replay")
+
+    def other(field: int, value: Any, name: str, kept: Any) -> None:
+        for key, entry in list(transport._heads.items()):
+            transport._heads[key] = (*entry[:field], value, *entry[field + 1 :])
+            transport._values[key][name] = kept
+
+    with httpx.Client(transport=transport) as client:
+        first = _state(client.post(URL, content=_body(0)))
+        for field, value, name, kept in (
+            (1, 599, "status_code", 599),
+            (0, b"{}", "_content", b"{}"),
+            (2, ((b"content-type", b"text/plain"),), "status_code", 598),
+        ):
+            other(field, value, name, kept)
+            assert _state(client.post(URL, content=_body(0))) == first
