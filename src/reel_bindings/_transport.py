@@ -353,8 +353,9 @@ class Base(Binding):
         response = family.Response(
             head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
         )
-        state = vars(response)
-        if state.keys() == _RESPONSE_STATE:  # else a version of httpx this was not checked on
+        state = getattr(response, "__dict__", None)
+        # else a version of httpx this was not checked on: built each time
+        if state is not None and state.keys() == _RESPONSE_STATE:
             if len(self._heads) >= _HEADS_KEPT or len(self._shared) >= _HEADS_KEPT:
                 self._heads.clear()
                 self._values.clear()

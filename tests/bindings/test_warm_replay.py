@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import types
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,7 +21,8 @@ import httpx2
 import pytest
 
 from reel_bindings import _transport
-from reel_bindings._transport import _FRESH, _RESPONSE_STATE
+from reel_bindings._inprocess import Decision
+from reel_bindings._transport import _FRESH, _RESPONSE_STATE, core_request
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_core import (
     Cassette,
@@ -381,3 +383,25 @@ def test_a_kept_answer_of_another_head_is_not_used(cassette: Path) -> None:
         ):
             other(field, value, name, kept)
             assert _state(client.post(URL, content=_body(0))) == first
+
+
+def test_a_response_without_a_dict_is_built_each_time(cassette: Path) -> None:
+    """A client family whose responses keep their attributes otherwise
+    (slots: nothing to copy) gets a response built for every play."""
+
+    class Slotted:
+        __slots__ = ("status_code",)
+
+        def __init__(self, status: int, **given: object) -> None:
+            self.status_code = status
+
+    family = types.SimpleNamespace(__name__="httpx", Response=Slotted)
+    transport = Transport(cassette, mode="replay")
+    request = httpx.Request("POST", URL, content=_body(0))
+    for _ in range(2):
+        decision = transport.player.decide(core_request(request, request.read()))
+        assert isinstance(decision, Decision)
+        response = transport._replay_response(family, decision, decision.body)  # type: ignore[arg-type]
+        assert type(response) is Slotted
+        assert response.status_code == 200
+    assert transport._heads == {}
