@@ -45,8 +45,33 @@ __all__ = [
 _FAMILIES = ("httpx", "httpx2")
 #: The extensions of a replayed response (httpx copies them).
 _REPLAYED = {"reel": "replay"}
-#: How many recordings' response headers a transport keeps (all go when full).
+#: How many recordings' responses a transport keeps (all go when full).
 _HEADS_KEPT = 4096
+#: What a response built with ``content=`` holds, in httpx and httpx2 (pinned
+#: by ``tests/bindings/test_warm_replay.py``): a later play of the same
+#: recording copies them.  Those in ``_FRESH`` are made afresh for each play.
+_RESPONSE_STATE = frozenset(
+    {
+        "_content",
+        "_decoder",
+        "_num_bytes_downloaded",
+        "_request",
+        "default_encoding",
+        "extensions",
+        "headers",
+        "history",
+        "is_closed",
+        "is_stream_consumed",
+        "next_request",
+        "status_code",
+        "stream",
+    }
+)
+_FRESH = frozenset({"headers", "extensions", "history"})
+#: Set for each play: those made afresh, the body stream (made from the
+#: recorded body) and the decoder (done with once the body is read: shared).
+_OWN = _FRESH | {"stream", "_decoder"}
+_Pairs = tuple[tuple[bytes, bytes], ...]
 
 
 if TYPE_CHECKING:
@@ -252,9 +277,14 @@ class Base(Binding):
         if upstream is not None:
             self._given[type(upstream).__module__.partition(".")[0]] = upstream
         self._proxies = environment_proxies()
-        #: The response headers a recording replayed whole is answered with,
-        #: by ``(client family, recorded headers, body length)``.
-        self._heads: dict[tuple[str, tuple[tuple[bytes, bytes], ...], int], Any] = {}
+        #: What the first play of a recording replayed whole answered, for
+        #: its later plays (see ``_replay_response``): by ``(client family,
+        #: id of the recording's head)``, ``(body, status, headers)`` and the
+        #: response's values; the response's headers and decoder by
+        #: ``(client family, recorded headers, body length)``.
+        self._heads: dict[tuple[str, int], tuple[bytes, int, _Pairs]] = {}
+        self._values: dict[tuple[str, int], dict[str, Any]] = {}
+        self._shared: dict[tuple[str, _Pairs, int], tuple[Any, Any]] = {}
 
     def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
         """The pool a forward of ``request`` goes through: the ``upstream``
@@ -283,25 +313,59 @@ class Base(Binding):
             return family.Response(
                 head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
             )
-        # A whole body replayed: the response is built as ``content=`` builds
-        # it (its headers, with the ``Content-Length`` httpx adds if none)
-        # once per recording; later plays reuse those headers and skip
-        # httpx's encoding of the content and its header checks.
-        # They depend on the recorded headers and the body's length alone:
-        # kept by those values (recordings alike share them; the key is
-        # bytes and numbers, which the garbage collector stops tracking).
-        key = (family.__name__, head.headers, len(content))
-        headers = self._heads.get(key)
-        if headers is None:
-            response = family.Response(
-                head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
-            )
-            if len(self._heads) >= _HEADS_KEPT:
-                self._heads.clear()
-            self._heads[key] = family.Headers(response.headers)
-            return response
+        # A whole body replayed: its first play is built as ``content=``
+        # builds it (httpx adds a ``Content-Length`` if none, reads the body
+        # through its decoders: a gzip body is decoded).  Reading it again
+        # for each later play took 13 of the 15 µs a response cost, and gives
+        # the same values: a later play copies the first's attributes, with
+        # those a client or its user may change (headers, extensions,
+        # history) made afresh and a body stream of its own.
+        # What is kept is walked by the garbage collector on every full
+        # collection, so a recording keeps values only (bytes, strings,
+        # numbers: the collector stops tracking them); keeping the first
+        # response's own objects (six a recording) made first plays slower.
+        # Its headers and decoder (done with once the body is read) depend
+        # on the recorded headers and the body's length alone: recordings
+        # alike share them.
+        family_name = family.__name__
+        key = (family_name, id(head))
+        kept = self._heads.get(key)
+        # the same body, status and headers: the same response (whatever
+        # the head's identity: a head gone, another may take its id)
+        if (
+            kept is not None
+            and kept[0] is content
+            and kept[1] == head.status
+            and kept[2] == head.headers
+        ):
+            values = self._values.get(key)  # None: another thread just cleared them
+            shared = self._shared.get((family_name, head.headers, len(content)))
+            if values is not None and shared is not None:
+                response = family.Response.__new__(family.Response)
+                state = response.__dict__
+                state.update(values)
+                state["headers"] = family.Headers(shared[0])
+                state["extensions"] = dict(_REPLAYED)
+                state["history"] = []
+                state["stream"] = family.ByteStream(content)
+                state["_decoder"] = shared[1]
+                return response
         response = family.Response(
-            head.status, headers=headers, stream=family.ByteStream(content), extensions=_REPLAYED
+            head.status, headers=list(head.headers), content=content, extensions=_REPLAYED
         )
-        response.read()  # as ``content=`` does: the body is there at once
+        state = getattr(response, "__dict__", None)
+        # else a version of httpx this was not checked on: built each time
+        if state is not None and state.keys() == _RESPONSE_STATE:
+            if len(self._heads) >= _HEADS_KEPT or len(self._shared) >= _HEADS_KEPT:
+                self._heads.clear()
+                self._values.clear()
+                self._shared.clear()
+            # None keeps the order of those set for each play
+            values = {name: None if name in _OWN else value for name, value in state.items()}
+            # apart: a tuple holding a dict stays tracked
+            self._values[key] = values
+            self._heads[key] = (content, head.status, head.headers)
+            shared_key = (family_name, head.headers, len(content))
+            if shared_key not in self._shared:
+                self._shared[shared_key] = (family.Headers(response.headers), state["_decoder"])
         return response

@@ -1,12 +1,16 @@
 """A recording played again through the httpx/httpx2 transports is answered
-as its first play was: the warm path (the response headers kept per
-recording, the replay's reply kept per events) changes nothing a client
-sees -- status, headers (``Content-Length`` too), body, extensions, and
-whether the body is read already."""
+as its first play was: the warm path (a later play's response a copy of
+the first play's attributes, kept per recording) changes nothing a client
+sees -- status, headers (``Content-Length`` too), body (a gzip body
+decoded), extensions, whether the body is read already, and every other
+attribute httpx and httpx2 set (pinned here, both families)."""
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
+import types
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,6 +20,9 @@ import httpx
 import httpx2
 import pytest
 
+from reel_bindings import _transport
+from reel_bindings._inprocess import Decision
+from reel_bindings._transport import _FRESH, _RESPONSE_STATE, core_request
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_core import (
     Cassette,
@@ -151,3 +158,250 @@ def test_a_miss_is_not_kept_as_a_recordings_answer(cassette: Path) -> None:
         client.post(URL, content=_body(0))
         client.post(URL, content=_body(0))
     assert len(transport._heads) == 1  # the one recording, not the misses
+
+
+GZIPPED = gzip.compress(b'{"ok": true, "zipped": "yes"}', mtime=0)
+#: Recordings whose body httpx reads otherwise than as it is: gzip-encoded
+#: (decoded by httpx), and a stream recorded without a ``Content-Length``
+#: answered whole (httpx adds one).
+ODD = [
+    RecordedResponse(200, (("Content-Encoding", "gzip"), JSON), body=GZIPPED),
+    RecordedResponse(200, (("content-type", "text/event-stream"),), stream="sse",
+                     frames=((0.0, b"data: 1\n\n"),), end_ms=0.0),
+]  # fmt: skip
+
+
+@pytest.fixture
+def odd(tmp_path: Path) -> Path:
+    store = Cassette(meta=CassetteMeta())
+    for method in ("POST", "HEAD"):
+        for n, response in enumerate(ODD):
+            store.add(_interaction(n, response, method))
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(store.dumps())
+    return path
+
+
+def _state(response: Any) -> dict[str, Any]:
+    """Every attribute of ``response``, as a value: the objects httpx makes
+    for each response (headers, streams, decoders) by what they hold."""
+    seen: dict[str, Any] = {}
+    for name, value in vars(response).items():
+        if name == "headers":
+            value = value.raw
+        elif name in ("extensions", "history"):
+            value = type(value)(value)  # as it is now
+        elif name == "_request" and value is not None:
+            value = (value.method, str(value.url), value.content)
+        elif name in ("stream", "_decoder", "_elapsed"):  # _elapsed: a stream read
+            value = type(value).__name__
+        seen[name] = value
+    return seen
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+@pytest.mark.parametrize("method", ["POST", "HEAD"])
+def test_a_warm_response_holds_what_the_first_holds(
+    odd: Path, cassette: Path, family: ModuleType, method: str
+) -> None:
+    """Attribute by attribute, through a client: a later play copies the
+    first play's attributes (``_replay_response``), so any attribute httpx
+    or httpx2 set otherwise would show here."""
+    for path, count in ((odd, len(ODD)), (cassette, len(RESPONSES))):
+        with family.Client(transport=Transport(path, mode="replay", timing="fast")) as client:
+            plays = []
+            for _ in range(3):
+                play = []
+                for n in range(count):
+                    request = client.build_request(method, URL, content=_body(n))
+                    response = client.send(request, stream=True)
+                    with contextlib.suppress(family.RemoteProtocolError):
+                        response.read()
+                    play.append(_state(response))
+                plays.append(play)
+        assert plays[0] == plays[1] == plays[2]
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_a_gzip_body_is_decoded_on_every_play(odd: Path, family: ModuleType) -> None:
+    transport = Transport(odd, mode="replay")
+    for _ in range(3):
+        response = transport.handle_request(family.Request("POST", URL, content=_body(0)))
+        assert response.content == b'{"ok": true, "zipped": "yes"}'
+        assert response.json() == {"ok": True, "zipped": "yes"}
+        assert response.headers["content-encoding"] == "gzip"
+        assert response.headers["content-length"] == str(len(GZIPPED))
+        # as httpx itself builds it from the recorded bytes
+        built = family.Response(200, headers=response.headers, content=GZIPPED)
+        assert response.num_bytes_downloaded == built.num_bytes_downloaded
+        assert list(response.iter_bytes()) == [response.content]
+    with (
+        family.Client(transport=transport) as client,
+        client.stream("POST", URL, content=_body(0)) as streamed,  # read already
+    ):
+        assert streamed.read() == b'{"ok": true, "zipped": "yes"}'
+        with pytest.raises(family.StreamConsumed):
+            list(streamed.iter_raw())
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_a_stream_without_content_length_gets_httpxs_each_time(
+    odd: Path, family: ModuleType
+) -> None:
+    transport = Transport(odd, mode="replay")
+    for method, body in (("POST", b"data: 1\n\n"), ("HEAD", b"")):
+        # what httpx answers for the body itself (none for an empty one)
+        length = family.Response(200, content=body).headers.get_list("content-length")
+        assert length == (["9"] if body else [])
+        for _ in range(3):
+            response = transport.handle_request(family.Request(method, URL, content=_body(1)))
+            assert response.headers.get_list("content-length") == length
+            assert response.content == body
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_what_a_user_changes_in_a_response_stays_in_it(cassette: Path, family: ModuleType) -> None:
+    """Headers, extensions and history are each play's own: a later play of
+    the same recording is answered as the first was, whatever was done to
+    the responses before it."""
+    transport = Transport(cassette, mode="replay")
+    with family.Client(transport=transport) as client:
+        first = client.post(URL, content=_body(0))
+        expected = _state(first)
+        for response in (first, client.post(URL, content=_body(0))):
+            response.headers["x-added"] = "by the user"
+            del response.headers["content-type"]
+            response.extensions["mine"] = True
+            response.history.append(response)
+            response.status_code = 599
+        again = client.post(URL, content=_body(0))
+    assert _state(again) == expected
+    assert again.extensions == {"reel": "replay"}
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_the_response_attributes_kept_are_those_of_this_httpx(
+    cassette: Path, family: ModuleType
+) -> None:
+    """The warm path copies a response's attributes, which are httpx's own:
+    pinned here for both families, so that a version of httpx that adds or
+    renames one fails this test (a new attribute might have to be made
+    afresh for each play, as headers are)."""
+    response = family.Response(200, content=b"{}", extensions={"reel": "replay"})
+    assert set(vars(response)) == _RESPONSE_STATE
+    assert _FRESH <= _RESPONSE_STATE
+    # the others are values, or objects that are never changed once read
+    for name, value in vars(response).items():
+        if name not in _FRESH:
+            assert value is None or isinstance(
+                value, (bytes, str, int, family.ByteStream, type(response._decoder))
+            ), name
+
+
+def test_a_response_of_other_attributes_is_built_each_time(
+    cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A response that holds other attributes than the known ones (another
+    httpx version) is not copied: each play builds its own, as the first."""
+    monkeypatch.setattr(_transport, "_RESPONSE_STATE", _RESPONSE_STATE - {"history"})
+    transport = Transport(cassette, mode="replay")
+    with httpx.Client(transport=transport) as client:
+        plays = [_state(client.post(URL, content=_body(0))) for _ in range(3)]
+    assert plays[0] == plays[1] == plays[2]
+    assert plays[0]["_content"] == b'{\n  "ok": true\n}'
+    assert transport._heads == {}
+
+
+def test_a_transport_keeps_a_bounded_number_of_responses(
+    cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_transport, "_HEADS_KEPT", 2)
+    transport = Transport(cassette, mode="replay", timing="fast")
+    expected = [b'{\n  "ok": true\n}', b'{"error":"slow down"}', b"data: [DONE]\n\n"]
+    with httpx.Client(transport=transport) as client:
+        for _ in range(3):
+            assert [client.post(URL, content=_body(n)).content for n in (0, 2, 3)] == expected
+            assert len(transport._heads) <= 2
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_a_gzip_body_is_decoded_on_every_async_play(
+    odd: Path, backend: str, family: ModuleType
+) -> None:
+    async def main() -> list[tuple[Any, ...]]:
+        transport = AsyncTransport(odd, mode="replay")
+        async with family.AsyncClient(transport=transport) as client:
+            plays = []
+            for _ in range(3):
+                response = await client.post(URL, content=_body(0))
+                plays.append((response.headers.raw, await response.aread(), response.json()))
+            return plays
+
+    plays = anyio.run(main, backend=backend)
+    assert plays[0] == plays[1] == plays[2]
+    assert plays[0][1] == b'{"ok": true, "zipped": "yes"}'
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_recordings_alike_answer_their_own_bodies(tmp_path: Path, family: ModuleType) -> None:
+    """Two recordings with the same headers and body length share what
+    depends on those alone (headers, decoder), never their bodies."""
+    store = Cassette(meta=CassetteMeta())
+    for n, body in enumerate((b'{"a": 1}', b'{"b": 2}')):
+        store.add(_interaction(n, RecordedResponse(200, (JSON,), body=body), "POST"))
+    path = tmp_path / "alike.jsonl"
+    path.write_bytes(store.dumps())
+    transport = Transport(path, mode="replay")
+    with family.Client(transport=transport) as client:
+        for _ in range(3):
+            assert [client.post(URL, content=_body(n)).json() for n in (0, 1)] == [
+                {"a": 1},
+                {"b": 2},
+            ]
+    assert len(transport._shared) == 1
+
+
+def test_a_kept_answer_of_another_head_is_not_used(cassette: Path) -> None:
+    """A recording's head gone, another may take its id: what is kept for
+    it answers only a head of the same status and headers, with the same
+    body (the same response).  Here the kept answers are made another
+    recording's, one field at a time."""
+    transport = Transport(cassette, mode="replay")
+
+    def other(field: int, value: Any, name: str, kept: Any) -> None:
+        for key, entry in list(transport._heads.items()):
+            transport._heads[key] = (*entry[:field], value, *entry[field + 1 :])
+            transport._values[key][name] = kept
+
+    with httpx.Client(transport=transport) as client:
+        first = _state(client.post(URL, content=_body(0)))
+        for field, value, name, kept in (
+            (1, 599, "status_code", 599),
+            (0, b"{}", "_content", b"{}"),
+            (2, ((b"content-type", b"text/plain"),), "status_code", 598),
+        ):
+            other(field, value, name, kept)
+            assert _state(client.post(URL, content=_body(0))) == first
+
+
+def test_a_response_without_a_dict_is_built_each_time(cassette: Path) -> None:
+    """A client family whose responses keep their attributes otherwise
+    (slots: nothing to copy) gets a response built for every play."""
+
+    class Slotted:
+        __slots__ = ("status_code",)
+
+        def __init__(self, status: int, **given: object) -> None:
+            self.status_code = status
+
+    family = types.SimpleNamespace(__name__="httpx", Response=Slotted)
+    transport = Transport(cassette, mode="replay")
+    request = httpx.Request("POST", URL, content=_body(0))
+    for _ in range(2):
+        decision = transport.player.decide(core_request(request, request.read()))
+        assert isinstance(decision, Decision)
+        response = transport._replay_response(family, decision, decision.body)  # type: ignore[arg-type]
+        assert type(response) is Slotted
+        assert response.status_code == 200
+    assert transport._heads == {}
