@@ -83,8 +83,16 @@ def json_response(status: int, body: bytes, *, head_only: bool = False) -> tuple
 
 @functools.lru_cache(maxsize=1024)
 def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
-    """A recording's response headers as sent (most recordings share a few sets)."""
-    return normalize_headers(headers)
+    """A recording's response headers as sent, but for its framing: a
+    replay frames the body it sends itself (a ``Content-Length`` for a
+    whole body, none for a stream), so the framing and hop-by-hop headers a
+    hand-edited line may hold (Reel records none) are left out: kept, they
+    would be sent twice, or contradict the body."""
+    return tuple(
+        (name, value)
+        for name, value in normalize_headers(headers)
+        if name not in HOP_BY_HOP and name != b"content-length"
+    )
 
 
 def error_body(type_: str, message: str, **extra: object) -> bytes:

@@ -42,6 +42,13 @@ class Call:
 class Reply:
     status: int
     body: bytes
+    #: ``(lowercase name, value)`` as received, repeats kept (not compared:
+    #: a test asks for them).
+    headers: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+
+def _raw(pairs: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in pairs)
 
 
 Send = Callable[[Call], Reply]
@@ -56,7 +63,7 @@ def sync_transport(family: Any, cassette: Path, mode: Mode, url: str) -> Iterato
             r = client.request(
                 call.method, url + call.target, content=call.body, headers=call.headers
             )
-            return Reply(r.status_code, r.read())
+            return Reply(r.status_code, r.read(), _raw(r.headers.raw))
 
         yield send
 
@@ -73,7 +80,7 @@ def async_transport(
                 r = await client.request(
                     call.method, url + call.target, content=call.body, headers=call.headers
                 )
-                return Reply(r.status_code, await r.aread())
+                return Reply(r.status_code, await r.aread(), _raw(r.headers.raw))
 
         result: Reply = anyio.run(go, backend=backend)
         return result
@@ -91,7 +98,8 @@ def requests_adapter(cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
             r = session.request(
                 call.method, url + call.target, data=call.body, headers=call.headers
             )
-            return Reply(r.status_code, r.content)
+            pairs = r.headers.items()  # a name once: requests keeps a dict
+            return Reply(r.status_code, r.content, tuple((k.lower(), v) for k, v in pairs))
 
         yield send
 
@@ -115,7 +123,7 @@ def proxy(backend: str, cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
             r = client.request(
                 call.method, proxy_url + call.target, content=call.body, headers=call.headers
             )
-            return Reply(r.status_code, r.read())
+            return Reply(r.status_code, r.read(), _raw(r.headers.raw))
 
         yield send
 

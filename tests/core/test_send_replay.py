@@ -331,3 +331,43 @@ def test_a_reader_sends_whole_only_in_place_of_a_response() -> None:
     reader = RequestReader(Limits())
     with pytest.raises(LocalProtocolError, match="in place of the whole response"):
         reader.sent_whole(True)  # no request read yet
+
+
+#: Framing and hop-by-hop headers a hand-edited line may hold (Reel records none).
+FRAMING = (
+    ("Content-Length", "999"),
+    ("Transfer-Encoding", "chunked"),
+    ("Connection", "close"),
+    ("Keep-Alive", "timeout=5"),
+)
+
+
+def test_a_hand_edited_lines_framing_headers_are_not_replayed() -> None:
+    """A replay frames what it sends itself: a whole body gets one
+    ``Content-Length``, its own, and a stream none (chunked), whatever
+    framing a hand-edited line holds; the other headers are kept."""
+    headers = (("content-type", "application/json"), *FRAMING, ("x-request-id", "req_1"))
+    whole = interaction(headers=headers, response_body=b'{"ok":1}')
+    stream = interaction(
+        stream="sse",
+        frames=SSE,
+        end_ms=1200.0,
+        headers=(("content-type", "text/event-stream"), *FRAMING),
+    )
+    for rec, expected_body in ((whole, b'{"ok":1}'), (stream, b"".join(d for _, d in SSE))):
+        wire = client_bytes(body=BODY)
+        out, decisions, _, _ = both(line(rec), [wire])
+        assert decisions == ["Replay"]
+        head, body, complete = parse_response(out)
+        assert (head.status_code, body, complete) == (200, expected_body, True)
+        names = [name for name, _ in head.headers]
+        assert b"keep-alive" not in names
+        assert (b"connection", b"close") not in head.headers
+        if rec is whole:
+            assert names.count(b"content-length") == 1
+            assert (b"content-length", b"8") in head.headers
+            assert b"transfer-encoding" not in names
+            assert (b"x-request-id", b"req_1") in head.headers
+        else:
+            assert b"content-length" not in names
+            assert names.count(b"transfer-encoding") == 1  # h11's own: chunked
