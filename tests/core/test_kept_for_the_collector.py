@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import gc
 import json
+from collections.abc import Iterator
+
+import pytest
 
 from reel_core import Config, EndOfResponse, Engine, Mode, Replay, read_line
 from reel_core._cursor import Cursor
@@ -27,6 +30,20 @@ from ._helpers import cassette_of, interaction, request
 #: body was left unrendered (the memo's key, the play count and the end
 #: event left the count).  A few caches filled once add a fraction.
 KEPT_PER_FIRST_PLAY = 12.5
+
+
+@pytest.fixture(autouse=True)
+def _frozen() -> Iterator[None]:
+    """What the test process holds already is moved out of the collector's
+    sight (``gc.freeze``): a collection then walks what the test made, not
+    the whole test worker (six of them took seconds a test), and
+    ``gc.get_objects()`` counts only those."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _collect() -> None:
