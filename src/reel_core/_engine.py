@@ -773,19 +773,21 @@ class PendingRecording:
         return recorded
 
     def step(self) -> Recorded | None:
-        """Build the next piece of the recording: ``None`` while pieces are
+        """Build the next step of the recording: ``None`` while steps are
         left, then what :meth:`record` returns (again on later calls).
 
-        Building a recording takes a few hundred microseconds (keying and
-        redacting the request, decoding and redacting the response, its
-        usage, the JSON line), in four pieces of comparable size.  A binding
-        that serves other requests meanwhile builds one piece at a time and
-        lets them go in between: an answer that arrives while a recording
-        is built waits for one piece, not for the whole.  The pieces of one
-        recording run in order; recordings of one cassette are stored in
-        the order they are finished (see :meth:`Engine.take_recording`).
-        It raises only on a bug; the recording is then lost (later calls
-        raise :class:`LocalProtocolError`)."""
+        Building a recording takes a few hundred microseconds, in seven
+        steps of tens to a hundred or two each: the request redacted and
+        keyed, its recorder, the body taken, the response redacted, the
+        interaction (its usage), the line, the cassette's add (the only
+        step that changes the cassette).  A binding that serves other
+        requests meanwhile builds a step at a time and lets them go in
+        between: an answer that arrives while a recording is built waits
+        for one step, not for the whole.  Recordings of one cassette are
+        still built one after the other, in the order their exchanges
+        ended (see :meth:`Engine.take_recording`).  It raises only on a
+        bug; the recording is then lost (later calls raise
+        :class:`LocalProtocolError`)."""
         if self._done is not None:
             return self._done
         if self._steps is None:
