@@ -51,6 +51,9 @@ def full_run() -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", SLOW_HELP)
+    # pytest-cov's own, named here too: a run without the plugin
+    # (``-p no:cov``) still knows it
+    config.addinivalue_line("markers", "no_cover: disable coverage for this test.")
 
 
 def _is_slow(item: pytest.Item) -> bool:
