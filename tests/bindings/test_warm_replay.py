@@ -70,15 +70,20 @@ def _body(n: int) -> bytes:
     return json.dumps({"model": "m", "n": n}).encode()
 
 
-@pytest.fixture
-def cassette(tmp_path: Path) -> Path:
+def _written(path: Path, responses: list[RecordedResponse]) -> Path:
+    """A cassette at ``path`` recording each of ``responses`` for a
+    ``POST`` and a ``HEAD``."""
     store = Cassette(meta=CassetteMeta())
     for method in ("POST", "HEAD"):
-        for n, response in enumerate(RESPONSES):
+        for n, response in enumerate(responses):
             store.add(_interaction(n, response, method))
-    path = tmp_path / "warm.jsonl"
     path.write_bytes(store.dumps())
     return path
+
+
+@pytest.fixture
+def cassette(tmp_path: Path) -> Path:
+    return _written(tmp_path / "warm.jsonl", RESPONSES)
 
 
 def _seen(response: Any) -> tuple[Any, ...]:
@@ -173,13 +178,7 @@ ODD = [
 
 @pytest.fixture
 def odd(tmp_path: Path) -> Path:
-    store = Cassette(meta=CassetteMeta())
-    for method in ("POST", "HEAD"):
-        for n, response in enumerate(ODD):
-            store.add(_interaction(n, response, method))
-    path = tmp_path / "odd.jsonl"
-    path.write_bytes(store.dumps())
-    return path
+    return _written(tmp_path / "odd.jsonl", ODD)
 
 
 def _state(response: Any) -> dict[str, Any]:
