@@ -7,12 +7,15 @@ re-exported by ``reel_bindings.httpcore``.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import os
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from reel_core import (
     Cut,
@@ -83,10 +86,10 @@ if TYPE_CHECKING:
     # Subclassing both families' bases lets type checkers accept a Reel
     # transport in httpx.Client(transport=...) and httpx2.Client(transport=...).
     class SyncBase(httpx.BaseTransport, httpx2.BaseTransport):  # type: ignore[misc]
-        pass
+        _process_pools = True
 
     class AsyncBase(httpx.AsyncBaseTransport, httpx2.AsyncBaseTransport):  # type: ignore[misc]
-        pass
+        _process_pools = False
 
 else:
 
@@ -98,8 +101,16 @@ else:
         protocol (``handle_request``, ``close``, ``__enter__``/``__exit__``),
         which the transports define; they never check its class."""
 
+        #: Forwards go through the process's pools (see :func:`process_pool`).
+        _process_pools = True
+
     class AsyncBase:
         """``httpx.AsyncBaseTransport`` at run time: see :class:`SyncBase`."""
+
+        #: An async pool's connections belong to the event loop they were
+        #: opened on (and test runners give each test a loop of its own):
+        #: each async transport keeps pools of its own, closed with it.
+        _process_pools = False
 
 
 def family_of(request: Any) -> ModuleType:
@@ -220,6 +231,57 @@ def ssl_context(family: ModuleType) -> Any:
     return context
 
 
+#: The pools of the sync transports' forwards, by client family, proxy URL
+#: and SSL context (see :func:`process_pool`).
+_POOLS: dict[tuple[str, str, int], Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def process_pool(family: ModuleType, proxy: str, verify: Any) -> Any:
+    """The process's pool of ``family``'s sync connections through
+    ``proxy`` (``""``: direct) with SSL context ``verify``, shared by every
+    sync transport.
+
+    An SDK client makes a transport of its own, and a test suite makes a
+    client per test (or per call): with a pool each, every recorded
+    request opened a connection of its own, a TCP and TLS handshake before
+    its first byte (about 0.8 ms on a loopback here, tens of milliseconds
+    to a provider).  A transport closed leaves the process's pools open,
+    for the next one; they close as the process exits.  A forked child
+    starts with none (the parent's connections are the parent's)."""
+    key = (family.__name__, proxy, id(verify))  # contexts live as long as the process
+    pool = _POOLS.get(key)
+    if pool is None:
+        with _POOLS_LOCK:
+            pool = _POOLS.get(key)
+            if pool is None:
+                make = family.HTTPTransport
+                pool = make(proxy=proxy, verify=verify) if proxy else make(verify=verify)
+                _POOLS[key] = pool
+    return pool
+
+
+def _close_pools() -> None:
+    """Close the process's pools (as it exits)."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        with contextlib.suppress(Exception):  # exiting: nothing left to tell
+            pool.close()
+
+
+def _forget_pools() -> None:
+    """In a forked child: the parent's connections are the parent's (two
+    processes writing on one would read each other's answers)."""
+    _POOLS.clear()
+
+
+atexit.register(_close_pools)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
+
+
 def core_request(request: Any, body: bytes) -> Request:
     return Request(request.method, request.url.raw_path.decode("ascii"), request.headers.raw, body)
 
@@ -242,6 +304,10 @@ def cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
 
 class Base(Binding):
     """The transports' own part: the pools forwards go through."""
+
+    #: Whether forwards go through the process's pools (sync transports)
+    #: or pools of the transport's own (async ones): set by the base.
+    _process_pools: ClassVar[bool]
 
     def __init__(
         self,
@@ -291,13 +357,16 @@ class Base(Binding):
         given for its family, else one of ``make`` (the family's
         ``HTTPTransport`` or ``AsyncHTTPTransport``) through the proxy the
         environment names for its URL, if any (``HTTPS_PROXY``,
-        ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``)."""
+        ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``): the process's for a
+        sync transport (:func:`process_pool`), else the transport's own."""
         given = self._given.get(family.__name__)
         if given is not None:
             return given
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
         proxy = proxy_for(url.scheme, url.host, port, self._proxies) or ""
+        if self._process_pools:
+            return process_pool(family, proxy, ssl_context(family))
         upstream = self._upstreams.get((family.__name__, proxy))
         if upstream is None:
             verify = ssl_context(family)
