@@ -7,12 +7,9 @@ re-exported by ``reel_bindings.httpcore``.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import functools
 import os
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -30,6 +27,7 @@ from reel_core import (
 
 from ._files import CassetteFile
 from ._inprocess import IN_PROCESS_HINT, Binding, Decision
+from ._per_process import PerProcess
 from ._proxy_env import environment_proxies, proxy_for
 from ._relay import Failure
 from ._store import Store
@@ -233,8 +231,7 @@ def ssl_context(family: ModuleType) -> Any:
 
 #: The pools of the sync transports' forwards, by client family, proxy URL
 #: and SSL context (see :func:`process_pool`).
-_POOLS: dict[tuple[str, str, int], Any] = {}
-_POOLS_LOCK = threading.Lock()
+_POOLS: PerProcess[Any] = PerProcess(lambda pool: pool.close())
 
 
 def process_pool(family: ModuleType, proxy: str, verify: Any) -> Any:
@@ -244,42 +241,18 @@ def process_pool(family: ModuleType, proxy: str, verify: Any) -> Any:
 
     An SDK client makes a transport of its own, and a test suite makes a
     client per test (or per call): with a pool each, every recorded
-    request opened a connection of its own, a TCP and TLS handshake before
-    its first byte (about 0.8 ms on a loopback here, tens of milliseconds
-    to a provider).  A transport closed leaves the process's pools open,
-    for the next one; they close as the process exits.  A forked child
-    starts with none (the parent's connections are the parent's)."""
-    key = (family.__name__, proxy, id(verify))  # contexts live as long as the process
-    pool = _POOLS.get(key)
-    if pool is None:
-        with _POOLS_LOCK:
-            pool = _POOLS.get(key)
-            if pool is None:
-                make = family.HTTPTransport
-                pool = make(proxy=proxy, verify=verify) if proxy else make(verify=verify)
-                _POOLS[key] = pool
-    return pool
+    request through a new transport opened a connection of its own, a TCP
+    and TLS handshake before its first byte (0.4-0.8 ms on a loopback
+    here, tens of milliseconds to a provider).  A transport closed leaves
+    the process's pools open, for the next; they close as the process
+    exits, and a forked child starts with none (:class:`PerProcess`)."""
 
+    def make() -> Any:
+        made = family.HTTPTransport
+        return made(proxy=proxy, verify=verify) if proxy else made(verify=verify)
 
-def _close_pools() -> None:
-    """Close the process's pools (as it exits)."""
-    with _POOLS_LOCK:
-        pools = list(_POOLS.values())
-        _POOLS.clear()
-    for pool in pools:
-        with contextlib.suppress(Exception):  # exiting: nothing left to tell
-            pool.close()
-
-
-def _forget_pools() -> None:
-    """In a forked child: the parent's connections are the parent's (two
-    processes writing on one would read each other's answers)."""
-    _POOLS.clear()
-
-
-atexit.register(_close_pools)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools)
+    # contexts live as long as the process: their ids stay theirs
+    return _POOLS.get((family.__name__, proxy, id(verify)), make)
 
 
 def core_request(request: Any, body: bytes) -> Request:

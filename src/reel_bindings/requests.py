@@ -9,7 +9,10 @@
 
 With ``stream=True``, ``iter_content`` and ``iter_lines`` yield replayed
 frames at their recorded offsets.  A miss answers the 404 miss report;
-``strict=True`` raises :class:`reel_core.MissError` instead.  Needs the
+``strict=True`` raises :class:`reel_core.MissError` instead.  In record
+mode an adapter forwards through the process's ``HTTPAdapter`` (a session
+made per test reuses the connections of the ones before it; see
+:func:`process_adapter`), or the ``upstream=`` given.  Needs the
 ``requests`` package (not a dependency of Reel).
 """
 
@@ -18,7 +21,6 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any
@@ -40,6 +42,7 @@ from reel_core import (
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
 from ._inprocess import IN_PROCESS_HINT, Binding, Upstreaming
+from ._per_process import PerProcess
 from ._store import Store
 from ._sync.relay import relay
 from ._sync.replay import frames
@@ -57,7 +60,25 @@ except ImportError as exc:  # pragma: no cover - exercised without requests inst
         "reel_bindings.requests needs the requests package: pip install requests"
     ) from exc
 
-__all__ = ["Adapter"]
+__all__ = ["Adapter", "process_adapter"]
+
+#: The process's adapter for forwards, once made (see :func:`process_adapter`).
+_SHARED: PerProcess[HTTPAdapter] = PerProcess(HTTPAdapter.close)
+
+
+def process_adapter() -> HTTPAdapter:
+    """The process's ``HTTPAdapter``, which every Reel adapter forwards
+    through unless given an ``upstream=`` of its own.
+
+    A session made per test (or per call) mounts a Reel adapter of its own:
+    with an ``HTTPAdapter`` each, every recorded request through a new one
+    opened a connection of its own (a TCP, and to a provider a TLS,
+    handshake before its first byte).  Its pools are keyed by scheme, host,
+    port and TLS settings, as any session's are.  A closed adapter leaves it
+    open for the next; it closes as the process exits, and a forked child
+    makes its own (:class:`PerProcess`)."""
+    return _SHARED.get("requests", HTTPAdapter)
+
 
 #: How requests' exceptions (and urllib3's, and the socket's under them)
 #: map onto :class:`UpstreamError`, first match first.  urllib3's
@@ -213,7 +234,6 @@ class Adapter(Binding, BaseAdapter):
             max_age=max_age,
         )
         self._upstream = upstream
-        self._lock = threading.Lock()
 
     def send(
         self,
@@ -270,11 +290,9 @@ class Adapter(Binding, BaseAdapter):
         cert: Any,
         proxies: Mapping[str, str] | None,
     ) -> requests.Response:
-        with self._lock:  # threads racing here share one adapter (and its pool)
-            if self._upstream is None:
-                self._upstream = HTTPAdapter()
+        upstream = self._upstream or process_adapter()
         try:
-            response = self._upstream.send(
+            response = upstream.send(
                 request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies
             )
         except (requests.RequestException, OSError) as exc:

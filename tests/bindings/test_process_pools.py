@@ -2,7 +2,8 @@
 for each client (as each SDK client makes one) reuses the connections the
 ones before it opened, and a closed transport leaves them to the next.
 Async transports keep pools of their own (an async connection belongs to
-its event loop)."""
+its event loop).  The requests adapter forwards through the process's
+``HTTPAdapter`` alike."""
 
 from __future__ import annotations
 
@@ -18,9 +19,12 @@ import anyio
 import httpx
 import httpx2
 import pytest
+import requests
 
 from reel_bindings import _transport
+from reel_bindings import requests as reel_requests
 from reel_bindings.httpcore import AsyncTransport, Transport
+from reel_bindings.requests import Adapter
 from tests.fakes.upstream import FakeUpstreamThread
 
 CHAT = "/v1/chat/completions"
@@ -44,13 +48,14 @@ def fake() -> Iterator[FakeUpstreamThread]:
 
 
 @pytest.fixture(autouse=True)
-def pools(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[Any, Any]]:
-    """The process's pools, for this test alone: none at its start, and
-    those it made closed at its end (as the process's close at its exit)."""
-    mine: dict[Any, Any] = {}
-    monkeypatch.setattr(_transport, "_POOLS", mine)
-    yield mine
-    _transport._close_pools()
+def pools() -> Iterator[None]:
+    """None of the process's pools at the test's start, and those it made
+    closed at its end (as the process's close at its exit)."""
+    for shared in (_transport._POOLS, reel_requests._SHARED):
+        shared.close_all()
+    yield
+    for shared in (_transport._POOLS, reel_requests._SHARED):
+        shared.close_all()
 
 
 def _record(family: Any, cassette: Path, url: str, content: str, stream: bool = False) -> None:
@@ -206,11 +211,12 @@ def test_async_transports_keep_pools_of_their_own(
 
 def test_the_process_pools_close_as_it_exits(tmp_path: Path, fake: FakeUpstreamThread) -> None:
     _record(httpx, tmp_path / "a.jsonl", fake.url, "before exit")
-    (pool,) = _transport._POOLS.values()
+    pool = _transport.process_pool(httpx, "", _transport.ssl_context(httpx))
+    assert len(_transport._POOLS) == 1
     assert len(pool._pool.connections) == 1
-    _transport._close_pools()  # what atexit runs
+    _transport._POOLS.close_all()  # what atexit runs
     assert pool._pool.connections == []
-    assert _transport._POOLS == {}
+    assert len(_transport._POOLS) == 0
     _record(httpx, tmp_path / "b.jsonl", fake.url, "a pool made again")
     assert fake.connections == 2
 
@@ -239,3 +245,61 @@ def test_a_process_exits_cleanly_with_its_pools_open(
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert len(lines(tmp_path / "x.jsonl")) == 1
+
+
+def _record_requests(cassette: Path, url: str, content: str, stream: bool = False) -> None:
+    """One request recorded through a new session and Reel adapter, closed after."""
+    with requests.Session() as session:
+        session.mount("http://", Adapter(cassette, mode="auto"))
+        r = session.post(url + CHAT, data=body(content, stream))
+        assert r.status_code == 200
+        assert r.content
+
+
+def test_requests_adapters_made_one_after_another_share_one_connection(
+    tmp_path: Path, fake: FakeUpstreamThread
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    for n in range(4):
+        _record_requests(cassette, fake.url, f"question {n}", stream=n % 2 == 1)
+    assert fake.connections == 1  # a connection each before
+    recorded = lines(cassette)
+    assert [r["response"].get("stream") for r in recorded] == [None, "sse", None, "sse"]
+    assert len(reel_requests._SHARED) == 1
+    assert reel_requests.process_adapter() is reel_requests.process_adapter()
+
+
+def test_a_requests_adapter_given_an_upstream_uses_it(
+    tmp_path: Path, fake: FakeUpstreamThread
+) -> None:
+    given = requests.adapters.HTTPAdapter()
+    with requests.Session() as session:
+        session.mount("http://", Adapter(tmp_path / "c.jsonl", mode="record", upstream=given))
+        assert session.post(fake.url + CHAT, data=body("mine")).status_code == 200
+    assert len(reel_requests._SHARED) == 0  # the process's was never made
+    _record_requests(tmp_path / "d.jsonl", fake.url, "shared")
+    assert fake.connections == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_makes_a_requests_adapter_of_its_own(
+    tmp_path: Path, fake: FakeUpstreamThread
+) -> None:
+    _record_requests(tmp_path / "parent.jsonl", fake.url, "parent first")
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        code = 1
+        try:
+            _record_requests(tmp_path / "child.jsonl", fake.url, "child")
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    _record_requests(tmp_path / "parent.jsonl", fake.url, "parent again")
+    assert fake.connections == 2  # the child's own, then the parent's reused
+    assert [r.body for r in fake.requests] == [
+        body("parent first"),
+        body("child"),
+        body("parent again"),
+    ]
