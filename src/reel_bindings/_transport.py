@@ -251,8 +251,8 @@ def process_pool(family: ModuleType, proxy: str, verify: Any) -> Any:
         made = family.HTTPTransport
         return made(proxy=proxy, verify=verify) if proxy else made(verify=verify)
 
-    # contexts live as long as the process: their ids stay theirs
-    return _POOLS.get((family.__name__, proxy, id(verify)), make)
+    # the context itself in the key (hashed by identity): alive as long as its pool
+    return _POOLS.get((family.__name__, proxy, verify), make)
 
 
 def core_request(request: Any, body: bytes) -> Request:
