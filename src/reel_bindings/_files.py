@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import secrets
 import threading
 import weakref
@@ -22,6 +23,11 @@ from typing import Any
 from reel_core import Cassette, CassetteError, CassetteMeta, Mode, Start, is_meta_line, start_of
 
 from ._store import FileStore, Store
+
+#: A byte that is not blank (a BOM's bytes, spaces, tabs, line ends): a
+#: cassette holding none is an empty one.  Searched for, not stripped: a
+#: strip copied the whole file to look at its first bytes.
+_NOT_BLANK = re.compile(rb"[^\xef\xbb\xbf \t\r\n]")
 
 __all__ = [
     "IN_PROCESS_RECORD_HINT",
@@ -225,7 +231,7 @@ class CassetteFile:
             self.cassette = loaded
             return
         data = self.store.read(self.name) or b""
-        if data.strip(b"\xef\xbb\xbf \t\r\n"):
+        if _NOT_BLANK.search(data):
             self.cassette = Cassette.loads(data, name=label, strict=strict)
             if strict:
                 self.cassette.validate()  # every line parsed, not just indexed

@@ -173,6 +173,24 @@ def test_a_new_cassette_gets_a_fresh_salt(tmp_path: Path, mode: Mode) -> None:
     assert _salt(CassetteFile(tmp_path / "empty.jsonl", mode=mode)) is not None
 
 
+@pytest.mark.parametrize(
+    "content", [b"\n", b" \t\r\n", b"\xef\xbb\xbf", b"\xef\xbb\xbf\r\n\r\n", b"\n" * 70_000]
+)
+def test_a_blank_file_is_a_new_cassette(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "blank.jsonl"
+    path.write_bytes(content)
+    file = CassetteFile(path, mode=Mode.AUTO, strict=True)
+    assert len(file.cassette) == 0
+    assert _salt(file) is not None
+
+
+def test_a_file_with_one_byte_past_its_blanks_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "nearly.jsonl"
+    path.write_bytes(b"\n" * 70_000 + b" x\n")
+    with pytest.raises(CassetteError, match=r"nearly.jsonl:70001: not a JSON line"):
+        CassetteFile(path, mode=Mode.AUTO, strict=True)
+
+
 def test_the_salt_is_written_with_the_first_line_and_kept(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     file = CassetteFile(path, mode=Mode.AUTO, meta=CassetteMeta(match=MatchConfig(MatchMode.EXACT)))
