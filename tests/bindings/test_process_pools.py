@@ -303,3 +303,58 @@ def test_a_forked_child_makes_a_requests_adapter_of_its_own(
         body("child"),
         body("parent again"),
     ]
+
+
+def test_sdk_clients_made_per_call_share_one_connection_and_replay(
+    tmp_path: Path, fake: FakeUpstreamThread
+) -> None:
+    """What the process's pools are for: an official SDK client made for
+    each call (a helper function, a fixture per test), each with a Reel
+    transport of its own, records over one connection, and replays with
+    no upstream at all."""
+    import anthropic
+    import openai
+
+    cassette = tmp_path / "sdk.jsonl"
+
+    def ask_openai(question: str, mode: str) -> str:
+        transport = Transport(cassette, mode=mode)
+        with openai.OpenAI(
+            base_url=fake.url + "/v1",
+            api_key="sk-test",
+            max_retries=0,
+            http_client=httpx2.Client(transport=transport),
+        ) as client:
+            answer = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": question}]
+            )
+        return answer.choices[0].message.content or ""
+
+    def ask_anthropic(question: str, mode: str) -> str:
+        transport = Transport(cassette, mode=mode)
+        with anthropic.Anthropic(
+            base_url=fake.url,
+            api_key="sk-ant-test",
+            max_retries=0,
+            http_client=httpx2.Client(transport=transport),
+        ) as client:
+            message = client.messages.create(
+                model="claude-3-5-haiku-latest",
+                max_tokens=64,
+                messages=[{"role": "user", "content": question}],
+            )
+        block = message.content[0]
+        assert isinstance(block, anthropic.types.TextBlock)
+        return block.text
+
+    questions = [f"question {n}" for n in range(3)]
+    recorded = [ask_openai(q, "auto") for q in questions]
+    recorded += [ask_anthropic(q, "auto") for q in questions]
+    assert fake.connections == 1  # six clients, six transports: one connection
+    assert len(lines(cassette)) == 6
+    assert all(recorded)
+    fake.server.clear()
+    replayed = [ask_openai(q, "replay") for q in questions]
+    replayed += [ask_anthropic(q, "replay") for q in questions]
+    assert replayed == recorded
+    assert fake.requests == []  # replayed: nothing reached the upstream
