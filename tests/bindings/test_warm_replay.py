@@ -404,3 +404,118 @@ def test_a_response_without_a_dict_is_built_each_time(cassette: Path) -> None:
         assert type(response) is Slotted
         assert response.status_code == 200
     assert transport._heads == {}
+
+
+#: First plays of bodies needing no decoding, in the shapes a recording
+#: takes: the template path (``_from_template``) must give each what
+#: httpx's own build does.
+SHAPES = [
+    *RESPONSES,
+    *ODD,
+    RecordedResponse(200, (JSON, ("content-length", "11")), body=b'{"n": 1234}'),
+    RecordedResponse(200, (("Content-Type", "text/plain; charset=latin-1"),), body=b"caf\xe9"),
+    RecordedResponse(200, (JSON,), body=b""),
+    RecordedResponse(201, (("X-Many", "a, b"), ("x-many", "c"), JSON), body=b"[]"),
+    RecordedResponse(500, (("content-type", "text/html"),), body=b"<h1>oops</h1>"),
+]
+
+
+@pytest.fixture
+def fresh_templates(monkeypatch: pytest.MonkeyPatch) -> dict[type, Any]:
+    """No template checked yet in this process (each family's first play
+    is built by httpx again, and checked)."""
+    templates: dict[type, Any] = {}
+    monkeypatch.setattr(_transport, "_TEMPLATES", templates)
+    return templates
+
+
+def _first_plays(path: Path, family: ModuleType, method: str) -> list[dict[str, Any]]:
+    """Each recording's first play through a new transport, as values."""
+    transport = Transport(path, mode="replay", timing="fast")
+    states = []
+    for n in range(len(SHAPES)):
+        response = transport.handle_request(family.Request(method, URL, content=_body(n)))
+        with contextlib.suppress(family.RemoteProtocolError):
+            response.read()
+        states.append(_state(response))
+    return states
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+@pytest.mark.parametrize("method", ["POST", "HEAD"])
+def test_a_first_play_made_from_values_holds_what_httpx_builds(
+    tmp_path: Path,
+    family: ModuleType,
+    method: str,
+    fresh_templates: dict[type, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = _written(tmp_path / "shapes.jsonl", SHAPES)
+    built: list[int] = []
+    init = family.Response.__init__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        built.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(family.Response, "__init__", counting)
+    made = _first_plays(path, family, method)
+    assert fresh_templates[family.Response] is not None  # checked, and used
+    # built by httpx: the first, the gzip body, and the streams not due at
+    # once (a HEAD's stream without its body is due at once, but a cut's)
+    httpx_built = 4 if method == "POST" else 3
+    assert len(built) == httpx_built
+    # the same recordings, every first play built by httpx
+    monkeypatch.setattr(_transport, "_checked_template", lambda *args: None)
+    fresh_templates.clear()
+    reference = _first_plays(path, family, method)
+    assert len(built) == httpx_built + len(SHAPES)
+    assert made == reference
+    if method == "POST":
+        latin = made[len(RESPONSES) + len(ODD) + 1]
+        assert latin["_content"] == b"caf\xe9"
+        lengths = [v for k, v in latin["headers"] if k.lower() == b"content-length"]
+        assert lengths == [b"4"]
+
+
+@pytest.mark.parametrize("family", [httpx, httpx2])
+def test_a_family_that_builds_otherwise_gets_httpxs_build_every_time(
+    cassette: Path,
+    family: ModuleType,
+    fresh_templates: dict[type, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A response made from values that differs from httpx's own build
+    in anything (a version of httpx that reads a body otherwise) turns
+    the template off for that family."""
+    made = _transport._from_template
+
+    def otherwise(*args: Any) -> Any:
+        response = made(*args)
+        response.default_encoding = "latin-1"
+        return response
+
+    monkeypatch.setattr(_transport, "_from_template", otherwise)
+    transport = Transport(cassette, mode="replay", timing="fast")
+    for n in (0, 2):
+        response = transport.handle_request(family.Request("POST", URL, content=_body(n)))
+        assert response.default_encoding == "utf-8"
+    assert fresh_templates == {family.Response: None}
+
+
+def test_a_transport_with_a_template_answers_text_and_json(
+    tmp_path: Path, fresh_templates: dict[type, Any]
+) -> None:
+    """Through a client, bodies made from values read as httpx's do."""
+    path = _written(tmp_path / "shapes.jsonl", SHAPES)
+    with httpx2.Client(transport=Transport(path, mode="replay", timing="fast")) as client:
+        first = client.post(URL, content=_body(0))
+        latin = client.post(URL, content=_body(len(RESPONSES) + len(ODD) + 1))
+        error = client.post(URL, content=_body(2))
+    assert first.json() == {"ok": True}
+    assert latin.text == "café"
+    assert latin.encoding == "latin-1"
+    assert error.status_code == 429
+    assert error.json() == {"error": "slow down"}
+    assert error.headers["retry-after"] == "1"
+    assert fresh_templates[httpx2.Response] is not None
