@@ -256,11 +256,20 @@ def process_pool(family: ModuleType, proxy: str, verify: Any) -> Any:
     and TLS handshake before its first byte (0.4-0.8 ms on a loopback
     here, tens of milliseconds to a provider).  A transport closed leaves
     the process's pools open, for the next; they close as the process
-    exits, and a forked child starts with none (:class:`PerProcess`)."""
+    exits, and a forked child starts with none (:class:`PerProcess`).
+
+    It opens as many connections as requests are under way at once, as a
+    pool each did between them: a response its user never closed holds
+    its connection until collected, and with httpx's limit of 100 a
+    process's hundredth such response would have every later request
+    wait and fail (``PoolTimeout``).  At most 20 idle ones are kept."""
+    limits = family.Limits(max_connections=None, max_keepalive_connections=20)
 
     def make() -> Any:
         made = family.HTTPTransport
-        return made(proxy=proxy, verify=verify) if proxy else made(verify=verify)
+        if proxy:
+            return made(proxy=proxy, verify=verify, limits=limits)
+        return made(verify=verify, limits=limits)
 
     # the context itself in the key (hashed by identity): alive as long as its pool
     return _POOLS.get((family.__name__, proxy, verify), make)

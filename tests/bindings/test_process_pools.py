@@ -358,3 +358,47 @@ def test_sdk_clients_made_per_call_share_one_connection_and_replay(
     replayed += [ask_anthropic(q, "replay") for q in questions]
     assert replayed == recorded
     assert fake.requests == []  # replayed: nothing reached the upstream
+
+
+def test_responses_left_open_do_not_starve_later_requests(
+    tmp_path: Path, fake: FakeUpstreamThread
+) -> None:
+    """A response its user never closes holds its connection until it is
+    collected.  Pools of their own never filled; the process's pool, with
+    httpx's limit of 100 connections, had every request after a hundred
+    such responses wait for a free one, then fail (``PoolTimeout``)."""
+    held = []
+    for n in range(105):
+        client = httpx.Client(transport=Transport(tmp_path / "open.jsonl", mode="auto"))
+        request = client.build_request("POST", fake.url + CHAT, content=body(f"open {n}", True))
+        response = client.send(request, stream=True)
+        assert next(response.iter_raw())  # read a little, never closed
+        held.append((client, response))
+    assert fake.connections == 105
+    transport = Transport(tmp_path / "next.jsonl", mode="auto")
+    with httpx.Client(transport=transport, timeout=httpx.Timeout(10, pool=2)) as client:
+        assert client.post(fake.url + CHAT, content=body("next")).status_code == 200
+    for client, response in held:
+        response.close()
+        client.close()
+    _record(httpx, tmp_path / "after.jsonl", fake.url, "after")
+    assert len(lines(tmp_path / "after.jsonl")) == 1
+
+
+def test_requests_responses_left_open_do_not_starve_later_requests(
+    tmp_path: Path, fake: FakeUpstreamThread
+) -> None:
+    """The same through the requests adapter: urllib3 keeps 10 connections
+    a host and opens more rather than wait (its pools do not block)."""
+    held = []
+    for n in range(15):
+        session = requests.Session()
+        session.mount("http://", Adapter(tmp_path / "open.jsonl", mode="auto"))
+        response = session.post(fake.url + CHAT, data=body(f"open {n}", True), stream=True)
+        assert next(response.iter_content(16))  # read a little, never closed
+        held.append((session, response))
+    _record_requests(tmp_path / "next.jsonl", fake.url, "next")
+    for session, response in held:
+        response.close()
+        session.close()
+    assert len(lines(tmp_path / "next.jsonl")) == 1
