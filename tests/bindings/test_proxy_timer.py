@@ -13,6 +13,7 @@ spied on (the deadlines and the clock readings are exact numbers), and a
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -176,14 +177,29 @@ async def test_a_connection_that_ends_before_its_deadline_stops_the_timer(
     assert looks.started == 2
 
 
+class Clock:
+    """The proxy's ``time.monotonic``, standing still until the test moves
+    it (``time.time`` stays real): deadlines pass when the test says, however
+    slow a loaded machine runs the connections before that."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now = 1000.0
+        self.time = time.time
+        monkeypatch.setattr(server, "time", self)
+
+    def monotonic(self) -> float:
+        return self.now
+
+
 async def test_many_connections_share_one_timer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """40 idle connections are closed quietly, 40 with half a request are
-    answered 408, while a client that sends whole requests is served; the
-    timer started with the first connection keeps going after that one
-    ended, until the last."""
+    answered 408, once their deadline passed, while a client that sends
+    whole requests is served; the timer started with the first connection
+    keeps going after that one ended, until the last."""
     looks = Looks(monkeypatch)
+    clock = Clock(monkeypatch)
     served = proxy(tmp_path, client_timeout=0.3)
     idle = [Client() for _ in range(40)]
     partial = [Client() for _ in range(40)]
@@ -206,9 +222,17 @@ async def test_many_connections_share_one_timer(
                 await normal.give(WHOLE)
                 await wait_written(normal, ANSWER)
             normal.hang_up()
+            await normal.closed.wait()
+            # every partial head has been read (its deadline counts from it)
+            while sum(bool(conn.exchange.first_byte) for conn in served._waiting) < 40:
+                await anyio.sleep(0.001)
+            assert len(served._waiting) == 80  # none closed before its deadline
+            assert not any(client.closed.is_set() for client in [*idle, *partial])
+            clock.now += 0.3
             for client in [*idle, *partial]:
                 await client.closed.wait()
     assert looks.started == 1
+    assert looks.seen[-1][0] == clock.now  # the look that closed them
     assert normal.written.startswith(b"HTTP/1.1 200 ")
     assert all(client.written == b"" for client in idle)
     assert all(client.written.startswith(b"HTTP/1.1 408 ") for client in partial)
