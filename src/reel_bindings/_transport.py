@@ -392,13 +392,13 @@ class Base(Binding):
         self._values: dict[tuple[str, int], dict[str, Any]] = {}
         self._shared: dict[tuple[str, _Pairs, int], tuple[Any, Any]] = {}
 
-    def _pool(self, family: ModuleType, request: Any, make: Any) -> Any:
+    def _pool(self, family: ModuleType, request: Any) -> Any:
         """The pool a forward of ``request`` goes through: the ``upstream``
-        given for its family, else one of ``make`` (the family's
-        ``HTTPTransport`` or ``AsyncHTTPTransport``) through the proxy the
-        environment names for its URL, if any (``HTTPS_PROXY``,
-        ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``): the process's for a
-        sync transport (:func:`process_pool`), else the transport's own."""
+        given for its family, else one through the proxy the environment
+        names for its URL, if any (``HTTPS_PROXY``, ``HTTP_PROXY``,
+        ``ALL_PROXY``, ``NO_PROXY``): the process's for a sync transport
+        (:func:`process_pool`), else an ``AsyncHTTPTransport`` of the
+        transport's own."""
         given = self._given.get(family.__name__)
         if given is not None:
             return given
@@ -409,7 +409,7 @@ class Base(Binding):
             return process_pool(family, proxy, ssl_context(family))
         upstream = self._upstreams.get((family.__name__, proxy))
         if upstream is None:
-            verify = ssl_context(family)
+            make, verify = family.AsyncHTTPTransport, ssl_context(family)
             made = make(proxy=proxy, verify=verify) if proxy else make(verify=verify)
             # setdefault: threads racing here share one pool (another one
             # would hold connections that close() never closes)

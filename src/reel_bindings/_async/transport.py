@@ -49,12 +49,9 @@ class AsyncTransport(Base, AsyncBase):
         played = aframes(steps, start, lambda cut: cut_error(family, cut, request))
         return self._replay_response(family, decision, played)
 
-    def _upstream(self, family: ModuleType, request: Any) -> Any:
-        return self._pool(family, request, family.AsyncHTTPTransport)
-
     async def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
         try:
-            response = await self._upstream(family, request).handle_async_request(request)
+            response = await self._pool(family, request).handle_async_request(request)
         except family.TransportError as exc:
             feed.error(failure_of(family, exc), str(exc))
             raise

@@ -51,12 +51,9 @@ class Transport(Base, SyncBase):
         played = frames(steps, start, lambda cut: cut_error(family, cut, request))
         return self._replay_response(family, decision, played)
 
-    def _upstream(self, family: ModuleType, request: Any) -> Any:
-        return self._pool(family, request, family.HTTPTransport)
-
     def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
         try:
-            response = self._upstream(family, request).handle_request(request)
+            response = self._pool(family, request).handle_request(request)
         except family.TransportError as exc:
             feed.error(failure_of(family, exc), str(exc))
             raise
