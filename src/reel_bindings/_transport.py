@@ -297,6 +297,10 @@ def _from_template(
     return response
 
 
+#: Compared by their contents, not with ``==`` (see :func:`_checked_template`).
+_COMPARED_APART = frozenset({"headers", "stream", "_decoder"})
+
+
 def _checked_template(
     family: ModuleType, head: ResponseHead, content: bytes, built: Any
 ) -> dict[str, Any] | None:
@@ -309,11 +313,9 @@ def _checked_template(
     template = {name: None if name in _RECORDING_OWN else value for name, value in state.items()}
     template["_decoder"] = state["_decoder"]  # the identity decoder: no state
     made = vars(_from_template(family, template, head, content))
-    alike = made.keys() == state.keys() and all(
-        made[name] == state[name] for name in state.keys() - {"headers", "stream", "_decoder"}
-    )
     alike = (
-        alike
+        made.keys() == state.keys()
+        and all(made[name] == state[name] for name in state.keys() - _COMPARED_APART)
         and made["headers"].raw == state["headers"].raw
         and type(made["stream"]) is type(state["stream"])
         and b"".join(made["stream"]) == b"".join(state["stream"])

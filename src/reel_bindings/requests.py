@@ -290,7 +290,7 @@ class Adapter(Binding, BaseAdapter):
         cert: Any,
         proxies: Mapping[str, str] | None,
     ) -> requests.Response:
-        upstream = self._upstream or process_adapter()
+        upstream = self._upstream if self._upstream is not None else process_adapter()
         try:
             response = upstream.send(
                 request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies
