@@ -800,8 +800,9 @@ class Proxy:
         (a client that leaves, or a proxy that stops, loses none)."""
         with anyio.CancelScope(shield=True):
             while any(pending is last for pending, _, _ in self._recordings):
-                if session.state is not State.AWAIT_UPSTREAM:
+                if session.state is not State.AWAIT_UPSTREAM and not relayed.is_set():
                     await relayed.wait()  # the answer came: it goes first
+                    continue  # meanwhile, another connection may have built them
                 self._build_step()
                 await anyio.lowlevel.checkpoint()
 
