@@ -28,7 +28,7 @@ from ._codec import (
     not_a_cassette,
     read_line,
 )
-from ._config import Config, Mode
+from ._config import RECORD_GRACE, Config, Mode
 from ._duration import parse_duration
 from ._engine import Engine, PendingRecording
 from ._errors import (
@@ -126,6 +126,7 @@ __all__ = [
     "HOP_BY_HOP",
     "PRICES_CHECKED",
     "PROVIDERS",
+    "RECORD_GRACE",
     "REPORT_SCHEMA",
     "SCHEMA_VERSION",
     "UI_PREFIX",
