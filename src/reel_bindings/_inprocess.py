@@ -141,11 +141,13 @@ class Player:
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
+        record_grace: float | None = None,
     ) -> None:
         settings = Settings.from_env(
             mode=mode,
             store=store if isinstance(store, str) else None,
             max_age=None if max_age is None else parse_duration(max_age),
+            record_grace=record_grace,
         )
         if isinstance(cassette, CassetteFile):
             self.file = cassette
@@ -280,6 +282,9 @@ class Upstreaming:
         self._engine.upstream_error(error, detail, now=time.monotonic())
         self._record()
 
+    def left(self, why: str) -> float:
+        return self._engine.client_left(why, now=time.monotonic())
+
     def _drain(self) -> None:
         # The client gets the upstream's own bytes, not these events.
         while not isinstance(self._engine.next_event(), Signal):
@@ -314,6 +319,7 @@ class Binding:
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
+        record_grace: float | None = None,
     ) -> None:
         super().__init__()  # the client library's base, if it has one
         self.player = Player(
@@ -326,6 +332,7 @@ class Binding:
             hint=hint,
             store=store,
             max_age=max_age,
+            record_grace=record_grace,
         )
         self.strict = strict
 

@@ -365,6 +365,7 @@ class Base(Binding):
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
+        record_grace: float | None = None,
     ) -> None:
         super().__init__(
             cassette,
@@ -377,6 +378,7 @@ class Base(Binding):
             hint=hint,
             store=store,
             max_age=max_age,
+            record_grace=record_grace,
         )
         #: The pools forwards go through, by client family and proxy URL
         #: (``""``: direct); an ``upstream`` given serves its family always.

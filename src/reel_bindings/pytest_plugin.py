@@ -59,7 +59,8 @@ DEFAULT_TIMING = "fast"
 
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
-    "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None): record/replay "
+    "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None, "
+    "record_grace=None): record/replay "
     "this test's "
     "LLM API traffic with Reel (the `reel` fixture gives the cassette; proxy=True starts a "
     "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it)"
@@ -77,6 +78,7 @@ _MARKER_KEYS = frozenset(
         "upstream",
         "record_on",
         "max_age",
+        "record_grace",
     )
 )
 #: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
@@ -434,6 +436,10 @@ class ReelCassette:
         #: Seconds a recording stays fresh for this test (marker, else run);
         #: ``None``: the cassette's ``_meta`` says.
         self.max_age: float | None = None
+        #: Seconds a recording reads on after the client left (the
+        #: marker's ``record_grace=``); ``None``: ``$REEL_RECORD_GRACE``,
+        #: else the core's default.
+        self.record_grace: float | None = None
 
     def __repr__(self) -> str:
         return f"<ReelCassette {str(self.path)!r} mode={self.mode.value} timing={self.timing}>"
@@ -537,7 +543,7 @@ class ReelCassette:
         from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
-        config = Settings.from_env(mode=self.mode).config(
+        config = Settings.from_env(mode=self.mode, record_grace=self.record_grace).config(
             max_age=self.max_age,
             match=self.match,
             timing=self.timing,
@@ -619,6 +625,7 @@ class ReelCassette:
         kwargs.setdefault("timing", self.timing)
         kwargs.setdefault("repeat", self.repeat)
         kwargs.setdefault("max_age", self.max_age)
+        kwargs.setdefault("record_grace", self.record_grace)
         # the miss hint is the test's: the player's config is built with it
         return {"mode": self.mode, **kwargs, "hint": self.hint}
 
@@ -761,6 +768,7 @@ class ReelCassette:
             )
             cassette._test = item.nodeid
             cassette.max_age = max_age
+            cassette.record_grace = _test_record_grace(settings.get("record_grace"))
             cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
             cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
@@ -907,6 +915,22 @@ def _test_max_age(config: pytest.Config, marker: object) -> float | None:
         return parse_duration(marker)
     except ConfigError as exc:
         _marker_error(f"max_age=: {exc}")
+
+
+def _test_record_grace(marker: object) -> float | None:
+    """The marker's record_grace= (seconds), checked; ``None``: unset."""
+    from reel_core import ConfigError
+
+    from ._settings import parse_grace
+
+    if marker is None:
+        return None
+    if isinstance(marker, bool) or not isinstance(marker, (int, float)):
+        _marker_error(f"record_grace= takes a number of seconds, not {marker!r}")
+    try:
+        return parse_grace(str(marker), "record_grace")
+    except ConfigError as exc:
+        _marker_error(str(exc))
 
 
 def _global_record_on(config: pytest.Config) -> str | None:

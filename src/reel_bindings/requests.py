@@ -220,6 +220,7 @@ class Adapter(Binding, BaseAdapter):
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
+        record_grace: float | None = None,
     ) -> None:
         super().__init__(
             cassette,
@@ -232,6 +233,7 @@ class Adapter(Binding, BaseAdapter):
             hint=hint,
             store=store,
             max_age=max_age,
+            record_grace=record_grace,
         )
         self._upstream = upstream
 

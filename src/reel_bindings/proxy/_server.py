@@ -898,6 +898,9 @@ class _Feed:
     def error(self, error: UpstreamError, detail: str) -> None:
         self._session.upstream_error(error, detail, now=anyio.current_time())
 
+    def left(self, why: str) -> float:  # (unused: read_on=False, see _Gone)
+        return self._session.engine.client_left(why, now=anyio.current_time())
+
 
 def _failure(exc: Exception) -> tuple[UpstreamError, str] | None:
     """What the relay feeds for an exception: the upstream client's failures."""
