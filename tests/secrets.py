@@ -24,6 +24,7 @@ __all__ = [
     "COOKIE_VALUE",
     "GATEWAY_TOKEN",
     "GEMINI_KEY",
+    "FRAMEWORK_KEY",
     "INPROCESS_KEY",
     "OPENAI_KEY",
     "PLUGIN_KEY",
@@ -55,6 +56,8 @@ SDK_GEMINI_KEY = "AIza-test-1234"
 PLUGIN_KEY = "plg0" + "7f3a9c2e" * 3
 #: The key the in-process SDK helpers record with (no known shape).
 INPROCESS_KEY = "inp0" + "4b8d1e6a" * 3
+#: The key the framework matrix (tests/frameworks) gives every framework.
+FRAMEWORK_KEY = "fwk0" + "9e2c5a7b" * 3
 
 #: kind -> value, of every secret above.
 SECRETS: Mapping[str, str] = {
@@ -70,6 +73,7 @@ SECRETS: Mapping[str, str] = {
     "sdk-gemini-key": SDK_GEMINI_KEY,
     "plugin-key": PLUGIN_KEY,
     "inprocess-key": INPROCESS_KEY,
+    "framework-key": FRAMEWORK_KEY,
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -387,6 +388,9 @@ class Base(Binding):
         if upstream is not None:
             self._given[type(upstream).__module__.partition(".")[0]] = upstream
         self._proxies = environment_proxies()
+        #: The relays of the forwarded responses not yet garbage: closing
+        #: the transport closes those still open (see ``close``).
+        self._relays: weakref.WeakSet[Any] = weakref.WeakSet()
         #: What the first play of a recording replayed whole answered, for
         #: its later plays (see ``_replay_response``): by ``(client family,
         #: id of the recording's head)``, ``(body, status, headers)`` and the

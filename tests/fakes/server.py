@@ -82,6 +82,9 @@ class FakeUpstream:
         #: How many connections the client closed (or broke) while an answer
         #: was being sent on them.
         self.hangups = 0
+        #: What it answered to each request, in the order of ``requests`` (a
+        #: test compares a recording with it: nothing lost, cut or doubled).
+        self.answered: list[Reply] = []
         #: Exceptions the fake's own code raised while answering (each answered with a 500).
         self.errors: list[Exception] = []
         self._scripted: deque[Reply] = deque()
@@ -100,6 +103,7 @@ class FakeUpstream:
     def clear(self) -> None:
         """Forget the requests and errors seen and reset the connection count."""
         self.requests.clear()
+        self.answered.clear()
         self.errors.clear()
         self.connections = 0
         self.hangups = 0
@@ -124,6 +128,7 @@ class FakeUpstream:
                     return
                 self.requests.append(request)
                 reply = self._scripted.popleft() if self._scripted else self._respond(request)
+                self.answered.append(reply)
                 try:
                     if not await self._play(conn, stream, request, reply):
                         return

@@ -150,6 +150,10 @@ class FakeUpstreamThread:
         return self.server.requests
 
     @property
+    def answered(self) -> list[Reply]:
+        return self.server.answered
+
+    @property
     def connections(self) -> int:
         return self.server.connections
 

@@ -56,16 +56,23 @@ class AsyncTransport(Base, AsyncBase):
             feed.error(failure_of(family, exc), str(exc))
             raise
         feed.head(response.status_code, response.headers.raw)
+        relaying = arelay(response.stream, feed, relayed(family), response.aclose)
+        self._relays.add(relaying)
         return family.Response(
             response.status_code,
             headers=response.headers.raw,
-            stream=async_stream(family)(
-                arelay(response.stream, feed, relayed(family), response.aclose)
-            ),
+            stream=async_stream(family)(relaying),
             extensions=response.extensions,
         )
 
     async def aclose(self) -> None:
+        # A response its client left unclosed (a stream it stopped reading
+        # and dropped) is left now, before its pool closes under it: the
+        # recording reads on for the grace, as when the client closes it.
+        for relaying in list(self._relays):
+            while relaying.ag_running:  # being closed elsewhere: let it finish
+                await anyio.sleep(0.01)
+            await relaying.aclose()
         for upstream in [*self._upstreams.values(), *self._given.values()]:
             await upstream.aclose()
 

@@ -58,16 +58,23 @@ class Transport(Base, SyncBase):
             feed.error(failure_of(family, exc), str(exc))
             raise
         feed.head(response.status_code, response.headers.raw)
+        relaying = relay(response.stream, feed, relayed(family), response.close)
+        self._relays.add(relaying)
         return family.Response(
             response.status_code,
             headers=response.headers.raw,
-            stream=sync_stream(family)(
-                relay(response.stream, feed, relayed(family), response.close)
-            ),
+            stream=sync_stream(family)(relaying),
             extensions=response.extensions,
         )
 
     def close(self) -> None:
+        # A response its client left unclosed (a stream it stopped reading
+        # and dropped) is left now, before its pool closes under it: the
+        # recording reads on for the grace, as when the client closes it.
+        for relaying in list(self._relays):
+            while relaying.gi_running:  # being closed elsewhere: let it finish
+                time.sleep(0.01)
+            relaying.close()
         for upstream in [*self._upstreams.values(), *self._given.values()]:
             upstream.close()
 

@@ -78,13 +78,15 @@ async def serve(
     ready: Callable[[str], None] | None = None,
     handle_signals: bool = True,
     proxy: Proxy | None = None,
+    stop: anyio.Event | None = None,
 ) -> None:
-    """Run the proxy until SIGINT/SIGTERM (or cancellation).
+    """Run the proxy until SIGINT/SIGTERM, ``stop`` (or cancellation).
 
     ``ready`` is called with the URL once listening (by default it is
     printed on stdout).  On a signal the proxy stops accepting, closes idle
     connections, lets open exchanges finish for ``options.grace`` seconds,
     then cuts what is left; every finished exchange is already on disk.
+    Setting ``stop`` stops it the same way; cancelling it cuts at once.
     ``proxy`` serves instead of one built from ``options`` (which then give
     only the address, the grace and the log lines).
     """
@@ -117,6 +119,8 @@ async def serve(
                     # before announcing the URL: a signal sent as soon as the
                     # URL is read must stop the proxy gracefully, not kill it
                     await main.start(_stop_on_signal, main.cancel_scope)
+                if stop is not None:
+                    main.start_soon(_stop_on_event, stop, main.cancel_scope)
                 (ready or (lambda u: print(u, flush=True)))(url)
                 main.start_soon(listener.serve, proxy.handle, connections)
             # The listener stopped: refuse new clients at once, finish what is
@@ -145,12 +149,23 @@ async def _stop_on_signal(
             return
 
 
+async def _stop_on_event(stop: anyio.Event, scope: anyio.CancelScope) -> None:
+    await stop.wait()
+    scope.cancel()
+
+
 @asynccontextmanager
 async def running(options: ProxyOptions, *, proxy: Proxy | None = None) -> AsyncIterator[str]:
     """Run a proxy in the background of the current task; yields its URL.
-    A cassette that cannot be opened raises here, before anything runs."""
+    A cassette that cannot be opened raises here, before anything runs.
+
+    Leaving the block stops the proxy as a signal does (see :func:`serve`):
+    open exchanges finish (a stream its client left is read on for the
+    record grace) and are on disk when the block is left.  Cancelling the
+    task cuts at once."""
     if proxy is None:
         proxy = _proxy(options)
+    stop = anyio.Event()
     async with anyio.create_task_group() as tg:
         urls: list[str] = []
         event = anyio.Event()
@@ -160,14 +175,14 @@ async def running(options: ProxyOptions, *, proxy: Proxy | None = None) -> Async
             event.set()
 
         async def run() -> None:
-            await serve(options, ready=ready, handle_signals=False, proxy=proxy)
+            await serve(options, ready=ready, handle_signals=False, proxy=proxy, stop=stop)
 
         tg.start_soon(run)
         await event.wait()
         try:
             yield urls[0]
         finally:
-            tg.cancel_scope.cancel()
+            stop.set()
 
 
 _python_showwarning = warnings.showwarning

@@ -1,0 +1,1 @@
+"""Seven frameworks nobody on this project wrote, driven as their users drive them."""
