@@ -44,6 +44,8 @@ REPLACE = {
     # Reel's own async helpers and modules
     "_async": "_sync",
     "arelay": "relay",
+    "shielded": "sync_shielded",
+    "cancelled": "sync_cancelled",
     "aframes": "frames",
     "sleep_until": "sleep_until_sync",
     # the clock: anyio.current_time() -> time.monotonic()

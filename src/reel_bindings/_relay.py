@@ -19,6 +19,7 @@ relay ends.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -39,7 +40,11 @@ __all__ = [
     "anext_before",
     "failed",
     "finished",
+    "cancelled",
     "next_before",
+    "shielded",
+    "sync_cancelled",
+    "sync_shielded",
 ]
 
 #: The detail of the cut recorded when a client closes a response early.
@@ -101,6 +106,30 @@ def next_before(chunks: Iterator[bytes], deadline: float) -> bytes | None:
     if time.monotonic() >= deadline:
         raise GraceOver
     return next(chunks, None)
+
+
+class _NeverRaised(BaseException):
+    """What cancels a blocking read: nothing."""
+
+
+def cancelled() -> type[BaseException]:
+    """The exception that cancels the running task (asyncio's or trio's)."""
+    return anyio.get_cancelled_exc_class()
+
+
+def sync_cancelled() -> type[BaseException]:
+    """The sync twin of :func:`cancelled`: nothing cancels a blocking read."""
+    return _NeverRaised
+
+
+def shielded() -> anyio.CancelScope:
+    """Where a relay whose client was cancelled reads on (the grace bounds it)."""
+    return anyio.CancelScope(shield=True)
+
+
+def sync_shielded() -> contextlib.nullcontext[None]:
+    """The sync twin of :func:`shielded`: nothing cancels a blocking read."""
+    return contextlib.nullcontext()
 
 
 def finished(chunks: object) -> bool:

@@ -173,10 +173,13 @@ def test_embeddings(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
 
 @pytest.mark.parametrize("way", WAYS)
 def test_miss(tmp_path: Path, way: Way) -> None:
-    """What a Reel miss looks like to a langchain user: openai's NotFoundError."""
+    """A miss reaches the langchain user as ``OpenAIModelNotFoundError`` (an
+    ``openai.NotFoundError``): "model not found", where no recording is."""
     import openai
+    from langchain_openai.chat_models.base import OpenAIModelNotFoundError
 
-    with miss(way, tmp_path) as target, pytest.raises(openai.NotFoundError) as raised:
+    with miss(way, tmp_path) as target, pytest.raises(OpenAIModelNotFoundError) as raised:
         chat_model(target).invoke("Never recorded")
+    assert isinstance(raised.value, openai.NotFoundError)
     assert raised.value.status_code == 404
     assert "no recording" in str(raised.value).lower()

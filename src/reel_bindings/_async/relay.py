@@ -21,8 +21,10 @@ from .._relay import (
     Feed,
     GraceOver,
     anext_before,
+    cancelled,
     failed,
     finished,
+    shielded,
 )
 
 __all__ = ["arelay"]
@@ -52,6 +54,15 @@ async def arelay(
                 break
             except Exception as exc:
                 failed(exc, feed, failure)
+                raise
+            except cancelled():
+                # the client's task was cancelled while it waited for the
+                # upstream: the client left, as when it closes the response.
+                # The recording reads on for the grace where it can (a body
+                # the cancellation ended is recorded as the client saw it).
+                if read_on:
+                    with shielded():
+                        await _read_on(chunks, feed, failure)
                 raise
             feed.data(chunk)
             try:

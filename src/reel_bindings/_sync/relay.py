@@ -23,8 +23,10 @@ from .._relay import (
     Feed,
     GraceOver,
     next_before,
+    sync_cancelled,
     failed,
     finished,
+    sync_shielded,
 )
 
 __all__ = ["relay"]
@@ -54,6 +56,15 @@ def relay(
                 break
             except Exception as exc:
                 failed(exc, feed, failure)
+                raise
+            except sync_cancelled():
+                # the client's task was cancelled while it waited for the
+                # upstream: the client left, as when it closes the response.
+                # The recording reads on for the grace where it can (a body
+                # the cancellation ended is recorded as the client saw it).
+                if read_on:
+                    with sync_shielded():
+                        _read_on(chunks, feed, failure)
                 raise
             feed.data(chunk)
             try:

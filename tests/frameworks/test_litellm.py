@@ -1,0 +1,201 @@
+"""litellm through Reel: its OpenAI provider and its Anthropic provider.
+
+In-process, the OpenAI provider takes an OpenAI client (``client=``) built
+on Reel's transport; through the proxy, ``api_base`` is the proxy.  The
+Anthropic provider takes no OpenAI or Anthropic client and ignores
+``litellm.client_session``: it posts with litellm's own ``HTTPHandler``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.fakes.upstream import FakeUpstreamThread
+from tests.frameworks.matrix import KEY, PROXIES, WAYS, Target, Way, check, miss, server_error
+
+pytestmark = [
+    # pydantic on litellm's TypedDicts (its GitHub Copilot device-code
+    # login), built lazily on litellm's first call
+    pytest.mark.filterwarnings(
+        "ignore:Items .* on TypedDict class '_(DeviceCode|AccessTokenPoll)' are using the"
+        " `ReadOnly` qualifier:UserWarning"
+    ),
+]
+
+litellm = pytest.importorskip("litellm", reason="litellm is not installed (pip install litellm)")
+litellm.telemetry = False
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def where(target: Target, *, max_retries: int = 0) -> dict[str, Any]:
+    """The arguments that point litellm's OpenAI provider at ``target``."""
+    if target.inprocess:
+        client = openai.OpenAI(
+            base_url=target.v1, api_key=KEY, http_client=target.client(), max_retries=max_retries
+        )
+        return {"client": client}
+    return {"api_base": target.v1, "api_key": KEY, "max_retries": max_retries}
+
+
+def awhere(target: Target) -> dict[str, Any]:
+    if target.inprocess:
+        client = openai.AsyncOpenAI(
+            base_url=target.v1, api_key=KEY, http_client=target.aclient(), max_retries=0
+        )
+        return {"client": client}
+    return {"api_base": target.v1, "api_key": KEY, "max_retries": 0}
+
+
+def user(prompt: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": prompt}]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_completion(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
+    def drive(target: Target) -> Any:
+        reply = litellm.completion(
+            model="openai/gpt-4o-mini", messages=user("Say hello to Reel."), **where(target)
+        )
+        return reply.id, reply.choices[0].message.content
+
+    _, content = check(fake, tmp_path, way, drive)
+    assert content == "Fake reply to: Say hello to Reel."
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
+    def drive(target: Target) -> Any:
+        seen: list[Any] = []
+        for chunk in litellm.completion(
+            model="openai/gpt-4o-mini",
+            messages=user("Count one two three four five six"),
+            stream=True,
+            **where(target),
+        ):
+            seen.append(chunk.choices[0].delta.content)
+            if len(seen) == 3:
+                break
+        return seen
+
+    assert len(check(fake, tmp_path, way, drive)) == 3
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_tool_loop(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
+    def drive(target: Target) -> Any:
+        messages: list[Any] = user("Weather in Oslo?")
+        first = litellm.completion(
+            model="openai/gpt-4o-mini", messages=messages, tools=[WEATHER_TOOL], **where(target)
+        ).choices[0].message
+        messages.append(first.model_dump())
+        calls = [(c.id, c.function.name, c.function.arguments) for c in first.tool_calls]
+        for call_id, _, _ in calls:
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": "sunny"})
+        final = litellm.completion(
+            model="openai/gpt-4o-mini", messages=messages, tools=[WEATHER_TOOL], **where(target)
+        )
+        return calls, final.choices[0].message.content
+
+    calls, answer = check(fake, tmp_path, way, drive)
+    assert [name for _, name, _ in calls] == ["get_weather"]
+    assert answer == "The tool said: sunny"
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
+    def drive(target: Target) -> Any:
+        reply = litellm.completion(
+            model="openai/gpt-4o-mini", messages=user("Try again"), **where(target, max_retries=2)
+        )
+        return reply.choices[0].message.content
+
+    assert check(fake, tmp_path, way, drive, script=server_error()) == "Fake reply to: Try again"
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
+    def drive(target: Target) -> Any:
+        async def main() -> Any:
+            replies = await asyncio.gather(
+                *(
+                    litellm.acompletion(
+                        model="openai/gpt-4o-mini", messages=user(f"Question {n}"), **awhere(target)
+                    )
+                    for n in range(4)
+                )
+            )
+            return [r.choices[0].message.content for r in replies]
+
+        return target.run(main)
+
+    assert check(fake, tmp_path, way, drive) == [f"Fake reply to: Question {n}" for n in range(4)]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_embedding(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
+    def drive(target: Target) -> Any:
+        reply = litellm.embedding(
+            model="openai/text-embedding-3-small", input=["one", "two"], **where(target)
+        )
+        return [item["embedding"] for item in reply.data]
+
+    vectors = check(fake, tmp_path, way, drive)
+    assert len(vectors) == 2 and vectors[0] != vectors[1]
+
+
+def claude(target: Target, prompt: str, **kwargs: Any) -> Any:
+    return litellm.completion(
+        model="anthropic/claude-sonnet-4-6",
+        messages=user(prompt),
+        api_base=target.url,
+        api_key=KEY,
+        max_tokens=64,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("way", PROXIES)
+def test_anthropic_completion(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
+    truth = check(
+        fake, tmp_path, way, lambda t: claude(t, "Say hello to Reel.").choices[0].message.content
+    )
+    assert truth == "Fake reply to: Say hello to Reel."
+
+
+@pytest.mark.parametrize("way", PROXIES)
+def test_anthropic_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
+    def drive(target: Target) -> Any:
+        seen: list[Any] = []
+        for chunk in claude(target, "Count one two three four five six", stream=True):
+            seen.append(chunk.choices[0].delta.content)
+            if len(seen) == 3:
+                break
+        return seen
+
+    assert len(check(fake, tmp_path, way, drive)) == 3
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_miss(tmp_path: Path, way: Way) -> None:
+    """litellm maps the 404 of a miss to its own ``NotFoundError``."""
+    with miss(way, tmp_path) as target, pytest.raises(litellm.exceptions.NotFoundError) as raised:
+        litellm.completion(model="openai/gpt-4o-mini", messages=user("Never"), **where(target))
+    assert raised.value.status_code == 404
+    assert "no recording" in str(raised.value).lower()
