@@ -40,7 +40,6 @@ REPLACE = {
     "anext_before": "next_before",
     "AsyncGeneratorType": "GeneratorType",
     "ag_frame": "gi_frame",
-    "ag_running": "gi_running",
     # Reel's own async helpers and modules
     "_async": "_sync",
     "arelay": "relay",

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import anyio
+
 from reel_core import (
     Cut,
     MatchConfig,
@@ -152,7 +154,8 @@ def _streams(family: ModuleType) -> tuple[type, type]:
     class AsyncStream(family.AsyncByteStream):  # type: ignore[misc, name-defined]
         def __init__(self, iterator: AsyncIterator[bytes]) -> None:
             self._iterator = iterator
-            self._closed = False
+            #: Set when the generator is closed; made by the first close.
+            self._closed: anyio.Event | None = None
 
         def __aiter__(self) -> AsyncIterator[bytes]:
             # Not the generator itself: httpx closes an iterator that is a
@@ -166,9 +169,17 @@ def _streams(family: ModuleType) -> tuple[type, type]:
             return await self._iterator.__anext__()
 
         async def aclose(self) -> None:
-            if not self._closed:
-                self._closed = True
+            # Closed once; a second close (the transport's, and httpx's
+            # finalizer of ``aiter_*``) returns when the first is done: it
+            # may read on for the grace, on a pool the transport then closes.
+            if self._closed is not None:
+                await self._closed.wait()
+                return
+            self._closed = anyio.Event()
+            try:
                 await self._iterator.aclose()  # type: ignore[attr-defined]
+            finally:
+                self._closed.set()
 
     return SyncStream, AsyncStream
 
@@ -388,9 +399,9 @@ class Base(Binding):
         if upstream is not None:
             self._given[type(upstream).__module__.partition(".")[0]] = upstream
         self._proxies = environment_proxies()
-        #: The relays of the forwarded responses not yet garbage: closing
+        #: The bodies of the forwarded responses not yet garbage: closing
         #: the transport closes those still open (see ``close``).
-        self._relays: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
         #: What the first play of a recording replayed whole answered, for
         #: its later plays (see ``_replay_response``): by ``(client family,
         #: id of the recording's head)``, ``(body, status, headers)`` and the

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 import anyio.from_thread
@@ -39,8 +39,8 @@ from reel_bindings._files import CassetteFile
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.proxy import ProxyOptions, running
 from reel_core import Cassette, Mode, Timing
-from tests.fakes.openai_wire import error as openai_error
 from tests.fakes.anthropic_wire import error as anthropic_error
+from tests.fakes.openai_wire import error as openai_error
 from tests.fakes.upstream import FakeUpstreamThread, Reply, Scenario, closed_port_url
 from tests.secrets import FRAMEWORK_KEY
 
@@ -232,7 +232,7 @@ def check(
     recording may hold that stream as the client's cut (see
     :func:`_assert_whole`).
     """
-    replies = script or (lambda: [])
+    replies = script or (list)
     fake.server.clear()
     for reply in replies():
         fake.push_reply(reply)
@@ -284,10 +284,9 @@ def _assert_whole(cassette: Path, answered: list[bytes], client_cuts: bool) -> N
         assert whole is not None, f"a cut recording that is no answer's beginning: {part!r}"
         lost[whole] -= 1
     lost = +lost
-    assert not lost and not got - want, (
-        f"the cassette holds {len(recorded)} answers, the fake sent {len(answered)}; "
-        f"lost: {sum(lost.values())}, extra or changed: {sum((got - want).values())}"
-    )
+    tally = f"the cassette holds {len(recorded)} answers, the fake sent {len(answered)}"
+    assert not lost, f"{tally}; lost: {sum(lost.values())}"
+    assert not got - want, f"{tally}; extra or changed: {sum((got - want).values())}"
 
 
 def server_error(provider: str = "openai") -> Callable[[], list[Reply]]:

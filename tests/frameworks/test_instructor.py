@@ -112,7 +112,9 @@ def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> Non
         return target.run(main)
 
     truth = check(fake, tmp_path, way, drive)
-    assert [weather for weather, _ in truth] == [Weather(city=f"City {n}", degrees=42) for n in range(4)]
+    assert [weather for weather, _ in truth] == [
+        Weather(city=f"City {n}", degrees=42) for n in range(4)
+    ]
 
 
 @pytest.mark.parametrize("way", WAYS)

@@ -168,7 +168,8 @@ def test_embeddings(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
         return embeddings.embed_documents(["one", "two"])
 
     vectors = check(fake, tmp_path, way, drive)
-    assert len(vectors) == 2 and vectors[0] != vectors[1]
+    assert len(vectors) == 2
+    assert vectors[0] != vectors[1]
 
 
 @pytest.mark.parametrize("way", WAYS)

@@ -124,7 +124,8 @@ def test_embeddings(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
             return list(model.embed_multi(["one", "two"]))
 
     vectors = check(fake, tmp_path, way, drive)
-    assert len(vectors) == 2 and vectors[0] != vectors[1]
+    assert len(vectors) == 2
+    assert vectors[0] != vectors[1]
 
 
 @pytest.mark.parametrize("way", PROXIES)
@@ -132,8 +133,11 @@ def test_miss(tmp_path: Path, way: Way) -> None:
     """llm does not wrap the SDK's errors: a miss is openai's NotFoundError."""
     import openai
 
-    with miss(way, tmp_path) as target, pointed(target):
-        with pytest.raises(openai.NotFoundError) as raised:
-            llm.get_model("gpt-4o-mini").prompt("Never recorded", key=KEY).text()
+    with (
+        miss(way, tmp_path) as target,
+        pointed(target),
+        pytest.raises(openai.NotFoundError) as raised,
+    ):
+        llm.get_model("gpt-4o-mini").prompt("Never recorded", key=KEY).text()
     assert raised.value.status_code == 404
     assert "no recording" in str(raised.value).lower()

@@ -57,11 +57,12 @@ class AsyncTransport(Base, AsyncBase):
             raise
         feed.head(response.status_code, response.headers.raw)
         relaying = arelay(response.stream, feed, relayed(family), response.aclose)
-        self._relays.add(relaying)
+        stream = async_stream(family)(relaying)
+        self._streams.add(stream)
         return family.Response(
             response.status_code,
             headers=response.headers.raw,
-            stream=async_stream(family)(relaying),
+            stream=stream,
             extensions=response.extensions,
         )
 
@@ -69,10 +70,8 @@ class AsyncTransport(Base, AsyncBase):
         # A response its client left unclosed (a stream it stopped reading
         # and dropped) is left now, before its pool closes under it: the
         # recording reads on for the grace, as when the client closes it.
-        for relaying in list(self._relays):
-            while relaying.ag_running:  # being closed elsewhere: let it finish
-                await anyio.sleep(0.01)
-            await relaying.aclose()
+        for stream in list(self._streams):
+            await stream.aclose()
         for upstream in [*self._upstreams.values(), *self._given.values()]:
             await upstream.aclose()
 

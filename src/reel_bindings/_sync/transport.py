@@ -59,11 +59,12 @@ class Transport(Base, SyncBase):
             raise
         feed.head(response.status_code, response.headers.raw)
         relaying = relay(response.stream, feed, relayed(family), response.close)
-        self._relays.add(relaying)
+        stream = sync_stream(family)(relaying)
+        self._streams.add(stream)
         return family.Response(
             response.status_code,
             headers=response.headers.raw,
-            stream=sync_stream(family)(relaying),
+            stream=stream,
             extensions=response.extensions,
         )
 
@@ -71,10 +72,8 @@ class Transport(Base, SyncBase):
         # A response its client left unclosed (a stream it stopped reading
         # and dropped) is left now, before its pool closes under it: the
         # recording reads on for the grace, as when the client closes it.
-        for relaying in list(self._relays):
-            while relaying.gi_running:  # being closed elsewhere: let it finish
-                time.sleep(0.01)
-            relaying.close()
+        for stream in list(self._streams):
+            stream.close()
         for upstream in [*self._upstreams.values(), *self._given.values()]:
             upstream.close()
 
