@@ -123,7 +123,7 @@ def test_closing_a_client_over_a_stream_left_open_records_it_whole(tmp_path: Pat
         next(chunks)  # the stream is left, the response not closed
         client.close()
         (line,) = interactions(cassette)
-        chunks.close()
+        response.close()
     assert line.response.cut is None
     assert line.response.content.endswith(b"data: [DONE]\n\n")
 

@@ -25,7 +25,7 @@ from langchain_core.messages import HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 
 
-@tool
+@tool  # type: ignore[untyped-decorator, unused-ignore]  # untyped without langchain
 def get_weather(city: str) -> str:
     """The weather in a city."""
     return f"sunny in {city}"

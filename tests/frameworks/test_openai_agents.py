@@ -30,7 +30,7 @@ class Weather(BaseModel):
     degrees: int
 
 
-@agents.function_tool
+@agents.function_tool  # type: ignore[untyped-decorator, unused-ignore]
 def get_weather(city: str) -> str:
     """The weather in a city."""
     return f"sunny in {city}"
