@@ -156,6 +156,10 @@ def _streams(family: ModuleType) -> tuple[type, type]:
             self._iterator = iterator
             #: Set when the generator is closed; made by the first close.
             self._closed: anyio.Event | None = None
+            #: Reads under way (a cancelled one may still read on, shielded),
+            #: and what a close waiting for them waits on.
+            self._reads = 0
+            self._read: anyio.Event | None = None
 
         def __aiter__(self) -> AsyncIterator[bytes]:
             # Not the generator itself: httpx closes an iterator that is a
@@ -166,17 +170,28 @@ def _streams(family: ModuleType) -> tuple[type, type]:
             return self
 
         async def __anext__(self) -> bytes:
-            return await self._iterator.__anext__()
+            self._reads += 1
+            try:
+                return await self._iterator.__anext__()
+            finally:
+                self._reads -= 1
+                if self._read is not None:
+                    self._read.set()
 
         async def aclose(self) -> None:
             # Closed once; a second close (the transport's, and httpx's
             # finalizer of ``aiter_*``) returns when the first is done: it
             # may read on for the grace, on a pool the transport then closes.
+            # A read under way in another task (cancelled, reading on for
+            # the grace) ends first: the generator cannot be closed under it.
             if self._closed is not None:
                 await self._closed.wait()
                 return
             self._closed = anyio.Event()
             try:
+                while self._reads:
+                    self._read = anyio.Event()
+                    await self._read.wait()
                 await self._iterator.aclose()  # type: ignore[attr-defined]
             finally:
                 self._closed.set()

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -74,9 +74,15 @@ class Way(enum.Enum):
         return self.value.removeprefix("proxy-")
 
 
+def _param(way: Way) -> Any:
+    # the trio proxy runs in CI (``slow``): the README's run keeps to asyncio
+    marks = [pytest.mark.slow] if way is Way.PROXY_TRIO else []
+    return pytest.param(way, id=way.value, marks=marks)
+
+
 #: Every way, for a framework that accepts a client; the proxies alone for one that does not.
-WAYS = [pytest.param(way, id=way.value) for way in Way]
-PROXIES = [pytest.param(way, id=way.value) for way in (Way.PROXY_ASYNCIO, Way.PROXY_TRIO)]
+WAYS = [_param(way) for way in Way]
+PROXIES = [_param(way) for way in (Way.PROXY_ASYNCIO, Way.PROXY_TRIO)]
 
 
 class Target:

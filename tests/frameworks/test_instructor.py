@@ -57,6 +57,7 @@ def test_structured_output(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -
     assert truth[0] == Weather(city="Oslo", degrees=42)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_partial_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     """``create_partial`` streams growing objects; the user stops at the second."""
@@ -76,6 +77,7 @@ def test_partial_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, wa
     assert len(check(fake, tmp_path, way, drive)) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -85,6 +87,7 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
     assert truth[0] == Weather(city="Oslo", degrees=42)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:

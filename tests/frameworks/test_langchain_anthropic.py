@@ -61,6 +61,7 @@ def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) 
     assert len(check(fake, tmp_path, way, drive)) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
 def test_tool_loop(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -77,6 +78,7 @@ def test_tool_loop(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     assert "sunny in Weather in Oslo?" in str(answer)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
 def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -86,6 +88,7 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
     assert truth == "Fake reply to: Try again"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
 def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:

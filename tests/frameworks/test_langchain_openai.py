@@ -84,6 +84,7 @@ def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) 
     assert check(fake, tmp_path, way, drive) == ["", "Fake", " reply"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_tool_loop(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -101,6 +102,7 @@ def test_tool_loop(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     assert answer == "The tool said: sunny in Weather in Oslo?"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_structured_output(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -110,6 +112,7 @@ def test_structured_output(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -
     assert check(fake, tmp_path, way, drive) == Weather(city="Weather in Oslo?", degrees=42)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -118,6 +121,7 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
     assert check(fake, tmp_path, way, drive, script=server_error()) == "Fake reply to: Try again"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -131,6 +135,7 @@ def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> Non
     assert check(fake, tmp_path, way, drive) == [f"Fake reply to: Question {n}" for n in range(4)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_async_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     """Four concurrent streams, each left after its second chunk."""
@@ -153,6 +158,7 @@ def test_async_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way:
     assert check(fake, tmp_path, way, drive) == [["", "Fake"]] * 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_embeddings(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:

@@ -19,11 +19,12 @@ from tests.fakes.upstream import FakeUpstreamThread
 from tests.frameworks.matrix import KEY, PROXIES, WAYS, Target, Way, check, miss, server_error
 
 pytestmark = [
-    # pydantic on litellm's TypedDicts (its GitHub Copilot device-code
-    # login), built lazily on litellm's first call
+    # pydantic, on the TypedDicts litellm builds models of lazily (its
+    # message types, its Copilot login) on its first calls: one warning a
+    # TypedDict, for its `ReadOnly` items
     pytest.mark.filterwarnings(
-        "ignore:Items .* on TypedDict class '_[A-Za-z]+' are using the"
-        " `ReadOnly` qualifier:UserWarning"
+        "ignore:Items? .* on TypedDict class '\\w+' (is|are) using the `ReadOnly` qualifier."
+        " Pydantic will not protect items from any mutation on dictionary instances.:UserWarning"
     ),
 ]
 
@@ -79,6 +80,7 @@ def test_completion(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     assert content == "Fake reply to: Say hello to Reel."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -97,6 +99,7 @@ def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) 
     assert len(check(fake, tmp_path, way, drive)) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_tool_loop(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -122,6 +125,7 @@ def test_tool_loop(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     assert answer == "The tool said: sunny"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -133,6 +137,7 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
     assert check(fake, tmp_path, way, drive, script=server_error()) == "Fake reply to: Try again"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -152,6 +157,7 @@ def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> Non
     assert check(fake, tmp_path, way, drive) == [f"Fake reply to: Question {n}" for n in range(4)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_embedding(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -176,6 +182,7 @@ def claude(target: Target, prompt: str, **kwargs: Any) -> Any:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
 def test_anthropic_completion(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     truth = check(

@@ -70,6 +70,7 @@ def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) 
     assert check(fake, tmp_path, way, drive) == ["Fake", " reply"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
 def test_tool_chain(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -81,6 +82,7 @@ def test_tool_chain(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     assert check(fake, tmp_path, way, drive) == "The tool said: sunny in Weather in Oslo?"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
 def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     """No retry option of llm's own: the openai client's two retries do it."""
@@ -93,6 +95,7 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
     assert check(fake, tmp_path, way, drive, script=server_error()) == "Fake reply to: Try again"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
 def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -115,6 +118,7 @@ def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> Non
     assert check(fake, tmp_path, way, drive) == [f"Fake reply to: Question {n}" for n in range(4)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
 def test_embeddings(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:

@@ -62,6 +62,7 @@ def test_run(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     assert truth == "Fake reply to: Say hello to Reel."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_responses_run(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     """The Responses API model (the SDK's default kind)."""
@@ -94,12 +95,14 @@ def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) 
     assert truth == ["Fake", " reply"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_tool_run(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     truth = check(fake, tmp_path, way, lambda t: run(t, "Weather in Oslo?", tools=[get_weather]))
     assert truth == "The tool said: sunny in Weather in Oslo?"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_structured_output(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     """``output_type`` asks for a JSON schema response format; the fake answers
@@ -116,6 +119,7 @@ def test_structured_output(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -
     assert truth[0] == "ModelBehaviorError"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     truth = check(
@@ -124,6 +128,7 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
     assert truth == "Fake reply to: Try again"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:

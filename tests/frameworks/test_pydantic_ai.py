@@ -59,6 +59,7 @@ def test_run(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     assert truth == "Fake reply to: Say hello to Reel."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -77,6 +78,7 @@ def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) 
     assert check(fake, tmp_path, way, drive) == ["Fake", " reply"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_tool_run(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     truth = check(fake, tmp_path, way, lambda t: run(t, "Weather in Oslo?", tools=[get_weather]))
@@ -89,6 +91,7 @@ def test_structured_output(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -
     assert truth == Weather(city="Oslo", degrees=42)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
@@ -101,6 +104,7 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
     assert check(fake, tmp_path, way, drive, script=server_error()) == "Fake reply to: Try again"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
