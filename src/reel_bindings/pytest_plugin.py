@@ -553,7 +553,11 @@ class ReelCassette:
             hint=self.hint,
         )
         proxy = Proxy(config, cassette=self.file, upstream=AsyncUpstream(), report=True)
-        options = ProxyOptions(mode=self.mode, cassette=self.path, port=0, grace=0.0)
+        # stopping waits for a recording still reading a stream its test left
+        # (the record grace); nothing else is left open at a test's end
+        recording = self.mode in (Mode.RECORD, Mode.AUTO)
+        grace = config.record_grace if recording else 0.0
+        options = ProxyOptions(mode=self.mode, cassette=self.path, port=0, grace=grace)
         with contextlib.ExitStack() as stack:
             portal = stack.enter_context(anyio.from_thread.start_blocking_portal("asyncio"))
             url = stack.enter_context(
