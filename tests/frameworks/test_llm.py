@@ -10,7 +10,6 @@ reads ``OPENAI_BASE_URL``: that is how a user points ``llm`` at the proxy
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,20 +96,33 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
-def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
+def test_async_gather(
+    fake: FakeUpstreamThread, tmp_path: Path, way: Way, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llm makes an AsyncOpenAI per prompt and never closes it (its sockets
+    would be left to the garbage collector, a ResourceWarning): the test
+    keeps the clients llm makes and closes them in their loop."""
+    from llm.default_plugins.openai_models import _Shared
+
+    made: list[Any] = []
+    get_client = _Shared.get_client
+
+    def keeping(self: Any, key: Any, *, async_: bool = False) -> Any:
+        client = get_client(self, key, async_=async_)
+        made.append(client)
+        return client
+
+    monkeypatch.setattr(_Shared, "get_client", keeping)
+
     def drive(target: Target) -> Any:
         async def main() -> Any:
             model = llm.get_async_model("gpt-4o-mini")
             replies = [model.prompt(f"Question {n}", key=KEY) for n in range(4)]
-            texts = await asyncio.gather(*(r.text() for r in replies))
-            del replies
-            # llm leaves each prompt's AsyncOpenAI to the garbage collector,
-            # which schedules its close on the running loop: collect them
-            # while this loop runs, and let those closes finish
-            gc.collect()
-            for _ in range(3):
-                await asyncio.sleep(0)
-            return texts
+            try:
+                return await asyncio.gather(*(r.text() for r in replies))
+            finally:
+                while made:
+                    await made.pop().close()
 
         with pointed(target):
             return target.run(main)
