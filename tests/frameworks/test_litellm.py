@@ -12,9 +12,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import openai
 import pytest
 
+from reel_bindings.httpcore import Transport
 from tests.fakes.upstream import FakeUpstreamThread
 from tests.frameworks.matrix import KEY, PROXIES, WAYS, Target, Way, check, miss, server_error
 
@@ -211,3 +213,29 @@ def test_miss(tmp_path: Path, way: Way) -> None:
         litellm.completion(model="openai/gpt-4o-mini", messages=user("Never"), **where(target))
     assert raised.value.status_code == 404
     assert "no recording" in str(raised.value).lower()
+
+
+def test_client_session_serves_the_openai_provider_only(
+    fake: FakeUpstreamThread, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``litellm.client_session`` on Reel (replaying an empty cassette): the
+    OpenAI provider's call is Reel's miss; the Anthropic provider's goes
+    past it, straight to the provider."""
+    cassette = tmp_path / "empty.jsonl"
+    cassette.write_bytes(b"")
+    session = httpx2.Client(transport=Transport(cassette, mode="replay"))
+    monkeypatch.setattr(litellm, "client_session", session)
+    before = len(fake.requests)
+    with pytest.raises(litellm.exceptions.NotFoundError):
+        litellm.completion(
+            model="openai/gpt-4o-mini",
+            messages=user("Never"),
+            api_base=fake.url + "/v1",
+            api_key=KEY,
+            max_retries=0,
+        )
+    assert len(fake.requests) == before
+    reply = claude(Target(fake.url), "Past Reel")
+    assert reply.choices[0].message.content == "Fake reply to: Past Reel"
+    assert len(fake.requests) == before + 1
+    session.close()
