@@ -122,3 +122,10 @@ def test_miss(tmp_path: Path, way: Way) -> None:
     assert isinstance(raised.value, anthropic.NotFoundError)
     assert raised.value.status_code == 404
     assert "no recording" in str(raised.value).lower()
+
+
+def test_takes_no_client() -> None:
+    """Why there is no in-process case: ``ChatAnthropic`` has no field for a
+    client or an HTTP client (``ChatOpenAI`` has ``http_client``...)."""
+    fields = langchain_anthropic.ChatAnthropic.model_fields
+    assert not [name for name in fields if "client" in name or "http" in name]
