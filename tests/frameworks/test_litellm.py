@@ -9,6 +9,11 @@ Anthropic provider takes no OpenAI or Anthropic client and ignores
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
+import inspect
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +37,45 @@ pytestmark = [
 
 litellm = pytest.importorskip("litellm", reason="litellm is not installed (pip install litellm)")
 litellm.telemetry = False
+from litellm.llms.custom_httpx.async_client_cleanup import (  # noqa: E402
+    close_litellm_async_clients,
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forgotten_clients() -> Iterator[None]:
+    """litellm caches the SDK clients it makes (ten minutes) and never closes
+    them on its own: closed after the module, else their sockets are left to
+    the garbage collector (a ResourceWarning in some later test)."""
+    yield
+    forget_clients()
+    # what litellm leaves besides (an event loop it never closes) is
+    # collected here, its ResourceWarnings with it, not in a later test
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+def forget_clients() -> None:
+    """Close and forget the clients litellm cached."""
+    cache = litellm.in_memory_llm_clients_cache
+    clients = list(cache.cache_dict.values())
+    cache.flush_cache()
+
+    async def close_all() -> None:
+        for client in clients:
+            close = getattr(client, "close", None)
+            if close is None:
+                continue
+            # an async client's connections belong to the loop of its test,
+            # gone: closing them may say so, and there is nothing else to do
+            with contextlib.suppress(RuntimeError):
+                done = close()
+                if inspect.isawaitable(done):
+                    await done
+
+    asyncio.run(close_all())
+
 
 WEATHER_TOOL = {
     "type": "function",
@@ -58,12 +102,14 @@ def where(target: Target, *, max_retries: int = 0) -> dict[str, Any]:
 
 
 def awhere(target: Target) -> dict[str, Any]:
-    if target.inprocess:
-        client = openai.AsyncOpenAI(
-            base_url=target.v1, api_key=KEY, http_client=target.aclient(), max_retries=0
-        )
-        return {"client": client}
-    return {"api_base": target.v1, "api_key": KEY, "max_retries": 0}
+    """The async twin of :func:`where`: an ``AsyncOpenAI`` of the test's,
+    made and closed in the loop of :meth:`Target.run`, through the proxy
+    too (one litellm made itself would be cached past its event loop, and
+    its sockets left to the garbage collector)."""
+    client = openai.AsyncOpenAI(
+        base_url=target.v1, api_key=KEY, http_client=target.aclient(own=True), max_retries=0
+    )
+    return {"client": client}
 
 
 def user(prompt: str) -> list[dict[str, Any]]:
@@ -144,14 +190,22 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
 def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
         async def main() -> Any:
-            replies = await asyncio.gather(
-                *(
-                    litellm.acompletion(
-                        model="openai/gpt-4o-mini", messages=user(f"Question {n}"), **awhere(target)
+            try:
+                replies = await asyncio.gather(
+                    *(
+                        litellm.acompletion(
+                            model="openai/gpt-4o-mini",
+                            messages=user(f"Question {n}"),
+                            **awhere(target),
+                        )
+                        for n in range(4)
                     )
-                    for n in range(4)
                 )
-            )
+            finally:
+                # the first async call makes async clients of litellm's own
+                # (logging, other providers), cached past this event loop:
+                # litellm's cleanup closes them in it
+                await close_litellm_async_clients()
             return [r.choices[0].message.content for r in replies]
 
         return target.run(main)
@@ -221,6 +275,7 @@ def test_client_session_serves_the_openai_provider_only(
     """``litellm.client_session`` on Reel (replaying an empty cassette): the
     OpenAI provider's call is Reel's miss; the Anthropic provider's goes
     past it, straight to the provider."""
+    forget_clients()  # an OpenAI client cached by an earlier test has no session
     cassette = tmp_path / "empty.jsonl"
     cassette.write_bytes(b"")
     session = httpx2.Client(transport=Transport(cassette, mode="replay"))
