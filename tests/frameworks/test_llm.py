@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread
@@ -28,6 +29,29 @@ llm = pytest.importorskip("llm", reason="llm is not installed (pip install llm)"
 def user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """llm's keys, logs and plugins directory: an empty one of the test's."""
     monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm"))
+
+
+@pytest.fixture(autouse=True)
+def made(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The OpenAI clients llm makes, one per prompt: llm never closes them
+    (their sockets would be left to the garbage collector, a ResourceWarning
+    in some later test); the sync ones are closed here, the async ones by
+    the test in their event loop."""
+    from llm.default_plugins.openai_models import _Shared
+
+    clients: list[Any] = []
+    get_client = _Shared.get_client
+
+    def keeping(self: Any, key: Any, *, async_: bool = False) -> Any:
+        client = get_client(self, key, async_=async_)
+        clients.append(client)
+        return client
+
+    monkeypatch.setattr(_Shared, "get_client", keeping)
+    yield clients
+    for client in clients:
+        if isinstance(client, openai.OpenAI):
+            client.close()
 
 
 @contextmanager
@@ -96,24 +120,7 @@ def test_retry_after_500(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("way", PROXIES)
-def test_async_gather(
-    fake: FakeUpstreamThread, tmp_path: Path, way: Way, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """llm makes an AsyncOpenAI per prompt and never closes it (its sockets
-    would be left to the garbage collector, a ResourceWarning): the test
-    keeps the clients llm makes and closes them in their loop."""
-    from llm.default_plugins.openai_models import _Shared
-
-    made: list[Any] = []
-    get_client = _Shared.get_client
-
-    def keeping(self: Any, key: Any, *, async_: bool = False) -> Any:
-        client = get_client(self, key, async_=async_)
-        made.append(client)
-        return client
-
-    monkeypatch.setattr(_Shared, "get_client", keeping)
-
+def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way, made: list[Any]) -> None:
     def drive(target: Target) -> Any:
         async def main() -> Any:
             model = llm.get_async_model("gpt-4o-mini")
@@ -121,8 +128,10 @@ def test_async_gather(
             try:
                 return await asyncio.gather(*(r.text() for r in replies))
             finally:
-                while made:
-                    await made.pop().close()
+                for client in made:
+                    if isinstance(client, openai.AsyncOpenAI):
+                        await client.close()
+                made[:] = [c for c in made if not isinstance(c, openai.AsyncOpenAI)]
 
         with pointed(target):
             return target.run(main)
