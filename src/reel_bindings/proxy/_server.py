@@ -62,7 +62,7 @@ from .._freshness import Freshness
 from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
-from ._recordings import RecordingQueue
+from ._recordings import Place, RecordingQueue
 from ._websocket import relay_websocket, replay_websocket
 
 if TYPE_CHECKING:
@@ -600,7 +600,7 @@ class Proxy:
         """
         assert forward.url is not None
         relayed = anyio.Event()
-        gone = _Gone(session)
+        gone = _Gone(session, self._recordings, forward.request.target)
         try:
             async with anyio.create_task_group() as tg:
                 gone.stop = tg.cancel_scope
@@ -625,14 +625,14 @@ class Proxy:
             # the client left, and what it saw is recorded.  (An answer the
             # proxy itself cuts off is not: that cut is no truth to replay.)
             if gone.why:
-                self._left(session, forward, exchange, gone.why)
+                self._left(session, forward, exchange, gone)
             raise
         if gone.why:
-            self._left(session, forward, exchange, gone.why)
+            self._left(session, forward, exchange, gone)
             raise anyio.BrokenResourceError
 
-    def _left(self, session: Session, forward: Forward, exchange: _Exchange, why: str) -> None:
-        """The client left (``why``) before the end of a forward's answer:
+    def _left(self, session: Session, forward: Forward, exchange: _Exchange, gone: _Gone) -> None:
+        """The client left (``gone``) before the end of a forward's answer:
         what the recording read after it (see :meth:`_forward`) ends the
         exchange, and its line is appended."""
         if session.state is State.DONE:
@@ -644,14 +644,14 @@ class Proxy:
             )
             if session.state is State.AWAIT_UPSTREAM:
                 exchange.outcome += " (client left)"
-            session.upstream_error(UpstreamError.CLIENT_CLOSED, why, now=anyio.current_time())
+            session.upstream_error(UpstreamError.CLIENT_CLOSED, gone.why, now=anyio.current_time())
         # nobody reads the rest: pull it, append the line
         while not isinstance(event := session.next_event(), Signal):
             if isinstance(event, Cut):
                 session.send(event)
                 exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
-        self._record(session, forward.request.target)
+        self._record(session, forward.request.target, place=gone.place)
 
     async def _relay(
         self,
@@ -685,7 +685,7 @@ class Proxy:
                     if isinstance(event, (EndOfResponse, Cut)):
                         # The client has its answer: the line is built and
                         # appended now, or (record mode) soon (see settle).
-                        self._record(session, forward.request.target, later=True)
+                        self._record(session, forward.request.target, later=True, place=gone.place)
                     if isinstance(event, EndOfResponse):
                         self._log(session, exchange)
 
@@ -770,11 +770,16 @@ class Proxy:
         except StoreUnavailableError as exc:
             raise UpstreamFailure(UpstreamError.STORE, str(exc)) from None
 
-    def _record(self, session: Session, target: str, *, later: bool = False) -> None:
-        """Queue the recording of a finished forward, and build it now
-        unless ``later`` in record mode (see :meth:`settle`)."""
+    def _record(
+        self, session: Session, target: str, *, later: bool = False, place: Place | None = None
+    ) -> None:
+        """Queue the recording of a finished forward (in the ``place`` held
+        for it since its client left, if any), and build it now unless
+        ``later`` in record mode (see :meth:`settle`)."""
         pending = session.engine.take_recording()
-        if pending is not None:
+        if place is not None:
+            self._recordings.fill(place, pending)
+        elif pending is not None:
             self._recordings.add(pending, session.redactor, target)
         if not later or self.config.mode is not Mode.RECORD:
             self.settle()
@@ -842,10 +847,16 @@ class _Gone:
     """Whether the client left while its request was forwarded."""
 
     session: Session
+    recordings: RecordingQueue
+    #: The forwarded request's target (names its place in a log).
+    target: str
     #: The forward's scope: cancelled once the grace is over.
     stop: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
     #: What showed it ("" while the client is there).
     why: str = ""
+    #: The recording's place in the queue, held from the moment the client
+    #: left (its exchange ended then, for the client) while the grace runs.
+    place: Place | None = None
 
     def left(self, why: str) -> None:
         """The client left: the forward stops writing to it, and stops
@@ -857,6 +868,7 @@ class _Gone:
         now = anyio.current_time()
         grace = self.session.engine.client_left(why, now=now)
         if grace:
+            self.place = self.recordings.reserve(self.session.redactor, self.target)
             self.stop.deadline = min(self.stop.deadline, now + grace)
         else:
             self.stop.cancel()
