@@ -198,13 +198,18 @@ def check(seen: list[Seen], recorded: list[Interaction], replies: dict[str, byte
     assert not unasked, f"recorded but never asked: {sorted(unasked)[:5]}"
     lost = [s.prompt for s in seen if s.head and s.prompt not in set(prompts)]
     assert not lost, f"{len(lost)} of {len(seen)} exchanges lost, e.g. {lost[:5]}"
+    cuts = {prompt_of(i): i.response.cut for i in recorded}
     order: dict[tuple[str, int], list[str]] = {}
     for p in prompts:  # each client's exchanges in the order it made them
         round_, client, _ = p.split()
         order.setdefault((round_, int(client[1:])), []).append(p)
     for mine in order.values():
         made = [int(p.split()[2][1:]) for p in mine]
-        assert made == sorted(made), f"out of order: {mine}"
+        kinds = [
+            f"{p} ({by_prompt[p].kind.value}, head {by_prompt[p].head}, cut {cuts[p]})"
+            for p in mine
+        ]
+        assert made == sorted(made), f"out of order: {kinds}"
     for interaction in recorded:
         s = by_prompt[prompt_of(interaction)]
         body = body_of(interaction)
