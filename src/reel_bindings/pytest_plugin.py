@@ -59,8 +59,8 @@ DEFAULT_TIMING = "fast"
 
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
-    "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None): record/replay "
-    "this test's "
+    "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None, "
+    "drop_response_headers=None): record/replay this test's "
     "LLM API traffic with Reel (the `reel` fixture gives the cassette; proxy=True starts a "
     "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it)"
 )
@@ -77,6 +77,7 @@ _MARKER_KEYS = frozenset(
         "upstream",
         "record_on",
         "max_age",
+        "drop_response_headers",
     )
 )
 #: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
@@ -434,6 +435,10 @@ class ReelCassette:
         #: Seconds a recording stays fresh for this test (marker, else run);
         #: ``None``: the cassette's ``_meta`` says.
         self.max_age: float | None = None
+        #: Response headers this test's recordings never store (the
+        #: marker's, else ``$REEL_DROP_RESPONSE_HEADERS``); ``None``: the
+        #: environment's.
+        self.drop_response_headers: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
         return f"<ReelCassette {str(self.path)!r} mode={self.mode.value} timing={self.timing}>"
@@ -537,7 +542,10 @@ class ReelCassette:
         from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
-        config = Settings.from_env(mode=self.mode).config(
+        settings = Settings.from_env(
+            mode=self.mode, drop_response_headers=self.drop_response_headers
+        )
+        config = settings.config(
             max_age=self.max_age,
             match=self.match,
             timing=self.timing,
@@ -619,6 +627,7 @@ class ReelCassette:
         kwargs.setdefault("timing", self.timing)
         kwargs.setdefault("repeat", self.repeat)
         kwargs.setdefault("max_age", self.max_age)
+        kwargs.setdefault("drop_response_headers", self.drop_response_headers)
         # the miss hint is the test's: the player's config is built with it
         return {"mode": self.mode, **kwargs, "hint": self.hint}
 
@@ -725,6 +734,7 @@ class ReelCassette:
                 )
         record_on = _test_record_on(item.config, settings.get("record_on"))
         max_age = _test_max_age(item.config, settings.get("max_age"))
+        drop = _test_drop_response_headers(settings.get("drop_response_headers"))
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
@@ -761,6 +771,7 @@ class ReelCassette:
             )
             cassette._test = item.nodeid
             cassette.max_age = max_age
+            cassette.drop_response_headers = drop
             cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
             cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
@@ -893,6 +904,19 @@ def _run_max_age(config: pytest.Config) -> float | None:
         return parse_duration(value)
     except ConfigError as exc:
         raise pytest.UsageError(f"reel_max_age = {value!r}: {exc}") from None
+
+
+def _test_drop_response_headers(marker: object) -> tuple[str, ...] | None:
+    """The marker's drop_response_headers=, checked (``None``: unset)."""
+    from reel_bindings._settings import check_drop_response_headers
+    from reel_core import ConfigError
+
+    if marker is None:
+        return None
+    try:
+        return check_drop_response_headers(marker, "drop_response_headers=")
+    except ConfigError as exc:
+        _marker_error(str(exc))
 
 
 def _test_max_age(config: pytest.Config, marker: object) -> float | None:

@@ -23,7 +23,7 @@ from reel_core import (
     parse_duration,
 )
 
-from .._settings import Settings, port_from_env
+from .._settings import Settings, check_drop_response_headers, port_from_env
 
 __all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "is_loopback", "parse_options"]
 
@@ -107,6 +107,9 @@ class ProxyOptions:
     #: (``--ui-public``), not only to loopback names.
     ui: bool = False
     ui_public: bool = False
+    #: Response headers never stored (``--drop-response-header``,
+    #: ``REEL_DROP_RESPONSE_HEADERS``), besides those Reel never stores.
+    drop_response_headers: tuple[str, ...] = ()
 
     def config(self) -> Config:
         return Config(
@@ -118,6 +121,7 @@ class ProxyOptions:
             upstream=self.upstream,
             limits=Limits(max_head=self.max_head, max_body=self.max_body),
             max_age=self.max_age,
+            drop_response_headers=self.drop_response_headers,
             ui=UiConfig(public=self.ui_public) if self.ui else None,
             hint=(
                 "restart the proxy with --mode auto (records what is missing) "
@@ -264,6 +268,14 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         "is forwarded and recorded again (the new line supersedes it), in replay mode it is "
         "served and logged as stale (default: the cassette's _meta max_age, else never)",
     )
+    add(
+        "--drop-response-header",
+        action="append",
+        metavar="NAME",
+        help="a response header never to store (repeatable; default: $REEL_DROP_RESPONSE_"
+        "HEADERS, comma-separated). Every end-to-end header is stored but set-cookie and those "
+        "named here",
+    )
     add("-q", "--quiet", action="store_true", help="log only warnings and errors")
     add("-v", "--verbose", action="store_true", help="log miss reports and connection details")
     return parser
@@ -300,6 +312,13 @@ def parse_options(
             store=args.store,
             store_prefix=args.store_prefix,
             max_age=max_age,
+            drop_response_headers=(
+                None
+                if args.drop_response_header is None
+                else check_drop_response_headers(
+                    args.drop_response_header, "--drop-response-header"
+                )
+            ),
         )
         port = args.port if args.port is not None else port_from_env(env)
         ignore = tuple(args.ignore_field)
@@ -381,6 +400,7 @@ def parse_options(
         max_head=args.max_head,
         max_body=max_body,
         max_age=settings.max_age,
+        drop_response_headers=settings.drop_response_headers,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
         ui=args.ui,
         ui_public=args.ui_public,
