@@ -42,6 +42,7 @@ environment variables (a flag wins over its variable):
   REEL_UPSTREAM      --upstream
   REEL_MAX_BODY      --max-body (the in-process bindings read it too)
   REEL_MAX_AGE       --max-age (the in-process bindings and the pytest plugin read it too)
+  REEL_DROP_RESPONSE_HEADERS  --drop-response-header, comma-separated (read by every binding)
   REEL_HOST          --host
   REEL_PORT          --port
   REEL_TLS_DIR       where --tls keeps the certificate it generates (default ~/.cache/reel/tls)
@@ -272,9 +273,8 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         "--drop-response-header",
         action="append",
         metavar="NAME",
-        help="a response header never to store (repeatable; default: $REEL_DROP_RESPONSE_"
-        "HEADERS, comma-separated). Every end-to-end header is stored but set-cookie and those "
-        "named here",
+        help="a response header never to store (repeatable): every end-to-end header is "
+        "stored but set-cookie and those named here",
     )
     add("-q", "--quiet", action="store_true", help="log only warnings and errors")
     add("-v", "--verbose", action="store_true", help="log miss reports and connection details")
