@@ -22,7 +22,7 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -203,12 +203,15 @@ class _RelayRaw:
         self._raw.close()
 
 
-def _fields(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+def _fields(headers: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
     """Replayed headers as requests shows a live response's: a name once,
     the values of a repeated one (two ``link`` headers, ``vary``) joined
     with ``", "`` in their order, as urllib3 joins them.  (The core hands
     them out lower-cased.)"""
-    fields: dict[str, str] = {}
+    fields = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
+    if len(fields) == len(headers):  # nearly every response: no name twice
+        return fields
+    fields = {}
     for k, v in headers:
         name, value = k.decode("latin-1"), v.decode("latin-1")
         fields[name] = f"{fields[name]}, {value}" if name in fields else value

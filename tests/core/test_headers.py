@@ -134,7 +134,7 @@ def test_credential_query_parameters_in_urls_are_blanked() -> None:
         "/files/1?sig=[REDACTED:query-secret]&size=2"
     )
     # other parameters, and "=" outside a query, are kept byte for byte
-    for value in ("/next?page=2&per_page=50", 'W/"abc=="', "max-age=60", f"key {KEY}"[:4]):
+    for value in ("/next?page=2&per_page=50", 'W/"abc=="', "max-age=60", "a=b"):
         assert scrub_value(R, "location", value) == value
 
 
