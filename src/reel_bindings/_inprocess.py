@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -142,12 +142,14 @@ class Player:
         store: Store | str | None = None,
         max_age: float | str | None = None,
         record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> None:
         settings = Settings.from_env(
             mode=mode,
             store=store if isinstance(store, str) else None,
             max_age=None if max_age is None else parse_duration(max_age),
             record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
         )
         if isinstance(cassette, CassetteFile):
             self.file = cassette
@@ -320,6 +322,7 @@ class Binding:
         store: Store | str | None = None,
         max_age: float | str | None = None,
         record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> None:
         super().__init__()  # the client library's base, if it has one
         self.player = Player(
@@ -333,6 +336,7 @@ class Binding:
             store=store,
             max_age=max_age,
             record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
         )
         self.strict = strict
 

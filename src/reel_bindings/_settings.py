@@ -17,7 +17,7 @@ docs/configuration.md.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,7 +35,14 @@ from reel_core import (
 from ._store import Store
 from ._store_url import check_store, open_store
 
-__all__ = ["Settings", "mode_from_env", "parse_grace", "pii_from_env", "port_from_env"]
+__all__ = [
+    "Settings",
+    "check_drop_response_headers",
+    "mode_from_env",
+    "parse_grace",
+    "pii_from_env",
+    "port_from_env",
+]
 
 #: Values of a switch that mean "off" (any case, spaces ignored).
 OFF = ("0", "false", "no", "off")
@@ -163,6 +170,24 @@ def parse_grace(text: str, name: str) -> float:
     return seconds
 
 
+def _drop_response_headers(env: Mapping[str, str]) -> tuple[str, ...]:
+    text = _text(env, "REEL_DROP_RESPONSE_HEADERS")
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    return check_drop_response_headers(names, f"REEL_DROP_RESPONSE_HEADERS={text!r}")
+
+
+def check_drop_response_headers(names: object, where: str) -> tuple[str, ...]:
+    """``names``, response headers never to store, lower-cased; a
+    :class:`ConfigError` starting with ``where`` when it is not a list of
+    header names."""
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        raise ConfigError(f"{where}: give a list of header names, like ['x-trace-id']")
+    try:
+        return Config(drop_response_headers=tuple(names)).drop_response_headers
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
 def port_from_env(environ: Mapping[str, str] | None = None) -> int | None:
     """``REEL_PORT`` (the proxy's), ``None`` when unset."""
     text = _text(os.environ if environ is None else environ, "REEL_PORT")
@@ -205,6 +230,9 @@ class Settings:
     #: ``REEL_RECORD_GRACE`` in seconds: how long a recording reads the
     #: upstream on after the client left; ``None``: the core's default.
     record_grace: float | None = None
+    #: ``REEL_DROP_RESPONSE_HEADERS`` (comma-separated): response headers
+    #: never stored, besides those Reel never stores.
+    drop_response_headers: tuple[str, ...] = ()
 
     @classmethod
     def from_env(
@@ -220,6 +248,7 @@ class Settings:
         store_prefix: str | None = None,
         max_age: float | None = None,
         record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> Settings:
         """The settings of ``environ`` (default ``os.environ``, read now).
         A value given wins over its variable, which is then not read.
@@ -238,6 +267,11 @@ class Settings:
             store_prefix=store_prefix or _store_prefix(env),
             max_age=max_age if max_age is not None else _max_age(env),
             record_grace=record_grace if record_grace is not None else _record_grace(env),
+            drop_response_headers=(
+                check_drop_response_headers(drop_response_headers, "drop_response_headers")
+                if drop_response_headers is not None
+                else _drop_response_headers(env)
+            ),
         )
 
     def open_store(self) -> Store | None:
@@ -264,6 +298,7 @@ class Settings:
                 limits=self.limits,
                 max_age=self.max_age,
                 record_grace=RECORD_GRACE if self.record_grace is None else self.record_grace,
+                drop_response_headers=self.drop_response_headers,
             ),
             **fields,
         )

@@ -60,8 +60,7 @@ DEFAULT_TIMING = "fast"
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
     "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None, "
-    "record_grace=None): record/replay "
-    "this test's "
+    "record_grace=None, drop_response_headers=None): record/replay this test's "
     "LLM API traffic with Reel (the `reel` fixture gives the cassette; proxy=True starts a "
     "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it)"
 )
@@ -79,6 +78,7 @@ _MARKER_KEYS = frozenset(
         "record_on",
         "max_age",
         "record_grace",
+        "drop_response_headers",
     )
 )
 #: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
@@ -440,6 +440,10 @@ class ReelCassette:
         #: marker's ``record_grace=``); ``None``: ``$REEL_RECORD_GRACE``,
         #: else the core's default.
         self.record_grace: float | None = None
+        #: Response headers this test's recordings never store (the
+        #: marker's, else ``$REEL_DROP_RESPONSE_HEADERS``); ``None``: the
+        #: environment's.
+        self.drop_response_headers: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
         return f"<ReelCassette {str(self.path)!r} mode={self.mode.value} timing={self.timing}>"
@@ -543,7 +547,12 @@ class ReelCassette:
         from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
-        config = Settings.from_env(mode=self.mode, record_grace=self.record_grace).config(
+        settings = Settings.from_env(
+            mode=self.mode,
+            record_grace=self.record_grace,
+            drop_response_headers=self.drop_response_headers,
+        )
+        config = settings.config(
             max_age=self.max_age,
             match=self.match,
             timing=self.timing,
@@ -626,6 +635,7 @@ class ReelCassette:
         kwargs.setdefault("repeat", self.repeat)
         kwargs.setdefault("max_age", self.max_age)
         kwargs.setdefault("record_grace", self.record_grace)
+        kwargs.setdefault("drop_response_headers", self.drop_response_headers)
         # the miss hint is the test's: the player's config is built with it
         return {"mode": self.mode, **kwargs, "hint": self.hint}
 
@@ -732,6 +742,7 @@ class ReelCassette:
                 )
         record_on = _test_record_on(item.config, settings.get("record_on"))
         max_age = _test_max_age(item.config, settings.get("max_age"))
+        drop = _test_drop_response_headers(settings.get("drop_response_headers"))
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
@@ -769,6 +780,7 @@ class ReelCassette:
             cassette._test = item.nodeid
             cassette.max_age = max_age
             cassette.record_grace = _test_record_grace(settings.get("record_grace"))
+            cassette.drop_response_headers = drop
             cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
             cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
@@ -901,6 +913,19 @@ def _run_max_age(config: pytest.Config) -> float | None:
         return parse_duration(value)
     except ConfigError as exc:
         raise pytest.UsageError(f"reel_max_age = {value!r}: {exc}") from None
+
+
+def _test_drop_response_headers(marker: object) -> tuple[str, ...] | None:
+    """The marker's drop_response_headers=, checked (``None``: unset)."""
+    from reel_bindings._settings import check_drop_response_headers
+    from reel_core import ConfigError
+
+    if marker is None:
+        return None
+    try:
+        return check_drop_response_headers(marker, "drop_response_headers=")
+    except ConfigError as exc:
+        _marker_error(str(exc))
 
 
 def _test_max_age(config: pytest.Config, marker: object) -> float | None:

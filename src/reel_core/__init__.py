@@ -55,6 +55,7 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import record_exchange
+from ._headers import keep_response_header
 from ._http import HOP_BY_HOP, Limits, Request
 from ._interaction import (
     Interaction,
@@ -69,7 +70,7 @@ from ._literals import exchange_redactor
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._meta import CassetteMeta
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
-from ._redact import Redactor, is_credential_name, keep_response_header
+from ._redact import Redactor, is_credential_name
 from ._schedule import Step, replay_schedule
 from ._sent import sent_digest
 from ._start import Start, start_of

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._errors import ConfigError
+from ._headers import drop_names
 from ._http import Limits
 from ._match import MatchConfig
 from ._redact import Redactor
@@ -78,6 +79,11 @@ class Config:
     #: scrubbed from everything written like ``Authorization``'s; added to
     #: the cassette's ``_meta`` ``redact`` ``headers``.
     credential_headers: tuple[str, ...] = ()
+    #: Response headers (any case) never stored, besides those Reel never
+    #: stores (``set-cookie``, hop-by-hop, framing); added to the
+    #: cassette's ``_meta`` ``redact`` ``drop_response_headers``.  Kept in
+    #: lower case.
+    drop_response_headers: tuple[str, ...] = ()
     limits: Limits = Limits()
     #: How to record a missing request, shown in every miss report.
     hint: str = DEFAULT_HINT
@@ -103,6 +109,8 @@ class Config:
     record_grace: float = RECORD_GRACE
 
     def __post_init__(self) -> None:
+        names = drop_names(self.drop_response_headers, "drop_response_headers")
+        object.__setattr__(self, "drop_response_headers", tuple(sorted(names)))
         if self.max_age is not None and not self.max_age > 0:
             raise ConfigError(f"max_age must be more than zero seconds, not {self.max_age!r}")
         if not 0 <= self.record_grace < math.inf:

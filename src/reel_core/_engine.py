@@ -440,6 +440,7 @@ class Engine:
                 functools.partial(
                     _new_recorder,
                     self.cassette,
+                    self.config,
                     self._keying,
                     request,
                     keyed,
@@ -879,6 +880,7 @@ def _storing(cassette: Cassette, interaction: Interaction, superseding: int) -> 
 
 def _new_recorder(
     cassette: Cassette,
+    config: Config,
     keying: MatchConfig,
     request: Request,
     keyed: Callable[[], tuple[RecordedRequest, str]],
@@ -887,7 +889,9 @@ def _new_recorder(
 ) -> Recorder:
     """The recorder of a forwarded ``request`` to ``cassette`` (decided with
     ``keying``), made when the recording is built; ``sent`` gives the
-    digest its line carries (``None``: none)."""
+    digest its line carries (``None``: none).  The response headers
+    ``config`` and the cassette name are worked out here, for a recording
+    only."""
     recorded, key = keyed()
     stored_config = cassette.keying
     stored_key = key if stored_config == keying else recorded.key(stored_config)
@@ -896,7 +900,8 @@ def _new_recorder(
     seen = cassette.lines_of(stored_key, stored_config)
     digest = None if sent is None else sent(recorded)
     redactor = scrub if isinstance(scrub, Redactor) else scrub()
-    return new_recorder(request, recorded, stored_key, seen, redactor, digest)
+    drop = cassette.meta.drop_response_headers.union(config.drop_response_headers)
+    return new_recorder(request, recorded, stored_key, seen, redactor, digest, drop)
 
 
 class _Scrub:
