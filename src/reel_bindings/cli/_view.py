@@ -162,10 +162,14 @@ def write_page(out: Path, page: str, inputs: list[Path], force: bool) -> None:
     write_output(out, page.encode("utf-8"), inputs, force=force)
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(name)  # NaN and Infinity: Python reads them, JSON has none
+
+
 def _read_miss(path: Path) -> Any:
     data = read_bytes(path)
     try:
-        return json.loads(data)
+        return json.loads(data, parse_constant=_not_json)
     except (ValueError, RecursionError):
         raise CliError(
             f"{path}: not JSON: give the body Reel answered the miss with "
