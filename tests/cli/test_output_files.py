@@ -175,3 +175,29 @@ def test_redact_rewrites_the_file_a_link_names(tmp_path: Path) -> None:
     assert main(["redact", str(link)]) == 0
     assert link.is_symlink()  # the link is kept...
     assert OPENAI_KEY not in real.read_text()  # ...and the file it names is redacted
+
+
+def test_redact_says_a_hard_link_keeps_the_lines_as_they_were(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "c.jsonl", secret_interaction())
+    other = tmp_path / "other.jsonl"
+    os.link(path, other)
+    assert main(["redact", str(path)]) == 1  # found: secrets left under another name
+    assert OPENAI_KEY not in path.read_text()
+    assert OPENAI_KEY in other.read_text()
+    assert f"{path}: 1 other hard link(s) to it still hold the lines" in capsys.readouterr().err
+
+
+def test_the_pytest_report_is_renamed_into_place(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    elsewhere = pytester.path / "elsewhere.txt"
+    elsewhere.write_text("keep me")
+    report = pytester.path / "report.json"
+    report.symlink_to(elsewhere)
+    pytester.runpytest_subprocess("-p", "reel", "--reel-report", str(report)).assert_outcomes(
+        passed=1
+    )
+    assert not report.is_symlink()
+    json.loads(report.read_text())
+    assert elsewhere.read_text() == "keep me"
