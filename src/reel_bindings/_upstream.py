@@ -96,7 +96,7 @@ _Origin = tuple[str, str, int]
 def _host(url: str) -> bytes:
     """The ``host`` header for ``url`` (remembered: a proxy forwards to
     the same few URLs over and over)."""
-    return urlsplit(url).netloc.encode("ascii")
+    return urlsplit(url).netloc.rpartition("@")[2].encode("ascii")  # never the userinfo
 
 
 @functools.lru_cache(maxsize=1024)

@@ -24,7 +24,7 @@ from reel_bindings._store import StoreUnavailableError
 from reel_bindings._store_url import open_store
 from reel_bindings.proxy import DEMO_CASSETTE
 from reel_core import ConfigError, Mode
-from tests.fakes.upstream import FakeUpstreamThread
+from tests.fakes.upstream import FakeUpstreamThread, serve_fake
 from tests.redis_server import RedisServer
 
 from .proxy_support import chat_call, fetch, options, proxied
@@ -193,3 +193,17 @@ def test_the_pytest_header_report_and_json_do_not_show_the_password(
     assert SECRET not in output
     assert SECRET not in text
     json.loads(text)
+
+
+@pytest.mark.anyio
+async def test_an_upstream_userinfo_does_not_reach_the_host_header(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake(frame_delay=0.001) as fake:
+        upstream = fake.url.replace("://", f"://user:{SECRET}@")
+        async with proxied(options(Mode.AUTO, cassette, upstream=upstream)) as client:
+            answer = await fetch(client, chat_call("hi"))
+    assert answer.status == 200
+    (sent,) = fake.requests
+    host = dict(sent.headers)["host"]
+    assert host == fake.url.split("://")[1].rstrip("/")
+    assert SECRET not in cassette.read_text()
