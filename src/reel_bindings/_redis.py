@@ -30,6 +30,7 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
+import re
 import secrets
 import threading
 from collections.abc import Callable
@@ -183,9 +184,11 @@ class RedisStore:
                 health_check_interval=10,
             )
         except ValueError as exc:
+            authority = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0]
+            cut = "@" in url and "@" not in authority  # the password ended it early
+            hint = " (percent-encode a / ? # or @ in the password)" if cut else ""
             raise StoreUnavailableError(
-                f"bad Redis URL {self.url}: {self._scrub(str(exc))} (percent-encode a / ? # or @ "
-                "in the password)"
+                f"bad Redis URL {self.url}: {self._scrub(str(exc))}{hint}"
             ) from None
         self._errors: tuple[type[BaseException], ...] = (module.exceptions.RedisError, OSError)
         self._append = self.client.register_script(_APPEND)

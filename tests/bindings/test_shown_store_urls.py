@@ -96,7 +96,10 @@ def test_a_bad_store_url_is_refused_without_its_password(
     assert reel(["push", str(DEMO_CASSETTE), url]) == 2
     shown = capsys.readouterr()
     assert "SeCrEt" not in shown.out + shown.err
+    assert "'hun'" not in shown.err  # redis-py quotes the part before the / as the port
     assert "store" in shown.err or "Redis URL" in shown.err
+    if "hun/ter2" in url:
+        assert "percent-encode a / ? # or @ in the password" in shown.err
     assert not out.exists()
     with pytest.raises(ConfigError) as caught:
         Settings.from_env({"REEL_STORE": url}).open_store()
