@@ -422,7 +422,7 @@ def test_encodings_reel_could_not_decode_stay_as_they_were() -> None:
 
 
 def test_br_is_encoded_again_or_said_to_be_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
-    brotli = pytest.importorskip("brotli")
+    brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     before = recorded(
         exchange(
             0,
