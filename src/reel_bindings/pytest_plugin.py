@@ -728,7 +728,7 @@ class ReelCassette:
         repeat = settings.get("repeat")
         if repeat is not None and not isinstance(repeat, bool):
             _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
-        upstream = settings.get("upstream") or _run_settings(item.config).upstream
+        upstream = _test_upstream(settings.get("upstream")) or _run_settings(item.config).upstream
         store: Store | None = _run_store(item.config)
         if store is None:
             store, name = FileStore(), str(path)
@@ -954,6 +954,22 @@ def _test_record_grace(marker: object) -> float | None:
         _marker_error(f"record_grace= takes a number of seconds, not {marker!r}")
     try:
         return parse_grace(str(marker), "record_grace")
+    except ConfigError as exc:
+        _marker_error(str(exc))
+
+
+def _test_upstream(marker: object) -> str | None:
+    """The marker's upstream=, checked (``None``: unset)."""
+    from reel_core import ConfigError, check_upstream
+
+    if marker is None:
+        return None
+    if not isinstance(marker, str):
+        _marker_error(
+            f"upstream= takes a base URL such as 'https://api.openai.com', not {marker!r}"
+        )
+    try:
+        return check_upstream(marker, "upstream=")
     except ConfigError as exc:
         _marker_error(str(exc))
 
