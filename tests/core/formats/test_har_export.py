@@ -261,7 +261,7 @@ FILES = _corpus()
 @pytest.mark.slow
 @pytest.mark.skipif(not FILES, reason=NO_CORPUS)
 def test_the_corpus_round_trips_through_har() -> None:
-    pytest.importorskip("yaml")
+    pytest.importorskip("yaml", reason="pip install pyyaml (in the test extra)")
     count = 0
     for fmt, name in FILES:
         report = import_source(fmt, (CORPUS / name).read_bytes(), name, Redactor())
