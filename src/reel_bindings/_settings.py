@@ -29,6 +29,7 @@ from reel_core import (
     MatchMode,
     Mode,
     Timing,
+    check_upstream,
     parse_duration,
 )
 
@@ -111,6 +112,11 @@ def _match(env: Mapping[str, str]) -> MatchMode | None:
         raise ConfigError(
             f"REEL_MATCH: unknown match mode {text!r}: use one of {choices}"
         ) from None
+
+
+def _upstream(env: Mapping[str, str]) -> str | None:
+    text = _text(env, "REEL_UPSTREAM")
+    return check_upstream(text, "REEL_UPSTREAM") if text else None
 
 
 def _store(env: Mapping[str, str]) -> str | None:
@@ -249,7 +255,8 @@ class Settings:
         drop_response_headers: Sequence[str] | None = None,
     ) -> Settings:
         """The settings of ``environ`` (default ``os.environ``, read now).
-        A value given wins over its variable, which is then not read.
+        A value given wins over its variable, which is then not read
+        (``upstream`` is the proxy's ``--upstream``, checked as such).
         Raises :class:`ConfigError` for a bad value."""
         env = os.environ if environ is None else environ
         given_mode = mode_from_env(mode, {}) if mode else _mode(env)
@@ -259,7 +266,7 @@ class Settings:
             max_body=max_body if max_body is not None else _max_body(env),
             timing=timing if timing is not None else _timing(env),
             match=match if match is not None else _match(env),
-            upstream=upstream or env.get("REEL_UPSTREAM") or None,
+            upstream=check_upstream(upstream) if upstream else _upstream(env),
             mode_set=given_mode is not None,
             store=store or _store(env),
             store_prefix=store_prefix or _store_prefix(env),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from reel_core import (
     Cut,
+    Forward,
     MatchConfig,
     Mode,
     Redactor,
@@ -27,7 +28,7 @@ from reel_core import (
 )
 
 from ._files import CassetteFile
-from ._inprocess import IN_PROCESS_HINT, Binding, Decision
+from ._inprocess import IN_PROCESS_HINT, Binding, Decision, given_upstream
 from ._per_process import PerProcess
 from ._proxy_env import environment_proxies, proxy_for
 from ._relay import Failure
@@ -40,6 +41,7 @@ __all__ = [
     "cut_error",
     "family_of",
     "relayed",
+    "routed",
     "ssl_context",
     "sync_stream",
 ]
@@ -328,6 +330,24 @@ def core_request(request: Any, body: bytes) -> Request:
     return Request(request.method, request.url.raw_path.decode("ascii"), request.headers.raw, body)
 
 
+def routed(family: ModuleType, request: Any, forward: Forward) -> Any:
+    """``request`` as it goes upstream: itself, or, when the binding was
+    given an upstream base URL (``forward.url`` is set), a copy sent there,
+    its ``Host`` that of the new URL."""
+    if forward.url is None:
+        return request
+    url = family.URL(forward.url)
+    headers = [(b"Host", url.netloc)]
+    headers += [(k, v) for k, v in request.headers.raw if k.lower() != b"host"]
+    return family.Request(
+        request.method,
+        url,
+        headers=headers,
+        stream=request.stream,
+        extensions=request.extensions,
+    )
+
+
 def cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
     message = (
         f"peer closed connection without sending complete message body (recorded cut: {cut.error})"
@@ -368,6 +388,15 @@ class Base(Binding):
         record_grace: float | None = None,
         drop_response_headers: Sequence[str] | None = None,
     ) -> None:
+        # a sync transport forwards through a sync pool, an async one an async one
+        sync = self._process_pools
+        base, pool = given_upstream(
+            upstream,
+            "an httpx transport (httpx.HTTPTransport(...))"
+            if sync
+            else "an httpx async transport (httpx.AsyncHTTPTransport(...))",
+            hasattr(upstream, "handle_request" if sync else "handle_async_request"),
+        )
         super().__init__(
             cassette,
             mode=mode,
@@ -381,13 +410,14 @@ class Base(Binding):
             max_age=max_age,
             record_grace=record_grace,
             drop_response_headers=drop_response_headers,
+            upstream=base,
         )
         #: The pools forwards go through, by client family and proxy URL
-        #: (``""``: direct); an ``upstream`` given serves its family always.
+        #: (``""``: direct); an ``upstream`` pool given serves its family always.
         self._upstreams: dict[tuple[str, str], Any] = {}
         self._given: dict[str, Any] = {}
-        if upstream is not None:
-            self._given[type(upstream).__module__.partition(".")[0]] = upstream
+        if pool is not None:
+            self._given[type(pool).__module__.partition(".")[0]] = pool
         self._proxies = environment_proxies()
         #: What the first play of a recording replayed whole answered, for
         #: its later plays (see ``_replay_response``): by ``(client family,

@@ -730,7 +730,7 @@ class ReelCassette:
         repeat = settings.get("repeat")
         if repeat is not None and not isinstance(repeat, bool):
             _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
-        upstream = settings.get("upstream") or _run_settings(item.config).upstream
+        upstream = _test_upstream(settings.get("upstream")) or _run_settings(item.config).upstream
         store: Store | None = _run_store(item.config)
         if store is None:
             store, name = FileStore(), str(path)
@@ -774,7 +774,7 @@ class ReelCassette:
                 repeat=repeat,
                 upstream=upstream,
                 file=file,
-                hint=_hint(item, _display(item.config, path), exists=store.exists(name)),
+                hint=_hint(item, _display(item.config, path), exists=store.exists(name), name=name),
                 display=_display(item.config, path),
                 stack=contextlib.ExitStack(),
                 first_token=token if mode is Mode.RECORD and not refreshed else None,
@@ -960,6 +960,22 @@ def _test_record_grace(marker: object) -> float | None:
         _marker_error(str(exc))
 
 
+def _test_upstream(marker: object) -> str | None:
+    """The marker's upstream=, checked (``None``: unset)."""
+    from reel_core import ConfigError, check_upstream
+
+    if marker is None:
+        return None
+    if not isinstance(marker, str):
+        _marker_error(
+            f"upstream= takes a base URL such as 'https://api.openai.com', not {marker!r}"
+        )
+    try:
+        return check_upstream(marker, "upstream=")
+    except ConfigError as exc:
+        _marker_error(str(exc))
+
+
 def _global_record_on(config: pytest.Config) -> str | None:
     """``--reel-record-on``, else the ``reel_record_on`` ini option, checked."""
     flag = config.getoption("reel_record_on", None)
@@ -1068,14 +1084,33 @@ def _display(config: pytest.Config, path: Path) -> str:
         return str(path)
 
 
-def _hint(item: pytest.Item, path: str, *, exists: bool) -> str:
-    command = f"pytest {shlex.quote(item.nodeid)} --reel-mode"
+def _hint(item: pytest.Item, path: str, *, exists: bool, name: str) -> str:
+    """How to record a test's misses: the command keeps the run's store (a
+    ``--reel-store`` given is given again; ``$REEL_STORE`` and the ini
+    option are read again), and a missing cassette is named where it is."""
+    where, flag = _store_advice(item.config)
+    command = f"pytest {shlex.quote(item.nodeid)}{flag} --reel-mode"
     if not exists:
-        return f"the cassette {path} does not exist yet; record it with `{command} record`"
+        missing = path if not where else f"{name} in the store {where}"
+        return f"the cassette {missing} does not exist yet; record it with `{command} record`"
     return (
         f"run `{command} auto` to record what is missing "
         f"(or `{command} record` to re-record the whole cassette)"
     )
+
+
+def _store_advice(config: pytest.Config) -> tuple[str, str]:
+    """The run's store as a hint names it (``""``: files by path), and the
+    ``--reel-store`` its command needs (``""`` unless the flag named it).
+    A URL's user and password are left out: a hint is printed and logged."""
+    flag = str(config.getoption("reel_store", None) or "").strip()
+    text = flag or os.environ.get("REEL_STORE", "").strip() or str(config.getini("reel_store"))
+    if _run_store(config) is None or not text.strip():
+        return "", ""
+    scheme, sep, rest = text.strip().partition("://")
+    netloc, slash, tail = rest.partition("/")
+    shown = f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{tail}" if sep else text.strip()
+    return shown, f" --reel-store {shlex.quote(shown)}" if flag else ""
 
 
 # -- one refresh per cassette per run, across xdist workers -----------------------

@@ -41,7 +41,7 @@ from reel_core import (
 
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import IN_PROCESS_HINT, Binding, Upstreaming
+from ._inprocess import IN_PROCESS_HINT, Binding, Upstreaming, given_upstream
 from ._per_process import PerProcess
 from ._store import Store
 from ._sync.relay import relay
@@ -231,13 +231,18 @@ class Adapter(Binding, BaseAdapter):
         repeat: bool | None = None,
         strict: bool = False,
         redactor: Redactor | None = None,
-        upstream: HTTPAdapter | None = None,
+        upstream: str | BaseAdapter | None = None,
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
         record_grace: float | None = None,
         drop_response_headers: Sequence[str] | None = None,
     ) -> None:
+        base, pool = given_upstream(
+            upstream,
+            "a requests adapter (requests.adapters.HTTPAdapter()) to forward through",
+            isinstance(upstream, BaseAdapter),
+        )
         super().__init__(
             cassette,
             mode=mode,
@@ -251,8 +256,9 @@ class Adapter(Binding, BaseAdapter):
             max_age=max_age,
             record_grace=record_grace,
             drop_response_headers=drop_response_headers,
+            upstream=base,
         )
-        self._upstream = upstream
+        self._upstream = pool if isinstance(pool, BaseAdapter) else None
 
     def send(
         self,
@@ -308,6 +314,10 @@ class Adapter(Binding, BaseAdapter):
         proxies: Mapping[str, str] | None,
     ) -> requests.Response:
         upstream = self._upstream if self._upstream is not None else process_adapter()
+        if feed.forward.url is not None:  # an upstream base URL given: sent there
+            request = request.copy()
+            request.url = feed.forward.url
+            request.headers.pop("Host", None)
         try:
             response = upstream.send(
                 request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies

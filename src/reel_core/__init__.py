@@ -28,7 +28,7 @@ from ._codec import (
     not_a_cassette,
     read_line,
 )
-from ._config import RECORD_GRACE, Config, Mode
+from ._config import RECORD_GRACE, Config, Mode, check_upstream
 from ._duration import parse_duration
 from ._engine import Engine, PendingRecording
 from ._errors import (
@@ -214,6 +214,7 @@ __all__ = [
     "__version__",
     "answer_pieces",
     "body_diff",
+    "check_upstream",
     "compact",
     "cost_usd",
     "decode_body",

@@ -26,7 +26,7 @@ from tests.redis_server import RedisServer, free_port
 
 from .proxy_support import chat_call, fetch, options, proxied
 
-redis = pytest.importorskip("redis")
+redis = pytest.importorskip("redis", reason="pip install redis (in the test extra)")
 
 from reel_bindings._redis import RedisStore  # noqa: E402
 

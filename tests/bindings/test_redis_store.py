@@ -14,7 +14,7 @@ from reel_bindings._store import FileStore, Store, StoreUnavailableError
 from reel_bindings._store_url import check_store, open_store
 from tests.redis_server import RedisServer, free_port
 
-redis = pytest.importorskip("redis")
+redis = pytest.importorskip("redis", reason="pip install redis (in the test extra)")
 
 from reel_bindings._redis import ZSTD_MAGIC, RedisStore  # noqa: E402
 

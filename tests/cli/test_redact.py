@@ -342,7 +342,7 @@ def test_check_looks_inside_nested_and_other_compressions(
     import gzip
     import zlib
 
-    brotli = pytest.importorskip("brotli")
+    brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     text = chat_body(f"mail jane.doe@example.com {OPENAI_KEY}")
     cases = {
         "deflate data": zlib.compress(text),

@@ -172,7 +172,7 @@ def test_deflate_zlib_wrapped_and_raw() -> None:
 
 
 def test_brotli_when_installed() -> None:
-    brotli = pytest.importorskip("brotli")
+    brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     packed = brotli.compress(PLAIN)
     for chunks in splittings(packed, seed=3):
         d = ContentDecoder("br")
@@ -185,7 +185,7 @@ def test_corrupt_bodies_raise_value_error() -> None:
         ContentDecoder("gzip").decode(b"not gzip at all")
     with pytest.raises(ValueError, match="corrupt deflate body"):
         ContentDecoder("deflate").decode(b"\x78\x9cnot deflate")
-    pytest.importorskip("brotli")
+    pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     with pytest.raises(ValueError, match="corrupt br body"):
         ContentDecoder("br").decode(b"\xff\xff\xff\xff not brotli")
 

@@ -119,7 +119,7 @@ def test_encoded_request_bodies_decode(packed: bytes, encoding: bytes, name: str
 
 
 def test_brotli_request_bodies_decode() -> None:
-    brotli = pytest.importorskip("brotli")
+    brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     assert decode_request_body(brotli.compress(PLAIN), b"br", 1 << 20) == (PLAIN, "br", None)
     packed = brotli.compress(b"x" * 100_000)
     body, name, error = decode_request_body(packed, b"br", 1000)

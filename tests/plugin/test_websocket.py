@@ -68,7 +68,7 @@ def test_a_websocket_miss_fails_the_test_and_sessions_are_reported(
     workers: list[str],
 ) -> None:
     if workers:
-        pytest.importorskip("xdist")
+        pytest.importorskip("xdist", reason="pip install pytest-xdist (in the test extra)")
     pytester.makepyfile(test_rt=REALTIME)
     report = pytester.path / "report.json"
     recorded = pytester.runpytest_subprocess(

@@ -26,6 +26,7 @@ from .._transport import (
     failure_of,
     family_of,
     relayed,
+    routed,
 )
 
 __all__ = ["AsyncTransport"]
@@ -50,6 +51,7 @@ class AsyncTransport(Base, AsyncBase):
         return self._replay_response(family, decision, played)
 
     async def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
+        request = routed(family, request, feed.forward)
         try:
             response = await self._pool(family, request).handle_async_request(request)
         except family.TransportError as exc:

@@ -28,6 +28,7 @@ from .._transport import (
     failure_of,
     family_of,
     relayed,
+    routed,
 )
 
 __all__ = ["Transport"]
@@ -52,6 +53,7 @@ class Transport(Base, SyncBase):
         return self._replay_response(family, decision, played)
 
     def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
+        request = routed(family, request, feed.forward)
         try:
             response = self._pool(family, request).handle_request(request)
         except family.TransportError as exc:

@@ -62,7 +62,8 @@ def add_parser(commands: Any) -> None:
         "--out",
         type=Path,
         metavar="OUT",
-        help="the HTML file (default: CASSETTE.html for one cassette, else reel-view.html)",
+        help="the HTML file (default, in the working directory: CASSETTE.html for one "
+        "cassette named, reel-view.html for a directory, a store prefix or several)",
     )
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument(
@@ -270,6 +271,17 @@ def _serve(ns: argparse.Namespace, report: Any) -> int:
     return EXIT_OK
 
 
+def default_out(named: list[Path], paths: list[Path]) -> Path:
+    """The page's file without ``-o``: in the working directory, never among
+    the cassettes (where it would be committed with them); ``NAME.html``
+    when the one argument names one cassette, ``reel-view.html`` when the
+    arguments name a set (a directory, a store prefix, several), whatever
+    number of cassettes it holds."""
+    if len(named) == 1 and paths == [Path(named[0])]:
+        return Path(paths[0].name).with_suffix(".html")
+    return Path("reel-view.html")
+
+
 def run(ns: argparse.Namespace) -> int:
     if ns.serve:
         report = _read_miss(ns.miss) if ns.miss is not None else None
@@ -278,14 +290,7 @@ def run(ns: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CliError(f"{ns.miss}: {exc}") from None
     paths = cassette_paths(ns.cassettes)
-    if ns.out is not None:
-        out: Path = ns.out
-    elif len(paths) == 1 and STORE.get() is not None:  # the page lands here, not in a store
-        out = Path(paths[0].name).with_suffix(".html")
-    elif len(paths) == 1:
-        out = paths[0].with_suffix(".html")
-    else:
-        out = Path("reel-view.html")
+    out: Path = ns.out if ns.out is not None else default_out(ns.cassettes, paths)
     files = [] if STORE.get() is not None else paths
     inputs = [*files, *([ns.miss] if ns.miss else [])]
     check_out(out, inputs, ns.force)

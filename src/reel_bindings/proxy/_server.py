@@ -14,7 +14,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator
-from contextlib import aclosing, suppress
+from contextlib import aclosing, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -473,7 +473,8 @@ class Proxy:
                     whole = session.send_replay()
                     if whole is not None:  # due at once: one write, serialized once
                         exchange.status = whole[0].status
-                        await stream.send(whole[1])
+                        with self._replay_left(session, exchange):
+                            await stream.send(whole[1])
                         self._log(session, exchange)
                 elif isinstance(event, Miss):
                     exchange.outcome, exchange.key = "miss", event.report.key
@@ -502,7 +503,9 @@ class Proxy:
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
                 out.add(session.send(event))
-                if not await self._play(stream, session, exchange, out):
+                with self._replay_left(session, exchange):
+                    played = await self._play(stream, session, exchange, out)
+                if not played:
                     return  # closing without finishing the body is the cut
                 continue
 
@@ -531,6 +534,18 @@ class Proxy:
                 self._log(session, exchange)
                 return False
         return True
+
+    @contextmanager
+    def _replay_left(self, session: Session, exchange: _Exchange) -> Iterator[None]:
+        """A replay's write that fails (the client left midway) ends its
+        exchange: logged then, once, as every exchange is; the connection
+        closes as before."""
+        try:
+            yield
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            exchange.outcome += " (client left)"
+            self._log(session, exchange)
+            raise
 
     async def _receive(self, stream: anyio.abc.ByteStream, conn: _Connection) -> bool:
         """Read what the client sent next; False when the connection is over."""

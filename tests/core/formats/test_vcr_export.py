@@ -42,6 +42,7 @@ from reel_core._formats import (
 from reel_core._formats.vcr import parse
 from reel_core._formats.vcr_export import export, losses
 from reel_core._interaction import StreamCut
+from tests.corpus import CORPUS, NO_CORPUS
 
 CHAT = b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}'
 URL = "https://api.openai.com/v1/chat/completions"
@@ -422,7 +423,7 @@ def test_encodings_reel_could_not_decode_stay_as_they_were() -> None:
 
 
 def test_br_is_encoded_again_or_said_to_be_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
-    brotli = pytest.importorskip("brotli")
+    brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     before = recorded(
         exchange(
             0,
@@ -590,8 +591,6 @@ def test_tricky_text_comes_back(text: str) -> None:
 
 # -- the corpus: every vcrpy recording imported, exported, imported again ----
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
-
 
 def _corpus() -> list[str]:
     if not (CORPUS / "MANIFEST.jsonl").is_file():
@@ -604,7 +603,7 @@ FILES = _corpus()
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")
+@pytest.mark.skipif(not FILES, reason=NO_CORPUS)
 def test_the_corpus_round_trips_through_vcr() -> None:
     count = streams = 0
     for name in FILES:
