@@ -55,7 +55,7 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import record_exchange
-from ._http import HOP_BY_HOP, Limits, Request
+from ._http import HOP_BY_HOP, MISS_HEADER, Limits, Request
 from ._interaction import (
     Interaction,
     RecordedRequest,
@@ -124,6 +124,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
 __all__ = [
     "CLOSE_MISMATCH",
     "HOP_BY_HOP",
+    "MISS_HEADER",
     "PRICES_CHECKED",
     "PROVIDERS",
     "REPORT_SCHEMA",
