@@ -97,9 +97,7 @@ def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
     would be sent twice, or contradict the body.  So is the miss marker
     (:data:`MISS_HEADER`): a replay is a hit, whatever its line says."""
     return tuple(
-        (name, value)
-        for name, value in normalize_headers(headers)
-        if name not in _NOT_REPLAYED
+        (name, value) for name, value in normalize_headers(headers) if name not in _NOT_REPLAYED
     )
 
 
