@@ -26,6 +26,7 @@ from reel_bindings.pytest_plugin import ReelCassette
 from reel_core import Mode, Timing
 from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
 from tests.inner import inner_ini
+from tests.secrets import GATEWAY_TOKEN, GEMINI_KEY, OPENAI_KEY
 
 from .conftest import FAKE_KEY
 
@@ -408,3 +409,59 @@ def test_a_real_404_recorded_and_replayed_is_no_miss(
     replayed = pytester.runpytest_subprocess("-rA")
     replayed.assert_outcomes(passed=2)
     assert "reel misses" not in replayed.stdout.str()
+
+
+SECRETIVE = """
+def secretive():
+    key = os.environ["SECRET_KEY"]
+    token = os.environ["SECRET_TOKEN"]
+    keys = os.environ["SECRET_OPENAI"] + " and " + token
+    content = os.environ["PROMPT"] + ": my keys are " + keys
+    return {
+        "url": "/v1/chat/completions?key=" + key,
+        "json": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}]},
+        "headers": {"authorization": "Bearer " + token},
+    }
+
+
+def test_inprocess(reel):
+    request = secretive()
+    with httpx.Client(transport=reel.transport()) as client:
+        client.post(URL + request.pop("url"), **request)
+
+
+def test_proxy(reel_proxy):
+    request = secretive()
+    with httpx.Client() as client:
+        client.post(reel_proxy + request.pop("url"), **request)
+"""
+
+
+def test_the_failure_names_the_request_redacted(
+    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report in the failure is built from redacted requests: no
+    credential, in the query, the body or a header, reaches the output, nor
+    the closest recording's diff."""
+    secrets = {"SECRET_KEY": GEMINI_KEY, "SECRET_TOKEN": GATEWAY_TOKEN, "SECRET_OPENAI": OPENAI_KEY}
+    for variable, value in secrets.items():
+        monkeypatch.setenv(variable, value)  # never in a file the inner run reads
+    pytester.makepyfile(test_secretive=_inner(SECRETIVE))
+    monkeypatch.setenv("REEL_UPSTREAM", fake.url)
+    monkeypatch.setenv("PROMPT", RECORDED)
+    pytester.runpytest_subprocess("--reel-mode", "record").assert_outcomes(passed=2)
+    fake.stop()
+    monkeypatch.setenv("FAKE_URL", closed_port_url())
+    monkeypatch.delenv("REEL_UPSTREAM")
+    monkeypatch.setenv("PROMPT", CHANGED)
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=2)
+    output = result.stdout.str() + result.stderr.str()
+    for secret in secrets.values():
+        assert secret not in output
+    failures = sections(result.stdout.str())
+    assert set(failures) == {"test_inprocess", "test_proxy"}
+    for text in failures.values():
+        assert "Reel miss: no recording matches for POST /v1/chat/completions in cassette" in text
+        assert re.search(r"  closest: \w+ POST /v1/chat/completions ", text), text
+        assert f'    messages[0].content: recorded "{RECORDED}: my keys are ' in text
