@@ -208,18 +208,77 @@ def sections(output: str) -> dict[str, str]:
     return found
 
 
-def test_a_swallowed_miss_fails_its_test_on_every_binding(
+REAL_404 = """
+def test_real_404_inprocess(reel):
+    client = reel.openai(base_url=URL + "/v1", max_retries=0)
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.models.list()
+    assert "x-reel-miss" not in caught.value.response.headers
+    assert caught.value.response.json()["error"]["type"] != "reel_miss"
+
+
+def test_real_404_proxy(reel_proxy):
+    reply = httpx.get(reel_proxy + "/v1/models")
+    assert reply.status_code == 404
+    assert "x-reel-miss" not in reply.headers
+    assert reply.json()["error"]["type"] != "reel_miss"
+"""
+
+
+SECRETIVE = """
+def secretive():
+    key = os.environ["SECRET_KEY"]
+    token = os.environ["SECRET_TOKEN"]
+    keys = os.environ["SECRET_OPENAI"] + " and " + token
+    content = os.environ["PROMPT"] + ": my keys are " + keys
+    return {
+        "url": "/v1/chat/completions?key=" + key,
+        "json": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}]},
+        "headers": {"authorization": "Bearer " + token},
+    }
+
+
+def test_secret_inprocess(reel):
+    request = secretive()
+    with httpx.Client(transport=reel.transport()) as client:
+        client.post(URL + request.pop("url"), **request)
+
+
+def test_secret_proxy(reel_proxy):
+    request = secretive()
+    with httpx.Client() as client:
+        client.post(reel_proxy + request.pop("url"), **request)
+"""
+
+
+def test_swallowed_misses_fail_on_every_binding_and_a_real_404_does_not(
     pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Recorded, then replayed with another prompt: each binding's swallowed
+    miss fails its test naming the request and the closest recording with
+    its diff; the report shows no credential of the request; a real 404,
+    recorded and replayed, is a hit (one pair of inner runs for all three:
+    they cost seconds each)."""
     async_project(pytester)
-    pytester.makepyfile(test_bindings=_inner(*SWALLOWERS.values()))
+    pytester.makepyfile(
+        test_bindings=_inner(*SWALLOWERS.values()),
+        test_real=_inner(REAL_404),
+        test_secret=_inner(SECRETIVE),
+    )
+    secrets = {"SECRET_KEY": GEMINI_KEY, "SECRET_TOKEN": GATEWAY_TOKEN, "SECRET_OPENAI": OPENAI_KEY}
+    for variable, value in secrets.items():
+        monkeypatch.setenv(variable, value)  # never in a file the inner run reads
     monkeypatch.setenv("REEL_UPSTREAM", fake.url)  # where the proxy records from
     for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.setenv(variable, FAKE_KEY)
     monkeypatch.setenv("PROMPT", RECORDED)
     recorded = pytester.runpytest_subprocess("--reel-mode", "record")
-    tests = len(SWALLOWERS) + sum("anyio" in t for t in SWALLOWERS.values())
-    recorded.assert_outcomes(passed=tests)
+    swallowing = len(SWALLOWERS) + sum("anyio" in t for t in SWALLOWERS.values())
+    recorded.assert_outcomes(passed=swallowing + 4)
+    for name in ("test_real_404_inprocess", "test_real_404_proxy"):
+        cassette = pytester.path / "tests/cassettes/test_real" / f"{name}.jsonl"
+        (line,) = [json.loads(x) for x in cassette.read_text("utf-8").splitlines()[1:]]
+        assert line["response"]["status"] == 404  # the fake's own 404, recorded
 
     fake.stop()
     monkeypatch.setenv("FAKE_URL", closed_port_url())
@@ -227,17 +286,25 @@ def test_a_swallowed_miss_fails_its_test_on_every_binding(
         monkeypatch.delenv(variable)
     monkeypatch.setenv("PROMPT", CHANGED)
     replayed = pytester.runpytest_subprocess()
-    replayed.assert_outcomes(failed=tests)
+    replayed.assert_outcomes(failed=swallowing + 2, passed=2)  # the real 404s pass
     failures = sections(replayed.stdout.str())
-    assert len(failures) == tests
+    assert len(failures) == swallowing + 2
+    for name in ("test_secret_inprocess", "test_secret_proxy"):
+        text = failures.pop(name)
+        assert "Reel miss: no recording matches for POST /v1/chat/completions in cassette" in text
+        assert re.search(r"  closest: \w+ POST /v1/chat/completions ", text), text
+        assert f'    messages[0].content: recorded "{RECORDED}: my keys are ' in text
+    output = replayed.stdout.str() + replayed.stderr.str()
+    for secret in secrets.values():
+        assert secret not in output
     for name, text in failures.items():
         binding = name.removeprefix("test_").split("[")[0]
         assert binding in SWALLOWERS, name
         requests = 2 if binding == "proxy_url" else 1  # the SDK's, and the plain client's
         s = "" if requests == 1 else "s"
-        cassette = f"tests/cassettes/test_bindings/{name}.jsonl"
+        missed = f"tests/cassettes/test_bindings/{name}.jsonl"
         assert text.startswith(
-            f"Reel: {requests} request{s} missed cassette {cassette} (mode replay). "
+            f"Reel: {requests} request{s} missed cassette {missed} (mode replay). "
             "A miss fails the test even when the code under test handled the error.\n"
         ), text
         if binding in ("anthropic", "async_anthropic"):
@@ -368,100 +435,3 @@ def test_a_bad_ini_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
             "the test that served it)*"
         ]
     )
-
-
-REAL_404 = """
-def test_inprocess(reel):
-    client = reel.openai(base_url=URL + "/v1", max_retries=0)
-    with pytest.raises(openai.NotFoundError) as caught:
-        client.models.list()
-    assert "x-reel-miss" not in caught.value.response.headers
-    assert caught.value.response.json()["error"]["type"] != "reel_miss"
-
-
-def test_proxy(reel_proxy):
-    reply = httpx.get(reel_proxy + "/v1/models")
-    assert reply.status_code == 404
-    assert "x-reel-miss" not in reply.headers
-    assert reply.json()["error"]["type"] != "reel_miss"
-"""
-
-
-def test_a_real_404_recorded_and_replayed_is_no_miss(
-    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytester.makepyfile(test_real=_inner(REAL_404))
-    monkeypatch.setenv("REEL_UPSTREAM", fake.url)
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    pytester.runpytest_subprocess("--reel-mode", "record").assert_outcomes(passed=2)
-    cassettes = pytester.path / "tests/cassettes/test_real"
-    for name in ("test_inprocess", "test_proxy"):
-        (line,) = [
-            json.loads(x)
-            for x in (cassettes / f"{name}.jsonl").read_text("utf-8").splitlines()
-            if "_meta" not in x
-        ]
-        assert line["response"]["status"] == 404
-    fake.stop()
-    monkeypatch.setenv("FAKE_URL", closed_port_url())
-    monkeypatch.delenv("REEL_UPSTREAM")
-    monkeypatch.delenv("OPENAI_API_KEY")
-    replayed = pytester.runpytest_subprocess("-rA")
-    replayed.assert_outcomes(passed=2)
-    assert "reel misses" not in replayed.stdout.str()
-
-
-SECRETIVE = """
-def secretive():
-    key = os.environ["SECRET_KEY"]
-    token = os.environ["SECRET_TOKEN"]
-    keys = os.environ["SECRET_OPENAI"] + " and " + token
-    content = os.environ["PROMPT"] + ": my keys are " + keys
-    return {
-        "url": "/v1/chat/completions?key=" + key,
-        "json": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}]},
-        "headers": {"authorization": "Bearer " + token},
-    }
-
-
-def test_inprocess(reel):
-    request = secretive()
-    with httpx.Client(transport=reel.transport()) as client:
-        client.post(URL + request.pop("url"), **request)
-
-
-def test_proxy(reel_proxy):
-    request = secretive()
-    with httpx.Client() as client:
-        client.post(reel_proxy + request.pop("url"), **request)
-"""
-
-
-def test_the_failure_names_the_request_redacted(
-    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The report in the failure is built from redacted requests: no
-    credential, in the query, the body or a header, reaches the output, nor
-    the closest recording's diff."""
-    secrets = {"SECRET_KEY": GEMINI_KEY, "SECRET_TOKEN": GATEWAY_TOKEN, "SECRET_OPENAI": OPENAI_KEY}
-    for variable, value in secrets.items():
-        monkeypatch.setenv(variable, value)  # never in a file the inner run reads
-    pytester.makepyfile(test_secretive=_inner(SECRETIVE))
-    monkeypatch.setenv("REEL_UPSTREAM", fake.url)
-    monkeypatch.setenv("PROMPT", RECORDED)
-    pytester.runpytest_subprocess("--reel-mode", "record").assert_outcomes(passed=2)
-    fake.stop()
-    monkeypatch.setenv("FAKE_URL", closed_port_url())
-    monkeypatch.delenv("REEL_UPSTREAM")
-    monkeypatch.setenv("PROMPT", CHANGED)
-    result = pytester.runpytest_subprocess()
-    result.assert_outcomes(failed=2)
-    output = result.stdout.str() + result.stderr.str()
-    for secret in secrets.values():
-        assert secret not in output
-    failures = sections(result.stdout.str())
-    assert set(failures) == {"test_inprocess", "test_proxy"}
-    for text in failures.values():
-        assert "Reel miss: no recording matches for POST /v1/chat/completions in cassette" in text
-        assert re.search(r"  closest: \w+ POST /v1/chat/completions ", text), text
-        assert f'    messages[0].content: recorded "{RECORDED}: my keys are ' in text
