@@ -37,6 +37,7 @@ REPLACE = {
     "async_stream": "sync_stream",
     # the relay
     "anext": "next",
+    "anext_before": "next_before",
     "AsyncGeneratorType": "GeneratorType",
     "ag_frame": "gi_frame",
     # Reel's own async helpers and modules

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -141,11 +141,15 @@ class Player:
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
+        record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> None:
         settings = Settings.from_env(
             mode=mode,
             store=store if isinstance(store, str) else None,
             max_age=None if max_age is None else parse_duration(max_age),
+            record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
         )
         if isinstance(cassette, CassetteFile):
             self.file = cassette
@@ -280,6 +284,9 @@ class Upstreaming:
         self._engine.upstream_error(error, detail, now=time.monotonic())
         self._record()
 
+    def left(self, why: str) -> float:
+        return self._engine.client_left(why, now=time.monotonic())
+
     def _drain(self) -> None:
         # The client gets the upstream's own bytes, not these events.
         while not isinstance(self._engine.next_event(), Signal):
@@ -314,6 +321,8 @@ class Binding:
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
+        record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> None:
         super().__init__()  # the client library's base, if it has one
         self.player = Player(
@@ -326,6 +335,8 @@ class Binding:
             hint=hint,
             store=store,
             max_age=max_age,
+            record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
         )
         self.strict = strict
 

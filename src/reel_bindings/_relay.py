@@ -7,19 +7,24 @@ each chunk is fed to the core, then yielded to the client.  Its end is fed
 as the end; a failure of the library underneath is fed as the
 :class:`reel_core.UpstreamError` the binding's table maps it to, then
 raised on.  When the client closes the relay before the end (the generator
-is closed), one more read takes the end if it is there: an SDK stops at a
-stream's last event (``[DONE]``) before the body's end was read.  If a
-chunk comes instead, the recording is cut there, by the client
-(:attr:`UpstreamError.CLIENT_CLOSED`); a failure of that read is recorded,
-not raised, as nobody reads on.  The upstream is closed however the relay
-ends.
+is closed), the recording reads on for the grace the core gives
+(``Engine.client_left``): an SDK stops at a stream's last event
+(``[DONE]``) before the body's end was read, and the end that comes within
+the grace makes the recording whole.  Once the grace runs out (or a read
+fails: nobody reads on, so it is recorded, not raised), the core records
+the exchange as the client saw it, cut by the client
+(:attr:`UpstreamError.CLIENT_CLOSED`).  The upstream is closed however the
+relay ends.
 """
 
 from __future__ import annotations
 
+import time
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Protocol
+
+import anyio
 
 from reel_core import UpstreamError
 
@@ -29,10 +34,12 @@ __all__ = [
     "AsyncCloser",
     "Failure",
     "Feed",
+    "GraceOver",
     "SyncCloser",
-    "closed_early",
+    "anext_before",
     "failed",
     "finished",
+    "next_before",
 ]
 
 #: The detail of the cut recorded when a client closes a response early.
@@ -67,6 +74,34 @@ class Feed(Protocol):
 
     def error(self, error: UpstreamError, detail: str) -> None: ...
 
+    def left(self, why: str) -> float:
+        """The client closed the response (``why``): the seconds the
+        recording reads on (``Engine.client_left``)."""
+        ...
+
+
+class GraceOver(Exception):
+    """The grace the recording reads on for ran out (``anext_before``)."""
+
+
+async def anext_before(chunks: AsyncIterator[bytes], deadline: float) -> bytes | None:
+    """The next chunk of ``chunks`` (``None`` at its end), read before the
+    clock (``anyio.current_time()``) reads ``deadline``, else
+    :class:`GraceOver` (the read is cancelled)."""
+    with anyio.move_on_after(deadline - anyio.current_time()):
+        return await anext(chunks, None)
+    raise GraceOver
+
+
+def next_before(chunks: Iterator[bytes], deadline: float) -> bytes | None:
+    """The sync twin of :func:`anext_before` (``time.monotonic()``): a
+    blocking read cannot be cancelled, so the deadline is looked at before
+    each read, and a read that stalls is bounded by the client library's
+    own read timeout."""
+    if time.monotonic() >= deadline:
+        raise GraceOver
+    return next(chunks, None)
+
 
 def finished(chunks: object) -> bool:
     """Whether ``chunks`` is a generator that is over: closed by someone
@@ -85,13 +120,3 @@ def failed(exc: Exception, feed: Feed, failure: Failure) -> bool:
     if failed is not None:
         feed.error(*failed)
     return failed is not None
-
-
-def closed_early(last: bytes | None, feed: Feed) -> None:
-    """After the client closed: the end if the one more read found it
-    (``None``), else the chunk read, and the cut by the client."""
-    if last is None:
-        feed.end()
-    else:
-        feed.data(last)
-        feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)

@@ -17,16 +17,32 @@ docs/configuration.md.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing, parse_duration
+from reel_core import (
+    RECORD_GRACE,
+    Config,
+    ConfigError,
+    Limits,
+    MatchMode,
+    Mode,
+    Timing,
+    parse_duration,
+)
 
 from ._store import Store
 from ._store_url import check_store, open_store
 
-__all__ = ["Settings", "mode_from_env", "pii_from_env", "port_from_env"]
+__all__ = [
+    "Settings",
+    "check_drop_response_headers",
+    "mode_from_env",
+    "parse_grace",
+    "pii_from_env",
+    "port_from_env",
+]
 
 #: Values of a switch that mean "off" (any case, spaces ignored).
 OFF = ("0", "false", "no", "off")
@@ -132,6 +148,46 @@ def _max_age(env: Mapping[str, str]) -> float | None:
         raise ConfigError(f"REEL_MAX_AGE={text!r}: {exc}") from None
 
 
+def _record_grace(env: Mapping[str, str]) -> float | None:
+    text = _text(env, "REEL_RECORD_GRACE")
+    if not text:
+        return None
+    return parse_grace(text, "REEL_RECORD_GRACE")
+
+
+def parse_grace(text: str, name: str) -> float:
+    """A record grace in seconds (``2``, ``0.5``, ``0``), or a
+    :class:`ConfigError` naming ``name`` (the flag or variable)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < 3600:
+        raise ConfigError(
+            f"{name}={text!r} is not a number of seconds from 0 to 3600 (how long a recording "
+            "reads the upstream on after the client left)"
+        )
+    return seconds
+
+
+def _drop_response_headers(env: Mapping[str, str]) -> tuple[str, ...]:
+    text = _text(env, "REEL_DROP_RESPONSE_HEADERS")
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    return check_drop_response_headers(names, f"REEL_DROP_RESPONSE_HEADERS={text!r}")
+
+
+def check_drop_response_headers(names: object, where: str) -> tuple[str, ...]:
+    """``names``, response headers never to store, lower-cased; a
+    :class:`ConfigError` starting with ``where`` when it is not a list of
+    header names."""
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        raise ConfigError(f"{where}: give a list of header names, like ['x-trace-id']")
+    try:
+        return Config(drop_response_headers=tuple(names)).drop_response_headers
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
 def port_from_env(environ: Mapping[str, str] | None = None) -> int | None:
     """``REEL_PORT`` (the proxy's), ``None`` when unset."""
     text = _text(os.environ if environ is None else environ, "REEL_PORT")
@@ -171,6 +227,12 @@ class Settings:
     #: ``REEL_MAX_AGE`` in seconds (``7d``...): how old a recording may be
     #: before it is stale; ``None``: as each cassette's ``_meta`` says.
     max_age: float | None = None
+    #: ``REEL_RECORD_GRACE`` in seconds: how long a recording reads the
+    #: upstream on after the client left; ``None``: the core's default.
+    record_grace: float | None = None
+    #: ``REEL_DROP_RESPONSE_HEADERS`` (comma-separated): response headers
+    #: never stored, besides those Reel never stores.
+    drop_response_headers: tuple[str, ...] = ()
 
     @classmethod
     def from_env(
@@ -185,6 +247,8 @@ class Settings:
         store: str | None = None,
         store_prefix: str | None = None,
         max_age: float | None = None,
+        record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> Settings:
         """The settings of ``environ`` (default ``os.environ``, read now).
         A value given wins over its variable, which is then not read.
@@ -202,6 +266,12 @@ class Settings:
             store=store or _store(env),
             store_prefix=store_prefix or _store_prefix(env),
             max_age=max_age if max_age is not None else _max_age(env),
+            record_grace=record_grace if record_grace is not None else _record_grace(env),
+            drop_response_headers=(
+                check_drop_response_headers(drop_response_headers, "drop_response_headers")
+                if drop_response_headers is not None
+                else _drop_response_headers(env)
+            ),
         )
 
     def open_store(self) -> Store | None:
@@ -227,6 +297,8 @@ class Settings:
                 pii=None if self.pii else False,
                 limits=self.limits,
                 max_age=self.max_age,
+                record_grace=RECORD_GRACE if self.record_grace is None else self.record_grace,
+                drop_response_headers=self.drop_response_headers,
             ),
             **fields,
         )

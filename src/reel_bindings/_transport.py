@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -365,6 +365,8 @@ class Base(Binding):
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
+        record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> None:
         super().__init__(
             cassette,
@@ -377,6 +379,8 @@ class Base(Binding):
             hint=hint,
             store=store,
             max_age=max_age,
+            record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
         )
         #: The pools forwards go through, by client family and proxy URL
         #: (``""``: direct); an ``upstream`` given serves its family always.

@@ -60,7 +60,8 @@ DEFAULT_TIMING = "fast"
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
     "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None, "
-    "allow_misses=None): record/replay this test's "
+    "record_grace=None, drop_response_headers=None, allow_misses=None): record/replay "
+    "this test's "
     "LLM API traffic with Reel (the `reel` fixture gives the cassette; proxy=True starts a "
     "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it; "
     "allow_misses=True: a miss does not fail the test)"
@@ -78,6 +79,8 @@ _MARKER_KEYS = frozenset(
         "upstream",
         "record_on",
         "max_age",
+        "record_grace",
+        "drop_response_headers",
         "allow_misses",
     )
 )
@@ -455,6 +458,14 @@ class ReelCassette:
         #: Seconds a recording stays fresh for this test (marker, else run);
         #: ``None``: the cassette's ``_meta`` says.
         self.max_age: float | None = None
+        #: Seconds a recording reads on after the client left (the
+        #: marker's ``record_grace=``); ``None``: ``$REEL_RECORD_GRACE``,
+        #: else the core's default.
+        self.record_grace: float | None = None
+        #: Response headers this test's recordings never store (the
+        #: marker's, else ``$REEL_DROP_RESPONSE_HEADERS``); ``None``: the
+        #: environment's.
+        self.drop_response_headers: tuple[str, ...] | None = None
         #: A miss does not fail this test (the marker's ``allow_misses=``,
         #: else the ``reel_allow_misses`` ini option); it is still reported.
         self.allow_misses = False
@@ -561,7 +572,12 @@ class ReelCassette:
         from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
-        config = Settings.from_env(mode=self.mode).config(
+        settings = Settings.from_env(
+            mode=self.mode,
+            record_grace=self.record_grace,
+            drop_response_headers=self.drop_response_headers,
+        )
+        config = settings.config(
             max_age=self.max_age,
             match=self.match,
             timing=self.timing,
@@ -645,6 +661,8 @@ class ReelCassette:
         kwargs.setdefault("timing", self.timing)
         kwargs.setdefault("repeat", self.repeat)
         kwargs.setdefault("max_age", self.max_age)
+        kwargs.setdefault("record_grace", self.record_grace)
+        kwargs.setdefault("drop_response_headers", self.drop_response_headers)
         # the miss hint is the test's: the player's config is built with it
         return {"mode": self.mode, **kwargs, "hint": self.hint}
 
@@ -751,6 +769,7 @@ class ReelCassette:
                 )
         record_on = _test_record_on(item.config, settings.get("record_on"))
         max_age = _test_max_age(item.config, settings.get("max_age"))
+        drop = _test_drop_response_headers(settings.get("drop_response_headers"))
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
@@ -787,6 +806,8 @@ class ReelCassette:
             )
             cassette._test = item.nodeid
             cassette.max_age = max_age
+            cassette.record_grace = _test_record_grace(settings.get("record_grace"))
+            cassette.drop_response_headers = drop
             cassette.allow_misses = _allow_misses(item.config, settings.get("allow_misses"))
             cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
             cassette._config = item.config
@@ -922,6 +943,19 @@ def _run_max_age(config: pytest.Config) -> float | None:
         raise pytest.UsageError(f"reel_max_age = {value!r}: {exc}") from None
 
 
+def _test_drop_response_headers(marker: object) -> tuple[str, ...] | None:
+    """The marker's drop_response_headers=, checked (``None``: unset)."""
+    from reel_bindings._settings import check_drop_response_headers
+    from reel_core import ConfigError
+
+    if marker is None:
+        return None
+    try:
+        return check_drop_response_headers(marker, "drop_response_headers=")
+    except ConfigError as exc:
+        _marker_error(str(exc))
+
+
 def _test_max_age(config: pytest.Config, marker: object) -> float | None:
     """The marker's max_age=, then the run's (a test's own need wins)."""
     from reel_core import ConfigError, parse_duration
@@ -934,6 +968,22 @@ def _test_max_age(config: pytest.Config, marker: object) -> float | None:
         return parse_duration(marker)
     except ConfigError as exc:
         _marker_error(f"max_age=: {exc}")
+
+
+def _test_record_grace(marker: object) -> float | None:
+    """The marker's record_grace= (seconds), checked; ``None``: unset."""
+    from reel_core import ConfigError
+
+    from ._settings import parse_grace
+
+    if marker is None:
+        return None
+    if isinstance(marker, bool) or not isinstance(marker, (int, float)):
+        _marker_error(f"record_grace= takes a number of seconds, not {marker!r}")
+    try:
+        return parse_grace(str(marker), "record_grace")
+    except ConfigError as exc:
+        _marker_error(str(exc))
 
 
 #: The values of a yes/no ini option (as pytest's own ``bool`` ini reads them).

@@ -22,7 +22,7 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -203,6 +203,21 @@ class _RelayRaw:
         self._raw.close()
 
 
+def _fields(headers: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Replayed headers as requests shows a live response's: a name once,
+    the values of a repeated one (two ``link`` headers, ``vary``) joined
+    with ``", "`` in their order, as urllib3 joins them.  (The core hands
+    them out lower-cased.)"""
+    fields = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
+    if len(fields) == len(headers):  # nearly every response: no name twice
+        return fields
+    fields = {}
+    for k, v in headers:
+        name, value = k.decode("latin-1"), v.decode("latin-1")
+        fields[name] = f"{fields[name]}, {value}" if name in fields else value
+    return fields
+
+
 class Adapter(Binding, BaseAdapter):
     """A ``requests`` transport adapter backed by a cassette."""
 
@@ -220,6 +235,8 @@ class Adapter(Binding, BaseAdapter):
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
+        record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> None:
         super().__init__(
             cassette,
@@ -232,6 +249,8 @@ class Adapter(Binding, BaseAdapter):
             hint=hint,
             store=store,
             max_age=max_age,
+            record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
         )
         self._upstream = upstream
 
@@ -267,9 +286,7 @@ class Adapter(Binding, BaseAdapter):
         self._check(decision)
         response = requests.Response()
         response.status_code = decision.head.status
-        response.headers = CaseInsensitiveDict(
-            {k.decode("latin-1"): v.decode("latin-1") for k, v in decision.head.headers}
-        )
+        response.headers = CaseInsensitiveDict(_fields(decision.head.headers))
         response.encoding = get_encoding_from_headers(response.headers)
         response.raw = _ReplayRaw(replay_schedule(decision.events), time.monotonic())
         response.reason = ""

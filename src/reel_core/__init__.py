@@ -28,7 +28,7 @@ from ._codec import (
     not_a_cassette,
     read_line,
 )
-from ._config import Config, Mode
+from ._config import RECORD_GRACE, Config, Mode
 from ._duration import parse_duration
 from ._engine import Engine, PendingRecording
 from ._errors import (
@@ -55,6 +55,7 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import record_exchange
+from ._headers import keep_response_header
 from ._http import HOP_BY_HOP, MISS_HEADER, Limits, Request
 from ._interaction import (
     Interaction,
@@ -69,7 +70,7 @@ from ._literals import exchange_redactor
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._meta import CassetteMeta
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
-from ._redact import Redactor, is_credential_name, keep_response_header
+from ._redact import Redactor, is_credential_name
 from ._schedule import Step, replay_schedule
 from ._sent import sent_digest
 from ._start import Start, start_of
@@ -127,6 +128,7 @@ __all__ = [
     "MISS_HEADER",
     "PRICES_CHECKED",
     "PROVIDERS",
+    "RECORD_GRACE",
     "REPORT_SCHEMA",
     "SCHEMA_VERSION",
     "UI_PREFIX",

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._errors import ConfigError
+from ._headers import drop_names
 from ._http import Limits
 from ._match import MatchConfig
 from ._redact import Redactor
@@ -15,7 +17,11 @@ from ._timing import Timing
 if TYPE_CHECKING:
     from ._ui import UiConfig
 
-__all__ = ["DEFAULT_HINT", "Config", "Mode"]
+__all__ = ["DEFAULT_HINT", "RECORD_GRACE", "Config", "Mode"]
+
+#: How long a recording reads the upstream on after the client left, by
+#: default (seconds; :attr:`Config.record_grace`).
+RECORD_GRACE = 2.0
 
 #: How to record a missing request, unless a binding says otherwise
 #: (:attr:`Config.hint`); every miss report ends with it.
@@ -73,6 +79,11 @@ class Config:
     #: scrubbed from everything written like ``Authorization``'s; added to
     #: the cassette's ``_meta`` ``redact`` ``headers``.
     credential_headers: tuple[str, ...] = ()
+    #: Response headers (any case) never stored, besides those Reel never
+    #: stores (``set-cookie``, hop-by-hop, framing); added to the
+    #: cassette's ``_meta`` ``redact`` ``drop_response_headers``.  Kept in
+    #: lower case.
+    drop_response_headers: tuple[str, ...] = ()
     limits: Limits = Limits()
     #: How to record a missing request, shown in every miss report.
     hint: str = DEFAULT_HINT
@@ -91,7 +102,18 @@ class Config:
     #: is served, and the ``Replay`` says it is stale.  Needs the wall-clock
     #: time with each request (``receive_request(now=...)``).
     max_age: float | None = None
+    #: In record and auto modes, how long (seconds) a forward reads its
+    #: upstream on once the client stopped reading the response, so that a
+    #: stream about to end is recorded whole (see ``Engine.client_left``);
+    #: 0: record the cut at once.  Live mode always closes at once.
+    record_grace: float = RECORD_GRACE
 
     def __post_init__(self) -> None:
+        names = drop_names(self.drop_response_headers, "drop_response_headers")
+        object.__setattr__(self, "drop_response_headers", tuple(sorted(names)))
         if self.max_age is not None and not self.max_age > 0:
             raise ConfigError(f"max_age must be more than zero seconds, not {self.max_age!r}")
+        if not 0 <= self.record_grace < math.inf:
+            raise ConfigError(
+                f"record_grace must be a number of seconds, 0 or more, not {self.record_grace!r}"
+            )

@@ -451,6 +451,7 @@ class Engine:
                 functools.partial(
                     _new_recorder,
                     self.cassette,
+                    self.config,
                     self._keying,
                     request,
                     keyed,
@@ -652,6 +653,29 @@ class Engine:
             capture, self._capture = self._capture, None
             self._unstored = lambda: _built(capture, lambda recorder: recorder.ending(now))
 
+    def client_left(self, why: str, *, now: float) -> float:
+        """The client stopped reading a forwarded response before its end
+        (``why``: it closed the response or the connection, or a write to
+        it failed); the seconds the binding reads the upstream on, for the
+        recording: ``Config.record_grace`` while a response is recorded
+        (record and auto modes, after its head), else 0 (live mode, or no
+        answer yet: close the upstream now).
+
+        The binding passes on nothing more to the client, and feeds what it
+        reads as before.  If the upstream ends within the grace, the
+        exchange is recorded whole: an SDK stops reading at a stream's
+        last event (``data: [DONE]``), before the body's end, and the
+        stream it saw was whole.  If not (the binding feeds
+        :meth:`upstream_error`, whatever went wrong, once the grace ran
+        out), the exchange is recorded as the client saw it: the chunks
+        fed before it left, cut by the client (``client-closed``, ``why``)
+        when it left."""
+        capture = self._capture
+        if capture is None or self.state is not State.STREAMING:
+            return 0.0
+        capture.left = (len(capture.chunks), why, now)
+        return self.config.record_grace
+
     def upstream_error(self, error: UpstreamError, detail: str = "", *, now: float = 0.0) -> None:
         """The upstream failed.  Before the head: the client gets a 502 (504
         for a timeout) saying what failed and nothing is recorded
@@ -689,10 +713,14 @@ class Engine:
             self._events.extend(json_response(error.status, body, head_only=self._head_only))
             return
         self._to(Input.UPSTREAM_ERROR)
+        capture, self._capture = self._capture, None
+        if capture is not None and capture.left is not None:  # what the client saw
+            seen, detail, now = capture.left
+            del capture.chunks[seen:]
+            error = UpstreamError.CLIENT_CLOSED
         detail = self.redactor.text(detail)
         self._events.append(Cut(error.value, detail))
-        if self._capture is not None:
-            capture, self._capture = self._capture, None
+        if capture is not None:
             self._unstored = lambda: _built(
                 capture, lambda recorder: recorder.failing(error, detail, now)
             )
@@ -863,6 +891,7 @@ def _storing(cassette: Cassette, interaction: Interaction, superseding: int) -> 
 
 def _new_recorder(
     cassette: Cassette,
+    config: Config,
     keying: MatchConfig,
     request: Request,
     keyed: Callable[[], tuple[RecordedRequest, str]],
@@ -871,7 +900,9 @@ def _new_recorder(
 ) -> Recorder:
     """The recorder of a forwarded ``request`` to ``cassette`` (decided with
     ``keying``), made when the recording is built; ``sent`` gives the
-    digest its line carries (``None``: none)."""
+    digest its line carries (``None``: none).  The response headers
+    ``config`` and the cassette name are worked out here, for a recording
+    only."""
     recorded, key = keyed()
     stored_config = cassette.keying
     stored_key = key if stored_config == keying else recorded.key(stored_config)
@@ -880,7 +911,8 @@ def _new_recorder(
     seen = cassette.lines_of(stored_key, stored_config)
     digest = None if sent is None else sent(recorded)
     redactor = scrub if isinstance(scrub, Redactor) else scrub()
-    return new_recorder(request, recorded, stored_key, seen, redactor, digest)
+    drop = cassette.meta.drop_response_headers.union(config.drop_response_headers)
+    return new_recorder(request, recorded, stored_key, seen, redactor, digest, drop)
 
 
 class _Scrub:
@@ -916,6 +948,9 @@ class _Capture:
         self.head: tuple[int, Headers, float, float | None, float | None] = (0, (), 0.0, None, None)
         #: ``(chunk, arrival)`` of each body chunk, in order.
         self.chunks: list[tuple[bytes, float]] = []
+        #: Once the client left (:meth:`Engine.client_left`): how many
+        #: chunks it was sent, why it left, and when.
+        self.left: tuple[int, str, float] | None = None
 
     def recorder(self) -> Recorder:
         """A recorder fed with everything captured."""

@@ -7,7 +7,7 @@ the request keyed and redacted as a recorded one is (its credential header
 values scrubbed from everything, its body decoded when sent with a
 ``content-encoding``, read as a form when it is one), the response through
 the same :class:`~reel_core._record.Recorder` a live recording feeds
-(headers cut to the safe set, bodies decoded, SSE cut into byte-exact
+(its end-to-end headers kept, bodies decoded, SSE cut into byte-exact
 frames, usage and cost in ``meta``).  Nothing is parsed back from a line.
 """
 
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ._body import decode_request_body
 from ._cassette import Cassette
 from ._forms import body_kind
+from ._headers import drop_names
 from ._http import Limits, Request, normalize_headers
 from ._interaction import Interaction, RecordedRequest
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
@@ -77,10 +78,12 @@ def new_recorder(
     seen: int,
     redactor: Redactor,
     sent: str | None = None,
+    drop: frozenset[str] = frozenset(),
 ) -> Recorder:
     """The recorder of ``request`` (stored as ``recorded`` under ``key``,
     after ``seen`` recordings of it): its provider and endpoint named.
-    ``sent`` is the request's digest for its line (:mod:`reel_core._sent`)."""
+    ``sent`` is the request's digest for its line (:mod:`reel_core._sent`);
+    ``drop`` names response headers never stored (lower case)."""
     from ._record import Recorder  # the recorder, usage and prices: not for a replay
 
     host = request.header("host")
@@ -94,6 +97,7 @@ def new_recorder(
         ),
         endpoint=f"{recorded.method} {recorded.path}",
         sent=sent,
+        drop=drop,
     )
 
 
@@ -106,6 +110,7 @@ def record_exchange(
     redactor: Redactor,
     cassette: Cassette | None = None,
     credential_headers: Iterable[str] = (),
+    drop_response_headers: Iterable[str] = (),
     limits: Limits = _LIMITS,
     timestamp: float | None = None,
 ) -> Interaction:
@@ -119,7 +124,9 @@ def record_exchange(
     recordings of the same request; add it there with
     :meth:`Cassette.add`.  Without one it is keyed under the default
     settings.  ``credential_headers`` names request headers whose values
-    are scrubbed besides the usual ones (``authorization``...).
+    are scrubbed besides the usual ones (``authorization``...);
+    ``drop_response_headers`` response headers not stored, besides those
+    Reel never stores and those the cassette's ``_meta`` names.
     ``timestamp`` (epoch seconds) is stored as the line's ``ts``.  A body
     over ``limits.max_body`` raises :class:`~reel_core.RemoteProtocolError`
     (413), as it does for a session.
@@ -133,7 +140,10 @@ def record_exchange(
     keying = cassette.keying if cassette is not None else MatchConfig().keying()
     key = recorded.key(keying)
     seen = cassette.count(key, keying) if cassette is not None else 0
-    recorder = new_recorder(request, recorded, key, seen, scrub)
+    drop = drop_names(drop_response_headers, "drop_response_headers")
+    if cassette is not None:
+        drop |= cassette.meta.drop_response_headers
+    recorder = new_recorder(request, recorded, key, seen, scrub, drop=drop)
     chunks = [(0.0, body)] if isinstance(body, bytes) else list(body)
     recorder.head(status, normalize_headers(headers), 0.0, None, timestamp)
     for at, data in chunks:

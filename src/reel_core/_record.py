@@ -104,6 +104,9 @@ class Recorder:
     :meth:`fail`.  A proxy forwarding a stream then does no recording work
     per chunk, and does it all after the client has its answer.
 
+    ``drop`` names (lower case) response headers never stored, besides
+    those :mod:`reel_core._headers` leaves out.
+
     With an :class:`~reel_core._literals.ExchangeRedactor`, the request's
     credential values are scrubbed from the response first, a stream over
     its joined bytes (a value split across two frames is found).
@@ -120,6 +123,7 @@ class Recorder:
         endpoint: str = "",
         timestamp: str | None = None,
         sent: str | None = None,
+        drop: frozenset[str] = frozenset(),
     ) -> None:
         self.request = request
         self.key = key
@@ -135,6 +139,8 @@ class Recorder:
         if isinstance(redactor, ExchangeRedactor):
             self._literals, redactor = redactor.literals, redactor.base
         self._redactor = redactor
+        #: Response headers (lower case) the user named, never stored.
+        self._drop = drop
         self._status = 0
         self._raw_headers: Headers = ()
         self._received: list[tuple[float, bytes]] = []
@@ -299,9 +305,9 @@ class Recorder:
                 cut=cut,
             )
         # the request's credential values are gone: now the one rule of
-        # what of a response is scrubbed (the safe headers, each SSE event
-        # whole, chunks so that no secret straddles two)
-        response = response.redacted(self._redactor)
+        # what of a response is stored and scrubbed (the end-to-end headers,
+        # each SSE event whole, chunks so that no secret straddles two)
+        response = response.redacted(self._redactor, drop=self._drop)
         yield
         meta: dict[str, Any] = {
             "ttfb_ms": None if self._sent_at is None else _ms(self._head_at - self._sent_at),

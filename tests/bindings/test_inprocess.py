@@ -238,35 +238,51 @@ def test_a_foreign_request_type_is_refused(tmp_path: Path) -> None:
 def test_a_reader_that_stops_early_leaves_a_recording_cut_by_the_client(
     tmp_path: Path, fake: FakeUpstreamThread, client: str
 ) -> None:
-    """The upstream is not read to its end: what came (the chunk read, and
-    at most one more) is recorded, cut by the client."""
+    """With no grace the upstream is not read on: the chunk the client
+    read is recorded, cut by the client."""
     cassette = tmp_path / f"{client}.jsonl"
     read_first = _first_frame_httpx2 if client == "httpx2" else _first_frame_requests
-    first = read_first(cassette, fake.url)
+    first = read_first(cassette, fake.url, 0.0)
     assert first.startswith(b"data: ")
     line = json.loads(cassette.read_bytes().splitlines()[1])
     frames = [data.encode() for _, data in line["response"]["frames"]]
-    assert b"".join(frames).startswith(first)
-    assert b"[DONE]" not in b"".join(frames)
+    assert b"".join(frames) == first  # what the client saw, no more
     assert "end" not in line["response"]
     assert line["response"]["cut"]["error"] == "client-closed"
 
 
-#: Frames 50 ms apart: the one more chunk read after the client left is not the end.
+@pytest.mark.parametrize("client", ["httpx2", "requests"])
+def test_a_reader_that_stops_early_leaves_a_stream_that_ends_in_the_grace_whole(
+    tmp_path: Path, fake: FakeUpstreamThread, client: str
+) -> None:
+    """The default grace (2 s) outlasts the rest of the stream (frames 50 ms
+    apart): the recording reads on to its end, and is whole."""
+    cassette = tmp_path / f"{client}.jsonl"
+    read_first = _first_frame_httpx2 if client == "httpx2" else _first_frame_requests
+    first = read_first(cassette, fake.url, None)
+    line = json.loads(cassette.read_bytes().splitlines()[1])
+    frames = [data.encode() for _, data in line["response"]["frames"]]
+    assert b"".join(frames).startswith(first)
+    assert b"".join(frames).endswith(b"data: [DONE]\n\n")
+    assert "cut" not in line["response"]
+
+
+#: Frames 50 ms apart: the stream does not end before the client leaves.
 SLOW = {FRAME_DELAY_HEADER: "50"}
 
 
-def _first_frame_httpx2(cassette: Path, url: str) -> bytes:
+def _first_frame_httpx2(cassette: Path, url: str, grace: float | None) -> bytes:
+    transport = Transport(cassette, mode="record", record_grace=grace)
     with (
-        httpx2.Client(transport=Transport(cassette, mode="record")) as client,
+        httpx2.Client(transport=transport) as client,
         client.stream("POST", url + CHAT, content=body("stop early please"), headers=SLOW) as r,
     ):
         return next(r.iter_raw())
 
 
-def _first_frame_requests(cassette: Path, url: str) -> bytes:
+def _first_frame_requests(cassette: Path, url: str, grace: float | None) -> bytes:
     session = requests.Session()
-    session.mount("http://", Adapter(cassette, mode="record"))
+    session.mount("http://", Adapter(cassette, mode="record", record_grace=grace))
     with session.post(url + CHAT, data=body("stop early please"), headers=SLOW, stream=True) as r:
         first: bytes = next(r.iter_content(chunk_size=None))
         return first

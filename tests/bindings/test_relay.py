@@ -4,6 +4,7 @@ is fed for a whole body, a failure, and a client that closes early."""
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import AsyncGenerator, Generator
 
 import anyio
@@ -28,9 +29,11 @@ def failure(exc: Exception) -> tuple[UpstreamError, str] | None:
 
 
 class Feed:
-    def __init__(self, end_fails: bool = False) -> None:
+    def __init__(self, end_fails: bool = False, grace: float = 5.0) -> None:
         self.seen: list[object] = []
         self.end_fails = end_fails
+        #: What the core answers when the client leaves (``Engine.client_left``).
+        self.grace = grace
 
     def data(self, chunk: bytes) -> None:
         self.seen.append(chunk)
@@ -43,13 +46,21 @@ class Feed:
     def error(self, error: UpstreamError, detail: str) -> None:
         self.seen.append((error, detail))
 
+    def left(self, why: str) -> float:
+        self.seen.append(("left", why))
+        return self.grace
+
 
 class Upstream:
     """Chunks, then the end or an exception; records what happened to it."""
 
-    def __init__(self, chunks: list[bytes], then: Exception | None = None) -> None:
+    def __init__(
+        self, chunks: list[bytes], then: Exception | None = None, every: float = 0.0
+    ) -> None:
         self.chunks = chunks
         self.then = then
+        #: Seconds before each chunk after the first.
+        self.every = every
         self.read = 0
         self.closed = False
         self.generator_closed = False
@@ -57,6 +68,8 @@ class Upstream:
     def sync(self) -> Generator[bytes, None, None]:
         try:
             for chunk in self.chunks:
+                if self.read and self.every:
+                    time.sleep(self.every)
                 self.read += 1
                 yield chunk
             if self.then is not None:
@@ -67,6 +80,8 @@ class Upstream:
     async def asynchronous(self) -> AsyncGenerator[bytes, None]:
         try:
             for chunk in self.chunks:
+                if self.read and self.every:
+                    await anyio.sleep(self.every)
                 self.read += 1
                 yield chunk
             if self.then is not None:
@@ -140,40 +155,67 @@ def test_an_exception_that_is_no_failure_is_raised_untouched(is_async: bool) -> 
     assert upstream.closed
 
 
+LEFT = ("left", CLIENT_CLOSED)
+CUT = (UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
+
+
 @both
 def test_a_client_that_closes_at_the_end_gets_the_end_recorded(is_async: bool) -> None:
-    """An SDK stops at [DONE]: one more read finds the body's end."""
+    """An SDK stops at [DONE]: reading on finds the body's end."""
     upstream, feed = Upstream([b"a", b"[DONE]"]), Feed()
     assert run(upstream, feed, 2, is_async) == [b"a", b"[DONE]"]
-    assert feed.seen == [b"a", b"[DONE]", "end"]
+    assert feed.seen == [b"a", b"[DONE]", LEFT, "end"]
     assert upstream.closed
 
 
 @both
-def test_a_client_that_closes_early_cuts_the_recording(is_async: bool) -> None:
-    upstream, feed = Upstream([b"a", b"b", b"c", b"d"]), Feed()
+def test_a_stream_that_ends_within_the_grace_is_recorded_whole(is_async: bool) -> None:
+    upstream, feed = Upstream([b"a", b"b", b"c", b"d"], every=0.01), Feed(grace=5.0)
     assert run(upstream, feed, 1, is_async) == [b"a"]
-    # one more read, then no more: the upstream is closed
-    assert feed.seen == [b"a", b"b", (UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)]
-    assert upstream.read == 2
+    assert feed.seen == [b"a", LEFT, b"b", b"c", b"d", "end"]
+    assert upstream.closed
+
+
+@both
+def test_a_stream_longer_than_the_grace_is_cut_when_it_runs_out(is_async: bool) -> None:
+    """Chunks 50 ms apart, a grace of 0.12 s: a few are read on (the core
+    keeps only what the client saw), then the upstream is closed, unread."""
+    upstream = Upstream([b"%d" % n for n in range(100)], every=0.05)
+    feed = Feed(grace=0.12)
+    started = time.monotonic()
+    assert run(upstream, feed, 1, is_async) == [b"0"]
+    assert time.monotonic() - started < 4  # not the 5 s of the whole stream
+    assert feed.seen[:2] == [b"0", LEFT]
+    assert feed.seen[-1] == CUT
+    assert 2 <= upstream.read < 100
     assert upstream.closed
     assert upstream.generator_closed
 
 
 @both
-def test_a_failure_of_the_last_read_is_recorded_not_raised(is_async: bool) -> None:
+def test_without_a_grace_a_client_that_closes_early_cuts_at_once(is_async: bool) -> None:
+    upstream, feed = Upstream([b"a", b"b", b"c", b"d"]), Feed(grace=0.0)
+    assert run(upstream, feed, 1, is_async) == [b"a"]
+    assert feed.seen == [b"a", LEFT, CUT]
+    assert upstream.read == 1  # not read on: closed
+    assert upstream.closed
+    assert upstream.generator_closed
+
+
+@both
+def test_a_failure_while_reading_on_is_recorded_not_raised(is_async: bool) -> None:
     upstream, feed = Upstream([b"a"], Broken("gone")), Feed()
     assert run(upstream, feed, 1, is_async) == [b"a"]
-    assert feed.seen == [b"a", (UpstreamError.RESET, "broke: gone")]
+    assert feed.seen == [b"a", LEFT, (UpstreamError.RESET, "broke: gone")]
     assert upstream.closed
 
 
 @both
-def test_a_bug_in_the_last_read_is_raised(is_async: bool) -> None:
+def test_a_bug_while_reading_on_is_raised(is_async: bool) -> None:
     upstream, feed = Upstream([b"a"], Bug("bug")), Feed()
     with pytest.raises(Bug):
         run(upstream, feed, 1, is_async)
-    assert feed.seen == [b"a"]
+    assert feed.seen == [b"a", LEFT]
 
 
 @both
@@ -232,7 +274,7 @@ def test_a_body_closed_under_the_relay_is_a_cut_not_an_end(is_async: bool) -> No
         assert next(relayed) == b"a"
         body.close()
         relayed.close()
-    assert feed.seen == [b"a", (UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)]
+    assert feed.seen == [b"a", LEFT, CUT]
 
 
 class Nested:
@@ -257,10 +299,9 @@ def test_a_dropped_relay_collected_as_garbage_reads_on_not_ends() -> None:
     """A client that dropped a stream unread leaves the relay, its body and
     the generators under it as one garbage cycle, finalized in any order.
     The relay holds the body's iterator outside that garbage while it
-    runs, so the collector closes the relay first and its one more read is
-    a real read: here the next chunk and the cut, never an end (a body
-    generator finalized first would end that read, and a cut stream be
-    recorded whole)."""
+    runs, so the collector closes the relay first and reading on is real
+    reading: here the rest and the real end (a body generator finalized
+    first would end the first read, and a cut stream be recorded whole)."""
     upstream = Upstream([b"a", b"b", b"c"])
     seen = Feed()
     feed = Feed()
@@ -270,5 +311,5 @@ def test_a_dropped_relay_collected_as_garbage_reads_on_not_ends() -> None:
     feed.relayed = relayed  # type: ignore[attr-defined]  # the cycle
     del relayed, feed
     gc.collect()
-    assert seen.seen == [b"a", b"b", (UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)]
-    assert upstream.read == 2
+    assert seen.seen == [b"a", LEFT, b"b", b"c", "end"]
+    assert upstream.read == 3

@@ -408,3 +408,23 @@ def test_a_redacted_line_keeps_no_digest_of_what_it_held(tmp_path: Path) -> None
         engine = Engine(replayed, Config(mode=Mode.REPLAY))
         engine.receive_request(Request("POST", "/v1/chat/completions", (), sent))
         assert isinstance(engine.next_event(), Replay)
+
+
+def test_headers_the_cassette_names_are_dropped_and_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    response = RecordedResponse(
+        200,
+        (("content-type", "application/json"), ("server", "edge-7"), ("etag", '"v1"')),
+        body=b"{}",
+    )
+    meta = CassetteMeta(extra={"redact": {"drop_response_headers": ["Server"]}})
+    path = write(tmp_path / "c.jsonl", interaction(response=response), meta=meta)
+    assert main(["check", str(path)]) == 1
+    assert f"{path}:2: unsafe-header in response.headers.server" in capsys.readouterr().out
+    assert main(["redact", str(path)]) == 0
+    assert lines(path)[1]["response"]["headers"] == [
+        ["content-type", "application/json"],
+        ["etag", '"v1"'],
+    ]
+    assert main(["check", str(path)]) == 0

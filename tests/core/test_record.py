@@ -120,9 +120,10 @@ def test_whole_body() -> None:
     assert i.response.status == 200
     assert i.response.stream is None
     assert i.response.body == b'{"a":1}'
-    assert i.response.headers == (
+    assert i.response.headers == (  # set-cookie is never stored
         ("content-type", "application/json"),
         ("x-request-id", "req_1"),
+        ("date", "today"),
         ("openai-organization-id", "org [REDACTED:openai-key]"),
     )
     assert timing_meta(i) == {"ttfb_ms": 500.0, "total_ms": 800.0, "bytes": 7}

@@ -1,6 +1,7 @@
 """Routing of the fake upstream: a received request in, a :class:`Reply` out (sans-IO).
 
-Routes (POST only; anything else is a 404 in OpenAI's "Invalid URL" shape):
+Routes (POST only, but for the ``GET /web/...`` API below; anything else is a
+404 in OpenAI's "Invalid URL" shape):
 
 ================================================  =========================
 path                                              answer
@@ -15,6 +16,9 @@ path                                              answer
 ``…/audio/transcriptions``                        OpenAI transcription (multipart)
 ``…/oauth/token``                                 a token endpoint (form-urlencoded)
 ================================================  =========================
+
+``GET /web/...`` is a plain HTTP API: redirects, ``link`` pagination, a
+conditional request (see :mod:`tests.fakes.web_wire`).
 
 A gzip or deflate ``content-encoding`` on the request is undone first (see
 :mod:`tests.fakes.uploads_wire`).
@@ -37,7 +41,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from . import anthropic_wire, gemini_wire, openai_wire, responses_wire, uploads_wire
+from . import anthropic_wire, gemini_wire, openai_wire, responses_wire, uploads_wire, web_wire
 from .wire import (
     SCENARIO_HEADER,
     ReceivedRequest,
@@ -157,6 +161,8 @@ def _not_found(request: ReceivedRequest, scenarios: frozenset[Scenario]) -> Repl
 
 def respond(request: ReceivedRequest) -> Reply:
     """The fake's whole answer to ``request``: status, headers, frames and faults."""
+    if request.method == "GET" and request.path.startswith("/web/"):
+        return web_wire.respond(request)
     request = uploads_wire.decoded(request)
     seed = digest(dataclasses.replace(request, body=uploads_wire.stable_body(request)))
     secrets = secrets_of(request)

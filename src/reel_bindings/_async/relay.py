@@ -7,7 +7,9 @@ one, then run the script.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+
+import anyio
 
 from reel_core import UpstreamError
 
@@ -17,7 +19,8 @@ from .._relay import (
     AsyncCloser,
     Failure,
     Feed,
-    closed_early,
+    GraceOver,
+    anext_before,
     failed,
     finished,
 )
@@ -34,9 +37,9 @@ async def arelay(
     read_on: bool = True,
 ) -> AsyncGenerator[bytes, None]:
     """Relay the upstream's ``body``; ``close`` closes the upstream
-    response.  ``read_on``: when the client closes the relay early, read
-    once more and record the cut here; ``False`` when the caller records
-    why the client left (the proxy)."""
+    response.  ``read_on``: when the client closes the relay early, the
+    recording reads on for the core's grace (see ``_relay.py``); ``False``
+    when the caller does that itself (the proxy)."""
     # Iterated from here, not before: a body iterator made before the relay
     # is finalized before it when both are garbage, and would look ended.
     chunks = aiter(body)
@@ -54,19 +57,8 @@ async def arelay(
             try:
                 yield chunk
             except GeneratorExit:
-                if not read_on:
-                    return
-                if finished(chunks):  # closed under the relay: its end was not seen
-                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
-                    return
-                # The client closed the response before its end: one more read.
-                try:
-                    last = await anext(chunks, None)
-                except Exception as exc:
-                    if not failed(exc, feed, failure):
-                        raise
-                    return
-                closed_early(last, feed)
+                if read_on:
+                    await _read_on(chunks, feed, failure)
                 return
         feed.end()
     finally:
@@ -75,3 +67,24 @@ async def arelay(
             await chunks.aclose()
         if close is not None:
             await close()
+
+
+async def _read_on(chunks: AsyncIterator[bytes], feed: Feed, failure: Failure) -> None:
+    """The client closed the response before its end: read on for the
+    core's grace, feeding what comes (see ``_relay.py``)."""
+    grace = feed.left(CLIENT_CLOSED)
+    if grace and not finished(chunks):  # closed under the relay: no end to see
+        deadline = anyio.current_time() + grace
+        try:
+            while (chunk := await anext_before(chunks, deadline)) is not None:
+                feed.data(chunk)
+        except GraceOver:
+            pass
+        except Exception as exc:
+            if not failed(exc, feed, failure):
+                raise
+            return
+        else:
+            feed.end()
+            return
+    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)

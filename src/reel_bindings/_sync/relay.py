@@ -9,7 +9,9 @@ one, then run the script.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
+
+import time
 
 from reel_core import UpstreamError
 
@@ -19,7 +21,8 @@ from .._relay import (
     SyncCloser,
     Failure,
     Feed,
-    closed_early,
+    GraceOver,
+    next_before,
     failed,
     finished,
 )
@@ -36,9 +39,9 @@ def relay(
     read_on: bool = True,
 ) -> Generator[bytes, None]:
     """Relay the upstream's ``body``; ``close`` closes the upstream
-    response.  ``read_on``: when the client closes the relay early, read
-    once more and record the cut here; ``False`` when the caller records
-    why the client left (the proxy)."""
+    response.  ``read_on``: when the client closes the relay early, the
+    recording reads on for the core's grace (see ``_relay.py``); ``False``
+    when the caller does that itself (the proxy)."""
     # Iterated from here, not before: a body iterator made before the relay
     # is finalized before it when both are garbage, and would look ended.
     chunks = iter(body)
@@ -56,19 +59,8 @@ def relay(
             try:
                 yield chunk
             except GeneratorExit:
-                if not read_on:
-                    return
-                if finished(chunks):  # closed under the relay: its end was not seen
-                    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
-                    return
-                # The client closed the response before its end: one more read.
-                try:
-                    last = next(chunks, None)
-                except Exception as exc:
-                    if not failed(exc, feed, failure):
-                        raise
-                    return
-                closed_early(last, feed)
+                if read_on:
+                    _read_on(chunks, feed, failure)
                 return
         feed.end()
     finally:
@@ -77,3 +69,24 @@ def relay(
             chunks.close()
         if close is not None:
             close()
+
+
+def _read_on(chunks: Iterator[bytes], feed: Feed, failure: Failure) -> None:
+    """The client closed the response before its end: read on for the
+    core's grace, feeding what comes (see ``_relay.py``)."""
+    grace = feed.left(CLIENT_CLOSED)
+    if grace and not finished(chunks):  # closed under the relay: no end to see
+        deadline = time.monotonic() + grace
+        try:
+            while (chunk := next_before(chunks, deadline)) is not None:
+                feed.data(chunk)
+        except GraceOver:
+            pass
+        except Exception as exc:
+            if not failed(exc, feed, failure):
+                raise
+            return
+        else:
+            feed.end()
+            return
+    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)

@@ -2,8 +2,9 @@
 
 Both run the redaction of a recording (``reel_core.Redactor``, with the
 cassette's ``_meta`` ``redact`` settings and ``REEL_REDACT_PII``) over every
-line: the request path, query and body, the response headers (only the safe
-set is kept), body, frames and cut detail, and the string values of
+line: the request path, query and body, the response headers (``set-cookie``,
+hop-by-hop and framing headers and those the ``_meta`` ``redact``
+``drop_response_headers`` names are dropped), body, frames and cut detail, and the string values of
 ``meta``.  ``check`` reports what it would replace; ``redact`` replaces it,
 rewriting the file atomically.  A line that is not an interaction is kept
 byte for byte by ``redact`` and scanned as raw text by ``check``.
@@ -71,8 +72,9 @@ def add_parsers(commands: Any) -> None:
         description="Re-run redaction on every line of each cassette and rewrite the file "
         "atomically (a temporary file, then a rename): secrets and, unless "
         "REEL_REDACT_PII=0 or the cassette's _meta says otherwise, e-mail addresses and "
-        "phone numbers become [REDACTED:kind]; response headers outside the safe set are "
-        "dropped. Idempotent. Lines that are not interactions are kept as they are.",
+        "phone numbers become [REDACTED:kind]; set-cookie, hop-by-hop and framing response "
+        "headers, and those _meta redact drop_response_headers names, are dropped. "
+        "Idempotent. Lines that are not interactions are kept as they are.",
         epilog="Exit status: 0 ok (with --dry-run: nothing to redact); 1 with --dry-run: "
         "something would be redacted, and always: a secret left in a line that is not an "
         "interaction; 2 bad usage, or a file that is unreadable, unwritable or no cassette.",
@@ -110,12 +112,18 @@ class Findings:
         return bool(self.items)
 
 
-def scrub(ix: Interaction, redactor: Redactor, keying: MatchConfig) -> tuple[Interaction, Findings]:
+def scrub(
+    ix: Interaction,
+    redactor: Redactor,
+    keying: MatchConfig,
+    drop: frozenset[str] = frozenset(),
+) -> tuple[Interaction, Findings]:
     """``ix`` redacted (:meth:`reel_core.Interaction.redacted`: the rule a
-    recording is redacted by), and what was replaced where.  The key is
-    recomputed when the request changed; the id is kept."""
+    recording is redacted by, the response headers ``drop`` names left
+    out), and what was replaced where.  The key is recomputed when the
+    request changed; the id is kept."""
     findings = Findings()
-    return ix.redacted(redactor, keying, findings.add), findings
+    return ix.redacted(redactor, keying, findings.add, drop=drop), findings
 
 
 # -- what is not text -------------------------------------------------------------
@@ -216,6 +224,7 @@ def process(path: Path, data: bytes) -> FileReport:
     meta: CassetteMeta = parsed.meta
     redactor = redactor_for(meta, path)
     keying = meta.match.keying()
+    drop = meta.drop_response_headers
     out: list[bytes] = []
     for number, raw_line in enumerate(split_lines(data), start=1):
         body = raw_line.rstrip(b"\n")
@@ -239,7 +248,7 @@ def process(path: Path, data: bytes) -> FileReport:
             report.raw_findings.extend((number, RAW_LINE, kind) for kind in found)
             out.append(raw_line)
             continue
-        new, findings = scrub(ix, redactor, keying)
+        new, findings = scrub(ix, redactor, keying, drop)
         hidden = [(number, where, kind) for where, kind in hidden_findings(new, redactor)]
         report.hidden.extend(hidden)
         report.raw_findings.extend(hidden)

@@ -12,6 +12,7 @@ from pathlib import Path
 import attrs
 
 from reel_core import (
+    RECORD_GRACE,
     Config,
     ConfigError,
     Limits,
@@ -23,7 +24,7 @@ from reel_core import (
     parse_duration,
 )
 
-from .._settings import Settings, port_from_env
+from .._settings import Settings, check_drop_response_headers, parse_grace, port_from_env
 
 __all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "is_loopback", "parse_options"]
 
@@ -42,6 +43,8 @@ environment variables (a flag wins over its variable):
   REEL_UPSTREAM      --upstream
   REEL_MAX_BODY      --max-body (the in-process bindings read it too)
   REEL_MAX_AGE       --max-age (the in-process bindings and the pytest plugin read it too)
+  REEL_RECORD_GRACE  --record-grace (the in-process bindings and the pytest plugin read it too)
+  REEL_DROP_RESPONSE_HEADERS  --drop-response-header, comma-separated (read by every binding)
   REEL_HOST          --host
   REEL_PORT          --port
   REEL_TLS_DIR       where --tls keeps the certificate it generates (default ~/.cache/reel/tls)
@@ -103,10 +106,16 @@ class ProxyOptions:
     #: Seconds a recording stays fresh (``--max-age``, ``REEL_MAX_AGE``);
     #: ``None``: each cassette's ``_meta`` ``max_age``, if any.
     max_age: float | None = None
+    #: Seconds a recording reads the upstream on after the client left
+    #: (``--record-grace``, ``REEL_RECORD_GRACE``).
+    record_grace: float = RECORD_GRACE
     #: Serve the viewer at ``/_reel/`` (``--ui``); to any host
     #: (``--ui-public``), not only to loopback names.
     ui: bool = False
     ui_public: bool = False
+    #: Response headers never stored (``--drop-response-header``,
+    #: ``REEL_DROP_RESPONSE_HEADERS``), besides those Reel never stores.
+    drop_response_headers: tuple[str, ...] = ()
 
     def config(self) -> Config:
         return Config(
@@ -118,6 +127,8 @@ class ProxyOptions:
             upstream=self.upstream,
             limits=Limits(max_head=self.max_head, max_body=self.max_body),
             max_age=self.max_age,
+            record_grace=self.record_grace,
+            drop_response_headers=self.drop_response_headers,
             ui=UiConfig(public=self.ui_public) if self.ui else None,
             hint=(
                 "restart the proxy with --mode auto (records what is missing) "
@@ -264,6 +275,20 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         "is forwarded and recorded again (the new line supersedes it), in replay mode it is "
         "served and logged as stale (default: the cassette's _meta max_age, else never)",
     )
+    add(
+        "--record-grace",
+        metavar="SECONDS",
+        help="in record and auto modes, how long a forward reads the upstream on once the "
+        "client stopped reading its answer, so that a stream about to end is recorded whole "
+        f"(default {RECORD_GRACE:g}; 0: record the cut at once)",
+    )
+    add(
+        "--drop-response-header",
+        action="append",
+        metavar="NAME",
+        help="a response header never to store (repeatable): every end-to-end header is "
+        "stored but set-cookie and those named here",
+    )
     add("-q", "--quiet", action="store_true", help="log only warnings and errors")
     add("-v", "--verbose", action="store_true", help="log miss reports and connection details")
     return parser
@@ -290,6 +315,9 @@ def parse_options(
                 max_age = parse_duration(args.max_age)
             except ConfigError as exc:
                 raise ConfigError(f"--max-age: {exc}") from None
+        record_grace = None
+        if args.record_grace is not None:
+            record_grace = parse_grace(args.record_grace, "--record-grace")
         settings = Settings.from_env(
             env,
             mode=args.mode,
@@ -300,6 +328,14 @@ def parse_options(
             store=args.store,
             store_prefix=args.store_prefix,
             max_age=max_age,
+            record_grace=record_grace,
+            drop_response_headers=(
+                None
+                if args.drop_response_header is None
+                else check_drop_response_headers(
+                    args.drop_response_header, "--drop-response-header"
+                )
+            ),
         )
         port = args.port if args.port is not None else port_from_env(env)
         ignore = tuple(args.ignore_field)
@@ -381,6 +417,8 @@ def parse_options(
         max_head=args.max_head,
         max_body=max_body,
         max_age=settings.max_age,
+        record_grace=settings.config().record_grace,
+        drop_response_headers=settings.drop_response_headers,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
         ui=args.ui,
         ui_public=args.ui_public,

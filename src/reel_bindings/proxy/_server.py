@@ -13,7 +13,6 @@ import json
 import logging
 import math
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import aclosing, suppress
 from pathlib import Path
@@ -38,9 +37,7 @@ from reel_core import (
     Miss,
     MissReport,
     Mode,
-    PendingRecording,
     Recorded,
-    Redactor,
     Refused,
     RemoteProtocolError,
     Replay,
@@ -65,6 +62,7 @@ from .._freshness import Freshness
 from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
+from ._recordings import Place, RecordingQueue
 from ._websocket import relay_websocket, replay_websocket
 
 if TYPE_CHECKING:
@@ -189,10 +187,10 @@ class Proxy:
             )
         self.active = 0
         #: Recorded exchanges that could not be written (disk full, read-only).
-        self.write_errors = 0
+        self._unwritten = 0
         #: Finished forwards whose recordings wait to be built, in the order
-        #: they ended, with the redactor and target that name them in a log.
-        self._recordings: deque[tuple[PendingRecording, Redactor, str]] = deque()
+        #: they ended (see ``_recordings.py``).
+        self._recordings = RecordingQueue(self._append)
         #: The connections waiting for their client (see :meth:`_receive`).
         self._waiting: set[_Connection] = set()
         #: How long the timer sleeps between two looks at the deadlines: a
@@ -595,34 +593,54 @@ class Proxy:
         """Send the request upstream, passing each chunk on as it arrives.
 
         The client is watched meanwhile: when it closes the connection (or a
-        write to it fails), the upstream is closed at once, and the exchange
-        ends as cut by the client (recorded so, with what came until then)."""
+        write to it fails), nothing more is written to it, and the upstream
+        is read on for the core's grace (``Engine.client_left``): an answer
+        that ends within it is recorded whole, else the upstream is closed
+        then and the exchange recorded as the client saw it, cut by the client.
+        """
         assert forward.url is not None
-        gone = _Gone()
         relayed = anyio.Event()
-        async with anyio.create_task_group() as tg:
+        gone = _Gone(session, self._recordings, forward.request.target)
+        try:
+            async with anyio.create_task_group() as tg:
+                gone.stop = tg.cancel_scope
 
-            def waiting() -> None:
-                # The request is on its way (or a connection is being made
-                # for it): what it did not need before it went runs now,
-                # while the upstream works.  Starting the watch costs a task.
-                tg.start_soon(_watch, stream, session, gone, tg.cancel_scope)
-                if self._recordings:  # record mode: built as the upstream works
-                    last = self._recordings[-1][0]
-                    tg.start_soon(self._build_meanwhile, last, session, relayed)
+                def waiting() -> None:
+                    # The request is on its way (or a connection is being made
+                    # for it): what it did not need before it went runs now,
+                    # while the upstream works.  Starting the watch costs a task.
+                    tg.start_soon(_watch, stream, session, gone)
+                    last = self._recordings.last
+                    if last is not None:  # record mode: built as the upstream works
+                        busy = functools.partial(_awaits_upstream, session)
+                        tg.start_soon(self._recordings.build_meanwhile, last, busy, relayed)
 
-            try:
-                stop = tg.cancel_scope
-                await self._relay(stream, session, forward, exchange, gone, stop, waiting)
-            finally:
-                relayed.set()
-                tg.cancel_scope.cancel()  # the watch is over
-        if not gone.why:
-            return
-        if session.state in (State.AWAIT_UPSTREAM, State.STREAMING):
+                try:
+                    await self._relay(stream, session, forward, exchange, gone, waiting)
+                finally:
+                    relayed.set()
+                    tg.cancel_scope.cancel()  # the watch is over
+        except BaseException:
+            # Cancelled from outside (the proxy stops) while the grace ran:
+            # the client left, and what it saw is recorded.  (An answer the
+            # proxy itself cuts off is not: that cut is no truth to replay.)
+            if gone.why:
+                self._left(session, forward, exchange, gone)
+            raise
+        if gone.why:
+            self._left(session, forward, exchange, gone)
+            raise anyio.BrokenResourceError
+
+    def _left(self, session: Session, forward: Forward, exchange: _Exchange, gone: _Gone) -> None:
+        """The client left (``gone``) before the end of a forward's answer:
+        what the recording read after it (see :meth:`_forward`) ends the
+        exchange, and its line is appended."""
+        if session.state is State.DONE:
+            log.debug("the client left before the end of its answer, which came within the grace")
+        else:
             log.info(
                 "the client closed the connection mid-exchange: the upstream was closed too%s",
-                " (what came so far is recorded)" if forward.record else "",
+                " (recorded as far as the client read)" if forward.record else "",
             )
             if session.state is State.AWAIT_UPSTREAM:
                 exchange.outcome += " (client left)"
@@ -633,8 +651,7 @@ class Proxy:
                 session.send(event)
                 exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
-        self._record(session, forward.request.target)
-        raise anyio.BrokenResourceError
+        self._record(session, forward.request.target, place=gone.place)
 
     async def _relay(
         self,
@@ -643,7 +660,6 @@ class Proxy:
         forward: Forward,
         exchange: _Exchange,
         gone: _Gone,
-        stop: anyio.CancelScope,
         waiting: Callable[[], None],
     ) -> None:
         assert forward.url is not None
@@ -661,16 +677,15 @@ class Proxy:
                     exchange.outcome += f" (cut: {event.error})"
                     self._log(session, exchange)
                 try:
-                    await _send(stream, data)
+                    if not gone.why:  # once the client left, only the recording reads on
+                        await _send(stream, data)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                    # stop reading the upstream: nobody reads on
-                    gone.why = gone.why or f"a write to the client failed ({_reason(exc)})"
-                    stop.cancel()
+                    gone.left(f"a write to the client failed ({_reason(exc)})")
                 finally:
                     if isinstance(event, (EndOfResponse, Cut)):
                         # The client has its answer: the line is built and
                         # appended now, or (record mode) soon (see settle).
-                        self._record(session, forward.request.target, later=True)
+                        self._record(session, forward.request.target, later=True, place=gone.place)
                     if isinstance(event, EndOfResponse):
                         self._log(session, exchange)
 
@@ -732,7 +747,7 @@ class Proxy:
         try:
             recorded = ws.record(now=anyio.current_time())
         except Exception:
-            self.write_errors += 1
+            self._unwritten += 1
             log.exception(
                 "could not build the recording of the WebSocket session %s: it was NOT "
                 "recorded; please report this",
@@ -755,76 +770,34 @@ class Proxy:
         except StoreUnavailableError as exc:
             raise UpstreamFailure(UpstreamError.STORE, str(exc)) from None
 
-    def _record(self, session: Session, target: str, *, later: bool = False) -> None:
-        """Queue the recording of a finished forward, and build it now
-        unless ``later`` in record mode (see :meth:`settle`)."""
+    def _record(
+        self, session: Session, target: str, *, later: bool = False, place: Place | None = None
+    ) -> None:
+        """Queue the recording of a finished forward (in the ``place`` held
+        for it since its client left, if any), and build it now unless
+        ``later`` in record mode (see :meth:`settle`)."""
         pending = session.engine.take_recording()
-        if pending is not None:
-            self._recordings.append((pending, session.redactor, target))
+        if place is not None:
+            self._recordings.fill(place, pending)
+        elif pending is not None:
+            self._recordings.add(pending, session.redactor, target)
         if not later or self.config.mode is not Mode.RECORD:
             self.settle()
 
+    @property
+    def write_errors(self) -> int:
+        """Exchanges that were NOT recorded: a line that could not be
+        written (disk full, read-only, a store gone) or built (a bug)."""
+        return self._unwritten + self._recordings.failures
+
     def settle(self) -> None:
         """Build the recordings waiting, in the order their exchanges
-        ended, and append their lines.
-
-        Building a line (keying, decoding, redaction, usage, the JSON) takes
-        a few hundred microseconds: in record mode it is left off the
-        connection's way to its next request, and done while the CPU would
-        wait anyway: once the next forwarded request (on any connection) has
-        gone upstream (or waits for a connection to be made), a step at a
-        time (:meth:`_build_meanwhile`: an upstream that answers fast waits
-        for a step, not for the build), or here, at once, when the client
-        has been quiet for ``SETTLE_AFTER``, or as its connection ends (the
-        proxy's shutdown too).  Record mode
-        never looks a recording up, so no decision waits for one; every
-        other mode builds each recording as its exchange ends, before the
-        connection reads on: a request that could be answered from the
-        cassette finds every recording whose answer a client has.
-
-        A recording that cannot be built (a bug) loses that exchange, said
-        loudly; the client has its answer and the connection stays up."""
-        while self._recordings:
-            self._build_step()
-
-    async def _build_meanwhile(
-        self, last: PendingRecording, session: Session, relayed: anyio.Event
-    ) -> None:
-        """Build the recordings waiting, up to ``last``, a step at a time
-        (:meth:`PendingRecording.step`), while ``session``'s forward waits
-        on its upstream: its answer, when it comes, waits for the step
-        under way, not for the whole build, and goes out whole before the
-        next step (once the forward has ``relayed`` it).  Other connections
-        go between two steps.  Shielded: the forward's end waits for it,
-        so the recordings it took on are on disk when the forward is over
-        (a client that leaves, or a proxy that stops, loses none)."""
-        with anyio.CancelScope(shield=True):
-            while any(pending is last for pending, _, _ in self._recordings):
-                if session.state is not State.AWAIT_UPSTREAM and not relayed.is_set():
-                    await relayed.wait()  # the answer came: it goes first
-                    continue  # meanwhile, another connection may have built them
-                self._build_step()
-                await anyio.lowlevel.checkpoint()
-
-    def _build_step(self) -> None:
-        """Build a step of the oldest recording waiting; once it is built,
-        append its line.  A recording that cannot be built (a bug) loses
-        that exchange, said loudly; the client has its answer."""
-        pending, redactor, target = self._recordings[0]
-        try:
-            recorded = pending.step()
-        except Exception:
-            self._recordings.popleft()
-            self.write_errors += 1
-            log.exception(
-                "could not build the recording of %s: the exchange was NOT recorded (the "
-                "client got its answer); please report this",
-                redactor.target(target),
-            )
-            return
-        if recorded is not None:
-            self._recordings.popleft()
-            self._append(pending.cassette, recorded)
+        ended, and append their lines (see ``_recordings.py``: in record
+        mode they are built while the CPU would wait anyway, or here when
+        a client has been quiet for ``SETTLE_AFTER``, or as its connection
+        ends (the proxy's shutdown too); in every other mode, as each
+        exchange ends, before the connection reads on)."""
+        self._recordings.settle()
 
     def _append(self, cassette: Cassette, recorded: Recorded) -> None:
         """Write a recorded line; a disk that fills or turns read-only loses
@@ -834,7 +807,7 @@ class Proxy:
         try:
             file.append(recorded.line)
         except StoreUnavailableError as exc:  # the server went between check and append
-            self.write_errors += 1
+            self._unwritten += 1
             log.error(
                 "%s: exchange %s was NOT recorded; the client got its answer. Record it "
                 "again once the store is back.",
@@ -842,7 +815,7 @@ class Proxy:
                 recorded.interaction_id,
             )
         except OSError as exc:
-            self.write_errors += 1
+            self._unwritten += 1
             log.error(
                 "could not write %s (%s): exchange %s was NOT recorded; the client got its "
                 "answer. Free space or fix permissions, then record it again.",
@@ -871,18 +844,41 @@ class Proxy:
 
 @attrs.define(eq=False)
 class _Gone:
-    """Set when the client left while its request was forwarded."""
+    """Whether the client left while its request was forwarded."""
 
+    session: Session
+    recordings: RecordingQueue
+    #: The forwarded request's target (names its place in a log).
+    target: str
+    #: The forward's scope: cancelled once the grace is over.
+    stop: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
     #: What showed it ("" while the client is there).
     why: str = ""
+    #: The recording's place in the queue, held from the moment the client
+    #: left (its exchange ended then, for the client) while the grace runs.
+    place: Place | None = None
+
+    def left(self, why: str) -> None:
+        """The client left: the forward stops writing to it, and stops
+        reading its upstream after the grace the core gives (at once in
+        live mode, or before the answer's head)."""
+        if self.why:
+            return
+        self.why = why
+        now = anyio.current_time()
+        grace = self.session.engine.client_left(why, now=now)
+        if grace:
+            self.place = self.recordings.reserve(self.session.redactor, self.target)
+            self.stop.deadline = min(self.stop.deadline, now + grace)
+        else:
+            self.stop.cancel()
 
 
-async def _watch(
-    stream: anyio.abc.ByteStream, session: Session, gone: _Gone, stop: anyio.CancelScope
-) -> None:
+async def _watch(stream: anyio.abc.ByteStream, session: Session, gone: _Gone) -> None:
     """While a request is forwarded: read from the client.  Its EOF (or a
-    broken connection) means it left: ``stop`` the forward.  Bytes are the
-    next request, pipelined: they wait in the session, and the watch ends."""
+    broken connection) means it left (see :meth:`_Gone.left`).  Bytes are
+    the next request, pipelined: they wait in the session, and the watch
+    ends."""
     try:
         data = await stream.receive()
     except anyio.EndOfStream:
@@ -894,8 +890,7 @@ async def _watch(
     if data:
         session.receive_data(data, now=time.time())
         return
-    gone.why = gone.why or why
-    stop.cancel()
+    gone.left(why)
 
 
 class _Feed:
@@ -915,10 +910,18 @@ class _Feed:
     def error(self, error: UpstreamError, detail: str) -> None:
         self._session.upstream_error(error, detail, now=anyio.current_time())
 
+    def left(self, why: str) -> float:  # (unused: read_on=False, see _Gone)
+        return self._session.engine.client_left(why, now=anyio.current_time())
+
 
 def _failure(exc: Exception) -> tuple[UpstreamError, str] | None:
     """What the relay feeds for an exception: the upstream client's failures."""
     return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
+
+
+def _awaits_upstream(session: Session) -> bool:
+    """Whether ``session``'s forward still waits for its upstream's answer."""
+    return session.state is State.AWAIT_UPSTREAM
 
 
 def _pulled(session: Session) -> Iterator[Event]:
