@@ -145,6 +145,8 @@ NOT_BINDINGS = {
     "file",
     "hint",
     "max_age",
+    "record_grace",
+    "drop_response_headers",
     "allow_misses",
     "misses",
     "websocket_misses",
