@@ -24,8 +24,6 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Protocol
 
-import anyio
-
 from reel_core import UpstreamError
 
 __all__ = [
@@ -88,6 +86,8 @@ async def anext_before(chunks: AsyncIterator[bytes], deadline: float) -> bytes |
     """The next chunk of ``chunks`` (``None`` at its end), read before the
     clock (``anyio.current_time()``) reads ``deadline``, else
     :class:`GraceOver` (the read is cancelled)."""
+    import anyio  # here: the sync bindings (requests) never load it
+
     with anyio.move_on_after(deadline - anyio.current_time()):
         return await anext(chunks, None)
     raise GraceOver

@@ -32,8 +32,8 @@ from reel_core import (
     parse_duration,
 )
 
-from ._store import Store
-from ._store_url import check_store, open_store
+from ._store import Store, StoreUnavailableError
+from ._store_url import check_store, is_store_url, open_store
 
 __all__ = [
     "Settings",
@@ -117,12 +117,10 @@ def _store(env: Mapping[str, str]) -> str | None:
     text = _text(env, "REEL_STORE")
     if not text:
         return None
-    scheme, sep, _ = text.partition("://")
-    if sep and scheme.lower() not in ("redis", "rediss"):
-        raise ConfigError(
-            f"REEL_STORE={text!r} is not a store: give a directory, or a redis://host:port/db "
-            "or rediss:// (TLS) URL"
-        )
+    try:
+        is_store_url(text)
+    except StoreUnavailableError as exc:
+        raise ConfigError(f"REEL_STORE: {exc}") from None
     return text
 
 

@@ -253,10 +253,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if target:
         import json
 
+        from reel_bindings._store import atomic_write
         from reel_core import CassetteTally, report_json
 
         report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
-        Path(target).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
+        # renamed into place: never written through a link, never half written
+        atomic_write(Path(target), (json.dumps(report, indent=2) + "\n").encode("utf-8"))
     if _strict_age_failed(config) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -73,6 +73,7 @@ from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
 from ._redact import Redactor, is_credential_name
 from ._schedule import Step, replay_schedule
 from ._sent import sent_digest
+from ._shown_url import scrub_url_secrets, shown_url
 from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
@@ -255,9 +256,11 @@ __all__ = [
     "resolve_model",
     "response_shape",
     "safe_cassette_name",
+    "scrub_url_secrets",
     "sent_digest",
     "shape_changes",
     "shorten",
+    "shown_url",
     "sniff_format",
     "staleness",
     "start_of",

@@ -49,6 +49,7 @@ from ._memo import KeyMemo
 from ._providers import route
 from ._redact import Redactor
 from ._sent import DEFAULT, literals_absent, sent_digest, writes_sent
+from ._shown_url import shown_url
 from ._state import Input, State, transition
 from ._upstream import UpstreamError
 
@@ -701,7 +702,7 @@ class Engine:
             # routed: the binding did not choose the upstream (not at fault for a store)
             if self._routed_to is not None and error is not UpstreamError.STORE:
                 base = (
-                    self.redactor.text(self.config.upstream)
+                    self.redactor.text(shown_url(self.config.upstream))
                     if self.config.upstream is not None
                     else f"the provider's own host ({self._routed_to})"
                 )

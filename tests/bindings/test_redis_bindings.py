@@ -99,7 +99,7 @@ def test_proxy_flags_and_variables_for_the_store() -> None:
     assert (opts.store, opts.store_prefix, opts.cassette) == ("rediss://h:2/1", "team", None)
     for argv, env, message in (
         (["--store", "redis://h/0", "--cassette-dir", "d"], {}, "--cassette-dir is a directory"),
-        ([], {"REEL_STORE": "reddis://h/0"}, "REEL_STORE='reddis://h/0' is not a store"),
+        ([], {"REEL_STORE": "reddis://h/0"}, "REEL_STORE: unknown store reddis://h/0"),
         ([], {"REEL_STORE": "redis://h/0", "REEL_STORE_PREFIX": "a b"}, "REEL_STORE_PREFIX"),
     ):
         with pytest.raises(SystemExit) as caught:
@@ -114,7 +114,7 @@ def test_settings_read_the_store_variables() -> None:
         "redis://given/0"
     )
     assert Settings.from_env({}).open_store() is None
-    with pytest.raises(ConfigError, match=r"REEL_STORE='http://h' is not a store: give a dir"):
+    with pytest.raises(ConfigError, match=r"REEL_STORE: unknown store http://h: give a dir"):
         Settings.from_env({"REEL_STORE": "http://h"})
     with pytest.raises(ConfigError, match="REEL_STORE_PREFIX='a b' is not a key prefix"):
         Settings.from_env({"REEL_STORE_PREFIX": "a b"})

@@ -14,7 +14,8 @@ a stream left after its first event (closed cleanly, or with a TCP
 reset), a long stream left so that the recording's grace runs out, and a
 request abandoned before any answer.  Afterwards the cassette must hold
 every exchange whose head a client read exactly once (nothing twice,
-nothing never asked), each client's exchanges in the order it made them,
+nothing never asked), each client's exchanges in the order it made them
+(those it saw an answer to: an abandoned request was never seen in any order),
 every stream the client read to its end recorded whole and equal to what
 the client got, and every cut the client's, holding no byte the client
 was not sent.
@@ -201,6 +202,8 @@ def check(seen: list[Seen], recorded: list[Interaction], replies: dict[str, byte
     cuts = {prompt_of(i): i.response.cut for i in recorded}
     order: dict[tuple[str, int], list[str]] = {}
     for p in prompts:  # each client's exchanges in the order it made them
+        if not by_prompt[p].head:  # abandoned: never seen, so never in any order
+            continue
         round_, client, _ = p.split()
         order.setdefault((round_, int(client[1:])), []).append(p)
     for mine in order.values():

@@ -342,6 +342,7 @@ def run_redact(ns: argparse.Namespace) -> int:
             print("\n".join(left), end="\n" if left else "")
             continue
         try:
+            links = path.stat().st_nlink
             atomic_write(path, report.output)
         except OSError as exc:
             print(
@@ -352,6 +353,13 @@ def run_redact(ns: argparse.Namespace) -> int:
             continue
         print(line)
         print("\n".join(left), end="\n" if left else "")
+        if links > 1:  # the rename gave this name a new file: the others keep the old one
+            print(
+                f"reel redact: {path}: {links - 1} other hard link(s) to it still hold the "
+                "lines as they were: remove them, or link them to the redacted file again",
+                file=sys.stderr,
+            )
+            found_any = True  # secrets are left on disk, under another name
     if status == EXIT_OK and found_any:
         return EXIT_FINDINGS
     return status

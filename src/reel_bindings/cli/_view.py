@@ -20,7 +20,17 @@ from reel_core import ReelError
 from .._store import Store
 from ..view import Source, miss_view, render_page
 from ..view._live import stamp
-from ._common import EXIT_FINDINGS, EXIT_OK, STORE, CliError, plural, read_bytes, read_cassette
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    STORE,
+    CliError,
+    check_output,
+    plural,
+    read_bytes,
+    read_cassette,
+    write_output,
+)
 
 if TYPE_CHECKING:
     from ..view._serve import Page
@@ -141,27 +151,25 @@ def source_of(path: Path, command: str) -> Source:
 
 
 def check_out(out: Path, inputs: list[Path], force: bool) -> None:
-    """Refuse to write over an input, or over a file unless ``force``."""
-    for path in inputs:
-        if path.exists() and out.resolve() == path.resolve():
-            raise CliError(f"{path}: the output would overwrite it: name another with -o")
-    if out.is_dir():
-        raise CliError(f"{out}: is a directory: name a file with -o")
-    if out.exists() and not force:
-        raise CliError(f"{out} exists: pass --force to overwrite it")
+    """Refuse to write over an input, or over a file unless ``force``
+    (:func:`~._common.check_output`), before the page is drawn."""
+    check_output(out, inputs, force=force)
 
 
-def write_page(out: Path, page: str) -> None:
-    try:
-        out.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"{out}: cannot write: {exc.strerror or exc}") from None
+def write_page(out: Path, page: str, inputs: list[Path], force: bool) -> None:
+    """The page, written by :func:`~._common.write_output` (never over an
+    input, never through a link)."""
+    write_output(out, page.encode("utf-8"), inputs, force=force)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(name)  # NaN and Infinity: Python reads them, JSON has none
 
 
 def _read_miss(path: Path) -> Any:
     data = read_bytes(path)
     try:
-        return json.loads(data)
+        return json.loads(data, parse_constant=_not_json)
     except (ValueError, RecursionError):
         raise CliError(
             f"{path}: not JSON: give the body Reel answered the miss with "
@@ -279,7 +287,8 @@ def run(ns: argparse.Namespace) -> int:
     else:
         out = Path("reel-view.html")
     files = [] if STORE.get() is not None else paths
-    check_out(out, [*files, *([ns.miss] if ns.miss else [])], ns.force)
+    inputs = [*files, *([ns.miss] if ns.miss else [])]
+    check_out(out, inputs, ns.force)
     report = _read_miss(ns.miss) if ns.miss is not None else None
     sources = [source_of(path, "view") for path in paths]
     miss = None
@@ -289,7 +298,7 @@ def run(ns: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CliError(f"{ns.miss}: {exc}") from None
     title = _title(ns, paths, miss is not None)
-    write_page(out, render_page(sources, title=title, miss=miss))
+    write_page(out, render_page(sources, title=title, miss=miss), inputs, ns.force)
     count = sum(len(s.interactions) for s in sources)
     print(f"{out}: {plural(count, 'interaction')} from {plural(len(sources), 'cassette')}")
     if miss is not None and miss["closest"] is not None and miss["closest_row"] is None:

@@ -488,7 +488,8 @@
     for (const d of diffs) {
       if (d.path === "method" || d.path === "path" || d.path === "body" || d.path.startsWith("query.")) continue;
       const segs = parsePath(d.path);
-      if (!segs || !segs.length) continue;
+      // a path from a file never reaches an object's prototype
+      if (!segs || !segs.length || segs.some((s) => s === "__proto__" || s === "constructor" || s === "prototype")) continue;
       let node = value;
       for (const s of segs.slice(0, -1)) { node = node === null || typeof node !== "object" ? undefined : node[s]; }
       if (node === null || typeof node !== "object") continue;
@@ -515,7 +516,7 @@
       h.push('<tr class="d-' + esc(d.kind) + '"><td>' + esc(d.path) + "</td><td>" + esc(d.kind) + '</td><td class="recorded">' + a + '</td><td class="received">' + b + "</td></tr>");
     }
     h.push("</tbody></table>");
-    if (c.more_differences) h.push("<p>… and " + c.more_differences + " more differences.</p>");
+    if (c.more_differences) h.push("<p>… and " + esc(c.more_differences) + " more differences.</p>");
     h.push('<div id="miss-side"></div></section>');
     return h.join("");
   }

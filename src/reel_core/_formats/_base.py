@@ -13,6 +13,7 @@ A WebSocket session (an exchange whose ``websocket`` is set: the upgrade
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -24,6 +25,7 @@ from .._interaction import Interaction, WebSocketLog
 from .._literals import CREDENTIAL_HEADERS, exchange_redactor
 from .._meta import CassetteMeta
 from .._redact import Redactor
+from .._shown_url import shown_url
 from .._websocket import WebSocketRecorder
 
 __all__ = ["Exchange", "ImportReport", "Skipped", "frames_of", "import_exchanges"]
@@ -123,10 +125,32 @@ def _wire(pairs: Pairs) -> tuple[tuple[bytes, bytes], ...]:
     return tuple((_octets(k), _octets(v)) for k, v in pairs)
 
 
+def _authority(target: str) -> str:
+    """The authority of an absolute ``target`` (``""`` for a path)."""
+    if "://" not in target:
+        return ""
+    return re.split(r"[/?#]", target.split("://", 1)[1], maxsplit=1)[0]
+
+
+def _bad_authority(target: str) -> str | None:
+    """Why an absolute ``target``'s authority is not ``[userinfo@]host[:port]``,
+    or ``None``.  A password with an unencoded ``/``, ``?`` or ``#`` ends the
+    authority early (``user:pa`` of ``user:pa/ss@host``): the rest of the
+    password would be stored as the path."""
+    host = _authority(target).rpartition("@")[2]
+    _, colon, port = host.rpartition("]")[2].partition(":")
+    if colon and not port.isdigit():
+        return (
+            f"the url's host is not host[:port]: {shown_url(target, limit=80)} (a password "
+            "with /, ? or # in it must be percent-encoded)"
+        )
+    return None
+
+
 def _request(exchange: Exchange) -> Request:
     headers = list(exchange.request_headers)
     if "://" in exchange.target:
-        host = exchange.target.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+        host = _authority(exchange.target).rpartition("@")[2]  # never the userinfo
         if host and not any(k.lower() == "host" for k, _ in headers):
             headers.append(("host", host))
     return Request(exchange.method, exchange.target, _wire(tuple(headers)), exchange.request_body)
@@ -154,6 +178,10 @@ def import_exchanges(
     for item in items:
         if isinstance(item, Skipped):
             report.failures.append((item.source, item.reason))
+            continue
+        bad = _bad_authority(item.target)
+        if bad is not None:
+            report.failures.append((item.source, bad))
             continue
         try:
             interaction = record_exchange(

@@ -50,6 +50,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._errors import CassetteError
+from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, status_code, text_bytes
@@ -238,7 +239,8 @@ def _http(
 ) -> Exchange:
     url, method = req.get("url"), req.get("method", "GET")
     if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
-        raise Skip(f"the request url {url!r} is not an http(s) URL")
+        shown = repr(shown_url(url)) if isinstance(url, str) else repr(url)
+        raise Skip(f"the request url {shown} is not an http(s) URL")
     if not isinstance(method, str) or not method.isalpha():
         raise Skip(f"the request method {method!r} is not an HTTP method")
     request_headers = header_pairs(req.get("headers"), "request")

@@ -35,6 +35,7 @@ from urllib.parse import urlencode
 
 from .._errors import CassetteError
 from .._interaction import WS_CLOSERS, WebSocketClose, WebSocketLog, WebSocketMessage
+from .._shown_url import shown_url
 from ._base import Exchange, Skipped, frames_of
 from ._encoding import settle_encoding
 
@@ -205,8 +206,7 @@ def _target(req: Mapping[str, Any], notes: list[str], *, websocket: bool = False
         scheme = "https" if scheme == "wss" else "http"
         url = scheme + url[url.index(":") :]
     if scheme not in ("http", "https") and not url.startswith("/"):
-        shown = url if len(url) <= 60 else url[:57] + "..."
-        raise _Skip(f"not an HTTP request: {shown}")
+        raise _Skip(f"not an HTTP request: {shown_url(url, limit=60)}")
     if scheme:
         start = len(scheme) + 3
         authority = url[start:].split("/", 1)[0].split("?", 1)[0]

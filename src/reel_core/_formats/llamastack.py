@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from .._errors import CassetteError
+from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 
 __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
@@ -85,7 +86,7 @@ def _exchange(req: Mapping[str, Any], resp: Mapping[str, Any]) -> Exchange:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise _Skip(
-            f"{url} is an SDK call, not an HTTP request: the recording keeps the SDK's "
+            f"{shown_url(url)} is an SDK call, not an HTTP request: the recording keeps the SDK's "
             "arguments but not the request's URL (a Vertex AI project and location), so it "
             "cannot be replayed over HTTP"
         )

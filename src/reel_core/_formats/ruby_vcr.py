@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .._errors import CassetteError
+from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, http_date, status_code, text_bytes
@@ -150,7 +151,7 @@ def _target(value: Any, notes: list[str]) -> str:
         found = _PLACEHOLDER.match(uri)
         path = uri[found.end() :] if found else ""
         if not found or (path and path[0] not in "/?"):
-            raise Skip(f"the request uri {uri!r} is neither a URL nor a path")
+            raise Skip(f"the request uri {shown_url(uri)!r} is neither a URL nor a path")
         where = f"base {found.group()}"
     if not path.startswith("/"):
         path = "/" + path
