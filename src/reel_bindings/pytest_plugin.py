@@ -61,8 +61,8 @@ MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
     "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None, "
     "record_grace=None, drop_response_headers=None, allow_misses=None): record/replay "
-    "this test's "
-    "LLM API traffic with Reel (the `reel` fixture gives the cassette; proxy=True starts a "
+    "this test's LLM API traffic with Reel (the `reel` fixture gives the cassette; "
+    "proxy=True starts a "
     "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it; "
     "allow_misses=True: a miss does not fail the test)"
 )
