@@ -60,9 +60,11 @@ DEFAULT_TIMING = "fast"
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
     "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None, "
-    "record_grace=None, drop_response_headers=None): record/replay this test's "
-    "LLM API traffic with Reel (the `reel` fixture gives the cassette; proxy=True starts a "
-    "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it)"
+    "record_grace=None, drop_response_headers=None, allow_misses=None): record/replay "
+    "this test's LLM API traffic with Reel (the `reel` fixture gives the cassette; "
+    "proxy=True starts a "
+    "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it; "
+    "allow_misses=True: a miss does not fail the test)"
 )
 
 _MARKER_KEYS = frozenset(
@@ -79,6 +81,7 @@ _MARKER_KEYS = frozenset(
         "max_age",
         "record_grace",
         "drop_response_headers",
+        "allow_misses",
     )
 )
 #: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
@@ -177,6 +180,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail the run when a stale recording was served (replay mode)",
     )
     parser.addini(
+        "reel_allow_misses",
+        help="true: a miss does not fail the test that served it (default false: it does, "
+        "even when the code under test handled the 404); the marker's allow_misses= wins",
+        default="",
+    )
+    parser.addini(
         "reel_max_age",
         help="how old a recording may be (7d...); $REEL_MAX_AGE and --reel-max-age win over it",
         default="",
@@ -206,6 +215,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _global_mode(config)
     _global_timing(config)
     _global_record_on(config)
+    _global_allow_misses(config)
     _run_max_age(config)
     _run_store(config)  # a Redis server that is down stops the run here, named
 
@@ -293,16 +303,30 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     try:
         result = yield
     except BaseException:
-        cassette = item.stash.get(_CASSETTE_KEY, None)
-        report = cassette._take_misses() if cassette is not None else None
-        if report:
-            item.add_report_section("call", "reel misses", report)
+        _check_misses(item, "call", failed=True)
         raise
+    _check_misses(item, "call", failed=False)
+    return result
+
+
+def _check_misses(item: pytest.Item, when: str, *, failed: bool) -> None:
+    """The one check of a test's misses: every miss any binding of its
+    cassette served (in-process transports, adapters and SDK clients, the
+    per-test proxy; HTTP requests and WebSocket sessions) and not reported
+    yet fails the test with the report, even when the test itself passed:
+    the code under test may have swallowed the 404 (a fallback model, a
+    retry, a friendly message).  Called after the test's call and at the
+    ``reel`` fixture's teardown.  When the test already ``failed``, or
+    misses are allowed (``allow_misses``), the report is added to the
+    phase's output instead."""
     cassette = item.stash.get(_CASSETTE_KEY, None)
     report = cassette._take_misses() if cassette is not None else None
-    if report:
-        pytest.fail(report, pytrace=False)
-    return result
+    if report is None:
+        return
+    if failed or cassette is None or cassette.allow_misses:
+        item.add_report_section(when, "reel misses", report)
+        return
+    pytest.fail(report, pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -354,9 +378,7 @@ def reel(request: pytest.FixtureRequest) -> Iterator[ReelCassette]:
     try:
         yield cassette
         cassette._close()
-        report = cassette._take_misses()  # misses of fixtures, after the call was checked
-        if report:
-            pytest.fail(report, pytrace=False)
+        _check_misses(item, "teardown", failed=False)  # of fixtures, after the call's check
         keep = _passed(item)
     finally:
         del item.stash[_CASSETTE_KEY]  # items live all session: let the cassette go
@@ -446,6 +468,9 @@ class ReelCassette:
         #: marker's, else ``$REEL_DROP_RESPONSE_HEADERS``); ``None``: the
         #: environment's.
         self.drop_response_headers: tuple[str, ...] | None = None
+        #: A miss does not fail this test (the marker's ``allow_misses=``,
+        #: else the ``reel_allow_misses`` ini option); it is still reported.
+        self.allow_misses = False
 
     def __repr__(self) -> str:
         return f"<ReelCassette {str(self.path)!r} mode={self.mode.value} timing={self.timing}>"
@@ -613,10 +638,12 @@ class ReelCassette:
         if sessions:
             what.append(f"{len(sessions)} WebSocket session{'' if len(sessions) == 1 else 's'}")
         head = (
-            f"Reel: {' and '.join(what)} missed cassette {self.display} "
-            f"(mode {self.mode.value}). A miss fails the test even when the code under "
-            "test handled the error."
+            f"Reel: {' and '.join(what)} missed cassette {self.display} (mode {self.mode.value})."
         )
+        if self.allow_misses:
+            head += " Misses are allowed for this test (allow_misses): it is not failed."
+        else:
+            head += " A miss fails the test even when the code under test handled the error."
         body = [m.render() for m in new] + [m.render() for m in sessions]
         if sessions:  # auto mode would replay the same upgrade: only record refreshes it
             body.append(
@@ -783,6 +810,7 @@ class ReelCassette:
             cassette.max_age = max_age
             cassette.record_grace = _test_record_grace(settings.get("record_grace"))
             cassette.drop_response_headers = drop
+            cassette.allow_misses = _allow_misses(item.config, settings.get("allow_misses"))
             cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
             cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
@@ -974,6 +1002,33 @@ def _test_upstream(marker: object) -> str | None:
         return check_upstream(marker, "upstream=")
     except ConfigError as exc:
         _marker_error(str(exc))
+
+
+#: The values of a yes/no ini option (as pytest's own ``bool`` ini reads them).
+_TRUTH = dict.fromkeys(("true", "1", "yes", "on"), True) | dict.fromkeys(
+    ("false", "0", "no", "off", ""), False
+)
+
+
+def _global_allow_misses(config: pytest.Config) -> bool:
+    """The ``reel_allow_misses`` ini option, checked (default false)."""
+    value = str(config.getini("reel_allow_misses") or "").strip()
+    allowed = _TRUTH.get(value.lower())
+    if allowed is None:
+        raise pytest.UsageError(
+            f"reel_allow_misses = {value!r}: use true or false "
+            "(true: a miss does not fail the test that served it)"
+        )
+    return allowed
+
+
+def _allow_misses(config: pytest.Config, marker: object) -> bool:
+    """The marker's allow_misses=, then the ``reel_allow_misses`` ini option."""
+    if marker is None:
+        return _global_allow_misses(config)
+    if not isinstance(marker, bool):
+        _marker_error(f"allow_misses= takes True or False, not {marker!r}")
+    return marker
 
 
 def _global_record_on(config: pytest.Config) -> str | None:

@@ -56,7 +56,7 @@ from ._events import (
 )
 from ._exchange import record_exchange
 from ._headers import keep_response_header
-from ._http import HOP_BY_HOP, Limits, Request
+from ._http import HOP_BY_HOP, MISS_HEADER, Limits, Request
 from ._interaction import (
     Interaction,
     RecordedRequest,
@@ -126,6 +126,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
 __all__ = [
     "CLOSE_MISMATCH",
     "HOP_BY_HOP",
+    "MISS_HEADER",
     "PRICES_CHECKED",
     "PROVIDERS",
     "RECORD_GRACE",

@@ -42,7 +42,7 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import new_recorder, plain_request, record_request
-from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
+from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
 from ._memo import KeyMemo
@@ -74,12 +74,19 @@ _REPLAYS_KEPT = 4096
 _ENDED_AT_ONCE = EndOfResponse(0.0)
 
 
-def json_response(status: int, body: bytes, *, head_only: bool = False) -> tuple[Event, ...]:
-    """The events of a JSON answer of Reel's own."""
-    headers = (_JSON, (b"content-length", str(len(body)).encode()))
+def json_response(
+    status: int, body: bytes, *, head_only: bool = False, extra: Headers = ()
+) -> tuple[Event, ...]:
+    """The events of a JSON answer of Reel's own (``extra``: headers after
+    its own)."""
+    headers = (_JSON, (b"content-length", str(len(body)).encode()), *extra)
     if head_only:  # the answer to a HEAD request has no body
         return ResponseHead(status, headers), EndOfResponse(0.0)
     return ResponseHead(status, headers), Frame(body, 0.0), EndOfResponse(0.0)
+
+
+#: Response headers a replay never sends from its recording.
+_NOT_REPLAYED = HOP_BY_HOP | {b"content-length", MISS_HEADER}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -88,11 +95,10 @@ def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
     replay frames the body it sends itself (a ``Content-Length`` for a
     whole body, none for a stream), so the framing and hop-by-hop headers a
     hand-edited line may hold (Reel records none) are left out: kept, they
-    would be sent twice, or contradict the body."""
+    would be sent twice, or contradict the body.  So is the miss marker
+    (:data:`MISS_HEADER`): a replay is a hit, whatever its line says."""
     return tuple(
-        (name, value)
-        for name, value in normalize_headers(headers)
-        if name not in HOP_BY_HOP and name != b"content-length"
+        (name, value) for name, value in normalize_headers(headers) if name not in _NOT_REPLAYED
     )
 
 
@@ -406,7 +412,12 @@ class Engine:
                 self._to(Input.MISS)
                 self._events.append(Miss(request, report))
                 self._events.extend(
-                    json_response(404, report.to_bytes(), head_only=request.method == "HEAD")
+                    json_response(
+                        404,
+                        report.to_bytes(),
+                        head_only=request.method == "HEAD",
+                        extra=((MISS_HEADER, key.encode("ascii")),),
+                    )
                 )
                 return
         else:

@@ -15,6 +15,8 @@ left out:
   WebSocket handshake;
 - ``set-cookie`` (and the obsolete ``set-cookie2``): a session of the
   recording's, never one to hand out again;
+- ``x-reel-miss`` (:data:`~reel_core.MISS_HEADER`): it says the Reel that
+  sent it missed (a Reel upstream of this one); a replay is a hit;
 - the headers the user names (:attr:`Config.drop_response_headers
   <reel_core.Config.drop_response_headers>`, a cassette's ``_meta``
   ``redact`` ``drop_response_headers``).
@@ -37,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import unquote
 
 from ._errors import ConfigError
-from ._http import HOP_BY_HOP
+from ._http import HOP_BY_HOP, MISS_HEADER
 from ._redact import Redactor, _is_plain_placeholder, _placeholder, is_credential_name
 
 __all__ = [
@@ -60,6 +62,7 @@ NOT_STORED = frozenset(
         "set-cookie2",
         "sec-websocket-accept",
         "sec-websocket-extensions",
+        MISS_HEADER.decode("ascii"),
     }
 )
 #: What a credential-named header's value becomes (and the kind reported).

@@ -15,7 +15,14 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ._errors import RemoteProtocolError
 
-__all__ = ["Headers", "Limits", "Request", "header_value", "normalize_headers"]
+__all__ = [
+    "MISS_HEADER",
+    "Headers",
+    "Limits",
+    "Request",
+    "header_value",
+    "normalize_headers",
+]
 
 Headers = tuple[tuple[bytes, bytes], ...]
 
@@ -33,6 +40,13 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
+
+
+#: The header on every answer to a miss, and on no other answer, whatever
+#: binding serves it: its value is the missed request's match key.  A tool
+#: tells a miss from a real 404 by it (a replayed recording never carries
+#: it, even if its line does).
+MISS_HEADER = b"x-reel-miss"
 
 
 def _as_bytes(value: str | bytes) -> bytes:

@@ -46,6 +46,7 @@ NEVER = (
     "proxy-status",
     "set-cookie",
     "set-cookie2",
+    "x-reel-miss",
 )
 KNOWN = (
     "location",
