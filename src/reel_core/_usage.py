@@ -41,6 +41,7 @@ from typing import Any
 
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
 from ._interaction import RecordedResponse
+from ._nesting import check_depth, load_json
 from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally, request_model
 
 __all__ = ["Usage", "extract_usage"]
@@ -154,8 +155,8 @@ def _looks_like_sse(frames: tuple[tuple[float, bytes], ...]) -> bool:
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return load_json(text)
+    except ValueError:
         return None
 
 
@@ -267,7 +268,8 @@ def _json_values(text: str) -> Iterator[tuple[dict[str, Any], int, int]]:
             continue
         try:
             value, stop = decode(text, pos)
-        except (ValueError, RecursionError):
+            check_depth(text[pos:stop])
+        except (ValueError, RecursionError):  # RecursionError: nested beyond Python's reach
             newline = text.find("\n", pos)
             if newline < 0:
                 return

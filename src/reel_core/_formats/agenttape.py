@@ -109,10 +109,6 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
             out.append(_exchange(i, item, name, when, answers))
         except Skip as exc:
             out.append(Skipped(i, str(exc)))
-        except RecursionError:
-            out.append(
-                Skipped(i, "it holds a YAML alias inside its own anchor (data that never ends)")
-            )
         answers.extend((i, answer) for answer in _answers(item))
     return out
 
@@ -174,10 +170,12 @@ def _exchange(
             f"a {kind!r} interaction{what}: AgentTape recorded a function call there, "
             "not an HTTP exchange, so there is nothing for Reel to replay"
         )
-    tag = find_unsupported(item)
-    if tag:
+    found = find_unsupported(item)
+    if found:
         raise Skip(
-            f"it holds a {tag} YAML tag, which Reel does not load (it would build a Python object)"
+            found.reason
+            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build a "
+            "Python object)"
         )
     _no_markers(item, name)
     req = item.get("request")

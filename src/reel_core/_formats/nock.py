@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._errors import CassetteError
+from .._nesting import load_json
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, status_code, text_bytes
@@ -42,8 +43,8 @@ def sniff(data: bytes) -> bool:
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        doc = load_json(data)
+    except ValueError as exc:
         raise CassetteError(name, None, f"not a nock recording: not JSON: {exc}") from None
     if not isinstance(doc, list):
         raise CassetteError(

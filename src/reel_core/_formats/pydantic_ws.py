@@ -114,9 +114,13 @@ def _session(items: list[Any]) -> Exchange:
         if "data" not in item:
             raise Skip(f"entry {i} has no data")
         value = item["data"]
-        tag = find_unsupported(value)
-        if tag:
-            raise Skip(f"entry {i} holds a {tag} value, which Reel does not construct")
+        found = find_unsupported(value)
+        if found:
+            raise Skip(
+                f"entry {i}: {found.reason}"
+                if found.reason
+                else f"entry {i} holds a {found.tag} value, which Reel does not construct"
+            )
         at = item.get("at")
         if at is not None:
             if isinstance(at, bool) or not isinstance(at, (int, float)) or not at >= 0:

@@ -100,10 +100,12 @@ def _exchange(i: int, item: Any) -> Exchange:
     req, resp = item.get("request"), item.get("response")
     if not isinstance(req, Mapping) or not isinstance(resp, Mapping):
         raise Skip("no request or no response")
-    tag = find_unsupported(item)
-    if tag:
+    found = find_unsupported(item)
+    if found:
         raise Skip(
-            f"it holds a {tag} YAML tag, which Reel does not load (it would build an object)"
+            found.reason
+            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build an "
+            "object)"
         )
     method = req.get("method")
     if not isinstance(method, str) or not method.isalpha():

@@ -64,10 +64,12 @@ def _exchange(i: int, item: Any) -> Exchange:
     req, resp = item.get("request"), item.get("response")
     if not isinstance(req, Mapping) or not isinstance(resp, Mapping):
         raise Skip("no request or no response")
-    tag = find_unsupported(req) or find_unsupported(resp)
-    if tag:
+    found = find_unsupported(req) or find_unsupported(resp)
+    if found:
         raise Skip(
-            f"it holds a {tag} YAML tag, which Reel does not load (it would build a Python object)"
+            found.reason
+            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build a "
+            "Python object)"
         )
     uri, method = req.get("uri"), req.get("method", "GET")
     if not isinstance(uri, str) or not uri:

@@ -45,7 +45,7 @@ def test_an_object_tag_is_never_constructed_and_is_found_anywhere() -> None:
         "c.yml",
     )
     assert doc["list"][1] == Unsupported("!!python/object/apply:os.system")
-    assert find_unsupported(doc) == "!!python/object/apply:os.system"
-    assert find_unsupported({Unsupported("!ruby/sym key"): 1}) == "!ruby/sym key"
+    assert find_unsupported(doc) == Unsupported("!!python/object/apply:os.system")
+    assert find_unsupported({Unsupported("!ruby/sym key"): 1}) == Unsupported("!ruby/sym key")
     assert find_unsupported({"a": [1, {"b": 2}]}) is None
     assert find_unsupported([1, "x"]) is None
