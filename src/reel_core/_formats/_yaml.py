@@ -39,7 +39,8 @@ __all__ = ["EXPANSION", "Unsupported", "find_unsupported", "load"]
 #: what lets a kilobyte stand for gigabytes.
 EXPANSION = 10
 _EXPANSION_FLOOR = 1 << 20
-#: The tag a refused node is given (no file can write it: it is no URI).
+#: The tag of a scalar standing in for a refused use of a node, its value
+#: the reason (no file can write the tag: a space is no URI character).
 _REFUSED = "reel refused"
 _ENDLESS = "it holds a YAML alias inside its own anchor (data that never ends)"
 
@@ -84,7 +85,7 @@ def _loader() -> Any:
         return Unsupported(str(node.tag).replace("tag:yaml.org,2002:", "!!"))
 
     def refused(loader: Any, node: Any) -> Unsupported:
-        return Unsupported(str(node.value), str(node.reel_reason))
+        return Unsupported("*alias", str(node.value))
 
     for tag in ("python/unicode", "python/str"):
         Loader.add_constructor(f"tag:yaml.org,2002:{tag}", text)
@@ -163,10 +164,10 @@ def _measure(root: Any, limit: int) -> None:
                     _refuse(node, use, str(TooDeep()), measured)
             open_.discard(key)
             sizes = [measured[id(child)] for _, child in _uses(node)]
-            measured[key] = (
-                1 + sum(weight for weight, _ in sizes),
-                1 + max((depth for _, depth in sizes), default=0),
-            )
+            weight = 1 + sum(weight for weight, _ in sizes)
+            # no larger than what refuses the document: aliases of aliases
+            # would make numbers of as many digits as there are levels
+            measured[key] = (min(weight, limit + 1), 1 + max((d for _, d in sizes), default=0))
     if measured[id(root)][0] > limit:
         raise _TooLarge(_TOO_LARGE)
 
@@ -191,8 +192,7 @@ def _refuse(node: Any, use: _Use, reason: str, measured: dict[int, tuple[int, in
     """Put a :data:`_REFUSED` scalar saying ``reason`` at ``use`` in ``node``."""
     from yaml.nodes import ScalarNode
 
-    stand_in = ScalarNode(_REFUSED, "*alias")
-    stand_in.reel_reason = reason
+    stand_in = ScalarNode(_REFUSED, reason)
     measured[id(stand_in)] = (1, 0)
     i, j = use
     if j is None:
