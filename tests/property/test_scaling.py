@@ -241,6 +241,12 @@ def _yaml_doubling(n: int) -> bytes:
     return b"".join(lines)
 
 
+def _yaml_deep(n: int) -> bytes:
+    """Entries nested deeper than the limit, each cut where it gets too deep."""
+    entry = b"- " + b"[" * (MAX_DEPTH + 20) + b"1" + b"]" * (MAX_DEPTH + 20) + b"\n"
+    return entry * (n // len(entry))
+
+
 def _refused(data: bytes) -> str:
     with pytest.raises(CassetteError) as caught:
         load_yaml(data, "c.yaml")
@@ -332,6 +338,7 @@ CASES: dict[str, Case] = {
     "httprr": Case(_httprr, lambda data: httprr.parse(data, "a.httprr"), 20_000),
     "yaml-aliases": Case(_yaml_aliases, lambda data: load_yaml(data, "c.yaml"), 10_000),
     "yaml-alias-bomb": Case(_yaml_doubling, _refused, 5_000),
+    "yaml-too-deep": Case(_yaml_deep, lambda data: load_yaml(data, "c.yaml"), 3_000),
     "cassette-lines": Case(_cassette, lambda data: decode_lines(data, "c.jsonl"), 50_000),
     "websocket-messages": Case(lambda n: n, _websocket, 20_000),
     "literal-credentials": Case(

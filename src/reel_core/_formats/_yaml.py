@@ -134,42 +134,93 @@ def _measure(root: Any, limit: int) -> None:
     than ``limit`` (a node counts one, a scalar also its characters): an
     alias bomb.  A use of a node (an item of its parent's list, a key or
     value of its mapping) that points back to a node it is inside (a
-    recursive alias), or that nests deeper than :data:`MAX_DEPTH`, becomes
-    a scalar of tag :data:`_REFUSED`, built as an :class:`Unsupported` with
-    the reason: the entry holding it is skipped, the rest imported.
+    recursive alias), or that puts a list or mapping deeper than
+    :data:`MAX_DEPTH`, becomes a scalar of tag :data:`_REFUSED`, built as an
+    :class:`Unsupported` with the reason: the entry holding it is skipped,
+    the rest imported.
 
     Each node is measured once, whatever the number of aliases to it, and
     without recursion: linear in the file.
     """
     from yaml.nodes import ScalarNode
 
-    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (weight, depth)
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (weight, height)
     open_: set[int] = set()  # the nodes being measured: the current node's ancestors
-    stack: list[tuple[Any, bool]] = [(root, False)]
-    while stack:  # the weight and depth of every node, children first
-        node, after = stack.pop()
+    # (node, None) to measure; (node, its uses) once its children are measured
+    stack: list[tuple[Any, list[tuple[_Use, Any]] | None]] = [(root, None)]
+    while stack:  # the weight and height of every node, children first
+        node, uses = stack.pop()
         key = id(node)
         if isinstance(node, ScalarNode):
             measured[key] = (1 + len(node.value), 0)
-        elif not after:
+        elif uses is None:
             if key not in measured:
                 open_.add(key)
-                stack.append((node, True))
-                stack.extend((child, False) for _, child in _uses(node) if id(child) not in open_)
+                uses = _uses(node)
+                stack.append((node, uses))
+                stack.extend((child, None) for _, child in uses if id(child) not in open_)
         else:
-            for use, child in _uses(node):
+            weight, height = 1, 0
+            for use, child in uses:
                 if id(child) in open_:  # the node itself, or one it is inside
                     _refuse(node, use, _ENDLESS, measured)
-                elif measured[id(child)][1] >= MAX_DEPTH:
-                    _refuse(node, use, str(TooDeep()), measured)
+                    weight += 1
+                else:
+                    size = measured[id(child)]
+                    weight += size[0]
+                    height = max(height, size[1])
             open_.discard(key)
-            sizes = [measured[id(child)] for _, child in _uses(node)]
-            weight = 1 + sum(weight for weight, _ in sizes)
             # no larger than what refuses the document: aliases of aliases
             # would make numbers of as many digits as there are levels
-            measured[key] = (min(weight, limit + 1), 1 + max((d for _, d in sizes), default=0))
+            measured[key] = (min(weight, limit + 1), height + 1)
     if measured[id(root)][0] > limit:
         raise _TooLarge(_TOO_LARGE)
+    if measured[id(root)][1] > MAX_DEPTH:
+        _cut_deep(root, measured)
+
+
+def _cut_deep(root: Any, measured: dict[int, tuple[int, int]]) -> None:
+    """Refuse each use of a list or mapping by a node at level
+    :data:`MAX_DEPTH` or deeper (the root's level is 1; a node used at
+    several levels is at its deepest), so that nothing is built deeper.
+    The levels are found in topological order (no alias points back any
+    more): each node and each use once."""
+    from yaml.nodes import ScalarNode
+
+    def collections(node: Any) -> list[tuple[_Use, Any]]:
+        return [(use, child) for use, child in _uses(node) if not isinstance(child, ScalarNode)]
+
+    waiting: dict[int, int] = {}  # id(node) -> uses not yet given a level
+    for node in _nodes(root):
+        for _, child in collections(node):
+            waiting[id(child)] = waiting.get(id(child), 0) + 1
+    level = {id(root): 1}  # 0: reached by refused uses only
+    ready = [root]
+    while ready:
+        node = ready.pop()
+        here = level.get(id(node), 0)
+        for use, child in collections(node):
+            if here >= MAX_DEPTH:
+                _refuse(node, use, str(TooDeep()), measured)
+            elif here:
+                level[id(child)] = max(level.get(id(child), 0), here + 1)
+            waiting[id(child)] -= 1
+            if not waiting[id(child)]:  # every use seen: its level is known
+                ready.append(child)
+
+
+def _nodes(root: Any) -> list[Any]:
+    """Every list and mapping node under ``root``, once each."""
+    from yaml.nodes import ScalarNode
+
+    seen = {id(root)}
+    found = [root]
+    for node in found:  # grows as it is read
+        for _, child in _uses(node):
+            if id(child) not in seen and not isinstance(child, ScalarNode):
+                seen.add(id(child))
+                found.append(child)
+    return found
 
 
 class _TooLarge(ValueError):

@@ -1,0 +1,101 @@
+"""One depth limit for every JSON document read from outside, one error.
+
+:func:`reel_core.load_json` reads at C speed what ``json.loads`` reads, and
+refuses a document nested deeper than :data:`reel_core.MAX_DEPTH` with
+:class:`reel_core.TooDeep`, on every Python.  The naive twin, the depth of
+the value ``json.loads`` built, is the oracle.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reel_core import MAX_DEPTH, RecordedRequest, TooDeep, load_json, read_line
+from reel_core._body import parse_json
+from reel_core._formats._export import request_type
+from reel_core._nesting import LINE_DEPTH, check_depth
+from tests.cli.helpers import interaction
+
+TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep: Reel reads no deeper JSON or YAML"
+
+
+def depth(value: Any) -> int:
+    """How deep ``value``'s lists and dicts nest (the oracle)."""
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    return 0
+
+
+def nest(value: Any, levels: int, keyed: bool) -> Any:
+    for _ in range(levels):
+        value = {'[{\\"': value} if keyed else [value, "]}\\"]
+    return value
+
+
+#: Strings full of what a depth scan could mistake for structure.
+TRICKY = st.text(alphabet='[]{}"\\/ aé\u2028\x00', max_size=8)
+LEAVES = st.none() | st.booleans() | st.integers() | TRICKY
+VALUES = st.recursive(
+    LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TRICKY, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(
+    value=VALUES,
+    levels=st.integers(0, MAX_DEPTH + 3),
+    keyed=st.booleans(),
+    ascii_=st.booleans(),
+    indent=st.sampled_from([None, 0, 2]),
+    encoding=st.sampled_from(["str", "utf-8", "utf-16", "utf-32-be"]),
+)
+def test_a_document_is_read_exactly_when_it_is_no_deeper_than_the_limit(
+    value: Any, levels: int, keyed: bool, ascii_: bool, indent: int | None, encoding: str
+) -> None:
+    value = nest(value, levels, keyed)
+    text = json.dumps(value, ensure_ascii=ascii_, indent=indent)
+    document: str | bytes = text if encoding == "str" else text.encode(encoding)
+    if depth(value) <= MAX_DEPTH:
+        assert load_json(document) == value
+    else:
+        with pytest.raises(TooDeep):
+            load_json(document)
+
+
+@pytest.mark.parametrize("deeper", [MAX_DEPTH + 1, 990, 100_000])
+def test_any_depth_past_the_limit_is_the_same_error(deeper: int) -> None:
+    with pytest.raises(TooDeep) as caught:
+        load_json(b"[" * deeper + b"]" * deeper)
+    assert str(caught.value) == TOO_DEEP
+    assert isinstance(caught.value, ValueError)  # every caller refusing bad JSON refuses it
+    assert load_json(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) is not None
+    check_depth(b"[" * LINE_DEPTH + b"]" * LINE_DEPTH, LINE_DEPTH)
+
+
+def test_a_body_deeper_than_the_limit_is_not_json_and_exports_as_bytes() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    assert parse_json(deep) == (False, None)
+    request = RecordedRequest("POST", "/v1/chat/completions", body=deep)
+    assert request_type(interaction(request)) == "application/octet-stream"
+    shallow = RecordedRequest("POST", "/v1/chat/completions", body=b"[[1]]")
+    assert request_type(interaction(shallow)) == "application/json"
+
+
+def test_a_line_holds_a_body_as_deep_as_the_limit_and_refuses_a_deeper_one() -> None:
+    line = interaction().to_line()
+    assert b'{"ok":true}' in line
+    for levels, reads in ((MAX_DEPTH - 1, True), (LINE_DEPTH, False)):
+        deep = line.replace(b'{"ok":true}', b"[" * levels + b"{}" + b"]" * levels)
+        if reads:
+            assert read_line(deep).response.content.startswith(b"[[")
+        else:
+            with pytest.raises(ValueError, match=f"^not a JSON line \\({TOO_DEEP}\\)$"):
+                read_line(deep)
