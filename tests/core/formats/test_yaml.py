@@ -12,6 +12,7 @@ from reel_core._formats._yaml import EXPANSION, Unsupported, find_unsupported, l
 def test_json_and_yaml_documents() -> None:
     assert load(b'{"a": [1]}', "c.json") == {"a": [1]}
     assert load(b"a: [1]\n", "c.yaml") == {"a": [1]}
+    assert load(b"# nothing\n", "c.yaml") is None
 
 
 @pytest.mark.parametrize(
