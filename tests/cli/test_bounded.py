@@ -105,3 +105,28 @@ def test_validate_and_export_refuse_a_line_nested_too_deep_alike(
         err = capsys.readouterr().err
         assert f"reel export {exporter}: {source}:3: NOT exported: {reason}" in err
         assert "Traceback" not in err
+
+
+#: A list that holds itself, then an entry each importer reads.
+LOOPS = {
+    "vcr": b"interactions: &l\n- *l\n- request: {uri: 'https://a/v1', method: GET}\n"
+    b"  response: {status: {code: 200}, body: {string: ok}}\n",
+    "ruby-vcr": b"http_interactions: &l\n- *l\n- request: {uri: 'https://a/v1', method: get}\n"
+    b"  response: {status: {code: 200}, body: {string: ok}}\n",
+    "agenttape": b"meta: {agenttape_version: 1}\ninteractions: &l\n- *l\n",
+    "pydantic-ws": b"interactions: &l\n- *l\n- direction: sent\n  data: hi\n",
+}
+
+
+@pytest.mark.parametrize("importer", sorted(LOOPS))
+def test_an_entry_that_holds_itself_is_skipped_with_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], importer: str
+) -> None:
+    source = tmp_path / "loop.yaml"
+    source.write_bytes(LOOPS[importer])
+    assert main(["import", importer, str(source), "-o", str(tmp_path / "out.jsonl")]) == 1
+    err = capsys.readouterr().err
+    why = "it holds a YAML alias inside its own anchor (data that never ends)"
+    entry = "entry 0: " if importer == "pydantic-ws" else ""
+    assert f": NOT converted: {entry}{why}\n" in err
+    assert "Traceback" not in err

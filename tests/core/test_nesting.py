@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from reel_core import MAX_DEPTH, RecordedRequest, TooDeep, load_json, read_line
 from reel_core._body import parse_json
+from reel_core._formats import Skipped, har
 from reel_core._formats._export import request_type
 from reel_core._nesting import LINE_DEPTH, check_depth
 from tests.cli.helpers import interaction
@@ -99,3 +100,17 @@ def test_a_line_holds_a_body_as_deep_as_the_limit_and_refuses_a_deeper_one() -> 
         else:
             with pytest.raises(ValueError, match=f"^not a JSON line \\({TOO_DEEP}\\)$"):
                 read_line(deep)
+
+
+def test_a_har_base64_list_nested_too_deep_skips_its_entry() -> None:
+    entry = {
+        "request": {"method": "GET", "url": "https://a/v1", "headers": []},
+        "response": {
+            "status": 200,
+            "headers": [],
+            "content": {"encoding": "base64", "text": "[" * 100_000 + "]" * 100_000},
+        },
+    }
+    (item,) = har.parse(json.dumps({"log": {"entries": [entry]}}).encode(), "a.har")
+    assert isinstance(item, Skipped)
+    assert "the response body says base64 but is not base64 or a list of it" in item.reason

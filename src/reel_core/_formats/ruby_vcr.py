@@ -30,7 +30,7 @@ from .._errors import CassetteError
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, http_date, status_code, text_bytes
-from ._yaml import find_unsupported, load
+from ._yaml import Unsupported, find_unsupported, load
 
 __all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
 
@@ -95,6 +95,8 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
 
 
 def _exchange(i: int, item: Any) -> Exchange:
+    if isinstance(item, Unsupported) and item.reason:  # a recursive alias, say
+        raise Skip(item.reason)
     if not isinstance(item, Mapping):
         raise Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     req, resp = item.get("request"), item.get("response")
