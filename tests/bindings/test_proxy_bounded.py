@@ -66,11 +66,13 @@ async def test_a_stream_cut_inside_a_long_event_is_recorded_and_serving_goes_on(
     tmp_path: Path,
 ) -> None:
     cassette = tmp_path / "c.jsonl"
-    async with cutting_upstream() as upstream:
-        async with proxied(options(Mode.RECORD, cassette, upstream=upstream)) as client:
-            first = await fetch(client, chat_call("draw", stream=True))
-            # recording the first did not freeze the proxy: the next is served
-            second = await fetch(client, chat_call("draw again", stream=True))
+    async with (
+        cutting_upstream() as upstream,
+        proxied(options(Mode.RECORD, cassette, upstream=upstream)) as client,
+    ):
+        first = await fetch(client, chat_call("draw", stream=True))
+        # recording the first did not freeze the proxy: the next is served
+        second = await fetch(client, chat_call("draw again", stream=True))
     for answer in (first, second):
         assert answer.status == 200
         assert answer.body == EVENTS + TAIL
