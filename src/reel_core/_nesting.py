@@ -15,16 +15,19 @@ the same limit.  A cassette line wraps its bodies in a few levels of its
 own (:data:`LINE_DEPTH`), so a body Reel stores as JSON is always a line
 Reel reads back.
 
-The check is linear and runs at C speed: a document with no more than
-:data:`MAX_DEPTH` brackets cannot be too deep and is not looked at again;
-otherwise its strings are cut out (escapes first, so every quote left is a
-string's own) and the depth is the highest running count of the brackets
-left.
+The check is linear, and costs little beside the parse: a document with no
+more than the limit's number of brackets cannot be too deep and is not
+looked at again; otherwise, UTF-8 without escapes is cut down to its
+brackets and quotes (C speed), its strings dropped, and the depth is the
+highest running count of the brackets left; a document with escapes (a
+recorded stream's events, JSON in JSON) has its containers counted level
+by level instead.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from array import array
 from itertools import accumulate
 from typing import Any
@@ -40,6 +43,10 @@ LINE_DEPTH = MAX_DEPTH + 8
 
 #: Every byte but the ones that nest or delimit a string.
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+#: A string, once nothing but brackets and quotes is left of the document.
+_STRING = re.compile(rb'"[^"]*"')
+#: What ``json.loads`` nests.
+_NESTING = frozenset({dict, list})
 #: An opening bracket counts +1, a closing one -1 (as a signed byte).
 _STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
@@ -53,20 +60,51 @@ class TooDeep(ValueError):
         )
 
 
-def check_depth(text: bytes | str, limit: int = MAX_DEPTH) -> None:
-    """Raise :class:`TooDeep` when ``text``, a valid JSON document, nests
-    its arrays and objects deeper than ``limit``."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if data.count(b"[") + data.count(b"{") <= limit:
+def check_depth(value: Any, text: bytes | str, limit: int = MAX_DEPTH) -> None:
+    """Raise :class:`TooDeep` when ``value``, which ``json.loads`` read from
+    ``text`` (``None`` when a hook built it), nests its arrays and objects
+    deeper than ``limit``."""
+    if isinstance(text, str):
+        brackets = text.count("[") + text.count("{")
+    else:
+        brackets = text.count(b"[") + text.count(b"{")
+    if brackets <= limit:
         return  # not enough brackets to be too deep
-    if b"\x00" in data:  # UTF-16 or UTF-32, which json.loads reads too
-        data = data.decode(json.detect_encoding(data)).encode("utf-8", "surrogatepass")
-    # An escaped backslash, then an escaped quote: every quote left opens or
-    # closes a string, and the brackets outside strings are every other piece.
-    data = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
-    steps = b"".join(data.split(b'"')[::2]).translate(_STEP)
-    if max(accumulate(array("b", steps))) > limit:
+    if isinstance(text, bytes) and b"\\" not in text and b"\x00" not in text:
+        deep = _text_depth(text) > limit  # UTF-8 without an escape: C speed
+    elif value is not None:  # escapes: the value's containers, level by level
+        deep = _deeper(value, limit)
+    else:
+        if isinstance(text, bytes) and b"\x00" in text:  # UTF-16 or UTF-32
+            text = text.decode(json.detect_encoding(text))
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        # an escaped backslash, then an escaped quote: no quote left is escaped
+        deep = _text_depth(data.replace(b"\\\\", b"").replace(b'\\"', b"")) > limit
+    if deep:
         raise TooDeep
+
+
+def _text_depth(data: bytes) -> int:
+    """How deep UTF-8 JSON ``data``, whose quotes all open or close a
+    string, nests: its strings dropped, the highest running count of the
+    brackets left."""
+    steps = _STRING.sub(b"", data.translate(None, _NOT_STRUCTURE)).translate(_STEP)
+    return max(accumulate(array("b", steps)), default=0)
+
+
+def _deeper(value: Any, limit: int) -> bool:
+    """Whether ``value``, lists and dicts as ``json.loads`` builds them, has
+    some nested deeper than ``limit``."""
+    level = [value] if type(value) in _NESTING else []
+    for _ in range(limit):
+        below: list[Any] = []
+        for container in level:
+            items = container.values() if type(container) is dict else container
+            below += [item for item in items if type(item) in _NESTING]
+        if not below:
+            return False
+        level = below
+    return True
 
 
 def load_json(text: bytes | str, *, limit: int = MAX_DEPTH, **options: Any) -> Any:
@@ -77,5 +115,5 @@ def load_json(text: bytes | str, *, limit: int = MAX_DEPTH, **options: Any) -> A
         value = json.loads(text, **options)
     except RecursionError:
         raise TooDeep from None
-    check_depth(text, limit)
+    check_depth(None if options else value, text, limit)
     return value

@@ -280,7 +280,7 @@ def _json_values(text: str) -> Iterator[tuple[dict[str, Any], int, int]]:
         try:
             value, stop = decode(source, pos - base)
             stop += base
-            check_depth(text[pos:stop])
+            check_depth(value, text[pos:stop])
         except (ValueError, RecursionError):  # RecursionError: nested beyond Python's reach
             newline = text.find("\n", pos)
             if newline < 0:

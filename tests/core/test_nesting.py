@@ -34,14 +34,17 @@ def depth(value: Any) -> int:
     return 0
 
 
-def nest(value: Any, levels: int, keyed: bool) -> Any:
+def nest(value: Any, levels: int, keyed: bool, escaped: bool) -> Any:
+    """``value`` inside ``levels`` objects or lists, each beside a string of
+    brackets (and, when ``escaped``, of what JSON writes escaped)."""
+    extra = '\\"' if escaped else ""
     for _ in range(levels):
-        value = {'[{\\"': value} if keyed else [value, "]}\\"]
+        value = {"[{" + extra: value} if keyed else [value, "]}" + extra]
     return value
 
 
 #: Strings full of what a depth scan could mistake for structure.
-TRICKY = st.text(alphabet='[]{}"\\/ aé\u2028\x00', max_size=8)
+TRICKY = st.text(alphabet='[]{}"\\/ aé\u2028\x00', max_size=8) | st.text("[]{} aé", max_size=8)
 LEAVES = st.none() | st.booleans() | st.integers() | TRICKY
 VALUES = st.recursive(
     LEAVES,
@@ -52,23 +55,34 @@ VALUES = st.recursive(
 
 @given(
     value=VALUES,
-    levels=st.integers(0, MAX_DEPTH + 3),
+    levels=st.integers(0, 8) | st.integers(MAX_DEPTH - 8, MAX_DEPTH + 3),
     keyed=st.booleans(),
+    escaped=st.booleans(),
     ascii_=st.booleans(),
     indent=st.sampled_from([None, 0, 2]),
     encoding=st.sampled_from(["str", "utf-8", "utf-16", "utf-32-be"]),
+    hooked=st.booleans(),
 )
 def test_a_document_is_read_exactly_when_it_is_no_deeper_than_the_limit(
-    value: Any, levels: int, keyed: bool, ascii_: bool, indent: int | None, encoding: str
+    value: Any,
+    levels: int,
+    keyed: bool,
+    escaped: bool,
+    ascii_: bool,
+    indent: int | None,
+    encoding: str,
+    hooked: bool,
 ) -> None:
-    value = nest(value, levels, keyed)
+    value = nest(value, levels, keyed, escaped)
     text = json.dumps(value, ensure_ascii=ascii_, indent=indent)
     document: str | bytes = text if encoding == "str" else text.encode(encoding)
+    # a hook builds values of its own: the depth is read from the text
+    options: dict[str, Any] = {"object_pairs_hook": dict} if hooked else {}
     if depth(value) <= MAX_DEPTH:
-        assert load_json(document) == value
+        assert load_json(document, **options) == value
     else:
         with pytest.raises(TooDeep):
-            load_json(document)
+            load_json(document, **options)
 
 
 @pytest.mark.parametrize("deeper", [MAX_DEPTH + 1, 990, 100_000])
@@ -76,9 +90,12 @@ def test_any_depth_past_the_limit_is_the_same_error(deeper: int) -> None:
     with pytest.raises(TooDeep) as caught:
         load_json(b"[" * deeper + b"]" * deeper)
     assert str(caught.value) == TOO_DEEP
+    with pytest.raises(TooDeep, match=TOO_DEEP):  # with escapes, read another way
+        load_json(b'["\\"",' * deeper + b"1" + b"]" * deeper)
     assert isinstance(caught.value, ValueError)  # every caller refusing bad JSON refuses it
     assert load_json(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) is not None
-    check_depth(b"[" * LINE_DEPTH + b"]" * LINE_DEPTH, LINE_DEPTH)
+    line = b"[" * LINE_DEPTH + b"]" * LINE_DEPTH
+    check_depth(json.loads(line), line, LINE_DEPTH)
 
 
 def test_a_body_deeper_than_the_limit_is_not_json_and_exports_as_bytes() -> None:
@@ -114,3 +131,14 @@ def test_a_har_base64_list_nested_too_deep_skips_its_entry() -> None:
     (item,) = har.parse(json.dumps({"log": {"entries": [entry]}}).encode(), "a.har")
     assert isinstance(item, Skipped)
     assert "the response body says base64 but is not base64 or a list of it" in item.reason
+
+
+def test_objects_read_as_pairs_count_one_level_each() -> None:
+    # the matcher reads objects as lists of (name, value) pairs
+    def objects(levels: int) -> bytes:
+        return b'{"\\"":' * levels + b"1" + b"}" * levels
+
+    pairs = load_json(objects(MAX_DEPTH), object_pairs_hook=list)
+    assert pairs[0][0] == '"'
+    with pytest.raises(TooDeep):
+        load_json(objects(MAX_DEPTH + 1), object_pairs_hook=list)
