@@ -17,11 +17,11 @@ Reel reads back.
 
 The check is linear, and costs little beside the parse: a document with no
 more than the limit's number of brackets cannot be too deep and is not
-looked at again; otherwise, UTF-8 without escapes is cut down to its
-brackets and quotes (C speed), its strings dropped, and the depth is the
-highest running count of the brackets left; a document with escapes (a
-recorded stream's events, JSON in JSON) has its containers counted level
-by level instead.
+looked at again; otherwise the containers of the value are counted level
+by level, or, for a large UTF-8 document without escapes, its text is cut
+down to its brackets and quotes (C speed), its strings dropped, and the
+depth is the highest running count of the brackets left.  A value a hook
+built is measured on its text, escapes removed first.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any
 
 __all__ = ["LINE_DEPTH", "MAX_DEPTH", "TooDeep", "check_depth", "load_json"]
@@ -47,6 +47,10 @@ _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
 _STRING = re.compile(rb'"[^"]*"')
 #: What ``json.loads`` nests.
 _NESTING = frozenset({dict, list})
+#: From this size, a document without escapes is measured on its text (a
+#: few C passes, whatever it holds) rather than on its value (a step per
+#: item, cheaper for a small one).
+_LARGE = 64 * 1024
 #: An opening bracket counts +1, a closing one -1 (as a signed byte).
 _STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
@@ -70,9 +74,14 @@ def check_depth(value: Any, text: bytes | str, limit: int = MAX_DEPTH) -> None:
         brackets = text.count(b"[") + text.count(b"{")
     if brackets <= limit:
         return  # not enough brackets to be too deep
-    if isinstance(text, bytes) and b"\\" not in text and b"\x00" not in text:
-        deep = _text_depth(text) > limit  # UTF-8 without an escape: C speed
-    elif value is not None:  # escapes: the value's containers, level by level
+    if (
+        isinstance(text, bytes)
+        and len(text) >= _LARGE
+        and b"\\" not in text
+        and b"\x00" not in text
+    ):
+        deep = _text_depth(text) > limit  # large UTF-8 without an escape
+    elif value is not None:
         deep = _deeper(value, limit)
     else:
         if isinstance(text, bytes) and b"\x00" in text:  # UTF-16 or UTF-32
@@ -94,16 +103,13 @@ def _text_depth(data: bytes) -> int:
 
 def _deeper(value: Any, limit: int) -> bool:
     """Whether ``value``, lists and dicts as ``json.loads`` builds them, has
-    some nested deeper than ``limit``."""
+    some nested deeper than ``limit``: its containers, level by level."""
     level = [value] if type(value) in _NESTING else []
     for _ in range(limit):
-        below: list[Any] = []
-        for container in level:
-            items = container.values() if type(container) is dict else container
-            below += [item for item in items if type(item) in _NESTING]
-        if not below:
+        items = chain.from_iterable([c.values() if type(c) is dict else c for c in level])
+        level = [item for item in items if type(item) in _NESTING]
+        if not level:
             return False
-        level = below
     return True
 
 

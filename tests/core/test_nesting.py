@@ -62,6 +62,7 @@ VALUES = st.recursive(
     indent=st.sampled_from([None, 0, 2]),
     encoding=st.sampled_from(["str", "utf-8", "utf-16", "utf-32-be"]),
     hooked=st.booleans(),
+    padded=st.booleans(),
 )
 def test_a_document_is_read_exactly_when_it_is_no_deeper_than_the_limit(
     value: Any,
@@ -72,8 +73,11 @@ def test_a_document_is_read_exactly_when_it_is_no_deeper_than_the_limit(
     indent: int | None,
     encoding: str,
     hooked: bool,
+    padded: bool,
 ) -> None:
     value = nest(value, levels, keyed, escaped)
+    if padded:  # a large document: measured on its text when it has no escape
+        value = [value, "a" * 70_000]
     text = json.dumps(value, ensure_ascii=ascii_, indent=indent)
     document: str | bytes = text if encoding == "str" else text.encode(encoding)
     # a hook builds values of its own: the depth is read from the text
