@@ -28,6 +28,7 @@ import pytest
 
 from reel_core import (
     MAX_DEPTH,
+    Cassette,
     CassetteError,
     Interaction,
     RecordedRequest,
@@ -43,7 +44,7 @@ from reel_core._formats import har, httprr, nock
 from reel_core._formats._yaml import load as load_yaml
 from reel_core._forms import form_fields, parse_multipart
 from reel_core._frames import SSESplitter, sse_event_ends
-from reel_core._literals import exchange_redactor
+from reel_core._literals import Literals, exchange_redactor
 from reel_core._meta import CassetteMeta
 from reel_core._record import Recorder
 from reel_core._upstream import UpstreamError
@@ -318,6 +319,19 @@ def _scrub_literals(data: bytes) -> bytes:
     return _LITERALS.data(data)
 
 
+def _literal_frames(n: int) -> list[tuple[float, bytes]]:
+    """A stream of short frames, a credential split across every two."""
+    pair = (b"data: opaque+key/", b"value=0001 Bearer tok-1\n\n")
+    return [(i / 1000, pair[i % 2]) for i in range(n // 20)]
+
+
+_FRAME_LITERALS = Literals((b"opaque+key/value=0001", b"tok-1"))
+
+
+def _scrub_frames(frames: list[tuple[float, bytes]]) -> object:
+    return _FRAME_LITERALS.frames(frames)
+
+
 CASES: dict[str, Case] = {
     "sse-unfinished-event-at-once": Case(
         _unfinished_event, lambda body: sse_event_ends(body), 400_000
@@ -340,7 +354,9 @@ CASES: dict[str, Case] = {
     "yaml-alias-bomb": Case(_yaml_doubling, _refused, 5_000),
     "yaml-too-deep": Case(_yaml_deep, lambda data: load_yaml(data, "c.yaml"), 3_000),
     "cassette-lines": Case(_cassette, lambda data: decode_lines(data, "c.jsonl"), 50_000),
+    "cassette-opened": Case(_cassette, lambda data: list(Cassette.loads(data)), 50_000),
     "websocket-messages": Case(lambda n: n, _websocket, 20_000),
+    "literal-frames": Case(_literal_frames, _scrub_frames, 100_000),
     "literal-credentials": Case(
         _near_misses(b"opaque+key/valu opaque%2Bkey Bearer tok-"), _scrub_literals, 20_000
     ),
