@@ -349,19 +349,19 @@ CASES: dict[str, Case] = {
     "query": Case(_query, lambda request: request.query, 20_000),
     "har": Case(_har, lambda data: har.parse(data, "a.har"), 100_000),
     "nock": Case(_nock, lambda data: nock.parse(data, "a.json"), 50_000),
-    "httprr": Case(_httprr, lambda data: httprr.parse(data, "a.httprr"), 20_000),
+    "httprr": Case(_httprr, lambda data: httprr.parse(data, "a.httprr"), 10_000),
     "yaml-aliases": Case(_yaml_aliases, lambda data: load_yaml(data, "c.yaml"), 10_000),
     "yaml-alias-bomb": Case(_yaml_doubling, _refused, 5_000),
-    "yaml-too-deep": Case(_yaml_deep, lambda data: load_yaml(data, "c.yaml"), 3_000),
+    "yaml-too-deep": Case(_yaml_deep, lambda data: load_yaml(data, "c.yaml"), 2_000),
     "cassette-lines": Case(_cassette, lambda data: decode_lines(data, "c.jsonl"), 50_000),
     "cassette-opened": Case(_cassette, lambda data: list(Cassette.loads(data)), 50_000),
-    "websocket-messages": Case(lambda n: n, _websocket, 20_000),
+    "websocket-messages": Case(lambda n: n, _websocket, 10_000),
     "literal-frames": Case(_literal_frames, _scrub_frames, 100_000),
     "literal-credentials": Case(
-        _near_misses(b"opaque+key/valu opaque%2Bkey Bearer tok-"), _scrub_literals, 20_000
+        _near_misses(b"opaque+key/valu opaque%2Bkey Bearer tok-"), _scrub_literals, 8_000
     ),
     **{
-        f"redaction-{name}": Case(_near_misses(unit), _redact, 20_000)
+        f"redaction-{name}": Case(_near_misses(unit), _redact, 8_000)
         for name, unit in NEAR_MISSES.items()
     },
 }
