@@ -15,12 +15,14 @@ the same limit.  A cassette line wraps its bodies in a few levels of its
 own (:data:`LINE_DEPTH`), so a body Reel stores as JSON is always a line
 Reel reads back.
 
-The check is linear, and costs little beside the parse: a document with no
-more than the limit's number of brackets cannot be too deep and is not
-looked at again; otherwise the containers of the value are counted level
-by level, or, for a large UTF-8 document without escapes, its text is cut
-down to its brackets and quotes (C speed), its strings dropped, and the
-depth is the highest running count of the brackets left.  A value a hook
+The check is linear, and costs little beside the parse.  A document with
+no more than the limit's number of brackets cannot be too deep and is not
+looked at again; a larger one has the containers of its value counted
+level by level, except a large UTF-8 document without escapes, whose text
+is cut down to its brackets and quotes at C speed, its strings dropped,
+the depth being the highest running count of the brackets left.  A large
+document with escapes (a recorded stream's line) goes straight to its
+containers: counting its brackets would cost as much.  A value a hook
 built is measured on its text, escapes removed first.
 """
 
@@ -68,18 +70,14 @@ def check_depth(value: Any, text: bytes | str, limit: int = MAX_DEPTH) -> None:
     """Raise :class:`TooDeep` when ``value``, which ``json.loads`` read from
     ``text`` (``None`` when a hook built it), nests its arrays and objects
     deeper than ``limit``."""
-    if isinstance(text, str):
-        brackets = text.count("[") + text.count("{")
-    else:
-        brackets = text.count(b"[") + text.count(b"{")
-    if brackets <= limit:
+    large = isinstance(text, bytes) and len(text) >= _LARGE
+    if large and value is not None and b"\\" in text:
+        # escapes (a recorded stream's line): counting its brackets would
+        # cost as much as counting its containers
+        deep = _deeper(value, limit)
+    elif _brackets(text) <= limit:
         return  # not enough brackets to be too deep
-    if (
-        isinstance(text, bytes)
-        and len(text) >= _LARGE
-        and b"\\" not in text
-        and b"\x00" not in text
-    ):
+    elif isinstance(text, bytes) and large and b"\\" not in text and b"\x00" not in text:
         deep = _text_depth(text) > limit  # large UTF-8 without an escape
     elif value is not None:
         deep = _deeper(value, limit)
@@ -91,6 +89,13 @@ def check_depth(value: Any, text: bytes | str, limit: int = MAX_DEPTH) -> None:
         deep = _text_depth(data.replace(b"\\\\", b"").replace(b'\\"', b"")) > limit
     if deep:
         raise TooDeep
+
+
+def _brackets(text: bytes | str) -> int:
+    """How many arrays and objects ``text`` could open (its strings too)."""
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
 
 
 def _text_depth(data: bytes) -> int:
