@@ -107,15 +107,19 @@ def load(data: bytes, name: str) -> Any:
             return load_json(data)
         except ValueError as exc:
             raise CassetteError(name, None, f"not JSON: {exc}") from None
-    loader = _loader()(data)
+    load_with = _loader()
     import yaml
 
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _measure(node, EXPANSION * len(data) + _EXPANSION_FLOOR)
-        return loader.construct_document(node)
+        loader = load_with(data)  # PyYAML's own reader checks the encoding here
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _measure(node, EXPANSION * len(data) + _EXPANSION_FLOOR)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
     except _TooLarge as exc:
         raise CassetteError(name, None, f"not read: {exc}") from None
     except yaml.YAMLError as exc:
@@ -124,8 +128,6 @@ def load(data: bytes, name: str) -> Any:
         raise CassetteError(name, None, f"not YAML: {str(exc).splitlines()[0]}") from None
     except RecursionError:  # pragma: no cover - PyYAML without libyaml composes recursively
         raise CassetteError(name, None, f"not read: {TooDeep()}") from None
-    finally:
-        loader.dispose()
 
 
 def _measure(root: Any, limit: int) -> None:
