@@ -69,6 +69,7 @@ from ._interaction import (
 from ._literals import exchange_redactor
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._meta import CassetteMeta
+from ._nesting import MAX_DEPTH, TooDeep, load_json
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
 from ._redact import Redactor, is_credential_name
 from ._schedule import Step, replay_schedule
@@ -126,6 +127,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
 __all__ = [
     "CLOSE_MISMATCH",
     "HOP_BY_HOP",
+    "MAX_DEPTH",
     "MISS_HEADER",
     "PRICES_CHECKED",
     "PROVIDERS",
@@ -195,6 +197,7 @@ __all__ = [
     "StreamCut",
     "Timing",
     "TimingMode",
+    "TooDeep",
     "UiConfig",
     "UiRequest",
     "UiResource",
@@ -240,6 +243,7 @@ __all__ = [
     "is_sse_stream",
     "keep_response_header",
     "lines_drift",
+    "load_json",
     "looks_like_sse",
     "match_key",
     "merge_tallies",

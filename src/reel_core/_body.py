@@ -19,6 +19,7 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Protocol
 
 from ._errors import ConfigError
+from ._nesting import load_json
 
 __all__ = [
     "ContentDecoder",
@@ -155,8 +156,8 @@ def parse_json(data: bytes) -> tuple[bool, Any]:
     if head not in (b"{", b"[") and data.lstrip()[:1] not in (b"{", b"["):
         return False, None
     try:
-        return True, json.loads(data)
-    except (ValueError, RecursionError):
+        return True, load_json(data)
+    except ValueError:  # not JSON, or nested deeper than Reel reads: kept as text
         return False, None
 
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reel_core import ReelError
+from reel_core import ReelError, load_json
 
 from .._store import Store
 from ..view import Source, miss_view, render_page
@@ -170,8 +169,8 @@ def _not_json(name: str) -> Any:
 def _read_miss(path: Path) -> Any:
     data = read_bytes(path)
     try:
-        return json.loads(data, parse_constant=_not_json)
-    except (ValueError, RecursionError):
+        return load_json(data, parse_constant=_not_json)
+    except ValueError:
         raise CliError(
             f"{path}: not JSON: give the body Reel answered the miss with "
             '({"error": {"type": "reel_miss", ...}})'

@@ -14,14 +14,13 @@ same numbers as the commands.
 from __future__ import annotations
 
 import base64
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from reel_core import Interaction
+from reel_core import Interaction, load_json
 
 from .._figures import Figures, figures
 from .._text import assemble, frame_text
@@ -79,8 +78,8 @@ def body_value(data: bytes) -> dict[str, Any]:
     if not data:
         return {"empty": True}
     try:
-        return {"json": json.loads(data, parse_constant=_reject)}
-    except (ValueError, RecursionError):
+        return {"json": load_json(data, parse_constant=_reject)}
+    except ValueError:
         pass
     try:
         return {"text": data.decode("utf-8")}

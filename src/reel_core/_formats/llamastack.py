@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from .._errors import CassetteError
+from .._nesting import load_json
 from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 
@@ -59,8 +60,8 @@ def sniff(data: bytes) -> bool:
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        doc = load_json(data)
+    except ValueError as exc:
         raise CassetteError(name, None, f"not a Llama Stack recording: not JSON: {exc}") from None
     req = doc.get("request") if isinstance(doc, Mapping) else None
     resp = doc.get("response") if isinstance(doc, Mapping) else None

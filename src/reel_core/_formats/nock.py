@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._errors import CassetteError
+from .._nesting import load_json
 from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
@@ -43,8 +44,8 @@ def sniff(data: bytes) -> bool:
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        doc = load_json(data)
+    except ValueError as exc:
         raise CassetteError(name, None, f"not a nock recording: not JSON: {exc}") from None
     if not isinstance(doc, list):
         raise CassetteError(

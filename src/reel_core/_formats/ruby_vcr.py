@@ -31,7 +31,7 @@ from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, http_date, status_code, text_bytes
-from ._yaml import find_unsupported, load
+from ._yaml import Unsupported, find_unsupported, load
 
 __all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
 
@@ -96,15 +96,19 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
 
 
 def _exchange(i: int, item: Any) -> Exchange:
+    if isinstance(item, Unsupported) and item.reason:  # a recursive alias, say
+        raise Skip(item.reason)
     if not isinstance(item, Mapping):
         raise Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     req, resp = item.get("request"), item.get("response")
     if not isinstance(req, Mapping) or not isinstance(resp, Mapping):
         raise Skip("no request or no response")
-    tag = find_unsupported(item)
-    if tag:
+    found = find_unsupported(item)
+    if found:
         raise Skip(
-            f"it holds a {tag} YAML tag, which Reel does not load (it would build an object)"
+            found.reason
+            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build an "
+            "object)"
         )
     method = req.get("method")
     if not isinstance(method, str) or not method.isalpha():
