@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import typing as _typing
 
-from ._body import ContentDecoder, decode_body, decode_content, encode_body
+from ._body import ContentDecoder, decode_body, encode_body
+from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
@@ -141,6 +142,7 @@ __all__ = [
     "ContentDecoder",
     "Continue",
     "Cut",
+    "DecodeError",
     "DecodedLine",
     "DecodedLines",
     "Drift",
@@ -209,10 +211,12 @@ __all__ = [
     "WebSocketSignal",
     "WebSocketStep",
     "__version__",
+    "accept_encoding",
     "answer_pieces",
     "body_diff",
     "compact",
     "cost_usd",
+    "decodable_codings",
     "decode_body",
     "decode_content",
     "decode_lines",

@@ -445,6 +445,7 @@ class Engine:
                     keyed,
                     self._scrub,
                     self._sent_of(request) if self._by_sent else None,
+                    self.config.limits.max_body,
                 ),
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
@@ -857,10 +858,12 @@ def _new_recorder(
     keyed: Callable[[], tuple[RecordedRequest, str]],
     scrub: Redactor | _Scrub,
     sent: Callable[[RecordedRequest], str | None] | None,
+    max_body: int,
 ) -> Recorder:
     """The recorder of a forwarded ``request`` to ``cassette`` (decided with
     ``keying``), made when the recording is built; ``sent`` gives the
-    digest its line carries (``None``: none)."""
+    digest its line carries (``None``: none); a body decodes to at most
+    ``max_body`` bytes."""
     recorded, key = keyed()
     stored_config = cassette.keying
     stored_key = key if stored_config == keying else recorded.key(stored_config)
@@ -869,7 +872,7 @@ def _new_recorder(
     seen = cassette.lines_of(stored_key, stored_config)
     digest = None if sent is None else sent(recorded)
     redactor = scrub if isinstance(scrub, Redactor) else scrub()
-    return new_recorder(request, recorded, stored_key, seen, redactor, digest)
+    return new_recorder(request, recorded, stored_key, seen, redactor, digest, max_body)
 
 
 class _Scrub:

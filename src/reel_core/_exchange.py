@@ -77,10 +77,12 @@ def new_recorder(
     seen: int,
     redactor: Redactor,
     sent: str | None = None,
+    max_body: int = _LIMITS.max_body,
 ) -> Recorder:
     """The recorder of ``request`` (stored as ``recorded`` under ``key``,
     after ``seen`` recordings of it): its provider and endpoint named.
-    ``sent`` is the request's digest for its line (:mod:`reel_core._sent`)."""
+    ``sent`` is the request's digest for its line (:mod:`reel_core._sent`);
+    its body decodes to at most ``max_body`` bytes."""
     from ._record import Recorder  # the recorder, usage and prices: not for a replay
 
     host = request.header("host")
@@ -94,6 +96,7 @@ def new_recorder(
         ),
         endpoint=f"{recorded.method} {recorded.path}",
         sent=sent,
+        max_body=max_body,
     )
 
 
@@ -122,7 +125,8 @@ def record_exchange(
     are scrubbed besides the usual ones (``authorization``...).
     ``timestamp`` (epoch seconds) is stored as the line's ``ts``.  A body
     over ``limits.max_body`` raises :class:`~reel_core.RemoteProtocolError`
-    (413), as it does for a session.
+    (413), as it does for a session; a response body that decodes to more
+    is stored as it came, flagged (``encoding_error``).
     """
     if len(request.body) > limits.max_body:
         raise limits.body_too_large(len(request.body))
@@ -133,7 +137,7 @@ def record_exchange(
     keying = cassette.keying if cassette is not None else MatchConfig().keying()
     key = recorded.key(keying)
     seen = cassette.count(key, keying) if cassette is not None else 0
-    recorder = new_recorder(request, recorded, key, seen, scrub)
+    recorder = new_recorder(request, recorded, key, seen, scrub, max_body=limits.max_body)
     chunks = [(0.0, body)] if isinstance(body, bytes) else list(body)
     recorder.head(status, normalize_headers(headers), 0.0, None, timestamp)
     for at, data in chunks:

@@ -15,7 +15,6 @@ from reel_core import (
     StreamCut,
     UpstreamError,
 )
-from reel_core._body import ContentDecoder
 from reel_core._http import Headers
 from reel_core._record import Recorder, _ms, response_shape, stream_kind
 
@@ -239,13 +238,19 @@ def test_gzip_stream_is_decoded_into_frames() -> None:
     ]
 
 
-def test_unknown_encoding_is_kept_with_its_header() -> None:
+def test_unknown_encoding_is_kept_with_its_header_and_flagged() -> None:
     r = recorder()
-    r.head(200, ((b"content-encoding", b"zstd"), *JSON), now=0.0, sent_at=None)
-    r.data(b"\x28\xb5\x2f\xfd", 0.1)
+    r.head(200, ((b"content-encoding", b"compress"), *JSON), now=0.0, sent_at=None)
+    r.data(b"\x1f\x9d\x90", 0.1)
     got = r.end(0.2)
-    assert got.response.body == b"\x28\xb5\x2f\xfd"
-    assert ("content-encoding", "zstd") in got.response.headers
+    assert got.response.body == b"\x1f\x9d\x90"
+    assert ("content-encoding", "compress") in got.response.headers
+    assert got.response.encoding == "compress"
+    assert got.response.encoding_error == (
+        "cannot decode content-encoding 'compress' (no Reel decodes it)"
+    )
+    assert got.meta["bytes"] == 3
+    assert got.meta["shape"] == "binary"
 
 
 def test_corrupt_encoding_becomes_a_protocol_cut() -> None:
@@ -264,16 +269,12 @@ def test_corrupt_encoding_becomes_a_protocol_cut() -> None:
     assert b"ignored" not in got.response.content
 
 
-def test_deflate_flush_failure_is_a_protocol_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken_flush(self: ContentDecoder) -> bytes:
-        raise ValueError("corrupt deflate body: truncated")
-
-    monkeypatch.setattr(ContentDecoder, "flush", broken_flush)
+def test_a_truncated_deflate_body_is_a_protocol_cut() -> None:
     r = recorder()
     r.head(200, ((b"content-encoding", b"deflate"), *JSON), now=0.0, sent_at=None)
-    r.data(zlib.compress(b"abc"), 0.1)
+    r.data(zlib.compress(b"abc" * 100)[:-5], 0.1)
     got = r.end(0.5)
-    assert got.response.cut == StreamCut(500.0, "protocol", "corrupt deflate body: truncated")
+    assert got.response.cut == StreamCut(100.0, "protocol", "truncated deflate body")
 
 
 def test_fail_after_head_records_a_cut() -> None:
