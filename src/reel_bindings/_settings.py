@@ -26,7 +26,7 @@ from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing, pars
 from ._store import Store
 from ._store_url import check_store, open_store
 
-__all__ = ["Settings", "mode_from_env", "pii_from_env", "port_from_env"]
+__all__ = ["Settings", "limits_from_env", "mode_from_env", "pii_from_env", "port_from_env"]
 
 #: Values of a switch that mean "off" (any case, spaces ignored).
 OFF = ("0", "false", "no", "off")
@@ -72,6 +72,15 @@ def _max_body(env: Mapping[str, str]) -> int | None:
     if max_body < 1:
         raise ConfigError(f"REEL_MAX_BODY={text!r} is not a positive number of bytes")
     return max_body
+
+
+def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
+    """The body limit ``REEL_MAX_BODY`` sets (the default without it): the
+    one limit every body is decoded to at most, read by the commands that
+    decode bodies (``reel import``, ``reel check``).  A bad value raises
+    :class:`ConfigError`."""
+    max_body = _max_body(os.environ if environ is None else environ)
+    return Limits() if max_body is None else Limits(max_body=max_body)
 
 
 def _timing(env: Mapping[str, str]) -> Timing | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import typing as _typing
 
 from ._body import ContentDecoder, decode_body, encode_body
-from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
@@ -30,6 +29,7 @@ from ._codec import (
     read_line,
 )
 from ._config import Config, Mode
+from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
 from ._duration import parse_duration
 from ._engine import Engine, PendingRecording
 from ._errors import (

@@ -18,8 +18,9 @@ step asks its decompressor for at most :data:`_STEP` bytes (zlib's
 ``max_length``, brotli's ``output_buffer_limit``; zstd is fed in pieces of
 :data:`_ZSTD_PIECE` bytes, whose output a zstd block bounds), and the
 output is counted as it comes, so a few hundred kilobytes that inflate to
-gigabytes cost at most the limit and one step's output.  A decompressor that cannot cap its output (a brotli before
-1.2) is not one this install decodes with.
+gigabytes cost at most the limit and one step's output.  A decompressor
+that cannot cap its output (a brotli before 1.2) is not one this install
+decodes with.
 """
 
 from __future__ import annotations

@@ -204,8 +204,9 @@ class Recorder:
 
         def chunks() -> Iterator[tuple[float, bytes]]:
             nonlocal at
-            for at, chunk in self._received:
-                yield at, chunk
+            for when, chunk in self._received:
+                at = when  # where a corrupt body breaks off
+                yield when, chunk
 
         try:
             for when, decoded in decode_chunks(chunks(), self._codings, self.max_body):
