@@ -46,6 +46,7 @@ from ._per_process import PerProcess
 from ._store import Store
 from ._sync.relay import relay
 from ._sync.replay import frames
+from ._transport import decodable
 
 try:
     import requests
@@ -293,7 +294,12 @@ class Adapter(Binding, BaseAdapter):
         upstream = self._upstream if self._upstream is not None else process_adapter()
         try:
             response = upstream.send(
-                request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies
+                decodable(request),
+                stream=True,
+                timeout=timeout,
+                verify=verify,
+                cert=cert,
+                proxies=proxies,
             )
         except (requests.RequestException, OSError) as exc:
             feed.error(_failure(exc), str(exc))

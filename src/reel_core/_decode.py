@@ -179,14 +179,12 @@ def _accept(value: bytes, codings: tuple[str, ...]) -> bytes:
     return b", ".join(kept) if kept else b"identity"
 
 
-def accept_encoding(value: bytes | None) -> bytes | None:
+def accept_encoding(value: bytes) -> bytes:
     """The ``accept-encoding`` a binding sends upstream for a client's
     ``value``: the codings the client accepts that this install decodes
-    (weights kept; ``*`` becomes those codings), else ``identity``.  No
-    header stays no header.  The client can read whatever comes back: it
-    asked for it."""
-    if value is None:
-        return None
+    (weights kept; ``*`` becomes those codings), else ``identity``.  (No
+    header stays no header: the upstream then sends none.)  The client can
+    read whatever comes back: it asked for it."""
     return _accept(value, decodable_codings())
 
 

@@ -40,7 +40,6 @@ from reel_core import (
 )
 
 from .._settings import limits_from_env
-
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -369,8 +368,7 @@ def run_redact(ns: argparse.Namespace) -> int:
             )
         for number, where, why in report.undecoded:
             print(
-                _undecoded_warning("reel redact", path, number, where, why)
-                + f": {UNDECODED_HINT}",
+                _undecoded_warning("reel redact", path, number, where, why) + f": {UNDECODED_HINT}",
                 file=sys.stderr,
             )
         found_any = found_any or bool(left) or bool(report.undecoded)

@@ -127,9 +127,10 @@ def import_sources(
     limits: Limits = _LIMITS,
 ) -> ImportReport:
     """Several source files of one format (a directory of recordings) as
-    one cassette, in the order given, as :func:`import_source` records one.  Entries are numbered across the
-    files; the report's labels name each one's file.  A file that is not
-    of the format is a failure of its own, not the end of the import."""
+    one cassette, in the order given, each recorded as :func:`import_source`
+    records one.  Entries are numbered across the files; the report's
+    labels name each one's file.  A file that is not of the format is a
+    failure of its own, not the end of the import."""
     module = FORMATS[format_name]
     items: list[Exchange | Skipped] = []
     labels: dict[int, str] = {}
