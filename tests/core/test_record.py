@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import zlib
 
 import pytest
@@ -401,3 +402,66 @@ def test_a_secret_spanning_lines_keeps_the_body_whole() -> None:
 )
 def test_response_shape(response: RecordedResponse, content_type: str, shape: str) -> None:
     assert response_shape(response, content_type) == shape
+
+
+def test_a_zstd_stream_is_decoded_into_its_events() -> None:
+    zstandard = pytest.importorskip("zstandard")
+    packer = zstandard.ZstdCompressor().compressobj()
+    events = [b"data: 1\n\n", b"data: 2\n\n"]
+    r = recorder(STREAM)
+    r.head(200, ((b"content-encoding", b"zstd"), *SSE), now=0.0, sent_at=None)
+    r.data(packer.compress(events[0]) + packer.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK), 0.1)
+    r.data(packer.compress(events[1]) + packer.flush(), 0.2)
+    got = r.end(0.3)
+    assert got.response.stream == "sse"
+    assert got.response.frames == ((100.0, events[0]), (200.0, events[1]))
+    assert all(k != "content-encoding" for k, _ in got.response.headers)
+    assert got.response.encoding is None
+
+
+def test_a_stream_over_the_limit_is_kept_as_it_came_and_flagged() -> None:
+    packer = zlib.compressobj(wbits=31)
+    first = packer.compress(b"data: " + b"x" * 5000 + b"\n\n") + packer.flush(zlib.Z_SYNC_FLUSH)
+    second = packer.compress(b"data: 2\n\n") + packer.flush()
+    r = Recorder(
+        STREAM,
+        key="sha256:" + "0" * 64,
+        id="id0",
+        redactor=Redactor(),
+        max_body=1000,
+    )
+    r.head(200, ((b"content-encoding", b"gzip"), *SSE), now=0.0, sent_at=None)
+    r.data(first, 0.1)
+    r.data(second, 0.2)
+    got = r.end(0.3)
+    resp = got.response
+    assert resp.stream == "chunks"  # compressed bytes hold no events to cut
+    assert resp.frames == ((100.0, first), (200.0, second))
+    assert resp.end_ms == 300.0
+    assert ("content-encoding", "gzip") in resp.headers
+    assert (resp.encoding, resp.encoding_error) == ("gzip", "gzip body decodes to over 1000 bytes")
+    assert got.meta["bytes"] == len(first) + len(second)
+    line = json.loads(got.to_line())["response"]
+    assert (line["encoding"], line["encoding_error"]) == (resp.encoding, resp.encoding_error)
+    assert Interaction.from_json(json.loads(got.to_line())) == got
+
+
+def test_a_whole_body_over_the_limit_is_kept_compressed() -> None:
+    packed = gzip.compress(b"0" * 10_000)
+    r = Recorder(CHAT, key="sha256:" + "0" * 64, id="id0", redactor=Redactor(), max_body=1000)
+    r.head(200, ((b"content-encoding", b"gzip"), *JSON), now=0.0, sent_at=None)
+    r.data(packed, 0.1)
+    got = r.end(0.2)
+    assert got.response.stream is None
+    assert got.response.body == packed
+    assert got.response.encoding_error == "gzip body decodes to over 1000 bytes"
+
+
+def test_a_flag_on_a_line_must_be_a_string() -> None:
+    r = recorder()
+    r.head(200, JSON, now=0.0, sent_at=None)
+    r.data(b"{}", 0.1)
+    line = json.loads(r.end(0.2).to_line())
+    line["response"]["encoding_error"] = 3
+    with pytest.raises(ValueError, match='"response.encoding_error" must be a string'):
+        Interaction.from_json(line)
