@@ -232,8 +232,7 @@ class Recorder:
             self._size += len(chunk)
 
     def _take(self, decoded: bytes, now: float) -> None:
-        if not decoded:
-            return
+        # never empty: ``data()`` keeps no empty chunk, a decoder yields none
         at = self._stamp(now)
         self._size += len(decoded)
         if self._kind == "sse":
