@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import zstandard
+
 __all__ = [
     "FAKE_CREATED",
     "FRAME_DELAY_HEADER",
@@ -230,8 +232,6 @@ class Reply:
     def zstded(self) -> Reply:
         """This reply zstd-compressed: one frame for a plain body, a
         flushed block per frame for a stream."""
-        import zstandard
-
         headers = (*self.headers, ("content-encoding", "zstd"))
         packer = zstandard.ZstdCompressor().compressobj()
         flush = zstandard.COMPRESSOBJ_FLUSH_BLOCK
