@@ -30,8 +30,9 @@ from reel_core import (
     Request,
     Signal,
 )
-from reel_core._body import ContentDecoder, decode_content, decode_request_body
+from reel_core._body import ContentDecoder, decode_request_body
 from reel_core._cassette import Interaction
+from reel_core._decode import decode_content
 from reel_core._forms import (
     FORM,
     MULTIPART,

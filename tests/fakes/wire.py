@@ -228,7 +228,6 @@ class Reply:
         frames.append(frames.pop() + packer.flush() if frames else packer.flush())
         return Reply(self.status, headers, tuple(frames), True, self.scenarios)
 
-
     def zstded(self) -> Reply:
         """This reply zstd-compressed: one frame for a plain body, a
         flushed block per frame for a stream."""
