@@ -463,5 +463,5 @@ def test_a_flag_on_a_line_must_be_a_string() -> None:
     r.data(b"{}", 0.1)
     line = json.loads(r.end(0.2).to_line())
     line["response"]["encoding_error"] = 3
-    with pytest.raises(ValueError, match='"response.encoding_error" must be a string'):
+    with pytest.raises(ValueError, match=r'"response\.encoding_error" must be a string'):
         Interaction.from_json(line)

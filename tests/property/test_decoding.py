@@ -14,6 +14,7 @@ Nothing else.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import zlib
 from collections.abc import Callable
@@ -96,7 +97,7 @@ def record(
     if where == "stream":
         response_headers[0] = (b"content-type", b"application/x-ndjson")
         cuts = sorted({min(max(s, 0), len(data)) for s in splits} | {0, len(data)})
-        body = [(i * 0.01, data[a:b]) for i, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+        body = [(i * 0.01, data[a:b]) for i, (a, b) in enumerate(itertools.pairwise(cuts))]
     ix = record_exchange(
         request, 200, response_headers, body, redactor=Redactor(), limits=Limits(max_body=LIMIT)
     )
