@@ -41,7 +41,6 @@ __all__ = [
     "decodable_codings",
     "decode_chunks",
     "decode_content",
-    "undecodable",
 ]
 
 T = TypeVar("T")
@@ -152,14 +151,10 @@ def decodable_codings() -> tuple[str, ...]:
     return tuple(codings)
 
 
-def undecodable(codings: Sequence[str]) -> str | None:
-    """Why a body in ``codings`` cannot be decoded here (what to install),
-    or ``None`` when it can."""
-    for coding in codings:
-        if _stage(coding) is None:
-            hint = _INSTALL.get(coding, "no Reel decodes it")
-            return f"cannot decode content-encoding {coding!r} ({hint})"
-    return None
+def _cannot(coding: str) -> str:
+    """Why ``coding`` cannot be decoded here, and what to install."""
+    hint = _INSTALL.get(coding, "no Reel decodes it")
+    return f"cannot decode content-encoding {coding!r} ({hint})"
 
 
 @functools.lru_cache(maxsize=64)
@@ -330,13 +325,11 @@ def decode_chunks(
     undone first), never more than ``limit`` bytes at any step.  Raises
     :class:`DecodeError` as it goes: before anything for a coding this
     install does not read.  No codings: the chunks themselves, not copied."""
-    reason = undecodable(codings)
-    if reason is not None:
-        raise DecodeError(Failure.UNSUPPORTED, reason)
     out: Iterable[tuple[T, bytes]] = chunks
     for coding in reversed(codings):
         stage = _stage(coding)
-        assert stage is not None  # undecodable() said so
+        if stage is None:
+            raise DecodeError(Failure.UNSUPPORTED, _cannot(coding))
         out = _undo(out, stage, coding, limit)
     yield from out
 

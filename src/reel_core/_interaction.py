@@ -585,8 +585,9 @@ def interaction_from_json(obj: Any) -> Interaction:
         raise ValueError(
             f'"response.stream" must be "sse", "chunks" or "websocket", not {stream!r}'
         )
-    fields["encoding"] = _optional_str(resp, "encoding", "response.")
-    fields["encoding_error"] = _optional_str(resp, "encoding_error", "response.")
+    if "encoding_error" in resp or "encoding" in resp:  # a body Reel could not decode
+        fields["encoding"] = _optional_str(resp, "encoding", "response.")
+        fields["encoding_error"] = _optional_str(resp, "encoding_error", "response.")
     response = RecordedResponse(
         status=status, headers=tuple((h[0], h[1]) for h in headers), **fields
     )
