@@ -270,7 +270,7 @@ class Recorder:
         # The chunks in the order they came, as if read live: each event is
         # stamped with the arrival of the chunk that completed it.
         self._read_head()
-        if self._codings:
+        if self._codings and self._received:  # an empty body has nothing to decode
             self._decode(now)
         elif not (self._kind == "sse" and self._take_sse_at_once()):
             for at, chunk in self._received:

@@ -465,3 +465,11 @@ def test_a_flag_on_a_line_must_be_a_string() -> None:
     line["response"]["encoding_error"] = 3
     with pytest.raises(ValueError, match=r'"response\.encoding_error" must be a string'):
         Interaction.from_json(line)
+
+
+def test_an_empty_body_in_any_coding_is_empty() -> None:
+    r = recorder()
+    r.head(200, ((b"content-encoding", b"compress"), *JSON), now=0.0, sent_at=None)
+    got = r.end(0.1)
+    assert (got.response.body, got.response.encoding_error) == (b"", None)
+    assert all(k != "content-encoding" for k, _ in got.response.headers)
