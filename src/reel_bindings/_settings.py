@@ -39,6 +39,7 @@ from ._store_url import check_store, is_store_url, open_store
 __all__ = [
     "Settings",
     "check_drop_response_headers",
+    "limits_from_env",
     "mode_from_env",
     "parse_grace",
     "pii_from_env",
@@ -89,6 +90,15 @@ def _max_body(env: Mapping[str, str]) -> int | None:
     if max_body < 1:
         raise ConfigError(f"REEL_MAX_BODY={text!r} is not a positive number of bytes")
     return max_body
+
+
+def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
+    """The body limit ``REEL_MAX_BODY`` sets (the default without it): the
+    one limit every body is decoded to at most, read by the commands that
+    decode bodies (``reel import``, ``reel check``).  A bad value raises
+    :class:`ConfigError`."""
+    max_body = _max_body(os.environ if environ is None else environ)
+    return Limits() if max_body is None else Limits(max_body=max_body)
 
 
 def _timing(env: Mapping[str, str]) -> Timing | None:

@@ -25,6 +25,7 @@ from reel_core import (
     ResponseHead,
     Timing,
     UpstreamError,
+    accept_encoding,
 )
 
 from ._files import CassetteFile
@@ -39,6 +40,7 @@ __all__ = [
     "async_stream",
     "core_request",
     "cut_error",
+    "decodable",
     "family_of",
     "relayed",
     "routed",
@@ -324,6 +326,19 @@ def _checked_template(
         and type(made["_decoder"]) is type(state["_decoder"])
     )
     return template if alike else None
+
+
+def decodable(request: Any) -> Any:
+    """``request`` as it goes upstream: its ``accept-encoding`` cut to the
+    codings this install decodes (the core's :func:`reel_core.accept_encoding`;
+    no body is stored in one Reel cannot read).  Changed in place: the
+    client's ``response.request`` shows what was sent."""
+    value = request.headers.get("accept-encoding")
+    if value is not None:
+        wanted = accept_encoding(value.encode("latin-1")).decode("latin-1")
+        if wanted != value:
+            request.headers["accept-encoding"] = wanted
+    return request
 
 
 def core_request(request: Any, body: bytes) -> Request:

@@ -35,7 +35,7 @@ import anyio.abc
 import anyio.streams.tls
 import h11
 
-from reel_core import HOP_BY_HOP, Request, UpstreamError, shown_url
+from reel_core import HOP_BY_HOP, Request, UpstreamError, accept_encoding, shown_url
 
 from ._failures import CONNECT_CAUSES, Rule, classify
 from ._proxy_env import environment_proxies, proxy_for
@@ -71,10 +71,15 @@ class UpstreamFailure(Exception):
 
 def forward_headers(request: Request, url: str) -> list[tuple[bytes, bytes]]:
     """The request's headers as sent upstream: credentials intact, one-hop
-    and ``x-reel-*`` headers dropped, ``host`` and ``content-length`` set."""
+    and ``x-reel-*`` headers dropped, ``host`` and ``content-length`` set,
+    ``accept-encoding`` cut to the codings this install decodes (the core's
+    :func:`reel_core.accept_encoding`: no body is stored in one Reel
+    cannot read)."""
     headers = [(b"host", _host(url))]
     headers += [
-        (k, v) for k, v in request.headers if k not in _DROP and not k.startswith(b"x-reel-")
+        (k, accept_encoding(v) if k == b"accept-encoding" else v)
+        for k, v in request.headers
+        if k not in _DROP and not k.startswith(b"x-reel-")
     ]
     if request.body or request.method in ("POST", "PUT", "PATCH"):
         headers.append((b"content-length", str(len(request.body)).encode()))

@@ -46,6 +46,7 @@ from ._per_process import PerProcess
 from ._store import Store
 from ._sync.relay import relay
 from ._sync.replay import frames
+from ._transport import decodable
 
 try:
     import requests
@@ -320,7 +321,12 @@ class Adapter(Binding, BaseAdapter):
             request.headers.pop("Host", None)
         try:
             response = upstream.send(
-                request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies
+                decodable(request),
+                stream=True,
+                timeout=timeout,
+                verify=verify,
+                cert=cert,
+                proxies=proxies,
             )
         except (requests.RequestException, OSError) as exc:
             feed.error(_failure(exc), str(exc))

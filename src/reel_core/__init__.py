@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import typing as _typing
 
-from ._body import ContentDecoder, decode_body, decode_content, encode_body
+from ._body import ContentDecoder, decode_body, encode_body
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
@@ -29,6 +29,7 @@ from ._codec import (
     read_line,
 )
 from ._config import RECORD_GRACE, Config, Mode, check_upstream
+from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
 from ._duration import parse_duration
 from ._engine import Engine, PendingRecording
 from ._errors import (
@@ -147,6 +148,7 @@ __all__ = [
     "ContentDecoder",
     "Continue",
     "Cut",
+    "DecodeError",
     "DecodedLine",
     "DecodedLines",
     "Drift",
@@ -216,11 +218,13 @@ __all__ = [
     "WebSocketSignal",
     "WebSocketStep",
     "__version__",
+    "accept_encoding",
     "answer_pieces",
     "body_diff",
     "check_upstream",
     "compact",
     "cost_usd",
+    "decodable_codings",
     "decode_body",
     "decode_content",
     "decode_lines",

@@ -458,6 +458,7 @@ class Engine:
                     keyed,
                     self._scrub,
                     self._sent_of(request) if self._by_sent else None,
+                    self.config.limits.max_body,
                 ),
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
@@ -898,12 +899,13 @@ def _new_recorder(
     keyed: Callable[[], tuple[RecordedRequest, str]],
     scrub: Redactor | _Scrub,
     sent: Callable[[RecordedRequest], str | None] | None,
+    max_body: int,
 ) -> Recorder:
     """The recorder of a forwarded ``request`` to ``cassette`` (decided with
     ``keying``), made when the recording is built; ``sent`` gives the
-    digest its line carries (``None``: none).  The response headers
-    ``config`` and the cassette name are worked out here, for a recording
-    only."""
+    digest its line carries (``None``: none); a body decodes to at most
+    ``max_body`` bytes.  The response headers ``config`` and the cassette
+    name are worked out here, for a recording only."""
     recorded, key = keyed()
     stored_config = cassette.keying
     stored_key = key if stored_config == keying else recorded.key(stored_config)
@@ -913,7 +915,9 @@ def _new_recorder(
     digest = None if sent is None else sent(recorded)
     redactor = scrub if isinstance(scrub, Redactor) else scrub()
     drop = cassette.meta.drop_response_headers.union(config.drop_response_headers)
-    return new_recorder(request, recorded, stored_key, seen, redactor, digest, drop)
+    return new_recorder(
+        request, recorded, stored_key, seen, redactor, digest, drop=drop, max_body=max_body
+    )
 
 
 class _Scrub:

@@ -79,11 +79,13 @@ def new_recorder(
     redactor: Redactor,
     sent: str | None = None,
     drop: frozenset[str] = frozenset(),
+    max_body: int = _LIMITS.max_body,
 ) -> Recorder:
     """The recorder of ``request`` (stored as ``recorded`` under ``key``,
     after ``seen`` recordings of it): its provider and endpoint named.
     ``sent`` is the request's digest for its line (:mod:`reel_core._sent`);
-    ``drop`` names response headers never stored (lower case)."""
+    ``drop`` names response headers never stored (lower case); its body
+    decodes to at most ``max_body`` bytes."""
     from ._record import Recorder  # the recorder, usage and prices: not for a replay
 
     host = request.header("host")
@@ -98,6 +100,7 @@ def new_recorder(
         endpoint=f"{recorded.method} {recorded.path}",
         sent=sent,
         drop=drop,
+        max_body=max_body,
     )
 
 
@@ -129,7 +132,8 @@ def record_exchange(
     Reel never stores and those the cassette's ``_meta`` names.
     ``timestamp`` (epoch seconds) is stored as the line's ``ts``.  A body
     over ``limits.max_body`` raises :class:`~reel_core.RemoteProtocolError`
-    (413), as it does for a session.
+    (413), as it does for a session; a response body that decodes to more
+    is stored as it came, flagged (``encoding_error``).
     """
     if len(request.body) > limits.max_body:
         raise limits.body_too_large(len(request.body))
@@ -143,7 +147,9 @@ def record_exchange(
     drop = drop_names(drop_response_headers, "drop_response_headers")
     if cassette is not None:
         drop |= cassette.meta.drop_response_headers
-    recorder = new_recorder(request, recorded, key, seen, scrub, drop=drop)
+    recorder = new_recorder(
+        request, recorded, key, seen, scrub, drop=drop, max_body=limits.max_body
+    )
     chunks = [(0.0, body)] if isinstance(body, bytes) else list(body)
     recorder.head(status, normalize_headers(headers), 0.0, None, timestamp)
     for at, data in chunks:

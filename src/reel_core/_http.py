@@ -164,7 +164,9 @@ class Limits:
 
     #: Largest request line plus headers, in bytes (answered with 431).
     max_head: int = 64 * 1024
-    #: Largest request body, in bytes (answered with 413).
+    #: Largest request body, in bytes (answered with 413); also the most
+    #: bytes any body, request or response, is decoded to (recording,
+    #: import, ``reel check``): the one decoding limit.
     max_body: int = 32 * 1024 * 1024
 
     def body_too_large(self, size: int | None = None) -> RemoteProtocolError:

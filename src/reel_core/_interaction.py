@@ -185,6 +185,13 @@ class RecordedResponse:
     end_ms: float = 0.0
     #: Set when the upstream broke the stream off.
     cut: StreamCut | None = None
+    #: The ``content-encoding`` of a body stored still encoded (flagged:
+    #: ``encoding_error`` says why it was not decoded); ``None`` otherwise.
+    encoding: str | None = None
+    #: Why such a body is stored as it came: a coding this install does not
+    #: read, or more decoded bytes than the body limit.  ``reel check``
+    #: fails on it.
+    encoding_error: str | None = None
 
     @property
     def content(self) -> bytes:
@@ -507,6 +514,10 @@ def interaction_line(interaction: Interaction) -> bytes:
                 "error": resp.cut.error,
                 "detail": resp.cut.detail,
             }
+    if resp.encoding is not None:
+        response["encoding"] = resp.encoding
+    if resp.encoding_error is not None:
+        response["encoding_error"] = resp.encoding_error
     obj = {
         "key": interaction.key,
         **({"sent": interaction.sent} if interaction.sent is not None else {}),
@@ -591,6 +602,9 @@ def interaction_from_json(obj: Any) -> Interaction:
         raise ValueError(
             f'"response.stream" must be "sse", "chunks" or "websocket", not {stream!r}'
         )
+    if "encoding_error" in resp or "encoding" in resp:  # a body Reel could not decode
+        fields["encoding"] = _optional_str(resp, "encoding", "response.")
+        fields["encoding_error"] = _optional_str(resp, "encoding_error", "response.")
     response = RecordedResponse(
         status=status, headers=tuple((h[0], h[1]) for h in headers), **fields
     )

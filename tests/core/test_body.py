@@ -143,7 +143,8 @@ def _decode_in(decoder: ContentDecoder, chunks: list[bytes]) -> bytes:
 
 
 @pytest.mark.parametrize("encoding", ["identity", "", "compress", "zstd"])
-def test_undecodable_encodings_pass_through(encoding: str) -> None:
+def test_undecodable_encodings_pass_through(encoding: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # zstd not installed
     d = ContentDecoder(encoding)
     assert not d.decodes
     assert d.decode(b"abc") == b"abc"
@@ -200,8 +201,14 @@ def test_br_without_any_brotli_package_passes_through(monkeypatch: pytest.Monkey
 
 def test_br_falls_back_to_brotlicffi(monkeypatch: pytest.MonkeyPatch) -> None:
     class FakeDecompressor:
-        def process(self, data: bytes) -> bytes:
+        def process(self, data: bytes, output_buffer_limit: int = 0) -> bytes:
             return data.upper()
+
+        def can_accept_more_data(self) -> bool:
+            return True
+
+        def is_finished(self) -> bool:
+            return True
 
     fake = types.ModuleType("brotlicffi")
     fake.Decompressor = FakeDecompressor  # type: ignore[attr-defined]

@@ -287,10 +287,15 @@ def _upload(request: ReceivedRequest, endpoint: Endpoint, seed: str) -> Reply | 
 
 
 def _seal(reply: Reply, scenarios: frozenset[Scenario], secrets: tuple[str, ...]) -> Reply:
-    """Attach the scenarios, scrub secrets from every byte (a last line of defence), gzip."""
+    """Attach the scenarios, scrub secrets from every byte (a last line of
+    defence), compress (gzip, zstd) or answer a gzip bomb."""
     frames = reply.frames
     for secret in secrets:
         token = secret.encode("utf-8", "replace")
         frames = tuple(f.replace(token, b"[REDACTED]") for f in frames)
     reply = dataclasses.replace(reply, frames=frames, scenarios=scenarios)
+    if Scenario.GZIP_BOMB in scenarios:
+        return reply.bomb()
+    if Scenario.ZSTD in scenarios:
+        return reply.zstded()
     return reply.gzipped() if Scenario.GZIP in scenarios else reply

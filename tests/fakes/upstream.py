@@ -27,6 +27,8 @@ Scenarios, asked for with the header ``x-fake-scenario: a,b`` or a model named
                    ``529``, ``503``)
 ``stream-error``   a stream that breaks off with the provider's in-stream error
 ``gzip``           ``content-encoding: gzip`` (streams: a sync flush per frame)
+``zstd``           ``content-encoding: zstd`` (streams: a flushed block per frame)
+``gzip-bomb``      a 200 whose ~0.5 MB gzip body inflates to 512 MiB of zeros
 ``slow``           50 ms between frames (``x-fake-frame-delay-ms: N`` sets any)
 ``cut``            head and the first frames (half a body), then a clean close
 ``reset``          as ``cut``, then a TCP RST

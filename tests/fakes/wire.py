@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import zstandard
+
 __all__ = [
     "FAKE_CREATED",
     "FRAME_DELAY_HEADER",
@@ -104,6 +106,12 @@ class Scenario(enum.Enum):
     STREAM_ERROR = "stream-error"
     #: Body gzip-compressed, ``content-encoding: gzip`` (streams: one sync-flush per frame).
     GZIP = "gzip"
+    #: Body zstd-compressed, ``content-encoding: zstd`` (streams: one flushed
+    #: block per frame).  Needs ``zstandard``.
+    ZSTD = "zstd"
+    #: A decompression bomb: ``content-encoding: gzip`` over about 0.5 MB
+    #: (512 gzip members) that inflate to 512 MiB of zeros.
+    GZIP_BOMB = "gzip-bomb"
     #: 50 ms between streamed frames instead of the server's default.
     SLOW = "slow"
     #: Head and the first frames (half a plain body), then close without finishing the body.
@@ -219,6 +227,29 @@ class Reply:
         frames = [packer.compress(f) + packer.flush(zlib.Z_SYNC_FLUSH) for f in self.frames]
         frames.append(frames.pop() + packer.flush() if frames else packer.flush())
         return Reply(self.status, headers, tuple(frames), True, self.scenarios)
+
+    def zstded(self) -> Reply:
+        """This reply zstd-compressed: one frame for a plain body, a
+        flushed block per frame for a stream."""
+        headers = (*self.headers, ("content-encoding", "zstd"))
+        packer = zstandard.ZstdCompressor().compressobj()
+        flush = zstandard.COMPRESSOBJ_FLUSH_BLOCK
+        if not self.streamed:
+            body = packer.compress(self.body) + packer.flush()
+            return Reply(self.status, headers, (body,), False, self.scenarios)
+        frames = [packer.compress(f) + packer.flush(flush) for f in self.frames]
+        frames.append(frames.pop() + packer.flush() if frames else packer.flush())
+        return Reply(self.status, headers, tuple(frames), True, self.scenarios)
+
+    def bomb(self) -> Reply:
+        """A 200 whose ~0.5 MB gzip body inflates to 512 MiB of zeros."""
+        member = gzip.compress(b"\0" * (1 << 20), mtime=0)
+        headers = (("content-type", "application/json"), ("content-encoding", "gzip"))
+        return Reply(200, headers, (member * 512,), False, self.scenarios)
+
+
+#: What a :data:`Scenario.GZIP_BOMB` body inflates to.
+BOMB_SIZE = 512 << 20
 
 
 @dataclass(frozen=True)

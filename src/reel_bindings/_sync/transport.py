@@ -25,6 +25,7 @@ from .._transport import (
     sync_stream,
     core_request,
     cut_error,
+    decodable,
     failure_of,
     family_of,
     relayed,
@@ -55,7 +56,8 @@ class Transport(Base, SyncBase):
     def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
         request = routed(family, request, feed.forward)
         try:
-            response = self._pool(family, request).handle_request(request)
+            pool = self._pool(family, request)
+            response = pool.handle_request(decodable(request))
         except family.TransportError as exc:
             feed.error(failure_of(family, exc), str(exc))
             raise

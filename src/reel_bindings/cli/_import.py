@@ -31,6 +31,7 @@ from reel_core import (
 )
 
 from .._files import new_cassette_meta
+from .._settings import limits_from_env
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -155,13 +156,22 @@ def _convert(
             sources = [(str(f.relative_to(path)), read_bytes(f)) for f in files]
             meta = _meta_for(sources)
             report = import_sources(
-                module.NAME, sources, redactor_for(meta, path), meta, name=str(out)
+                module.NAME,
+                sources,
+                redactor_for(meta, path),
+                meta,
+                name=str(out),
+                limits=limits_from_env(),
             )
             return module, report
         assert data is not None
         module = _format_of(ns, path, data)
         meta = _meta_for([(path.name, data)])
-        return module, import_source(module.NAME, data, str(path), redactor_for(meta, path), meta)
+        redactor = redactor_for(meta, path)
+        report = import_source(
+            module.NAME, data, str(path), redactor, meta, limits=limits_from_env()
+        )
+        return module, report
     except (CassetteError, ConfigError) as exc:
         raise CliError(str(exc)) from None
 

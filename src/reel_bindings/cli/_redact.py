@@ -31,13 +31,16 @@ from typing import Any
 
 from reel_core import (
     CassetteMeta,
+    ConfigError,
     Interaction,
+    Limits,
     MatchConfig,
     Redactor,
     decode_content,
     not_a_cassette,
 )
 
+from .._settings import limits_from_env
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -59,8 +62,9 @@ __all__ = ["add_parsers", "scrub"]
 _MATCH_KEY = re.compile(rb'^\{"key":"sha256:[0-9a-f]{64}",?')
 #: Where a finding in a line that is not an interaction is.
 RAW_LINE = "a line that is not an interaction"
-#: Decompressed bytes looked inside are at most this large.
-INSIDE_LIMIT = 64 * 1024 * 1024
+#: Decompressed bytes looked inside are at most this large unless
+#: ``REEL_MAX_BODY`` says otherwise: the one decoding limit.
+INSIDE_LIMIT = Limits.max_body
 #: Compressed data inside compressed data is looked into this deep.
 INSIDE_DEPTH = 3
 
@@ -88,9 +92,13 @@ def add_parsers(commands: Any) -> None:
         "check",
         help="fail if a cassette still holds a secret (the pre-commit hook)",
         description="Report every secret shape (and, unless REEL_REDACT_PII=0, PII) left in "
-        "cassettes, with file, line, kind and place. `reel redact FILE` replaces them.",
-        epilog="Exit status: 0 clean; 1 something found; 2 bad usage, or a file that is "
-        "unreadable or no cassette (its secrets are still reported).",
+        "cassettes, with file, line, kind and place. `reel redact FILE` replaces them. A body "
+        "stored in an encoding Reel could not decode (flagged on its line) fails the check: "
+        "nothing can vouch for it. Compressed data is looked inside up to the body limit "
+        "(REEL_MAX_BODY).",
+        epilog="Exit status: 0 clean; 1 something found, or a body Reel could not decode; "
+        "2 bad usage, or a file that is unreadable or no cassette (its secrets are still "
+        "reported).",
     )
     c.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
     c.set_defaults(run=run_check)
@@ -129,24 +137,28 @@ def scrub(
 # -- what is not text -------------------------------------------------------------
 
 
-def _decompressed(data: bytes) -> tuple[str, bytes] | None:
-    """``(coding, bytes)`` when ``data`` is whole gzip, zlib or brotli data."""
+def _decompressed(data: bytes, limit: int) -> tuple[str, bytes] | None:
+    """``(coding, bytes)`` when ``data`` is whole gzip, zlib, zstd or
+    brotli data that decodes (through the core's one bounded path) to at
+    most ``limit`` bytes."""
     candidates = []
     if data.startswith(b"\x1f\x8b"):
         candidates.append("gzip")
     if len(data) > 1 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0:
         candidates.append("deflate")
+    if data.startswith(b"\x28\xb5\x2f\xfd"):
+        candidates.append("zstd")
     candidates.append("br")  # brotli has no magic number: it must decode whole
     for coding in candidates:
         try:
-            return coding, decode_content(data, coding, INSIDE_LIMIT)
+            return coding, decode_content(data, coding, limit)
         except ValueError:
             continue
     return None
 
 
 def look_inside(
-    data: bytes, redactor: Redactor, secrets: Redactor, depth: int = 0
+    data: bytes, redactor: Redactor, secrets: Redactor, depth: int = 0, limit: int = INSIDE_LIMIT
 ) -> tuple[str, list[str]]:
     """What redaction would find in bytes that are not UTF-8 text: ``(what
     they are, kinds)``.  Compressed data is decompressed and read like any
@@ -154,7 +166,7 @@ def look_inside(
     data is searched for secret shapes only (``secrets``: personal-data
     shapes turn up in random bytes)."""
     found: list[str] = []
-    unpacked = _decompressed(data) if depth < INSIDE_DEPTH else None
+    unpacked = _decompressed(data, limit) if depth < INSIDE_DEPTH else None
     if unpacked is None:
         secrets.text(data.decode("latin-1"), found)
         return "binary data", found
@@ -163,11 +175,13 @@ def look_inside(
         redactor.text(inner.decode("utf-8"), found)
         return f"{coding} data", found
     except UnicodeDecodeError:
-        what, found = look_inside(inner, redactor, secrets, depth + 1)
+        what, found = look_inside(inner, redactor, secrets, depth + 1, limit)
         return f"{what} in {coding} data", found
 
 
-def hidden_findings(ix: Interaction, redactor: Redactor) -> list[tuple[str, str]]:
+def hidden_findings(
+    ix: Interaction, redactor: Redactor, limit: int = INSIDE_LIMIT
+) -> list[tuple[str, str]]:
     """``(where, kind)`` of what is inside the bodies and frames of ``ix``
     that are not text: found by looking inside, not replaceable in place."""
     secrets = replace(redactor, pii=False)
@@ -184,7 +198,7 @@ def hidden_findings(ix: Interaction, redactor: Redactor) -> list[tuple[str, str]
             continue  # text: redaction reads it
         except UnicodeDecodeError:
             pass
-        what, kinds = look_inside(data, redactor, secrets)
+        what, kinds = look_inside(data, redactor, secrets, limit=limit)
         out.extend((f"{where} (inside {what})", kind) for kind in kinds)
     return out
 
@@ -212,13 +226,31 @@ class FileReport:
     #: (line number, where, kind) of findings inside bodies that are not
     #: text (also in ``raw_findings``).
     hidden: list[tuple[int, str, str]] = field(default_factory=list)
+    #: (line number, where, why) of bodies stored in an encoding Reel could
+    #: not decode (the line's ``encoding_error``): no check can vouch for them.
+    undecoded: list[tuple[int, str, str]] = field(default_factory=list)
     #: Why the file is no cassette (no ``_meta`` line, no line an interaction).
     junk: str | None = None
     output: bytes = b""
 
 
-def process(path: Path, data: bytes) -> FileReport:
-    """Redact the bytes of one cassette: the report, with the new bytes."""
+def undecoded_bodies(ix: Interaction) -> list[tuple[str, str]]:
+    """``(where, why)`` of each body of ``ix`` stored still encoded because
+    it did not decode (a coding this install did not read, more than the
+    body limit): flagged on its line, and nothing can vouch for it."""
+    out = []
+    for where, encoding, error in (
+        ("request.body", ix.request.encoding, ix.request.encoding_error),
+        ("response.body", ix.response.encoding, ix.response.encoding_error),
+    ):
+        if error is not None:
+            out.append((f"{where} (stored {encoding}-encoded)", error))
+    return out
+
+
+def process(path: Path, data: bytes, limit: int = INSIDE_LIMIT) -> FileReport:
+    """Redact the bytes of one cassette: the report, with the new bytes.
+    Compressed data is looked inside up to ``limit`` decoded bytes."""
     report = FileReport(path)
     parsed = parse_cassette(data, path, meta_only=True)  # refuses a bad or newer _meta
     meta: CassetteMeta = parsed.meta
@@ -249,7 +281,8 @@ def process(path: Path, data: bytes) -> FileReport:
             out.append(raw_line)
             continue
         new, findings = scrub(ix, redactor, keying, drop)
-        hidden = [(number, where, kind) for where, kind in hidden_findings(new, redactor)]
+        report.undecoded.extend((number, where, why) for where, why in undecoded_bodies(ix))
+        hidden = [(number, where, kind) for where, kind in hidden_findings(new, redactor, limit)]
         report.hidden.extend(hidden)
         report.raw_findings.extend(hidden)
         if not findings:
@@ -285,15 +318,42 @@ def _left(report: FileReport) -> str:
     return f"{plural(n, 'secret shape')} left in {where} not an interaction: edit {it} by hand"
 
 
+def _limit(command: str) -> int | None:
+    """The one decoding limit (``REEL_MAX_BODY``); ``None`` after saying
+    what is wrong with it."""
+    try:
+        return limits_from_env().max_body
+    except ConfigError as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
+        return None
+
+
+def _undecoded_warning(command: str, path: Path, number: int, where: str, why: str) -> str:
+    return (
+        f"{command}: {path}:{number}: {where}: {why}: Reel cannot read it, so it cannot "
+        "vouch for it"
+    )
+
+
+#: What to do about a body stored in an encoding Reel could not decode.
+UNDECODED_HINT = (
+    "re-record those requests where Reel decodes them (install what the message names, "
+    "or raise the body limit with REEL_MAX_BODY=BYTES), or delete those lines"
+)
+
+
 def run_redact(ns: argparse.Namespace) -> int:
     files: list[Path] = ns.files
     status = EXIT_OK
     found_any = False  # something replaced (with --dry-run) or left for a person
+    limit = _limit("reel redact")
+    if limit is None:
+        return EXIT_USAGE
     progress = Progress(len(files))
     for path in progress.track(files):
         try:
             data = read_bytes(path)
-            report = process(path, data)
+            report = process(path, data, limit)
         except CliError as exc:
             print(f"reel redact: {exc}", file=sys.stderr)
             status = EXIT_USAGE
@@ -315,7 +375,12 @@ def run_redact(ns: argparse.Namespace) -> int:
                 "re-record that request, or edit the line by hand",
                 file=sys.stderr,
             )
-        found_any = found_any or bool(left)
+        for number, where, why in report.undecoded:
+            print(
+                _undecoded_warning("reel redact", path, number, where, why) + f": {UNDECODED_HINT}",
+                file=sys.stderr,
+            )
+        found_any = found_any or bool(left) or bool(report.undecoded)
         replaced = sum(report.kinds.values())
         if not replaced:
             if left:
@@ -372,10 +437,14 @@ def run_check(ns: argparse.Namespace) -> int:
     total = 0
     by_hand = 0
     hidden = 0
+    undecoded: list[Path] = []
+    limit = _limit("reel check")
+    if limit is None:
+        return EXIT_USAGE
     progress = Progress(len(files))
     for path in progress.track(files):
         try:
-            report = process(path, read_bytes(path))
+            report = process(path, read_bytes(path), limit)
         except CliError as exc:
             print(f"reel check: {exc}", file=sys.stderr)
             status = EXIT_USAGE
@@ -384,6 +453,10 @@ def run_check(ns: argparse.Namespace) -> int:
         if report.junk is not None:
             print(f"reel check: {path}: {report.junk}", file=sys.stderr)
             status = EXIT_USAGE
+        for number, where, why in report.undecoded:
+            print(f"{path}:{number}: {where} not decoded: {why}")
+        if report.undecoded:
+            undecoded.append(path)
         if not found:
             continue
         dirty.append(path)
@@ -408,5 +481,13 @@ def run_check(ns: argparse.Namespace) -> int:
             ),
             file=sys.stderr,
         )
+    if undecoded:
+        print(
+            f"reel check: {len(undecoded)} of {plural(len(files), 'file')} hold bodies stored "
+            "in an encoding Reel could not decode: it cannot vouch that they hold no secret; "
+            + UNDECODED_HINT,
+            file=sys.stderr,
+        )
+    if dirty or undecoded:
         return max(status, EXIT_FINDINGS)
     return status

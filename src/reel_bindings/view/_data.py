@@ -206,6 +206,10 @@ def detail(ix: Interaction) -> dict[str, Any]:
         "headers": [list(pair) for pair in resp.headers],
         "stream": resp.stream,
     }
+    for name in ("encoding", "encoding_error"):  # a body Reel could not decode: flagged
+        value = getattr(resp, name)
+        if value is not None:
+            response[name] = value
     if ix.websocket is not None:
         response["websocket"] = _websocket(ix)
     elif resp.stream is None:

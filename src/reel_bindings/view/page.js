@@ -327,6 +327,8 @@
     const ws = resp.websocket;
     const kind = ws ? " (WebSocket session, " + ws.messages.length + " messages)" : resp.stream ? " (" + resp.stream + " stream, " + resp.frames.length + " frames)" : "";
     h.push('<div class="mono"><span class="s' + String(resp.status)[0] + '">' + resp.status + " " + esc(resp.reason) + "</span>" + esc(kind) + "</div>");
+    const flag = ["encoding", "encoding_error"].filter((k) => resp[k]);
+    if (flag.length) h.push('<div class="mono">' + flag.map((k) => esc(k + ": " + resp[k])).join("<br>") + "</div>");
     if (resp.headers.length) {
       h.push('<table class="headers mono"><tbody>' + resp.headers.map((p) => "<tr><td>" + esc(p[0]) + "</td><td>" + escMarked(p[1]) + "</td></tr>").join("") + "</tbody></table>");
     }

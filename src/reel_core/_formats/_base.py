@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from .._cassette import Cassette
 from .._errors import ReelError
 from .._exchange import record_exchange
-from .._http import Request
+from .._http import Limits, Request
 from .._interaction import Interaction, WebSocketLog
 from .._literals import CREDENTIAL_HEADERS, exchange_redactor
 from .._meta import CassetteMeta
@@ -31,6 +31,8 @@ from .._websocket import WebSocketRecorder
 __all__ = ["Exchange", "ImportReport", "Skipped", "frames_of", "import_exchanges"]
 
 Pairs = tuple[tuple[str, str], ...]
+
+_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -163,12 +165,14 @@ def import_exchanges(
     redactor: Redactor,
     meta: CassetteMeta | None = None,
     name: str = "import.jsonl",
+    limits: Limits = _LIMITS,
 ) -> ImportReport:
     """Record every exchange of ``items`` as Reel would have recorded it.
 
     Repeats of a request are numbered in the source's order.  An exchange
     the core cannot record (a body over the limit, a body that does not
-    decode) is a failure with the core's reason.  Without timing in the
+    decode, or decodes to more than ``limits.max_body``) is a failure with
+    the core's reason: nothing is stored in an encoding Reel cannot read.  Without timing in the
     source, every frame is at offset 0 and the timing figures are ``null``.
     """
     report = ImportReport(tool, meta=meta if meta is not None else CassetteMeta())
@@ -192,6 +196,7 @@ def import_exchanges(
                 redactor=redactor,
                 cassette=cassette,
                 timestamp=item.timestamp,
+                limits=limits,
             )
             if item.websocket is not None:
                 interaction = _session(item, item.websocket, interaction, redactor)
@@ -202,11 +207,27 @@ def import_exchanges(
         if cut is not None:
             report.failures.append((item.source, f"the body could not be decoded: {cut.detail}"))
             continue
+        undecoded = _undecoded(interaction)
+        if undecoded is not None:
+            report.failures.append((item.source, undecoded))
+            continue
         cassette.add(interaction)  # its repeats are numbered after it
         report.interactions.append(_stamp(interaction, item, tool))
         report.sources.append(item.source)
         report.notes.extend((item.source, note) for note in item.notes)
     return report
+
+
+def _undecoded(interaction: Interaction) -> str | None:
+    """Why an imported entry would be stored in an encoding Reel cannot
+    read (then it is not imported), or ``None``."""
+    for where, error in (
+        ("request", interaction.request.encoding_error),
+        ("response", interaction.response.encoding_error),
+    ):
+        if error is not None:
+            return f"the {where} body could not be decoded: {error}"
+    return None
 
 
 def _session(
