@@ -13,6 +13,7 @@ from ._headers import drop_names
 from ._http import Limits
 from ._match import MatchConfig
 from ._redact import Redactor
+from ._shown_url import shown_url
 from ._timing import Timing
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def check_upstream(url: str, source: str = "--upstream") -> str:
     if why is None:
         return url
     raise ConfigError(
-        f"{_spelled(source, _unsigned(url), quote=True)} is not an upstream base URL: {why}; "
+        f"{_spelled(source, shown_url(url), quote=True)} is not an upstream base URL: {why}; "
         f"pass {_spelled(source, fixed, quote=source.endswith('='))} "
         "(http:// or https://, a host, an optional port and path prefix)"
     )
@@ -201,18 +202,6 @@ def _fault(url: str) -> tuple[str | None, str]:
     if parts.query or parts.fragment or url.endswith(("?", "#")):
         return "a base URL has no query or fragment", f"{parts.scheme}://{parts.netloc}{parts.path}"
     return None, url
-
-
-def _unsigned(url: str) -> str:
-    """``url`` with the user and password it may carry shown as ``***``
-    (an error message must not print a password)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:  # me:pw@host, with no scheme
-        scheme, rest = "", url
-    netloc, slash, path = rest.partition("/")
-    if "@" not in netloc:
-        return url
-    return f"{scheme}{sep}***@{netloc.rpartition('@')[2]}{slash}{path}"
 
 
 def _spelled(source: str, value: str, *, quote: bool) -> str:

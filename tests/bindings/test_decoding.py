@@ -25,7 +25,7 @@ from tests.secrets import OPENAI_KEY
 
 from .openers import BINDINGS, Call
 
-pytest.importorskip("zstandard")
+pytest.importorskip("zstandard", reason="pip install zstandard (in the test extra)")
 
 ASKED = "gzip, deflate, zstd, compress, sdch"
 

@@ -17,8 +17,8 @@ import pytest
 from reel_core import DecodeError, accept_encoding, decodable_codings, decode_content
 from reel_core._decode import Failure, StreamDecoder, codings_of, decode_chunks
 
-brotli = pytest.importorskip("brotli")
-zstandard = pytest.importorskip("zstandard")
+brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
+zstandard = pytest.importorskip("zstandard", reason="pip install zstandard (in the test extra)")
 
 PLAIN = b'{"choices":[{"message":{"content":"' + b"hello " * 400 + b'"}}]}'
 

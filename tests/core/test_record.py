@@ -406,7 +406,7 @@ def test_response_shape(response: RecordedResponse, content_type: str, shape: st
 
 
 def test_a_zstd_stream_is_decoded_into_its_events() -> None:
-    zstandard = pytest.importorskip("zstandard")
+    zstandard = pytest.importorskip("zstandard", reason="pip install zstandard (in the test extra)")
     packer = zstandard.ZstdCompressor().compressobj()
     events = [b"data: 1\n\n", b"data: 2\n\n"]
     r = recorder(STREAM)

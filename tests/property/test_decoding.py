@@ -35,8 +35,8 @@ from reel_core import (
     record_exchange,
 )
 
-brotli = pytest.importorskip("brotli")
-zstandard = pytest.importorskip("zstandard")
+brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
+zstandard = pytest.importorskip("zstandard", reason="pip install zstandard (in the test extra)")
 
 SECRET = "sk-proj-" + "Zx8Cv6Bn4M" * 4
 LIMIT = 4096
