@@ -128,8 +128,9 @@ def record_exchange(
         raise limits.body_too_large(len(request.body))
     names = header_names({"headers": list(credential_headers)})
     credentials = CREDENTIAL_HEADERS | {n.encode("ascii") for n in names}
-    scrub = exchange_redactor(redactor, request.headers, credentials)
-    recorded = record_request(request, scrub, limits.max_body)
+    plain = plain_request(request, limits.max_body)
+    scrub = exchange_redactor(redactor, request.headers, credentials, plain)
+    recorded = plain.redacted(scrub)
     keying = cassette.keying if cassette is not None else MatchConfig().keying()
     key = recorded.key(keying)
     seen = cassette.count(key, keying) if cassette is not None else 0
