@@ -39,8 +39,17 @@ _SHORT_OF = {meaning: letter for letter, meaning in _SHORT.items()}
 
 
 def _hex(number: int, width: int) -> str:
-    """``number`` in hexadecimal, ``width`` digits, matched in either case."""
     return f"{number:0{width}x}"
+
+
+def _grouped(codes: Iterable[str]) -> str:
+    """An alternation of ``codes`` (hex digits, matched in either case)
+    grouped by all but their last digit: ``3[0-9a]|4[1-6]``, which a
+    regular expression tries far faster than one alternative a code."""
+    groups: dict[str, list[str]] = {}
+    for code in sorted(set(codes)):
+        groups.setdefault(code[:-1], []).append(code[-1])
+    return "(?i:" + "|".join(f"{head}[{''.join(ends)}]" for head, ends in groups.items()) + ")"
 
 
 def _entities(chars: frozenset[str]) -> list[str]:
@@ -49,35 +58,37 @@ def _entities(chars: frozenset[str]) -> list[str]:
     return sorted((n for n, v in html5.items() if v in chars), key=lambda n: (-len(n), n))
 
 
-def _pattern(chars: frozenset[str]) -> str | None:
-    """The regular expression of the escapes of ``chars`` (``None``: no
-    character has one worth reading)."""
-    units, pairs, numbers = [], [], []
+def _patterns(chars: frozenset[str]) -> list[tuple[str, str]]:
+    """``(what each escape starts with, its regular expression)`` of the
+    escapes of ``chars``: each starts with a literal, which the regular
+    expression engine looks for at C speed, and is only run on a text that
+    holds it."""
+    units, numbers = [], []
     for char in sorted(chars):
         point = ord(char)
         numbers.append(point)
-        if point > 0xFFFF:
+        if point > 0xFFFF:  # a surrogate pair
             high, low = 0xD800 + ((point - 0x10000) >> 10), 0xDC00 + ((point - 0x10000) & 0x3FF)
-            pairs.append(rf"{_hex(high, 4)}\\u{_hex(low, 4)}")
+            units.append((_hex(high, 4), _hex(low, 4)))
         else:
-            units.append(_hex(point, 4))
-    octets = sorted({b for char in chars for b in char.encode("utf-8", "surrogatepass")})
-    short = [re.escape(_SHORT_OF[c]) for c in sorted(chars) if c in _SHORT_OF]
-    names = _entities(chars)
-    alternatives = [
-        r"\\u(?i:" + "|".join(pairs + units) + ")",
-        r"%(?i:" + "|".join(_hex(b, 2) for b in octets) + ")",
-        r"&\#(?:[xX]0*(?i:"
-        + "|".join(f"{n:x}" for n in numbers)
-        + r")(?![0-9A-Fa-f])|0*(?:"
-        + "|".join(str(n) for n in numbers)
-        + r")(?![0-9]));?",
+            units.append((_hex(point, 4), ""))
+    singles = _grouped(unit for unit, low in units if not low)
+    pairs = "|".join(rf"(?i:{high}\\u{low})" for high, low in units if low)
+    octets = {b for char in chars for b in char.encode("utf-8", "surrogatepass")}
+    decimal = "|".join(str(n) for n in numbers)
+    hexadecimal = _grouped(f"{n:x}" for n in numbers)
+    patterns = [
+        ("\\u", r"\\u(?:" + (pairs + "|" if pairs else "") + singles + ")"),
+        ("%", "%" + _grouped(_hex(b, 2) for b in octets)),
+        ("&#", rf"&\#(?:[xX]0*{hexadecimal}(?![0-9A-Fa-f])|0*(?:{decimal})(?![0-9]));?"),
     ]
+    short = [re.escape(_SHORT_OF[c]) for c in sorted(chars) if c in _SHORT_OF]
     if short:
-        alternatives.append(r"\\(?:" + "|".join(short) + ")")
+        patterns.append(("\\", r"\\[" + "".join(short) + "]"))
+    names = _entities(chars)
     if names:
-        alternatives.append("&(?:" + "|".join(map(re.escape, names)) + ")")
-    return "|".join(alternatives) if numbers else None
+        patterns.append(("&", "&(?:" + "|".join(map(re.escape, names)) + ")"))
+    return patterns
 
 
 @functools.lru_cache(maxsize=4096)
@@ -144,20 +155,22 @@ class Escapes:
                 chars.update(value.decode("utf-8"))
             except UnicodeDecodeError:  # a Latin-1 header value
                 chars.update(value.decode("latin-1"))
-        pattern = _pattern(frozenset(chars))
-        self._bytes = None if pattern is None else re.compile(pattern.encode("ascii"))
-        self._text = None if pattern is None else re.compile(pattern)
+        patterns = _patterns(frozenset(chars)) if chars else []
+        self._bytes = [(start.encode(), re.compile(p.encode("ascii"))) for start, p in patterns]
+        self._text = [(start, re.compile(p)) for start, p in patterns]
 
     def occur(self, text: str | bytes) -> bool:
         """Whether ``text`` holds an escape of one of the characters."""
         if isinstance(text, str):
-            return self._text is not None and self._text.search(text) is not None
-        return self._bytes is not None and self._bytes.search(text) is not None
+            return any(s in text and p.search(text) for s, p in self._text)
+        return any(s in text and p.search(text) for s, p in self._bytes)
 
     def view(self, data: bytes) -> View | None:
         """``data`` with every escape of the characters decoded, or ``None``
-        when it holds none."""
-        if self._bytes is None:
+        when it holds none.  Where two escapes overlap (``\\\\u0041``: an
+        escaped backslash, then ``u0041``), the first one counts."""
+        found = sorted(m.span() for s, p in self._bytes if s in data for m in p.finditer(data))
+        if not found:
             return None
         pieces: list[bytes] = []
         at: list[int] = []
@@ -165,11 +178,12 @@ class Escapes:
         froms: list[int] = []
         tos: list[int] = []
         position = length = 0
-        for match in self._bytes.finditer(data):
-            start, stop = match.span()
+        for start, stop in found:
+            if start < position:  # inside the escape before
+                continue
             pieces.append(data[position:start])
             length += start - position
-            decoded = _decode(match.group())
+            decoded = _decode(data[start:stop])
             pieces.append(decoded)
             at.append(length)
             length += len(decoded)
@@ -177,7 +191,5 @@ class Escapes:
             froms.append(start)
             tos.append(stop)
             position = stop
-        if not at:
-            return None
         pieces.append(data[position:])
         return View(b"".join(pieces), at, ends, froms, tos)

@@ -202,9 +202,9 @@ class RecordedResponse:
         ``found(where, kinds)`` hears what was replaced where, and each
         header dropped as :data:`UNSAFE_HEADER`."""
 
-        def scrub(where: str, text: str) -> str:
+        def scrub(where: str, text: str, header: bool = False) -> str:
             kinds: list[str] | None = None if found is None else []
-            out = redactor.text(text, kinds)
+            out = (redactor.header_value if header else redactor.text)(text, kinds)
             if found is not None and kinds is not None:
                 found(where, kinds)
             return out
@@ -216,7 +216,7 @@ class RecordedResponse:
                 if found is not None:
                     found(where, [UNSAFE_HEADER])
                 continue
-            headers.append((name, scrub(where, value)))
+            headers.append((name, scrub(where, value, header=True)))
         fields: dict[str, Any] = {"headers": tuple(headers)}
         if self.stream is None:
             kinds: list[str] | None = None if found is None else []

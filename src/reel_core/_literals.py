@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import dataclasses
 import functools
 import re
@@ -325,11 +326,16 @@ class Literals:
         needles: set[bytes] = set()
         for value in self.values:
             needles |= _needles(value)
+        escapes = Escapes(needles)
+        # A value may hold what reads as an escape ("a\\/b", "x%41"): a text
+        # that escapes some other character of it is read back with that
+        # one decoded too, so the value is also looked for read back.
+        needles |= {view.data for view in map(escapes.view, list(needles)) if view is not None}
         # Longest first: where two needles start at the same place, the
         # longer wins (the whole "Bearer X" over "X").
         ordered = sorted(needles, key=lambda n: (-len(n), n))
         object.__setattr__(self, "_bytes", re.compile(b"|".join(map(re.escape, ordered))))
-        object.__setattr__(self, "_escapes", Escapes(ordered))
+        object.__setattr__(self, "_escapes", escapes)
         # A text holds a needle only if it holds one of the needles that
         # contain no other: a few substring tests (C speed, ~0.1 ms a MB
         # each) say whether the alternation (~20 ms a MB) needs to run.
@@ -465,7 +471,15 @@ class ExchangeRedactor(Redactor):
         return super().text(self.literals.text(text, found), found)
 
     def data(self, data: bytes, found: list[str] | None = None) -> bytes:
-        return super().data(self.literals.data(data, found), found)
+        # the base's own: its text rules need not look for the literals again
+        return self.base.data(self.literals.data(data, found), found)
+
+    def header_value(self, value: str, found: list[str] | None = None) -> str:
+        # a value is its bytes read as Latin-1: scrubbed as those bytes (a
+        # line edited by hand may hold more: then as text, by super())
+        with contextlib.suppress(UnicodeEncodeError):
+            value = self.literals.data(value.encode("latin-1"), found).decode("latin-1")
+        return super().header_value(value, found)
 
     def query(
         self, pairs: Iterable[tuple[str, str]], found: list[str] | None = None

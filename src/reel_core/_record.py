@@ -180,7 +180,7 @@ class Recorder:
             text = name.decode("latin-1")
             if text == "content-encoding" and self._decoder.decodes:
                 continue
-            kept.append((text, self._literals.text(value.decode("latin-1"))))
+            kept.append((text, self._literals.data(value).decode("latin-1")))
         self._headers = tuple(kept)
         content_type = (header_value(headers, b"content-type") or b"").decode("latin-1").lower()
         self._content_type = content_type

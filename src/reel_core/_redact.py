@@ -492,6 +492,13 @@ class Redactor:
             text = redacted
         return text
 
+    def header_value(self, value: str, found: list[str] | None = None) -> str:
+        """A response header value (its bytes read as Latin-1) as it may be
+        stored: the one entry point for header values, so they get what a
+        body gets (the text rules; an exchange's redactor also scrubs the
+        request's credential values from its bytes, in every form)."""
+        return self.text(value, found)
+
     def data(self, data: bytes, found: list[str] | None = None) -> bytes:
         """Redact bytes: UTF-8 text is scrubbed, other bytes kept as they are."""
         if not data:

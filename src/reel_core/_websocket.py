@@ -144,7 +144,11 @@ class WebSocketRecorder:
         close = self._close
         if close is None:  # the binding recorded before an end: a drop, now
             close = WebSocketClose(None, "", "client-dropped", self._at(now or self.opened))
-        log = WebSocketLog(tuple(self._messages), close).redacted(self._redactor())
+        redactor = self._redactor()
+        log = WebSocketLog(tuple(self._messages), close).redacted(redactor)
+        response = upgrade.response
+        if redactor is not self.redactor:  # the 101's headers: the first message's values too
+            response = response.redacted(redactor)
         usage = websocket_usage(upgrade.provider, self.request.query, log)
         meta: dict[str, Any] = {
             "ttfb_ms": upgrade.meta.get("ttfb_ms"),
@@ -155,7 +159,7 @@ class WebSocketRecorder:
         }
         meta.update(usage.to_meta())
         meta["cost_usd"] = cost_usd(usage)
-        return replace(upgrade, websocket=log, meta=meta)
+        return replace(upgrade, response=response, websocket=log, meta=meta)
 
 
 def websocket_usage(provider: str, query: tuple[tuple[str, str], ...], log: WebSocketLog) -> Usage:

@@ -36,6 +36,9 @@ Scenarios, asked for with the header ``x-fake-scenario: a,b`` or a model named
 ``echo-key``       echo the request's credential header values: a 401 body
                    (as is, base64 in a data URL, URL-encoded); with
                    ``"stream": true`` SSE, each value split across two writes
+``echo-escaped``   echo the credential header and query (``?key=``,
+                   ``?api-key=``) values in a 401 JSON body, every character
+                   but a letter, digit or space a ``\\uXXXX`` escape
 =================  =========================================================
 
 :func:`closed_port_url` gives a URL nothing listens on (connection refused).
