@@ -235,7 +235,7 @@ def _answer(
 def _echo_key(request: ReceivedRequest, seed: str, stream: bool) -> Reply:
     """What an upstream that echoes credentials answers (the ``echo-key``
     scenario): never scrubbed, so Reel's own scrubbing is all there is."""
-    values = credentials_of(request)
+    values = (*credentials_of(request), *query_credentials_of(request))
     if not stream:
         seen = "; ".join(
             f"{value} (data:image/png;base64,{base64.b64encode(value.encode()).decode()}, "

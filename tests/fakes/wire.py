@@ -119,8 +119,8 @@ class Scenario(enum.Enum):
     GARBAGE = "garbage"
     #: Close the connection after reading the request, before any response byte.
     CLOSE_EARLY = "close-early"
-    #: Echo the request's credential header values back (the one scenario
-    #: that does): a 401 JSON body holding each value as it is, base64 in a
+    #: Echo the request's credential header and query (``?key=``,
+    #: ``?api-key=``) values back: a 401 JSON body holding each value as it is, base64 in a
     #: data URL and URL-encoded; with ``"stream": true`` an SSE stream with
     #: each value split across two socket writes, and its base64 in a data URL.
     ECHO_KEY = "echo-key"
