@@ -296,17 +296,16 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _whole_characters(data: bytes, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``spans`` of UTF-8 ``data`` widened to whole characters (a needle of
-    a Latin-1 value can end inside one)."""
-    widened = []
-    for start, stop in spans:
-        while start > 0 and 0x80 <= data[start] < 0xC0:
-            start -= 1
-        while stop < len(data) and 0x80 <= data[stop] < 0xC0:
-            stop += 1
-        widened.append((start, stop))
-    return _merged(widened)
+def _aligned(data: bytes, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ``spans`` of UTF-8 ``data`` that hold whole characters: a Latin-1
+    value's bytes found inside the encoding of other characters are not
+    that value (and replacing them would break the text)."""
+    size = len(data)
+    return [
+        (start, stop)
+        for start, stop in spans
+        if not 0x80 <= data[start] < 0xC0 and (stop == size or not 0x80 <= data[stop] < 0xC0)
+    ]
 
 
 @dataclass(frozen=True)
@@ -388,7 +387,7 @@ class Literals:
         if not self.occurs(text):
             return text
         data = text.encode("utf-8", "surrogatepass")
-        spans = _whole_characters(data, self.spans(data))
+        spans = _aligned(data, self.spans(data))
         if found is not None:
             found.extend(["credential"] * len(spans))
         return self._replace(data, spans).decode("utf-8", "surrogatepass")
