@@ -47,7 +47,7 @@ from ._errors import ConfigError
 from ._escapes import Escapes
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart
 from ._http import Headers
-from ._redact import Redactor, is_credential_name
+from ._redact import _FOLD, Redactor, is_credential_name
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -179,12 +179,32 @@ class Sent(Protocol):
 
 
 # A body may hold a credential field only if a name a credential's ends in
-# is followed by a quote (JSON, a multipart name, JSON inside a JSON string)
-# or an "=" (a form): one C-speed scan says whether to parse it.
-_NAME_HINT = re.compile(
-    rb"(?i:key|token|secret|password|passwd|passphrase|authorization|credentials?|sig(?:nature)?)"
-    rb"\\?[\"=]"
+# is followed by a quote (JSON, a multipart name, JSON inside a JSON string:
+# a backslash folds to a quote) or an "=" (a form): a few substring tests
+# on the body folded to lower case (C speed, as the redactor's own hints)
+# say whether to parse it.
+#: ``(a part of names a credential's end in, those ends)``: the ends are
+#: looked for only in a body that holds their part.
+_NAME_ENDS: tuple[tuple[bytes, tuple[bytes, ...]], ...] = (
+    (b"key", (b"key",)),
+    (b"token", (b"token",)),
+    (b"secret", (b"secret",)),
+    (b"pass", (b"password", b"passwd", b"passphrase")),
+    (b"authorization", (b"authorization",)),
+    (b"credential", (b"credential", b"credentials")),
+    (b"sig", (b"sig", b"signature")),
 )
+
+
+def _may_name(data: bytes) -> bool:
+    """False only when ``data`` holds no credential-named field."""
+    folded = data.translate(_FOLD)
+    for part, ends in _NAME_ENDS:
+        if part in folded:
+            for end in ends:
+                if end + b'"' in folded or end + b"=" in folded:
+                    return True
+    return False
 
 
 def _named(name: str, fields: tuple[str, ...], *, query: bool = False) -> bool:
@@ -206,7 +226,7 @@ def _json_leaves(value: Any, fields: tuple[str, ...]) -> list[str]:
         elif isinstance(item, str):
             if inside:
                 out.append(item)
-            elif item[:1] in ("{", "[") and _NAME_HINT.search(item.encode("utf-8", "replace")):
+            elif item[:1] in ("{", "[") and _may_name(item.encode("utf-8", "replace")):
                 is_json, nested = parse_json(item.encode("utf-8", "surrogatepass"))
                 if is_json:
                     stack.append((nested, False))
@@ -221,7 +241,7 @@ def body_values(body: bytes, content_type: str | None, fields: tuple[str, ...] =
     document's string values under credential-named fields; ``fields``
     names more (the redaction settings' own)."""
     if not body or not (
-        _NAME_HINT.search(body) or any(f.encode("utf-8", "replace") in body for f in fields)
+        _may_name(body) or any(f.encode("utf-8", "replace") in body for f in fields)
     ):
         return []
     if content_type == FORM:
