@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import json
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -246,3 +248,41 @@ def test_the_websocket_101_is_scrubbed_of_the_first_message_values() -> None:
     line = recorder.finish(upgrade).to_line()
     assert b"opaque" not in line
     assert ["x-request-id", PLACEHOLDER] in json.loads(line)["response"]["headers"]
+
+
+# -- linear in the text ------------------------------------------------------------
+
+
+def _best(run: Callable[[], object], tries: int = 5) -> float:
+    times = []
+    for _ in range(tries):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        # near misses, every character an escape the scan decodes
+        "xak1\\u002BHq7\\u002FVn3\\u002B%54&#122;8W",
+        # a matching echo, its base64, and escapes of no character of the key
+        "xak1%2BHq7%2FVn3%2BTz8Wm eGFrMStIcTcvVm4zK1R6OFdt \\u00e9 %25 &amp; ",
+        # one long run with no escape at all
+        "x" * 48,
+    ],
+    ids=["near-misses", "matches", "plain"],
+)
+def test_scrubbing_is_linear_in_the_text(unit: str) -> None:
+    """time(10 x text) / time(text) stays near 10, whatever the text holds:
+    a generous bound (the machine is shared, and 100 KB fits caches 1 MB
+    does not), far below the 100 of a scan quadratic in the text."""
+    lit = literals(KEY)
+    small = (unit * (100_000 // len(unit))).encode()
+    large = small * 10
+    lit.data(small)  # compiled, cached
+    ratio = _best(lambda: lit.data(large)) / _best(lambda: lit.data(small))
+    assert ratio < 40, ratio
+    text_ratio = _best(lambda: lit.text(large.decode())) / _best(lambda: lit.text(small.decode()))
+    assert text_ratio < 40, text_ratio
