@@ -36,6 +36,7 @@ __all__ = ["Escapes", "View"]
 #: JSON's short escapes: the character after the backslash -> what it means.
 _SHORT = {"/": "/", '"': '"', "\\": "\\", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _SHORT_OF = {meaning: letter for letter, meaning in _SHORT.items()}
+_UNITS = re.compile(rb"(?<=u)[0-9A-Fa-f]{4}")
 
 
 def _hex(number: int, width: int) -> str:
@@ -73,12 +74,14 @@ def _patterns(chars: frozenset[str]) -> list[tuple[str, str]]:
         else:
             units.append((_hex(point, 4), ""))
     singles = _grouped(unit for unit, low in units if not low)
-    pairs = "|".join(rf"(?i:{high}\\u{low})" for high, low in units if low)
+    pairs = "|".join(rf"(?i:{high}\\\\?u{low})" for high, low in units if low)
     octets = {b for char in chars for b in char.encode("utf-8", "surrogatepass")}
     decimal = "|".join(str(n) for n in numbers)
     hexadecimal = _grouped(f"{n:x}" for n in numbers)
     patterns = [
-        ("\\u", r"\\u(?:" + (pairs + "|" if pairs else "") + singles + ")"),
+        # one backslash, or two not after a third (JSON inside a JSON string;
+        # three are an escaped backslash, then an escape)
+        ("\\u", r"(?:(?<!\\)\\\\|\\)u(?:" + (pairs + "|" if pairs else "") + singles + ")"),
         ("%", "%" + _grouped(_hex(b, 2) for b in octets)),
         ("&#", rf"&\#(?:[xX]0*{hexadecimal}(?![0-9A-Fa-f])|0*(?:{decimal})(?![0-9]));?"),
     ]
@@ -94,13 +97,14 @@ def _patterns(chars: frozenset[str]) -> list[tuple[str, str]]:
 @functools.lru_cache(maxsize=4096)
 def _decode(token: bytes) -> bytes:
     """What one escape stands for, as UTF-8 (a ``%XX``: that byte)."""
-    if token[:2] == b"\\u":
-        point = int(token[2:6], 16)
-        if len(token) == 12:  # a surrogate pair
-            point = 0x10000 + ((point - 0xD800) << 10) + (int(token[8:12], 16) - 0xDC00)
-        char = chr(point)
-    elif token[:1] == b"\\":
-        char = _SHORT[token[1:2].decode("ascii")]
+    if token[:1] == b"\\":  # a JSON escape (its backslash escaped too: JSON in JSON)
+        units = [int(unit, 16) for unit in _UNITS.findall(token)]
+        if len(units) == 2:  # a surrogate pair
+            char = chr(0x10000 + ((units[0] - 0xD800) << 10) + (units[1] - 0xDC00))
+        elif units:
+            char = chr(units[0])
+        else:
+            char = _SHORT[token[-1:].decode("ascii")]
     elif token[:1] == b"%":
         return bytes.fromhex(token[1:].decode("ascii"))
     elif token[:2] == b"&#":
@@ -167,9 +171,11 @@ class Escapes:
 
     def view(self, data: bytes) -> View | None:
         """``data`` with every escape of the characters decoded, or ``None``
-        when it holds none.  Where two escapes overlap (``\\\\u0041``: an
-        escaped backslash, then ``u0041``), the first one counts."""
-        found = sorted(m.span() for s, p in self._bytes if s in data for m in p.finditer(data))
+        when it holds none.  Where two escapes overlap, the first one counts
+        (the longer of two that start together: ``\\\\u0041`` is a ``\\u0041``
+        inside a JSON string, not an escaped backslash and ``u0041``)."""
+        spans = (m.span() for s, p in self._bytes if s in data for m in p.finditer(data))
+        found = sorted(spans, key=lambda span: (span[0], -span[1]))  # the longer first
         if not found:
             return None
         pieces: list[bytes] = []

@@ -1,26 +1,37 @@
-"""Literal credentials: the values of the credential headers a request
-carried, scrubbed from everything written for its exchange.
+"""Literal credentials: the values a request carried as credentials,
+scrubbed from everything written for its exchange.
 
 Theory of operation
 -------------------
 Secret *shapes* (``sk-...``, ``AIza...``) are found by :mod:`._redact`.  A
 credential with no known shape (an Azure 32-hex key, an opaque gateway
-token) is found by its value instead: the client sent it in a header, so
-the session knows it.  :func:`credential_values` collects the values of
-the credential headers (:data:`CREDENTIAL_HEADERS`, plus names from the
-settings); :class:`Literals` turns each value of :data:`MIN_LENGTH` or more
-characters into *needles*: the value itself, its URL-encoded forms, its
-``\\/`` JSON form, and the stable middle of its base64 encodings (standard
-and URL-safe alphabets, at the three byte alignments), so an echo inside a
-data URL or a base64 JSON string is found too.  One compiled alternation of
-the needles, longest first, finds them all in one scan of a text; each is
-replaced by ``[REDACTED:credential]``.
+token, a ``?key=``) is found by its value instead: the client sent it, so
+the session knows it.  :func:`exchange_redactor` is the one place that
+collects the values, for every binding, importer and WebSocket session:
+the credential headers' (:func:`credential_values`, :data:`CREDENTIAL_HEADERS`
+plus names from the settings), the credential query parameters' and the
+credential fields' of the body as read for the recording
+(:func:`sent_values`, :func:`body_values`), and what a caller adds (a
+WebSocket session's first message's).
+
+:class:`Literals` turns each value of :data:`MIN_LENGTH` or more characters
+into *needles*: the value itself, with ``+`` for each space, and the stable
+middle of its base64 encodings (standard and URL-safe alphabets, at the
+three byte alignments), so an echo inside a data URL or a base64 JSON
+string is found too.  The escapes of a value's characters (JSON
+``\\uXXXX``, ``%XX``, HTML entities, each in any case and mixed) are not
+listed: a text is also searched read back through them (:mod:`._escapes`),
+and a match there replaces the escapes it came from, whole.  One compiled
+alternation of the needles, longest first, finds them all in one scan of a
+text (and of its read-back view); each is replaced by
+``[REDACTED:credential]``.
 
 :class:`ExchangeRedactor` is a :class:`~reel_core.Redactor` that first
 replaces the literals and then applies the rules of the redactor it wraps.
-The session uses one for each request that carries a credential header (a
+The session uses one for each request that carries a credential (a
 request without one keeps the plain redactor: it costs nothing), so the
-stored request, its match key, the response, the cut detail, error texts
+stored request, its match key, the response (its header values as their
+bytes: :meth:`ExchangeRedactor.header_value`), the cut detail, error texts
 and the targets the bindings log are all scrubbed of the request's values.
 
 A stream is scrubbed over its joined bytes (a value may straddle two

@@ -57,6 +57,7 @@ def literals(*values: str | bytes) -> Literals:
         "xak1%2BHq7%2fVn3%2BTz8Wm",
         "xak1&plus;Hq7&sol;Vn3&#43;Tz8&#x57;&#X006d;",
         "xak1&#0043Hq7/Vn3+Tz8Wm",  # a numeric entity without its ";"
+        "xak1\\\\u002BHq7/Vn3\\\\u002bTz8Wm",  # JSON in a JSON string
     ],
 )
 def test_an_escaped_echo_is_found(echo: str) -> None:
@@ -103,13 +104,18 @@ def test_a_match_never_keeps_part_of_an_escape() -> None:
     assert ends_inside.data(b"<abcdefgh\\u2203>") == b"<" + P + b">"
 
 
-def test_overlapping_escapes_read_as_the_first() -> None:
-    """An escaped backslash then "u0041": the backslash escape counts."""
+def test_overlapping_escapes_read_as_the_longer() -> None:
+    """Two backslashes then "u0041": an escape inside a JSON string, not an
+    escaped backslash and "u0041"; three: an escaped backslash, then one."""
     escapes = Escapes([b"a\\A"])
-    view = escapes.view(b"x\\\\u0041")
-    assert view is not None
-    assert view.data == b"x\\u0041"
-    assert view.span(1, 2) == (1, 3)
+    nested = escapes.view(b"x\\\\u0041")
+    assert nested is not None
+    assert nested.data == b"xA"
+    assert nested.span(1, 2) == (1, 8)
+    escaped = escapes.view(b"x\\\\\\u0041")
+    assert escaped is not None
+    assert escaped.data == b"x\\A"
+    assert escaped.span(1, 3) == (1, 9)
 
 
 def test_text_never_takes_part_of_a_character() -> None:
