@@ -29,7 +29,6 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from html.entities import html5
 
 __all__ = ["Escapes", "View"]
 
@@ -56,6 +55,8 @@ def _grouped(codes: Iterable[str]) -> str:
 def _entities(chars: frozenset[str]) -> list[str]:
     """The names of the HTML entities (``plus;``, ``amp``...) that stand for
     one of ``chars``, longest first (``amp;`` before ``amp``)."""
+    from html.entities import html5  # 2,000 names: only once a credential is seen
+
     return sorted((n for n, v in html5.items() if v in chars), key=lambda n: (-len(n), n))
 
 
@@ -111,6 +112,8 @@ def _decode(token: bytes) -> bytes:
         number = token[2:].rstrip(b";")
         char = chr(int(number[1:], 16) if number[:1] in b"xX" else int(number))
     else:
+        from html.entities import html5
+
         char = html5[token[1:].decode("ascii")]
     return char.encode("utf-8", "surrogatepass")
 
