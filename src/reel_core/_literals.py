@@ -207,14 +207,34 @@ _NAME_ENDS: tuple[tuple[bytes, tuple[bytes, ...]], ...] = (
 )
 
 
-def _may_name(data: bytes) -> bool:
-    """False only when ``data`` holds no credential-named field."""
+#: More occurrences of one name end than this: the body is parsed anyway.
+_NAMES_LOOKED_AT = 64
+
+
+def _may_name(data: bytes, *, form: bool = False) -> bool:
+    """False only when ``data`` holds no credential-named field: each name
+    a credential's may end in, before a quote (JSON, a multipart name) or
+    in a ``form`` an ``=``, is read back to the quote or ``&`` before it
+    and asked about (``prompt_cache_key`` and ``max_tokens`` are no
+    credentials: the body is not parsed for them)."""
+    delimiters = (b"=", b"&") if form else (b'"', b'"')
     folded = data.translate(_FOLD)
     for part, ends in _NAME_ENDS:
-        if part in folded:
-            for end in ends:
-                if end + b'"' in folded or end + b"=" in folded:
+        if part not in folded:
+            continue
+        after, before = delimiters
+        for end in ends:
+            at = folded.find(end + after)
+            for _ in range(_NAMES_LOOKED_AT):
+                if at < 0:
+                    break
+                stop = at + len(end)
+                name = data[folded.rfind(before, 0, at) + 1 : stop]
+                if is_credential_name(name.decode("utf-8", "replace"), query=True):
                     return True
+                at = folded.find(end + after, stop)
+            else:
+                return True
     return False
 
 
@@ -252,7 +272,8 @@ def body_values(body: bytes, content_type: str | None, fields: tuple[str, ...] =
     document's string values under credential-named fields; ``fields``
     names more (the redaction settings' own)."""
     if not body or not (
-        _may_name(body) or any(f.encode("utf-8", "replace") in body for f in fields)
+        _may_name(body, form=content_type == FORM)
+        or any(f.encode("utf-8", "replace") in body for f in fields)
     ):
         return []
     if content_type == FORM:

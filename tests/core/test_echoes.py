@@ -30,6 +30,7 @@ from reel_core._literals import (
     PLACEHOLDER,
     ExchangeRedactor,
     Literals,
+    _may_name,
     body_values,
     exchange_redactor,
     sent_values,
@@ -192,6 +193,14 @@ def test_query_and_body_credentials_are_collected() -> None:
     assert body_values(b'{"model": "m", "prompt": "long enough"}', None) == []
     assert body_values(b"api_key: not json", None) == []
     assert body_values(b"", None) == []
+    # a name a credential's ends in, but no credential's: not parsed
+    assert _may_name(b'{"prompt_cache_key": "k", "max_tokens": 5, "page_token": "t"}') is False
+    assert _may_name(b"a=1&client_secret=x", form=True) is True
+    assert _may_name(b'{"client_secret": "x"}', form=True) is False  # a form's names end in "="
+    # past 64 of one name end, the body is parsed whatever their names
+    many = ("{" + ", ".join(f'"n{i}_token": {i}' for i in range(70)) + "}").encode()
+    assert _may_name(many) is True
+    assert body_values(many, None) == []
     # the settings' own fields
     assert body_values(b'{"session": "session-value"}', None, ("session",)) == ["session-value"]
 
