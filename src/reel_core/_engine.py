@@ -289,7 +289,7 @@ class Engine:
 
     def recorded_request(self, request: Request) -> RecordedRequest:
         """The redacted form of ``request`` that is keyed and stored (its
-        credential header values scrubbed too)."""
+        credential values, its headers', query's and body's, scrubbed too)."""
         plain = plain_request(request, self.config.limits.max_body)
         return plain.redacted(
             exchange_redactor(self._redactor, request.headers, self._credentials, plain)
