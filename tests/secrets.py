@@ -8,6 +8,11 @@ basetemp for each secret below, as it is and in the forms Reel scrubs
 run, naming the file and the secret's kind.  Values shorter than 8
 characters are never scrubbed by Reel (see docs/redaction.md), so every
 secret here is longer.
+
+:func:`recoverable` is the stronger oracle the credential-echo tests use
+on a cassette line: it reads every string of the line back through the
+decoders of the family an upstream may echo a value in (JSON escapes,
+percent and ``+`` decoding, HTML entities, once or twice) before looking.
 """
 
 from __future__ import annotations
