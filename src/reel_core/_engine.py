@@ -41,7 +41,7 @@ from ._events import (
     Signal,
     UiRequest,
 )
-from ._exchange import new_recorder, plain_request, record_request
+from ._exchange import new_recorder, plain_request
 from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
@@ -296,11 +296,10 @@ class Engine:
 
     def recorded_request(self, request: Request) -> RecordedRequest:
         """The redacted form of ``request`` that is keyed and stored (its
-        credential header values scrubbed too)."""
-        return record_request(
-            request,
-            exchange_redactor(self._redactor, request.headers, self._credentials),
-            self.config.limits.max_body,
+        credential values, its headers', query's and body's, scrubbed too)."""
+        plain = plain_request(request, self.config.limits.max_body)
+        return plain.redacted(
+            exchange_redactor(self._redactor, request.headers, self._credentials, plain)
         )
 
     def _decide(self, request: Request) -> None:
@@ -427,7 +426,9 @@ class Engine:
             # answer), so they are not on the request's way upstream; nor do
             # the request's credential values (a failure's message, a log
             # line and the recording ask for them).
-            scrub = self._scrub = _Scrub(self._redactor, request.headers, self._credentials)
+            scrub = self._scrub = _Scrub(
+                self._redactor, request, self._credentials, self.config.limits.max_body
+            )
             keyed = self._keyer(request, scrub)
         url = None
         if self.config.routing:
@@ -487,9 +488,9 @@ class Engine:
         A request some line records as sent byte for byte, with none of
         this request's credential values in it, is not keyed: redaction
         would change nothing in it, so its key is that line's."""
-        redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
-        self._scrub = redactor  # in force even if keying raises
         plain = plain_request(request, self.config.limits.max_body)
+        redactor = exchange_redactor(self._redactor, request.headers, self._credentials, plain)
+        self._scrub = redactor  # in force even if keying raises
         if self._by_sent and literals_absent(redactor, plain):
             key = self.cassette.sent_key(sent_digest(request, self._redactor))
             if key is not None:
@@ -513,12 +514,12 @@ class Engine:
         """``request`` redacted (by its exchange's redactor, ``scrub``), and
         its match key: computed once, when first asked for, with this
         request's match settings."""
-        keying, limit = self._keying, self.config.limits.max_body
+        keying = self._keying
         done: list[tuple[RecordedRequest, str]] = []  # functools.cache costs more
 
         def keyed() -> tuple[RecordedRequest, str]:
             if not done:
-                recorded = record_request(request, scrub(), limit)
+                recorded = scrub.plain().redacted(scrub())
                 done.append((recorded, recorded.key(keying)))
             return done[0]
 
@@ -922,21 +923,34 @@ def _new_recorder(
 
 class _Scrub:
     """The redactor of one forwarded exchange, made when first asked for
-    and kept: the settings' redactor, and the credential values of the
-    request's headers (several microseconds: in record and live modes
-    nothing needs them before the request has gone upstream)."""
+    and kept: the settings' redactor, and the credential values the
+    request carries (its headers', query's and body's: in record and live
+    modes nothing needs them before the request has gone upstream).  The
+    request as read for its recording (``plain``) is kept with it."""
 
-    __slots__ = ("_base", "_credentials", "_headers", "_made")
+    __slots__ = ("_base", "_credentials", "_limit", "_made", "_plain", "_request")
 
-    def __init__(self, base: Redactor, headers: Headers, credentials: frozenset[bytes]) -> None:
+    def __init__(
+        self, base: Redactor, request: Request, credentials: frozenset[bytes], limit: int
+    ) -> None:
         self._base = base
-        self._headers = headers
+        self._request = request
         self._credentials = credentials
+        self._limit = limit
+        self._plain: RecordedRequest | None = None
         self._made: Redactor | None = None
+
+    def plain(self) -> RecordedRequest:
+        """The request read for its recording, not redacted."""
+        if self._plain is None:
+            self._plain = plain_request(self._request, self._limit)
+        return self._plain
 
     def __call__(self) -> Redactor:
         if self._made is None:
-            self._made = exchange_redactor(self._base, self._headers, self._credentials)
+            self._made = exchange_redactor(
+                self._base, self._request.headers, self._credentials, self.plain()
+            )
         return self._made
 
 

@@ -3,9 +3,10 @@
 An importer of another recorder's cassettes (or any code that holds a whole
 request and its whole response) turns them into the :class:`Interaction` a
 recording session would have written, through :func:`record_exchange`:
-the request keyed and redacted as a recorded one is (its credential header
-values scrubbed from everything, its body decoded when sent with a
-``content-encoding``, read as a form when it is one), the response through
+the request keyed and redacted as a recorded one is (the credential
+values of its headers, query and body scrubbed from everything, its body
+decoded when sent with a ``content-encoding``, read as a form when it is
+one), the response through
 the same :class:`~reel_core._record.Recorder` a live recording feeds
 (its end-to-end headers kept, bodies decoded, SSE cut into byte-exact
 frames, usage and cost in ``meta``).  Nothing is parsed back from a line.
@@ -35,21 +36,17 @@ __all__ = [
     "new_recorder",
     "plain_request",
     "record_exchange",
-    "record_request",
 ]
 
 _LIMITS = Limits()
 
 
-def record_request(request: Request, redactor: Redactor, max_body: int) -> RecordedRequest:
-    """``request`` as it is keyed and stored: its body decoded when it was
-    sent with a ``content-encoding`` (at most ``max_body`` bytes of it), read
-    as a form when it is one, and all of it redacted by ``redactor``."""
-    return plain_request(request, max_body).redacted(redactor)
-
-
 def plain_request(request: Request, max_body: int) -> RecordedRequest:
-    """``request`` as :func:`record_request` reads it, not redacted."""
+    """``request`` as it is keyed and stored, not yet redacted: its body
+    decoded when it was sent with a ``content-encoding`` (at most
+    ``max_body`` bytes of it), read as a form when it is one.  What is
+    stored is this redacted by the exchange's redactor, which collects the
+    credentials it carries (:func:`~reel_core._literals.exchange_redactor`)."""
     body, encoding, error = decode_request_body(
         request.body, request.header("content-encoding"), max_body
     )
@@ -139,8 +136,9 @@ def record_exchange(
         raise limits.body_too_large(len(request.body))
     names = header_names({"headers": list(credential_headers)})
     credentials = CREDENTIAL_HEADERS | {n.encode("ascii") for n in names}
-    scrub = exchange_redactor(redactor, request.headers, credentials)
-    recorded = record_request(request, scrub, limits.max_body)
+    plain = plain_request(request, limits.max_body)
+    scrub = exchange_redactor(redactor, request.headers, credentials, plain)
+    recorded = plain.redacted(scrub)
     keying = cassette.keying if cassette is not None else MatchConfig().keying()
     key = recorded.key(keying)
     seen = cassette.count(key, keying) if cassette is not None else 0

@@ -117,7 +117,7 @@ def scrub_value(redactor: Redactor, name: str, value: str, found: list[str] | No
         if found is not None:
             found.append(SECRET_HEADER)
         return _placeholder(SECRET_HEADER)
-    value = redactor.text(value, found)
+    value = redactor.header_value(value, found)
     if "=" not in value:
         return value
 

@@ -192,7 +192,7 @@ class Recorder:
         headers = self._raw_headers
         self._codings = codings_of(header_value(headers, b"content-encoding"))
         self._headers = tuple(
-            [(n.decode("latin-1"), self._literals.text(v.decode("latin-1"))) for n, v in headers]
+            [(n.decode("latin-1"), self._literals.data(v).decode("latin-1")) for n, v in headers]
         )
         content_type = (header_value(headers, b"content-type") or b"").decode("latin-1").lower()
         self._content_type = content_type

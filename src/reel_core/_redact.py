@@ -234,6 +234,11 @@ def _placeholder(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
+#: What an exchange's redactor puts where a credential value the client
+#: sent was (``reel_core._literals.PLACEHOLDER``).
+_CREDENTIAL = _placeholder("credential")
+
+
 def _is_plain_placeholder(value: str) -> bool:
     """Whether ``value`` is one placeholder without a digest (what a
     credential position holds once redacted)."""
@@ -429,8 +434,11 @@ class Redactor:
                 if groups[i] is not None:
                     name, value = groups[i + 1], groups[i + 2]
                     # A credential position: the value never tells requests
-                    # apart (no digest); one already blanked is left alone.
-                    if not value or _is_plain_placeholder(value):
+                    # apart (no digest); one already blanked is left alone,
+                    # but a credential value the exchange's redactor found
+                    # there becomes what any other value does (a replay
+                    # with a short dummy key still matches).
+                    if not value or (_is_plain_placeholder(value) and value != _CREDENTIAL):
                         return m.group(0)
                     if i < 8 and not is_credential_name(name):
                         return m.group(0)
@@ -452,6 +460,13 @@ class Redactor:
                 break
             text = redacted
         return text
+
+    def header_value(self, value: str, found: list[str] | None = None) -> str:
+        """A response header value (its bytes read as Latin-1) as it may be
+        stored: the one entry point for header values, so they get what a
+        body gets (the text rules; an exchange's redactor also scrubs the
+        request's credential values from its bytes, in every form)."""
+        return self.text(value, found)
 
     def data(self, data: bytes, found: list[str] | None = None) -> bytes:
         """Redact bytes: UTF-8 text is scrubbed, other bytes kept as they are."""

@@ -53,6 +53,7 @@ from .wire import (
     digest,
     parse_scenarios,
     pretty,
+    query_credentials_of,
     scrub,
     secrets_of,
     sse_frame,
@@ -202,6 +203,8 @@ def respond(request: ReceivedRequest) -> Reply:
         return finish(fail(Scenario.BAD_REQUEST, seed, str(exc)), header_scenarios)
     if Scenario.ECHO_KEY in scenarios:
         return _seal(_echo_key(request, seed, bool(body.get("stream"))), scenarios, ())
+    if Scenario.ECHO_ESCAPED in scenarios:
+        return _seal(_echo_escaped(request), scenarios, ())
     for kind in STATUS_SCENARIOS:
         if kind in scenarios:
             return finish(fail(kind, seed, None), scenarios)
@@ -238,7 +241,7 @@ def _answer(
 def _echo_key(request: ReceivedRequest, seed: str, stream: bool) -> Reply:
     """What an upstream that echoes credentials answers (the ``echo-key``
     scenario): never scrubbed, so Reel's own scrubbing is all there is."""
-    values = credentials_of(request)
+    values = (*credentials_of(request), *query_credentials_of(request))
     if not stream:
         seen = "; ".join(
             f"{value} (data:image/png;base64,{base64.b64encode(value.encode()).decode()}, "
@@ -263,6 +266,31 @@ def _echo_key(request: ReceivedRequest, seed: str, stream: bool) -> Reply:
         frames.append(sse_frame(compact(_delta(seed, f"data:image/png;base64,{b64}"))))
     frames.append(sse_frame(b"[DONE]"))
     return Reply(200, (("content-type", "text/event-stream"),), tuple(frames), True)
+
+
+def _escaped(text: str) -> str:
+    """``text`` as the inside of a JSON string written by .NET's default
+    encoder: each character but a letter, a digit or a space escaped."""
+    out = []
+    for c in text:
+        if c == " " or (c.isascii() and c.isalnum()):
+            out.append(c)
+        else:  # past U+FFFF: a surrogate pair
+            units = c.encode("utf-16-be", "surrogatepass")
+            out += (f"\\u{units[i] << 8 | units[i + 1]:04X}" for i in range(0, len(units), 2))
+    return "".join(out)
+
+
+def _echo_escaped(request: ReceivedRequest) -> Reply:
+    """What an upstream that echoes credentials with JSON escapes answers
+    (the ``echo-escaped`` scenario): its headers' and its query's."""
+    values = (*credentials_of(request), *query_credentials_of(request))
+    seen = "; ".join(_escaped(value) for value in values)
+    body = (
+        '{"error":{"message":"Incorrect API key provided: ' + seen + '",'
+        '"type":"invalid_request_error","param":null,"code":"invalid_api_key"}}'
+    )
+    return Reply(401, (("content-type", "application/json"),), (body.encode(),))
 
 
 def _delta(seed: str, text: str) -> dict[str, Any]:

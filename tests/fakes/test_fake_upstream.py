@@ -43,7 +43,7 @@ from tests.fakes.upstream import (
     tool_arguments,
 )
 from tests.fakes.wire import UnknownScenarioError, parse_scenarios
-from tests.secrets import AZURE_KEY, COOKIE_VALUE, GATEWAY_TOKEN
+from tests.secrets import AZURE_KEY, COOKIE_VALUE, ESCAPED_KEY, GATEWAY_TOKEN, QUERY_KEY
 
 pytestmark = pytest.mark.anyio
 
@@ -794,6 +794,24 @@ def test_echo_key_echoes_the_credentials_unscrubbed() -> None:
         assert value.encode() in streamed.body
         assert not any(value.encode() in frame for frame in streamed.frames)  # always split
     assert streamed.frames[-1] == b"data: [DONE]\n\n"
+    # a credential query parameter is echoed too
+    target = f"{CHAT}?api-key={QUERY_KEY}"
+    body = json.dumps(chat_body()).encode()
+    queried = respond(ReceivedRequest("POST", target, ((SCENARIO_HEADER, "echo-key"),), body))
+    assert QUERY_KEY in json.loads(queried.body)["error"]["message"]
+
+
+def test_echo_escaped_writes_every_other_character_as_a_json_escape() -> None:
+    headers = (("x-api-key", ESCAPED_KEY), (SCENARIO_HEADER, "echo-escaped"))
+    body = json.dumps(chat_body()).encode()
+    reply = respond(ReceivedRequest("POST", f"{CHAT}?key={QUERY_KEY}", headers, body))
+    assert reply.status == 401
+    assert ESCAPED_KEY.replace("+", "\\u002B").replace("/", "\\u002F").encode() in reply.body
+    assert QUERY_KEY.replace("-", "\\u002D").encode() in reply.body
+    assert ESCAPED_KEY.encode() not in reply.body  # only escaped
+    message = json.loads(reply.body)["error"]["message"]
+    assert ESCAPED_KEY in message
+    assert QUERY_KEY in message
 
 
 def _get(target: str, *headers: tuple[str, str]) -> ReceivedRequest:

@@ -35,9 +35,12 @@ Scenarios, asked for with the header ``x-fake-scenario: a,b`` or a model named
 ``stall``          head, then silence until the client gives up
 ``garbage``        non-HTTP bytes, then close
 ``close-early``    close before any response byte
-``echo-key``       echo the request's credential header values: a 401 body
-                   (as is, base64 in a data URL, URL-encoded); with
+``echo-key``       echo the request's credential header and query values: a
+                   401 body (as is, base64 in a data URL, URL-encoded); with
                    ``"stream": true`` SSE, each value split across two writes
+``echo-escaped``   echo the credential header and query (``?key=``,
+                   ``?api-key=``) values in a 401 JSON body, every character
+                   but a letter, digit or space a ``\\uXXXX`` escape
 =================  =========================================================
 
 :func:`closed_port_url` gives a URL nothing listens on (connection refused).

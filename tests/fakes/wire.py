@@ -51,6 +51,7 @@ __all__ = [
     "obfuscation",
     "parse_scenarios",
     "pretty",
+    "query_credentials_of",
     "reply_text",
     "scrub",
     "secrets_of",
@@ -80,6 +81,8 @@ _SECRET_HEADERS = (
     "cookie",
 )
 _SECRET_QUERY = ("key",)
+#: The credential query parameters the ``echo-escaped`` scenario echoes.
+_ECHOED_QUERY = ("key", "api-key", "api_key")
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -124,11 +127,16 @@ class Scenario(enum.Enum):
     GARBAGE = "garbage"
     #: Close the connection after reading the request, before any response byte.
     CLOSE_EARLY = "close-early"
-    #: Echo the request's credential header values back (the one scenario
-    #: that does): a 401 JSON body holding each value as it is, base64 in a
+    #: Echo the request's credential header and query (``?key=``,
+    #: ``?api-key=``) values back: a 401 JSON body holding each value as it is, base64 in a
     #: data URL and URL-encoded; with ``"stream": true`` an SSE stream with
     #: each value split across two socket writes, and its base64 in a data URL.
     ECHO_KEY = "echo-key"
+    #: Echo the request's credential values, its headers' and its credential
+    #: query parameters' (``?key=``, ``?api-key=``), in a 401 JSON body
+    #: written as .NET's encoder writes it: every character but a letter, a
+    #: digit or a space as a ``\uXXXX`` escape (``+`` as ``\u002B``).
+    ECHO_ESCAPED = "echo-escaped"
 
 
 _ALIASES = {"529": Scenario.OVERLOADED, "503": Scenario.OVERLOADED}
@@ -347,6 +355,12 @@ def credentials_of(request: ReceivedRequest) -> tuple[str, ...]:
         else:
             values.append(value)
     return tuple(v for v in values if v)
+
+
+def query_credentials_of(request: ReceivedRequest) -> tuple[str, ...]:
+    """The values of a request's credential query parameters, as the
+    ``echo-escaped`` scenario echoes them."""
+    return tuple(v for name in _ECHOED_QUERY for v in request.query.get(name, []) if v)
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

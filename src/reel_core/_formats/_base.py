@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from .._cassette import Cassette
 from .._errors import ReelError
-from .._exchange import record_exchange
+from .._exchange import plain_request, record_exchange
 from .._http import Limits, Request
 from .._interaction import Interaction, WebSocketLog
 from .._literals import CREDENTIAL_HEADERS, exchange_redactor
@@ -237,7 +237,8 @@ def _session(
     ``GET`` and 101, recorded) with the messages, redacted as the proxy's
     recording is, and the close the source kept (``None``: none)."""
     request = _request(item)
-    scrub = exchange_redactor(redactor, request.headers, CREDENTIAL_HEADERS)
+    plain = plain_request(request, Limits().max_body)
+    scrub = exchange_redactor(redactor, request.headers, CREDENTIAL_HEADERS, plain)
     recorder = WebSocketRecorder(request, scrub, opened=0.0)
     for message in log.messages:
         feed = recorder.client_message if message.sender == "client" else recorder.server_message
