@@ -32,11 +32,12 @@ import pytest
 import requests
 
 from reel_bindings.httpcore import AsyncTransport, Transport
-from reel_bindings.proxy import ProxyOptions, running
 from reel_bindings.requests import Adapter
-from reel_core import Mode, Timing
+from reel_core import Mode
 from tests.fakes.upstream import FakeUpstreamThread
 from tests.fakes.web_wire import DOC_ETAG, PAGES
+
+from .openers import proxy_on
 
 #: Headers a replay frames itself, or never hands out again.
 _NOT_COMPARED = frozenset({"content-length", "transfer-encoding", "connection", "set-cookie"})
@@ -119,17 +120,8 @@ def requests_adapter(cassette: Path, mode: Mode, url: str) -> Iterator[Get]:
 
 @contextmanager
 def proxy(backend: str, library: str, cassette: Path, mode: Mode, url: str) -> Iterator[Get]:
-    options = ProxyOptions(
-        backend=backend,
-        mode=mode,
-        cassette=cassette,
-        upstream=url,
-        port=0,
-        timing=Timing.parse("fast"),
-    )
     with ExitStack() as stack:
-        portal = stack.enter_context(anyio.from_thread.start_blocking_portal(backend))
-        proxy_url = stack.enter_context(portal.wrap_async_context_manager(running(options)))
+        proxy_url = proxy_on(stack, backend, cassette, mode, url)
         if library == "httpx":
             client = stack.enter_context(httpx.Client(base_url=proxy_url, follow_redirects=True))
             yield lambda target, headers: _from_httpx(client.get(target, headers=headers))
