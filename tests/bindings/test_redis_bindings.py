@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from reel_bindings._store import MemoryStore, StoreUnavailableError
 from reel_bindings.httpcore import Transport
 from reel_core import ConfigError, Mode
 from tests.fakes.upstream import FakeUpstreamThread, serve_fake
-from tests.redis_server import RedisServer, free_port
+from tests.redis_server import CHAT_TEST, RedisServer, free_port
 
 from .proxy_support import chat_call, fetch, options, proxied
 
@@ -187,21 +186,7 @@ def test_in_process_recording_answers_502_while_redis_is_gone(
 def test_the_pytest_plugin_records_and_replays_with_reel_store(
     pytester: pytest.Pytester, redis_url: str
 ) -> None:
-    pytester.makepyfile(
-        test_redis_chat=textwrap.dedent(
-            """
-            import httpx, pytest
-
-            @pytest.mark.reel
-            def test_chat(reel, fake_url):
-                with httpx.Client(transport=reel.transport(), base_url=fake_url) as client:
-                    r = client.post("/v1/chat/completions", json={
-                        "model": "gpt-4o-mini",
-                        "messages": [{"role": "user", "content": "plugin"}]})
-                assert r.status_code == 200
-            """
-        )
-    )
+    pytester.makepyfile(test_redis_chat=CHAT_TEST)
     with FakeUpstreamThread(frame_delay=0.001) as fake:
         pytester.makeconftest(
             f"import pytest\n@pytest.fixture\ndef fake_url():\n    return {fake.url!r}\n"

@@ -11,7 +11,6 @@ import json
 import logging
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from reel_bindings._store_url import open_store
 from reel_bindings.proxy import DEMO_CASSETTE
 from reel_core import ConfigError, Mode
 from tests.fakes.upstream import FakeUpstreamThread
-from tests.redis_server import RedisServer
+from tests.redis_server import CHAT_TEST, RedisServer
 
 from .proxy_support import options, proxied
 
@@ -159,21 +158,7 @@ def test_an_upstream_url_refused_at_start_is_not_shown_with_its_credentials(
 def test_the_pytest_header_report_and_json_do_not_show_the_password(
     pytester: pytest.Pytester, secret_url: str
 ) -> None:
-    pytester.makepyfile(
-        test_secret_store=textwrap.dedent(
-            """
-            import httpx, pytest
-
-            @pytest.mark.reel
-            def test_chat(reel, fake_url):
-                with httpx.Client(transport=reel.transport(), base_url=fake_url) as client:
-                    r = client.post("/v1/chat/completions", json={
-                        "model": "gpt-4o-mini",
-                        "messages": [{"role": "user", "content": "plugin"}]})
-                assert r.status_code == 200
-            """
-        )
-    )
+    pytester.makepyfile(test_secret_store=CHAT_TEST)
     report = pytester.path / "report.json"
     with FakeUpstreamThread(frame_delay=0.001) as fake:
         pytester.makeconftest(
