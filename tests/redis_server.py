@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import subprocess
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,22 @@ from pathlib import Path
 import pytest
 
 from tests.programs import need_program
+
+#: An inner test module (pytester) that records, or replays, one chat through
+#: the ``reel`` fixture's transport, against the ``fake_url`` fixture.
+CHAT_TEST = textwrap.dedent(
+    """
+    import httpx, pytest
+
+    @pytest.mark.reel
+    def test_chat(reel, fake_url):
+        with httpx.Client(transport=reel.transport(), base_url=fake_url) as client:
+            r = client.post("/v1/chat/completions", json={
+                "model": "gpt-4o-mini",
+                "messages": [{"role": "user", "content": "plugin"}]})
+        assert r.status_code == 200
+    """
+)
 
 
 def free_port() -> int:

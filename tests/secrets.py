@@ -8,31 +8,45 @@ basetemp for each secret below, as it is and in the forms Reel scrubs
 run, naming the file and the secret's kind.  Values shorter than 8
 characters are never scrubbed by Reel (see docs/redaction.md), so every
 secret here is longer.
+
+:func:`recoverable` is the stronger oracle the credential-echo tests use
+on a cassette line: it reads every string of the line back through the
+decoders of the family an upstream may echo a value in (JSON escapes,
+percent and ``+`` decoding, HTML entities, once or twice) before looking.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator, Mapping
+import contextlib
+import html
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from urllib.parse import quote
+from typing import Any
+from urllib.parse import quote, unquote, unquote_plus
 
 __all__ = [
     "ANTHROPIC_KEY",
     "AZURE_KEY",
     "BASIC_PASSWORD",
     "COOKIE_VALUE",
+    "ESCAPED_KEY",
     "FRAMEWORK_KEY",
     "GATEWAY_TOKEN",
     "GEMINI_KEY",
     "INPROCESS_KEY",
     "OPENAI_KEY",
     "PLUGIN_KEY",
+    "QUERY_KEY",
     "SDK_ANTHROPIC_KEY",
     "SDK_GEMINI_KEY",
     "SDK_OPENAI_KEY",
     "SECRETS",
     "forms",
+    "readings",
+    "recoverable",
     "scan",
 ]
 
@@ -59,6 +73,12 @@ INPROCESS_KEY = "inp0" + "4b8d1e6a" * 3
 #: The key the framework matrix (tests/frameworks) gives every framework.
 FRAMEWORK_KEY = "fwk0" + "9e2c5a7b" * 3
 
+#: An ``x-api-key`` with a ``+`` and a ``/`` (an upstream may echo them
+#: ``\\u002B`` and ``\\/``), no known shape.
+ESCAPED_KEY = "xak1+Hq7/Vn3+Tz8Wm"
+#: An opaque ``?key=`` / ``?api-key=`` credential, no known shape.
+QUERY_KEY = "qk0-7Rb2Yx9Lw4Pz"
+
 #: kind -> value, of every secret above.
 SECRETS: Mapping[str, str] = {
     "azure-key": AZURE_KEY,
@@ -74,6 +94,8 @@ SECRETS: Mapping[str, str] = {
     "plugin-key": PLUGIN_KEY,
     "inprocess-key": INPROCESS_KEY,
     "framework-key": FRAMEWORK_KEY,
+    "escaped-key": ESCAPED_KEY,
+    "query-key": QUERY_KEY,
 }
 
 
@@ -112,3 +134,78 @@ def scan(root: Path, secrets: Mapping[str, str] = SECRETS) -> list[tuple[Path, s
             if any(variant in data for variant in variants):
                 hits.append((path, kind))
     return hits
+
+
+# -- reading a secret back ------------------------------------------------------------
+
+_JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_JSON_SHORT = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n"}
+_JSON_SHORT |= {"r": "\r", "t": "\t"}
+
+
+def _json_unescaped(text: str) -> str:
+    """``text`` with its JSON escapes read (surrogate pairs joined)."""
+
+    def one(m: re.Match[str]) -> str:
+        return chr(int(m.group(1), 16)) if m.group(1) else _JSON_SHORT[m.group(2)]
+
+    joined = _JSON_ESCAPE.sub(one, text).encode("utf-16-le", "surrogatepass")
+    return joined.decode("utf-16-le", "replace")
+
+
+#: What a reader may apply to a text to get a secret back: the family of
+#: transforms an upstream may have echoed it in, undone.
+DECODERS: tuple[Callable[[str], str], ...] = (
+    _json_unescaped,
+    unquote,
+    unquote_plus,
+    html.unescape,
+)
+
+
+def readings(text: str) -> set[str]:
+    """``text``, and what each decoder (then each again) reads it as."""
+    once = {text} | {decode(text) for decode in DECODERS}
+    return once | {decode(t) for t in once for decode in DECODERS}
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    """Every string of a parsed JSON line (keys too) in document order; a
+    stored ``base64`` body or message also decoded."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, list):
+            stack += reversed(item)
+        elif isinstance(item, dict):
+            for key, inner in reversed(item.items()):
+                if key == "base64" and isinstance(inner, str):
+                    with contextlib.suppress(ValueError):
+                        stack.append(base64.b64decode(inner).decode("utf-8", "replace"))
+                stack += (inner, key)
+
+
+def recoverable(secret: str, written: bytes) -> list[str]:
+    """How ``secret`` can be read back from ``written`` (cassette lines):
+    each string of each line, and all of a line's strings joined (a value
+    split across stored frames), read by :data:`DECODERS` once or twice,
+    holding the secret or one of its :func:`forms`.  Written independently
+    of reel_core, to check it.  Empty: it cannot."""
+    needles = forms(secret)
+    found = []
+    for line in written.splitlines():
+        texts = [line.decode("utf-8", "replace")]
+        try:
+            strings: list[str] = []
+            _strings(json.loads(line), strings)
+            texts += [*strings, "".join(strings)]
+        except ValueError:
+            pass
+        for text in texts:
+            for reading in readings(text):
+                data = reading.encode("utf-8", "surrogatepass")
+                if secret in reading or any(n in data for n in needles):
+                    found.append(reading[:200])
+    return found

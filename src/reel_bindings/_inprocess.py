@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +37,7 @@ from reel_core import (
     Signal,
     Timing,
     UpstreamError,
+    check_upstream,
     parse_duration,
 )
 
@@ -56,6 +57,7 @@ __all__ = [
     "Decision",
     "Player",
     "Upstreaming",
+    "given_upstream",
     "mode_from_env",
     "whole_body",
 ]
@@ -64,6 +66,24 @@ IN_PROCESS_HINT = (
     "run again with REEL_MODE=auto to record what is missing "
     "(or REEL_MODE=record to refresh the whole cassette)"
 )
+
+
+def given_upstream(upstream: object, takes: str, is_pool: bool) -> tuple[str | None, object]:
+    """An in-process binding's ``upstream=``, as ``(base URL, pool)``: a
+    string is a base URL every forward goes to, its path kept (the proxy's
+    ``--upstream``, checked by the same :func:`~reel_core.check_upstream`);
+    else the client library's own ``takes`` (``is_pool``: it is one) that
+    forwards go through.  Anything else is refused, naming what to pass."""
+    if upstream is None:
+        return None, None
+    if isinstance(upstream, str):
+        return check_upstream(upstream, "upstream="), None
+    if not is_pool:
+        raise TypeError(
+            f"upstream= takes a base URL such as 'https://api.openai.com' or {takes}, "
+            f"not {upstream!r}"
+        )
+    return None, upstream
 
 
 def limits_from_env() -> Limits:
@@ -142,12 +162,15 @@ class Player:
         store: Store | str | None = None,
         max_age: float | str | None = None,
         record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
+        upstream: str | None = None,
     ) -> None:
         settings = Settings.from_env(
             mode=mode,
             store=store if isinstance(store, str) else None,
             max_age=None if max_age is None else parse_duration(max_age),
             record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
         )
         if isinstance(cassette, CassetteFile):
             self.file = cassette
@@ -162,6 +185,9 @@ class Player:
             repeat=repeat,
             redactor=redactor,
             hint=hint,
+            # a base URL given: every forward goes there (Forward.url)
+            routing=upstream is not None,
+            upstream=upstream,
         )
         self.lock = threading.Lock()
         #: The engine that served the last replay, ready for the next request
@@ -304,7 +330,8 @@ class Binding:
     """What every in-process binding holds, whatever its client library: a
     :class:`Player` on the cassette, and whether a miss raises.  The
     httpx/httpx2 transports and the requests adapter take the same
-    arguments; each adds its own ``upstream``."""
+    arguments; an ``upstream`` base URL (see :func:`given_upstream`) is
+    the player's, the library's own pool the binding's."""
 
     def __init__(
         self,
@@ -320,6 +347,8 @@ class Binding:
         store: Store | str | None = None,
         max_age: float | str | None = None,
         record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
+        upstream: str | None = None,
     ) -> None:
         super().__init__()  # the client library's base, if it has one
         self.player = Player(
@@ -333,6 +362,8 @@ class Binding:
             store=store,
             max_age=max_age,
             record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
+            upstream=upstream,
         )
         self.strict = strict
 

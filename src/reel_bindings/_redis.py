@@ -30,21 +30,21 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
+import re
 import secrets
 import threading
-import urllib.parse
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from reel_core import CassetteError
+from reel_core import CassetteError, scrub_url_secrets, shown_url
 
 from ._store import StoreUnavailableError, check_name
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["DEFAULT_PREFIX", "ZSTD_MAGIC", "RedisLock", "RedisStore", "redacted_url"]
+__all__ = ["DEFAULT_PREFIX", "ZSTD_MAGIC", "RedisLock", "RedisStore"]
 
 #: The key prefix when none is given (``--store-prefix``).
 DEFAULT_PREFIX = "reel"
@@ -130,21 +130,6 @@ def _import_redis() -> Any:
     return redis
 
 
-def redacted_url(url: str) -> str:
-    """``url`` without its password (messages and logs name the store so)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    user = urllib.parse.unquote(parts.username or "")
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{user}:***@{host}" if user else f":***@{host}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
 def _split(data: bytes) -> list[bytes]:
     """The lines of ``data``, ends kept (a last line without one is kept so)."""
     parts = data.split(b"\n")
@@ -173,14 +158,17 @@ class RedisStore:
         compress: bool = False,
         timeout: float = 5.0,
     ) -> None:
-        if urllib.parse.urlsplit(url).scheme not in ("redis", "rediss"):
-            raise StoreUnavailableError(f"{url!r} is not a redis:// or rediss:// URL")
+        if url.partition("://")[0].lower() not in ("redis", "rediss"):
+            raise StoreUnavailableError(f"{shown_url(url)} is not a redis:// or rediss:// URL")
         if not prefix or any(c.isspace() for c in prefix):
             raise StoreUnavailableError(
                 f"bad store prefix {prefix!r}: give a word without spaces, e.g. myproject"
             )
         module = _import_redis()
-        self.url = redacted_url(url)
+        #: The URL as messages show it (:func:`~reel_core.shown_url`: no
+        #: password, whatever the URL's shape); the whole one is the client's.
+        self.url = shown_url(url)
+        self._scrub = functools.partial(scrub_url_secrets, url=url)
         self.prefix = prefix
         self.compress = compress
         if compress:
@@ -196,7 +184,12 @@ class RedisStore:
                 health_check_interval=10,
             )
         except ValueError as exc:
-            raise StoreUnavailableError(f"bad Redis URL {self.url}: {exc}") from None
+            authority = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0]
+            cut = "@" in url and "@" not in authority  # the password ended it early
+            hint = " (percent-encode a / ? # or @ in the password)" if cut else ""
+            raise StoreUnavailableError(
+                f"bad Redis URL {self.url}: {self._scrub(str(exc))}{hint}"
+            ) from None
         self._errors: tuple[type[BaseException], ...] = (module.exceptions.RedisError, OSError)
         self._append = self.client.register_script(_APPEND)
         self._renew = self.client.register_script(_RENEW)
@@ -246,9 +239,9 @@ class RedisStore:
             return call()
         except self._errors as exc:
             raise StoreUnavailableError(
-                f"the cassette store {self.url} cannot be reached ({what}: {exc}); "
-                "start Redis or fix the URL (--store / REEL_STORE)"
-            ) from exc
+                f"the cassette store {self.url} cannot be reached ({what}: "
+                f"{self._scrub(str(exc))}); start Redis or fix the URL (--store / REEL_STORE)"
+            ) from None  # the client's own error may quote the URL
 
     def check(self) -> None:
         """Connect now: :class:`StoreUnavailableError` when the server

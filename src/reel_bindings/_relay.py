@@ -23,11 +23,12 @@ import contextlib
 import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Protocol
-
-import anyio
+from typing import TYPE_CHECKING, Protocol
 
 from reel_core import UpstreamError
+
+if TYPE_CHECKING:
+    import anyio
 
 __all__ = [
     "CLIENT_CLOSED",
@@ -93,6 +94,8 @@ async def anext_before(chunks: AsyncIterator[bytes], deadline: float) -> bytes |
     """The next chunk of ``chunks`` (``None`` at its end), read before the
     clock (``anyio.current_time()``) reads ``deadline``, else
     :class:`GraceOver` (the read is cancelled)."""
+    import anyio  # here: the sync bindings (requests) never load it
+
     with anyio.move_on_after(deadline - anyio.current_time()):
         return await anext(chunks, None)
     raise GraceOver
@@ -114,6 +117,8 @@ class _NeverRaised(BaseException):
 
 def cancelled() -> type[BaseException]:
     """The exception that cancels the running task (asyncio's or trio's)."""
+    import anyio  # here: the sync bindings never load it
+
     return anyio.get_cancelled_exc_class()
 
 
@@ -124,6 +129,8 @@ def sync_cancelled() -> type[BaseException]:
 
 def shielded() -> anyio.CancelScope:
     """Where a relay whose client was cancelled reads on (the grace bounds it)."""
+    import anyio  # here: the sync bindings never load it
+
     return anyio.CancelScope(shield=True)
 
 

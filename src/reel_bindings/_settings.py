@@ -17,7 +17,7 @@ docs/configuration.md.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,13 +29,22 @@ from reel_core import (
     MatchMode,
     Mode,
     Timing,
+    check_upstream,
     parse_duration,
 )
 
-from ._store import Store
-from ._store_url import check_store, open_store
+from ._store import Store, StoreUnavailableError
+from ._store_url import check_store, is_store_url, open_store
 
-__all__ = ["Settings", "mode_from_env", "parse_grace", "pii_from_env", "port_from_env"]
+__all__ = [
+    "Settings",
+    "check_drop_response_headers",
+    "limits_from_env",
+    "mode_from_env",
+    "parse_grace",
+    "pii_from_env",
+    "port_from_env",
+]
 
 #: Values of a switch that mean "off" (any case, spaces ignored).
 OFF = ("0", "false", "no", "off")
@@ -83,6 +92,15 @@ def _max_body(env: Mapping[str, str]) -> int | None:
     return max_body
 
 
+def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
+    """The body limit ``REEL_MAX_BODY`` sets (the default without it): the
+    one limit every body is decoded to at most, read by the commands that
+    decode bodies (``reel import``, ``reel check``).  A bad value raises
+    :class:`ConfigError`."""
+    max_body = _max_body(os.environ if environ is None else environ)
+    return Limits() if max_body is None else Limits(max_body=max_body)
+
+
 def _timing(env: Mapping[str, str]) -> Timing | None:
     text = _text(env, "REEL_TIMING")
     if not text:
@@ -106,16 +124,19 @@ def _match(env: Mapping[str, str]) -> MatchMode | None:
         ) from None
 
 
+def _upstream(env: Mapping[str, str]) -> str | None:
+    text = _text(env, "REEL_UPSTREAM")
+    return check_upstream(text, "REEL_UPSTREAM") if text else None
+
+
 def _store(env: Mapping[str, str]) -> str | None:
     text = _text(env, "REEL_STORE")
     if not text:
         return None
-    scheme, sep, _ = text.partition("://")
-    if sep and scheme.lower() not in ("redis", "rediss"):
-        raise ConfigError(
-            f"REEL_STORE={text!r} is not a store: give a directory, or a redis://host:port/db "
-            "or rediss:// (TLS) URL"
-        )
+    try:
+        is_store_url(text)
+    except StoreUnavailableError as exc:
+        raise ConfigError(f"REEL_STORE: {exc}") from None
     return text
 
 
@@ -163,6 +184,24 @@ def parse_grace(text: str, name: str) -> float:
     return seconds
 
 
+def _drop_response_headers(env: Mapping[str, str]) -> tuple[str, ...]:
+    text = _text(env, "REEL_DROP_RESPONSE_HEADERS")
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    return check_drop_response_headers(names, f"REEL_DROP_RESPONSE_HEADERS={text!r}")
+
+
+def check_drop_response_headers(names: object, where: str) -> tuple[str, ...]:
+    """``names``, response headers never to store, lower-cased; a
+    :class:`ConfigError` starting with ``where`` when it is not a list of
+    header names."""
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        raise ConfigError(f"{where}: give a list of header names, like ['x-trace-id']")
+    try:
+        return Config(drop_response_headers=tuple(names)).drop_response_headers
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
 def port_from_env(environ: Mapping[str, str] | None = None) -> int | None:
     """``REEL_PORT`` (the proxy's), ``None`` when unset."""
     text = _text(os.environ if environ is None else environ, "REEL_PORT")
@@ -205,6 +244,9 @@ class Settings:
     #: ``REEL_RECORD_GRACE`` in seconds: how long a recording reads the
     #: upstream on after the client left; ``None``: the core's default.
     record_grace: float | None = None
+    #: ``REEL_DROP_RESPONSE_HEADERS`` (comma-separated): response headers
+    #: never stored, besides those Reel never stores.
+    drop_response_headers: tuple[str, ...] = ()
 
     @classmethod
     def from_env(
@@ -220,9 +262,11 @@ class Settings:
         store_prefix: str | None = None,
         max_age: float | None = None,
         record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> Settings:
         """The settings of ``environ`` (default ``os.environ``, read now).
-        A value given wins over its variable, which is then not read.
+        A value given wins over its variable, which is then not read
+        (``upstream`` is the proxy's ``--upstream``, checked as such).
         Raises :class:`ConfigError` for a bad value."""
         env = os.environ if environ is None else environ
         given_mode = mode_from_env(mode, {}) if mode else _mode(env)
@@ -232,12 +276,17 @@ class Settings:
             max_body=max_body if max_body is not None else _max_body(env),
             timing=timing if timing is not None else _timing(env),
             match=match if match is not None else _match(env),
-            upstream=upstream or env.get("REEL_UPSTREAM") or None,
+            upstream=check_upstream(upstream) if upstream else _upstream(env),
             mode_set=given_mode is not None,
             store=store or _store(env),
             store_prefix=store_prefix or _store_prefix(env),
             max_age=max_age if max_age is not None else _max_age(env),
             record_grace=record_grace if record_grace is not None else _record_grace(env),
+            drop_response_headers=(
+                check_drop_response_headers(drop_response_headers, "drop_response_headers")
+                if drop_response_headers is not None
+                else _drop_response_headers(env)
+            ),
         )
 
     def open_store(self) -> Store | None:
@@ -264,6 +313,7 @@ class Settings:
                 limits=self.limits,
                 max_age=self.max_age,
                 record_grace=RECORD_GRACE if self.record_grace is None else self.record_grace,
+                drop_response_headers=self.drop_response_headers,
             ),
             **fields,
         )

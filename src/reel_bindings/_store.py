@@ -375,7 +375,10 @@ class FileStore:
                 data = new(fd, status.st_size)
                 if data is not None:
                     if _UNLINK_HELD:
-                        atomic_write(path, data)
+                        # the file a link names is rewritten, the link kept:
+                        # renamed over the link, the data would leave the file
+                        # as it was (a redaction, say, undone where it counts)
+                        atomic_write(Path(os.path.realpath(path)), data)
                     else:  # pragma: no cover - Windows: rewritten in place, locked
                         os.ftruncate(fd, 0)
                         os.lseek(fd, 0, os.SEEK_SET)

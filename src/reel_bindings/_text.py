@@ -12,7 +12,6 @@ never an error.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from reel_core import (
     RecordedResponse,
     SSESplitter,
     answer_pieces,
+    load_json,
     looks_like_sse,
     parse_sse_event,
 )
@@ -91,8 +91,8 @@ def _objects(data: bytes) -> Iterator[tuple[Any, str | None]]:
     """The JSON objects of a body: a document (an array's items), NDJSON
     lines, or SSE data payloads."""
     try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
+        value = load_json(data)
+    except ValueError:
         value = None
     else:
         if isinstance(value, list):
@@ -107,8 +107,8 @@ def _objects(data: bytes) -> Iterator[tuple[Any, str | None]]:
             if sse.data is None or sse.data.strip() == "[DONE]":
                 continue
             try:
-                yield json.loads(sse.data), sse.event
-            except (ValueError, RecursionError):
+                yield load_json(sse.data), sse.event
+            except ValueError:
                 continue
         return
     for line in data.splitlines():
@@ -116,8 +116,8 @@ def _objects(data: bytes) -> Iterator[tuple[Any, str | None]]:
         if not line:
             continue
         try:
-            yield json.loads(line), None
-        except (ValueError, RecursionError):
+            yield load_json(line), None
+        except ValueError:
             continue
 
 
@@ -135,8 +135,8 @@ def assemble(response: RecordedResponse) -> Assembled:
             if sse.data is None or sse.data.strip() == "[DONE]":
                 continue
             try:
-                obj = json.loads(sse.data)
-            except (ValueError, RecursionError):
+                obj = load_json(sse.data)
+            except ValueError:
                 continue
             pieces = answer_pieces(obj, sse.event)
             if pieces is not None:
@@ -158,8 +158,8 @@ def frame_text(frame: bytes, stream: str) -> FrameText:
         if payload is None:  # a comment or a lone event name: show it as it is
             return FrameText("data", frame.decode("utf-8", "replace").strip(), event)
         try:
-            obj = json.loads(payload)
-        except (ValueError, RecursionError):
+            obj = load_json(payload)
+        except ValueError:
             return FrameText("data", payload, event)
         pieces = answer_pieces(obj, event)
         described = None if pieces is None else _describe(pieces, event, obj)

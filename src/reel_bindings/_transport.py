@@ -11,14 +11,13 @@ import functools
 import os
 import sys
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import anyio
-
 from reel_core import (
     Cut,
+    Forward,
     MatchConfig,
     Mode,
     Redactor,
@@ -27,10 +26,11 @@ from reel_core import (
     ResponseHead,
     Timing,
     UpstreamError,
+    accept_encoding,
 )
 
 from ._files import CassetteFile
-from ._inprocess import IN_PROCESS_HINT, Binding, Decision
+from ._inprocess import IN_PROCESS_HINT, Binding, Decision, given_upstream
 from ._per_process import PerProcess
 from ._proxy_env import environment_proxies, proxy_for
 from ._relay import Failure
@@ -41,8 +41,10 @@ __all__ = [
     "async_stream",
     "core_request",
     "cut_error",
+    "decodable",
     "family_of",
     "relayed",
+    "routed",
     "ssl_context",
     "sync_stream",
 ]
@@ -90,6 +92,7 @@ _Pairs = tuple[tuple[bytes, bytes], ...]
 
 
 if TYPE_CHECKING:
+    import anyio
     import httpx
     import httpx2
 
@@ -184,6 +187,8 @@ def _streams(family: ModuleType) -> tuple[type, type]:
             # may read on for the grace, on a pool the transport then closes.
             # A read under way in another task (cancelled, reading on for
             # the grace) ends first: the generator cannot be closed under it.
+            import anyio  # here: a sync program never loads it
+
             if self._closed is not None:
                 await self._closed.wait()
                 return
@@ -351,8 +356,39 @@ def _checked_template(
     return template if alike else None
 
 
+def decodable(request: Any) -> Any:
+    """``request`` as it goes upstream: its ``accept-encoding`` cut to the
+    codings this install decodes (the core's :func:`reel_core.accept_encoding`;
+    no body is stored in one Reel cannot read).  Changed in place: the
+    client's ``response.request`` shows what was sent."""
+    value = request.headers.get("accept-encoding")
+    if value is not None:
+        wanted = accept_encoding(value.encode("latin-1")).decode("latin-1")
+        if wanted != value:
+            request.headers["accept-encoding"] = wanted
+    return request
+
+
 def core_request(request: Any, body: bytes) -> Request:
     return Request(request.method, request.url.raw_path.decode("ascii"), request.headers.raw, body)
+
+
+def routed(family: ModuleType, request: Any, forward: Forward) -> Any:
+    """``request`` as it goes upstream: itself, or, when the binding was
+    given an upstream base URL (``forward.url`` is set), a copy sent there,
+    its ``Host`` that of the new URL."""
+    if forward.url is None:
+        return request
+    url = family.URL(forward.url)
+    headers = [(b"Host", url.netloc)]
+    headers += [(k, v) for k, v in request.headers.raw if k.lower() != b"host"]
+    return family.Request(
+        request.method,
+        url,
+        headers=headers,
+        stream=request.stream,
+        extensions=request.extensions,
+    )
 
 
 def cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
@@ -393,7 +429,17 @@ class Base(Binding):
         store: Store | str | None = None,
         max_age: float | str | None = None,
         record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> None:
+        # a sync transport forwards through a sync pool, an async one an async one
+        sync = self._process_pools
+        base, pool = given_upstream(
+            upstream,
+            "an httpx transport (httpx.HTTPTransport(...))"
+            if sync
+            else "an httpx async transport (httpx.AsyncHTTPTransport(...))",
+            hasattr(upstream, "handle_request" if sync else "handle_async_request"),
+        )
         super().__init__(
             cassette,
             mode=mode,
@@ -406,13 +452,15 @@ class Base(Binding):
             store=store,
             max_age=max_age,
             record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
+            upstream=base,
         )
         #: The pools forwards go through, by client family and proxy URL
-        #: (``""``: direct); an ``upstream`` given serves its family always.
+        #: (``""``: direct); an ``upstream`` pool given serves its family always.
         self._upstreams: dict[tuple[str, str], Any] = {}
         self._given: dict[str, Any] = {}
-        if upstream is not None:
-            self._given[type(upstream).__module__.partition(".")[0]] = upstream
+        if pool is not None:
+            self._given[type(pool).__module__.partition(".")[0]] = pool
         self._proxies = environment_proxies()
         #: The bodies of the forwarded responses not yet garbage: closing
         #: the transport closes those still open (see ``close``).

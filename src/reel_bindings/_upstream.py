@@ -35,7 +35,7 @@ import anyio.abc
 import anyio.streams.tls
 import h11
 
-from reel_core import HOP_BY_HOP, Request, UpstreamError
+from reel_core import HOP_BY_HOP, Request, UpstreamError, accept_encoding, shown_url
 
 from ._failures import CONNECT_CAUSES, Rule, classify
 from ._proxy_env import environment_proxies, proxy_for
@@ -71,10 +71,15 @@ class UpstreamFailure(Exception):
 
 def forward_headers(request: Request, url: str) -> list[tuple[bytes, bytes]]:
     """The request's headers as sent upstream: credentials intact, one-hop
-    and ``x-reel-*`` headers dropped, ``host`` and ``content-length`` set."""
+    and ``x-reel-*`` headers dropped, ``host`` and ``content-length`` set,
+    ``accept-encoding`` cut to the codings this install decodes (the core's
+    :func:`reel_core.accept_encoding`: no body is stored in one Reel
+    cannot read)."""
     headers = [(b"host", _host(url))]
     headers += [
-        (k, v) for k, v in request.headers if k not in _DROP and not k.startswith(b"x-reel-")
+        (k, accept_encoding(v) if k == b"accept-encoding" else v)
+        for k, v in request.headers
+        if k not in _DROP and not k.startswith(b"x-reel-")
     ]
     if request.body or request.method in ("POST", "PUT", "PATCH"):
         headers.append((b"content-length", str(len(request.body)).encode()))
@@ -96,7 +101,7 @@ _Origin = tuple[str, str, int]
 def _host(url: str) -> bytes:
     """The ``host`` header for ``url`` (remembered: a proxy forwards to
     the same few URLs over and over)."""
-    return urlsplit(url).netloc.encode("ascii")
+    return urlsplit(url).netloc.rpartition("@")[2].encode("ascii")  # never the userinfo
 
 
 @functools.lru_cache(maxsize=1024)
@@ -106,11 +111,11 @@ def _origin(url: str) -> tuple[_Origin, str]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
-        raise UpstreamFailure(UpstreamError.PROTOCOL, f"not an http(s) URL: {url}")
+        raise UpstreamFailure(UpstreamError.PROTOCOL, f"not an http(s) URL: {shown_url(url)}")
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:  # a port that is not a number
-        raise UpstreamFailure(UpstreamError.PROTOCOL, f"bad port in {url}") from None
+        raise UpstreamFailure(UpstreamError.PROTOCOL, f"bad port in {shown_url(url)}") from None
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return (scheme, parts.hostname, port), target
 
@@ -148,10 +153,10 @@ class _Proxy:
         if parts.scheme.lower() != "http" or not parts.hostname:
             raise UpstreamFailure(
                 UpstreamError.PROTOCOL,
-                f"the proxy {_safe(url)} is not an http:// proxy, the only kind the proxy's "
+                f"the proxy {shown_url(url)} is not an http:// proxy, the only kind the proxy's "
                 "upstream client speaks; point HTTPS_PROXY/HTTP_PROXY at one",
             )
-        self.url = _safe(url)
+        self.url = shown_url(url)
         self.host = parts.hostname
         try:
             self.port = parts.port or 80
@@ -162,13 +167,6 @@ class _Proxy:
             secret = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
             token = base64.b64encode(secret.encode("utf-8")).decode("ascii")
             self.headers.append((b"proxy-authorization", f"Basic {token}".encode("ascii")))
-
-
-def _safe(url: str) -> str:
-    """``url`` without its credentials (it is logged and answered)."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    netloc = parts.netloc.rpartition("@")[2]
-    return f"{parts.scheme}://{netloc}"
 
 
 def _readable(sock: socket.socket) -> Callable[[], bool]:

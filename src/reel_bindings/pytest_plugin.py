@@ -60,10 +60,11 @@ DEFAULT_TIMING = "fast"
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
     "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None, "
-    "record_grace=None): record/replay "
-    "this test's "
-    "LLM API traffic with Reel (the `reel` fixture gives the cassette; proxy=True starts a "
-    "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it)"
+    "record_grace=None, drop_response_headers=None, allow_misses=None): record/replay "
+    "this test's LLM API traffic with Reel (the `reel` fixture gives the cassette; "
+    "proxy=True starts a "
+    "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it; "
+    "allow_misses=True: a miss does not fail the test)"
 )
 
 _MARKER_KEYS = frozenset(
@@ -79,6 +80,8 @@ _MARKER_KEYS = frozenset(
         "record_on",
         "max_age",
         "record_grace",
+        "drop_response_headers",
+        "allow_misses",
     )
 )
 #: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
@@ -177,6 +180,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail the run when a stale recording was served (replay mode)",
     )
     parser.addini(
+        "reel_allow_misses",
+        help="true: a miss does not fail the test that served it (default false: it does, "
+        "even when the code under test handled the 404); the marker's allow_misses= wins",
+        default="",
+    )
+    parser.addini(
         "reel_max_age",
         help="how old a recording may be (7d...); $REEL_MAX_AGE and --reel-max-age win over it",
         default="",
@@ -206,6 +215,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _global_mode(config)
     _global_timing(config)
     _global_record_on(config)
+    _global_allow_misses(config)
     _run_max_age(config)
     _run_store(config)  # a Redis server that is down stops the run here, named
 
@@ -243,10 +253,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if target:
         import json
 
+        from reel_bindings._store import atomic_write
         from reel_core import CassetteTally, report_json
 
         report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
-        Path(target).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
+        # renamed into place: never written through a link, never half written
+        atomic_write(Path(target), (json.dumps(report, indent=2) + "\n").encode("utf-8"))
     if _strict_age_failed(config) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -291,16 +303,30 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     try:
         result = yield
     except BaseException:
-        cassette = item.stash.get(_CASSETTE_KEY, None)
-        report = cassette._take_misses() if cassette is not None else None
-        if report:
-            item.add_report_section("call", "reel misses", report)
+        _check_misses(item, "call", failed=True)
         raise
+    _check_misses(item, "call", failed=False)
+    return result
+
+
+def _check_misses(item: pytest.Item, when: str, *, failed: bool) -> None:
+    """The one check of a test's misses: every miss any binding of its
+    cassette served (in-process transports, adapters and SDK clients, the
+    per-test proxy; HTTP requests and WebSocket sessions) and not reported
+    yet fails the test with the report, even when the test itself passed:
+    the code under test may have swallowed the 404 (a fallback model, a
+    retry, a friendly message).  Called after the test's call and at the
+    ``reel`` fixture's teardown.  When the test already ``failed``, or
+    misses are allowed (``allow_misses``), the report is added to the
+    phase's output instead."""
     cassette = item.stash.get(_CASSETTE_KEY, None)
     report = cassette._take_misses() if cassette is not None else None
-    if report:
-        pytest.fail(report, pytrace=False)
-    return result
+    if report is None:
+        return
+    if failed or cassette is None or cassette.allow_misses:
+        item.add_report_section(when, "reel misses", report)
+        return
+    pytest.fail(report, pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -352,9 +378,7 @@ def reel(request: pytest.FixtureRequest) -> Iterator[ReelCassette]:
     try:
         yield cassette
         cassette._close()
-        report = cassette._take_misses()  # misses of fixtures, after the call was checked
-        if report:
-            pytest.fail(report, pytrace=False)
+        _check_misses(item, "teardown", failed=False)  # of fixtures, after the call's check
         keep = _passed(item)
     finally:
         del item.stash[_CASSETTE_KEY]  # items live all session: let the cassette go
@@ -440,6 +464,13 @@ class ReelCassette:
         #: marker's ``record_grace=``); ``None``: ``$REEL_RECORD_GRACE``,
         #: else the core's default.
         self.record_grace: float | None = None
+        #: Response headers this test's recordings never store (the
+        #: marker's, else ``$REEL_DROP_RESPONSE_HEADERS``); ``None``: the
+        #: environment's.
+        self.drop_response_headers: tuple[str, ...] | None = None
+        #: A miss does not fail this test (the marker's ``allow_misses=``,
+        #: else the ``reel_allow_misses`` ini option); it is still reported.
+        self.allow_misses = False
 
     def __repr__(self) -> str:
         return f"<ReelCassette {str(self.path)!r} mode={self.mode.value} timing={self.timing}>"
@@ -543,7 +574,12 @@ class ReelCassette:
         from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
-        config = Settings.from_env(mode=self.mode, record_grace=self.record_grace).config(
+        settings = Settings.from_env(
+            mode=self.mode,
+            record_grace=self.record_grace,
+            drop_response_headers=self.drop_response_headers,
+        )
+        config = settings.config(
             max_age=self.max_age,
             match=self.match,
             timing=self.timing,
@@ -606,10 +642,12 @@ class ReelCassette:
         if sessions:
             what.append(f"{len(sessions)} WebSocket session{'' if len(sessions) == 1 else 's'}")
         head = (
-            f"Reel: {' and '.join(what)} missed cassette {self.display} "
-            f"(mode {self.mode.value}). A miss fails the test even when the code under "
-            "test handled the error."
+            f"Reel: {' and '.join(what)} missed cassette {self.display} (mode {self.mode.value})."
         )
+        if self.allow_misses:
+            head += " Misses are allowed for this test (allow_misses): it is not failed."
+        else:
+            head += " A miss fails the test even when the code under test handled the error."
         body = [m.render() for m in new] + [m.render() for m in sessions]
         if sessions:  # auto mode would replay the same upgrade: only record refreshes it
             body.append(
@@ -630,6 +668,7 @@ class ReelCassette:
         kwargs.setdefault("repeat", self.repeat)
         kwargs.setdefault("max_age", self.max_age)
         kwargs.setdefault("record_grace", self.record_grace)
+        kwargs.setdefault("drop_response_headers", self.drop_response_headers)
         # the miss hint is the test's: the player's config is built with it
         return {"mode": self.mode, **kwargs, "hint": self.hint}
 
@@ -722,7 +761,7 @@ class ReelCassette:
         repeat = settings.get("repeat")
         if repeat is not None and not isinstance(repeat, bool):
             _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
-        upstream = settings.get("upstream") or _run_settings(item.config).upstream
+        upstream = _test_upstream(settings.get("upstream")) or _run_settings(item.config).upstream
         store: Store | None = _run_store(item.config)
         if store is None:
             store, name = FileStore(), str(path)
@@ -736,6 +775,7 @@ class ReelCassette:
                 )
         record_on = _test_record_on(item.config, settings.get("record_on"))
         max_age = _test_max_age(item.config, settings.get("max_age"))
+        drop = _test_drop_response_headers(settings.get("drop_response_headers"))
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
@@ -765,7 +805,7 @@ class ReelCassette:
                 repeat=repeat,
                 upstream=upstream,
                 file=file,
-                hint=_hint(item, _display(item.config, path), exists=store.exists(name)),
+                hint=_hint(item, _display(item.config, path), exists=store.exists(name), name=name),
                 display=_display(item.config, path),
                 stack=contextlib.ExitStack(),
                 first_token=token if mode is Mode.RECORD and not refreshed else None,
@@ -773,6 +813,8 @@ class ReelCassette:
             cassette._test = item.nodeid
             cassette.max_age = max_age
             cassette.record_grace = _test_record_grace(settings.get("record_grace"))
+            cassette.drop_response_headers = drop
+            cassette.allow_misses = _allow_misses(item.config, settings.get("allow_misses"))
             cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
             cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
@@ -907,6 +949,19 @@ def _run_max_age(config: pytest.Config) -> float | None:
         raise pytest.UsageError(f"reel_max_age = {value!r}: {exc}") from None
 
 
+def _test_drop_response_headers(marker: object) -> tuple[str, ...] | None:
+    """The marker's drop_response_headers=, checked (``None``: unset)."""
+    from reel_bindings._settings import check_drop_response_headers
+    from reel_core import ConfigError
+
+    if marker is None:
+        return None
+    try:
+        return check_drop_response_headers(marker, "drop_response_headers=")
+    except ConfigError as exc:
+        _marker_error(str(exc))
+
+
 def _test_max_age(config: pytest.Config, marker: object) -> float | None:
     """The marker's max_age=, then the run's (a test's own need wins)."""
     from reel_core import ConfigError, parse_duration
@@ -935,6 +990,49 @@ def _test_record_grace(marker: object) -> float | None:
         return parse_grace(str(marker), "record_grace")
     except ConfigError as exc:
         _marker_error(str(exc))
+
+
+def _test_upstream(marker: object) -> str | None:
+    """The marker's upstream=, checked (``None``: unset)."""
+    from reel_core import ConfigError, check_upstream
+
+    if marker is None:
+        return None
+    if not isinstance(marker, str):
+        _marker_error(
+            f"upstream= takes a base URL such as 'https://api.openai.com', not {marker!r}"
+        )
+    try:
+        return check_upstream(marker, "upstream=")
+    except ConfigError as exc:
+        _marker_error(str(exc))
+
+
+#: The values of a yes/no ini option (as pytest's own ``bool`` ini reads them).
+_TRUTH = dict.fromkeys(("true", "1", "yes", "on"), True) | dict.fromkeys(
+    ("false", "0", "no", "off", ""), False
+)
+
+
+def _global_allow_misses(config: pytest.Config) -> bool:
+    """The ``reel_allow_misses`` ini option, checked (default false)."""
+    value = str(config.getini("reel_allow_misses") or "").strip()
+    allowed = _TRUTH.get(value.lower())
+    if allowed is None:
+        raise pytest.UsageError(
+            f"reel_allow_misses = {value!r}: use true or false "
+            "(true: a miss does not fail the test that served it)"
+        )
+    return allowed
+
+
+def _allow_misses(config: pytest.Config, marker: object) -> bool:
+    """The marker's allow_misses=, then the ``reel_allow_misses`` ini option."""
+    if marker is None:
+        return _global_allow_misses(config)
+    if not isinstance(marker, bool):
+        _marker_error(f"allow_misses= takes True or False, not {marker!r}")
+    return marker
 
 
 def _global_record_on(config: pytest.Config) -> str | None:
@@ -1045,14 +1143,33 @@ def _display(config: pytest.Config, path: Path) -> str:
         return str(path)
 
 
-def _hint(item: pytest.Item, path: str, *, exists: bool) -> str:
-    command = f"pytest {shlex.quote(item.nodeid)} --reel-mode"
+def _hint(item: pytest.Item, path: str, *, exists: bool, name: str) -> str:
+    """How to record a test's misses: the command keeps the run's store (a
+    ``--reel-store`` given is given again; ``$REEL_STORE`` and the ini
+    option are read again), and a missing cassette is named where it is."""
+    where, flag = _store_advice(item.config)
+    command = f"pytest {shlex.quote(item.nodeid)}{flag} --reel-mode"
     if not exists:
-        return f"the cassette {path} does not exist yet; record it with `{command} record`"
+        missing = path if not where else f"{name} in the store {where}"
+        return f"the cassette {missing} does not exist yet; record it with `{command} record`"
     return (
         f"run `{command} auto` to record what is missing "
         f"(or `{command} record` to re-record the whole cassette)"
     )
+
+
+def _store_advice(config: pytest.Config) -> tuple[str, str]:
+    """The run's store as a hint names it (``""``: files by path), and the
+    ``--reel-store`` its command needs (``""`` unless the flag named it).
+    A URL's user and password are left out: a hint is printed and logged."""
+    flag = str(config.getoption("reel_store", None) or "").strip()
+    text = flag or os.environ.get("REEL_STORE", "").strip() or str(config.getini("reel_store"))
+    if _run_store(config) is None or not text.strip():
+        return "", ""
+    scheme, sep, rest = text.strip().partition("://")
+    netloc, slash, tail = rest.partition("/")
+    shown = f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{tail}" if sep else text.strip()
+    return shown, f" --reel-store {shlex.quote(shown)}" if flag else ""
 
 
 # -- one refresh per cassette per run, across xdist workers -----------------------

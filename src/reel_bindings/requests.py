@@ -22,7 +22,7 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,11 +41,12 @@ from reel_core import (
 
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import IN_PROCESS_HINT, Binding, Upstreaming
+from ._inprocess import IN_PROCESS_HINT, Binding, Upstreaming, given_upstream
 from ._per_process import PerProcess
 from ._store import Store
 from ._sync.relay import relay
 from ._sync.replay import frames
+from ._transport import decodable
 
 try:
     import requests
@@ -203,6 +204,21 @@ class _RelayRaw:
         self._raw.close()
 
 
+def _fields(headers: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Replayed headers as requests shows a live response's: a name once,
+    the values of a repeated one (two ``link`` headers, ``vary``) joined
+    with ``", "`` in their order, as urllib3 joins them.  (The core hands
+    them out lower-cased.)"""
+    fields = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
+    if len(fields) == len(headers):  # nearly every response: no name twice
+        return fields
+    fields = {}
+    for k, v in headers:
+        name, value = k.decode("latin-1"), v.decode("latin-1")
+        fields[name] = f"{fields[name]}, {value}" if name in fields else value
+    return fields
+
+
 class Adapter(Binding, BaseAdapter):
     """A ``requests`` transport adapter backed by a cassette."""
 
@@ -216,12 +232,18 @@ class Adapter(Binding, BaseAdapter):
         repeat: bool | None = None,
         strict: bool = False,
         redactor: Redactor | None = None,
-        upstream: HTTPAdapter | None = None,
+        upstream: str | BaseAdapter | None = None,
         hint: str = IN_PROCESS_HINT,
         store: Store | str | None = None,
         max_age: float | str | None = None,
         record_grace: float | None = None,
+        drop_response_headers: Sequence[str] | None = None,
     ) -> None:
+        base, pool = given_upstream(
+            upstream,
+            "a requests adapter (requests.adapters.HTTPAdapter()) to forward through",
+            isinstance(upstream, BaseAdapter),
+        )
         super().__init__(
             cassette,
             mode=mode,
@@ -234,8 +256,10 @@ class Adapter(Binding, BaseAdapter):
             store=store,
             max_age=max_age,
             record_grace=record_grace,
+            drop_response_headers=drop_response_headers,
+            upstream=base,
         )
-        self._upstream = upstream
+        self._upstream = pool if isinstance(pool, BaseAdapter) else None
 
     def send(
         self,
@@ -269,9 +293,7 @@ class Adapter(Binding, BaseAdapter):
         self._check(decision)
         response = requests.Response()
         response.status_code = decision.head.status
-        response.headers = CaseInsensitiveDict(
-            {k.decode("latin-1"): v.decode("latin-1") for k, v in decision.head.headers}
-        )
+        response.headers = CaseInsensitiveDict(_fields(decision.head.headers))
         response.encoding = get_encoding_from_headers(response.headers)
         response.raw = _ReplayRaw(replay_schedule(decision.events), time.monotonic())
         response.reason = ""
@@ -293,9 +315,18 @@ class Adapter(Binding, BaseAdapter):
         proxies: Mapping[str, str] | None,
     ) -> requests.Response:
         upstream = self._upstream if self._upstream is not None else process_adapter()
+        if feed.forward.url is not None:  # an upstream base URL given: sent there
+            request = request.copy()
+            request.url = feed.forward.url
+            request.headers.pop("Host", None)
         try:
             response = upstream.send(
-                request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies
+                decodable(request),
+                stream=True,
+                timeout=timeout,
+                verify=verify,
+                cert=cert,
+                proxies=proxies,
             )
         except (requests.RequestException, OSError) as exc:
             feed.error(_failure(exc), str(exc))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import typing as _typing
 
-from ._body import ContentDecoder, decode_body, decode_content, encode_body
+from ._body import ContentDecoder, decode_body, encode_body
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
@@ -28,7 +28,8 @@ from ._codec import (
     not_a_cassette,
     read_line,
 )
-from ._config import RECORD_GRACE, Config, Mode
+from ._config import RECORD_GRACE, Config, Mode, check_upstream
+from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
 from ._duration import parse_duration
 from ._engine import Engine, PendingRecording
 from ._errors import (
@@ -55,7 +56,8 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import record_exchange
-from ._http import HOP_BY_HOP, Limits, Request
+from ._headers import keep_response_header
+from ._http import HOP_BY_HOP, MISS_HEADER, Limits, Request
 from ._interaction import (
     Interaction,
     RecordedRequest,
@@ -68,10 +70,12 @@ from ._interaction import (
 from ._literals import exchange_redactor
 from ._match import FieldDiff, MatchConfig, MatchMode, match_key
 from ._meta import CassetteMeta
+from ._nesting import MAX_DEPTH, TooDeep, load_json
 from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
-from ._redact import Redactor, is_credential_name, keep_response_header
+from ._redact import Redactor, is_credential_name
 from ._schedule import Step, replay_schedule
 from ._sent import sent_digest
+from ._shown_url import scrub_url_secrets, shown_url
 from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
@@ -124,6 +128,8 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
 __all__ = [
     "CLOSE_MISMATCH",
     "HOP_BY_HOP",
+    "MAX_DEPTH",
+    "MISS_HEADER",
     "PRICES_CHECKED",
     "PROVIDERS",
     "RECORD_GRACE",
@@ -142,6 +148,7 @@ __all__ = [
     "ContentDecoder",
     "Continue",
     "Cut",
+    "DecodeError",
     "DecodedLine",
     "DecodedLines",
     "Drift",
@@ -192,6 +199,7 @@ __all__ = [
     "StreamCut",
     "Timing",
     "TimingMode",
+    "TooDeep",
     "UiConfig",
     "UiRequest",
     "UiResource",
@@ -210,10 +218,13 @@ __all__ = [
     "WebSocketSignal",
     "WebSocketStep",
     "__version__",
+    "accept_encoding",
     "answer_pieces",
     "body_diff",
+    "check_upstream",
     "compact",
     "cost_usd",
+    "decodable_codings",
     "decode_body",
     "decode_content",
     "decode_lines",
@@ -236,6 +247,7 @@ __all__ = [
     "is_sse_stream",
     "keep_response_header",
     "lines_drift",
+    "load_json",
     "looks_like_sse",
     "match_key",
     "merge_tallies",
@@ -253,9 +265,11 @@ __all__ = [
     "resolve_model",
     "response_shape",
     "safe_cassette_name",
+    "scrub_url_secrets",
     "sent_digest",
     "shape_changes",
     "shorten",
+    "shown_url",
     "sniff_format",
     "staleness",
     "start_of",

@@ -1,4 +1,4 @@
-"""How bodies are stored, and how encoded response bodies are decoded.
+"""How bodies are stored, and how encoded request bodies are read.
 
 A stored body is JSON when the bytes are JSON, text when they are UTF-8, and
 base64 otherwise.  JSON is stored as a JSON value *and* a ``style`` that
@@ -14,17 +14,17 @@ import binascii
 import functools
 import json
 import math
-import zlib
 from json.encoder import encode_basestring, encode_basestring_ascii
-from typing import Any, Protocol
+from typing import Any
 
+from ._decode import StreamDecoder, codings_of, decode_content
 from ._errors import ConfigError
+from ._nesting import load_json
 
 __all__ = [
     "ContentDecoder",
     "cheap_body",
     "decode_body",
-    "decode_content",
     "decode_request_body",
     "encode_body",
     "parse_json",
@@ -155,8 +155,8 @@ def parse_json(data: bytes) -> tuple[bool, Any]:
     if head not in (b"{", b"[") and data.lstrip()[:1] not in (b"{", b"["):
         return False, None
     try:
-        return True, json.loads(data)
-    except (ValueError, RecursionError):
+        return True, load_json(data)
+    except ValueError:  # not JSON, or nested deeper than Reel reads: kept as text
         return False, None
 
 
@@ -254,122 +254,38 @@ def decode_body(stored: object) -> bytes:
     raise ValueError('a body needs one of "json", "text" or "base64"')
 
 
-class _Decompressor(Protocol):
-    def process(self, data: bytes) -> bytes: ...
-
-
 class ContentDecoder:
-    """Incremental decoder of one ``content-encoding`` (gzip, deflate, br).
+    """Incremental decoder of a ``content-encoding`` value (gzip, deflate,
+    br, zstd, or a list of them), for a client reading its own answer: no
+    limit.  Storage decodes through :func:`~reel_core._decode.decode_chunks`
+    (bounded) instead.
 
-    ``decodes`` is false for identity and for encodings this install cannot
-    decode (br without the optional ``brotli`` package): the bytes are then
-    passed through and the header kept, so replay stays faithful.
+    ``decodes`` is false for identity and for codings this install cannot
+    decode: the bytes are then passed through and the header kept.
     """
 
     def __init__(self, encoding: str) -> None:
         self.encoding = encoding.strip().lower()
-        self._zlib: Any = None
-        self._brotli: _Decompressor | None = None
-        self._deflate_sniffed = False
-        if self.encoding in ("gzip", "x-gzip"):
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        elif self.encoding == "deflate":
-            self._zlib = zlib.decompressobj()
-        elif self.encoding == "br":
-            self._brotli = _brotli_decompressor()
-        self.decodes = self._zlib is not None or self._brotli is not None
+        self._codings = codings_of(self.encoding)
+        self._stream = StreamDecoder(self._codings)
+        self.decodes = self._stream.decodes
 
     def decode(self, data: bytes) -> bytes:
         """Decode the next chunk.  Raises ``ValueError`` on corrupt data."""
-        if self._brotli is not None:
-            try:
-                return self._brotli.process(data)
-            except Exception as exc:  # brotli raises its own error type
-                raise ValueError(f"corrupt br body: {exc}") from None
-        if self._zlib is None:
-            return data
-        if self.encoding == "deflate" and not self._deflate_sniffed and data:
-            self._sniff(data)
-        try:
-            return bytes(self._zlib.decompress(data))
-        except zlib.error as exc:
-            raise ValueError(f"corrupt {self.encoding} body: {exc}") from None
+        return self._stream.decode(data) if self.decodes else data
 
     def decode_whole(self, data: bytes, limit: int) -> bytes:
         """Decode a whole body, never holding more than ``limit`` decoded
-        bytes (a small compressed body can expand a thousandfold).  Raises
-        ``ValueError`` on corrupt or truncated data and on output over
-        ``limit``."""
-        if self._brotli is not None:
-            return self._brotli_whole(data, limit)
-        if self._zlib is None or not data:
+        bytes.  Raises ``ValueError`` on corrupt or truncated data and on
+        output over ``limit``."""
+        if not self.decodes:
             return data
-        if self.encoding == "deflate" and not self._deflate_sniffed:
-            self._sniff(data)
-        out: list[bytes] = []
-        size = 0
-        pending = data
-        while True:
-            try:
-                chunk = self._zlib.decompress(pending, limit - size + 1)
-            except zlib.error as exc:
-                raise ValueError(f"corrupt {self.encoding} body: {exc}") from None
-            size += len(chunk)
-            if size > limit:
-                raise ValueError(f"{self.encoding} body decodes to over {limit} bytes")
-            out.append(chunk)
-            # all input is consumed: output stops short of the limit only then
-            if not self._zlib.eof:
-                raise ValueError(f"truncated {self.encoding} body")
-            pending = self._zlib.unused_data
-            if not pending:
-                return b"".join(out)
-            if self.encoding == "deflate":
-                raise ValueError(f"corrupt {self.encoding} body: bytes after its end")
-            # another gzip member (concatenated members are one gzip body)
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
-
-    def _sniff(self, data: bytes) -> None:
-        # "deflate" is zlib-wrapped by the spec, raw in some servers.
-        self._deflate_sniffed = True
-        if data[0] & 0x0F != 8:
-            self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-
-    def _brotli_whole(self, data: bytes, limit: int) -> bytes:
-        assert self._brotli is not None
-        out: list[bytes] = []
-        size = 0
-        # in small pieces: each piece's output is checked against the limit
-        for start in range(0, len(data), 256):
-            chunk = self.decode(data[start : start + 256])
-            size += len(chunk)
-            if size > limit:
-                raise ValueError(f"{self.encoding} body decodes to over {limit} bytes")
-            out.append(chunk)
-        finished = getattr(self._brotli, "is_finished", None)
-        if finished is not None and not finished():
-            raise ValueError(f"truncated {self.encoding} body")
-        return b"".join(out)
+        return decode_content(data, self._codings, limit)
 
     def flush(self) -> bytes:
-        if self._zlib is None:
-            return b""
-        try:
-            return bytes(self._zlib.flush())
-        except zlib.error as exc:  # pragma: no cover - zlib flush rarely fails
-            raise ValueError(f"corrupt {self.encoding} body: {exc}") from None
-
-
-def _brotli_decompressor() -> _Decompressor | None:
-    try:
-        import brotli
-    except ImportError:
-        try:
-            import brotlicffi as brotli
-        except ImportError:
-            return None
-    decompressor: _Decompressor = brotli.Decompressor()
-    return decompressor
+        """The end of the body (what is still held: nothing, each chunk's
+        output is handed out whole)."""
+        return b""
 
 
 def check_style(style: str) -> None:
@@ -378,21 +294,6 @@ def check_style(style: str) -> None:
         _dumps(None, style)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-
-
-def decode_content(data: bytes, encoding: str, limit: int) -> bytes:
-    """``data`` decoded from the ``content-encoding`` value ``encoding``
-    (codings applied in the order listed, so undone last first), at most
-    ``limit`` bytes.  Raises ``ValueError`` saying why it cannot: a coding
-    this install cannot decode, corrupt or truncated data, too much output."""
-    codings = [c.strip().lower() for c in encoding.split(",")]
-    for coding in reversed([c for c in codings if c and c != "identity"]):
-        decoder = ContentDecoder(coding)
-        if not decoder.decodes:
-            hint = " (install the brotli package)" if coding == "br" else ""
-            raise ValueError(f"cannot decode content-encoding {coding!r}{hint}")
-        data = decoder.decode_whole(data, limit)
-    return data
 
 
 def decode_request_body(
@@ -407,9 +308,7 @@ def decode_request_body(
     as they are, with no encoding."""
     if not data or encoding is None:
         return data, None, None
-    text = encoding.decode("latin-1")
-    codings = [c.strip().lower() for c in text.split(",")]
-    codings = [c for c in codings if c and c != "identity"]
+    codings = codings_of(encoding)
     if not codings:
         return data, None, None
     name = ", ".join(codings)

@@ -22,7 +22,6 @@ a line is parsed the first time it is used.
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -31,6 +30,7 @@ from typing import NamedTuple
 from ._errors import CassetteError, SchemaVersionError
 from ._interaction import Interaction, format_timestamp, interaction_from_json, interaction_line
 from ._meta import CassetteMeta, meta_from_json, meta_line
+from ._nesting import LINE_DEPTH, load_json
 
 __all__ = [
     "KEY_PREFIX",
@@ -117,13 +117,13 @@ def read_line(raw: bytes) -> Interaction:
     """Parse one interaction line; ``ValueError`` says what is wrong (what
     every reader of cassettes reports for a bad line)."""
     try:
-        obj = json.loads(raw)
+        obj = load_json(raw, limit=LINE_DEPTH)
     except UnicodeDecodeError as exc:
         raise ValueError(
             f"not UTF-8 at byte {exc.start + 1} of the line (0x{raw[exc.start]:02x}): "
             "re-save the file as UTF-8"
         ) from None
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         raise ValueError(f"not a JSON line ({exc})") from None
     if isinstance(obj, dict) and "_meta" in obj:
         raise ValueError("a _meta line must be the first line")
@@ -205,8 +205,8 @@ def decode_head(data: bytes, name: str) -> Head:
     if not is_meta_line(data[pos:first_end]):
         return Head(None, pos, 0)
     try:
-        obj = json.loads(data[pos:first_end])
-    except (ValueError, RecursionError) as exc:
+        obj = load_json(data[pos:first_end])
+    except ValueError as exc:
         raise CassetteError(name, 1, f"the _meta line is not JSON ({exc})") from None
     return Head(meta_from_json(obj, name), first_end + 1, 1)
 
@@ -377,8 +377,8 @@ def decode_lines(
     has_meta = is_meta_line(raw_lines[0])
     if has_meta:
         try:
-            meta = meta_from_json(json.loads(raw_lines[0]), name)
-        except (ValueError, RecursionError) as exc:
+            meta = meta_from_json(load_json(raw_lines[0]), name)
+        except ValueError as exc:
             meta_error = f"the _meta line is not JSON ({exc})"
         except CassetteError as exc:
             meta_error = exc.reason

@@ -41,14 +41,15 @@ from ._events import (
     Signal,
     UiRequest,
 )
-from ._exchange import new_recorder, plain_request, record_request
-from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
+from ._exchange import new_recorder, plain_request
+from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
 from ._memo import KeyMemo
 from ._providers import route
 from ._redact import Redactor
 from ._sent import DEFAULT, literals_absent, sent_digest, writes_sent
+from ._shown_url import shown_url
 from ._state import Input, State, transition
 from ._upstream import UpstreamError
 
@@ -73,12 +74,19 @@ _REPLAYS_KEPT = 4096
 _ENDED_AT_ONCE = EndOfResponse(0.0)
 
 
-def json_response(status: int, body: bytes, *, head_only: bool = False) -> tuple[Event, ...]:
-    """The events of a JSON answer of Reel's own."""
-    headers = (_JSON, (b"content-length", str(len(body)).encode()))
+def json_response(
+    status: int, body: bytes, *, head_only: bool = False, extra: Headers = ()
+) -> tuple[Event, ...]:
+    """The events of a JSON answer of Reel's own (``extra``: headers after
+    its own)."""
+    headers = (_JSON, (b"content-length", str(len(body)).encode()), *extra)
     if head_only:  # the answer to a HEAD request has no body
         return ResponseHead(status, headers), EndOfResponse(0.0)
     return ResponseHead(status, headers), Frame(body, 0.0), EndOfResponse(0.0)
+
+
+#: Response headers a replay never sends from its recording.
+_NOT_REPLAYED = HOP_BY_HOP | {b"content-length", MISS_HEADER}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -87,11 +95,10 @@ def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
     replay frames the body it sends itself (a ``Content-Length`` for a
     whole body, none for a stream), so the framing and hop-by-hop headers a
     hand-edited line may hold (Reel records none) are left out: kept, they
-    would be sent twice, or contradict the body."""
+    would be sent twice, or contradict the body.  So is the miss marker
+    (:data:`MISS_HEADER`): a replay is a hit, whatever its line says."""
     return tuple(
-        (name, value)
-        for name, value in normalize_headers(headers)
-        if name not in HOP_BY_HOP and name != b"content-length"
+        (name, value) for name, value in normalize_headers(headers) if name not in _NOT_REPLAYED
     )
 
 
@@ -289,11 +296,10 @@ class Engine:
 
     def recorded_request(self, request: Request) -> RecordedRequest:
         """The redacted form of ``request`` that is keyed and stored (its
-        credential header values scrubbed too)."""
-        return record_request(
-            request,
-            exchange_redactor(self._redactor, request.headers, self._credentials),
-            self.config.limits.max_body,
+        credential values, its headers', query's and body's, scrubbed too)."""
+        plain = plain_request(request, self.config.limits.max_body)
+        return plain.redacted(
+            exchange_redactor(self._redactor, request.headers, self._credentials, plain)
         )
 
     def _decide(self, request: Request) -> None:
@@ -405,7 +411,12 @@ class Engine:
                 self._to(Input.MISS)
                 self._events.append(Miss(request, report))
                 self._events.extend(
-                    json_response(404, report.to_bytes(), head_only=request.method == "HEAD")
+                    json_response(
+                        404,
+                        report.to_bytes(),
+                        head_only=request.method == "HEAD",
+                        extra=((MISS_HEADER, key.encode("ascii")),),
+                    )
                 )
                 return
         else:
@@ -415,7 +426,9 @@ class Engine:
             # answer), so they are not on the request's way upstream; nor do
             # the request's credential values (a failure's message, a log
             # line and the recording ask for them).
-            scrub = self._scrub = _Scrub(self._redactor, request.headers, self._credentials)
+            scrub = self._scrub = _Scrub(
+                self._redactor, request, self._credentials, self.config.limits.max_body
+            )
             keyed = self._keyer(request, scrub)
         url = None
         if self.config.routing:
@@ -440,11 +453,13 @@ class Engine:
                 functools.partial(
                     _new_recorder,
                     self.cassette,
+                    self.config,
                     self._keying,
                     request,
                     keyed,
                     self._scrub,
                     self._sent_of(request) if self._by_sent else None,
+                    self.config.limits.max_body,
                 ),
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
@@ -473,9 +488,9 @@ class Engine:
         A request some line records as sent byte for byte, with none of
         this request's credential values in it, is not keyed: redaction
         would change nothing in it, so its key is that line's."""
-        redactor = exchange_redactor(self._redactor, request.headers, self._credentials)
-        self._scrub = redactor  # in force even if keying raises
         plain = plain_request(request, self.config.limits.max_body)
+        redactor = exchange_redactor(self._redactor, request.headers, self._credentials, plain)
+        self._scrub = redactor  # in force even if keying raises
         if self._by_sent and literals_absent(redactor, plain):
             key = self.cassette.sent_key(sent_digest(request, self._redactor))
             if key is not None:
@@ -499,12 +514,12 @@ class Engine:
         """``request`` redacted (by its exchange's redactor, ``scrub``), and
         its match key: computed once, when first asked for, with this
         request's match settings."""
-        keying, limit = self._keying, self.config.limits.max_body
+        keying = self._keying
         done: list[tuple[RecordedRequest, str]] = []  # functools.cache costs more
 
         def keyed() -> tuple[RecordedRequest, str]:
             if not done:
-                recorded = record_request(request, scrub(), limit)
+                recorded = scrub.plain().redacted(scrub())
                 done.append((recorded, recorded.key(keying)))
             return done[0]
 
@@ -689,7 +704,7 @@ class Engine:
             # routed: the binding did not choose the upstream (not at fault for a store)
             if self._routed_to is not None and error is not UpstreamError.STORE:
                 base = (
-                    self.redactor.text(self.config.upstream)
+                    self.redactor.text(shown_url(self.config.upstream))
                     if self.config.upstream is not None
                     else f"the provider's own host ({self._routed_to})"
                 )
@@ -879,15 +894,19 @@ def _storing(cassette: Cassette, interaction: Interaction, superseding: int) -> 
 
 def _new_recorder(
     cassette: Cassette,
+    config: Config,
     keying: MatchConfig,
     request: Request,
     keyed: Callable[[], tuple[RecordedRequest, str]],
     scrub: Redactor | _Scrub,
     sent: Callable[[RecordedRequest], str | None] | None,
+    max_body: int,
 ) -> Recorder:
     """The recorder of a forwarded ``request`` to ``cassette`` (decided with
     ``keying``), made when the recording is built; ``sent`` gives the
-    digest its line carries (``None``: none)."""
+    digest its line carries (``None``: none); a body decodes to at most
+    ``max_body`` bytes.  The response headers ``config`` and the cassette
+    name are worked out here, for a recording only."""
     recorded, key = keyed()
     stored_config = cassette.keying
     stored_key = key if stored_config == keying else recorded.key(stored_config)
@@ -896,26 +915,42 @@ def _new_recorder(
     seen = cassette.lines_of(stored_key, stored_config)
     digest = None if sent is None else sent(recorded)
     redactor = scrub if isinstance(scrub, Redactor) else scrub()
-    return new_recorder(request, recorded, stored_key, seen, redactor, digest)
+    drop = cassette.meta.drop_response_headers.union(config.drop_response_headers)
+    return new_recorder(
+        request, recorded, stored_key, seen, redactor, digest, drop=drop, max_body=max_body
+    )
 
 
 class _Scrub:
     """The redactor of one forwarded exchange, made when first asked for
-    and kept: the settings' redactor, and the credential values of the
-    request's headers (several microseconds: in record and live modes
-    nothing needs them before the request has gone upstream)."""
+    and kept: the settings' redactor, and the credential values the
+    request carries (its headers', query's and body's: in record and live
+    modes nothing needs them before the request has gone upstream).  The
+    request as read for its recording (``plain``) is kept with it."""
 
-    __slots__ = ("_base", "_credentials", "_headers", "_made")
+    __slots__ = ("_base", "_credentials", "_limit", "_made", "_plain", "_request")
 
-    def __init__(self, base: Redactor, headers: Headers, credentials: frozenset[bytes]) -> None:
+    def __init__(
+        self, base: Redactor, request: Request, credentials: frozenset[bytes], limit: int
+    ) -> None:
         self._base = base
-        self._headers = headers
+        self._request = request
         self._credentials = credentials
+        self._limit = limit
+        self._plain: RecordedRequest | None = None
         self._made: Redactor | None = None
+
+    def plain(self) -> RecordedRequest:
+        """The request read for its recording, not redacted."""
+        if self._plain is None:
+            self._plain = plain_request(self._request, self._limit)
+        return self._plain
 
     def __call__(self) -> Redactor:
         if self._made is None:
-            self._made = exchange_redactor(self._base, self._headers, self._credentials)
+            self._made = exchange_redactor(
+                self._base, self._request.headers, self._credentials, self.plain()
+            )
         return self._made
 
 

@@ -3,11 +3,12 @@
 An importer of another recorder's cassettes (or any code that holds a whole
 request and its whole response) turns them into the :class:`Interaction` a
 recording session would have written, through :func:`record_exchange`:
-the request keyed and redacted as a recorded one is (its credential header
-values scrubbed from everything, its body decoded when sent with a
-``content-encoding``, read as a form when it is one), the response through
+the request keyed and redacted as a recorded one is (the credential
+values of its headers, query and body scrubbed from everything, its body
+decoded when sent with a ``content-encoding``, read as a form when it is
+one), the response through
 the same :class:`~reel_core._record.Recorder` a live recording feeds
-(headers cut to the safe set, bodies decoded, SSE cut into byte-exact
+(its end-to-end headers kept, bodies decoded, SSE cut into byte-exact
 frames, usage and cost in ``meta``).  Nothing is parsed back from a line.
 """
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from ._body import decode_request_body
 from ._cassette import Cassette
 from ._forms import body_kind
+from ._headers import drop_names
 from ._http import Limits, Request, normalize_headers
 from ._interaction import Interaction, RecordedRequest
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
@@ -34,21 +36,17 @@ __all__ = [
     "new_recorder",
     "plain_request",
     "record_exchange",
-    "record_request",
 ]
 
 _LIMITS = Limits()
 
 
-def record_request(request: Request, redactor: Redactor, max_body: int) -> RecordedRequest:
-    """``request`` as it is keyed and stored: its body decoded when it was
-    sent with a ``content-encoding`` (at most ``max_body`` bytes of it), read
-    as a form when it is one, and all of it redacted by ``redactor``."""
-    return plain_request(request, max_body).redacted(redactor)
-
-
 def plain_request(request: Request, max_body: int) -> RecordedRequest:
-    """``request`` as :func:`record_request` reads it, not redacted."""
+    """``request`` as it is keyed and stored, not yet redacted: its body
+    decoded when it was sent with a ``content-encoding`` (at most
+    ``max_body`` bytes of it), read as a form when it is one.  What is
+    stored is this redacted by the exchange's redactor, which collects the
+    credentials it carries (:func:`~reel_core._literals.exchange_redactor`)."""
     body, encoding, error = decode_request_body(
         request.body, request.header("content-encoding"), max_body
     )
@@ -77,10 +75,14 @@ def new_recorder(
     seen: int,
     redactor: Redactor,
     sent: str | None = None,
+    drop: frozenset[str] = frozenset(),
+    max_body: int = _LIMITS.max_body,
 ) -> Recorder:
     """The recorder of ``request`` (stored as ``recorded`` under ``key``,
     after ``seen`` recordings of it): its provider and endpoint named.
-    ``sent`` is the request's digest for its line (:mod:`reel_core._sent`)."""
+    ``sent`` is the request's digest for its line (:mod:`reel_core._sent`);
+    ``drop`` names response headers never stored (lower case); its body
+    decodes to at most ``max_body`` bytes."""
     from ._record import Recorder  # the recorder, usage and prices: not for a replay
 
     host = request.header("host")
@@ -94,6 +96,8 @@ def new_recorder(
         ),
         endpoint=f"{recorded.method} {recorded.path}",
         sent=sent,
+        drop=drop,
+        max_body=max_body,
     )
 
 
@@ -106,6 +110,7 @@ def record_exchange(
     redactor: Redactor,
     cassette: Cassette | None = None,
     credential_headers: Iterable[str] = (),
+    drop_response_headers: Iterable[str] = (),
     limits: Limits = _LIMITS,
     timestamp: float | None = None,
 ) -> Interaction:
@@ -119,21 +124,30 @@ def record_exchange(
     recordings of the same request; add it there with
     :meth:`Cassette.add`.  Without one it is keyed under the default
     settings.  ``credential_headers`` names request headers whose values
-    are scrubbed besides the usual ones (``authorization``...).
+    are scrubbed besides the usual ones (``authorization``...);
+    ``drop_response_headers`` response headers not stored, besides those
+    Reel never stores and those the cassette's ``_meta`` names.
     ``timestamp`` (epoch seconds) is stored as the line's ``ts``.  A body
     over ``limits.max_body`` raises :class:`~reel_core.RemoteProtocolError`
-    (413), as it does for a session.
+    (413), as it does for a session; a response body that decodes to more
+    is stored as it came, flagged (``encoding_error``).
     """
     if len(request.body) > limits.max_body:
         raise limits.body_too_large(len(request.body))
     names = header_names({"headers": list(credential_headers)})
     credentials = CREDENTIAL_HEADERS | {n.encode("ascii") for n in names}
-    scrub = exchange_redactor(redactor, request.headers, credentials)
-    recorded = record_request(request, scrub, limits.max_body)
+    plain = plain_request(request, limits.max_body)
+    scrub = exchange_redactor(redactor, request.headers, credentials, plain)
+    recorded = plain.redacted(scrub)
     keying = cassette.keying if cassette is not None else MatchConfig().keying()
     key = recorded.key(keying)
     seen = cassette.count(key, keying) if cassette is not None else 0
-    recorder = new_recorder(request, recorded, key, seen, scrub)
+    drop = drop_names(drop_response_headers, "drop_response_headers")
+    if cassette is not None:
+        drop |= cassette.meta.drop_response_headers
+    recorder = new_recorder(
+        request, recorded, key, seen, scrub, drop=drop, max_body=limits.max_body
+    )
     chunks = [(0.0, body)] if isinstance(body, bytes) else list(body)
     recorder.head(status, normalize_headers(headers), 0.0, None, timestamp)
     for at, data in chunks:

@@ -23,22 +23,30 @@ __all__ = [
 ]
 
 _EOL = re.compile(rb"\r\n|\r|\n")
-#: One event of a body whose lines all end in LF: its lines, then the blank one.
-_LF_EVENT = re.compile(rb"(?:[^\n]+\n)*\n")
 
 
 def sse_event_ends(data: bytes) -> list[int] | None:
     """Where each complete event of ``data`` ends, cut as :class:`SSESplitter`
     cuts them, found in one pass when every line ends in LF (what servers
-    send); ``None`` when ``data`` holds a CR (feed a splitter instead)."""
+    send); ``None`` when ``data`` holds a CR (feed a splitter instead).
+
+    Linear in ``data``: an event ends at the first blank line after its
+    start, so each search starts where the last event ended and an
+    unfinished last event is read once (a pattern tried at every byte of
+    it read it once per byte)."""
     if b"\r" in data:
         return None
     ends = []
     pos = 0
-    for match in _LF_EVENT.finditer(data):
-        if match.start() != pos:  # past the last blank line: a line's own LF
-            break
-        pos = match.end()
+    size = len(data)
+    while pos < size:
+        if data[pos] == 10:  # a blank line right at the start: an event of its own
+            pos += 1
+        else:
+            blank = data.find(b"\n\n", pos)
+            if blank < 0:
+                break
+            pos = blank + 2
         ends.append(pos)
     return ends
 
@@ -48,10 +56,15 @@ class SSESplitter:
 
     ``feed`` returns the events completed by a chunk; ``close`` returns what
     is left when the stream ends (an unterminated last event, or ``b""``).
+
+    Linear in the bytes fed, however they are cut: the unfinished tail is
+    kept in one growing buffer (never copied per chunk), and scanning
+    resumes where the last ``feed`` stopped, so a long event that arrives in
+    many small chunks is read once.
     """
 
     def __init__(self) -> None:
-        self._buf = b""
+        self._buf = bytearray()
         self._pos = 0  # where scanning resumes
         self._line_start = 0  # start of the line being scanned
 
@@ -65,13 +78,14 @@ class SSESplitter:
         exactly the bytes fed."""
         frames = self._scan(b"", final=True)
         if self._buf:
-            frames.append(self._buf)
-        self._buf = b""
+            frames.append(bytes(self._buf))
+        self._buf = bytearray()
         self._pos = self._line_start = 0
         return frames
 
     def _scan(self, data: bytes, *, final: bool) -> list[bytes]:
-        buf = self._buf + data if self._buf else data
+        buf = self._buf
+        buf += data
         frames: list[bytes] = []
         frame_start = 0
         pos, line_start = self._pos, self._line_start
@@ -79,15 +93,17 @@ class SSESplitter:
         while True:
             match = _EOL.search(buf, pos)
             if match is None:
+                pos = end  # no line ends before the end: never read again
                 break
             eol_start, eol_end = match.span()
             if not final and eol_end == end and eol_end - eol_start == 1 and buf[eol_start] == 13:
-                break  # a lone CR at the end may be the first half of CRLF: wait
+                pos = eol_start  # a lone CR at the end may be the first half of CRLF: wait
+                break
             if eol_start == line_start:  # a blank line ends the event
-                frames.append(buf[frame_start:eol_end])
+                frames.append(bytes(buf[frame_start:eol_end]))
                 frame_start = eol_end
             pos = line_start = eol_end
-        self._buf = buf[frame_start:]
+        del buf[:frame_start]  # cheap: a bytearray drops its head in place
         self._pos = pos - frame_start
         self._line_start = line_start - frame_start
         return frames

@@ -15,7 +15,14 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ._errors import RemoteProtocolError
 
-__all__ = ["Headers", "Limits", "Request", "header_value", "normalize_headers"]
+__all__ = [
+    "MISS_HEADER",
+    "Headers",
+    "Limits",
+    "Request",
+    "header_value",
+    "normalize_headers",
+]
 
 Headers = tuple[tuple[bytes, bytes], ...]
 
@@ -33,6 +40,13 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
+
+
+#: The header on every answer to a miss, and on no other answer, whatever
+#: binding serves it: its value is the missed request's match key.  A tool
+#: tells a miss from a real 404 by it (a replayed recording never carries
+#: it, even if its line does).
+MISS_HEADER = b"x-reel-miss"
 
 
 def _as_bytes(value: str | bytes) -> bytes:
@@ -150,7 +164,9 @@ class Limits:
 
     #: Largest request line plus headers, in bytes (answered with 431).
     max_head: int = 64 * 1024
-    #: Largest request body, in bytes (answered with 413).
+    #: Largest request body, in bytes (answered with 413); also the most
+    #: bytes any body, request or response, is decoded to (recording,
+    #: import, ``reel check``): the one decoding limit.
     max_body: int = 32 * 1024 * 1024
 
     def body_too_large(self, size: int | None = None) -> RemoteProtocolError:

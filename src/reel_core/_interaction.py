@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import math
 import re
@@ -29,9 +30,10 @@ from typing import Any
 
 from ._body import cheap_body, decode_body, encode_body
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
+from ._headers import scrub_value, stored_headers
 from ._literals import ExchangeRedactor
 from ._match import MatchConfig, match_key
-from ._redact import Redactor, keep_response_header
+from ._redact import Redactor
 
 __all__ = [
     "UNSAFE_HEADER",
@@ -51,7 +53,7 @@ __all__ = [
 ]
 
 #: What :meth:`RecordedResponse.redacted` reports for a header it drops
-#: (one outside the safe set).
+#: (``set-cookie``, one of a hop, the framing, one the user names).
 UNSAFE_HEADER = "unsafe-header"
 
 _HEX = re.compile(rb"[0-9a-f]{64}")
@@ -183,6 +185,13 @@ class RecordedResponse:
     end_ms: float = 0.0
     #: Set when the upstream broke the stream off.
     cut: StreamCut | None = None
+    #: The ``content-encoding`` of a body stored still encoded (flagged:
+    #: ``encoding_error`` says why it was not decoded); ``None`` otherwise.
+    encoding: str | None = None
+    #: Why such a body is stored as it came: a coding this install does not
+    #: read, or more decoded bytes than the body limit.  ``reel check``
+    #: fails on it.
+    encoding_error: str | None = None
 
     @property
     def content(self) -> bytes:
@@ -192,32 +201,44 @@ class RecordedResponse:
         return b"".join(data for _, data in self.frames)
 
     def redacted(
-        self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
+        self,
+        redactor: Redactor,
+        found: Callable[[str, list[str]], None] | None = None,
+        *,
+        drop: frozenset[str] = frozenset(),
     ) -> RecordedResponse:
         """This response redacted (the one rule for what of a response is
-        scrubbed, when it is recorded and by ``reel redact``): only the
-        safe headers kept (:func:`~reel_core.keep_response_header`), their
-        values, the body, each SSE event (whole, so no secret is split),
-        timed chunks (:func:`redact_chunks`) and a cut's detail.
-        ``found(where, kinds)`` hears what was replaced where, and each
-        header dropped as :data:`UNSAFE_HEADER`."""
+        scrubbed, when it is recorded, imported and by ``reel redact``):
+        the headers a recording stores (:func:`~reel_core._headers.stored_headers`:
+        every end-to-end one, in order, but ``set-cookie`` and the lower-case
+        names in ``drop``), their values, the body, each SSE event (whole,
+        so no secret is split), timed chunks (:func:`redact_chunks`) and a
+        cut's detail.  ``found(where, kinds)`` hears what was replaced
+        where, and each header dropped as :data:`UNSAFE_HEADER`."""
 
-        def scrub(where: str, text: str) -> str:
+        def scrub(where: str, text: str, rule: Callable[..., str] = redactor.text) -> str:
             kinds: list[str] | None = None if found is None else []
-            out = redactor.text(text, kinds)
+            out = rule(text, kinds)
             if found is not None and kinds is not None:
                 found(where, kinds)
             return out
 
-        headers = []
-        for name, value in self.headers:
-            where = f"response.headers.{name.lower()}"
-            if not keep_response_header(name):
-                if found is not None:
-                    found(where, [UNSAFE_HEADER])
-                continue
-            headers.append((name, scrub(where, value)))
-        fields: dict[str, Any] = {"headers": tuple(headers)}
+        kept, dropped = stored_headers(self.headers, drop)
+        if found is not None:
+            for name in dropped:
+                found(f"response.headers.{name}", [UNSAFE_HEADER])
+        headers = tuple(
+            (
+                name,
+                scrub(
+                    f"response.headers.{name.lower()}",
+                    value,
+                    functools.partial(scrub_value, redactor, name),
+                ),
+            )
+            for name, value in kept
+        )
+        fields: dict[str, Any] = {"headers": headers}
         if self.stream is None:
             kinds: list[str] | None = None if found is None else []
             fields["body"] = redactor.data(self.body, kinds)
@@ -349,10 +370,13 @@ class Interaction:
         redactor: Redactor,
         keying: MatchConfig,
         found: Callable[[str, list[str]], None] | None = None,
+        *,
+        drop: frozenset[str] = frozenset(),
     ) -> Interaction:
         """This interaction redacted again (``reel redact``): its request
         (:meth:`RecordedRequest.redacted`), its response
-        (:meth:`RecordedResponse.redacted`), an endpoint that is not the
+        (:meth:`RecordedResponse.redacted`, the headers named in ``drop``
+        left out too), an endpoint that is not the
         request's ``METHOD path``, and the string values of ``meta``.  When
         the request changed, its key is recomputed under ``keying`` (the
         id is kept).  ``found(where, kinds)`` hears what was replaced where;
@@ -367,7 +391,7 @@ class Interaction:
 
         req = self.request
         request = req.redacted(redactor, heard)
-        response = self.response.redacted(redactor, heard)
+        response = self.response.redacted(redactor, heard, drop=drop)
         websocket = None if self.websocket is None else self.websocket.redacted(redactor, heard)
         endpoint = self.endpoint
         if endpoint == f"{req.method} {req.path}":
@@ -490,6 +514,10 @@ def interaction_line(interaction: Interaction) -> bytes:
                 "error": resp.cut.error,
                 "detail": resp.cut.detail,
             }
+    if resp.encoding is not None:
+        response["encoding"] = resp.encoding
+    if resp.encoding_error is not None:
+        response["encoding_error"] = resp.encoding_error
     obj = {
         "key": interaction.key,
         **({"sent": interaction.sent} if interaction.sent is not None else {}),
@@ -574,6 +602,9 @@ def interaction_from_json(obj: Any) -> Interaction:
         raise ValueError(
             f'"response.stream" must be "sse", "chunks" or "websocket", not {stream!r}'
         )
+    if "encoding_error" in resp or "encoding" in resp:  # a body Reel could not decode
+        fields["encoding"] = _optional_str(resp, "encoding", "response.")
+        fields["encoding_error"] = _optional_str(resp, "encoding_error", "response.")
     response = RecordedResponse(
         status=status, headers=tuple((h[0], h[1]) for h in headers), **fields
     )

@@ -22,6 +22,7 @@ from ._body import parse_json
 from ._errors import ConfigError
 from ._forms import FORM, MULTIPART, canonical_form, canonical_multipart
 from ._jsonpath import WILDCARD, JSONPath, format_path, parse_path
+from ._nesting import load_json
 from ._providers import DRIFT_FIELDS, endpoint_family
 
 __all__ = [
@@ -250,14 +251,14 @@ def _as_written(body: bytes) -> Any:
     """``body`` parsed keeping number spellings and key order (``None`` when
     it is not JSON)."""
     try:
-        return json.loads(
+        return load_json(
             body,
             parse_float=_Number,
             parse_int=_Number,
             parse_constant=_Number,
             object_pairs_hook=_Members,
         )
-    except (ValueError, RecursionError):
+    except ValueError:
         return None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ._duration import parse_duration
 from ._errors import CassetteError, ConfigError, SchemaVersionError
+from ._headers import dropped_setting
 from ._literals import header_names
 from ._match import MatchConfig, MatchMode
 from ._redact import Redactor
@@ -49,6 +50,13 @@ class CassetteMeta:
     def max_age_seconds(self) -> float | None:
         """:attr:`max_age` in seconds (checked when the line was read)."""
         return None if self.max_age is None else parse_duration(self.max_age)
+
+    @property
+    def drop_response_headers(self) -> frozenset[str]:
+        """The response headers (lower case) its ``redact`` settings name
+        never to store (``drop_response_headers``; checked when the line was
+        read)."""
+        return dropped_setting(self.extra)
 
     def to_line(self) -> bytes:
         """The ``_meta`` line (``\\n``-terminated UTF-8 bytes)."""
@@ -131,6 +139,7 @@ def meta_from_json(obj: Any, name: str) -> CassetteMeta:
             raise ConfigError('"redact" must be an object')
         Redactor.from_settings(redact)
         header_names(redact)
+        dropped_setting(extra)
     except ConfigError as exc:
         raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
     return CassetteMeta(

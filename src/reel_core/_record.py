@@ -1,21 +1,27 @@
 """Turning a forwarded upstream response into a recorded interaction.
 
 The binding feeds the head, each body chunk with a ``now`` reading, and the
-end or a failure.  Bodies are stored decoded (gzip, deflate, and br when the
-optional package is installed); server-sent events become byte-exact frames,
-other streams timed chunks, each stamped with its offset from the first
-response byte.
+end or a failure.  Bodies are stored decoded, through the one bounded path
+(:func:`~reel_core._decode.decode_chunks`: gzip, deflate, and br and zstd
+when their packages are installed, at most the body limit); server-sent
+events become byte-exact frames, other streams timed chunks, each stamped
+with its offset from the first response byte.  A body in a coding this
+install does not read, or one that decodes to more than the limit, is
+stored as it came (timed chunks for a stream), its ``content-encoding``
+kept and the response flagged (``encoding_error``), for ``reel check`` to
+fail on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from dataclasses import replace
 from typing import Any, TypeAlias, TypeVar
 
-from ._body import ContentDecoder, parse_json
+from ._body import parse_json
+from ._decode import DecodeError, Failure, codings_of, decode_chunks
 from ._frames import SSESplitter, sse_event_ends
-from ._http import Headers, header_value
+from ._http import Headers, Limits, header_value
 from ._interaction import (
     Interaction,
     RecordedRequest,
@@ -104,6 +110,9 @@ class Recorder:
     :meth:`fail`.  A proxy forwarding a stream then does no recording work
     per chunk, and does it all after the client has its answer.
 
+    ``drop`` names (lower case) response headers never stored, besides
+    those :mod:`reel_core._headers` leaves out.
+
     With an :class:`~reel_core._literals.ExchangeRedactor`, the request's
     credential values are scrubbed from the response first, a stream over
     its joined bytes (a value split across two frames is found).
@@ -120,8 +129,12 @@ class Recorder:
         endpoint: str = "",
         timestamp: str | None = None,
         sent: str | None = None,
+        drop: frozenset[str] = frozenset(),
+        max_body: int = Limits.max_body,
     ) -> None:
         self.request = request
+        #: The most decoded bytes a body may have (the engine's body limit).
+        self.max_body = max_body
         self.key = key
         #: The digest of the request as sent (see :mod:`reel_core._sent`),
         #: when the line may carry it.
@@ -135,13 +148,17 @@ class Recorder:
         if isinstance(redactor, ExchangeRedactor):
             self._literals, redactor = redactor.literals, redactor.base
         self._redactor = redactor
+        #: Response headers (lower case) the user named, never stored.
+        self._drop = drop
         self._status = 0
         self._raw_headers: Headers = ()
         self._received: list[tuple[float, bytes]] = []
         self._headers: tuple[tuple[str, str], ...] = ()
         self._kind: str | None = None
         self._content_type = ""
-        self._decoder = ContentDecoder("identity")
+        self._codings: tuple[str, ...] = ()
+        #: Why the body is kept as it came (a coding not read here, too big).
+        self._undecoded: str | None = None
         self._splitter = SSESplitter()
         self._frames: list[tuple[float, bytes]] = []
         self._head_at = 0.0
@@ -173,15 +190,10 @@ class Recorder:
 
     def _read_head(self) -> None:
         headers = self._raw_headers
-        encoding = (header_value(headers, b"content-encoding") or b"identity").decode("latin-1")
-        self._decoder = ContentDecoder(encoding)
-        kept = []
-        for name, value in headers:
-            text = name.decode("latin-1")
-            if text == "content-encoding" and self._decoder.decodes:
-                continue
-            kept.append((text, self._literals.text(value.decode("latin-1"))))
-        self._headers = tuple(kept)
+        self._codings = codings_of(header_value(headers, b"content-encoding"))
+        self._headers = tuple(
+            [(n.decode("latin-1"), self._literals.data(v).decode("latin-1")) for n, v in headers]
+        )
         content_type = (header_value(headers, b"content-type") or b"").decode("latin-1").lower()
         self._content_type = content_type
         self._kind = stream_kind(self.request, self._status, content_type)
@@ -190,19 +202,43 @@ class Recorder:
         self._last_ms = max(self._last_ms, _ms(now - self._head_at))
         return self._last_ms
 
-    def _feed(self, chunk: bytes, now: float) -> None:
-        if self._broken is not None:
-            return
+    def _decode(self, now: float) -> None:
+        """Take the body's chunks decoded, as they came; a body that does
+        not decode whole is kept as it came (flagged), or, when its data is
+        corrupt, what decoded of it is kept and the stream is cut there."""
+        at = now
+
+        def chunks() -> Iterator[tuple[float, bytes]]:
+            nonlocal at
+            for when, chunk in self._received:
+                at = when  # where a corrupt body breaks off
+                yield when, chunk
+
         try:
-            decoded = self._decoder.decode(chunk)
-        except ValueError as exc:
-            self._broken = StreamCut(self._stamp(now), "protocol", str(exc))
-            return
-        self._take(decoded, now)
+            for when, decoded in decode_chunks(chunks(), self._codings, self.max_body):
+                self._take(decoded, when)
+        except DecodeError as exc:
+            if exc.failure is Failure.CORRUPT:
+                self._broken = StreamCut(self._stamp(at), "protocol", str(exc))
+                return
+            self._keep_encoded(str(exc))
+
+    def _keep_encoded(self, why: str) -> None:
+        """Drop what decoded: the body is stored as it came, in timed
+        chunks when it streams."""
+        self._undecoded = why
+        self._frames = []
+        self._splitter = SSESplitter()
+        self._size = 0
+        self._last_ms = 0.0
+        if self._kind == "sse":
+            self._kind = "chunks"  # compressed bytes hold no events to cut
+        for at, chunk in self._received:
+            self._frames.append((self._stamp(at), chunk))
+            self._size += len(chunk)
 
     def _take(self, decoded: bytes, now: float) -> None:
-        if not decoded:
-            return
+        # never empty: ``data()`` keeps no empty chunk, a decoder yields none
         at = self._stamp(now)
         self._size += len(decoded)
         if self._kind == "sse":
@@ -240,15 +276,12 @@ class Recorder:
         # The chunks in the order they came, as if read live: each event is
         # stamped with the arrival of the chunk that completed it.
         self._read_head()
-        if not (self._kind == "sse" and not self._decoder.decodes and self._take_sse_at_once()):
+        if self._codings and self._received:  # an empty body has nothing to decode
+            self._decode(now)
+        elif not (self._kind == "sse" and self._take_sse_at_once()):
             for at, chunk in self._received:
-                self._feed(chunk, at)
+                self._take(chunk, at)
         self._received = []
-        if self._broken is None:
-            try:
-                self._take(self._decoder.flush(), now)
-            except ValueError as exc:
-                self._broken = StreamCut(self._stamp(now), "protocol", str(exc))
         at = self._stamp(now)
         if self._kind == "sse":
             self._frames.extend((at, frame) for frame in self._splitter.close())
@@ -278,30 +311,38 @@ class Recorder:
 
     def _building(self, cut: StreamCut | None, now: float) -> Steps[Interaction]:
         kind = self._kind
+        headers = self._headers
+        encoding = None
+        if self._undecoded is not None:
+            encoding = ", ".join(self._codings)
+        elif self._codings:  # decoded: the header no longer says what the body is
+            headers = tuple([(k, v) for k, v in headers if k != "content-encoding"])
         if kind is None and cut is not None:
             kind = "chunks"  # a body cut short replays as the chunks that came
         if cut is not None:
             cut = replace(cut, detail=self._literals.text(cut.detail))
         if kind is None:
             body = self._literals.data(b"".join(data for _, data in self._frames))
-            response = RecordedResponse(self._status, self._headers, body=body)
+            response = RecordedResponse(self._status, headers, body=body)
         else:
             frames = self._frames
             if kind == "chunks":
                 frames = self._literals.frames(frames)
             response = RecordedResponse(
                 self._status,
-                self._headers,
+                headers,
                 stream=kind,
                 frames=tuple(frames),
                 # A cut stream has no clean end (its line stores none).
                 end_ms=self._last_ms if cut is None else 0.0,
                 cut=cut,
             )
+        if encoding is not None:
+            response = replace(response, encoding=encoding, encoding_error=self._undecoded)
         # the request's credential values are gone: now the one rule of
-        # what of a response is scrubbed (the safe headers, each SSE event
-        # whole, chunks so that no secret straddles two)
-        response = response.redacted(self._redactor)
+        # what of a response is stored and scrubbed (the end-to-end headers,
+        # each SSE event whole, chunks so that no secret straddles two)
+        response = response.redacted(self._redactor, drop=self._drop)
         yield
         meta: dict[str, Any] = {
             "ttfb_ms": None if self._sent_at is None else _ms(self._head_at - self._sent_at),

@@ -1,12 +1,13 @@
 """Redaction: what never reaches a cassette.
 
-Request headers are never stored at all; response headers only from
-:data:`RESPONSE_HEADER_ALLOWLIST`.  Bodies, queries and stream frames are
-scrubbed for secret shapes and (unless turned off) PII, each replaced by a
-placeholder naming its kind, ``[REDACTED:openai-key]``.  Placeholders match
-no pattern, so redaction is idempotent; it runs before the match key is
-computed, so a live request carrying a secret matches its redacted
-recording.  What is forwarded upstream is never touched.
+Request headers are never stored at all; which response headers are is
+:mod:`reel_core._headers`'s rule (their values are scrubbed here, as text).
+Bodies, queries and stream frames are scrubbed for secret shapes and
+(unless turned off) PII, each replaced by a placeholder naming its kind,
+``[REDACTED:openai-key]``.  Placeholders match no pattern, so redaction is
+idempotent; it runs before the match key is computed, so a live request
+carrying a secret matches its redacted recording.  What is forwarded
+upstream is never touched.
 """
 
 from __future__ import annotations
@@ -25,42 +26,10 @@ from ._errors import ConfigError
 from ._jsonpath import WILDCARD, JSONPath, parse_path
 
 __all__ = [
-    "RESPONSE_HEADER_ALLOWLIST",
     "SECRET_PATTERNS",
     "Redactor",
     "is_credential_name",
-    "keep_response_header",
 ]
-
-#: Response headers worth keeping: they carry no secret and SDKs read them.
-RESPONSE_HEADER_ALLOWLIST = frozenset(
-    {
-        "content-type",
-        "content-encoding",
-        "retry-after",
-        "retry-after-ms",
-        "x-request-id",
-        "request-id",
-        "openai-model",
-        "openai-organization-id",
-        "openai-processing-ms",
-        "openai-version",
-        "anthropic-organization-id",
-        "x-goog-request-id",
-        "x-should-retry",
-        "cf-ray",
-        # the subprotocol a WebSocket upstream chose (a 101 replays it)
-        "sec-websocket-protocol",
-    }
-)
-_ALLOWED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "ratelimit-")
-
-
-def keep_response_header(name: str) -> bool:
-    """Whether a response header may be stored (never ``set-cookie``)."""
-    name = name.lower()
-    return name in RESPONSE_HEADER_ALLOWLIST or name.startswith(_ALLOWED_PREFIXES)
-
 
 # No letter, digit or "_" may stand right before a key's prefix: "risk-..."
 # holds "sk-" but is a word.
@@ -265,6 +234,11 @@ def _placeholder(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
+#: What an exchange's redactor puts where a credential value the client
+#: sent was (``reel_core._literals.PLACEHOLDER``).
+_CREDENTIAL = _placeholder("credential")
+
+
 def _is_plain_placeholder(value: str) -> bool:
     """Whether ``value`` is one placeholder without a digest (what a
     credential position holds once redacted)."""
@@ -460,8 +434,11 @@ class Redactor:
                 if groups[i] is not None:
                     name, value = groups[i + 1], groups[i + 2]
                     # A credential position: the value never tells requests
-                    # apart (no digest); one already blanked is left alone.
-                    if not value or _is_plain_placeholder(value):
+                    # apart (no digest); one already blanked is left alone,
+                    # but a credential value the exchange's redactor found
+                    # there becomes what any other value does (a replay
+                    # with a short dummy key still matches).
+                    if not value or (_is_plain_placeholder(value) and value != _CREDENTIAL):
                         return m.group(0)
                     if i < 8 and not is_credential_name(name):
                         return m.group(0)
@@ -483,6 +460,13 @@ class Redactor:
                 break
             text = redacted
         return text
+
+    def header_value(self, value: str, found: list[str] | None = None) -> str:
+        """A response header value (its bytes read as Latin-1) as it may be
+        stored: the one entry point for header values, so they get what a
+        body gets (the text rules; an exchange's redactor also scrubs the
+        request's credential values from its bytes, in every form)."""
+        return self.text(value, found)
 
     def data(self, data: bytes, found: list[str] | None = None) -> bytes:
         """Redact bytes: UTF-8 text is scrubbed, other bytes kept as they are."""

@@ -23,13 +23,13 @@ Pure functions: no I/O, no clock.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._frames import SSESplitter, parse_sse_event
 from ._interaction import Interaction, RecordedResponse
+from ._nesting import load_json
 
 __all__ = ["Drift", "Shape", "drift_of", "response_shape", "shape_changes"]
 
@@ -110,8 +110,8 @@ def _scalar(value: Any) -> str:
 def _parse(data: bytes) -> Any:
     """Parsed JSON, or ``_NOT_JSON``."""
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
+        return load_json(data)
+    except ValueError:
         return _NOT_JSON
 
 

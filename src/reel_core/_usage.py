@@ -41,6 +41,7 @@ from typing import Any
 
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
 from ._interaction import RecordedResponse
+from ._nesting import check_depth, load_json
 from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally, request_model
 
 __all__ = ["Usage", "extract_usage"]
@@ -154,8 +155,8 @@ def _looks_like_sse(frames: tuple[tuple[float, bytes], ...]) -> bool:
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return load_json(text)
+    except ValueError:
         return None
 
 
@@ -253,25 +254,39 @@ def _skip(text: str, pos: int) -> int:
 def _json_values(text: str) -> Iterator[tuple[dict[str, Any], int, int]]:
     """Each top-level JSON object in ``text`` with its span: one object, the
     elements of one array (even a truncated one), or objects one after the
-    other (NDJSON).  Unreadable stretches are skipped line by line."""
+    other (NDJSON).  Unreadable stretches are skipped line by line.
+
+    Linear in ``text``: a value is read from ``source``, which is ``text``
+    until the first unreadable stretch and then the line being read (which
+    starts ``base`` characters into ``text``).  The error ``json`` raises
+    counts the lines before it, so reading the whole text after each of
+    many bad lines would count them all each time.
+    """
     decode = json.JSONDecoder().raw_decode
     pos = _skip(text, 0)
     if text.startswith("[", pos):
         pos = _skip(text, pos + 1)
     end = len(text)
+    source, base = text, 0
     while pos < end:
         if text[pos] == "]":
             pos = _skip(text, pos + 1)
             if text.startswith("[", pos):  # concatenated arrays
                 pos = _skip(text, pos + 1)
             continue
+        if pos >= base + len(source):  # past the line read alone: the next one
+            newline = text.find("\n", pos)
+            source, base = text[pos : end if newline < 0 else newline], pos
         try:
-            value, stop = decode(text, pos)
-        except (ValueError, RecursionError):
+            value, stop = decode(source, pos - base)
+            stop += base
+            check_depth(value, text[pos:stop])
+        except (ValueError, RecursionError):  # RecursionError: nested beyond Python's reach
             newline = text.find("\n", pos)
             if newline < 0:
                 return
             pos = _skip(text, newline + 1)
+            source, base = "", pos  # from here on, line by line
             continue
         if isinstance(value, dict):
             yield value, pos, stop

@@ -49,16 +49,17 @@ from ._body import parse_json
 from ._http import Request
 from ._interaction import (
     Interaction,
+    RecordedRequest,
     WebSocketClose,
     WebSocketLog,
     WebSocketMessage,
 )
-from ._literals import MIN_LENGTH, ExchangeRedactor, Literals
+from ._literals import exchange_redactor
 from ._match import FieldDiff, MatchConfig, MatchMode, canonical_body
 from ._miss import body_diff, diff_row
 from ._prices import cost_usd
 from ._providers import PROVIDERS, Tally
-from ._redact import Redactor, is_credential_name
+from ._redact import Redactor
 from ._timing import Timing
 from ._usage import Usage
 from ._ws_pool import WebSocketLease
@@ -86,33 +87,6 @@ def _ms(seconds: float) -> float:
 
 
 # -- recording -------------------------------------------------------------------
-
-
-def _credential_leaves(value: Any, inside: bool = False) -> list[str]:
-    """The string values under credential-named fields of a JSON value
-    (``client_secret``, ``{"client_secret": {"value": ...}}``, ``api_key``)."""
-    out: list[str] = []
-    if isinstance(value, dict):
-        for name, item in value.items():
-            out += _credential_leaves(item, inside or is_credential_name(str(name)))
-    elif isinstance(value, list):
-        for item in value:
-            out += _credential_leaves(item, inside)
-    elif inside and isinstance(value, str):
-        out.append(value)
-    return out
-
-
-def session_literals(request: Request, first_client: bytes | None) -> list[bytes]:
-    """The literal credentials a WebSocket session carries besides its
-    headers': its query's credential values (Gemini's ``?key=``) and the
-    credential fields of its first client message; short ones are left."""
-    values = [v for k, v in request.query if is_credential_name(k, query=True)]
-    if first_client is not None:
-        is_json, value = parse_json(first_client)
-        if is_json:
-            values += _credential_leaves(value)
-    return [v.encode() for v in values if len(v) >= MIN_LENGTH]
 
 
 class WebSocketRecorder:
@@ -155,16 +129,13 @@ class WebSocketRecorder:
         return len(self._messages)
 
     def _redactor(self) -> Redactor:
-        first = next((m.data for m in self._messages if m.sender == "client"), None)
-        extra = session_literals(self.request, first)
-        if not extra:
-            return self.redactor
-        base, known = self.redactor, tuple[bytes, ...]()
-        if isinstance(base, ExchangeRedactor):
-            known = base.literals.values
-            base = base.base
-        values = tuple(sorted({*known, *extra}, key=lambda v: (-len(v), v)))
-        return ExchangeRedactor(base, Literals(values))
+        """The exchange's redactor (the upgrade's credentials), and the
+        credential fields of the first client message (an ephemeral
+        ``client_secret``), read as a request body's are."""
+        first = next((m.data for m in self._messages if m.sender == "client"), b"")
+        request = self.request
+        sent = RecordedRequest(request.method, request.path, request.query, first)
+        return exchange_redactor(self.redactor, (), sent=sent)
 
     def finish(self, upgrade: Interaction, *, now: float | None = None) -> Interaction:
         """The session's recording: ``upgrade`` (the engine's recording of
@@ -173,7 +144,11 @@ class WebSocketRecorder:
         close = self._close
         if close is None:  # the binding recorded before an end: a drop, now
             close = WebSocketClose(None, "", "client-dropped", self._at(now or self.opened))
-        log = WebSocketLog(tuple(self._messages), close).redacted(self._redactor())
+        redactor = self._redactor()
+        log = WebSocketLog(tuple(self._messages), close).redacted(redactor)
+        response = upgrade.response
+        if redactor is not self.redactor:  # the 101's headers: the first message's values too
+            response = response.redacted(redactor)
         usage = websocket_usage(upgrade.provider, self.request.query, log)
         meta: dict[str, Any] = {
             "ttfb_ms": upgrade.meta.get("ttfb_ms"),
@@ -184,7 +159,7 @@ class WebSocketRecorder:
         }
         meta.update(usage.to_meta())
         meta["cost_usd"] = cost_usd(usage)
-        return replace(upgrade, websocket=log, meta=meta)
+        return replace(upgrade, response=response, websocket=log, meta=meta)
 
 
 def websocket_usage(provider: str, query: tuple[tuple[str, str], ...], log: WebSocketLog) -> Usage:

@@ -14,7 +14,7 @@ The handshake.  The ``101`` goes to the client through h11 (the session's
 ``switch_protocols``): ``Upgrade``/``Connection``, a ``Sec-WebSocket-Accept``
 computed from the client's own key (never a recorded one), the subprotocol
 the upstream chose (a replay: the recorded one, else the first the client
-offers), and the recorded or upstream's safe headers.  No extension is
+offers), and the recorded or upstream's end-to-end headers.  No extension is
 negotiated with either side (the upstream request drops
 ``Sec-WebSocket-Extensions``), so messages cross as they are.  The bytes
 the client sent after its ``GET`` are the first WebSocket bytes.

@@ -104,8 +104,9 @@ def requests_adapter(cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
         yield send
 
 
-@contextmanager
-def proxy(backend: str, cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
+def proxy_on(stack: ExitStack, backend: str, cassette: Path, mode: Mode, url: str) -> str:
+    """Start a proxy (fast timing) on ``backend`` in a thread of its own,
+    stopped when ``stack`` closes; its URL."""
     options = ProxyOptions(
         backend=backend,
         mode=mode,
@@ -114,9 +115,15 @@ def proxy(backend: str, cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
         port=0,
         timing=Timing.parse("fast"),
     )
+    portal = stack.enter_context(anyio.from_thread.start_blocking_portal(backend))
+    proxy_url: str = stack.enter_context(portal.wrap_async_context_manager(running(options)))
+    return proxy_url
+
+
+@contextmanager
+def proxy(backend: str, cassette: Path, mode: Mode, url: str) -> Iterator[Send]:
     with ExitStack() as stack:
-        portal = stack.enter_context(anyio.from_thread.start_blocking_portal(backend))
-        proxy_url = stack.enter_context(portal.wrap_async_context_manager(running(options)))
+        proxy_url = proxy_on(stack, backend, cassette, mode, url)
         client = stack.enter_context(httpx.Client())
 
         def send(call: Call) -> Reply:

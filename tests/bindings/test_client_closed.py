@@ -284,3 +284,28 @@ def test_a_client_that_reads_to_the_last_event_leaves_a_whole_recording(
     [line] = interactions(cassette)
     assert line.response.cut is None
     assert [data for _, data in line.response.frames] == list(frames)
+
+
+@pytest.mark.anyio
+async def test_a_replayed_stream_the_client_drops_is_logged_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # docs/proxy.md: every exchange is logged once, at its end; a replay
+    # whose client left midway ends on a failed write, and was not logged
+    cassette = tmp_path / "c.jsonl"
+    frames = FRAMES[:40]
+    async with serve_fake() as fake:
+        fake.push_reply(Reply(200, LONG.headers, frames, streamed=True))
+        async with proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client:
+            headers = {**HEADERS, FRAME_DELAY_HEADER: "20"}
+            assert (await client.post(PATH, content=BODY, headers=headers)).status_code == 200
+    caplog.set_level(logging.INFO, logger="reel.proxy")
+    async with proxied(options(Mode.REPLAY, cassette, timing="realtime")) as client:
+        await hang_up_after(str(client.base_url), 2)
+        with anyio.fail_after(PATIENCE):
+            while not any(PATH in r.getMessage() for r in caplog.records):
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.2)  # a second line would come now
+    lines = [r.getMessage() for r in caplog.records if PATH in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("replay hit (client left) POST ")

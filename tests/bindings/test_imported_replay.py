@@ -18,10 +18,10 @@ import pytest
 from reel_bindings.cli import main
 from reel_core import Cassette, Config, Engine, Frame, Mode, Request, ResponseHead, Signal
 from reel_core._formats._export import request_type
+from tests.corpus import CORPUS
 
 from .openers import BINDINGS, Call, Reply
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 GONE = "http://127.0.0.1:9"  # nothing listens: a replay that reached out would fail
 #: Corpus files per manifest format (the first ones that hold interactions).
 PER_FORMAT = 2

@@ -27,6 +27,7 @@ from websockets.sync.client import connect as ws_connect
 from reel_bindings.cli import main
 from reel_bindings.proxy import running
 from reel_core import Mode
+from tests.corpus import CORPUS, NO_CORPUS
 from tests.secrets import SDK_GEMINI_KEY, SDK_OPENAI_KEY
 
 from .proxy_support import options
@@ -38,7 +39,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager"),
 ]
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 REALTIME = CORPUS / "pydantic__pydantic-ai" / "tests" / "realtime" / "cassettes"
 GEMINI_PATH = "/ws/google.ai.generativelanguage.v1.GenerativeService.BidiGenerateContent"
 
@@ -227,7 +227,7 @@ async def test_pydantic_ais_own_files_replay(
 ) -> None:
     source = REALTIME / name
     if not source.is_file():
-        pytest.skip(f"no corpus at {CORPUS}")
+        pytest.skip(NO_CORPUS)
     cassette = tmp_path / "session.jsonl"
     convert(source, cassette, capsys)
     entries = entries_of(source)

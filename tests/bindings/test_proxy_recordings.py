@@ -22,7 +22,7 @@ import anyio.abc
 import h11
 import pytest
 
-from reel_bindings.proxy import running
+from reel_bindings.proxy import _proxy, running
 from reel_core import Mode
 from tests.fakes.upstream import FRAME_DELAY_HEADER, serve_fake
 
@@ -113,6 +113,27 @@ async def test_streams_closed_at_done_beside_other_connections_are_all_recorded_
         assert sse_events(body)[-1].startswith(b"data: [DONE]")
 
 
+async def leave_a_long_stream(url: str) -> bytes:
+    """Read a 30 s stream's first event (and part of the next), then leave."""
+    return await Client(url).call(
+        "tell me a long story " * 40,
+        stream=True,
+        enough=b"\n\ndata: ",
+        headers=((FRAME_DELAY_HEADER, "50"),),
+    )
+
+
+def assert_cut_as_seen(cassette: Path, got: bytes) -> None:
+    """The line holds what the proxy had sent the client when it left,
+    cut by the client: all the client read, no whole stream."""
+    (interaction,) = interactions(cassette)
+    assert interaction.response.cut is not None
+    assert interaction.response.cut.error == "client-closed"
+    body = b"".join(data for _, data in interaction.response.frames)
+    assert body.startswith(got[: got.rindex(b"\n\n") + 2])
+    assert len(sse_events(body)) < 20  # not the 30 s stream
+
+
 async def test_a_client_that_leaves_a_long_stream_gets_its_cut_recorded_as_it_saw_it(
     tmp_path: Path,
 ) -> None:
@@ -122,17 +143,24 @@ async def test_a_client_that_leaves_a_long_stream_gets_its_cut_recorded_as_it_sa
     async with serve_fake() as fake:
         opts = options(Mode.RECORD, cassette, upstream=fake.url, record_grace=0.3)
         async with running(opts) as url:
-            client = Client(url)
-            got = await client.call(
-                "tell me a long story " * 40,
-                stream=True,
-                enough=b"\n\ndata: ",  # the first event, and some of the next
-                headers=((FRAME_DELAY_HEADER, "50"),),
-            )
-    (interaction,) = interactions(cassette)
-    assert interaction.response.cut is not None
-    assert interaction.response.cut.error == "client-closed"
-    body = b"".join(data for _, data in interaction.response.frames)
-    assert got.startswith(body)  # nothing the client was not sent
-    assert body
-    assert len(sse_events(body)) < 20  # not the 30 s stream
+            got = await leave_a_long_stream(url)
+            with anyio.fail_after(10):
+                while not cassette.read_bytes().count(b"\n") >= 2:  # _meta, then the line
+                    await anyio.sleep(0.05)
+    assert_cut_as_seen(cassette, got)
+
+
+async def test_a_proxy_stopped_while_the_grace_runs_records_what_the_client_saw(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake() as fake:
+        opts = options(Mode.RECORD, cassette, upstream=fake.url, record_grace=60)
+        proxy = _proxy(opts)
+        async with running(opts, proxy=proxy) as url:
+            got = await leave_a_long_stream(url)
+            with anyio.fail_after(10):
+                while not proxy._recordings.blocked:  # the place is held: the grace runs
+                    await anyio.sleep(0.01)
+        # stopped: the 60 s grace was not waited for
+    assert_cut_as_seen(cassette, got)

@@ -44,6 +44,8 @@ class Recording:
     number: int
     steps: int
     fails: bool = False
+    #: Never handed to the queue (its place given up).
+    empty: bool = False
     taken: int = 0
     cassette: Cassette = CASSETTE
 
@@ -59,12 +61,17 @@ class Recording:
 @dataclass
 class Forward:
     """A forward: its upstream answers after ``upstream`` yields; the
-    answer goes out over ``answer`` yields; its recording takes ``steps``."""
+    answer goes out over ``answer`` yields; its recording takes ``steps``.
+    ``grace``: the client leaves once the answer started, and its recording
+    is known ``grace`` yields later (``None``: the client stays; an
+    ``empty`` recording: nothing to record, such as live mode)."""
 
     upstream: int
     answer: int
     steps: int
     fails: bool
+    grace: int | None = None
+    empty: bool = False
 
 
 @dataclass
@@ -97,14 +104,24 @@ async def forward(world: World, move: Forward) -> None:
 
             async def builder(last: Any) -> None:
                 await queue.build_meanwhile(last, lambda: busy[0], answered)
-                if queue.holds(last):
+                if queue.holds(last) and not queue.blocked:
                     world.problems.append("a builder returned with its recordings waiting")
 
             tg.start_soon(builder, last)
         await pause(move.upstream)  # the upstream works
         busy[0] = False
+        empty = move.empty and move.grace is not None  # (else the forward records)
+        recording = Recording(len(world.added), move.steps, move.fails, empty)
+        if move.grace is not None:  # the client leaves: its place is held
+            world.added.append(recording)
+            place = queue.reserve(REDACTOR, f"/v1/{recording.number}")
+            await pause(move.grace)  # the recording reads on
+            queue.fill(place, None if empty else recording)
+            queue.fill(place, recording)  # a second fill does nothing
+            queue.settle()  # what waited behind the place (the proxy's _left)
+            answered.set()
+            return
         await pause(move.answer)  # the answer goes out
-        recording = Recording(len(world.added), move.steps, move.fails)
         world.added.append(recording)
         queue.add(recording, REDACTOR, f"/v1/{recording.number}")
         answered.set()
@@ -117,7 +134,7 @@ async def connection(world: World, moves: list[Forward | Settle]) -> None:
         else:
             await pause(move.pauses)
             world.queue.settle()
-            if world.queue:
+            if world.queue and not world.queue.blocked:
                 world.problems.append("settle() returned with recordings waiting")
     world.queue.settle()  # the connection ends
 
@@ -129,6 +146,8 @@ moves = st.one_of(
         answer=st.integers(0, 3),
         steps=st.integers(1, 7),
         fails=st.sampled_from([False] * 7 + [True]),  # a build that fails now and then
+        grace=st.one_of(st.none(), st.none(), st.integers(0, 8)),
+        empty=st.sampled_from([False] * 3 + [True]),
     ),
     st.builds(Settle, pauses=st.integers(0, 3)),
 )
@@ -160,9 +179,9 @@ def run(program: list[list[Forward | Settle]]) -> World:
 def test_every_recording_is_appended_once_in_order(program: list[list[Forward | Settle]]) -> None:
     world = run(program)
     assert world.problems == []
-    kept = [r.number for r in world.added if not r.fails]
-    assert world.appended == kept  # each once, in the order added
-    assert world.queue.failures == sum(r.fails for r in world.added)
+    kept = [r.number for r in world.added if not r.fails and not r.empty]
+    assert world.appended == kept  # each once, in the order added or its place held
+    assert world.queue.failures == sum(r.fails and not r.empty for r in world.added)
     assert not world.queue
 
 
@@ -183,3 +202,12 @@ def test_a_queue_settled_under_a_waiting_builder_loses_nothing(
     world = run(program)
     assert world.problems == []
     assert world.appended == [r.number for r in world.added]
+
+
+def test_a_recording_waits_behind_a_place_held_and_follows_it() -> None:
+    """A client left a stream (its place held while the grace runs), made
+    its next request on a new connection, and got its answer first: the
+    lines keep the order the client saw (a retry must replay second)."""
+    world = run([[Forward(0, 0, 1, False, grace=10)], [Forward(1, 0, 1, False)]])
+    assert world.problems == []
+    assert world.appended == [0, 1]

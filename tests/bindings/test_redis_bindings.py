@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +21,11 @@ from reel_bindings._store import MemoryStore, StoreUnavailableError
 from reel_bindings.httpcore import Transport
 from reel_core import ConfigError, Mode
 from tests.fakes.upstream import FakeUpstreamThread, serve_fake
-from tests.redis_server import RedisServer, free_port
+from tests.redis_server import CHAT_TEST, RedisServer, free_port
 
 from .proxy_support import chat_call, fetch, options, proxied
 
-redis = pytest.importorskip("redis")
+redis = pytest.importorskip("redis", reason="pip install redis (in the test extra)")
 
 from reel_bindings._redis import RedisStore  # noqa: E402
 
@@ -99,7 +98,7 @@ def test_proxy_flags_and_variables_for_the_store() -> None:
     assert (opts.store, opts.store_prefix, opts.cassette) == ("rediss://h:2/1", "team", None)
     for argv, env, message in (
         (["--store", "redis://h/0", "--cassette-dir", "d"], {}, "--cassette-dir is a directory"),
-        ([], {"REEL_STORE": "reddis://h/0"}, "REEL_STORE='reddis://h/0' is not a store"),
+        ([], {"REEL_STORE": "reddis://h/0"}, "REEL_STORE: unknown store reddis://h/0"),
         ([], {"REEL_STORE": "redis://h/0", "REEL_STORE_PREFIX": "a b"}, "REEL_STORE_PREFIX"),
     ):
         with pytest.raises(SystemExit) as caught:
@@ -114,7 +113,7 @@ def test_settings_read_the_store_variables() -> None:
         "redis://given/0"
     )
     assert Settings.from_env({}).open_store() is None
-    with pytest.raises(ConfigError, match=r"REEL_STORE='http://h' is not a store: give a dir"):
+    with pytest.raises(ConfigError, match=r"REEL_STORE: unknown store http://h: give a dir"):
         Settings.from_env({"REEL_STORE": "http://h"})
     with pytest.raises(ConfigError, match="REEL_STORE_PREFIX='a b' is not a key prefix"):
         Settings.from_env({"REEL_STORE_PREFIX": "a b"})
@@ -187,21 +186,7 @@ def test_in_process_recording_answers_502_while_redis_is_gone(
 def test_the_pytest_plugin_records_and_replays_with_reel_store(
     pytester: pytest.Pytester, redis_url: str
 ) -> None:
-    pytester.makepyfile(
-        test_redis_chat=textwrap.dedent(
-            """
-            import httpx, pytest
-
-            @pytest.mark.reel
-            def test_chat(reel, fake_url):
-                with httpx.Client(transport=reel.transport(), base_url=fake_url) as client:
-                    r = client.post("/v1/chat/completions", json={
-                        "model": "gpt-4o-mini",
-                        "messages": [{"role": "user", "content": "plugin"}]})
-                assert r.status_code == 200
-            """
-        )
-    )
+    pytester.makepyfile(test_redis_chat=CHAT_TEST)
     with FakeUpstreamThread(frame_delay=0.001) as fake:
         pytester.makeconftest(
             f"import pytest\n@pytest.fixture\ndef fake_url():\n    return {fake.url!r}\n"

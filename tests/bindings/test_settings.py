@@ -177,3 +177,31 @@ def test_max_age_from_the_environment_and_the_proxy_flag() -> None:
     with pytest.raises(SystemExit) as exc:
         parse_options(["--max-age", "0s"], {})
     assert exc.value.code == 2
+
+
+def test_drop_response_headers_from_the_environment_the_flag_and_the_bindings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reel_bindings.proxy._options import parse_options
+
+    env = {"REEL_DROP_RESPONSE_HEADERS": " X-Trace-Id, server ,"}
+    assert Settings.from_env(env).drop_response_headers == ("server", "x-trace-id")
+    assert Settings.from_env(env).config().drop_response_headers == ("server", "x-trace-id")
+    assert Settings.from_env({}).config().drop_response_headers == ()
+    given = Settings.from_env(env, drop_response_headers=["Via"])  # the variable is not read
+    assert given.drop_response_headers == ("via",)
+    with pytest.raises(ConfigError, match="REEL_DROP_RESPONSE_HEADERS='a b': drop_response_"):
+        Settings.from_env({"REEL_DROP_RESPONSE_HEADERS": "a b"})
+    with pytest.raises(ConfigError, match="drop_response_headers: give a list of header names"):
+        Settings.from_env({}, drop_response_headers="x-a")
+    options = parse_options(["--drop-response-header", "Via", "--drop-response-header", "x-a"], env)
+    assert options.config().drop_response_headers == ("via", "x-a")  # the flags win
+    assert parse_options([], env).config().drop_response_headers == ("server", "x-trace-id")
+    with pytest.raises(SystemExit) as exc:
+        parse_options(["--drop-response-header", "a:b"], {})
+    assert exc.value.code == 2
+    assert "--drop-response-header: drop_response_headers must name" in capsys.readouterr().err
+    cassette = tmp_path / "c.jsonl"
+    for binding in (Transport, AsyncTransport, Adapter):
+        made = binding(cassette, mode="auto", drop_response_headers=["ETag"])
+        assert made.player.config.drop_response_headers == ("etag",)

@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from reel_bindings.cli import main
+from tests.corpus import CORPUS, NO_CORPUS
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 if not (CORPUS / "MANIFEST.jsonl").is_file():
-    pytest.skip(f"no corpus at {CORPUS}", allow_module_level=True)
+    pytest.skip(NO_CORPUS, allow_module_level=True)
 
 ENTRIES = [json.loads(line) for line in (CORPUS / "MANIFEST.jsonl").read_text().splitlines()]
 

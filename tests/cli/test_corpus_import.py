@@ -24,13 +24,13 @@ from reel_core import (
     Redactor,
     Request,
 )
+from tests.corpus import CORPUS, NO_CORPUS
 from tests.replaying import replay_one as _replay
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 if not (CORPUS / "MANIFEST.jsonl").is_file():
-    pytest.skip(f"no corpus at {CORPUS}", allow_module_level=True)
+    pytest.skip(NO_CORPUS, allow_module_level=True)
 
-import yaml  # noqa: E402  (only needed with a corpus)
+import yaml  # only needed with a corpus
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

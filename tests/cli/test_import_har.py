@@ -92,3 +92,20 @@ def test_auto_tells_a_har(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         f"{source} (dry run, not written): 1 of 1 interaction (har)"
     )
     assert not out.exists()
+
+
+def test_skipped_urls_are_shown_without_credentials_or_payload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(archive(200))
+    template = doc["log"]["entries"][0]
+    secret_data = "data:text/plain;base64," + "SeCrEtPaYlOaD" * 20
+    for url in (secret_data, "ftp://user:SeCrEt-password@ftp.example.com/file.txt"):
+        doc["log"]["entries"].append({**template, "request": {**template["request"], "url": url}})
+    source = tmp_path / "recording.har"
+    source.write_text(json.dumps(doc))
+    assert main(["import", "har", str(source)]) == 1  # two entries NOT converted
+    err = capsys.readouterr().err
+    assert "NOT converted: not an HTTP request: data:text/plain;base64,... (283 characters)" in err
+    assert "NOT converted: not an HTTP request: ftp://***@ftp.example.com/file.txt" in err
+    assert "SeCrEt" not in err

@@ -9,6 +9,7 @@ import pytest
 
 from reel_bindings.cli import main
 from reel_core import Cassette
+from tests.corpus import CORPUS
 
 RECORDING = {
     "test_id": "tests/integration/inference/test_x.py::test_chat",
@@ -78,15 +79,7 @@ def test_a_file_that_is_no_recording_exits_2(
     assert not (tmp_path / "x.jsonl").exists()
 
 
-INDEXED = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "corpus"
-    / "meta-llama__llama-stack"
-    / "tests"
-    / "integration"
-    / "recordings"
-)
+INDEXED = CORPUS / "meta-llama__llama-stack" / "tests" / "integration" / "recordings"
 
 
 @pytest.mark.skipif(not INDEXED.is_dir(), reason=f"no corpus at {INDEXED}")

@@ -229,7 +229,7 @@ def test_a_corrupt_encoded_body_is_not_converted_and_says_why(
     tmp_path: Path, encoding: str, body: bytes
 ) -> None:
     if encoding == "br":
-        pytest.importorskip("brotli")
+        pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     text = (
         "interactions:\n- request:\n    body: '" + CHAT + "'\n    headers: {}\n    method: POST\n"
         "    uri: https://api.openai.com/v1/chat/completions\n  response:\n    body:\n"

@@ -342,7 +342,7 @@ def test_check_looks_inside_nested_and_other_compressions(
     import gzip
     import zlib
 
-    brotli = pytest.importorskip("brotli")
+    brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     text = chat_body(f"mail jane.doe@example.com {OPENAI_KEY}")
     cases = {
         "deflate data": zlib.compress(text),
@@ -408,3 +408,70 @@ def test_a_redacted_line_keeps_no_digest_of_what_it_held(tmp_path: Path) -> None
         engine = Engine(replayed, Config(mode=Mode.REPLAY))
         engine.receive_request(Request("POST", "/v1/chat/completions", (), sent))
         assert isinstance(engine.next_event(), Replay)
+
+
+def test_headers_the_cassette_names_are_dropped_and_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    response = RecordedResponse(
+        200,
+        (("content-type", "application/json"), ("server", "edge-7"), ("etag", '"v1"')),
+        body=b"{}",
+    )
+    meta = CassetteMeta(extra={"redact": {"drop_response_headers": ["Server"]}})
+    path = write(tmp_path / "c.jsonl", interaction(response=response), meta=meta)
+    assert main(["check", str(path)]) == 1
+    assert f"{path}:2: unsafe-header in response.headers.server" in capsys.readouterr().out
+    assert main(["redact", str(path)]) == 0
+    assert lines(path)[1]["response"]["headers"] == [
+        ["content-type", "application/json"],
+        ["etag", '"v1"'],
+    ]
+    assert main(["check", str(path)]) == 0
+
+
+def flagged_interaction() -> Interaction:
+    return interaction(
+        response=RecordedResponse(
+            200,
+            headers=(("content-type", "application/json"), ("content-encoding", "zstd")),
+            body=b"\x28\xb5\x2f\xfd\x00\x01",
+            encoding="zstd",
+            encoding_error="cannot decode content-encoding 'zstd' (install zstandard)",
+        )
+    )
+
+
+def test_redact_and_check_name_a_body_reel_could_not_decode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "z.jsonl", flagged_interaction())
+    before = path.read_bytes()
+    assert main(["redact", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert (
+        f"reel redact: {path}:2: response.body (stored zstd-encoded): cannot decode "
+        "content-encoding 'zstd' (install zstandard): Reel cannot read it, so it cannot vouch "
+        "for it: re-record those requests where Reel decodes them"
+    ) in err
+    assert path.read_bytes() == before
+    assert main(["check", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == (
+        f"{path}:2: response.body (stored zstd-encoded) not decoded: cannot decode "
+        "content-encoding 'zstd' (install zstandard)\n"
+    )
+    assert err.startswith("reel check: 1 of 1 file hold bodies stored in an encoding")
+
+
+@pytest.mark.parametrize("command", ["check", "redact"])
+def test_a_bad_body_limit_is_refused(
+    command: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REEL_MAX_BODY", "lots")
+    path = write(tmp_path / "c.jsonl", interaction())
+    assert main([command, str(path)]) == 2
+    assert "REEL_MAX_BODY='lots' is not a positive number of bytes" in capsys.readouterr().err

@@ -43,15 +43,17 @@ def miss_report(cassette: Path, body: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError("no miss")
 
 
-def test_one_cassette_gives_one_page_beside_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_one_cassette_gives_one_page_named_after_it_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
     cassette = tmp_path / "demo.jsonl"
     shutil.copy(DEMO, cassette)
     assert main(["view", str(cassette)]) == 0
-    out = tmp_path / "demo.html"
-    assert capsys.readouterr().out == f"{out}: 7 interactions from 1 cassette\n"
-    data = page_data(out)
+    assert capsys.readouterr().out == "demo.html: 7 interactions from 1 cassette\n"
+    assert not (tmp_path / "demo.html").exists()  # never among the cassettes
+    data = page_data(tmp_path / "here" / "demo.html")
     assert data["title"] == "Reel: demo.jsonl"
     assert len(data["rows"]) == 7
     assert data["miss"] is None
@@ -75,6 +77,25 @@ def test_a_directory_means_every_cassette_in_it(
         str(tmp_path / "sub" / "a.jsonl"),
     ]
     assert [r["cassette"] for r in data["rows"]] == [0] * 7 + [1]
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_directory_gives_reel_view_html_here_whatever_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], count: int
+) -> None:
+    # one rule (docs/viewing.md): a directory gives reel-view.html in the
+    # working directory; with one cassette in it the page was written among
+    # the cassettes, as DIR/NAME.html
+    cassettes = tmp_path / "cassettes"
+    cassettes.mkdir()
+    for n in range(count):
+        write(cassettes / f"c{n}.jsonl", interaction())
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    assert main(["view", str(cassettes)]) == 0
+    assert capsys.readouterr().out.startswith("reel-view.html: ")
+    assert len(page_data(tmp_path / "here" / "reel-view.html")["rows"]) == count
+    assert sorted(p.name for p in cassettes.iterdir()) == [f"c{n}.jsonl" for n in range(count)]
 
 
 def test_several_cassettes_default_to_reel_view_html(
@@ -145,8 +166,9 @@ def test_bad_usage_is_one_line_and_exit_2(
 
 
 def test_bad_lines_are_reported_the_rest_shown_and_exit_1(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     cassette = write(tmp_path / "c.jsonl", interaction(), b"{torn\n")
     out = tmp_path / "c.html"
     assert main(["view", str(cassette)]) == 1

@@ -247,6 +247,46 @@ def test_a_miss_report_beside_its_closest_recording(opened: Any, tmp_path: Path)
     assert p.page.locator("#detail .detail h2 .tag").inner_text() == closest["id"]
 
 
+#: Markup that runs script wherever a page inserts it as HTML.
+INJECTED = [
+    '</script><img src=x onerror="window.__pwned=1">',
+    "<script>window.__pwned=1</script>",
+    '"><svg onload="window.__pwned=1">',
+]
+
+
+def test_a_hostile_miss_report_runs_no_script(opened: Any, tmp_path: Path) -> None:
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hi to Reel."}]}
+    report = miss_report(DEMO, body)
+    error = report["error"]
+    for n, key in enumerate(("message", "cassette", "mode", "match", "key", "reason", "rerecord")):
+        error[key] = INJECTED[n % len(INJECTED)]
+    error["request"] = {"method": INJECTED[0], "path": INJECTED[1]}
+    closest = error["closest"]
+    closest.update(method=INJECTED[2], path=INJECTED[0])
+    closest["similarity"] = INJECTED[1]  # numbers that are not numbers
+    closest["more_differences"] = INJECTED[0]
+    closest["diff"] += [
+        {"path": INJECTED[n], "kind": INJECTED[n - 1], "recorded": INJECTED[n - 2]}
+        for n in range(len(INJECTED))
+    ]
+    closest["diff"].append({"path": "__proto__.polluted", "kind": "changed", "received": "x"})
+    closest["diff"].append(
+        {"path": "constructor.prototype.polluted", "kind": "changed", "received": "x"}
+    )
+    miss = tmp_path / "miss.json"
+    miss.write_text(json.dumps(report))
+    p = opened(view(tmp_path, "--miss", str(miss), str(DEMO)))
+    p.page.wait_for_selector("#miss-side .side")
+    p.shot("hostile-miss")
+    assert p.page.evaluate("() => window.__pwned") is None
+    assert p.page.evaluate("() => ({}).polluted") is None
+    injected = "#miss img, #miss svg, #miss script, #miss iframe, header img, header svg"
+    assert p.page.locator(injected).count() == 0
+    text = p.page.locator("#miss").inner_text()
+    assert 'onerror="window.__pwned=1"' in text  # shown as text, not run
+
+
 def test_diff_html_shows_changes_side_by_side(opened: Any, tmp_path: Path) -> None:
     a = write(
         tmp_path / "a.jsonl",

@@ -455,3 +455,19 @@ def test_a_websocket_session_without_its_close() -> None:
     empty = dataclasses.replace(ix, websocket=WebSocketLog())
     assert row(empty, index=0, cassette=0, line=2)["duration_ms"] is None
     assert row(empty, index=0, cassette=0, line=2)["ws"] == {"client": 0, "server": 0}
+
+
+def test_a_body_reel_could_not_decode_is_shown_flagged() -> None:
+    flagged = RecordedResponse(
+        200,
+        headers=(("content-encoding", "zstd"),),
+        body=b"\x28\xb5\x2f\xfd",
+        encoding="zstd",
+        encoding_error="cannot decode content-encoding 'zstd'",
+    )
+    response = detail(interaction(response=flagged))["response"]
+    assert (response["encoding"], response["encoding_error"]) == (
+        "zstd",
+        "cannot decode content-encoding 'zstd'",
+    )
+    assert "encoding" not in detail(interaction())["response"]

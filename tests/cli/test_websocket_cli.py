@@ -140,7 +140,7 @@ def test_har_import_of_a_devtools_session_without_reels_extension(tmp_path: Path
 def test_vcr_export_refuses_websocket_sessions_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("yaml")
+    pytest.importorskip("yaml", reason="pip install pyyaml (in the test extra)")
     source = write(tmp_path / "rt.jsonl", session(), session(ident="cd"), interaction())
     assert main(["export", "vcr", str(source)]) == 0
     captured = capsys.readouterr()

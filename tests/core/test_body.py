@@ -143,7 +143,8 @@ def _decode_in(decoder: ContentDecoder, chunks: list[bytes]) -> bytes:
 
 
 @pytest.mark.parametrize("encoding", ["identity", "", "compress", "zstd"])
-def test_undecodable_encodings_pass_through(encoding: str) -> None:
+def test_undecodable_encodings_pass_through(encoding: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # zstd not installed
     d = ContentDecoder(encoding)
     assert not d.decodes
     assert d.decode(b"abc") == b"abc"
@@ -172,7 +173,7 @@ def test_deflate_zlib_wrapped_and_raw() -> None:
 
 
 def test_brotli_when_installed() -> None:
-    brotli = pytest.importorskip("brotli")
+    brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     packed = brotli.compress(PLAIN)
     for chunks in splittings(packed, seed=3):
         d = ContentDecoder("br")
@@ -185,7 +186,7 @@ def test_corrupt_bodies_raise_value_error() -> None:
         ContentDecoder("gzip").decode(b"not gzip at all")
     with pytest.raises(ValueError, match="corrupt deflate body"):
         ContentDecoder("deflate").decode(b"\x78\x9cnot deflate")
-    pytest.importorskip("brotli")
+    pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     with pytest.raises(ValueError, match="corrupt br body"):
         ContentDecoder("br").decode(b"\xff\xff\xff\xff not brotli")
 
@@ -200,8 +201,14 @@ def test_br_without_any_brotli_package_passes_through(monkeypatch: pytest.Monkey
 
 def test_br_falls_back_to_brotlicffi(monkeypatch: pytest.MonkeyPatch) -> None:
     class FakeDecompressor:
-        def process(self, data: bytes) -> bytes:
+        def process(self, data: bytes, output_buffer_limit: int = 0) -> bytes:
             return data.upper()
+
+        def can_accept_more_data(self) -> bool:
+            return True
+
+        def is_finished(self) -> bool:
+            return True
 
     fake = types.ModuleType("brotlicffi")
     fake.Decompressor = FakeDecompressor  # type: ignore[attr-defined]

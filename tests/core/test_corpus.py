@@ -20,7 +20,6 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,14 +40,14 @@ from reel_core import (
     ResponseHead,
     Signal,
 )
+from tests.corpus import CORPUS, NO_CORPUS
 
 from ._helpers import pull, random_split
 
-CORPUS = Path(__file__).parents[2].parent / "shared" / "corpus"
 if not (CORPUS / "MANIFEST.jsonl").is_file():
-    pytest.skip(f"no corpus at {CORPUS}", allow_module_level=True)
+    pytest.skip(NO_CORPUS, allow_module_level=True)
 
-import yaml  # noqa: E402  (only needed with a corpus)
+import yaml  # only needed with a corpus
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # both read !!binary
 T0 = 1000.0

@@ -5,7 +5,6 @@ the corpus)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -13,12 +12,12 @@ import pytest
 
 from reel_core._http import normalize_headers
 from reel_core._providers import guess_provider
+from tests.corpus import CORPUS, NO_CORPUS
 
-CORPUS = Path(__file__).parents[2].parent / "shared" / "corpus"
 if not (CORPUS / "MANIFEST.jsonl").is_file():
-    pytest.skip(f"no corpus at {CORPUS}", allow_module_level=True)
+    pytest.skip(NO_CORPUS, allow_module_level=True)
 
-import yaml  # noqa: E402  (only needed with a corpus)
+import yaml  # only needed with a corpus
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 PROVIDERS = ("openai", "anthropic", "gemini")

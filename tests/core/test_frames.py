@@ -254,8 +254,7 @@ def test_looks_like_sse(head: bytes, expected: bool) -> None:
 
 
 def test_event_ends_stop_at_an_event_still_open() -> None:
-    # the open event's own LF is found by the pattern past the last end:
-    # it is not an end
+    # the open event's own LF, past the last end, is not an end
     assert sse_event_ends(b"data: a\n\ndata: b\n") == [9]
     assert sse_event_ends(b"data: a\n\ndata: b\n\n") == [9, 18]
     assert sse_event_ends(b"data: a\r\n\r\n") is None

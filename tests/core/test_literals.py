@@ -161,7 +161,9 @@ def test_exchange_redactors_are_shared_and_never_nested() -> None:
     assert base != one
     both = exchange_redactor(one, ((b"x-api-key", b"another-key-123"),))
     assert isinstance(both, ExchangeRedactor)
-    assert both.base is base
+    # (equal redactors share a cache entry: another test's Redactor() may be the base)
+    assert both.base == base
+    assert not isinstance(both.base, ExchangeRedactor)
     assert both.text(f"{AZURE_KEY} another-key-123") == f"{PLACEHOLDER} {PLACEHOLDER}"
     # the values never show in a repr
     assert AZURE_KEY not in repr(one)

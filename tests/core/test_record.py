@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import zlib
 
 import pytest
@@ -15,7 +16,6 @@ from reel_core import (
     StreamCut,
     UpstreamError,
 )
-from reel_core._body import ContentDecoder
 from reel_core._http import Headers
 from reel_core._record import Recorder, _ms, response_shape, stream_kind
 
@@ -120,9 +120,10 @@ def test_whole_body() -> None:
     assert i.response.status == 200
     assert i.response.stream is None
     assert i.response.body == b'{"a":1}'
-    assert i.response.headers == (
+    assert i.response.headers == (  # set-cookie is never stored
         ("content-type", "application/json"),
         ("x-request-id", "req_1"),
+        ("date", "today"),
         ("openai-organization-id", "org [REDACTED:openai-key]"),
     )
     assert timing_meta(i) == {"ttfb_ms": 500.0, "total_ms": 800.0, "bytes": 7}
@@ -239,13 +240,19 @@ def test_gzip_stream_is_decoded_into_frames() -> None:
     ]
 
 
-def test_unknown_encoding_is_kept_with_its_header() -> None:
+def test_unknown_encoding_is_kept_with_its_header_and_flagged() -> None:
     r = recorder()
-    r.head(200, ((b"content-encoding", b"zstd"), *JSON), now=0.0, sent_at=None)
-    r.data(b"\x28\xb5\x2f\xfd", 0.1)
+    r.head(200, ((b"content-encoding", b"compress"), *JSON), now=0.0, sent_at=None)
+    r.data(b"\x1f\x9d\x90", 0.1)
     got = r.end(0.2)
-    assert got.response.body == b"\x28\xb5\x2f\xfd"
-    assert ("content-encoding", "zstd") in got.response.headers
+    assert got.response.body == b"\x1f\x9d\x90"
+    assert ("content-encoding", "compress") in got.response.headers
+    assert got.response.encoding == "compress"
+    assert got.response.encoding_error == (
+        "cannot decode content-encoding 'compress' (no Reel decodes it)"
+    )
+    assert got.meta["bytes"] == 3
+    assert got.meta["shape"] == "binary"
 
 
 def test_corrupt_encoding_becomes_a_protocol_cut() -> None:
@@ -264,16 +271,12 @@ def test_corrupt_encoding_becomes_a_protocol_cut() -> None:
     assert b"ignored" not in got.response.content
 
 
-def test_deflate_flush_failure_is_a_protocol_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken_flush(self: ContentDecoder) -> bytes:
-        raise ValueError("corrupt deflate body: truncated")
-
-    monkeypatch.setattr(ContentDecoder, "flush", broken_flush)
+def test_a_truncated_deflate_body_is_a_protocol_cut() -> None:
     r = recorder()
     r.head(200, ((b"content-encoding", b"deflate"), *JSON), now=0.0, sent_at=None)
-    r.data(zlib.compress(b"abc"), 0.1)
+    r.data(zlib.compress(b"abc" * 100)[:-5], 0.1)
     got = r.end(0.5)
-    assert got.response.cut == StreamCut(500.0, "protocol", "corrupt deflate body: truncated")
+    assert got.response.cut == StreamCut(100.0, "protocol", "truncated deflate body")
 
 
 def test_fail_after_head_records_a_cut() -> None:
@@ -400,3 +403,74 @@ def test_a_secret_spanning_lines_keeps_the_body_whole() -> None:
 )
 def test_response_shape(response: RecordedResponse, content_type: str, shape: str) -> None:
     assert response_shape(response, content_type) == shape
+
+
+def test_a_zstd_stream_is_decoded_into_its_events() -> None:
+    zstandard = pytest.importorskip("zstandard", reason="pip install zstandard (in the test extra)")
+    packer = zstandard.ZstdCompressor().compressobj()
+    events = [b"data: 1\n\n", b"data: 2\n\n"]
+    r = recorder(STREAM)
+    r.head(200, ((b"content-encoding", b"zstd"), *SSE), now=0.0, sent_at=None)
+    r.data(packer.compress(events[0]) + packer.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK), 0.1)
+    r.data(packer.compress(events[1]) + packer.flush(), 0.2)
+    got = r.end(0.3)
+    assert got.response.stream == "sse"
+    assert got.response.frames == ((100.0, events[0]), (200.0, events[1]))
+    assert all(k != "content-encoding" for k, _ in got.response.headers)
+    assert got.response.encoding is None
+
+
+def test_a_stream_over_the_limit_is_kept_as_it_came_and_flagged() -> None:
+    packer = zlib.compressobj(wbits=31)
+    first = packer.compress(b"data: " + b"x" * 5000 + b"\n\n") + packer.flush(zlib.Z_SYNC_FLUSH)
+    second = packer.compress(b"data: 2\n\n") + packer.flush()
+    r = Recorder(
+        STREAM,
+        key="sha256:" + "0" * 64,
+        id="id0",
+        redactor=Redactor(),
+        max_body=1000,
+    )
+    r.head(200, ((b"content-encoding", b"gzip"), *SSE), now=0.0, sent_at=None)
+    r.data(first, 0.1)
+    r.data(second, 0.2)
+    got = r.end(0.3)
+    resp = got.response
+    assert resp.stream == "chunks"  # compressed bytes hold no events to cut
+    assert resp.frames == ((100.0, first), (200.0, second))
+    assert resp.end_ms == 300.0
+    assert ("content-encoding", "gzip") in resp.headers
+    assert (resp.encoding, resp.encoding_error) == ("gzip", "gzip body decodes to over 1000 bytes")
+    assert got.meta["bytes"] == len(first) + len(second)
+    line = json.loads(got.to_line())["response"]
+    assert (line["encoding"], line["encoding_error"]) == (resp.encoding, resp.encoding_error)
+    assert Interaction.from_json(json.loads(got.to_line())) == got
+
+
+def test_a_whole_body_over_the_limit_is_kept_compressed() -> None:
+    packed = gzip.compress(b"0" * 10_000)
+    r = Recorder(CHAT, key="sha256:" + "0" * 64, id="id0", redactor=Redactor(), max_body=1000)
+    r.head(200, ((b"content-encoding", b"gzip"), *JSON), now=0.0, sent_at=None)
+    r.data(packed, 0.1)
+    got = r.end(0.2)
+    assert got.response.stream is None
+    assert got.response.body == packed
+    assert got.response.encoding_error == "gzip body decodes to over 1000 bytes"
+
+
+def test_a_flag_on_a_line_must_be_a_string() -> None:
+    r = recorder()
+    r.head(200, JSON, now=0.0, sent_at=None)
+    r.data(b"{}", 0.1)
+    line = json.loads(r.end(0.2).to_line())
+    line["response"]["encoding_error"] = 3
+    with pytest.raises(ValueError, match=r'"response\.encoding_error" must be a string'):
+        Interaction.from_json(line)
+
+
+def test_an_empty_body_in_any_coding_is_empty() -> None:
+    r = recorder()
+    r.head(200, ((b"content-encoding", b"compress"), *JSON), now=0.0, sent_at=None)
+    got = r.end(0.1)
+    assert (got.response.body, got.response.encoding_error) == (b"", None)
+    assert all(k != "content-encoding" for k, _ in got.response.headers)

@@ -24,7 +24,7 @@ from reel_core import (
     _engine,
 )
 from reel_core._http import Headers
-from reel_core._literals import exchange_redactor
+from reel_core._literals import Sent, exchange_redactor
 from reel_core._record import Recorder
 from reel_core._redact import Redactor
 
@@ -180,9 +180,11 @@ def test_a_forwards_credential_values_are_read_when_first_asked_for(
     said and from the recording, and is made once for both."""
     made: list[bytes] = []
 
-    def spy(base: Redactor, headers: Headers, names: frozenset[bytes]) -> Redactor:
+    def spy(
+        base: Redactor, headers: Headers, names: frozenset[bytes], sent: Sent | None = None
+    ) -> Redactor:
         made.append(dict(headers)[b"x-api-key"])
-        return exchange_redactor(base, headers, names)
+        return exchange_redactor(base, headers, names, sent)
 
     monkeypatch.setattr(_engine, "exchange_redactor", spy)
     key = b"sk-ant-api03-" + b"k" * 40

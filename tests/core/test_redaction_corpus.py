@@ -21,10 +21,11 @@ from types import ModuleType
 
 import pytest
 
+from tests.corpus import CORPUS, NO_CORPUS
+
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT.parent / "shared" / "corpus"
 if not (CORPUS / "MANIFEST.jsonl").is_file():
-    pytest.skip(f"no corpus at {CORPUS}", allow_module_level=True)
+    pytest.skip(NO_CORPUS, allow_module_level=True)
 
 KNOWN = Path(__file__).with_name("redaction_corpus_true_positives.json")
 

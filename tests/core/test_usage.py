@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from reel_core import RecordedResponse, SSESplitter
 from reel_core._usage import Usage, _extract, extract_usage
+from tests.corpus import CORPUS, NO_CORPUS
 
 # -- helpers -------------------------------------------------------------------
 
@@ -1035,7 +1036,6 @@ def test_the_guard_turns_a_bug_into_an_empty_usage(monkeypatch: pytest.MonkeyPat
 
 # -- the recorded corpus ---------------------------------------------------------------
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 PROVIDERS = {"openai", "anthropic", "gemini", "azure-openai", "vertex"}
 
 
@@ -1255,7 +1255,7 @@ def _expected(raw: bytes, path: str) -> dict[str, Any]:
 CORPUS_FILES = [name for name in _corpus_files() if any(True for _ in _exchanges(name))]
 
 
-@pytest.mark.skipif(not CORPUS_FILES, reason=f"no corpus at {CORPUS}")
+@pytest.mark.skipif(not CORPUS_FILES, reason=NO_CORPUS)
 def test_the_corpus_has_usage_for_every_provider() -> None:
     seen = {(r.provider, r.response.stream) for n in CORPUS_FILES for r in _exchanges(n)}
     for provider in ("openai", "anthropic", "gemini"):
@@ -1268,7 +1268,7 @@ def test_the_corpus_has_usage_for_every_provider() -> None:
 @pytest.mark.parametrize(
     "name",
     [pytest.param(name, id=name) for name in CORPUS_FILES]
-    or [pytest.param("", marks=pytest.mark.skip(reason=f"no corpus at {CORPUS}"))],
+    or [pytest.param("", marks=pytest.mark.skip(reason=NO_CORPUS))],
 )
 def test_corpus_usage_matches_the_recorded_body(name: str) -> None:
     checked = 0

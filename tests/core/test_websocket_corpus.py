@@ -6,7 +6,6 @@ reported it."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -24,11 +23,11 @@ from reel_core import (
     WebSocketStep,
     read_line,
 )
+from tests.corpus import CORPUS, NO_CORPUS
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 REALTIME = CORPUS / "pydantic__pydantic-ai" / "tests" / "realtime" / "cassettes"
 if not REALTIME.is_dir():
-    pytest.skip(f"no corpus at {CORPUS}", allow_module_level=True)
+    pytest.skip(NO_CORPUS, allow_module_level=True)
 
 CASES = {
     "test_openai_ws/test_text_in_audio_out_turn.yaml": (

@@ -1,6 +1,7 @@
 """Routing of the fake upstream: a received request in, a :class:`Reply` out (sans-IO).
 
-Routes (POST only; anything else is a 404 in OpenAI's "Invalid URL" shape):
+Routes (POST only, but for the ``GET /web/...`` API below; anything else is a
+404 in OpenAI's "Invalid URL" shape):
 
 ================================================  =========================
 path                                              answer
@@ -15,6 +16,9 @@ path                                              answer
 ``…/audio/transcriptions``                        OpenAI transcription (multipart)
 ``…/oauth/token``                                 a token endpoint (form-urlencoded)
 ================================================  =========================
+
+``GET /web/...`` is a plain HTTP API: redirects, ``link`` pagination, a
+conditional request (see :mod:`tests.fakes.web_wire`).
 
 A gzip or deflate ``content-encoding`` on the request is undone first (see
 :mod:`tests.fakes.uploads_wire`).
@@ -37,7 +41,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from . import anthropic_wire, gemini_wire, openai_wire, responses_wire, uploads_wire
+from . import anthropic_wire, gemini_wire, openai_wire, responses_wire, uploads_wire, web_wire
 from .wire import (
     SCENARIO_HEADER,
     ReceivedRequest,
@@ -49,6 +53,7 @@ from .wire import (
     digest,
     parse_scenarios,
     pretty,
+    query_credentials_of,
     scrub,
     secrets_of,
     sse_frame,
@@ -157,6 +162,8 @@ def _not_found(request: ReceivedRequest, scenarios: frozenset[Scenario]) -> Repl
 
 def respond(request: ReceivedRequest) -> Reply:
     """The fake's whole answer to ``request``: status, headers, frames and faults."""
+    if request.method == "GET" and request.path.startswith("/web/"):
+        return web_wire.respond(request)
     request = uploads_wire.decoded(request)
     seed = digest(dataclasses.replace(request, body=uploads_wire.stable_body(request)))
     secrets = secrets_of(request)
@@ -196,6 +203,8 @@ def respond(request: ReceivedRequest) -> Reply:
         return finish(fail(Scenario.BAD_REQUEST, seed, str(exc)), header_scenarios)
     if Scenario.ECHO_KEY in scenarios:
         return _seal(_echo_key(request, seed, bool(body.get("stream"))), scenarios, ())
+    if Scenario.ECHO_ESCAPED in scenarios:
+        return _seal(_echo_escaped(request), scenarios, ())
     for kind in STATUS_SCENARIOS:
         if kind in scenarios:
             return finish(fail(kind, seed, None), scenarios)
@@ -232,7 +241,7 @@ def _answer(
 def _echo_key(request: ReceivedRequest, seed: str, stream: bool) -> Reply:
     """What an upstream that echoes credentials answers (the ``echo-key``
     scenario): never scrubbed, so Reel's own scrubbing is all there is."""
-    values = credentials_of(request)
+    values = (*credentials_of(request), *query_credentials_of(request))
     if not stream:
         seen = "; ".join(
             f"{value} (data:image/png;base64,{base64.b64encode(value.encode()).decode()}, "
@@ -259,6 +268,31 @@ def _echo_key(request: ReceivedRequest, seed: str, stream: bool) -> Reply:
     return Reply(200, (("content-type", "text/event-stream"),), tuple(frames), True)
 
 
+def _escaped(text: str) -> str:
+    """``text`` as the inside of a JSON string written by .NET's default
+    encoder: each character but a letter, a digit or a space escaped."""
+    out = []
+    for c in text:
+        if c == " " or (c.isascii() and c.isalnum()):
+            out.append(c)
+        else:  # past U+FFFF: a surrogate pair
+            units = c.encode("utf-16-be", "surrogatepass")
+            out += (f"\\u{units[i] << 8 | units[i + 1]:04X}" for i in range(0, len(units), 2))
+    return "".join(out)
+
+
+def _echo_escaped(request: ReceivedRequest) -> Reply:
+    """What an upstream that echoes credentials with JSON escapes answers
+    (the ``echo-escaped`` scenario): its headers' and its query's."""
+    values = (*credentials_of(request), *query_credentials_of(request))
+    seen = "; ".join(_escaped(value) for value in values)
+    body = (
+        '{"error":{"message":"Incorrect API key provided: ' + seen + '",'
+        '"type":"invalid_request_error","param":null,"code":"invalid_api_key"}}'
+    )
+    return Reply(401, (("content-type", "application/json"),), (body.encode(),))
+
+
 def _delta(seed: str, text: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-" + seed[:29],
@@ -281,10 +315,15 @@ def _upload(request: ReceivedRequest, endpoint: Endpoint, seed: str) -> Reply | 
 
 
 def _seal(reply: Reply, scenarios: frozenset[Scenario], secrets: tuple[str, ...]) -> Reply:
-    """Attach the scenarios, scrub secrets from every byte (a last line of defence), gzip."""
+    """Attach the scenarios, scrub secrets from every byte (a last line of
+    defence), compress (gzip, zstd) or answer a gzip bomb."""
     frames = reply.frames
     for secret in secrets:
         token = secret.encode("utf-8", "replace")
         frames = tuple(f.replace(token, b"[REDACTED]") for f in frames)
     reply = dataclasses.replace(reply, frames=frames, scenarios=scenarios)
+    if Scenario.GZIP_BOMB in scenarios:
+        return reply.bomb()
+    if Scenario.ZSTD in scenarios:
+        return reply.zstded()
     return reply.gzipped() if Scenario.GZIP in scenarios else reply

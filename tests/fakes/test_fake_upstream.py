@@ -43,7 +43,7 @@ from tests.fakes.upstream import (
     tool_arguments,
 )
 from tests.fakes.wire import UnknownScenarioError, parse_scenarios
-from tests.secrets import AZURE_KEY, COOKIE_VALUE, GATEWAY_TOKEN
+from tests.secrets import AZURE_KEY, COOKIE_VALUE, ESCAPED_KEY, GATEWAY_TOKEN, QUERY_KEY
 
 pytestmark = pytest.mark.anyio
 
@@ -794,3 +794,51 @@ def test_echo_key_echoes_the_credentials_unscrubbed() -> None:
         assert value.encode() in streamed.body
         assert not any(value.encode() in frame for frame in streamed.frames)  # always split
     assert streamed.frames[-1] == b"data: [DONE]\n\n"
+    # a credential query parameter is echoed too
+    target = f"{CHAT}?api-key={QUERY_KEY}"
+    body = json.dumps(chat_body()).encode()
+    queried = respond(ReceivedRequest("POST", target, ((SCENARIO_HEADER, "echo-key"),), body))
+    assert QUERY_KEY in json.loads(queried.body)["error"]["message"]
+
+
+def test_echo_escaped_writes_every_other_character_as_a_json_escape() -> None:
+    headers = (("x-api-key", ESCAPED_KEY), (SCENARIO_HEADER, "echo-escaped"))
+    body = json.dumps(chat_body()).encode()
+    reply = respond(ReceivedRequest("POST", f"{CHAT}?key={QUERY_KEY}", headers, body))
+    assert reply.status == 401
+    assert ESCAPED_KEY.replace("+", "\\u002B").replace("/", "\\u002F").encode() in reply.body
+    assert QUERY_KEY.replace("-", "\\u002D").encode() in reply.body
+    assert ESCAPED_KEY.encode() not in reply.body  # only escaped
+    message = json.loads(reply.body)["error"]["message"]
+    assert ESCAPED_KEY in message
+    assert QUERY_KEY in message
+
+
+def _get(target: str, *headers: tuple[str, str]) -> ReceivedRequest:
+    return ReceivedRequest("GET", target, headers, b"")
+
+
+def test_web_redirects_pages_and_validators() -> None:
+    from tests.fakes.web_wire import DOC_ETAG
+
+    moved = respond(_get("/web/redirect/302"))
+    assert (moved.status, moved.header("location")) == (302, "/web/redirect/301")
+    assert respond(_get("/web/redirect/301")).header("location") == "/web/redirect/final"
+    final = respond(_get("/web/redirect/final"))
+    assert (final.status, final.body) == (200, b'{"arrived":true}')
+    assert final.header("set-cookie") is not None
+    first, last = respond(_get("/web/items?page=1")), respond(_get("/web/items?page=3"))
+    assert [v for k, v in first.headers if k == "link"] == [
+        '</web/items?page=2>; rel="next"',
+        '</web/items?page=1>; rel="first"',
+    ]
+    assert [v for k, v in last.headers if k == "link"] == ['</web/items?page=1>; rel="first"']
+    assert respond(_get("/web/items?page=4")).status == 404
+    assert respond(_get("/web/items?page=x")).status == 404
+    doc = respond(_get("/web/doc"))
+    assert (doc.status, doc.header("etag")) == (200, DOC_ETAG)
+    assert [v for k, v in doc.headers if k == "vary"] == ["accept", "accept-encoding"]
+    fresh = respond(_get("/web/doc", ("if-none-match", DOC_ETAG)))
+    assert (fresh.status, fresh.body, fresh.header("etag")) == (304, b"", DOC_ETAG)
+    assert respond(_get("/web/doc", ("if-none-match", '"other"'))).status == 200
+    assert respond(_get("/web/nothing")).status == 404

@@ -27,15 +27,20 @@ Scenarios, asked for with the header ``x-fake-scenario: a,b`` or a model named
                    ``529``, ``503``)
 ``stream-error``   a stream that breaks off with the provider's in-stream error
 ``gzip``           ``content-encoding: gzip`` (streams: a sync flush per frame)
+``zstd``           ``content-encoding: zstd`` (streams: a flushed block per frame)
+``gzip-bomb``      a 200 whose ~0.5 MB gzip body inflates to 512 MiB of zeros
 ``slow``           50 ms between frames (``x-fake-frame-delay-ms: N`` sets any)
 ``cut``            head and the first frames (half a body), then a clean close
 ``reset``          as ``cut``, then a TCP RST
 ``stall``          head, then silence until the client gives up
 ``garbage``        non-HTTP bytes, then close
 ``close-early``    close before any response byte
-``echo-key``       echo the request's credential header values: a 401 body
-                   (as is, base64 in a data URL, URL-encoded); with
+``echo-key``       echo the request's credential header and query values: a
+                   401 body (as is, base64 in a data URL, URL-encoded); with
                    ``"stream": true`` SSE, each value split across two writes
+``echo-escaped``   echo the credential header and query (``?key=``,
+                   ``?api-key=``) values in a 401 JSON body, every character
+                   but a letter, digit or space a ``\\uXXXX`` escape
 =================  =========================================================
 
 :func:`closed_port_url` gives a URL nothing listens on (connection refused).

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import zstandard
+
 __all__ = [
     "FAKE_CREATED",
     "FRAME_DELAY_HEADER",
@@ -49,6 +51,7 @@ __all__ = [
     "obfuscation",
     "parse_scenarios",
     "pretty",
+    "query_credentials_of",
     "reply_text",
     "scrub",
     "secrets_of",
@@ -78,6 +81,8 @@ _SECRET_HEADERS = (
     "cookie",
 )
 _SECRET_QUERY = ("key",)
+#: The credential query parameters the ``echo-escaped`` scenario echoes.
+_ECHOED_QUERY = ("key", "api-key", "api_key")
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -104,6 +109,12 @@ class Scenario(enum.Enum):
     STREAM_ERROR = "stream-error"
     #: Body gzip-compressed, ``content-encoding: gzip`` (streams: one sync-flush per frame).
     GZIP = "gzip"
+    #: Body zstd-compressed, ``content-encoding: zstd`` (streams: one flushed
+    #: block per frame).  Needs ``zstandard``.
+    ZSTD = "zstd"
+    #: A decompression bomb: ``content-encoding: gzip`` over about 0.5 MB
+    #: (512 gzip members) that inflate to 512 MiB of zeros.
+    GZIP_BOMB = "gzip-bomb"
     #: 50 ms between streamed frames instead of the server's default.
     SLOW = "slow"
     #: Head and the first frames (half a plain body), then close without finishing the body.
@@ -116,11 +127,16 @@ class Scenario(enum.Enum):
     GARBAGE = "garbage"
     #: Close the connection after reading the request, before any response byte.
     CLOSE_EARLY = "close-early"
-    #: Echo the request's credential header values back (the one scenario
-    #: that does): a 401 JSON body holding each value as it is, base64 in a
+    #: Echo the request's credential header and query (``?key=``,
+    #: ``?api-key=``) values back: a 401 JSON body holding each value as it is, base64 in a
     #: data URL and URL-encoded; with ``"stream": true`` an SSE stream with
     #: each value split across two socket writes, and its base64 in a data URL.
     ECHO_KEY = "echo-key"
+    #: Echo the request's credential values, its headers' and its credential
+    #: query parameters' (``?key=``, ``?api-key=``), in a 401 JSON body
+    #: written as .NET's encoder writes it: every character but a letter, a
+    #: digit or a space as a ``\uXXXX`` escape (``+`` as ``\u002B``).
+    ECHO_ESCAPED = "echo-escaped"
 
 
 _ALIASES = {"529": Scenario.OVERLOADED, "503": Scenario.OVERLOADED}
@@ -220,6 +236,29 @@ class Reply:
         frames.append(frames.pop() + packer.flush() if frames else packer.flush())
         return Reply(self.status, headers, tuple(frames), True, self.scenarios)
 
+    def zstded(self) -> Reply:
+        """This reply zstd-compressed: one frame for a plain body, a
+        flushed block per frame for a stream."""
+        headers = (*self.headers, ("content-encoding", "zstd"))
+        packer = zstandard.ZstdCompressor().compressobj()
+        flush = zstandard.COMPRESSOBJ_FLUSH_BLOCK
+        if not self.streamed:
+            body = packer.compress(self.body) + packer.flush()
+            return Reply(self.status, headers, (body,), False, self.scenarios)
+        frames = [packer.compress(f) + packer.flush(flush) for f in self.frames]
+        frames.append(frames.pop() + packer.flush() if frames else packer.flush())
+        return Reply(self.status, headers, tuple(frames), True, self.scenarios)
+
+    def bomb(self) -> Reply:
+        """A 200 whose ~0.5 MB gzip body inflates to 512 MiB of zeros."""
+        member = gzip.compress(b"\0" * (1 << 20), mtime=0)
+        headers = (("content-type", "application/json"), ("content-encoding", "gzip"))
+        return Reply(200, headers, (member * 512,), False, self.scenarios)
+
+
+#: What a :data:`Scenario.GZIP_BOMB` body inflates to.
+BOMB_SIZE = 512 << 20
+
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -316,6 +355,12 @@ def credentials_of(request: ReceivedRequest) -> tuple[str, ...]:
         else:
             values.append(value)
     return tuple(v for v in values if v)
+
+
+def query_credentials_of(request: ReceivedRequest) -> tuple[str, ...]:
+    """The values of a request's credential query parameters, as the
+    ``echo-escaped`` scenario echoes them."""
+    return tuple(v for name in _ECHOED_QUERY for v in request.query.get(name, []) if v)
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

@@ -126,7 +126,7 @@ def test_replay_reports_stale_recordings_and_strict_age_fails_the_run(
     workers: list[str],
 ) -> None:
     if workers:
-        pytest.importorskip("xdist")
+        pytest.importorskip("xdist", reason="pip install pytest-xdist (in the test extra)")
     args, read, _ = store
     old = aged(project, store)
     fake.stop()  # a replay needs no network

@@ -159,7 +159,7 @@ def test_only_passed_tests_are_kept(
     gate: pytest.Pytester, store: tuple[list[str], Reader, Writer], workers: list[str]
 ) -> None:
     if workers:
-        pytest.importorskip("xdist")
+        pytest.importorskip("xdist", reason="pip install pytest-xdist (in the test extra)")
     args, read, _ = store
     result = gate.runpytest_subprocess("test_gate.py", "--reel-mode", "auto", *args, *workers)
     result.assert_outcomes(passed=2, failed=2, xfailed=1, xpassed=1, errors=1)
@@ -249,7 +249,7 @@ def test_the_run_report(
     gate: pytest.Pytester, store: tuple[list[str], Reader, Writer], workers: list[str]
 ) -> None:
     if workers:
-        pytest.importorskip("xdist")
+        pytest.importorskip("xdist", reason="pip install pytest-xdist (in the test extra)")
     args, _, _ = store
     label = "files" if not args else f"RedisStore({args[1]!r}, prefix='reel')"
     out = gate.path / "report.json"

@@ -178,7 +178,7 @@ def test_bad_marker_arguments_fail_the_test(pytester: pytest.Pytester) -> None:
         [
             "*@pytest.mark.reel: mode=: unknown mode 'sometimes'*",
             "*@pytest.mark.reel: match='approximately': use one of exact, normalized*",
-            "*@pytest.mark.reel: unknown argument(s) casette; use cassette, *",
+            "*@pytest.mark.reel: unknown argument(s) casette; use allow_misses, cassette, *",
             "*@pytest.mark.reel: timing=: bad timing 'slow=0'*",
             # a ConfigError is a ValueError too: it is not taken for a bad match name
             "*@pytest.mark.reel: bad JSON path 'a[' at character 2*",

@@ -68,7 +68,7 @@ def test_a_websocket_miss_fails_the_test_and_sessions_are_reported(
     workers: list[str],
 ) -> None:
     if workers:
-        pytest.importorskip("xdist")
+        pytest.importorskip("xdist", reason="pip install pytest-xdist (in the test extra)")
     pytester.makepyfile(test_rt=REALTIME)
     report = pytester.path / "report.json"
     recorded = pytester.runpytest_subprocess(
@@ -102,4 +102,15 @@ def test_a_websocket_miss_fails_the_test_and_sessions_are_reported(
     )
     totals = json.loads(report.read_text("utf-8"))["totals"]
     assert (totals["misses"], totals["websocket"]) == (1, {"miss": 1})
+
+    # allowed, the miss is shown and counted, and the test passes
+    allowed = pytester.runpytest_subprocess("-o", "reel_allow_misses=true", "-rP", *workers)
+    allowed.assert_outcomes(passed=1)
+    allowed.stdout.fnmatch_lines(
+        [
+            "Reel: 1 WebSocket session missed cassette tests/cassettes/test_rt/test_realtime.jsonl"
+            " (mode replay). Misses are allowed for this test (allow_misses): it is not failed.",
+            "*0 hits, 1 misses*",
+        ]
+    )
     assert realtime.sessions == 1  # replays never reached the upstream

@@ -11,7 +11,7 @@ from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
 
 from .conftest import FAKE_KEY
 
-pytest.importorskip("xdist")
+pytest.importorskip("xdist", reason="pip install pytest-xdist (in the test extra)")
 
 TESTS = 12
 

@@ -5,12 +5,15 @@ bytes (content-length or chunked bodies, pipelined), JSON request bodies shaped
 like OpenAI / Anthropic / Gemini calls and rendered with any key order and
 whitespace, server-sent-event bodies with every line ending, arbitrary
 chunkings of a byte string, interactions as stored in a cassette, timings,
-and text with embedded secrets.
+text with embedded secrets, and the credentials a client sends with each
+spelling an upstream may echo them in.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import html.entities
 import itertools
 import json
 import math
@@ -36,6 +39,7 @@ from reel_core._match import MatchConfig
 from reel_core._redact import EMAIL_TLDS
 
 __all__ = [
+    "ECHO_TRANSFORMS",
     "HIT_BODY",
     "HIT_PATH",
     "METHODS",
@@ -43,6 +47,8 @@ __all__ = [
     "JSONValue",
     "SecretText",
     "chunkings",
+    "credential_values",
+    "echoes",
     "garbage_cassette_bytes",
     "garbage_request_bytes",
     "hit_cassette",
@@ -896,3 +902,122 @@ def secret_texts(draw: st.DrawFn, *, separated: bool) -> SecretText:
         else:
             pieces.append(shown)
     return "".join(pieces), found
+
+
+# -- credentials, and their echoes ---------------------------------------------
+
+#: Characters a credential may hold: letters and digits, those that JSON,
+#: URLs, forms and HTML escape, a space, and some past ASCII (one past
+#: U+FFFF: a JSON surrogate pair).
+_CREDENTIAL_CHARS = (
+    string.ascii_letters + string.digits + " +/=-_.~!$&'()*,:@%#?[]<>\"\\\u00e9\u20ac\U0001f600"
+)
+
+
+@st.composite
+def credential_values(draw: st.DrawFn) -> str:
+    """A credential of no known shape, 9 to 30 characters.  It starts with
+    ``Q7`` and ends with ``z``, which no cassette line holds by itself (so
+    finding it there means it leaked), and never with a space (a header
+    value's ends are trimmed)."""
+    return "Q7" + draw(st.text(_CREDENTIAL_CHARS, min_size=6, max_size=27)) + "z"
+
+
+def _hex(draw: st.DrawFn, number: int, width: int) -> str:
+    digits = f"{number:0{width}x}"
+    return digits.upper() if draw(st.booleans()) else digits
+
+
+def _units(char: str) -> list[int]:
+    """The UTF-16 code units of ``char`` (two for a surrogate pair)."""
+    data = char.encode("utf-16-be", "surrogatepass")
+    return [data[i] << 8 | data[i + 1] for i in range(0, len(data), 2)]
+
+
+def _json_escaped(draw: st.DrawFn, text: str) -> str:
+    """``text`` inside a JSON string: any character may be a ``\\uXXXX``
+    escape (either case; a surrogate pair past U+FFFF), ``/`` may be
+    ``\\/``; a quote and a backslash always are escaped."""
+    out = []
+    for char in text:
+        short = {"/": "\\/", '"': '\\"', "\\": "\\\\"}.get(char)
+        kinds = ["u"] + ([short] if short else []) + ([] if char in '"\\' else [char])
+        kind = draw(st.sampled_from(kinds))
+        out.append("".join(f"\\u{_hex(draw, u, 4)}" for u in _units(char)) if kind == "u" else kind)
+    return "".join(out)
+
+
+def _percent(draw: st.DrawFn, text: str, *, plus: bool) -> str:
+    """``text`` percent-encoded (either case), any character or all but
+    ``%`` itself always; with ``plus``, a space as ``+`` (a form or a
+    query), and ``+`` encoded."""
+    out = []
+    for char in text:
+        if plus and char == " ":
+            out.append("+")
+        elif char in ("+%" if plus else "%") or draw(st.booleans()):
+            out.append("".join(f"%{_hex(draw, b, 2)}" for b in char.encode()))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+_ENTITIES: dict[str, list[str]] = {}
+for _name, _value in html.entities.html5.items():
+    if _name.endswith(";"):
+        _ENTITIES.setdefault(_value, []).append(_name)
+
+
+def _html(draw: st.DrawFn, text: str) -> str:
+    """``text`` with any character an HTML entity: named, decimal (leading
+    zeros or not) or hexadecimal (either case)."""
+    out = []
+    for char in text:
+        kinds = ["decimal", "hex"] + (["named"] if char in _ENTITIES else [])
+        kinds += [] if char == "&" else ["plain"]  # an escaper always escapes "&"
+        kind = draw(st.sampled_from(kinds))
+        zeros = "0" * draw(st.integers(0, 2))
+        if kind == "decimal":
+            out.append(f"&#{zeros}{ord(char)};")
+        elif kind == "hex":
+            out.append(f"&#{draw(st.sampled_from('xX'))}{zeros}{_hex(draw, ord(char), 1)};")
+        elif kind == "named":
+            out.append("&" + draw(st.sampled_from(_ENTITIES[char])))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _base64(draw: st.DrawFn, text: str) -> str:
+    """``text`` inside a larger base64 text, at any of the three byte
+    alignments: the standard or URL alphabet, padded or not, its ``/``
+    then maybe written ``\\/`` (a JSON string) or percent-encoded."""
+    data = draw(st.binary(max_size=5)) + text.encode() + draw(st.binary(max_size=5))
+    urlsafe = draw(st.booleans())
+    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(data).decode()
+    if draw(st.booleans()):
+        encoded = encoded.rstrip("=")
+    then = draw(st.sampled_from(["plain", "json", "percent"]))
+    if then == "json":
+        return encoded.replace("/", "\\/")
+    if then == "percent":
+        return "".join(f"%{_hex(draw, ord(c), 2)}" if c in "+/=" else c for c in encoded)
+    return encoded
+
+
+#: How an upstream may write a credential back: name -> the spelling.
+ECHO_TRANSFORMS = {
+    "as-is": lambda draw, text: text,
+    "json-escapes": _json_escaped,
+    "percent": lambda draw, text: _percent(draw, text, plus=False),
+    "plus-for-space": lambda draw, text: _percent(draw, text, plus=True),
+    "html-entities": _html,
+    "base64": _base64,
+}
+
+
+@st.composite
+def echoes(draw: st.DrawFn, value: str) -> tuple[str, str]:
+    """A transform of the family, and ``value`` as it writes it."""
+    name = draw(st.sampled_from(sorted(ECHO_TRANSFORMS)))
+    return name, ECHO_TRANSFORMS[name](draw, value)

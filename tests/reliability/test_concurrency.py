@@ -303,7 +303,7 @@ def test_processes_and_threads_record_into_one_cassette(
     requests each through one in-process transport (httpx, httpx2,
     requests, async httpx in turn), all into one cassette: 1280 lines, every
     one whole and valid, none lost, none twice."""
-    pytest.importorskip("xdist")
+    pytest.importorskip("xdist", reason="pip install pytest-xdist (in the test extra)")
     cassette = pytester.path / "shared.jsonl"
     monkeypatch.setenv("SHARED_CASSETTE", str(cassette))
     for variable in ("REEL_MODE", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER"):

@@ -23,7 +23,7 @@ from tests.redis_server import RedisServer
 
 from ._support import proxy_process
 
-redis = pytest.importorskip("redis")
+redis = pytest.importorskip("redis", reason="pip install redis (in the test extra)")
 
 from reel_bindings._redis import RedisStore  # noqa: E402
 

@@ -23,9 +23,11 @@ from .._transport import (
     async_stream,
     core_request,
     cut_error,
+    decodable,
     failure_of,
     family_of,
     relayed,
+    routed,
 )
 
 __all__ = ["AsyncTransport"]
@@ -50,8 +52,10 @@ class AsyncTransport(Base, AsyncBase):
         return self._replay_response(family, decision, played)
 
     async def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
+        request = routed(family, request, feed.forward)
         try:
-            response = await self._pool(family, request).handle_async_request(request)
+            pool = self._pool(family, request)
+            response = await pool.handle_async_request(decodable(request))
         except family.TransportError as exc:
             feed.error(failure_of(family, exc), str(exc))
             raise

@@ -25,9 +25,11 @@ from .._transport import (
     sync_stream,
     core_request,
     cut_error,
+    decodable,
     failure_of,
     family_of,
     relayed,
+    routed,
 )
 
 __all__ = ["Transport"]
@@ -52,8 +54,10 @@ class Transport(Base, SyncBase):
         return self._replay_response(family, decision, played)
 
     def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:
+        request = routed(family, request, feed.forward)
         try:
-            response = self._pool(family, request).handle_request(request)
+            pool = self._pool(family, request)
+            response = pool.handle_request(decodable(request))
         except family.TransportError as exc:
             feed.error(failure_of(family, exc), str(exc))
             raise

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -31,6 +32,7 @@ from reel_core import (
 
 from .._settings import pii_from_env
 from .._store import FileStore, Store
+from .._store import atomic_write as replace_file
 
 __all__ = [
     "EXIT_FINDINGS",
@@ -42,6 +44,7 @@ __all__ = [
     "Line",
     "Progress",
     "atomic_write",
+    "check_output",
     "env_pii",
     "fmt_ms",
     "fmt_num",
@@ -56,6 +59,7 @@ __all__ = [
     "redactor_for",
     "split_lines",
     "table",
+    "write_output",
 ]
 
 T = TypeVar("T")
@@ -211,6 +215,54 @@ def atomic_write(path: Path, data: bytes) -> None:
     store (:meth:`FileStore.replace`: a temporary file renamed over it under
     the cassette's lock).  On any failure the original is untouched."""
     FileStore().replace(str(path), data)
+
+
+# -- output files --------------------------------------------------------------
+#
+# Every command that writes a file other than the cassette it rewrites
+# (view, diff --html, export, import, pull) writes it with write_output:
+# never over one of its inputs, however the output is spelled (the same
+# path, "..", a symbolic or a hard link: the same device and inode), never
+# over an existing file without --force, and never through a link -- a
+# temporary file in the output's directory is renamed over the name given,
+# so a link there is replaced, and what it pointed at is left as it was.
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either is missing (or not a path at all)
+        return False
+
+
+def check_output(out: Path, inputs: Iterable[Path], *, force: bool, what: str = "input") -> None:
+    """Refuse (:class:`CliError`) to write ``out`` when it is the same file
+    as one of ``inputs`` (the ``what`` it would overwrite), a directory, or
+    a file that exists while ``force`` is not given."""
+    for path in inputs:
+        if _same_file(out, path):
+            also = "" if out == path else f" ({out} is the same file)"
+            raise CliError(
+                f"{path}: the output would overwrite the {what}{also}: name another with -o"
+            )
+    if out.is_dir():
+        raise CliError(f"{out}: is a directory: name a file with -o")
+    if (out.exists() or out.is_symlink()) and not force:
+        raise CliError(f"{out} exists: pass --force to overwrite it")
+
+
+def write_output(
+    out: Path, data: bytes, inputs: Iterable[Path] = (), *, force: bool, what: str = "input"
+) -> None:
+    """Write ``data`` to the file ``out`` at once (a temporary file in its
+    directory, renamed over it), after :func:`check_output` (asked again
+    here: an input may have been linked there since the command started).
+    A failure is a :class:`CliError`; the file there before is untouched."""
+    check_output(out, inputs, force=force, what=what)
+    try:
+        replace_file(out, data)
+    except OSError as exc:
+        raise CliError(f"{out}: cannot write: {exc.strerror or exc}") from None
 
 
 # -- output ------------------------------------------------------------------

@@ -347,7 +347,7 @@ def _html(ns: argparse.Namespace, sa: Source, sb: Source, result: Comparison) ->
         },
     }
     title = f"Reel diff: {ns.a.name} -> {ns.b.name}"
-    write_page(ns.html, render_page([sa, sb], title=title, diff=diff))
+    write_page(ns.html, render_page([sa, sb], title=title, diff=diff), [ns.a, ns.b], ns.force)
     print(f"{ns.html}: the comparison as a page", file=sys.stderr)
 
 

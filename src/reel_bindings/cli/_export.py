@@ -15,7 +15,15 @@ from typing import Any
 
 from reel_core import ConfigError, export_formats
 
-from ._common import EXIT_FINDINGS, EXIT_OK, CliError, atomic_write, plural, read_cassette
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    CliError,
+    check_output,
+    plural,
+    read_cassette,
+    write_output,
+)
 from ._store import add_store_options
 
 __all__ = ["add_parser"]
@@ -60,11 +68,8 @@ def run(ns: argparse.Namespace) -> int:
     module = export_formats()[ns.format]
     source: Path = ns.cassette
     out: Path = ns.out if ns.out is not None else source.with_suffix(module.SUFFIX)
-    if out.resolve() == source.resolve():
-        raise CliError(f"{source}: the output would overwrite the cassette: name another with -o")
+    check_output(out, [source], force=ns.force, what="cassette")
     cassette = read_cassette(source)
-    if out.exists() and not ns.force:
-        raise CliError(f"{out} exists: pass --force to overwrite it")
     where = f"reel export {ns.format}"
     for line in cassette.bad:
         print(f"{where}: {source}:{line.number}: NOT exported: {line.error}", file=sys.stderr)
@@ -73,10 +78,7 @@ def run(ns: argparse.Namespace) -> int:
         data = module.export(interactions, base_url=ns.base_url)
     except ConfigError as exc:  # a missing optional dependency (PyYAML)
         raise CliError(str(exc)) from None
-    try:
-        atomic_write(out, data)
-    except OSError as exc:
-        raise CliError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    write_output(out, data, [source], force=ns.force, what="cassette")
     for loss in getattr(module, "losses", lambda _: [])(interactions):
         print(f"{where}: {out}: {loss}", file=sys.stderr)
     exportable = getattr(module, "exportable", lambda _: True)

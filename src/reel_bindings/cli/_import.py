@@ -31,16 +31,18 @@ from reel_core import (
 )
 
 from .._files import new_cassette_meta
+from .._settings import limits_from_env
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
     CliError,
     Progress,
-    atomic_write,
+    check_output,
     plural,
     read_bytes,
     redactor_for,
+    write_output,
 )
 
 __all__ = ["add_parser"]
@@ -143,25 +145,33 @@ def _directory(ns: argparse.Namespace, path: Path) -> tuple[ModuleType, list[Pat
     raise CliError(f"{path}: no recordings in this directory: looked for {patterns}")
 
 
-def _convert(ns: argparse.Namespace, path: Path, out: Path) -> tuple[ModuleType, ImportReport]:
+def _convert(
+    ns: argparse.Namespace, path: Path, out: Path, inputs: list[Path]
+) -> tuple[ModuleType, ImportReport]:
     data = None if path.is_dir() else read_bytes(path)  # a missing source is said first
-    if out.resolve() == path.resolve():
-        raise CliError(f"{path}: the output would overwrite the input: name another with -o")
-    if out.exists() and not ns.force and not ns.dry_run:
-        raise CliError(f"{out} exists: pass --force to overwrite it")
+    check_output(out, inputs, force=ns.force or ns.dry_run)
     try:
         if path.is_dir():
             module, files = _directory(ns, path)
             sources = [(str(f.relative_to(path)), read_bytes(f)) for f in files]
             meta = _meta_for(sources)
             report = import_sources(
-                module.NAME, sources, redactor_for(meta, path), meta, name=str(out)
+                module.NAME,
+                sources,
+                redactor_for(meta, path),
+                meta,
+                name=str(out),
+                limits=limits_from_env(),
             )
             return module, report
         assert data is not None
         module = _format_of(ns, path, data)
         meta = _meta_for([(path.name, data)])
-        return module, import_source(module.NAME, data, str(path), redactor_for(meta, path), meta)
+        redactor = redactor_for(meta, path)
+        report = import_source(
+            module.NAME, data, str(path), redactor, meta, limits=limits_from_env()
+        )
+        return module, report
     except (CassetteError, ConfigError) as exc:
         raise CliError(str(exc)) from None
 
@@ -187,7 +197,7 @@ def run(ns: argparse.Namespace) -> int:
     command = f"reel import {ns.format}"
     for path, out in progress.track(list(zip(files, outs, strict=True))):
         try:
-            module, report = _convert(ns, path, out)
+            module, report = _convert(ns, path, out, files)
         except CliError as exc:
             print(f"{command}: {exc}", file=sys.stderr)
             status = EXIT_USAGE
@@ -203,9 +213,14 @@ def run(ns: argparse.Namespace) -> int:
         if not ns.dry_run:
             try:
                 out.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(out, report.dumps())
             except OSError as exc:
                 print(f"{command}: {out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+                status = EXIT_USAGE
+                continue
+            try:
+                write_output(out, report.dumps(), files, force=ns.force)
+            except CliError as exc:
+                print(f"{command}: {exc}", file=sys.stderr)
                 status = EXIT_USAGE
                 continue
         kinds = Counter(ix.response.stream for ix in report.interactions if ix.response.stream)

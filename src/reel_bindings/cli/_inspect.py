@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from reel_core import Interaction, WebSocketLog
+from reel_core import Interaction, WebSocketLog, load_json
 
 from .._figures import Figures, figures
 from .._text import assemble, frame_text
@@ -245,8 +245,8 @@ def _pretty(body: bytes) -> str:
     if not body:
         return "(empty)"
     try:
-        return json.dumps(json.loads(body), ensure_ascii=False, indent=2)
-    except (ValueError, RecursionError):
+        return json.dumps(load_json(body), ensure_ascii=False, indent=2)
+    except ValueError:
         pass
     try:
         return body.decode("utf-8")

@@ -2,8 +2,9 @@
 
 Both run the redaction of a recording (``reel_core.Redactor``, with the
 cassette's ``_meta`` ``redact`` settings and ``REEL_REDACT_PII``) over every
-line: the request path, query and body, the response headers (only the safe
-set is kept), body, frames and cut detail, and the string values of
+line: the request path, query and body, the response headers (``set-cookie``,
+hop-by-hop and framing headers and those the ``_meta`` ``redact``
+``drop_response_headers`` names are dropped), body, frames and cut detail, and the string values of
 ``meta``.  ``check`` reports what it would replace; ``redact`` replaces it,
 rewriting the file atomically.  A line that is not an interaction is kept
 byte for byte by ``redact`` and scanned as raw text by ``check``.
@@ -30,13 +31,16 @@ from typing import Any
 
 from reel_core import (
     CassetteMeta,
+    ConfigError,
     Interaction,
+    Limits,
     MatchConfig,
     Redactor,
     decode_content,
     not_a_cassette,
 )
 
+from .._settings import limits_from_env
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -58,8 +62,9 @@ __all__ = ["add_parsers", "scrub"]
 _MATCH_KEY = re.compile(rb'^\{"key":"sha256:[0-9a-f]{64}",?')
 #: Where a finding in a line that is not an interaction is.
 RAW_LINE = "a line that is not an interaction"
-#: Decompressed bytes looked inside are at most this large.
-INSIDE_LIMIT = 64 * 1024 * 1024
+#: Decompressed bytes looked inside are at most this large unless
+#: ``REEL_MAX_BODY`` says otherwise: the one decoding limit.
+INSIDE_LIMIT = Limits.max_body
 #: Compressed data inside compressed data is looked into this deep.
 INSIDE_DEPTH = 3
 
@@ -71,8 +76,9 @@ def add_parsers(commands: Any) -> None:
         description="Re-run redaction on every line of each cassette and rewrite the file "
         "atomically (a temporary file, then a rename): secrets and, unless "
         "REEL_REDACT_PII=0 or the cassette's _meta says otherwise, e-mail addresses and "
-        "phone numbers become [REDACTED:kind]; response headers outside the safe set are "
-        "dropped. Idempotent. Lines that are not interactions are kept as they are.",
+        "phone numbers become [REDACTED:kind]; set-cookie, hop-by-hop and framing response "
+        "headers, and those _meta redact drop_response_headers names, are dropped. "
+        "Idempotent. Lines that are not interactions are kept as they are.",
         epilog="Exit status: 0 ok (with --dry-run: nothing to redact); 1 with --dry-run: "
         "something would be redacted, and always: a secret left in a line that is not an "
         "interaction; 2 bad usage, or a file that is unreadable, unwritable or no cassette.",
@@ -86,9 +92,13 @@ def add_parsers(commands: Any) -> None:
         "check",
         help="fail if a cassette still holds a secret (the pre-commit hook)",
         description="Report every secret shape (and, unless REEL_REDACT_PII=0, PII) left in "
-        "cassettes, with file, line, kind and place. `reel redact FILE` replaces them.",
-        epilog="Exit status: 0 clean; 1 something found; 2 bad usage, or a file that is "
-        "unreadable or no cassette (its secrets are still reported).",
+        "cassettes, with file, line, kind and place. `reel redact FILE` replaces them. A body "
+        "stored in an encoding Reel could not decode (flagged on its line) fails the check: "
+        "nothing can vouch for it. Compressed data is looked inside up to the body limit "
+        "(REEL_MAX_BODY).",
+        epilog="Exit status: 0 clean; 1 something found, or a body Reel could not decode; "
+        "2 bad usage, or a file that is unreadable or no cassette (its secrets are still "
+        "reported).",
     )
     c.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
     c.set_defaults(run=run_check)
@@ -110,35 +120,45 @@ class Findings:
         return bool(self.items)
 
 
-def scrub(ix: Interaction, redactor: Redactor, keying: MatchConfig) -> tuple[Interaction, Findings]:
+def scrub(
+    ix: Interaction,
+    redactor: Redactor,
+    keying: MatchConfig,
+    drop: frozenset[str] = frozenset(),
+) -> tuple[Interaction, Findings]:
     """``ix`` redacted (:meth:`reel_core.Interaction.redacted`: the rule a
-    recording is redacted by), and what was replaced where.  The key is
-    recomputed when the request changed; the id is kept."""
+    recording is redacted by, the response headers ``drop`` names left
+    out), and what was replaced where.  The key is recomputed when the
+    request changed; the id is kept."""
     findings = Findings()
-    return ix.redacted(redactor, keying, findings.add), findings
+    return ix.redacted(redactor, keying, findings.add, drop=drop), findings
 
 
 # -- what is not text -------------------------------------------------------------
 
 
-def _decompressed(data: bytes) -> tuple[str, bytes] | None:
-    """``(coding, bytes)`` when ``data`` is whole gzip, zlib or brotli data."""
+def _decompressed(data: bytes, limit: int) -> tuple[str, bytes] | None:
+    """``(coding, bytes)`` when ``data`` is whole gzip, zlib, zstd or
+    brotli data that decodes (through the core's one bounded path) to at
+    most ``limit`` bytes."""
     candidates = []
     if data.startswith(b"\x1f\x8b"):
         candidates.append("gzip")
     if len(data) > 1 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0:
         candidates.append("deflate")
+    if data.startswith(b"\x28\xb5\x2f\xfd"):
+        candidates.append("zstd")
     candidates.append("br")  # brotli has no magic number: it must decode whole
     for coding in candidates:
         try:
-            return coding, decode_content(data, coding, INSIDE_LIMIT)
+            return coding, decode_content(data, coding, limit)
         except ValueError:
             continue
     return None
 
 
 def look_inside(
-    data: bytes, redactor: Redactor, secrets: Redactor, depth: int = 0
+    data: bytes, redactor: Redactor, secrets: Redactor, depth: int = 0, limit: int = INSIDE_LIMIT
 ) -> tuple[str, list[str]]:
     """What redaction would find in bytes that are not UTF-8 text: ``(what
     they are, kinds)``.  Compressed data is decompressed and read like any
@@ -146,7 +166,7 @@ def look_inside(
     data is searched for secret shapes only (``secrets``: personal-data
     shapes turn up in random bytes)."""
     found: list[str] = []
-    unpacked = _decompressed(data) if depth < INSIDE_DEPTH else None
+    unpacked = _decompressed(data, limit) if depth < INSIDE_DEPTH else None
     if unpacked is None:
         secrets.text(data.decode("latin-1"), found)
         return "binary data", found
@@ -155,11 +175,13 @@ def look_inside(
         redactor.text(inner.decode("utf-8"), found)
         return f"{coding} data", found
     except UnicodeDecodeError:
-        what, found = look_inside(inner, redactor, secrets, depth + 1)
+        what, found = look_inside(inner, redactor, secrets, depth + 1, limit)
         return f"{what} in {coding} data", found
 
 
-def hidden_findings(ix: Interaction, redactor: Redactor) -> list[tuple[str, str]]:
+def hidden_findings(
+    ix: Interaction, redactor: Redactor, limit: int = INSIDE_LIMIT
+) -> list[tuple[str, str]]:
     """``(where, kind)`` of what is inside the bodies and frames of ``ix``
     that are not text: found by looking inside, not replaceable in place."""
     secrets = replace(redactor, pii=False)
@@ -176,7 +198,7 @@ def hidden_findings(ix: Interaction, redactor: Redactor) -> list[tuple[str, str]
             continue  # text: redaction reads it
         except UnicodeDecodeError:
             pass
-        what, kinds = look_inside(data, redactor, secrets)
+        what, kinds = look_inside(data, redactor, secrets, limit=limit)
         out.extend((f"{where} (inside {what})", kind) for kind in kinds)
     return out
 
@@ -204,18 +226,37 @@ class FileReport:
     #: (line number, where, kind) of findings inside bodies that are not
     #: text (also in ``raw_findings``).
     hidden: list[tuple[int, str, str]] = field(default_factory=list)
+    #: (line number, where, why) of bodies stored in an encoding Reel could
+    #: not decode (the line's ``encoding_error``): no check can vouch for them.
+    undecoded: list[tuple[int, str, str]] = field(default_factory=list)
     #: Why the file is no cassette (no ``_meta`` line, no line an interaction).
     junk: str | None = None
     output: bytes = b""
 
 
-def process(path: Path, data: bytes) -> FileReport:
-    """Redact the bytes of one cassette: the report, with the new bytes."""
+def undecoded_bodies(ix: Interaction) -> list[tuple[str, str]]:
+    """``(where, why)`` of each body of ``ix`` stored still encoded because
+    it did not decode (a coding this install did not read, more than the
+    body limit): flagged on its line, and nothing can vouch for it."""
+    out = []
+    for where, encoding, error in (
+        ("request.body", ix.request.encoding, ix.request.encoding_error),
+        ("response.body", ix.response.encoding, ix.response.encoding_error),
+    ):
+        if error is not None:
+            out.append((f"{where} (stored {encoding}-encoded)", error))
+    return out
+
+
+def process(path: Path, data: bytes, limit: int = INSIDE_LIMIT) -> FileReport:
+    """Redact the bytes of one cassette: the report, with the new bytes.
+    Compressed data is looked inside up to ``limit`` decoded bytes."""
     report = FileReport(path)
     parsed = parse_cassette(data, path, meta_only=True)  # refuses a bad or newer _meta
     meta: CassetteMeta = parsed.meta
     redactor = redactor_for(meta, path)
     keying = meta.match.keying()
+    drop = meta.drop_response_headers
     out: list[bytes] = []
     for number, raw_line in enumerate(split_lines(data), start=1):
         body = raw_line.rstrip(b"\n")
@@ -239,8 +280,9 @@ def process(path: Path, data: bytes) -> FileReport:
             report.raw_findings.extend((number, RAW_LINE, kind) for kind in found)
             out.append(raw_line)
             continue
-        new, findings = scrub(ix, redactor, keying)
-        hidden = [(number, where, kind) for where, kind in hidden_findings(new, redactor)]
+        new, findings = scrub(ix, redactor, keying, drop)
+        report.undecoded.extend((number, where, why) for where, why in undecoded_bodies(ix))
+        hidden = [(number, where, kind) for where, kind in hidden_findings(new, redactor, limit)]
         report.hidden.extend(hidden)
         report.raw_findings.extend(hidden)
         if not findings:
@@ -276,15 +318,42 @@ def _left(report: FileReport) -> str:
     return f"{plural(n, 'secret shape')} left in {where} not an interaction: edit {it} by hand"
 
 
+def _limit(command: str) -> int | None:
+    """The one decoding limit (``REEL_MAX_BODY``); ``None`` after saying
+    what is wrong with it."""
+    try:
+        return limits_from_env().max_body
+    except ConfigError as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
+        return None
+
+
+def _undecoded_warning(command: str, path: Path, number: int, where: str, why: str) -> str:
+    return (
+        f"{command}: {path}:{number}: {where}: {why}: Reel cannot read it, so it cannot "
+        "vouch for it"
+    )
+
+
+#: What to do about a body stored in an encoding Reel could not decode.
+UNDECODED_HINT = (
+    "re-record those requests where Reel decodes them (install what the message names, "
+    "or raise the body limit with REEL_MAX_BODY=BYTES), or delete those lines"
+)
+
+
 def run_redact(ns: argparse.Namespace) -> int:
     files: list[Path] = ns.files
     status = EXIT_OK
     found_any = False  # something replaced (with --dry-run) or left for a person
+    limit = _limit("reel redact")
+    if limit is None:
+        return EXIT_USAGE
     progress = Progress(len(files))
     for path in progress.track(files):
         try:
             data = read_bytes(path)
-            report = process(path, data)
+            report = process(path, data, limit)
         except CliError as exc:
             print(f"reel redact: {exc}", file=sys.stderr)
             status = EXIT_USAGE
@@ -306,7 +375,12 @@ def run_redact(ns: argparse.Namespace) -> int:
                 "re-record that request, or edit the line by hand",
                 file=sys.stderr,
             )
-        found_any = found_any or bool(left)
+        for number, where, why in report.undecoded:
+            print(
+                _undecoded_warning("reel redact", path, number, where, why) + f": {UNDECODED_HINT}",
+                file=sys.stderr,
+            )
+        found_any = found_any or bool(left) or bool(report.undecoded)
         replaced = sum(report.kinds.values())
         if not replaced:
             if left:
@@ -333,6 +407,7 @@ def run_redact(ns: argparse.Namespace) -> int:
             print("\n".join(left), end="\n" if left else "")
             continue
         try:
+            links = path.stat().st_nlink
             atomic_write(path, report.output)
         except OSError as exc:
             print(
@@ -343,6 +418,13 @@ def run_redact(ns: argparse.Namespace) -> int:
             continue
         print(line)
         print("\n".join(left), end="\n" if left else "")
+        if links > 1:  # the rename gave this name a new file: the others keep the old one
+            print(
+                f"reel redact: {path}: {links - 1} other hard link(s) to it still hold the "
+                "lines as they were: remove them, or link them to the redacted file again",
+                file=sys.stderr,
+            )
+            found_any = True  # secrets are left on disk, under another name
     if status == EXIT_OK and found_any:
         return EXIT_FINDINGS
     return status
@@ -355,10 +437,14 @@ def run_check(ns: argparse.Namespace) -> int:
     total = 0
     by_hand = 0
     hidden = 0
+    undecoded: list[Path] = []
+    limit = _limit("reel check")
+    if limit is None:
+        return EXIT_USAGE
     progress = Progress(len(files))
     for path in progress.track(files):
         try:
-            report = process(path, read_bytes(path))
+            report = process(path, read_bytes(path), limit)
         except CliError as exc:
             print(f"reel check: {exc}", file=sys.stderr)
             status = EXIT_USAGE
@@ -367,6 +453,10 @@ def run_check(ns: argparse.Namespace) -> int:
         if report.junk is not None:
             print(f"reel check: {path}: {report.junk}", file=sys.stderr)
             status = EXIT_USAGE
+        for number, where, why in report.undecoded:
+            print(f"{path}:{number}: {where} not decoded: {why}")
+        if report.undecoded:
+            undecoded.append(path)
         if not found:
             continue
         dirty.append(path)
@@ -391,5 +481,13 @@ def run_check(ns: argparse.Namespace) -> int:
             ),
             file=sys.stderr,
         )
+    if undecoded:
+        print(
+            f"reel check: {len(undecoded)} of {plural(len(files), 'file')} hold bodies stored "
+            "in an encoding Reel could not decode: it cannot vouch that they hold no secret; "
+            + UNDECODED_HINT,
+            file=sys.stderr,
+        )
+    if dirty or undecoded:
         return max(status, EXIT_FINDINGS)
     return status

@@ -20,7 +20,7 @@ from reel_core import CassetteError
 
 from .._store import Store, StoreUnavailableError, check_name
 from .._store_url import check_store, open_store
-from ._common import EXIT_OK, STORE, CliError, atomic_write, parse_cassette, read_bytes
+from ._common import EXIT_OK, STORE, CliError, parse_cassette, read_bytes, write_output
 
 __all__ = ["add_parsers", "add_store_options", "opened", "use_store"]
 
@@ -118,9 +118,7 @@ def run_pull(ns: argparse.Namespace) -> int:
     if data is None:
         raise CliError(f"{store.describe(name)}: no such cassette (reel push FILE STORE adds one)")
     out: Path = ns.out or Path(Path(name).name)
-    if out.exists() and not ns.force:
-        raise CliError(f"{out} exists: give --force to overwrite it, or -o another file")
-    atomic_write(out, data)
+    write_output(out, data, force=ns.force)
     print(f"pulled {store.describe(name)} to {out} ({len(data)} bytes)", file=sys.stderr)
     return EXIT_OK
 

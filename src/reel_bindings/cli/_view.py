@@ -10,17 +10,26 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reel_core import ReelError
+from reel_core import ReelError, load_json
 
 from .._store import Store
 from ..view import Source, miss_view, render_page
 from ..view._live import stamp
-from ._common import EXIT_FINDINGS, EXIT_OK, STORE, CliError, plural, read_bytes, read_cassette
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    STORE,
+    CliError,
+    check_output,
+    plural,
+    read_bytes,
+    read_cassette,
+    write_output,
+)
 
 if TYPE_CHECKING:
     from ..view._serve import Page
@@ -52,7 +61,8 @@ def add_parser(commands: Any) -> None:
         "--out",
         type=Path,
         metavar="OUT",
-        help="the HTML file (default: CASSETTE.html for one cassette, else reel-view.html)",
+        help="the HTML file (default, in the working directory: CASSETTE.html for one "
+        "cassette named, reel-view.html for a directory, a store prefix or several)",
     )
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument(
@@ -141,28 +151,26 @@ def source_of(path: Path, command: str) -> Source:
 
 
 def check_out(out: Path, inputs: list[Path], force: bool) -> None:
-    """Refuse to write over an input, or over a file unless ``force``."""
-    for path in inputs:
-        if path.exists() and out.resolve() == path.resolve():
-            raise CliError(f"{path}: the output would overwrite it: name another with -o")
-    if out.is_dir():
-        raise CliError(f"{out}: is a directory: name a file with -o")
-    if out.exists() and not force:
-        raise CliError(f"{out} exists: pass --force to overwrite it")
+    """Refuse to write over an input, or over a file unless ``force``
+    (:func:`~._common.check_output`), before the page is drawn."""
+    check_output(out, inputs, force=force)
 
 
-def write_page(out: Path, page: str) -> None:
-    try:
-        out.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"{out}: cannot write: {exc.strerror or exc}") from None
+def write_page(out: Path, page: str, inputs: list[Path], force: bool) -> None:
+    """The page, written by :func:`~._common.write_output` (never over an
+    input, never through a link)."""
+    write_output(out, page.encode("utf-8"), inputs, force=force)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(name)  # NaN and Infinity: Python reads them, JSON has none
 
 
 def _read_miss(path: Path) -> Any:
     data = read_bytes(path)
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
+        return load_json(data, parse_constant=_not_json)
+    except ValueError:
         raise CliError(
             f"{path}: not JSON: give the body Reel answered the miss with "
             '({"error": {"type": "reel_miss", ...}})'
@@ -262,6 +270,17 @@ def _serve(ns: argparse.Namespace, report: Any) -> int:
     return EXIT_OK
 
 
+def default_out(named: list[Path], paths: list[Path]) -> Path:
+    """The page's file without ``-o``: in the working directory, never among
+    the cassettes (where it would be committed with them); ``NAME.html``
+    when the one argument names one cassette, ``reel-view.html`` when the
+    arguments name a set (a directory, a store prefix, several), whatever
+    number of cassettes it holds."""
+    if len(named) == 1 and paths == [Path(named[0])]:
+        return Path(paths[0].name).with_suffix(".html")
+    return Path("reel-view.html")
+
+
 def run(ns: argparse.Namespace) -> int:
     if ns.serve:
         report = _read_miss(ns.miss) if ns.miss is not None else None
@@ -270,16 +289,10 @@ def run(ns: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CliError(f"{ns.miss}: {exc}") from None
     paths = cassette_paths(ns.cassettes)
-    if ns.out is not None:
-        out: Path = ns.out
-    elif len(paths) == 1 and STORE.get() is not None:  # the page lands here, not in a store
-        out = Path(paths[0].name).with_suffix(".html")
-    elif len(paths) == 1:
-        out = paths[0].with_suffix(".html")
-    else:
-        out = Path("reel-view.html")
+    out: Path = ns.out if ns.out is not None else default_out(ns.cassettes, paths)
     files = [] if STORE.get() is not None else paths
-    check_out(out, [*files, *([ns.miss] if ns.miss else [])], ns.force)
+    inputs = [*files, *([ns.miss] if ns.miss else [])]
+    check_out(out, inputs, ns.force)
     report = _read_miss(ns.miss) if ns.miss is not None else None
     sources = [source_of(path, "view") for path in paths]
     miss = None
@@ -289,7 +302,7 @@ def run(ns: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CliError(f"{ns.miss}: {exc}") from None
     title = _title(ns, paths, miss is not None)
-    write_page(out, render_page(sources, title=title, miss=miss))
+    write_page(out, render_page(sources, title=title, miss=miss), inputs, ns.force)
     count = sum(len(s.interactions) for s in sources)
     print(f"{out}: {plural(count, 'interaction')} from {plural(len(sources), 'cassette')}")
     if miss is not None and miss["closest"] is not None and miss["closest_row"] is None:

@@ -24,7 +24,7 @@ from reel_core import (
     parse_duration,
 )
 
-from .._settings import Settings, parse_grace, port_from_env
+from .._settings import Settings, check_drop_response_headers, parse_grace, port_from_env
 
 __all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "is_loopback", "parse_options"]
 
@@ -44,6 +44,7 @@ environment variables (a flag wins over its variable):
   REEL_MAX_BODY      --max-body (the in-process bindings read it too)
   REEL_MAX_AGE       --max-age (the in-process bindings and the pytest plugin read it too)
   REEL_RECORD_GRACE  --record-grace (the in-process bindings and the pytest plugin read it too)
+  REEL_DROP_RESPONSE_HEADERS  --drop-response-header, comma-separated (read by every binding)
   REEL_HOST          --host
   REEL_PORT          --port
   REEL_TLS_DIR       where --tls keeps the certificate it generates (default ~/.cache/reel/tls)
@@ -112,6 +113,9 @@ class ProxyOptions:
     #: (``--ui-public``), not only to loopback names.
     ui: bool = False
     ui_public: bool = False
+    #: Response headers never stored (``--drop-response-header``,
+    #: ``REEL_DROP_RESPONSE_HEADERS``), besides those Reel never stores.
+    drop_response_headers: tuple[str, ...] = ()
 
     def config(self) -> Config:
         return Config(
@@ -124,6 +128,7 @@ class ProxyOptions:
             limits=Limits(max_head=self.max_head, max_body=self.max_body),
             max_age=self.max_age,
             record_grace=self.record_grace,
+            drop_response_headers=self.drop_response_headers,
             ui=UiConfig(public=self.ui_public) if self.ui else None,
             hint=(
                 "restart the proxy with --mode auto (records what is missing) "
@@ -277,6 +282,13 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         "client stopped reading its answer, so that a stream about to end is recorded whole "
         f"(default {RECORD_GRACE:g}; 0: record the cut at once)",
     )
+    add(
+        "--drop-response-header",
+        action="append",
+        metavar="NAME",
+        help="a response header never to store (repeatable): every end-to-end header is "
+        "stored but set-cookie and those named here",
+    )
     add("-q", "--quiet", action="store_true", help="log only warnings and errors")
     add("-v", "--verbose", action="store_true", help="log miss reports and connection details")
     return parser
@@ -317,6 +329,13 @@ def parse_options(
             store_prefix=args.store_prefix,
             max_age=max_age,
             record_grace=record_grace,
+            drop_response_headers=(
+                None
+                if args.drop_response_header is None
+                else check_drop_response_headers(
+                    args.drop_response_header, "--drop-response-header"
+                )
+            ),
         )
         port = args.port if args.port is not None else port_from_env(env)
         ignore = tuple(args.ignore_field)
@@ -399,6 +418,7 @@ def parse_options(
         max_body=max_body,
         max_age=settings.max_age,
         record_grace=settings.config().record_grace,
+        drop_response_headers=settings.drop_response_headers,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
         ui=args.ui,
         ui_public=args.ui_public,

@@ -14,15 +14,24 @@ the CPU would wait anyway:
   be answered from the cassette must find every recording whose answer a
   client has).
 
-Any number of connections drive one queue, each at its own pace; between
-two steps, any other may run, settle or add.  The queue's invariant, which
-``tests/bindings/test_recording_queue.py`` checks against a model over
-random interleavings, is:
+An exchange whose client left before its end holds its place from the
+moment it left (:meth:`RecordingQueue.reserve`), while the recording reads
+the upstream on for the grace (``Engine.client_left``); its recording
+fills the place once the grace is over (:meth:`RecordingQueue.fill`).
+For the client that exchange ended when it left: its next one, on a new
+connection, must be recorded after it (a retry of the same request would
+otherwise replay first).  Recordings behind an unfilled place wait for it.
 
-    Every recording added is appended exactly once, and recordings are
-    appended in the order they were added.  Once ``settle()`` returns, or
-    ``build_meanwhile(last, ...)`` does, every recording added before it
-    (up to ``last``) has been appended.
+Any number of connections drive one queue, each at its own pace; between
+two steps, any other may run, settle, add, reserve or fill.  The queue's
+invariant, which ``tests/bindings/test_recording_queue.py`` checks against
+a model over random interleavings, is:
+
+    Every recording added or filled in is appended exactly once, in the
+    order it was added or its place reserved.  Once ``settle()`` returns,
+    or ``build_meanwhile(last, ...)`` does, every recording up to the
+    first unfilled place (up to ``last``) has been appended; whoever fills
+    a place settles what waited behind it.
 
 A recording whose build raises (a bug) is dropped, said loudly and
 counted: the client has its answer, and the recordings after it go on.
@@ -40,7 +49,7 @@ import anyio.lowlevel
 
 from reel_core import Cassette, Recorded, Redactor
 
-__all__ = ["Building", "RecordingQueue"]
+__all__ = ["Building", "Place", "RecordingQueue"]
 
 log = logging.getLogger("reel.proxy")
 
@@ -58,6 +67,16 @@ class Building(Protocol):
 Append = Callable[[Cassette, Recorded], None]
 
 
+class Place:
+    """A place in the queue held for an exchange whose client left, until
+    its recording is known (:meth:`RecordingQueue.fill`)."""
+
+    __slots__ = ("filled",)
+
+    def __init__(self) -> None:
+        self.filled = False
+
+
 class RecordingQueue:
     """Recordings waiting to be built, oldest first (see the module's
     docstring for the rule every caller relies on)."""
@@ -66,8 +85,9 @@ class RecordingQueue:
 
     def __init__(self, append: Append) -> None:
         self._append = append
-        #: ``(recording, the redactor and target that name it in a log)``.
-        self._waiting: deque[tuple[Building, Redactor, str]] = deque()
+        #: ``(recording, the redactor and target that name it in a log)``;
+        #: a :class:`Place` not filled yet holds up those behind it.
+        self._waiting: deque[tuple[Building | Place, Redactor, str]] = deque()
         #: Recordings whose build raised (a bug): those exchanges are lost.
         self.failures = 0
 
@@ -79,29 +99,58 @@ class RecordingQueue:
         return len(self._waiting)
 
     @property
-    def last(self) -> Building | None:
-        """The newest recording waiting, if any."""
+    def last(self) -> Building | Place | None:
+        """The newest recording (or place) waiting, if any."""
         return self._waiting[-1][0] if self._waiting else None
 
     def add(self, recording: Building, redactor: Redactor, target: str) -> None:
         """Queue a finished forward's recording, after those waiting."""
         self._waiting.append((recording, redactor, target))
 
-    def holds(self, recording: Building) -> bool:
+    def reserve(self, redactor: Redactor, target: str) -> Place:
+        """Hold a place, after those waiting, for the recording of an
+        exchange whose client left; :meth:`fill` it once it is known."""
+        place = Place()
+        self._waiting.append((place, redactor, target))
+        return place
+
+    def fill(self, place: Place, recording: Building | None) -> None:
+        """Put ``recording`` in ``place`` (``None``: nothing to record, the
+        place is given up).  Filling a place twice does nothing."""
+        if place.filled:
+            return
+        place.filled = True
+        for at, (waiting, redactor, target) in enumerate(self._waiting):
+            if waiting is place:
+                if recording is None:
+                    del self._waiting[at]
+                else:
+                    self._waiting[at] = (recording, redactor, target)
+                return
+
+    def holds(self, recording: Building | Place) -> bool:
         """Whether ``recording`` still waits (not yet appended or dropped)."""
         return any(waiting is recording for waiting, _, _ in self._waiting)
 
+    @property
+    def blocked(self) -> bool:
+        """Whether the oldest entry is a place not filled yet."""
+        return bool(self._waiting) and isinstance(self._waiting[0][0], Place)
+
     def settle(self) -> None:
-        """Build every recording waiting and append their lines, in order."""
-        while self._waiting:
+        """Build every recording waiting and append their lines, in order,
+        up to the first place not filled yet."""
+        while self._waiting and not self.blocked:
             self.step()
 
     def step(self) -> None:
         """Build a step of the oldest recording waiting (nothing when none
-        does); once it is built, append its line."""
-        if not self._waiting:  # another connection got here first
+        does, or it is a place not filled yet); once it is built, append
+        its line."""
+        if not self._waiting or self.blocked:  # another connection got here first
             return
         recording, redactor, target = self._waiting[0]
+        assert not isinstance(recording, Place)
         try:
             recorded = recording.step()
         except Exception:
@@ -118,7 +167,7 @@ class RecordingQueue:
             self._append(recording.cassette, recorded)
 
     async def build_meanwhile(
-        self, last: Building, upstream_busy: Callable[[], bool], answered: anyio.Event
+        self, last: Building | Place, upstream_busy: Callable[[], bool], answered: anyio.Event
     ) -> None:
         """Build the recordings waiting, up to ``last``, a step at a time,
         while a forward waits on its upstream (``upstream_busy()``): its
@@ -128,9 +177,11 @@ class RecordingQueue:
         and may build or settle some of these themselves: each step starts
         from what is waiting then.  Shielded: the forward's end waits for
         it, so the recordings it took on are on disk when the forward is
-        over (a client that leaves, or a proxy that stops, loses none)."""
+        over (a client that leaves, or a proxy that stops, loses none),
+        unless a place not filled yet holds them up: whoever fills it
+        settles them."""
         with anyio.CancelScope(shield=True):
-            while self.holds(last):
+            while self.holds(last) and not self.blocked:
                 if not upstream_busy() and not answered.is_set():
                     await answered.wait()  # the answer came: it goes first
                     continue  # meanwhile, another connection may have built them

@@ -14,7 +14,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator
-from contextlib import aclosing, suppress
+from contextlib import aclosing, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -62,7 +62,7 @@ from .._freshness import Freshness
 from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
-from ._recordings import RecordingQueue
+from ._recordings import Place, RecordingQueue
 from ._websocket import relay_websocket, replay_websocket
 
 if TYPE_CHECKING:
@@ -473,7 +473,8 @@ class Proxy:
                     whole = session.send_replay()
                     if whole is not None:  # due at once: one write, serialized once
                         exchange.status = whole[0].status
-                        await stream.send(whole[1])
+                        with self._replay_left(session, exchange):
+                            await stream.send(whole[1])
                         self._log(session, exchange)
                 elif isinstance(event, Miss):
                     exchange.outcome, exchange.key = "miss", event.report.key
@@ -502,7 +503,9 @@ class Proxy:
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
                 out.add(session.send(event))
-                if not await self._play(stream, session, exchange, out):
+                with self._replay_left(session, exchange):
+                    played = await self._play(stream, session, exchange, out)
+                if not played:
                     return  # closing without finishing the body is the cut
                 continue
 
@@ -531,6 +534,18 @@ class Proxy:
                 self._log(session, exchange)
                 return False
         return True
+
+    @contextmanager
+    def _replay_left(self, session: Session, exchange: _Exchange) -> Iterator[None]:
+        """A replay's write that fails (the client left midway) ends its
+        exchange: logged then, once, as every exchange is; the connection
+        closes as before."""
+        try:
+            yield
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            exchange.outcome += " (client left)"
+            self._log(session, exchange)
+            raise
 
     async def _receive(self, stream: anyio.abc.ByteStream, conn: _Connection) -> bool:
         """Read what the client sent next; False when the connection is over."""
@@ -600,7 +615,7 @@ class Proxy:
         """
         assert forward.url is not None
         relayed = anyio.Event()
-        gone = _Gone(session)
+        gone = _Gone(session, self._recordings, forward.request.target)
         try:
             async with anyio.create_task_group() as tg:
                 gone.stop = tg.cancel_scope
@@ -625,14 +640,14 @@ class Proxy:
             # the client left, and what it saw is recorded.  (An answer the
             # proxy itself cuts off is not: that cut is no truth to replay.)
             if gone.why:
-                self._left(session, forward, exchange, gone.why)
+                self._left(session, forward, exchange, gone)
             raise
         if gone.why:
-            self._left(session, forward, exchange, gone.why)
+            self._left(session, forward, exchange, gone)
             raise anyio.BrokenResourceError
 
-    def _left(self, session: Session, forward: Forward, exchange: _Exchange, why: str) -> None:
-        """The client left (``why``) before the end of a forward's answer:
+    def _left(self, session: Session, forward: Forward, exchange: _Exchange, gone: _Gone) -> None:
+        """The client left (``gone``) before the end of a forward's answer:
         what the recording read after it (see :meth:`_forward`) ends the
         exchange, and its line is appended."""
         if session.state is State.DONE:
@@ -644,14 +659,14 @@ class Proxy:
             )
             if session.state is State.AWAIT_UPSTREAM:
                 exchange.outcome += " (client left)"
-            session.upstream_error(UpstreamError.CLIENT_CLOSED, why, now=anyio.current_time())
+            session.upstream_error(UpstreamError.CLIENT_CLOSED, gone.why, now=anyio.current_time())
         # nobody reads the rest: pull it, append the line
         while not isinstance(event := session.next_event(), Signal):
             if isinstance(event, Cut):
                 session.send(event)
                 exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
-        self._record(session, forward.request.target)
+        self._record(session, forward.request.target, place=gone.place)
 
     async def _relay(
         self,
@@ -685,7 +700,7 @@ class Proxy:
                     if isinstance(event, (EndOfResponse, Cut)):
                         # The client has its answer: the line is built and
                         # appended now, or (record mode) soon (see settle).
-                        self._record(session, forward.request.target, later=True)
+                        self._record(session, forward.request.target, later=True, place=gone.place)
                     if isinstance(event, EndOfResponse):
                         self._log(session, exchange)
 
@@ -770,11 +785,16 @@ class Proxy:
         except StoreUnavailableError as exc:
             raise UpstreamFailure(UpstreamError.STORE, str(exc)) from None
 
-    def _record(self, session: Session, target: str, *, later: bool = False) -> None:
-        """Queue the recording of a finished forward, and build it now
-        unless ``later`` in record mode (see :meth:`settle`)."""
+    def _record(
+        self, session: Session, target: str, *, later: bool = False, place: Place | None = None
+    ) -> None:
+        """Queue the recording of a finished forward (in the ``place`` held
+        for it since its client left, if any), and build it now unless
+        ``later`` in record mode (see :meth:`settle`)."""
         pending = session.engine.take_recording()
-        if pending is not None:
+        if place is not None:
+            self._recordings.fill(place, pending)
+        elif pending is not None:
             self._recordings.add(pending, session.redactor, target)
         if not later or self.config.mode is not Mode.RECORD:
             self.settle()
@@ -842,10 +862,16 @@ class _Gone:
     """Whether the client left while its request was forwarded."""
 
     session: Session
+    recordings: RecordingQueue
+    #: The forwarded request's target (names its place in a log).
+    target: str
     #: The forward's scope: cancelled once the grace is over.
     stop: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
     #: What showed it ("" while the client is there).
     why: str = ""
+    #: The recording's place in the queue, held from the moment the client
+    #: left (its exchange ended then, for the client) while the grace runs.
+    place: Place | None = None
 
     def left(self, why: str) -> None:
         """The client left: the forward stops writing to it, and stops
@@ -857,6 +883,7 @@ class _Gone:
         now = anyio.current_time()
         grace = self.session.engine.client_left(why, now=now)
         if grace:
+            self.place = self.recordings.reserve(self.session.redactor, self.target)
             self.stop.deadline = min(self.stop.deadline, now + grace)
         else:
             self.stop.cancel()

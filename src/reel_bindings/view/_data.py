@@ -14,14 +14,13 @@ same numbers as the commands.
 from __future__ import annotations
 
 import base64
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from reel_core import Interaction
+from reel_core import Interaction, load_json
 
 from .._figures import Figures, figures
 from .._text import assemble, frame_text
@@ -79,8 +78,8 @@ def body_value(data: bytes) -> dict[str, Any]:
     if not data:
         return {"empty": True}
     try:
-        return {"json": json.loads(data, parse_constant=_reject)}
-    except (ValueError, RecursionError):
+        return {"json": load_json(data, parse_constant=_reject)}
+    except ValueError:
         pass
     try:
         return {"text": data.decode("utf-8")}
@@ -207,6 +206,10 @@ def detail(ix: Interaction) -> dict[str, Any]:
         "headers": [list(pair) for pair in resp.headers],
         "stream": resp.stream,
     }
+    for name in ("encoding", "encoding_error"):  # a body Reel could not decode: flagged
+        value = getattr(resp, name)
+        if value is not None:
+            response[name] = value
     if ix.websocket is not None:
         response["websocket"] = _websocket(ix)
     elif resp.stream is None:
@@ -283,11 +286,37 @@ def view_data(sources: Sequence[Source]) -> tuple[dict[str, Any], list[dict[str,
     return {"cassettes": cassettes, "rows": rows}, details
 
 
+# -- a miss report: a file someone handed over -----------------------------------
+#
+# A report is read from a file, and a file may claim anything: every value
+# of it is checked for its type here, the one way into the page -- text is
+# a string or None, a number a finite number or None, a count an int -- and
+# the page's script escapes every string it shows.  What the report's diff
+# holds (recorded and received JSON values) stays as it is: the page shows
+# it as JSON text, escaped.
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return _finite(float(value))
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def miss_view(report: Any, sources: Sequence[Source]) -> dict[str, Any]:
     """A miss report (the JSON body Reel answers a miss with) beside its
     closest recording: ``error`` holds the report's fields, ``closest_row``
     the page index of the recording it names (``None`` when no cassette
-    shown holds it).  Raises ``ValueError`` for JSON that is no miss report."""
+    shown holds it).  Every field is type-checked (a string, a finite
+    number, a count: anything else is ``None`` or 0).  Raises
+    ``ValueError`` for JSON that is no miss report."""
     error = report.get("error") if isinstance(report, dict) else None
     if not isinstance(error, dict) or error.get("type") != "reel_miss":
         raise ValueError('not a Reel miss report: expected {"error": {"type": "reel_miss", ...}}')
@@ -308,28 +337,28 @@ def miss_view(report: Any, sources: Sequence[Source]) -> dict[str, Any]:
     asked = error.get("request")
     request: dict[str, Any] = asked if isinstance(asked, dict) else {}
     return {
-        "message": str(error.get("message", "")),
-        "cassette": error.get("cassette"),
-        "mode": error.get("mode"),
-        "match": error.get("match"),
-        "key": error.get("key"),
-        "method": request.get("method"),
-        "path": request.get("path"),
-        "reason": error.get("reason"),
-        "rerecord": error.get("rerecord"),
+        "message": _text(error.get("message")) or "",
+        "cassette": _text(error.get("cassette")),
+        "mode": _text(error.get("mode")),
+        "match": _text(error.get("match")),
+        "key": _text(error.get("key")),
+        "method": _text(request.get("method")),
+        "path": _text(request.get("path")),
+        "reason": _text(error.get("reason")),
+        "rerecord": _text(error.get("rerecord")),
         "closest": None
         if closest is None
         else {
-            "id": closest.get("id"),
-            "method": closest.get("method"),
-            "path": closest.get("path"),
-            "similarity": closest.get("similarity"),
-            "more_differences": closest.get("more_differences", 0),
+            "id": _text(closest.get("id")),
+            "method": _text(closest.get("method")),
+            "path": _text(closest.get("path")),
+            "similarity": _number(closest.get("similarity")),
+            "more_differences": _count(closest.get("more_differences")),
         },
         "diff": [
             {
-                "path": str(d.get("path", "")),
-                "kind": str(d.get("kind", "")),
+                "path": _text(d.get("path")) or "",
+                "kind": _text(d.get("kind")) or "",
                 "recorded": d.get("recorded"),
                 "received": d.get("received"),
                 "has_recorded": "recorded" in d,

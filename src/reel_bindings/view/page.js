@@ -327,6 +327,8 @@
     const ws = resp.websocket;
     const kind = ws ? " (WebSocket session, " + ws.messages.length + " messages)" : resp.stream ? " (" + resp.stream + " stream, " + resp.frames.length + " frames)" : "";
     h.push('<div class="mono"><span class="s' + String(resp.status)[0] + '">' + resp.status + " " + esc(resp.reason) + "</span>" + esc(kind) + "</div>");
+    const flag = ["encoding", "encoding_error"].filter((k) => resp[k]);
+    if (flag.length) h.push('<div class="mono">' + flag.map((k) => esc(k + ": " + resp[k])).join("<br>") + "</div>");
     if (resp.headers.length) {
       h.push('<table class="headers mono"><tbody>' + resp.headers.map((p) => "<tr><td>" + esc(p[0]) + "</td><td>" + escMarked(p[1]) + "</td></tr>").join("") + "</tbody></table>");
     }
@@ -488,7 +490,8 @@
     for (const d of diffs) {
       if (d.path === "method" || d.path === "path" || d.path === "body" || d.path.startsWith("query.")) continue;
       const segs = parsePath(d.path);
-      if (!segs || !segs.length) continue;
+      // a path from a file never reaches an object's prototype
+      if (!segs || !segs.length || segs.some((s) => s === "__proto__" || s === "constructor" || s === "prototype")) continue;
       let node = value;
       for (const s of segs.slice(0, -1)) { node = node === null || typeof node !== "object" ? undefined : node[s]; }
       if (node === null || typeof node !== "object") continue;
@@ -515,7 +518,7 @@
       h.push('<tr class="d-' + esc(d.kind) + '"><td>' + esc(d.path) + "</td><td>" + esc(d.kind) + '</td><td class="recorded">' + a + '</td><td class="received">' + b + "</td></tr>");
     }
     h.push("</tbody></table>");
-    if (c.more_differences) h.push("<p>… and " + c.more_differences + " more differences.</p>");
+    if (c.more_differences) h.push("<p>… and " + esc(c.more_differences) + " more differences.</p>");
     h.push('<div id="miss-side"></div></section>');
     return h.join("");
   }

@@ -16,6 +16,7 @@ from dataclasses import replace
 from types import ModuleType
 
 from .._errors import CassetteError
+from .._http import Limits
 from .._meta import CassetteMeta
 from .._redact import Redactor
 from . import (
@@ -55,6 +56,8 @@ __all__ = [
     "tool_of",
 ]
 
+_LIMITS = Limits()
+
 #: Every format by its ``reel import`` name, in the order ``sniff_format``
 #: tries them (the most specific first).
 FORMATS: dict[str, ModuleType] = {
@@ -92,17 +95,25 @@ def import_source(
     name: str,
     redactor: Redactor,
     meta: CassetteMeta | None = None,
+    *,
+    limits: Limits = _LIMITS,
 ) -> ImportReport:
     """The source ``data`` (a file called ``name``) of the format
-    ``format_name``, recorded as Reel records.  :class:`CassetteError` when
-    the file is not that format at all, or is a recording Reel knows it
-    cannot import (:func:`import_refusal` says why)."""
+    ``format_name``, recorded as Reel records (bodies decoded to at most
+    ``limits.max_body`` bytes).  :class:`CassetteError` when the file is
+    not that format at all, or is a recording Reel knows it cannot import
+    (:func:`import_refusal` says why)."""
     module = FORMATS[format_name]
     why = import_refusal(data)
     if why is not None:
         raise CassetteError(name, None, why)
     return import_exchanges(
-        module.parse(data, name), tool=tool_of(module), redactor=redactor, meta=meta, name=name
+        module.parse(data, name),
+        tool=tool_of(module),
+        redactor=redactor,
+        meta=meta,
+        name=name,
+        limits=limits,
     )
 
 
@@ -113,11 +124,13 @@ def import_sources(
     meta: CassetteMeta | None = None,
     *,
     name: str = "import.jsonl",
+    limits: Limits = _LIMITS,
 ) -> ImportReport:
     """Several source files of one format (a directory of recordings) as
-    one cassette, in the order given.  Entries are numbered across the
-    files; the report's labels name each one's file.  A file that is not
-    of the format is a failure of its own, not the end of the import."""
+    one cassette, in the order given, each recorded as :func:`import_source`
+    records one.  Entries are numbered across the files; the report's
+    labels name each one's file.  A file that is not of the format is a
+    failure of its own, not the end of the import."""
     module = FORMATS[format_name]
     items: list[Exchange | Skipped] = []
     labels: dict[int, str] = {}
@@ -132,7 +145,9 @@ def import_sources(
         for item in parsed:
             labels[offset + item.source] = f"{file_name}: {_entry(item.source)}"
             items.append(replace(item, source=offset + item.source))
-    report = import_exchanges(items, tool=tool_of(module), redactor=redactor, meta=meta, name=name)
+    report = import_exchanges(
+        items, tool=tool_of(module), redactor=redactor, meta=meta, name=name, limits=limits
+    )
     report.labels = labels
     return report
 

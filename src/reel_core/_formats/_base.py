@@ -13,22 +13,26 @@ A WebSocket session (an exchange whose ``websocket`` is set: the upgrade
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from .._cassette import Cassette
 from .._errors import ReelError
-from .._exchange import record_exchange
-from .._http import Request
+from .._exchange import plain_request, record_exchange
+from .._http import Limits, Request
 from .._interaction import Interaction, WebSocketLog
 from .._literals import CREDENTIAL_HEADERS, exchange_redactor
 from .._meta import CassetteMeta
 from .._redact import Redactor
+from .._shown_url import shown_url
 from .._websocket import WebSocketRecorder
 
 __all__ = ["Exchange", "ImportReport", "Skipped", "frames_of", "import_exchanges"]
 
 Pairs = tuple[tuple[str, str], ...]
+
+_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -123,10 +127,32 @@ def _wire(pairs: Pairs) -> tuple[tuple[bytes, bytes], ...]:
     return tuple((_octets(k), _octets(v)) for k, v in pairs)
 
 
+def _authority(target: str) -> str:
+    """The authority of an absolute ``target`` (``""`` for a path)."""
+    if "://" not in target:
+        return ""
+    return re.split(r"[/?#]", target.split("://", 1)[1], maxsplit=1)[0]
+
+
+def _bad_authority(target: str) -> str | None:
+    """Why an absolute ``target``'s authority is not ``[userinfo@]host[:port]``,
+    or ``None``.  A password with an unencoded ``/``, ``?`` or ``#`` ends the
+    authority early (``user:pa`` of ``user:pa/ss@host``): the rest of the
+    password would be stored as the path."""
+    host = _authority(target).rpartition("@")[2]
+    _, colon, port = host.rpartition("]")[2].partition(":")
+    if colon and not port.isdigit():
+        return (
+            f"the url's host is not host[:port]: {shown_url(target, limit=80)} (a password "
+            "with /, ? or # in it must be percent-encoded)"
+        )
+    return None
+
+
 def _request(exchange: Exchange) -> Request:
     headers = list(exchange.request_headers)
     if "://" in exchange.target:
-        host = exchange.target.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+        host = _authority(exchange.target).rpartition("@")[2]  # never the userinfo
         if host and not any(k.lower() == "host" for k, _ in headers):
             headers.append(("host", host))
     return Request(exchange.method, exchange.target, _wire(tuple(headers)), exchange.request_body)
@@ -139,12 +165,14 @@ def import_exchanges(
     redactor: Redactor,
     meta: CassetteMeta | None = None,
     name: str = "import.jsonl",
+    limits: Limits = _LIMITS,
 ) -> ImportReport:
     """Record every exchange of ``items`` as Reel would have recorded it.
 
     Repeats of a request are numbered in the source's order.  An exchange
     the core cannot record (a body over the limit, a body that does not
-    decode) is a failure with the core's reason.  Without timing in the
+    decode, or decodes to more than ``limits.max_body``) is a failure with
+    the core's reason: nothing is stored in an encoding Reel cannot read.  Without timing in the
     source, every frame is at offset 0 and the timing figures are ``null``.
     """
     report = ImportReport(tool, meta=meta if meta is not None else CassetteMeta())
@@ -155,6 +183,10 @@ def import_exchanges(
         if isinstance(item, Skipped):
             report.failures.append((item.source, item.reason))
             continue
+        bad = _bad_authority(item.target)
+        if bad is not None:
+            report.failures.append((item.source, bad))
+            continue
         try:
             interaction = record_exchange(
                 _request(item),
@@ -164,6 +196,7 @@ def import_exchanges(
                 redactor=redactor,
                 cassette=cassette,
                 timestamp=item.timestamp,
+                limits=limits,
             )
             if item.websocket is not None:
                 interaction = _session(item, item.websocket, interaction, redactor)
@@ -174,11 +207,27 @@ def import_exchanges(
         if cut is not None:
             report.failures.append((item.source, f"the body could not be decoded: {cut.detail}"))
             continue
+        undecoded = _undecoded(interaction)
+        if undecoded is not None:
+            report.failures.append((item.source, undecoded))
+            continue
         cassette.add(interaction)  # its repeats are numbered after it
         report.interactions.append(_stamp(interaction, item, tool))
         report.sources.append(item.source)
         report.notes.extend((item.source, note) for note in item.notes)
     return report
+
+
+def _undecoded(interaction: Interaction) -> str | None:
+    """Why an imported entry would be stored in an encoding Reel cannot
+    read (then it is not imported), or ``None``."""
+    for where, error in (
+        ("request", interaction.request.encoding_error),
+        ("response", interaction.response.encoding_error),
+    ):
+        if error is not None:
+            return f"the {where} body could not be decoded: {error}"
+    return None
 
 
 def _session(
@@ -188,7 +237,8 @@ def _session(
     ``GET`` and 101, recorded) with the messages, redacted as the proxy's
     recording is, and the close the source kept (``None``: none)."""
     request = _request(item)
-    scrub = exchange_redactor(redactor, request.headers, CREDENTIAL_HEADERS)
+    plain = plain_request(request, Limits().max_body)
+    scrub = exchange_redactor(redactor, request.headers, CREDENTIAL_HEADERS, plain)
     recorder = WebSocketRecorder(request, scrub, opened=0.0)
     for message in log.messages:
         feed = recorder.client_message if message.sender == "client" else recorder.server_message

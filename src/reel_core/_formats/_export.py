@@ -10,9 +10,9 @@ with its boundary, JSON).
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlencode
 
+from .._body import parse_json
 from .._forms import FORM, MULTIPART
 from .._interaction import Interaction
 from .._providers import PROVIDER_HOSTS
@@ -36,8 +36,4 @@ def request_type(ix: Interaction) -> str:
         return f"{MULTIPART}; boundary={boundary}"
     if req.content_type == FORM:
         return FORM
-    try:
-        json.loads(req.body)
-    except ValueError:
-        return "application/octet-stream"
-    return "application/json"
+    return "application/json" if parse_json(req.body)[0] else "application/octet-stream"

@@ -50,10 +50,11 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._errors import CassetteError
+from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, status_code, text_bytes
-from ._yaml import find_unsupported, load
+from ._yaml import Unsupported, find_unsupported, load
 
 __all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
 
@@ -109,10 +110,6 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
             out.append(_exchange(i, item, name, when, answers))
         except Skip as exc:
             out.append(Skipped(i, str(exc)))
-        except RecursionError:
-            out.append(
-                Skipped(i, "it holds a YAML alias inside its own anchor (data that never ends)")
-            )
         answers.extend((i, answer) for answer in _answers(item))
     return out
 
@@ -164,6 +161,8 @@ def _exchange(
     when: float | None,
     answers: list[tuple[int, Mapping[str, Any]]],
 ) -> Exchange:
+    if isinstance(item, Unsupported) and item.reason:  # a recursive alias, say
+        raise Skip(item.reason)
     if not isinstance(item, Mapping):
         raise Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     kind = item.get("kind")
@@ -174,10 +173,12 @@ def _exchange(
             f"a {kind!r} interaction{what}: AgentTape recorded a function call there, "
             "not an HTTP exchange, so there is nothing for Reel to replay"
         )
-    tag = find_unsupported(item)
-    if tag:
+    found = find_unsupported(item)
+    if found:
         raise Skip(
-            f"it holds a {tag} YAML tag, which Reel does not load (it would build a Python object)"
+            found.reason
+            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build a "
+            "Python object)"
         )
     _no_markers(item, name)
     req = item.get("request")
@@ -238,7 +239,8 @@ def _http(
 ) -> Exchange:
     url, method = req.get("url"), req.get("method", "GET")
     if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
-        raise Skip(f"the request url {url!r} is not an http(s) URL")
+        shown = repr(shown_url(url)) if isinstance(url, str) else repr(url)
+        raise Skip(f"the request url {shown} is not an http(s) URL")
     if not isinstance(method, str) or not method.isalpha():
         raise Skip(f"the request method {method!r} is not an HTTP method")
     request_headers = header_pairs(req.get("headers"), "request")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
@@ -35,6 +34,8 @@ from urllib.parse import urlencode
 
 from .._errors import CassetteError
 from .._interaction import WS_CLOSERS, WebSocketClose, WebSocketLog, WebSocketMessage
+from .._nesting import load_json
+from .._shown_url import shown_url
 from ._base import Exchange, Skipped, frames_of
 from ._encoding import settle_encoding
 
@@ -66,8 +67,8 @@ def sniff(data: bytes) -> bool:
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        doc = load_json(data)
+    except ValueError as exc:
         raise CassetteError(name, None, f"not a HAR file: not JSON: {exc}") from None
     if not isinstance(doc, Mapping):
         raise CassetteError(name, None, f"not a HAR file: {_kind(doc)}, not a JSON object")
@@ -205,8 +206,7 @@ def _target(req: Mapping[str, Any], notes: list[str], *, websocket: bool = False
         scheme = "https" if scheme == "wss" else "http"
         url = scheme + url[url.index(":") :]
     if scheme not in ("http", "https") and not url.startswith("/"):
-        shown = url if len(url) <= 60 else url[:57] + "..."
-        raise _Skip(f"not an HTTP request: {shown}")
+        raise _Skip(f"not an HTTP request: {shown_url(url, limit=60)}")
     if scheme:
         start = len(scheme) + 3
         authority = url[start:].split("/", 1)[0].split("?", 1)[0]
@@ -314,7 +314,7 @@ def _response_body(content: Any) -> tuple[bytes, bool]:
     if encoding == "base64":
         if text.lstrip().startswith("["):  # Polly.JS: a JSON list of base64 chunks
             try:
-                chunks = json.loads(text)
+                chunks = load_json(text)
             except ValueError:
                 chunks = None
             if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):

@@ -19,7 +19,9 @@ import zlib
 
 import h11
 
+from .._decode import DecodeError, Failure, decode_content
 from .._errors import CassetteError
+from .._http import Limits
 from .._reader import _remote_error
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
@@ -31,6 +33,8 @@ NAME = "httprr"
 DESCRIPTION = "Go httprr traces (httprr trace v1, or gzip-compressed)"
 
 _MAGIC = b"httprr trace v1\n"
+#: The most bytes a ``.httprr.gz`` trace inflates to (the one decoding limit).
+_LIMIT = Limits.max_body
 _GZIP = b"\x1f\x8b"
 #: A record's line: the sizes of its request and its response.
 _RECORD = re.compile(rb"(\d{1,15}) (\d{1,15})")
@@ -53,21 +57,19 @@ def sniff(data: bytes) -> bool:
 
 
 def _gunzip(data: bytes, name: str) -> bytes:
-    out = []
-    while data.startswith(_GZIP):  # members one after the other, as gzip allows
-        reader = zlib.decompressobj(31)
-        try:
-            out.append(reader.decompress(data))
-        except zlib.error as exc:
-            raise CassetteError(
-                name, None, f"not an httprr trace: corrupt gzip data: {exc}"
-            ) from None
-        if not reader.eof:
-            raise CassetteError(
-                name, None, "not an httprr trace: the gzip data stops before its end"
+    """A ``.httprr.gz`` trace inflated (its gzip members one after the
+    other) through the one bounded path: never more than the body limit."""
+    try:
+        return decode_content(data, ("gzip",), _LIMIT)
+    except DecodeError as exc:
+        if exc.failure is Failure.TOO_LARGE:
+            reason = (
+                f"the trace inflates to over {_LIMIT} bytes (the body limit): gunzip it "
+                "yourself and import the .httprr file"
             )
-        data = reader.unused_data
-    return b"".join(out)
+        else:
+            reason = f"not an httprr trace: {exc}"
+        raise CassetteError(name, None, reason) from None
 
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:

@@ -31,6 +31,8 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from .._errors import CassetteError
+from .._nesting import load_json
+from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 
 __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
@@ -58,8 +60,8 @@ def sniff(data: bytes) -> bool:
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        doc = load_json(data)
+    except ValueError as exc:
         raise CassetteError(name, None, f"not a Llama Stack recording: not JSON: {exc}") from None
     req = doc.get("request") if isinstance(doc, Mapping) else None
     resp = doc.get("response") if isinstance(doc, Mapping) else None
@@ -85,7 +87,7 @@ def _exchange(req: Mapping[str, Any], resp: Mapping[str, Any]) -> Exchange:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise _Skip(
-            f"{url} is an SDK call, not an HTTP request: the recording keeps the SDK's "
+            f"{shown_url(url)} is an SDK call, not an HTTP request: the recording keeps the SDK's "
             "arguments but not the request's URL (a Vertex AI project and location), so it "
             "cannot be replayed over HTTP"
         )

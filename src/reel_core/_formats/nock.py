@@ -21,6 +21,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._errors import CassetteError
+from .._nesting import load_json
+from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, status_code, text_bytes
@@ -42,8 +44,8 @@ def sniff(data: bytes) -> bool:
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        doc = load_json(data)
+    except ValueError as exc:
         raise CassetteError(name, None, f"not a nock recording: not JSON: {exc}") from None
     if not isinstance(doc, list):
         raise CassetteError(
@@ -115,11 +117,11 @@ def _origin(scope: str, port: Any) -> str:
     parts = urlsplit(scope if "://" in scope else f"http://{scope}")
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        raise Skip(f"the scope {scope!r} is not an http(s) origin")
+        raise Skip(f"the scope {shown_url(scope)!r} is not an http(s) origin")
     try:
         number = parts.port
     except ValueError:
-        raise Skip(f"the scope {scope!r} has a port that is not a number") from None
+        raise Skip(f"the scope {shown_url(scope)!r} has a port that is not a number") from None
     if number is None and port is not None:
         if not str(port).isdigit():
             raise Skip(f"the port {port!r} is not a number")

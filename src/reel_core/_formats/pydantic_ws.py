@@ -41,7 +41,7 @@ from .._errors import CassetteError
 from .._interaction import WebSocketLog, WebSocketMessage
 from ._base import Exchange, Skipped
 from ._fields import Skip, text_bytes
-from ._yaml import find_unsupported, load
+from ._yaml import Unsupported, find_unsupported, load
 
 __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
 
@@ -102,6 +102,8 @@ def _session(items: list[Any]) -> Exchange:
     at_ms = 0.0
     timed = False
     for i, item in enumerate(items):
+        if isinstance(item, Unsupported) and item.reason:  # a recursive alias, say
+            raise Skip(f"entry {i}: {item.reason}")
         if not isinstance(item, Mapping):
             raise Skip(f"entry {i} is a {type(item).__name__}, not a mapping")
         kind = item.get("kind", "message")
@@ -114,9 +116,13 @@ def _session(items: list[Any]) -> Exchange:
         if "data" not in item:
             raise Skip(f"entry {i} has no data")
         value = item["data"]
-        tag = find_unsupported(value)
-        if tag:
-            raise Skip(f"entry {i} holds a {tag} value, which Reel does not construct")
+        found = find_unsupported(value)
+        if found:
+            raise Skip(
+                f"entry {i}: {found.reason}"
+                if found.reason
+                else f"entry {i} holds a {found.tag} value, which Reel does not construct"
+            )
         at = item.get("at")
         if at is not None:
             if isinstance(at, bool) or not isinstance(at, (int, float)) or not at >= 0:

@@ -12,8 +12,9 @@ out of the formats' own sniffers, which stay "is this mine?" tests.
 
 from __future__ import annotations
 
-import json
 import re
+
+from .._nesting import load_json
 
 __all__ = ["refusal"]
 
@@ -55,8 +56,8 @@ def _lone_response(data: bytes) -> str | None:
     """A JSON object that is only a response (``status``, ``headers``,
     ``body``), as JavaScript tests keep mock fixtures."""
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
+        doc = load_json(data)
+    except ValueError:
         return None
     if (
         not isinstance(doc, dict)

@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 from .._errors import CassetteError
+from .._nesting import load_json
 from ._base import Exchange, Skipped
 from ._fields import Skip, text_bytes
 
@@ -41,8 +42,8 @@ def sniff(data: bytes) -> bool:
     if not line.startswith(b"{") or b'"prompt_preview"' not in line:
         return False
     try:
-        first = json.loads(line)
-    except (ValueError, RecursionError):
+        first = load_json(line)
+    except ValueError:
         return False
     return isinstance(first, dict) and all(k in first for k in _FIELDS)
 
@@ -54,8 +55,8 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
         if not raw.strip():
             continue
         try:
-            entries.append((number, json.loads(raw)))
-        except (ValueError, RecursionError) as exc:
+            entries.append((number, load_json(raw)))
+        except ValueError as exc:
             entries.append((number, None))
             errors.append((number, f"not JSON: {exc}"))
     _check(entries, errors, name)

@@ -26,17 +26,22 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from .._decode import DecodeError, Failure, decode_content
 from .._errors import CassetteError
+from .._http import Limits
+from .._shown_url import shown_url
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, http_date, status_code, text_bytes
-from ._yaml import find_unsupported, load
+from ._yaml import Unsupported, find_unsupported, load
 
 __all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
 
 NAME = "ruby-vcr"
 DESCRIPTION = "Ruby VCR YAML cassettes (http_interactions, recorded_with: VCR)"
 
+#: The most bytes a ``compressed`` cassette inflates to (the one decoding limit).
+_LIMIT = Limits.max_body
 #: A placeholder ``filter_sensitive_data`` writes: ``<NAME>``.
 _PLACEHOLDER = re.compile(r"<[^<>/\s]+>")
 #: The top key, in YAML (at a line's start) or JSON.
@@ -62,20 +67,27 @@ def _deflated(data: bytes) -> bool:
     return len(data) >= 2 and data[0] == 0x78 and (data[0] << 8 | data[1]) % 31 == 0
 
 
-def _inflate(data: bytes) -> bytes:
-    """The YAML in a ``compressed`` cassette; ``data`` itself when it is not
-    one after all (YAML text may start with a zlib header's two bytes)."""
-    reader = zlib.decompressobj()
+def _inflate(data: bytes, name: str) -> bytes:
+    """The YAML in a ``compressed`` cassette, inflated through the one
+    bounded path; ``data`` itself when it is not one after all (YAML text
+    may start with a zlib header's two bytes).  A cassette that inflates
+    to more than the body limit is refused, not inflated."""
     try:
-        text = reader.decompress(data)
-    except zlib.error:
+        return decode_content(data, ("deflate",), _LIMIT)
+    except DecodeError as exc:
+        if exc.failure is Failure.TOO_LARGE:
+            raise CassetteError(
+                name,
+                None,
+                f"the compressed cassette inflates to over {_LIMIT} bytes (the body limit): "
+                "inflate it yourself (Ruby: Zlib::Inflate.inflate) and import the YAML",
+            ) from None
         return data
-    return text if reader.eof else data
 
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
     if _deflated(data):
-        data = _inflate(data)
+        data = _inflate(data, name)
     doc = load(data, name)
     items = doc.get("http_interactions") if isinstance(doc, Mapping) else None
     if not isinstance(items, list):
@@ -95,15 +107,19 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
 
 
 def _exchange(i: int, item: Any) -> Exchange:
+    if isinstance(item, Unsupported) and item.reason:  # a recursive alias, say
+        raise Skip(item.reason)
     if not isinstance(item, Mapping):
         raise Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     req, resp = item.get("request"), item.get("response")
     if not isinstance(req, Mapping) or not isinstance(resp, Mapping):
         raise Skip("no request or no response")
-    tag = find_unsupported(item)
-    if tag:
+    found = find_unsupported(item)
+    if found:
         raise Skip(
-            f"it holds a {tag} YAML tag, which Reel does not load (it would build an object)"
+            found.reason
+            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build an "
+            "object)"
         )
     method = req.get("method")
     if not isinstance(method, str) or not method.isalpha():
@@ -150,7 +166,7 @@ def _target(value: Any, notes: list[str]) -> str:
         found = _PLACEHOLDER.match(uri)
         path = uri[found.end() :] if found else ""
         if not found or (path and path[0] not in "/?"):
-            raise Skip(f"the request uri {uri!r} is neither a URL nor a path")
+            raise Skip(f"the request uri {shown_url(uri)!r} is neither a URL nor a path")
         where = f"base {found.group()}"
     if not path.startswith("/"):
         path = "/" + path

@@ -20,7 +20,7 @@ from .._errors import CassetteError
 from ._base import Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, status_code, text_bytes
-from ._yaml import find_unsupported, load
+from ._yaml import Unsupported, find_unsupported, load
 
 __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
 
@@ -59,15 +59,19 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
 
 
 def _exchange(i: int, item: Any) -> Exchange:
+    if isinstance(item, Unsupported) and item.reason:  # a recursive alias, say
+        raise Skip(item.reason)
     if not isinstance(item, Mapping):
         raise Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     req, resp = item.get("request"), item.get("response")
     if not isinstance(req, Mapping) or not isinstance(resp, Mapping):
         raise Skip("no request or no response")
-    tag = find_unsupported(req) or find_unsupported(resp)
-    if tag:
+    found = find_unsupported(req) or find_unsupported(resp)
+    if found:
         raise Skip(
-            f"it holds a {tag} YAML tag, which Reel does not load (it would build a Python object)"
+            found.reason
+            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build a "
+            "Python object)"
         )
     uri, method = req.get("uri"), req.get("method", "GET")
     if not isinstance(uri, str) or not uri:

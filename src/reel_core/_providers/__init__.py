@@ -20,10 +20,10 @@ it reads it) by :mod:`reel_core._usage` and the CLI.
 
 from __future__ import annotations
 
-import json
 from types import MappingProxyType
 
 from .._http import Headers
+from .._nesting import load_json
 from . import anthropic, gemini, generic, openai
 from ._base import AnswerReader, Piece, Price, Provider, Tally, UsageReader, body_model
 
@@ -127,14 +127,14 @@ def request_model(path: str, body: bytes, provider: str | None = None) -> str | 
     ``models/{model}:method`` call (:func:`gemini.method_model`)."""
     if provider is None:
         try:
-            value: object = json.loads(body) if body[:1] == b"{" else None
-        except (ValueError, RecursionError):
+            value: object = load_json(body) if body[:1] == b"{" else None
+        except ValueError:
             value = None
         return model_of(path, value)
     if b'"model"' in body:
         try:
-            obj = json.loads(body.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
+            obj = load_json(body.decode("utf-8", "replace"))
+        except ValueError:
             obj = None
         if isinstance(obj, dict):
             model = obj.get("model")

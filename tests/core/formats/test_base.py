@@ -109,3 +109,36 @@ def test_a_given_host_header_wins_over_the_urls_and_an_untimed_body_has_no_total
     assert ix.request.path == "/"
     assert ix.meta["ttfb_ms"] == 200.0
     assert ix.meta["total_ms"] is None  # the body's own timing was not kept
+
+
+def test_a_password_that_cuts_the_authority_short_is_not_stored_as_a_path() -> None:
+    # an unencoded / (or ? or #) in a password ends the authority early for
+    # every URL parser: the rest of the password would become the path
+    targets = [
+        "https://user:pa/ssWORD@api.openai.com/v1/chat/completions",
+        "https://user:pa?ssWORD@api.openai.com/v1/chat/completions",
+        "https://user:/ssWORD@api.openai.com/v1/chat/completions",
+    ]
+    report = import_exchanges(
+        [chat(n, target=t) for n, t in enumerate(targets)], tool="test", redactor=Redactor()
+    )
+    assert report.interactions == []
+    assert [n for n, _ in report.failures] == [0, 1, 2]
+    for _, why in report.failures:
+        assert why.startswith("the url's host is not host[:port]: https://***@api.openai.com/")
+        assert "ssWORD" not in why
+        assert "user:pa" not in why
+
+
+def test_a_userinfo_never_reaches_the_host_and_ports_and_ipv6_are_kept() -> None:
+    targets = [
+        "https://user:pw@api.openai.com:443/v1/chat/completions",
+        "http://[::1]:8080/v1/chat/completions",
+        "http://[::1]/v1/chat/completions",
+    ]
+    report = import_exchanges(
+        [chat(n, target=t) for n, t in enumerate(targets)], tool="test", redactor=Redactor()
+    )
+    assert report.failures == []
+    assert report.interactions[0].provider == "openai"
+    assert b"pw" not in report.dumps()

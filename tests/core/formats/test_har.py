@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from reel_core import (
 )
 from reel_core._formats import Exchange, Skipped, import_exchanges, sniff_format
 from reel_core._formats.har import parse, sniff
+from tests.corpus import CORPUS, NO_CORPUS
 from tests.replaying import replay_one as _replay
 
 URL = "https://api.openai.com/v1/chat/completions"
@@ -164,7 +164,10 @@ def test_entries_without_a_request_or_response() -> None:
         ({"method": "GET /x"}, "the request method 'GET /x' is not an HTTP method"),
         ({"url": ""}, "the request has no url"),
         ({"url": None}, "the request has no url"),
-        ({"url": "data:text/plain,hello"}, "not an HTTP request: data:text/plain,hello"),
+        (
+            {"url": "data:text/plain,hello"},
+            "not an HTTP request: data:text/plain,... (21 characters)",
+        ),
         ({"url": "wss://x.example/" + "a" * 80}, "not an HTTP request: wss://x.example/aaaa"),
         ({"postData": "x"}, "the request's postData is a string, not an object"),
         ({"postData": {"text": 5}}, "the request body is a number, not text"),
@@ -533,7 +536,6 @@ def test_imported_entries_record_and_replay() -> None:
 
 # -- the corpus ---------------------------------------------------------------
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
 REDACTOR = Redactor()
 
 
@@ -545,7 +547,7 @@ def _corpus_files() -> list[str]:
 
 
 FILES = _corpus_files()
-needs_corpus = pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")
+needs_corpus = pytest.mark.skipif(not FILES, reason=NO_CORPUS)
 
 
 def _source_body(content: dict[str, Any], headers: list[dict[str, str]]) -> bytes:

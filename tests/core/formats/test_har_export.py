@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from reel_core._formats import Exchange, ImportReport, frames_of, import_exchang
 from reel_core._formats.har import parse
 from reel_core._formats.har_export import export
 from reel_core._interaction import Interaction, StreamCut
+from tests.corpus import CORPUS, NO_CORPUS
 
 CHAT = b'{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}'
 SSE = (("content-type", "text/event-stream"),)
@@ -246,8 +246,6 @@ def test_an_export_is_byte_identical_each_time() -> None:
 
 # -- the corpus: every imported vcrpy and HAR recording, round-tripped -------
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
-
 
 def _corpus() -> list[tuple[str, str]]:
     if not (CORPUS / "MANIFEST.jsonl").is_file():
@@ -261,9 +259,9 @@ FILES = _corpus()
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")
+@pytest.mark.skipif(not FILES, reason=NO_CORPUS)
 def test_the_corpus_round_trips_through_har() -> None:
-    pytest.importorskip("yaml")
+    pytest.importorskip("yaml", reason="pip install pyyaml (in the test extra)")
     count = 0
     for fmt, name in FILES:
         report = import_source(fmt, (CORPUS / name).read_bytes(), name, Redactor())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from reel_core import (
     Request,
 )
 from reel_core._formats import Exchange, Skipped, import_exchanges, llamastack, sniff_format
+from tests.corpus import CORPUS, NO_CORPUS
 from tests.replaying import replay_one as _replay
 
 CHUNK = "openai.types.chat.chat_completion_chunk.ChatCompletionChunk"
@@ -320,7 +320,6 @@ def test_a_lone_surrogate_is_kept_escaped() -> None:
 
 # -- the corpus ---------------------------------------------------------------
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
 FILES = (
     [
         entry["file"]
@@ -368,7 +367,7 @@ def _decoded(body: bytes, headers: tuple[tuple[str, str], ...]) -> Any:
     return json.loads(body)
 
 
-@pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")
+@pytest.mark.skipif(not FILES, reason=NO_CORPUS)
 def test_every_corpus_recording_imports_and_replays_or_is_refused_with_why() -> None:
     counts: collections.Counter[str] = collections.Counter()
     redactor = Redactor()

@@ -8,7 +8,6 @@ import gzip
 import json
 import zlib
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +29,7 @@ from reel_core import (
 from reel_core._formats import Exchange, Skipped, import_exchanges, ruby_vcr, sniff_format, vcr
 from reel_core._http import normalize_headers
 from reel_core._literals import exchange_redactor
+from tests.corpus import CORPUS, NO_CORPUS
 
 CHAT = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}'
 ANSWER = '{"choices":[{"message":{"content":"hello"}}]}'
@@ -380,7 +380,6 @@ def test_sniffing_tells_it_from_vcrpy() -> None:
 
 # -- the corpus ---------------------------------------------------------------
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
 REDACTOR = Redactor()
 
 
@@ -410,7 +409,7 @@ def _bytes(body: dict[str, Any]) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _files(), reason=f"no corpus at {CORPUS}")
+@pytest.mark.skipif(not _files(), reason=NO_CORPUS)
 def test_the_corpus_imports_and_replays() -> None:
     counts: Counter[str] = Counter()
     for name in _files():

@@ -29,7 +29,15 @@ from hypothesis import strategies as st
 from vcr.serialize import deserialize  # type: ignore[import-untyped]
 from vcr.serializers import yamlserializer  # type: ignore[import-untyped]
 
-from reel_core import Cassette, Interaction, RecordedRequest, RecordedResponse, Redactor
+from reel_core import (
+    Cassette,
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    Redactor,
+    Request,
+    record_exchange,
+)
 from reel_core._formats import (
     EXPORTERS,
     Exchange,
@@ -42,6 +50,7 @@ from reel_core._formats import (
 from reel_core._formats.vcr import parse
 from reel_core._formats.vcr_export import export, losses
 from reel_core._interaction import StreamCut
+from tests.corpus import CORPUS, NO_CORPUS
 
 CHAT = b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}'
 URL = "https://api.openai.com/v1/chat/completions"
@@ -391,21 +400,29 @@ def test_request_bodies_keep_how_they_read() -> None:
     assert_kept(before, round_trip(before).interactions)
 
 
-def test_encodings_reel_could_not_decode_stay_as_they_were() -> None:
+def test_encodings_reel_could_not_decode_stay_as_they_were(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A line recorded where zstd did not decode (flagged, kept as sent)
+    is exported as it was; importing it back refuses it, saying why."""
+    monkeypatch.setitem(sys.modules, "zstandard", None)
     zstd = b"\x28\xb5\x2f\xfd not really zstd"
-    before = recorded(
-        exchange(
-            0,
-            request_headers=(*JSON, ("content-encoding", "zstd")),
-            request_body=zstd,
-            response_headers=(*JSON, ("content-encoding", "zstd")),
-            body=zstd,
-        )
+    request = Request(
+        "POST",
+        URL,
+        (
+            (b"host", b"api.openai.com"),
+            (b"content-type", b"application/json"),
+            (b"content-encoding", b"zstd"),
+        ),
+        zstd,
     )
-    (ix,) = before
+    headers = (("content-type", "application/json"), ("content-encoding", "zstd"))
+    ix = record_exchange(request, 200, headers, zstd, redactor=Redactor())
     assert ix.request.encoding_error is not None
+    assert ix.response.encoding_error is not None
     assert ix.response.headers == (*JSON, ("content-encoding", "zstd"))
-    (item,) = yaml.safe_load(export(before))["interactions"]
+    (item,) = yaml.safe_load(export([ix]))["interactions"]
     assert (item["request"]["body"], item["request"]["headers"]["content-encoding"]) == (
         zstd,
         ["zstd"],
@@ -417,12 +434,15 @@ def test_encodings_reel_could_not_decode_stay_as_they_were() -> None:
         zstd,
         ["zstd"],
     )
-    after = round_trip(before)
-    assert_kept(before, after.interactions)
+    report = import_exchanges(parse(export([ix]), "out.yaml"), tool="vcrpy", redactor=Redactor())
+    assert report.interactions == []
+    ((_, why),) = report.failures
+    assert why.startswith("the request body could not be decoded: cannot decode content-encoding")
+    assert "pip install 'reel-llm[zstd]'" in why
 
 
 def test_br_is_encoded_again_or_said_to_be_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
-    brotli = pytest.importorskip("brotli")
+    brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
     before = recorded(
         exchange(
             0,
@@ -590,8 +610,6 @@ def test_tricky_text_comes_back(text: str) -> None:
 
 # -- the corpus: every vcrpy recording imported, exported, imported again ----
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
-
 
 def _corpus() -> list[str]:
     if not (CORPUS / "MANIFEST.jsonl").is_file():
@@ -604,7 +622,7 @@ FILES = _corpus()
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")
+@pytest.mark.skipif(not FILES, reason=NO_CORPUS)
 def test_the_corpus_round_trips_through_vcr() -> None:
     count = streams = 0
     for name in FILES:
