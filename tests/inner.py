@@ -14,8 +14,8 @@ from __future__ import annotations
 __all__ = ["OFF", "inner_ini"]
 
 #: The plugins an inner run turns off: coverage and hypothesis belong to the
-#: outer run; anyio, platformdirs, cassetter and agenttape are installed as
-#: test or bench dependencies and only slow each run down.
+#: outer run; anyio, platformdirs, cassetter, agenttape and langsmith are
+#: installed as test or bench dependencies and only slow each run down.
 OFF = (
     "cacheprovider",
     "hypothesispytest",
@@ -24,6 +24,8 @@ OFF = (
     "platformdirs",
     "cassetter",
     "agenttape",
+    # langsmith (langchain's) registers one too
+    "langsmith_plugin",
 )
 
 

@@ -211,6 +211,13 @@ _NAME_ENDS: tuple[tuple[bytes, tuple[bytes, ...]], ...] = (
 _NAMES_LOOKED_AT = 64
 
 
+@functools.lru_cache(maxsize=1024)
+def _names_credential(name: bytes) -> bool:
+    """Whether a field named ``name`` holds a credential (remembered: the
+    same few names, ``max_tokens`` say, come with request after request)."""
+    return is_credential_name(name.decode("utf-8", "replace"), query=True)
+
+
 def _may_name(data: bytes, *, form: bool = False) -> bool:
     """False only when ``data`` holds no credential-named field: each name
     a credential's may end in, before a quote (JSON, a multipart name) or
@@ -229,8 +236,7 @@ def _may_name(data: bytes, *, form: bool = False) -> bool:
                 if at < 0:
                     break
                 stop = at + len(end)
-                name = data[folded.rfind(before, 0, at) + 1 : stop]
-                if is_credential_name(name.decode("utf-8", "replace"), query=True):
+                if _names_credential(data[folded.rfind(before, 0, at) + 1 : stop]):
                     return True
                 at = folded.find(end + after, stop)
             else:

@@ -155,7 +155,9 @@ async def test_a_proxy_stopped_while_the_grace_runs_records_what_the_client_saw(
 ) -> None:
     cassette = tmp_path / "c.jsonl"
     async with serve_fake() as fake:
-        opts = options(Mode.RECORD, cassette, upstream=fake.url, record_grace=60)
+        # stopped with a shutdown grace (``--grace``) far shorter than the
+        # record grace: the forward is cancelled while it reads on
+        opts = options(Mode.RECORD, cassette, upstream=fake.url, record_grace=60, grace=0.2)
         proxy = _proxy(opts)
         async with running(opts, proxy=proxy) as url:
             got = await leave_a_long_stream(url)

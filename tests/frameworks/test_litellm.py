@@ -205,7 +205,7 @@ def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> Non
                 # the first async call makes async clients of litellm's own
                 # (logging, other providers), cached past this event loop:
                 # litellm's cleanup closes them in it
-                await close_litellm_async_clients()
+                await close_litellm_async_clients()  # type: ignore[no-untyped-call]
             return [r.choices[0].message.content for r in replies]
 
         return target.run(main)

@@ -43,7 +43,7 @@ def made(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     get_client = _Shared.get_client
 
     def keeping(self: Any, key: Any, *, async_: bool = False) -> Any:
-        client = get_client(self, key, async_=async_)
+        client = get_client(self, key, async_=async_)  # type: ignore[no-untyped-call]
         clients.append(client)
         return client
 
