@@ -93,6 +93,9 @@ MIN_LENGTH = 8
 #: What a literal credential is replaced with.
 PLACEHOLDER = "[REDACTED:credential]"
 _PLACEHOLDER_BYTES = PLACEHOLDER.encode()
+#: Any placeholder Reel writes (``[REDACTED:kind]``, a digest or not): what
+#: an imported or re-recorded line holds where a secret was.
+_REEL_PLACEHOLDER = re.compile(rb"\[REDACTED:[^\]]*\]")
 #: What recorders put where a secret was (Ruby VCR's and vcrpy's filters:
 #: ``<OPENAI_API_KEY>``, upper case): no secret, so never scrubbed from what
 #: is kept.  A real key in angle brackets (``<sk-...>``) still is.
@@ -152,12 +155,13 @@ def _values_of(name: bytes, value: bytes) -> list[bytes]:
 def _kept(found: Iterable[bytes]) -> tuple[bytes, ...]:
     """The values of ``found`` that are scrubbed: :data:`MIN_LENGTH`
     characters or more, without repeats, longest first."""
-    # (a value inside the placeholder, "REDACTED", would be found in it again)
+    # (a placeholder, Reel's or a recorder's, holds no secret: one taken for
+    # a value would be found again in every placeholder written)
     kept = {
         v
         for v in found
         if len(v) >= MIN_LENGTH
-        and v not in _PLACEHOLDER_BYTES
+        and not _REEL_PLACEHOLDER.fullmatch(v)
         and not _RECORDER_PLACEHOLDER.fullmatch(v)
     }
     return tuple(sorted(kept, key=lambda v: (-len(v), v)))

@@ -517,3 +517,13 @@ def test_a_recorders_placeholder_is_no_credential_value() -> None:
         (b"api-key", b"<sk-proj-" + b"k" * 20 + b">"),
     )
     assert credential_values(headers) == (b"<sk-proj-" + b"k" * 20 + b">",)
+
+
+def test_a_placeholder_is_never_taken_for_a_credential_value() -> None:
+    """A line imported again (a HAR or vcr export of a Reel cassette) holds
+    placeholders where its credentials were: none is a value to scrub (it
+    would turn every other kind of placeholder into a credential one)."""
+    from reel_core._literals import _kept
+
+    found = [b"[REDACTED:query-secret]", b"[REDACTED:credential:0123456789ab]", b"real-secret-1"]
+    assert _kept(found) == (b"real-secret-1",)
