@@ -737,30 +737,15 @@ class Engine:
         """Build the recording of the finished forward, add it to the
         cassette, and return the line to append; ``None`` when there is
         nothing to record (live mode, a replay, a failure before the head).
+        The same as ``take_recording().record()``, the one way a recording
+        is made.
 
         This is the costly part of recording (decoding, redaction, usage,
         the JSON line), so a binding calls it after the client has its whole
         answer.  It raises only on a bug; the recording is then lost.
         """
-        interaction = self.recording()
-        return None if interaction is None else self.store(interaction)
-
-    def recording(self) -> Interaction | None:
-        """The recording of the finished forward, built but not stored: for
-        an adapter that adds to it (the WebSocket adapter adds the messages
-        to the upgrade's) and then hands it to :meth:`store`.  ``None``
-        when there is nothing to record."""
-        if self._unstored is None:
-            return None
-        from ._record import run_steps
-
-        build, self._unstored = self._unstored, None
-        return run_steps(build())
-
-    def store(self, interaction: Interaction) -> Recorded:
-        """Add ``interaction`` to the cassette; the line to append (see
-        :meth:`PendingRecording.record`)."""
-        return _store(self.cassette, interaction, self._superseding)
+        pending = self.take_recording()
+        return None if pending is None else pending.record()
 
     def take_recording(self) -> PendingRecording | None:
         """The finished forward's recording, not built yet, taken out of
@@ -806,6 +791,20 @@ class PendingRecording:
         self._superseding = superseding
         self._steps: Steps[Recorded] | None = None
         self._done: Recorded | None = None
+
+    def amend(self, change: Callable[[Interaction], Interaction]) -> PendingRecording:
+        """Have ``change`` make the stored interaction out of the one built
+        (the WebSocket adapter adds a session's messages to its upgrade's);
+        before the first :meth:`step`.  Returns itself."""
+        if self._steps is not None:
+            raise LocalProtocolError("amend a recording before building it")
+        build = self._build
+
+        def amended() -> Steps[Interaction]:
+            return change((yield from build()))
+
+        self._build = amended
+        return self
 
     def record(self) -> Recorded:
         """Build the recording, add it to its cassette, and return the line
@@ -859,13 +858,6 @@ def _built(
     recorder = capture.recorder()
     yield
     return (yield from finish(recorder))
-
-
-def _store(cassette: Cassette, interaction: Interaction, superseding: int) -> Recorded:
-    """Add ``interaction`` to ``cassette``; the line to append."""
-    from ._record import run_steps
-
-    return run_steps(_storing(cassette, interaction, superseding))
 
 
 def _storing(cassette: Cassette, interaction: Interaction, superseding: int) -> Steps[Recorded]:
