@@ -211,7 +211,7 @@ class Engine:
         if self.state is not State.IDLE or self._pending is not None:
             raise self._misuse(f"a request is already being served (state {self.state.value})")
         if len(request.body) > self.config.limits.max_body:
-            raise self.config.limits.body_too_large(len(request.body))
+            raise self.config.limits.body_too_large(len(request.body), self.config.hints.max_body)
         self._pending = request
         self._now = now
 
@@ -315,12 +315,12 @@ class Engine:
         except CassetteError as exc:
             # A line that passed indexing but does not parse (or a selected
             # cassette that is no cassette at all): answer, keep serving.
-            fix = (
-                f"Fix or delete that line (`reel validate {exc.name}` lists every bad line), "
-                "or re-record the cassette."
-                if exc.line is not None
-                else "Fix the file, or record it again."
-            )
+            if exc.line is None:
+                fix = "Fix the file, or record it again."
+            else:
+                listed = self.config.hints.bad_line_of(exc.name)
+                listed = f" ({listed})" if listed else ""
+                fix = f"Fix or delete that line{listed}, or re-record the cassette."
             self._refuse(500, "reel_bad_cassette", f"{exc}. {fix}")
 
     def _for_ui(self, request: Request, ui: UiConfig) -> bool:
@@ -439,8 +439,8 @@ class Engine:
                     "reel_no_upstream",
                     f"Reel does not know where to send {request.method} "
                     f"{self.redactor.target(request.target)}: it is not an OpenAI, Anthropic or "
-                    "Gemini API path. Start the proxy with --upstream URL (or set "
-                    "REEL_UPSTREAM) to send every request to that base URL.",
+                    f"Gemini API path. Name the base URL to send every request to with "
+                    f"{self.config.hints.upstream}.",
                 )
                 return
             self._routed_to = url[: len(url) - len(request.path)]
@@ -560,7 +560,7 @@ class Engine:
             self.match,
             mode=self.config.mode.value,
             reason=reason,
-            hint=self.config.hint,
+            hint=self.config.hints.miss,
             nearest=closest,
             served=count,
         )
@@ -710,7 +710,7 @@ class Engine:
                 )
                 message += (
                     f". Forwards go to {base}: check that it is reachable, or "
-                    "name another base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
+                    f"name another base URL with {self.config.hints.upstream}."
                 )
             body = error_body("reel_upstream_error", message, failure=error.value)
             self._events.extend(json_response(error.status, body, head_only=self._head_only))
