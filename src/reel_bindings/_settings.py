@@ -277,7 +277,7 @@ class Settings:
             max_body=max_body if max_body is not None else _max_body(env),
             timing=timing if timing is not None else _timing(env),
             match=match if match is not None else _match(env),
-            upstream=check_upstream(upstream) if upstream else _upstream(env),
+            upstream=check_upstream(upstream, "--upstream") if upstream else _upstream(env),
             mode_set=given_mode is not None,
             store=store or _store(env),
             store_prefix=store_prefix or _store_prefix(env),

@@ -125,7 +125,7 @@ _UPSTREAM_SCHEMES = ("http", "https")
 _EXAMPLE_UPSTREAM = "https://api.openai.com"
 
 
-def check_upstream(url: str, source: str = "--upstream") -> str:
+def check_upstream(url: str, source: str = "upstream=") -> str:
     """``url`` when it is an upstream base URL: ``http://`` or ``https://``,
     a host, a valid port if any, a path (kept as a prefix) but no query,
     fragment or credentials.  Else :class:`ConfigError` naming ``source``
