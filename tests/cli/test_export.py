@@ -162,3 +162,36 @@ def test_export_vcr_without_pyyaml_says_what_to_install(
         "pip install 'reel-llm[vcr]' (or pyyaml)\n"
     )
     assert not (tmp_path / "c.yaml").exists()
+
+
+# -- reel export otel ----------------------------------------------------------
+
+
+def test_export_otel_takes_several_cassettes_into_one_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = cassette(tmp_path / "one.jsonl", interaction(id="aaaaaaaaaaaa").to_line())
+    two = cassette(tmp_path / "two.jsonl", DEMO.read_bytes(), b'{"key": 1}\n')
+    assert main(["export", "otel", str(one)]) == 0
+    assert capsys.readouterr().out == f"{one} -> {tmp_path / 'one.otlp.json'}: 1 interaction\n"
+    (run,) = json.loads((tmp_path / "one.otlp.json").read_text())["resourceSpans"]
+    assert [span["name"] for span in run["scopeSpans"][0]["spans"]] == [
+        f"run {one}",
+        "chat gpt-4o-mini",
+    ]
+    # several cassettes: one file, named with -o; a bad line reported, the rest written
+    assert main(["export", "otel", str(one), str(two)]) == 2
+    assert "2 cassettes go into one file: name it with -o" in capsys.readouterr().err
+    out = tmp_path / "runs.json"
+    assert main(["export", "otel", str(one), str(two), "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    demo = len(Cassette.loads(DEMO.read_bytes()).interactions())
+    assert captured.out == f"{one}, {two} -> {out}: {demo + 1} interactions\n"
+    assert f"reel export otel: {two}:{demo + 2}: NOT exported:" in captured.err
+    runs = json.loads(out.read_text())["resourceSpans"]
+    cassettes = [r["resource"]["attributes"][1]["value"]["stringValue"] for r in runs]
+    assert cassettes == [str(one), str(two)]
+    assert len(runs[1]["scopeSpans"][0]["spans"]) == demo + 1
+    # the output may not be one of the cassettes
+    assert main(["export", "otel", str(one), str(two), "-o", str(two), "--force"]) == 2
+    assert "would overwrite the cassette" in capsys.readouterr().err

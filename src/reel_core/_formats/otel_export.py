@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 
 from .._body import parse_json
 from .._interaction import Interaction, WebSocketLog
-from .._providers import endpoint_family, request_model
+from .._providers import PROVIDER_HOSTS, endpoint_family, request_model
 from .._run import LineTime, line_times, ms_ns
 from .._usage import Usage, extract_usage
 from .._version import __version__
@@ -220,7 +220,7 @@ def _line_span(ix: Interaction, when: LineTime, base_url: str | None) -> dict[st
     usage = _usage(ix) if op is not None else None
     attributes: dict[str, Any] = {}
     if op is not None and usage is not None:
-        requested = request_model(req.path, req.body, ix.provider)
+        requested = _request_model(ix)
         answered = _response_model(ix)
         provider = _provider_name(ix)
         model = requested or answered
@@ -242,7 +242,7 @@ def _line_span(ix: Interaction, when: LineTime, base_url: str | None) -> dict[st
         {
             "http.request.method": req.method,
             "url.full": url,
-            "server.address": urlsplit(url).hostname,
+            "server.address": _server(ix, base_url),
             "http.response.status_code": resp.status,
             "reel.line.id": ix.id,
             "reel.ttfb_ms": when.ttfb_ms,
@@ -347,6 +347,26 @@ def _usage(ix: Interaction) -> Usage:
     if ix.websocket is not None:
         return websocket_usage(ix.provider, ix.request.query, ix.websocket)
     return extract_usage(ix.provider, ix.request.path, ix.request.body, ix.response)
+
+
+def _server(ix: Interaction, base_url: str | None) -> str | None:
+    """``server.address``: the host of the URL's base (the path is the
+    line's, and may be anything)."""
+    base = base_url or PROVIDER_HOSTS.get(ix.provider) or "http://localhost"
+    try:
+        return urlsplit(base).hostname
+    except ValueError:  # a --base-url that is no URL
+        return None
+
+
+def _request_model(ix: Interaction) -> str | None:
+    """The model asked for: a session's ``?model=`` or setup message, else
+    the body's ``model`` or Gemini's path."""
+    req = ix.request
+    if ix.websocket is not None:
+        client = tuple(m for m in ix.websocket.messages if m.sender == "client")
+        return websocket_usage(ix.provider, req.query, WebSocketLog(client)).model
+    return request_model(req.path, req.body, ix.provider)
 
 
 def _response_model(ix: Interaction) -> str | None:
