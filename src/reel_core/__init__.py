@@ -18,6 +18,8 @@ from __future__ import annotations
 import typing as _typing
 
 from ._body import ContentDecoder, decode_body, encode_body
+from ._call_engine import CallEngine, CallMiss, CallReplay, CallRun
+from ._calls import Call, CallError, CallLog, CallResult, CallStream, NotJSONError, check_json
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
@@ -136,6 +138,15 @@ __all__ = [
     "REPORT_SCHEMA",
     "SCHEMA_VERSION",
     "UI_PREFIX",
+    "Call",
+    "CallEngine",
+    "CallError",
+    "CallLog",
+    "CallMiss",
+    "CallReplay",
+    "CallResult",
+    "CallRun",
+    "CallStream",
     "Cassette",
     "CassetteError",
     "CassetteMeta",
@@ -171,6 +182,7 @@ __all__ = [
     "MissError",
     "MissReport",
     "Mode",
+    "NotJSONError",
     "Outcome",
     "PendingRecording",
     "Piece",
@@ -221,6 +233,7 @@ __all__ = [
     "accept_encoding",
     "answer_pieces",
     "body_diff",
+    "check_json",
     "check_upstream",
     "compact",
     "cost_usd",
