@@ -8,7 +8,10 @@ sent to the last byte; for a session, from the upgrade to the close).  So
 an exchange began at ``ts - ttfb_ms`` and ended ``total_ms`` later.  What a
 line's ``meta`` does not say is taken from what the line holds: a stream's
 end (or cut), a session's close (or its last message); a whole body with
-neither took no time after its head.
+neither took no time after its head.  A call line (a tool's: see
+:mod:`reel_core._calls`) is stamped when the call returned (or raised, or
+its generator ended): it began ``total_ms`` before its ``ts`` (a
+generator's end when its ``meta`` holds none).
 
 A line without a ``ts`` (an import of a format that keeps none) is placed
 right after the line before it in the file; one before any dated line, at
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from ._calls import CallStream
 from ._interaction import Interaction
 
 __all__ = ["MAX_MS", "LineTime", "epoch_ns", "line_times", "ms_ns"]
@@ -48,10 +52,11 @@ def ms_ns(ms: float) -> int:
 class LineTime:
     """When one line of a run ran, in Unix epoch nanoseconds."""
 
-    #: The request sent (the upgrade asked for, for a session).
+    #: The request sent (the upgrade asked for, for a session; the call
+    #: made, for a call).
     start_ns: int
-    #: The last byte received (the close, for a session); never before
-    #: ``start_ns``.
+    #: The last byte received (the close, for a session; the return, for a
+    #: call); never before ``start_ns``.
     end_ns: int
     #: From ``start_ns`` to the response head, when the line says.
     ttfb_ms: float | None
@@ -101,10 +106,15 @@ def _held_ms(ix: Interaction) -> float:
 
 
 def _span(ix: Interaction) -> tuple[float, float | None, float]:
-    """``(ms before the head the exchange began, ttfb_ms, its length in
-    ms)``."""
-    ttfb = _ms(ix.meta, "ttfb_ms")
+    """``(ms before its ts the line's exchange or call began, ttfb_ms, its
+    length in ms)``."""
     total = _ms(ix.meta, "total_ms")
+    if ix.call is not None:
+        if total is None:
+            outcome = ix.call.outcome
+            total = max(outcome.end_ms, 0.0) if isinstance(outcome, CallStream) else 0.0
+        return total, None, total
+    ttfb = _ms(ix.meta, "ttfb_ms")
     before = ttfb or 0.0
     if total is None:
         return before, ttfb, before + _held_ms(ix)

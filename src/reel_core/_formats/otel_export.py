@@ -21,7 +21,13 @@ one span per line:
 - any other HTTP exchange: a CLIENT span named by its method;
 - a WebSocket session: a CLIENT span (``realtime {model}`` for a provider's
   realtime API), one event per message (at most :data:`MAX_EVENTS`; the
-  rest counted in ``droppedEventsCount``) and its close.
+  rest counted in ``droppedEventsCount``) and its close;
+- a tool call (a call line): an INTERNAL span ``execute_tool {name}`` with
+  ``gen_ai.tool.name``, ``gen_ai.tool.type`` (``function`` for a tool,
+  ``datastore`` for a retrieval or a memory read or write) and
+  ``reel.call.kind``; a generator's values are events (their offsets, not
+  their values); an exception raised is the span's ERROR, its class in
+  ``error.type``.
 
 A stream's head, first token and end (or cut) are events of its span.  A
 status of 400 or more, a cut stream and a session that ended abnormally
@@ -31,8 +37,9 @@ same way).  Ids are derived from the cassette's name and each line's id,
 so the same cassette exports the same file: diffable.
 
 Nothing is read but the stored line, which recording already redacted: no
-body text, prompt or answer goes into an attribute, only names, counts and
-times (the conventions' content attributes are opt-in, and not written).
+body text, prompt, answer, tool argument or result goes into an attribute,
+only names, counts and times (the conventions' content attributes are
+opt-in, and not written).
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._body import parse_json
+from .._calls import CallError, CallLog, CallStream
 from .._interaction import Interaction, WebSocketLog
 from .._providers import PROVIDER_HOSTS, endpoint_family, request_model
 from .._run import LineTime, line_times, ms_ns
@@ -104,6 +112,15 @@ _OPERATIONS = (
 )
 #: A session's operation: the conventions name none for a realtime API.
 _REALTIME = "realtime"
+
+#: A call's kind as the conventions' ``gen_ai.tool.type`` (no other kind
+#: has one).
+_TOOL_TYPES = {
+    "tool": "function",
+    "retrieval": "datastore",
+    "memory_read": "datastore",
+    "memory_write": "datastore",
+}
 
 #: Reel's provider names as the conventions' ``gen_ai.provider.name``.
 _PROVIDER_NAMES = {"openai": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini"}
@@ -214,6 +231,8 @@ def _run_spans(run: Run, base_url: str | None) -> Iterator[dict[str, Any]]:
 
 
 def _line_span(ix: Interaction, when: LineTime, base_url: str | None) -> dict[str, Any]:
+    if ix.call is not None:
+        return _call_span(ix, ix.call, when)
     req, resp = ix.request, ix.response
     url = url_of(ix, base_url)
     op = operation(ix)
@@ -273,11 +292,23 @@ def _line_span(ix: Interaction, when: LineTime, base_url: str | None) -> dict[st
             events.append(_event(head_ns + _ns(resp.end_ms), "reel.stream.end", {}))
     if resp.status >= 400 and ix.websocket is None:
         error = str(resp.status)
+    return _span(name, _CLIENT, when, attributes, events, dropped, error)
+
+
+def _span(
+    name: str,
+    kind: int,
+    when: LineTime,
+    attributes: dict[str, Any],
+    events: list[dict[str, Any]],
+    dropped: int,
+    error: str | None,
+) -> dict[str, Any]:
     if error is not None:
         attributes["error.type"] = error
     span: dict[str, Any] = {
         "name": _text(name),
-        "kind": _CLIENT,
+        "kind": kind,
         "startTimeUnixNano": _nanos(when.start_ns),
         "endTimeUnixNano": _nanos(when.end_ns),
         "attributes": _attributes(attributes),
@@ -287,8 +318,42 @@ def _line_span(ix: Interaction, when: LineTime, base_url: str | None) -> dict[st
     if dropped:
         span["droppedEventsCount"] = dropped
     if error is not None:
-        span["status"] = {"code": _ERROR, "message": error}
+        span["status"] = {"code": _ERROR, "message": _text(error)}
     return span
+
+
+def _call_span(ix: Interaction, log: CallLog, when: LineTime) -> dict[str, Any]:
+    """A call's span: its name and kind, its generator's values as events
+    (when, never what), and the class of what it raised."""
+    call, outcome = log.call, log.outcome
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": call.name,
+        "gen_ai.tool.type": _TOOL_TYPES.get(call.kind),
+        "reel.call.kind": call.kind,
+        "reel.line.id": ix.id,
+    }
+    events: list[dict[str, Any]] = []
+    dropped = 0
+    error = None
+    if isinstance(outcome, CallStream):
+        attributes["reel.call.yields"] = len(outcome.items)
+        events = [
+            _event(when.start_ns + _ns(at), "reel.call.yield", {"reel.call.index": n})
+            for n, (at, _) in enumerate(outcome.items[:MAX_EVENTS])
+        ]
+        dropped = max(len(outcome.items) - MAX_EVENTS, 0)
+        if outcome.error is not None:
+            error = _error_type(outcome.error)
+    elif isinstance(outcome, CallError):
+        error = _error_type(outcome)
+    return _span(f"execute_tool {call.name}", _INTERNAL, when, attributes, events, dropped, error)
+
+
+def _error_type(error: CallError) -> str:
+    """``error.type`` of an exception: its class, module-qualified unless a
+    builtin (``KeyError``, ``httpx.ReadTimeout``)."""
+    return error.type if error.module == "builtins" else f"{error.module}.{error.type}"
 
 
 def _session(

@@ -14,6 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reel_core import (
+    Call,
+    CallError,
+    CallLog,
+    CallResult,
+    CallStream,
     Interaction,
     MatchConfig,
     RecordedRequest,
@@ -25,6 +30,7 @@ from reel_core import (
 )
 from reel_core._formats import EXPORTERS, otel_export
 from reel_core._formats.otel_export import Run, export, export_runs, operation
+from reel_core._interaction import CALL_RESPONSE, call_request
 from reel_core._run import MAX_MS, epoch_ns, line_times
 from tests.property.strategies import interactions
 
@@ -64,6 +70,29 @@ def line(
         provider=provider,
         meta=meta or {},
         websocket=websocket,
+    )
+
+
+def call_line(
+    name: str,
+    outcome: CallResult | CallStream | CallError,
+    *,
+    id: str,
+    ts: str | None = T0,
+    kind: str = "tool",
+    meta: dict[str, Any] | None = None,
+) -> Interaction:
+    log = CallLog(Call(name, {"order_id": "A-1"}, kind), outcome)
+    request = call_request(log.call)
+    return Interaction(
+        key=request.key(MatchConfig()),
+        id=id,
+        request=request,
+        response=CALL_RESPONSE,
+        timestamp=ts,
+        endpoint=f"{request.method} {request.path}",
+        meta={"total_ms": 3.0} if meta is None else meta,
+        call=log,
     )
 
 
@@ -157,6 +186,14 @@ SESSION = WebSocketLog(
 def agent_run() -> list[Interaction]:
     return [
         line(CHAT, CHAT_ANSWER, id="a1", ts=at(250), meta={"ttfb_ms": 250.0, "total_ms": 300.0}),
+        # a tool call stamped when it returned: it ran the 50 ms before
+        call_line(
+            "lookup_order",
+            CallResult({"status": "secret words"}),
+            id="t1",
+            ts=at(600),
+            meta={"total_ms": 50.0},
+        ),
         line(
             CLAUDE,
             CLAUDE_STREAM,
@@ -238,17 +275,18 @@ def test_an_agent_run_is_a_trace_the_official_mapping_reads() -> None:
     message = parse(export_runs([Run("runs/agent.jsonl", agent_run())]))
     (resource,) = message.resource_spans
     assert attrs(resource.resource) == {"service.name": "reel", "reel.cassette": "runs/agent.jsonl"}
-    root, chat, claude, vertex, weather, session = spans_of(message)
+    root, chat, tool, claude, vertex, weather, session = spans_of(message)
     # the tree: one root, every other span its child, one trace
     assert root.parent_span_id == b""
     assert root.name == "run runs/agent.jsonl"
     assert root.kind == trace_pb2.Span.SPAN_KIND_INTERNAL
-    assert attrs(root) == {"reel.cassette": "runs/agent.jsonl", "reel.lines": 5}
-    children = [chat, claude, vertex, weather, session]
+    assert attrs(root) == {"reel.cassette": "runs/agent.jsonl", "reel.lines": 6}
+    children = [chat, tool, claude, vertex, weather, session]
     assert {s.trace_id for s in [root, *children]} == {root.trace_id}
     assert all(s.parent_span_id == root.span_id for s in children)
-    assert len({s.span_id for s in [root, *children]}) == 6
-    assert all(s.kind == trace_pb2.Span.SPAN_KIND_CLIENT for s in children)
+    assert len({s.span_id for s in [root, *children]}) == 7
+    assert tool.kind == trace_pb2.Span.SPAN_KIND_INTERNAL
+    assert all(s.kind == trace_pb2.Span.SPAN_KIND_CLIENT for s in children if s is not tool)
     assert (root.start_time_unix_nano, root.end_time_unix_nano) == (T0_NS, T0_NS + 2100 * MS)
 
     assert chat.name == "chat gpt-4o-mini"
@@ -270,6 +308,20 @@ def test_an_agent_run_is_a_trace_the_official_mapping_reads() -> None:
     }
     assert list(chat.events) == []
     assert chat.status.code == trace_pb2.Status.STATUS_CODE_UNSET
+
+    assert tool.name == "execute_tool lookup_order"
+    assert (tool.start_time_unix_nano, tool.end_time_unix_nano) == (
+        T0_NS + 550 * MS,
+        T0_NS + 600 * MS,
+    )
+    assert attrs(tool) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "lookup_order",
+        "gen_ai.tool.type": "function",
+        "reel.call.kind": "tool",
+        "reel.line.id": "t1",
+    }
+    assert (list(tool.events), tool.status.code) == ([], trace_pb2.Status.STATUS_CODE_UNSET)
 
     assert claude.name == "chat claude-sonnet-4-5"
     start = T0_NS + 1000 * MS
@@ -412,6 +464,52 @@ def test_an_agent_run_is_a_trace_the_official_mapping_reads() -> None:
         ),
     ]
     assert b"secret words" not in export(agent_run())
+
+
+def test_a_call_that_raised_or_yielded() -> None:
+    raised = call_line(
+        "fetch", CallError("ReadTimeout", "httpx", "timed out"), id="r", kind="retrieval"
+    )
+    builtin = call_line(
+        "get", CallError("KeyError", "builtins", "'A-9'"), id="k", kind="memory_read"
+    )
+    stream = call_line(
+        "search",
+        CallStream(((1.0, "a"), (2.5, {"b": 1})), 4.0, CallError("ValueError", "builtins", "x")),
+        id="s",
+        kind="sandbox",
+        meta={},
+    )
+    # in the order they began: the generator ran 4 ms, the others 3
+    _, third, first, second = spans_of(parse(export([raised, builtin, stream])))
+    assert (first.status.code, first.status.message) == (
+        trace_pb2.Status.STATUS_CODE_ERROR,
+        "httpx.ReadTimeout",
+    )
+    assert attrs(first)["gen_ai.tool.type"] == "datastore"
+    assert attrs(second)["error.type"] == "KeyError"
+    # a kind the conventions have no tool type for; no total_ms: the generator's end
+    assert "gen_ai.tool.type" not in attrs(third)
+    assert attrs(third)["reel.call.kind"] == "sandbox"
+    assert attrs(third)["reel.call.yields"] == 2
+    assert attrs(third)["error.type"] == "ValueError"
+    start = third.start_time_unix_nano
+    assert (start, third.end_time_unix_nano) == (T0_NS - 4 * MS, T0_NS)
+    assert [(e.name, e.time_unix_nano - start, attrs(e)) for e in third.events] == [
+        ("reel.call.yield", 1 * MS, {"reel.call.index": 0}),
+        ("reel.call.yield", 2_500_000, {"reel.call.index": 1}),
+    ]
+    (no_meta,) = line_times([call_line("f", CallResult(1), id="f", meta={})])
+    assert no_meta.start_ns == no_meta.end_ns == T0_NS
+
+
+def test_a_long_generator_keeps_the_first_values_and_counts_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(otel_export, "MAX_EVENTS", 2)
+    stream = CallStream(tuple((float(n), n) for n in range(5)), 5.0)
+    _, span = spans_of(parse(export([call_line("gen", stream, id="g")])))
+    assert (len(span.events), span.dropped_events_count) == (2, 3)
 
 
 def test_the_export_is_the_same_every_time_and_ids_follow_the_cassette() -> None:
@@ -678,8 +776,32 @@ def conversations(draw: st.DrawFn) -> list[Interaction]:
             "POST", path, body=f'{{"model":"m","messages":[{{"content":{said}}}]}}'.encode()
         )
         answer = f'{{"model":"m","choices":[{{"message":{{"content":{said}}}}}]}}'.encode()
-        kind = draw(st.sampled_from(["whole", "sse", "cut", "ws"]))
+        kind = draw(st.sampled_from(["whole", "sse", "cut", "ws", "call"]))
         websocket = None
+        if kind == "call":
+            log = CallLog(
+                Call("lookup", {"q": MARK}),
+                draw(
+                    st.sampled_from(
+                        [
+                            CallResult({"a": MARK}),
+                            CallStream(((1.0, MARK),), 2.0, CallError("E", "m", MARK, (MARK,))),
+                            CallError("KeyError", "builtins", MARK, (MARK,)),
+                        ]
+                    )
+                ),
+            )
+            request = call_request(log.call)
+            lines.append(
+                Interaction(
+                    key=request.key(MatchConfig()),
+                    id=f"i{n}",
+                    request=request,
+                    response=CALL_RESPONSE,
+                    call=log,
+                )
+            )
+            continue
         if kind == "whole":
             response = RecordedResponse(draw(st.sampled_from([200, 500])), body=answer)
         elif kind == "ws":
@@ -705,6 +827,7 @@ def conversations(draw: st.DrawFn) -> list[Interaction]:
 @given(conversations())
 def test_no_content_leaves_only_names_counts_and_times(lines: Sequence[Interaction]) -> None:
     """What was said (prompts, answers, frames, messages, a cut's detail, a
-    close's reason) never goes into the export: the class of leak a trace
+    close's reason, a tool's arguments, result, values and error message)
+    never goes into the export: the class of leak a trace
     backend would keep beyond the cassette's own redaction."""
     assert MARK.encode() not in export(lines)
