@@ -178,11 +178,10 @@ def test_a_call_line_shows_what_was_called_and_how_it_ended() -> None:
         "total_ms": 40.0,
         "returned": {"status": "shipped", "x": None},  # NaN is no JSON a browser reads
     }
-    assert row(returned, index=0, cassette=0, line=2)["call"] == {
-        "kind": "tool",
-        "name": "lookup_order",
-        "raised": None,
-    }
+    listed = row(returned, index=0, cassette=0, line=2)
+    assert listed["call"] == {"kind": "tool", "name": "lookup_order", "raised": None}
+    assert (listed["cost_usd"], listed["cost_unknown"]) == (0.0, None)  # no tokens
+    assert listed["duration_ms"] == 40.0
     stream = CallStream(((1.25, "a"), (2.0, {"b": 1})), 3.5, CallError("E", "mod", "bad"))
     assert call_detail(CallLog(Call("f", {}), stream), {"total_ms": True}) == {
         "name": "f",

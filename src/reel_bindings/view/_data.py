@@ -135,8 +135,9 @@ def row(ix: Interaction, *, index: int, cassette: int, line: int) -> dict[str, A
         "tokens_in": f.tokens_in,
         "tokens_out": f.tokens_out,
         "tokens_cached": f.tokens_cached,
-        "cost_usd": _finite(f.cost_usd),
-        "cost_unknown": f.unknown_reason,
+        # a call line costs no tokens: not an unknown cost
+        "cost_usd": 0.0 if ix.call is not None else _finite(f.cost_usd),
+        "cost_unknown": None if ix.call is not None else f.unknown_reason,
         "ttfb_ms": _ms(f.ttfb_ms),
         "ttft_ms": _ms(f.ttft_ms),
         "duration_ms": _ms(_duration(ix, f)),

@@ -481,6 +481,12 @@
   function markBar(i) {
     for (const g of document.querySelectorAll("svg.run g.bar")) g.classList.toggle("open", Number(g.dataset.i) === i);
   }
+  // A call line's row: its kind and name, and whether it raised.
+  function callRowHtml(r) {
+    const multi = data.cassettes.length > 1 ? "<td>" + esc(data.cassettes[r.cassette].name) + "</td>" : "";
+    const ended = r.call.raised ? '<span class="s5">raised ' + esc(r.call.raised) + "</span>" : '<span class="s2">returned</span>';
+    return '<tr data-i="' + r.i + '" class="call">' + multi + '<td class="mono">' + esc(r.id) + "</td><td>" + esc(r.call.kind) + '</td><td>-</td><td class="mono">' + esc(r.call.name) + "</td><td>" + ended + '</td><td>-</td><td class="n">-</td><td class="n">-</td><td class="n">-</td><td class="n">-</td><td class="n">' + ms(r.duration_ms) + '</td><td class="mono">' + esc(r.recorded || "-") + "</td></tr>";
+  }
   // A call line (a tool's): what was called, and how it ended.
   function callDetailHtml(i, d) {
     const r = rows[i];
@@ -509,6 +515,7 @@
 
   // -- the list, filters and pages -------------------------------------------------
   function rowHtml(r) {
+    if (r.call) return callRowHtml(r);
     const status = '<span class="s' + String(r.status)[0] + '">' + r.status + "</span>" + (r.cut ? ' <span class="cut" title="cut: ' + esc(r.cut) + '">cut</span>' : "");
     const stream = r.ws ? "websocket (" + r.ws.client + " ↑ " + r.ws.server + " ↓)" : r.stream ? r.stream + " (" + r.frames + ")" : "-";
     const multi = data.cassettes.length > 1 ? "<td>" + esc(data.cassettes[r.cassette].name) + "</td>" : "";
