@@ -112,6 +112,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         render_report,
         report_json,
     )
+    from ._run import LineTime, line_times
     from ._session import Session
     from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
     from ._ui import UI_PREFIX, UiConfig, UiResource
@@ -175,6 +176,7 @@ __all__ = [
     "Interaction",
     "Limits",
     "LineSource",
+    "LineTime",
     "LocalProtocolError",
     "MatchConfig",
     "MatchMode",
@@ -259,6 +261,7 @@ __all__ = [
     "is_meta_line",
     "is_sse_stream",
     "keep_response_header",
+    "line_times",
     "lines_drift",
     "load_json",
     "looks_like_sse",
@@ -320,6 +323,7 @@ _ROOMS = {
         "shorten",
     ),
     "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
+    "_run": ("LineTime", "line_times"),
     "_report": (
         "REPORT_SCHEMA",
         "CassetteTally",

@@ -2,7 +2,7 @@
 detail shows.  Pure functions of the interactions, as :mod:`._data` is.
 
 The timeline places every line where the core places it
-(:func:`reel_core._run.line_times`, the same times ``reel export otel``
+(:func:`reel_core.line_times`, the same times ``reel export otel``
 writes): one *bar* per line, in the order the lines began, its offsets in
 ms from the cassette's first start.  Bars go in three tracks: HTTP
 exchanges (LLM calls among them), WebSocket sessions and tool calls; in a
@@ -17,8 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reel_core import CallError, CallLog, CallResult, CallStream, Interaction
-from reel_core._run import line_times
+from reel_core import CallError, CallLog, CallResult, CallStream, Interaction, line_times
 
 from .._figures import figures
 

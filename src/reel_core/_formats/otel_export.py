@@ -32,7 +32,7 @@ one span per line:
 A stream's head, first token and end (or cut) are events of its span.  A
 status of 400 or more, a cut stream and a session that ended abnormally
 make the span's status ERROR, with ``error.type``.  Times come from
-:func:`reel_core._run.line_times` (the viewer's timeline places lines the
+:func:`reel_core.line_times` (the viewer's timeline places lines the
 same way).  Ids are derived from the cassette's name and each line's id,
 so the same cassette exports the same file: diffable.
 
