@@ -400,9 +400,8 @@ class _Yields:
             self.items.append((self.ms(), self.spec.result(value, where)))
 
     def end(self, error: CallError | None = None) -> CallStream:
-        return CallStream(
-            tuple(self.items), max(self.ms(), *(at for at, _ in self.items[-1:])), error
-        )
+        last = self.items[-1][0] if self.items else 0.0
+        return CallStream(tuple(self.items), max(self.ms(), last), error)
 
 
 def _sync_gen(fn: Callable[P, Iterator[Any]], spec: _Spec) -> Callable[P, Iterator[Any]]:
