@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from reel_bindings import calls_on, record_call, tool
@@ -678,3 +679,25 @@ def test_recorded_in_one_process_replayed_in_another(tmp_path: Path) -> None:
     replayed = run("replay")
     assert recorded["runs"] == ["A-1", "A-2", 3]
     assert replayed == {"out": recorded["out"], "runs": []}
+
+
+def test_a_cancelled_call_is_not_recorded_and_the_next_one_is(tmp_path: Path) -> None:
+    cassette = tmp_path / "cancel.jsonl"
+
+    @tool
+    async def slow() -> str:
+        await asyncio.sleep(60)
+        return "late"
+
+    @tool
+    async def quick() -> str:
+        return "now"
+
+    async def agent() -> str:
+        with calls_on(cassette, mode="record"):
+            with anyio.move_on_after(0.01):  # cancelled in this very task
+                await slow()
+            return await quick()
+
+    assert asyncio.run(agent()) == "now"
+    assert [line["call"]["name"] for line in lines(cassette)] == [quick.__qualname__]
