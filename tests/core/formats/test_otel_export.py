@@ -779,17 +779,14 @@ def conversations(draw: st.DrawFn) -> list[Interaction]:
         kind = draw(st.sampled_from(["whole", "sse", "cut", "ws", "call"]))
         websocket = None
         if kind == "call":
+            outcomes: list[CallResult | CallStream | CallError] = [
+                CallResult({"a": MARK}),
+                CallStream(((1.0, MARK),), 2.0, CallError("E", "m", MARK, (MARK,))),
+                CallError("KeyError", "builtins", MARK, (MARK,)),
+            ]
             log = CallLog(
                 Call("lookup", {"q": MARK}),
-                draw(
-                    st.sampled_from(
-                        [
-                            CallResult({"a": MARK}),
-                            CallStream(((1.0, MARK),), 2.0, CallError("E", "m", MARK, (MARK,))),
-                            CallError("KeyError", "builtins", MARK, (MARK,)),
-                        ]
-                    )
-                ),
+                draw(st.sampled_from(outcomes)),
             )
             request = call_request(log.call)
             lines.append(
