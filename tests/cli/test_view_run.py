@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from reel_bindings.view import Source, render_page, view_data
 from reel_bindings.view import _run as run_view
@@ -33,7 +32,7 @@ from reel_core import (
 )
 from reel_core._interaction import CALL_RESPONSE, call_request
 from reel_core._run import line_times
-from tests.property.strategies import interactions
+from tests.runs import any_lines
 
 from .helpers import interaction
 
@@ -208,11 +207,11 @@ def test_a_call_line_shows_what_was_called_and_how_it_ended() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(interactions(), max_size=4))
+@given(any_lines(4))
 def test_every_line_is_a_bar_where_the_core_places_it(lines: list[Interaction]) -> None:
-    """Any lines: one bar each, at the core's times (the export's), bars in
-    the order they began, no two bars of a lane overlapping, and the page
-    renders."""
+    """Any lines (HTTP exchanges, sessions, calls): one bar each, at the
+    core's times (the export's), bars in the order they began, no two bars
+    of a lane overlapping, and the page renders."""
     source = Source("c.jsonl", list(enumerate(lines, start=2)))
     (only,) = timeline([source])
     bars = only["bars"]

@@ -32,7 +32,7 @@ from reel_core._formats import EXPORTERS, otel_export
 from reel_core._formats.otel_export import Run, export, export_runs, operation
 from reel_core._interaction import CALL_RESPONSE, call_request
 from reel_core._run import MAX_MS, epoch_ns, line_times
-from tests.property.strategies import interactions
+from tests.runs import T0, any_lines, call_line
 
 json_format = pytest.importorskip(
     "google.protobuf.json_format", reason="pip install opentelemetry-proto (in the test extra)"
@@ -46,7 +46,6 @@ trace_pb2 = pytest.importorskip(
     reason="pip install opentelemetry-proto (in the test extra)",
 )
 
-T0 = "2026-11-29T04:00:00.000Z"
 T0_NS = 1_795_924_800_000_000_000
 MS = 1_000_000
 
@@ -70,29 +69,6 @@ def line(
         provider=provider,
         meta=meta or {},
         websocket=websocket,
-    )
-
-
-def call_line(
-    name: str,
-    outcome: CallResult | CallStream | CallError,
-    *,
-    id: str,
-    ts: str | None = T0,
-    kind: str = "tool",
-    meta: dict[str, Any] | None = None,
-) -> Interaction:
-    log = CallLog(Call(name, {"order_id": "A-1"}, kind), outcome)
-    request = call_request(log.call)
-    return Interaction(
-        key=request.key(MatchConfig()),
-        id=id,
-        request=request,
-        response=CALL_RESPONSE,
-        timestamp=ts,
-        endpoint=f"{request.method} {request.path}",
-        meta={"total_ms": 3.0} if meta is None else meta,
-        call=log,
     )
 
 
@@ -719,30 +695,11 @@ def test_undated_lines_follow_the_line_before_them() -> None:
 MARK = "Zq7-content-mark"
 
 
-@st.composite
-def runs(draw: st.DrawFn) -> list[Interaction]:
-    lines = draw(st.lists(interactions(), max_size=5))
-    times = st.one_of(
-        st.none(), st.floats(allow_nan=True), st.integers(-5, 10**20), st.text(max_size=3)
-    )
-    return [
-        Interaction(
-            key=ix.key,
-            id=ix.id,
-            request=ix.request,
-            response=ix.response,
-            timestamp=ix.timestamp,
-            provider=ix.provider,
-            meta={"ttfb_ms": draw(times), "total_ms": draw(times), **ix.meta},
-        )
-        for ix in lines
-    ]
-
-
 @settings(max_examples=60, deadline=None)
-@given(runs())
+@given(any_lines())
 def test_any_run_exports_as_a_well_formed_trace(lines: Sequence[Interaction]) -> None:
-    """Whatever a cassette holds (odd ids, times, meta, statuses, bodies),
+    """Whatever a cassette holds (HTTP exchanges, sessions, calls; odd ids,
+    times, meta, statuses, bodies, messages, outcomes),
     the file parses with the official mapping, every span lies in its
     trace under its root, ends no earlier than it starts, and ids are
     unique."""
