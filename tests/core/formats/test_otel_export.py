@@ -785,3 +785,17 @@ def test_no_content_leaves_only_names_counts_and_times(lines: Sequence[Interacti
     never goes into the export: the class of leak a trace
     backend would keep beyond the cassette's own redaction."""
     assert MARK.encode() not in export(lines)
+
+
+def test_a_lone_surrogate_in_a_query_is_percent_encoded_not_an_error() -> None:
+    """Found by the property above: a line's JSON may escape a lone
+    surrogate, and every exporter's URL (``_export.url_of``) raised on one."""
+    from reel_core._formats import har_export
+    from reel_core._formats._export import url_of
+
+    ix = line(RecordedRequest("GET", "/v1/models", (("q", "a\ud800"),)), CHAT_ANSWER, id="q")
+    assert url_of(ix, None) == "https://api.openai.com/v1/models?q=a%ED%A0%80"
+    (entry,) = json.loads(har_export.export([ix]))["log"]["entries"]
+    assert entry["request"]["url"].endswith("?q=a%ED%A0%80")
+    _, span = spans_of(parse(export([ix])))
+    assert attrs(span)["url.full"].endswith("?q=a%ED%A0%80")
