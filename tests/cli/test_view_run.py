@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 
+from reel_bindings.cli import main
 from reel_bindings.view import Source, render_page, view_data
 from reel_bindings.view import _run as run_view
 from reel_bindings.view._data import detail, row
+from reel_bindings.view._page import unpack
 from reel_bindings.view._run import TRACKS, call_detail, timeline
 from reel_core import (
     Call,
@@ -34,7 +38,7 @@ from reel_core._interaction import CALL_RESPONSE, call_request
 from reel_core._run import line_times
 from tests.runs import any_lines
 
-from .helpers import interaction
+from .helpers import interaction, write
 
 
 def at(ms: int) -> str:
@@ -232,3 +236,18 @@ def test_every_line_is_a_bar_where_the_core_places_it(lines: list[Interaction]) 
     page = render_page([source], title="t")
     assert "reel-data" in page
     page.encode("utf-8")  # whatever a line holds: a lone surrogate too
+
+
+def test_a_lone_surrogate_is_written_as_its_escape(tmp_path: Path) -> None:
+    """Found by the property above: a line's JSON may escape a lone
+    surrogate, and the page could not be written (its JSON did not encode)."""
+    request = RecordedRequest(
+        "POST", "/v1/chat/completions", (("q", "\ud800"),), b'{"a":"\\udfff"}'
+    )
+    cassette = write(tmp_path / "c.jsonl", interaction(request))
+    out = tmp_path / "c.html"
+    assert main(["view", str(cassette), "-o", str(out)]) == 0
+    (block,) = re.findall(r'id="reel-z-0">([^<]*)<', out.read_text("utf-8"))
+    (shown,) = unpack(block)
+    assert shown["request"]["query"] == [["q", "\ud800"]]  # as the line had it
+    assert shown["request"]["body"] == {"json": {"a": "\udfff"}}
