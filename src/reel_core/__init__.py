@@ -18,6 +18,8 @@ from __future__ import annotations
 import typing as _typing
 
 from ._body import ContentDecoder, decode_body, encode_body
+from ._call_engine import CallEngine, CallMiss, CallReplay, CallRun
+from ._calls import Call, CallError, CallLog, CallResult, CallStream, NotJSONError, check_json
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
@@ -111,6 +113,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         render_report,
         report_json,
     )
+    from ._run import LineTime, line_times
     from ._session import Session
     from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
     from ._ui import UI_PREFIX, UiConfig, UiResource
@@ -137,6 +140,15 @@ __all__ = [
     "REPORT_SCHEMA",
     "SCHEMA_VERSION",
     "UI_PREFIX",
+    "Call",
+    "CallEngine",
+    "CallError",
+    "CallLog",
+    "CallMiss",
+    "CallReplay",
+    "CallResult",
+    "CallRun",
+    "CallStream",
     "Cassette",
     "CassetteError",
     "CassetteMeta",
@@ -166,6 +178,7 @@ __all__ = [
     "Interaction",
     "Limits",
     "LineSource",
+    "LineTime",
     "LocalProtocolError",
     "MatchConfig",
     "MatchMode",
@@ -173,6 +186,7 @@ __all__ = [
     "MissError",
     "MissReport",
     "Mode",
+    "NotJSONError",
     "Outcome",
     "PendingRecording",
     "Piece",
@@ -223,6 +237,7 @@ __all__ = [
     "accept_encoding",
     "answer_pieces",
     "body_diff",
+    "check_json",
     "check_upstream",
     "compact",
     "cost_usd",
@@ -248,6 +263,7 @@ __all__ = [
     "is_meta_line",
     "is_sse_stream",
     "keep_response_header",
+    "line_times",
     "lines_drift",
     "load_json",
     "looks_like_sse",
@@ -309,6 +325,7 @@ _ROOMS = {
         "shorten",
     ),
     "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
+    "_run": ("LineTime", "line_times"),
     "_report": (
         "REPORT_SCHEMA",
         "CassetteTally",

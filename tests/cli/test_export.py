@@ -162,3 +162,82 @@ def test_export_vcr_without_pyyaml_says_what_to_install(
         "pip install 'reel-llm[vcr]' (or pyyaml)\n"
     )
     assert not (tmp_path / "c.yaml").exists()
+
+
+# -- reel export otel ----------------------------------------------------------
+
+
+def test_export_otel_takes_several_cassettes_into_one_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = cassette(tmp_path / "one.jsonl", interaction(id="aaaaaaaaaaaa").to_line())
+    two = cassette(tmp_path / "two.jsonl", DEMO.read_bytes(), b'{"key": 1}\n')
+    assert main(["export", "otel", str(one)]) == 0
+    assert capsys.readouterr().out == f"{one} -> {tmp_path / 'one.otlp.json'}: 1 interaction\n"
+    (run,) = json.loads((tmp_path / "one.otlp.json").read_text())["resourceSpans"]
+    assert [span["name"] for span in run["scopeSpans"][0]["spans"]] == [
+        f"run {one}",
+        "chat gpt-4o-mini",
+    ]
+    # several cassettes: one file, named with -o; a bad line reported, the rest written
+    assert main(["export", "otel", str(one), str(two)]) == 2
+    assert "2 cassettes go into one file: name it with -o" in capsys.readouterr().err
+    out = tmp_path / "runs.json"
+    assert main(["export", "otel", str(one), str(two), "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    demo = len(Cassette.loads(DEMO.read_bytes()).interactions())
+    assert captured.out == f"{one}, {two} -> {out}: {demo + 1} interactions\n"
+    assert f"reel export otel: {two}:{demo + 2}: NOT exported:" in captured.err
+    runs = json.loads(out.read_text())["resourceSpans"]
+    cassettes = [r["resource"]["attributes"][1]["value"]["stringValue"] for r in runs]
+    assert cassettes == [str(one), str(two)]
+    assert len(runs[1]["scopeSpans"][0]["spans"]) == demo + 1
+    # the output may not be one of the cassettes
+    assert main(["export", "otel", str(one), str(two), "-o", str(two), "--force"]) == 2
+    assert "would overwrite the cassette" in capsys.readouterr().err
+
+
+def test_export_otel_of_tools_the_boundaries_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Calls recorded by ``@tool`` (stamped by the binding when they
+    return) export as spans that end at their line's ts and last their
+    total_ms, after the HTTP line before them."""
+    import time
+
+    from reel_bindings.calls import calls_on, tool
+    from reel_core._run import epoch_ns
+
+    @tool("lookup_order")
+    def lookup_order(order_id: str) -> dict[str, str]:
+        time.sleep(0.03)
+        return {"status": "shipped", "id": order_id}
+
+    @tool("failing")
+    def failing() -> None:
+        raise KeyError("A-9")
+
+    path = tmp_path / "agent.jsonl"
+    path.write_bytes(interaction(id="aaaaaaaaaaaa").to_line())
+    with calls_on(str(path), mode="auto"):
+        lookup_order("A-1")
+        with pytest.raises(KeyError):
+            failing()
+    out = tmp_path / "agent.otlp.json"
+    assert main(["export", "otel", str(path)]) == 0
+    capsys.readouterr()
+    (run,) = json.loads(out.read_text())["resourceSpans"]
+    spans = {s["name"]: s for s in run["scopeSpans"][0]["spans"]}
+    lines = {ix.id: ix for ix in Cassette.loads(path.read_bytes()).interactions()}
+    tool_span = spans["execute_tool lookup_order"]
+    ids = {a["key"]: a["value"] for a in tool_span["attributes"]}
+    line = lines[ids["reel.line.id"]["stringValue"]]
+    start, end = int(tool_span["startTimeUnixNano"]), int(tool_span["endTimeUnixNano"])
+    assert (end - start) / 1e6 == pytest.approx(line.meta["total_ms"], abs=0.001)
+    assert end - start >= 30_000_000
+    stamped = epoch_ns(line.timestamp)  # the ms the binding stamped when it returned
+    assert stamped is not None
+    assert abs(end - stamped) < 1_000_000
+    assert len(spans) == 4  # the run, the HTTP line, the two calls
+    failed = spans["execute_tool failing"]
+    assert failed["status"] == {"code": 2, "message": "KeyError"}

@@ -372,7 +372,7 @@ def test_the_page_files_are_package_files_the_wheel_takes() -> None:
     from importlib import resources
 
     files = resources.files("reel_bindings.view")
-    for name in ("page.js", "page.css"):
+    for name in ("page.js", "page.css", "run.css"):
         assert files.joinpath(name).is_file(), name
     root = Path(__file__).resolve().parents[2]
     config = (root / "pyproject.toml").read_text()

@@ -2,7 +2,9 @@
 
 The conversion is the core's (one exporter module per format, listed by
 ``reel_core.export_formats``); this command reads the cassette, writes the
-file and says what it did, and what the format could not hold.
+file and says what it did, and what the format could not hold.  A format
+whose module holds ``export_runs`` (``otel``: a trace per cassette) takes
+several cassettes into one file.
 """
 
 from __future__ import annotations
@@ -50,10 +52,19 @@ def _subcommand(formats: Any, name: str, module: ModuleType) -> None:
     sub: argparse.ArgumentParser = formats.add_parser(
         name, help=module.DESCRIPTION, description=module.DETAILS, epilog=_EPILOG
     )
-    sub.add_argument("cassette", type=Path, metavar="CASSETTE", help="the Reel cassette")
-    sub.add_argument(
-        "-o", "--out", type=Path, metavar="OUT", help=f"default: CASSETTE{module.SUFFIX}"
-    )
+    if hasattr(module, "export_runs"):
+        sub.add_argument(
+            "cassettes",
+            type=Path,
+            nargs="+",
+            metavar="CASSETTE",
+            help="the Reel cassettes (one run each)",
+        )
+        default = f"default: CASSETTE{module.SUFFIX} for one cassette; several need -o"
+    else:
+        sub.add_argument("cassette", type=Path, metavar="CASSETTE", help="the Reel cassette")
+        default = f"default: CASSETTE{module.SUFFIX}"
+    sub.add_argument("-o", "--out", type=Path, metavar="OUT", help=default)
     sub.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     sub.add_argument(
         "--base-url",
@@ -66,22 +77,38 @@ def _subcommand(formats: Any, name: str, module: ModuleType) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     module = export_formats()[ns.format]
-    source: Path = ns.cassette
-    out: Path = ns.out if ns.out is not None else source.with_suffix(module.SUFFIX)
-    check_output(out, [source], force=ns.force, what="cassette")
-    cassette = read_cassette(source)
+    sources: list[Path] = getattr(ns, "cassettes", None) or [ns.cassette]
+    if ns.out is not None:
+        out: Path = ns.out
+    elif len(sources) == 1:
+        out = sources[0].with_suffix(module.SUFFIX)
+    else:
+        raise CliError(
+            f"reel export {ns.format}: {len(sources)} cassettes go into one file: name it with -o"
+        )
+    check_output(out, sources, force=ns.force, what="cassette")
     where = f"reel export {ns.format}"
-    for line in cassette.bad:
-        print(f"{where}: {source}:{line.number}: NOT exported: {line.error}", file=sys.stderr)
-    interactions = cassette.interactions
+    read = []
+    bad = 0
+    for source in sources:
+        cassette = read_cassette(source)
+        for line in cassette.bad:
+            print(f"{where}: {source}:{line.number}: NOT exported: {line.error}", file=sys.stderr)
+        bad += len(cassette.bad)
+        read.append((source, cassette.interactions))
+    interactions = [ix for _, lines in read for ix in lines]
     try:
-        data = module.export(interactions, base_url=ns.base_url)
+        if hasattr(module, "export_runs"):
+            runs = [module.Run(str(source), lines) for source, lines in read]
+            data = module.export_runs(runs, base_url=ns.base_url)
+        else:
+            data = module.export(interactions, base_url=ns.base_url)
     except ConfigError as exc:  # a missing optional dependency (PyYAML)
         raise CliError(str(exc)) from None
-    write_output(out, data, [source], force=ns.force, what="cassette")
+    write_output(out, data, sources, force=ns.force, what="cassette")
     for loss in getattr(module, "losses", lambda _: [])(interactions):
         print(f"{where}: {out}: {loss}", file=sys.stderr)
     exportable = getattr(module, "exportable", lambda _: True)
     written = sum(1 for ix in interactions if exportable(ix))
-    print(f"{source} -> {out}: {plural(written, 'interaction')}")
-    return EXIT_FINDINGS if cassette.bad else EXIT_OK
+    print(f"{', '.join(map(str, sources))} -> {out}: {plural(written, 'interaction')}")
+    return EXIT_FINDINGS if bad else EXIT_OK

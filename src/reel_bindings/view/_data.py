@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from reel_core import Interaction, load_json
+from reel_core import CallError, Interaction, load_json
 
 from .._figures import Figures, figures
 from .._text import assemble, frame_text
+from ._run import call_detail, timeline
 
 __all__ = [
     "MAX_BINARY",
@@ -134,12 +135,26 @@ def row(ix: Interaction, *, index: int, cassette: int, line: int) -> dict[str, A
         "tokens_in": f.tokens_in,
         "tokens_out": f.tokens_out,
         "tokens_cached": f.tokens_cached,
-        "cost_usd": _finite(f.cost_usd),
-        "cost_unknown": f.unknown_reason,
+        # a call line costs no tokens: not an unknown cost
+        "cost_usd": 0.0 if ix.call is not None else _finite(f.cost_usd),
+        "cost_unknown": None if ix.call is not None else f.unknown_reason,
         "ttfb_ms": _ms(f.ttfb_ms),
         "ttft_ms": _ms(f.ttft_ms),
         "duration_ms": _ms(_duration(ix, f)),
         "recorded": ix.timestamp,
+        # a call line: its kind and name, and the class of what it raised
+        "call": None if ix.call is None else _call_row(ix),
+    }
+
+
+def _call_row(ix: Interaction) -> dict[str, Any]:
+    assert ix.call is not None
+    outcome = ix.call.outcome
+    error = outcome if isinstance(outcome, CallError) else getattr(outcome, "error", None)
+    return {
+        "kind": ix.call.call.kind,
+        "name": ix.call.call.name,
+        "raised": None if error is None else error.type,
     }
 
 
@@ -251,6 +266,8 @@ def detail(ix: Interaction) -> dict[str, Any]:
             "duration_ms": _ms(_duration(ix, f)),
         },
         "meta": _jsonable(dict(ix.meta)),
+        # a call line (a tool's): what was called and how it ended
+        "call": None if ix.call is None else _jsonable(call_detail(ix.call, ix.meta)),
     }
 
 
@@ -283,7 +300,7 @@ def view_data(sources: Sequence[Source]) -> tuple[dict[str, Any], list[dict[str,
         for line, ix in source.interactions:
             rows.append(row(ix, index=len(rows), cassette=c, line=line))
             details.append(detail(ix))
-    return {"cassettes": cassettes, "rows": rows}, details
+    return {"cassettes": cassettes, "rows": rows, "timeline": timeline(sources)}, details
 
 
 # -- a miss report: a file someone handed over -----------------------------------

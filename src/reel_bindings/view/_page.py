@@ -1,5 +1,6 @@
 """The HTML of the page: the data as JSON script elements, the package's
-style and script inlined."""
+style (``page.css``, then the run timeline's ``run.css``) and script
+inlined."""
 
 from __future__ import annotations
 
@@ -37,8 +38,19 @@ def embed_json(value: Any) -> str:
     """``value`` as JSON safe inside a ``<script>`` element: every ``<`` is
     written ``\\u003c`` (so no ``</script>`` nor ``<!--`` can end or bend
     the element), still the same JSON."""
+    return _json(value).replace("<", "\\u003c")
+
+
+def _json(value: Any) -> str:
+    """``value`` as compact JSON text that encodes as UTF-8: a lone
+    surrogate (a line's JSON may escape one, and it may be in any string a
+    cassette holds) written as its JSON escape, as the line had it."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.replace("<", "\\u003c")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def pack_details(details: Sequence[Any]) -> list[str]:
@@ -53,10 +65,7 @@ def pack_details(details: Sequence[Any]) -> list[str]:
     ``<`` can occur in base64, so nothing embedded can end its element."""
     out = []
     for at in range(0, len(details), GROUP):
-        lines = "\n".join(
-            json.dumps(d, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            for d in details[at : at + GROUP]
-        )
+        lines = "\n".join(_json(d) for d in details[at : at + GROUP])
         out.append(base64.b64encode(zlib.compress(lines.encode("utf-8"), 6)).decode("ascii"))
     return out
 
@@ -94,7 +103,7 @@ def render_page(
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
         '<meta name="generator" content="reel view">\n',
-        f"<title>{html.escape(title)}</title>\n<style>\n{asset('page.css')}</style>\n",
+        f"<title>{html.escape(title)}</title>\n<style>\n{asset('page.css')}{asset('run.css')}</style>\n",
         '</head>\n<body>\n<div id="app"></div>\n',
         f'<script type="application/json" id="reel-data">{embed_json(listing)}</script>\n',
     ]

@@ -298,6 +298,7 @@
   function detailHtml(i, opts) {
     const r = rows[i];
     const d = detail(i);
+    if (d.call) return callDetailHtml(i, d);
     const u = d.usage;
     const req = d.request;
     const resp = d.response;
@@ -388,6 +389,7 @@
     box.innerHTML = detailHtml(i);
     wireFrames(box, i);
     for (const tr of document.querySelectorAll("table.list tbody tr")) tr.classList.toggle("open", Number(tr.dataset.i) === i);
+    markBar(i);
     if (location.hash !== "#i=" + i) history.replaceState(null, "", "#i=" + i);
     box.scrollIntoView({ block: "start" });
   }
@@ -409,8 +411,111 @@
     });
   }
 
+  // -- the run's timeline ----------------------------------------------------------
+  // Each cassette is one run: every line a bar on one time axis (ms from the
+  // run's first start, as `reel export otel` times its spans), in three
+  // tracks -- HTTP exchanges (LLM calls among them), WebSocket sessions and
+  // tool calls -- a bar in the first lane of its track free when it began
+  // (data.timeline: reel_bindings.view._run).  An HTTP bar's lighter first
+  // part is its wait for the response head (TTFB).  A bar opens its detail.
+  const TRACK_NAMES = { http: "HTTP / LLM", websocket: "WebSocket", call: "tool calls" };
+  function runSvg(run) {
+    const W = 1100, L = 96, R = 16, T = 6, B = 28, LANE = 14, GAP = 8;
+    const total = Math.max(run.span_ms, 1);
+    const x = (t) => L + (t / total) * (W - L - R);
+    const tracks = ["http", "websocket", "call"].filter((k) => run.lanes[k] > 0);
+    const top = {};
+    let y = T;
+    for (const k of tracks) { top[k] = y; y += run.lanes[k] * LANE + GAP; }
+    const H = y + B;
+    const parts = ['<svg class="run" viewBox="0 0 ' + W + " " + H + '" role="img" aria-label="run timeline" data-cassette="' + run.cassette + '" data-bars="' + run.bars.length + '">'];
+    const step = niceStep(total / 8);
+    for (let t = 0; t <= total + 1e-9; t += step) {
+      parts.push('<line class="grid" x1="' + x(t) + '" x2="' + x(t) + '" y1="' + T + '" y2="' + (H - B) + '"/>');
+      parts.push('<text x="' + x(t) + '" y="' + (H - B + 14) + '" text-anchor="middle">' + fmtAxis(t) + "</text>");
+    }
+    parts.push('<text x="' + (W - R) + '" y="' + (H - 2) + '" text-anchor="end">ms from the run\'s start</text>');
+    for (const k of tracks) {
+      parts.push('<text class="track" x="' + (L - 6) + '" y="' + (top[k] + 11) + '" text-anchor="end">' + TRACK_NAMES[k] + "</text>");
+      parts.push('<line class="lane" x1="' + L + '" x2="' + (W - R) + '" y1="' + (top[k] + run.lanes[k] * LANE + GAP / 2) + '" y2="' + (top[k] + run.lanes[k] * LANE + GAP / 2) + '"/>');
+    }
+    for (const b of run.bars) {
+      const y0 = top[b.track] + b.lane * LANE + 2;
+      const x0 = x(b.start_ms);
+      const x1 = Math.max(x(b.end_ms), x0 + 2);
+      const what = b.label + ": from " + ms(b.start_ms) + " ms, " + ms(b.end_ms - b.start_ms) + " ms" +
+        (b.ttfb_ms !== null ? " (TTFB " + ms(b.ttfb_ms) + " ms)" : "") + (b.error ? ", failed" : "") +
+        (b.dated ? "" : "; no recorded time: placed after the line before it");
+      const cls = "bar track-" + b.track + (b.error ? " error" : "") + (b.dated ? "" : " undated");
+      parts.push('<g class="' + cls + '" data-i="' + b.i + '" tabindex="0"><title>' + esc(what) + "</title>");
+      parts.push('<rect class="body" x="' + x0 + '" y="' + y0 + '" width="' + (x1 - x0) + '" height="' + (LANE - 4) + '"/>');
+      if (b.ttfb_ms !== null && b.ttfb_ms > 0) {
+        const xw = Math.min(x(b.start_ms + b.ttfb_ms), x1);
+        parts.push('<rect class="wait" x="' + x0 + '" y="' + y0 + '" width="' + (xw - x0) + '" height="' + (LANE - 4) + '"/>');
+      }
+      parts.push("</g>");
+    }
+    parts.push("</svg>");
+    return parts.join("");
+  }
+  function runHtml() {
+    const runs = (data.timeline || []).filter((run) => run.bars.length);
+    if (!runs.length) return "";
+    const h = ['<section id="run"><h3 class="run-title">Timeline</h3>'];
+    for (const run of runs) {
+      if (data.cassettes.length > 1) h.push('<div class="run-name mono">' + esc(data.cassettes[run.cassette].name) + "</div>");
+      h.push(runSvg(run));
+      if (run.more) h.push('<div class="more">… and ' + run.more + " more lines, not drawn (the list has them all)</div>");
+    }
+    h.push("</section>");
+    return h.join("");
+  }
+  function wireRun(box) {
+    const open = (ev) => {
+      const g = ev.target.closest("g.bar");
+      if (g && (ev.type === "click" || ev.key === "Enter")) showDetail(Number(g.dataset.i));
+    };
+    box.addEventListener("click", open);
+    box.addEventListener("keydown", open);
+  }
+  function markBar(i) {
+    for (const g of document.querySelectorAll("svg.run g.bar")) g.classList.toggle("open", Number(g.dataset.i) === i);
+  }
+  // A call line's row: its kind and name, and whether it raised.
+  function callRowHtml(r) {
+    const multi = data.cassettes.length > 1 ? "<td>" + esc(data.cassettes[r.cassette].name) + "</td>" : "";
+    const ended = r.call.raised ? '<span class="s5">raised ' + esc(r.call.raised) + "</span>" : '<span class="s2">returned</span>';
+    return '<tr data-i="' + r.i + '" class="call">' + multi + '<td class="mono">' + esc(r.id) + "</td><td>" + esc(r.call.kind) + '</td><td>-</td><td class="mono">' + esc(r.call.name) + "</td><td>" + ended + '</td><td>-</td><td class="n">-</td><td class="n">-</td><td class="n">-</td><td class="n">-</td><td class="n">' + ms(r.duration_ms) + '</td><td class="mono">' + esc(r.recorded || "-") + "</td></tr>";
+  }
+  // A call line (a tool's): what was called, and how it ended.
+  function callDetailHtml(i, d) {
+    const r = rows[i];
+    const c = d.call;
+    const h = ['<div class="detail call" data-i="' + i + '">'];
+    h.push("<h2>" + esc(c.kind + " " + c.name) + ' <span class="tag">' + esc(d.id) + "</span></h2>");
+    const facts = [
+      ["cassette", data.cassettes[r.cassette].name + ", line " + r.line],
+      ["key", d.key],
+      ["recorded", r.recorded || "-"],
+      ["kind", c.kind],
+      ["timing", "total " + ms(c.total_ms) + " ms"],
+    ];
+    h.push('<dl class="facts">' + facts.map((f) => "<dt>" + f[0] + "</dt><dd>" + esc(f[1]) + "</dd>").join("") + "</dl>");
+    h.push("<h3>Arguments</h3>" + bodyHtml({ json: c.args }));
+    if ("returned" in c) h.push("<h3>Returned</h3>" + bodyHtml({ json: c.returned }));
+    if (c.yields) {
+      h.push('<h3>Yielded</h3><table class="yields mono"><thead><tr><th class="n">#</th><th class="n">offset ms</th><th>value</th></tr></thead><tbody>');
+      c.yields.forEach((y, n) => h.push('<tr><td class="n">' + n + '</td><td class="n">' + ms(y[0]) + '</td><td class="t">' + escMarked(JSON.stringify(y[1])) + "</td></tr>"));
+      h.push('<tr><td></td><td class="n">' + ms(c.end_ms) + "</td><td>" + (c.raised ? "raised" : "end") + "</td></tr></tbody></table>");
+    }
+    if (c.raised) h.push('<h3>Raised</h3><div class="mono raised">' + escMarked((c.raised.module === "builtins" ? "" : c.raised.module + ".") + c.raised.type + ": " + c.raised.message) + "</div>");
+    h.push("</div>");
+    return h.join("");
+  }
+
   // -- the list, filters and pages -------------------------------------------------
   function rowHtml(r) {
+    if (r.call) return callRowHtml(r);
     const status = '<span class="s' + String(r.status)[0] + '">' + r.status + "</span>" + (r.cut ? ' <span class="cut" title="cut: ' + esc(r.cut) + '">cut</span>' : "");
     const stream = r.ws ? "websocket (" + r.ws.client + " ↑ " + r.ws.server + " ↓)" : r.stream ? r.stream + " (" + r.frames + ")" : "-";
     const multi = data.cassettes.length > 1 ? "<td>" + esc(data.cassettes[r.cassette].name) + "</td>" : "";
@@ -605,6 +710,9 @@
       '<select id="f-status" aria-label="status"><option value="">any status</option>' + classes.concat(statuses).map((s) => '<option value="' + s + '">' + s + "</option>").join("") + "</select>";
     if (data.cassettes.length > 1) filters += '<select id="f-cassette" aria-label="cassette"><option value="">all cassettes</option>' + data.cassettes.map((c, k) => '<option value="' + k + '">' + esc(c.name) + "</option>").join("") + "</select>";
     filters += '<span class="count" id="count"></span></div>';
+    main.insertAdjacentHTML("beforeend", runHtml());
+    const run = document.getElementById("run");
+    if (run) wireRun(run);
     const multi = data.cassettes.length > 1 ? "<th>cassette</th>" : "";
     main.insertAdjacentHTML("beforeend", filters +
       '<table class="list"><thead><tr>' + multi + '<th>id</th><th>provider</th><th>model</th><th>endpoint</th><th>status</th><th>stream</th><th class="n">in</th><th class="n">out</th><th class="n">cost</th><th class="n">TTFB ms</th><th class="n">total ms</th><th>recorded</th></tr></thead><tbody></tbody></table>' +

@@ -27,6 +27,7 @@ from . import (
     httprr,
     llamastack,
     nock,
+    otel_export,
     pydantic_ws,
     reyn,
     ruby_vcr,
@@ -72,8 +73,13 @@ FORMATS: dict[str, ModuleType] = {
 #: ``NAME``, ``DESCRIPTION`` (one line), ``DETAILS`` (the command's
 #: description), ``SUFFIX`` (of the default output file), ``export(
 #: interactions, *, base_url=None) -> bytes`` and optionally ``losses(
-#: interactions) -> list[str]``, what the format cannot hold of them.
-EXPORTERS: dict[str, ModuleType] = {module.NAME: module for module in (har_export, vcr_export)}
+#: interactions) -> list[str]``, what the format cannot hold of them, and
+#: ``export_runs(runs, *, base_url=None) -> bytes``, several cassettes in
+#: one file (``runs``: its ``Run(name, interactions)`` values; ``reel
+#: export`` then takes several).
+EXPORTERS: dict[str, ModuleType] = {
+    module.NAME: module for module in (har_export, vcr_export, otel_export)
+}
 
 
 def export_formats() -> dict[str, ModuleType]:

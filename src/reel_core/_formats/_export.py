@@ -21,10 +21,13 @@ __all__ = ["request_type", "url_of"]
 
 
 def url_of(ix: Interaction, base_url: str | None) -> str:
-    """The absolute URL ``ix``'s request is exported with."""
+    """The absolute URL ``ix``'s request is exported with (a lone surrogate
+    in the query, which a line's JSON may escape, percent-encoded as its
+    code point's bytes, not an error)."""
     req = ix.request
     base = (base_url or PROVIDER_HOSTS.get(ix.provider) or "http://localhost").rstrip("/")
-    return base + req.path + ("?" + urlencode(req.query) if req.query else "")
+    query = urlencode(req.query, errors="surrogatepass") if req.query else ""
+    return base + req.path + ("?" + query if query else "")
 
 
 def request_type(ix: Interaction) -> str:

@@ -538,7 +538,7 @@ def test_redaction_markers_stay_as_they_are() -> None:
 
 
 def test_the_exporters_are_registered() -> None:
-    assert list(EXPORTERS) == ["har", "vcr"]
+    assert list(EXPORTERS) == ["har", "vcr", "otel"]
     assert export_formats() == EXPORTERS
     for module in EXPORTERS.values():
         assert module.SUFFIX.startswith(".")
