@@ -24,6 +24,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar, overload
 
 from reel_core import (
+    MAX_DEPTH,
     Call,
     CallEngine,
     CallError,
@@ -118,7 +119,7 @@ class _Spec:
     def __init__(
         self, fn: Callable[..., Any], name: str | None, kind: str, ignore: Any, codec: Codec | None
     ) -> None:
-        self.name = name if name is not None else getattr(fn, "__qualname__", repr(fn))
+        self.name = name if name is not None else _name_of(fn)
         self.kind = kind
         self.codec = codec
         self.ignore = frozenset((ignore,) if isinstance(ignore, str) else ignore)
@@ -126,7 +127,12 @@ class _Spec:
             self.signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):  # a builtin without one: positional arguments as a list
             self.signature = None
-        Call(self.name, {}, kind)  # a bad name or kind is refused when decorating
+        try:
+            Call(self.name, {}, kind)  # a bad name or kind is refused when decorating
+        except ValueError as exc:
+            raise ValueError(
+                f'{exc}: give the boundary one, @boundary("name", kind="tool")'
+            ) from None
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
         """The call of ``args`` and ``kwargs``, bound by parameter name
@@ -202,14 +208,29 @@ def _check(value: Any, where: str, fix: str, name: str = "") -> None:
     check_json(value, where, fix.format(name=name))
 
 
-def _as_lists(value: Any) -> Any:
+def _as_lists(value: Any, depth: int = 0) -> Any:
     """An argument as JSON writes it: tuples as lists (an argument is keyed,
-    never handed back, so a tuple and a list of the same items match)."""
+    never handed back, so a tuple and a list of the same items match).
+    Deeper than JSON may nest (or a list holding itself) it stops, and the
+    check that follows refuses what is left."""
+    if depth > MAX_DEPTH:
+        return value
     if type(value) is tuple or type(value) is list:
-        return [_as_lists(v) for v in value]
+        return [_as_lists(v, depth + 1) for v in value]
     if type(value) is dict:
-        return {k: _as_lists(v) for k, v in value.items()}
+        return {k: _as_lists(v, depth + 1) for k, v in value.items()}
     return value
+
+
+def _name_of(fn: Callable[..., Any]) -> str:
+    """A boundary's default name, the same in every process: the
+    function's ``__qualname__`` (a ``functools.partial``'s function's, a
+    callable object's class's), never a ``repr`` with an address in it."""
+    for candidate in (fn, getattr(fn, "func", None), type(fn)):
+        name = getattr(candidate, "__qualname__", None)
+        if isinstance(name, str):
+            return name
+    return type(fn).__name__  # pragma: no cover - every class has a __qualname__
 
 
 def _exception_class(module: str, qualname: str) -> type[Exception] | None:

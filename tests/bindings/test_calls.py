@@ -701,3 +701,36 @@ def test_a_cancelled_call_is_not_recorded_and_the_next_one_is(tmp_path: Path) ->
 
     assert asyncio.run(agent()) == "now"
     assert [line["call"]["name"] for line in lines(cassette)] == [quick.__qualname__]
+
+
+def test_an_argument_holding_itself_or_too_deep_is_refused_not_a_crash(tmp_path: Path) -> None:
+    @tool
+    def take(value: Any) -> int:
+        return 1
+
+    looped: list[Any] = []
+    looped.append(looped)
+    deep: Any = ()
+    for _ in range(5000):
+        deep = (deep,)
+    with calls_on(tmp_path / "deep.jsonl", mode="record"):
+        for value in (looped, deep):
+            with pytest.raises(NotJSONError, match="nested more than 128 levels deep"):
+                take(value)
+
+
+def test_default_names_are_the_same_in_every_process() -> None:
+    import functools
+
+    from reel_bindings._calls import _name_of
+
+    def f(a: int, b: int) -> int:
+        return a + b
+
+    class Callable_:
+        def __call__(self) -> None: ...
+
+    assert _name_of(functools.partial(f, 1)).endswith("<locals>.f")
+    assert _name_of(Callable_()).endswith("<locals>.Callable_")
+    with pytest.raises(ValueError, match="give the boundary one"):
+        boundary("x" * 201)(f)
