@@ -48,11 +48,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Codec",
+    "Kind",
     "RecordedCallError",
     "arecord_call",
     "boundary",
     "calls_on",
+    "memory_read",
+    "memory_write",
     "record_call",
+    "retrieval",
     "tool",
 ]
 
@@ -561,17 +565,38 @@ def boundary(
     return decorate
 
 
-@overload
-def tool(
-    fn: Callable[P, R], /, *, ignore: Any = ..., codec: Codec | None = ...
-) -> Callable[P, R]: ...
-@overload
-def tool(
-    name: str | None = None, /, *, ignore: Any = ..., codec: Codec | None = ...
-) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
-def tool(name: Any = None, /, *, ignore: Any = (), codec: Codec | None = None) -> Any:
-    """:func:`boundary` of kind ``tool``: ``@tool``, ``@tool("lookup_order")``."""
-    return boundary(name, kind="tool", ignore=ignore, codec=codec)
+class Kind:
+    """A decorator for boundaries of one kind (:data:`tool`,
+    :data:`retrieval`, :data:`memory_read`, :data:`memory_write`, AgentTape's
+    names): ``@tool``, ``@tool("lookup_order")``, ``@retrieval(ignore="client")``;
+    :func:`boundary` with that ``kind``."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"<boundaries of kind {self.kind!r}>"
+
+    @overload
+    def __call__(
+        self, fn: Callable[P, R], /, *, ignore: Any = ..., codec: Codec | None = ...
+    ) -> Callable[P, R]: ...
+    @overload
+    def __call__(
+        self, name: str | None = None, /, *, ignore: Any = ..., codec: Codec | None = ...
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+    def __call__(self, name: Any = None, /, *, ignore: Any = (), codec: Codec | None = None) -> Any:
+        return boundary(name, kind=self.kind, ignore=ignore, codec=codec)
+
+
+#: ``@tool``: a boundary of kind ``tool``.
+tool = Kind("tool")
+#: ``@retrieval``: a boundary of kind ``retrieval`` (a vector store, a search).
+retrieval = Kind("retrieval")
+#: ``@memory_read``: a boundary of kind ``memory_read``.
+memory_read = Kind("memory_read")
+#: ``@memory_write``: a boundary of kind ``memory_write``.
+memory_write = Kind("memory_write")
 
 
 def record_call(name: str, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:

@@ -734,3 +734,32 @@ def test_default_names_are_the_same_in_every_process() -> None:
     assert _name_of(Callable_()).endswith("<locals>.Callable_")
     with pytest.raises(ValueError, match="give the boundary one"):
         boundary("x" * 201)(f)
+
+
+def test_agenttapes_kinds_have_decorators_of_their_own(tmp_path: Path) -> None:
+    from reel_bindings import memory_read, memory_write, retrieval
+
+    @retrieval(ignore="client")
+    def search(client: object, query: str) -> list[str]:
+        return [query]
+
+    @memory_write
+    def remember(fact: str) -> None:
+        return None
+
+    @memory_read("recall")
+    async def recall() -> list[str]:
+        return ["fact"]
+
+    cassette = tmp_path / "kinds.jsonl"
+    for mode in ("record", "replay"):
+        with calls_on(cassette, mode=mode):
+            assert search(object(), "q") == ["q"]
+            assert remember("f") is None
+            assert asyncio.run(recall()) == ["fact"]
+    assert [(line["call"]["kind"], line["call"]["args"]) for line in lines(cassette)] == [
+        ("retrieval", {"query": "q"}),
+        ("memory_write", {"fact": "f"}),
+        ("memory_read", {}),
+    ]
+    assert repr(retrieval) == "<boundaries of kind 'retrieval'>"
