@@ -262,10 +262,16 @@ def _engine(player: Player) -> CallEngine:
 
 
 def _player_of(target: Any) -> Player | None:
+    """The player of a binding (a Transport, an AsyncTransport, an Adapter)
+    or of an openai / anthropic SDK client on one (``reel_bindings.sdk``'s:
+    its httpx2 client's transport), else ``None``."""
     if isinstance(target, Player):
         return target
-    player = getattr(target, "player", None)  # a Transport, an AsyncTransport, an Adapter
-    return player if isinstance(player, Player) else None
+    for binding in (target, getattr(getattr(target, "_client", None), "_transport", None)):
+        player = getattr(binding, "player", None)
+        if isinstance(player, Player):
+            return player
+    return None
 
 
 @contextlib.contextmanager
@@ -276,7 +282,8 @@ def calls_on(
     context: the task or thread, and the tasks it starts).
 
     ``target`` is an in-process binding (a ``Transport``, an
-    ``AsyncTransport``, a requests ``Adapter``: its cassette, settings and
+    ``AsyncTransport``, a requests ``Adapter``, or an openai or anthropic
+    client that ``reel_bindings.sdk`` made: its cassette, settings and
     player, so calls and HTTP share one cassette, and HTTP a recorded call
     makes is not recorded again) or a cassette (a path, a name in
     ``store=``, a ``CassetteFile``) with the in-process bindings' keyword

@@ -22,7 +22,7 @@ import pytest
 from reel_bindings import calls_on, record_call, tool
 from reel_bindings.calls import Codec, RecordedCallError, arecord_call, boundary
 from reel_bindings.httpcore import Transport
-from reel_bindings.sdk import client_on
+from reel_bindings.sdk import client_on, openai_client
 from reel_core import CallError, MatchConfig, MatchMode, MissError, NotJSONError, Redactor
 from tests.fakes.upstream import FakeUpstreamThread
 from tests.secrets import INPROCESS_KEY, OPENAI_KEY, scan
@@ -611,14 +611,13 @@ def test_http_outside_a_call_is_recorded_as_before(
     tmp_path: Path, fake: FakeUpstreamThread
 ) -> None:
     cassette = tmp_path / "beside.jsonl"
-    transport = Transport(cassette, mode="record")
-    llm = client_on("openai", transport, base_url=fake.url + "/v1", api_key=INPROCESS_KEY)
+    llm = openai_client(cassette, mode="record", base_url=fake.url + "/v1", api_key=INPROCESS_KEY)
 
     @tool
     def note(text: str) -> str:
         return text
 
-    with calls_on(transport):
+    with calls_on(llm):  # the SDK client stands for its transport
         reply = llm.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
         )
@@ -633,6 +632,8 @@ def test_calls_on_a_binding_takes_no_settings(tmp_path: Path) -> None:
     transport = Transport(tmp_path / "t.jsonl", mode="auto")
     with pytest.raises(TypeError, match="the binding's"), calls_on(transport, mode="record"):
         pass
+    with calls_on(transport) as player, calls_on(player) as same:
+        assert same is player is transport.player
 
 
 # -- across processes ------------------------------------------------------------------
