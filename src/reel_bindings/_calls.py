@@ -191,21 +191,33 @@ class _Spec:
         if self.codec is not None:
             data = self.codec.encode_error(exc)
             if data is not None:
-                _check(data, f"the codec's encode_error() of {self.kind} {self.name}", "")
+                where = f"what the codec's encode_error() gave for {self.kind} {self.name}"
+                _check(data, where, "make encode_error() return JSON, or None")
         return CallError(kind.__qualname__, kind.__module__, message, args, data)
 
     def exception(self, error: CallError) -> BaseException:
         """The exception to raise again for ``error``, on replay."""
         if self.codec is not None:
-            made = self.codec.decode_error(error)
-            if made is not None:
-                return made
+            decoded = self.codec.decode_error(error)
+            if decoded is not None:
+                return decoded
         kind = _exception_class(error.module, error.type)
-        if kind is not None:
-            args = error.args if error.args is not None else (error.message,)
-            with contextlib.suppress(Exception):
-                return kind(*args)
-        return RecordedCallError(f"{self.kind} {self.name}", error)
+        if kind is None:
+            return RecordedCallError(f"{self.kind} {self.name}", error)
+        args = error.args if error.args is not None else (error.message,)
+        made: BaseException | None = None
+        with contextlib.suppress(Exception):
+            made = kind(*args)
+            if str(made) == error.message:
+                return made
+        # an __init__ that formats its arguments (HTTPError(404) -> "HTTP 404"):
+        # the recorded args as they were, without it
+        with contextlib.suppress(Exception):
+            bare = kind.__new__(kind, *args)
+            bare.args = tuple(args)
+            if str(bare) == error.message:
+                return bare
+        return made if made is not None else RecordedCallError(f"{self.kind} {self.name}", error)
 
 
 def _check(value: Any, where: str, fix: str, name: str = "") -> None:

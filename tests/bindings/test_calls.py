@@ -764,3 +764,43 @@ def test_agenttapes_kinds_have_decorators_of_their_own(tmp_path: Path) -> None:
         ("memory_read", {}),
     ]
     assert repr(retrieval) == "<boundaries of kind 'retrieval'>"
+
+
+class StatusError(Exception):
+    """An exception whose __init__ formats its argument."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+class Picky(Exception):
+    """An exception no recorded args make again."""
+
+    def __init__(self, *, code: int) -> None:
+        super().__init__(f"code {code}")
+
+
+def test_an_exception_is_made_again_with_its_recorded_message(tmp_path: Path) -> None:
+    cassette = tmp_path / "status.jsonl"
+
+    @tool
+    def fetch() -> None:
+        raise StatusError(404)
+
+    @tool
+    def picky() -> None:
+        raise Picky(code=3)
+
+    with calls_on(cassette, mode="record"):
+        with pytest.raises(StatusError):
+            fetch()
+        with pytest.raises(Picky):
+            picky()
+    with calls_on(cassette, mode="replay"):
+        with pytest.raises(StatusError) as caught:
+            fetch()
+        assert str(caught.value) == "HTTP 404"  # not "HTTP HTTP 404"
+        with pytest.raises(Picky) as raised:
+            picky()
+        assert str(raised.value) == "code 3"
