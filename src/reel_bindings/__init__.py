@@ -10,7 +10,17 @@ if TYPE_CHECKING:
     from ._redis import RedisStore
     from ._store import FileStore, MemoryStore, Store, StoreUnavailableError
     from ._store_url import open_store
-    from .calls import Codec, arecord_call, boundary, calls_on, record_call, tool
+    from .calls import (
+        Codec,
+        arecord_call,
+        boundary,
+        calls_on,
+        memory_read,
+        memory_write,
+        record_call,
+        retrieval,
+        tool,
+    )
 
 __all__ = [
     "CassetteFile",
@@ -24,8 +34,11 @@ __all__ = [
     "arecord_call",
     "boundary",
     "calls_on",
+    "memory_read",
+    "memory_write",
     "open_store",
     "record_call",
+    "retrieval",
     "tool",
 ]
 
@@ -42,7 +55,10 @@ _HOMES = {
     "arecord_call": "calls",
     "boundary": "calls",
     "calls_on": "calls",
+    "memory_read": "calls",
+    "memory_write": "calls",
     "record_call": "calls",
+    "retrieval": "calls",
     "tool": "calls",
     # redis-py is imported when a RedisStore is made, not with this module
     "RedisStore": "_redis",
