@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._files import CassetteFile, CassetteNotFoundError
+    from ._freeze import Frozen, freeze
     from ._redis import RedisStore
     from ._store import FileStore, MemoryStore, Store, StoreUnavailableError
     from ._store_url import open_store
@@ -15,10 +16,12 @@ __all__ = [
     "CassetteFile",
     "CassetteNotFoundError",
     "FileStore",
+    "Frozen",
     "MemoryStore",
     "RedisStore",
     "Store",
     "StoreUnavailableError",
+    "freeze",
     "open_store",
 ]
 
@@ -26,6 +29,8 @@ _HOMES = {
     "CassetteFile": "_files",
     "CassetteNotFoundError": "_files",
     "FileStore": "_store",
+    "Frozen": "_freeze",
+    "freeze": "_freeze",
     "MemoryStore": "_store",
     "Store": "_store",
     "StoreUnavailableError": "_store",

@@ -56,6 +56,7 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import record_exchange
+from ._freeze import FREEZABLE, Freeze, check_features, format_instant, uuid_ints
 from ._headers import keep_response_header
 from ._http import HOP_BY_HOP, MISS_HEADER, Limits, Request
 from ._interaction import (
@@ -127,6 +128,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
 
 __all__ = [
     "CLOSE_MISMATCH",
+    "FREEZABLE",
     "HOP_BY_HOP",
     "MAX_DEPTH",
     "MISS_HEADER",
@@ -159,6 +161,7 @@ __all__ = [
     "FieldDiff",
     "Forward",
     "Frame",
+    "Freeze",
     "ImportReport",
     "Input",
     "Interaction",
@@ -221,6 +224,7 @@ __all__ = [
     "accept_encoding",
     "answer_pieces",
     "body_diff",
+    "check_features",
     "check_upstream",
     "compact",
     "cost_usd",
@@ -237,6 +241,7 @@ __all__ = [
     "export_vcr",
     "extract_usage",
     "format_age",
+    "format_instant",
     "import_exchanges",
     "import_formats",
     "import_refusal",
@@ -274,6 +279,7 @@ __all__ = [
     "staleness",
     "start_of",
     "superseded",
+    "uuid_ints",
     "websocket_usage",
 ]
 
