@@ -18,6 +18,7 @@ from __future__ import annotations
 import typing as _typing
 
 from ._body import ContentDecoder, decode_body, encode_body
+from ._calls import Call, CallError, CallLog, CallResult, CallStream, NotJSONError
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
@@ -138,6 +139,11 @@ __all__ = [
     "REPORT_SCHEMA",
     "SCHEMA_VERSION",
     "UI_PREFIX",
+    "Call",
+    "CallError",
+    "CallLog",
+    "CallResult",
+    "CallStream",
     "Cassette",
     "CassetteError",
     "CassetteMeta",
@@ -174,6 +180,7 @@ __all__ = [
     "MissError",
     "MissReport",
     "Mode",
+    "NotJSONError",
     "Outcome",
     "PendingRecording",
     "Piece",
