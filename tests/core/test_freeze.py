@@ -97,7 +97,7 @@ BAD = [
     ({"uuid": {"seed": 1, "values": [1]}}, '"_meta.freeze.uuid.values" must be a list'),
     ({"random": {"seed": "7"}}, '"_meta.freeze.random.seed" must be an integer'),
     ({"random": {"seed": 7, "state": []}}, '"_meta.freeze.random" holds seed (seed required)'),
-    ({"clock": {"at": "x" * 100}}, 'xxx... (see'),  # a long value is shortened
+    ({"clock": {"at": "x" * 100}}, "xxx... (see"),  # a long value is shortened
 ]
 
 
