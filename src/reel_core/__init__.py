@@ -18,7 +18,8 @@ from __future__ import annotations
 import typing as _typing
 
 from ._body import ContentDecoder, decode_body, encode_body
-from ._calls import Call, CallError, CallLog, CallResult, CallStream, NotJSONError
+from ._call_engine import CallEngine, CallMiss, CallReplay, CallRun
+from ._calls import Call, CallError, CallLog, CallResult, CallStream, NotJSONError, check_json
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
@@ -140,9 +141,13 @@ __all__ = [
     "SCHEMA_VERSION",
     "UI_PREFIX",
     "Call",
+    "CallEngine",
     "CallError",
     "CallLog",
+    "CallMiss",
+    "CallReplay",
     "CallResult",
+    "CallRun",
     "CallStream",
     "Cassette",
     "CassetteError",
@@ -232,6 +237,7 @@ __all__ = [
     "answer_pieces",
     "body_diff",
     "check_features",
+    "check_json",
     "check_upstream",
     "compact",
     "cost_usd",

@@ -45,6 +45,7 @@ from typing import Any
 
 from ._errors import ReelError
 from ._nesting import MAX_DEPTH
+from ._redact import Redactor
 
 __all__ = [
     "CALL_KINDS",
@@ -104,6 +105,15 @@ class Call:
         if not isinstance(self.args, dict) or not all(isinstance(k, str) for k in self.args):
             raise ValueError("a call's args must be a JSON object (parameter name -> value)")
 
+    def redacted(
+        self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
+    ) -> Call:
+        """This call with its arguments redacted as the document ``{"args":
+        ...}`` (the one the matcher keys: a redaction path names
+        ``args.password``); ``found`` hears what was replaced as ``call.args``."""
+        args = _scrubber(redactor, found)("call.args", "args", dict(self.args))
+        return self if args == self.args else Call(self.name, args, self.kind)
+
 
 @dataclass(frozen=True)
 class CallError:
@@ -146,27 +156,16 @@ class CallLog:
     outcome: CallResult | CallStream | CallError
 
     def redacted(
-        self,
-        redact: Callable[[bytes, list[str] | None], bytes],
-        text: Callable[[str, list[str] | None], str],
-        found: Callable[[str, list[str]], None] | None = None,
+        self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
     ) -> CallLog:
-        """This log with its arguments and outcome redacted: ``redact`` (a
-        redactor's ``data``) scrubs each as a JSON document (``{"args":
-        ...}``, ``{"result": ...}``, ``{"error": ...}``; so a redaction
-        path names ``args.token``, ``result.user.email``), ``text`` the
-        error's message.  ``found(where, kinds)`` hears what was replaced
-        in ``call.args``, ``result`` and ``error``."""
-
-        def scrub(where: str, wrapper: str, value: Any) -> Any:
-            kinds: list[str] = []
-            out = _redact_value(redact, text, wrapper, value, kinds)
-            if found is not None:
-                found(where, kinds)
-            return out
-
-        args = scrub("call.args", "args", dict(self.call.args))
-        call = Call(self.call.name, args, self.call.kind)
+        """This log with its arguments (:meth:`Call.redacted`) and outcome
+        redacted: a returned or yielded value as the document ``{"result":
+        ...}`` (a redaction path names ``result.user.email``), an error's
+        message as text, its ``args`` and ``data`` as ``{"error": ...}``.
+        ``found(where, kinds)`` hears what was replaced in ``call.args``,
+        ``result``, ``result.yields[i]`` and the error's parts."""
+        scrub = _scrubber(redactor, found)
+        call = self.call.redacted(redactor, found)
         outcome = self.outcome
         if isinstance(outcome, CallResult):
             outcome = CallResult(scrub("result", "result", outcome.value))
@@ -177,22 +176,38 @@ class CallLog:
             )
             error = outcome.error
             if error is not None:
-                error = _redact_error(error, scrub, text, found, "result.cut.error")
+                error = _redact_error(error, scrub, redactor, found, "result.cut.error")
             outcome = CallStream(items, outcome.end_ms, error)
         else:
-            outcome = _redact_error(outcome, scrub, text, found, "error")
+            outcome = _redact_error(outcome, scrub, redactor, found, "error")
         return CallLog(call, outcome)
+
+
+def _scrubber(
+    redactor: Redactor, found: Callable[[str, list[str]], None] | None
+) -> Callable[[str, str, Any], Any]:
+    """``scrub(where, wrapper, value)``: ``value`` redacted as the document
+    ``{wrapper: value}``, what was replaced told to ``found`` as ``where``."""
+
+    def scrub(where: str, wrapper: str, value: Any) -> Any:
+        kinds: list[str] = []
+        out = _redact_value(redactor, wrapper, value, kinds)
+        if found is not None:
+            found(where, kinds)
+        return out
+
+    return scrub
 
 
 def _redact_error(
     error: CallError,
     scrub: Callable[[str, str, Any], Any],
-    text: Callable[[str, list[str] | None], str],
+    redactor: Redactor,
     found: Callable[[str, list[str]], None] | None,
     where: str,
 ) -> CallError:
     kinds: list[str] = []
-    message = text(error.message, kinds)
+    message = redactor.text(error.message, kinds)
     if found is not None:
         found(f"{where}.message", kinds)
     args = None if error.args is None else tuple(scrub(f"{where}.args", "error", list(error.args)))
@@ -201,8 +216,7 @@ def _redact_error(
 
 
 def _redact_value(
-    redact: Callable[[bytes, list[str] | None], bytes],
-    text: Callable[[str, list[str] | None], str],
+    redactor: Redactor,
     wrapper: str,
     value: Any,
     found: list[str],
@@ -213,13 +227,13 @@ def _redact_value(
     its own instead."""
     document = _COMPACT.encode({wrapper: value}).encode("utf-8", "surrogatepass")
     kinds: list[str] = []
-    out = redact(document, kinds)
+    out = redactor.data(document, kinds)
     if out == document:
         return value
     try:
         redacted = json.loads(out)[wrapper]
     except (ValueError, KeyError, TypeError):
-        redacted = _each_string(value, lambda s: text(s, found))
+        redacted = _each_string(value, lambda s: redactor.text(s, found))
         kinds = []
     found.extend(kinds)
     return redacted

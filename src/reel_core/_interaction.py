@@ -43,6 +43,7 @@ from ._match import MatchConfig, match_key
 from ._redact import Redactor
 
 __all__ = [
+    "CALL_RESPONSE",
     "UNSAFE_HEADER",
     "WS_CLOSERS",
     "WS_SENDERS",
@@ -404,7 +405,7 @@ class Interaction:
         req = self.request
         call = self.call
         if call is not None:
-            call = call.redacted(redactor.data, redactor.text, heard)
+            call = call.redacted(redactor, heard)
             request = call_request(call.call)
         else:
             request = req.redacted(redactor, heard)
@@ -504,7 +505,7 @@ def call_request(call: Call) -> RecordedRequest:
 
 
 #: The response of every call line (its outcome is the line's ``call``).
-_CALL_RESPONSE = RecordedResponse(200)
+CALL_RESPONSE = RecordedResponse(200)
 
 
 def interaction_line(interaction: Interaction) -> bytes:
@@ -704,7 +705,7 @@ def _call_from_json(o: dict[str, Any]) -> Interaction:
         key=key,
         id=_str(o, "id"),
         request=request,
-        response=_CALL_RESPONSE,
+        response=CALL_RESPONSE,
         timestamp=ts,
         endpoint=f"{request.method} {request.path}",
         meta=meta,
