@@ -35,8 +35,17 @@ from reel_core import (
     ResponseHead,
     Signal,
 )
-from reel_core._formats import Exchange, Skipped, import_exchanges, sniff_format
+from reel_core._calls import Call, CallResult
+from reel_core._formats import (
+    Bases,
+    CallEntry,
+    Exchange,
+    Skipped,
+    import_exchanges,
+    sniff_format,
+)
 from reel_core._formats import agenttape as at
+from reel_core._freeze import Freeze
 from tests.fakes.upstream import FakeUpstreamThread
 from tests.secrets import OPENAI_KEY
 
@@ -149,7 +158,7 @@ def run(request: pytest.FixtureRequest, recorded: dict[str, Recorded]) -> Record
     return recorded[request.param]
 
 
-def _items(run: Recorded) -> list[Exchange | Skipped]:
+def _items(run: Recorded) -> list[Exchange | CallEntry | Bases | Skipped]:
     return at.parse(run.path.read_bytes(), str(run.path))
 
 
@@ -260,17 +269,34 @@ def _body(response: requests.Response) -> bytes:
     return body.encode() if isinstance(body, str) else (body or b"")
 
 
-def test_a_failed_connection_and_a_tool_call_are_skipped_with_why(run: Recorded) -> None:
+def test_a_failed_connection_is_skipped_with_why_and_a_tool_call_is_a_call(
+    run: Recorded,
+) -> None:
     items = _items(run)
     assert items[11] == Skipped(
         11,
         "a recorded httpx.ConnectError with no HTTP response ([Errno 111] Connection refused): "
         "the call failed before an answer came, and Reel replays answers",
     )
-    assert items[12] == Skipped(
+    tool = run.doc["interactions"][12]
+    assert items[12] == CallEntry(
         12,
-        "a 'tool' interaction (add): AgentTape recorded a function call there, not an HTTP "
-        "exchange, so there is nothing for Reel to replay",
+        Call("add", {"a": 1, "b": 2}, "tool"),
+        CallResult(3),
+        tool["latency_ms"],
+        run.doc["meta"]["freeze"]["base_time"],
+    )
+    # and last, not an entry: the frozen values
+    freeze = run.doc["meta"]["freeze"]
+    assert items[13] == Bases(
+        13,
+        Freeze(
+            clock_us=round(freeze["base_time"] * 1_000_000),
+            utc_offset=freeze["base_offset"],
+            uuid_seed=0,
+            uuids=tuple(freeze["uuids"]),  # the ones the SDK drew
+            random_seed=freeze["random_seed"],
+        ),
     )
 
 
@@ -280,13 +306,19 @@ def _report_of(run: Recorded) -> Any:
 
 def test_the_import_records_every_http_answer_and_its_usage(run: Recorded) -> None:
     report = _report_of(run)
-    assert [i for i, _ in report.failures] == [11, 12]
-    assert report.sources == list(range(11))
+    assert [i for i, _ in report.failures] == [11]
+    assert report.sources == [*range(11), 12]
     source = run.doc["interactions"]
-    exchanges = [x for x in _items(run) if isinstance(x, Exchange)]
+    items = _items(run)
     for ix, i in zip(report.interactions, report.sources, strict=True):
         assert ix.meta["imported"] == "agenttape"
-        assert ix.response.status == exchanges[i].status
+        entry = items[i]
+        if isinstance(entry, Exchange):
+            assert ix.response.status == entry.status
+        else:  # the tool call: a call line
+            assert isinstance(entry, CallEntry)
+            assert ix.call is not None
+            assert ix.call.call == entry.call
     chat = report.interactions[1]
     usage = source[1]["usage"]
     assert (chat.meta["tokens_in"], chat.meta["tokens_out"]) == (
@@ -380,8 +412,9 @@ def llm(request: Any, **rest: Any) -> dict[str, Any]:
     return {"index": 0, "kind": "llm", "boundary": "llm", "request": request, **rest}
 
 
-def parsed(data: bytes, name: str = "c.json") -> Exchange | Skipped:
-    (item,) = at.parse(data, name)
+def parsed(data: bytes, name: str = "c.json") -> Exchange | CallEntry | Skipped:
+    items = [item for item in at.parse(data, name) if not isinstance(item, Bases)]
+    (item,) = items
     return item
 
 
@@ -451,13 +484,12 @@ def test_an_sse_body_read_whole_is_a_stream() -> None:
     [
         (
             {"index": 0, "kind": "retrieval", "request": {}, "response": []},
-            "a 'retrieval' interaction: AgentTape recorded a function call there, not an HTTP "
-            "exchange, so there is nothing for Reel to replay",
+            'a \'retrieval\' interaction names no boundary (no "boundary", no request "name")',
         ),
         (
             {"index": 0, "kind": "memory_write", "boundary": "graph_state", "request": {}},
-            "a 'memory_write' interaction (graph_state): AgentTape recorded a function call "
-            "there, not an HTTP exchange, so there is nothing for Reel to replay",
+            "a 'memory_write' interaction (graph_state) has neither a response nor an error "
+            "(AgentTape refuses it too)",
         ),
         ("text", "an interaction is a str, not a mapping"),
         (http(), "it has neither a response nor an error (AgentTape refuses it too)"),
@@ -710,7 +742,8 @@ def test_an_agent_loop_replays_as_it_was_called(tmp_path: Path) -> None:
     assert stored[0]["request"]["messages"] == stored[1]["request"]["messages"]
     assert len(stored[0]["request"]["messages"]) == 4
     assert stored[0]["request"]["messages"][1].startswith("ChatCompletionMessage(")
-    first, second = _items(Recorded(source, {}, {}))
+    first, second, bases = _items(Recorded(source, {}, {}))
+    assert isinstance(bases, Bases)
     assert isinstance(first, Exchange)
     assert isinstance(second, Exchange)
     assert json.loads(first.request_body)["messages"] == [stored[0]["request"]["messages"][0]]
