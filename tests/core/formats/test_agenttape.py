@@ -790,7 +790,9 @@ def test_match_key_is_agenttapes(request_: dict[str, Any]) -> None:
 
 def _called(request: dict[str, Any], key: str, *earlier: Any) -> Exchange | Skipped:
     entries = [*earlier, llm(request, response={"choices": []}, match_key=key)]
-    return at.parse(cassette(*entries), "c.json")[-1]
+    item = at.parse(cassette(*entries), "c.json")[-1]
+    assert isinstance(item, (Exchange, Skipped))
+    return item
 
 
 USER = {"role": "user", "content": "hi"}
