@@ -35,7 +35,7 @@ from reel_core import (
     ResponseHead,
     Signal,
 )
-from reel_core._calls import Call, CallResult
+from reel_core._calls import Call, CallError, CallResult
 from reel_core._formats import (
     Bases,
     CallEntry,
@@ -865,3 +865,185 @@ def test_a_whole_list_with_an_answer_passed_back_and_a_list_that_gives_no_key() 
     ex = _called(called, "sha256:00")
     assert isinstance(ex, Exchange)
     assert ex.notes[1].startswith("the request as stored does not give its match_key")
+
+
+# -- calls and frozen values ---------------------------------------------------------
+
+
+def call(kind: str = "tool", **rest: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"index": 0, "kind": kind, "boundary": "lookup"}
+    entry["request"] = {"name": "lookup", "args": {"id": "A-1"}}
+    return {**entry, **rest}
+
+
+def a_call(data: bytes) -> CallEntry:
+    item = parsed(data)
+    assert isinstance(item, CallEntry), item
+    return item
+
+
+@pytest.mark.parametrize("kind", ["tool", "retrieval", "memory_read", "memory_write", "custom"])
+def test_every_function_kind_is_a_call(kind: str) -> None:
+    entry = a_call(cassette(call(kind, response={"ok": True}, latency_ms=2.5)))
+    assert entry.call == Call("lookup", {"id": "A-1"}, kind)
+    assert entry.outcome == CallResult({"ok": True})
+    assert (entry.total_ms, entry.notes) == (2.5, ())
+
+
+def test_a_call_named_by_its_request_or_holding_a_request_of_its_own() -> None:
+    named = a_call(cassette(call(boundary=None, response=1)))
+    assert named.call.name == "lookup"
+    own = a_call(cassette(call(request={"query": "q", "top": 3}, response=[])))
+    assert own.call.args == {"query": "q", "top": 3}
+    assert own.notes == ("the request AgentTape recorded is the call's arguments, whole",)
+    dated = a_call(cassette(call(response=[]), name="x").replace(b'"A-1"', b'"A-1"'))
+    assert dated.outcome == CallResult([])
+
+
+def test_a_yaml_date_in_a_call_is_its_iso_text() -> None:
+    data = (
+        b"version: '1'\ninteractions:\n- {kind: tool, boundary: when, "
+        b"request: {name: when, args: {day: 2026-01-02}}, response: 2026-01-03}\n"
+    )
+    item = parsed(data, "c.yaml")
+    assert isinstance(item, CallEntry)
+    assert item.call.args == {"day": "2026-01-02"}
+    assert item.outcome == CallResult("2026-01-03")
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (
+            {
+                "type": "KeyError",
+                "module": "builtins",
+                "message": "'A-9'",
+                "repr": "KeyError('A-9')",
+            },
+            CallError("KeyError", "builtins", "'A-9'", ("A-9",)),
+        ),
+        (
+            {"type": "Boom", "module": "app.errors", "message": "x", "repr": "Boom()"},
+            CallError("Boom", "app.errors", "x", ()),
+        ),
+        (  # an argument JSON cannot hold, or a repr that is no call: the message alone
+            {"type": "E", "module": "m", "message": "s", "repr": "E({1, 2})"},
+            CallError("E", "m", "s", None),
+        ),
+        ({"type": "E", "message": "s", "repr": "E(x=1)"}, CallError("E", "builtins", "s", None)),
+        (
+            {"type": "E", "message": None, "repr": "<E object>"},
+            CallError("E", "builtins", "", None),
+        ),
+        (
+            {"message": "m", "repr": "E('" + "x" * 10_000 + "')"},
+            CallError("Exception", "builtins", "m", None),
+        ),
+    ],
+)
+def test_a_recorded_exception_is_a_call_error(error: dict[str, Any], expected: CallError) -> None:
+    assert a_call(cassette(call(error=error))).outcome == expected
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        (call(request=[1], response=1), "a 'tool' interaction (lookup): the request is a list"),
+        (call(error="boom"), "a 'tool' interaction (lookup): the error is a str, not a mapping"),
+        (
+            call(kind="not a word", response=1),
+            "a 'not a word' interaction (lookup): ",
+        ),
+        (
+            call(response=float("nan")),
+            "a 'tool' interaction (lookup): the response of a 'tool' interaction (lookup)",
+        ),
+        (
+            call(response={"__agenttape_asset__": "sha256:ab", "size": 9000}),
+            "its response refers to the asset sha256:ab (9000 bytes)",
+        ),
+        (
+            {**call(response=1), "request": "!!python/object"},
+            "a 'tool' interaction (lookup): the request is a str, not a mapping",
+        ),
+    ],
+)
+def test_calls_that_are_skipped_with_why(entry: Any, reason: str) -> None:
+    assert why(cassette(entry)).startswith(reason)
+
+
+def test_a_python_tag_in_a_call_is_skipped() -> None:
+    data = (
+        b"version: '1'\ninteractions:\n- {kind: tool, boundary: b, request: {name: b, args: {}}, "
+        b"response: !!python/object:os.system {}}\n"
+    )
+    assert "YAML tag" in why(data, "c.yaml")
+
+
+def test_imported_calls_are_recorded_by_the_call_engine() -> None:
+    entries = [
+        call(response={"n": 1}, latency_ms=1.0),
+        call(response={"n": 2}),  # the same call again: its second recording
+        call(
+            kind="retrieval", error={"type": "KeyError", "message": "'q'", "repr": "KeyError('q')"}
+        ),
+    ]
+    report = import_exchanges(
+        at.parse(cassette(*entries), "c.json"), tool="agenttape", redactor=Redactor()
+    )
+    first, second, failed = report.interactions
+    assert first.key == second.key
+    assert second.id == first.id + "-2"
+    assert first.call is not None
+    assert first.call.outcome == CallResult({"n": 1})
+    assert (first.meta["total_ms"], second.meta["total_ms"]) == (1.0, None)
+    assert failed.call is not None
+    assert failed.call.outcome == CallError("KeyError", "builtins", "'q'", ("q",))
+    cassette_ = Cassette.loads(report.dumps(), name="c.jsonl")
+    assert [ix.call for ix in cassette_.interactions()] == [first.call, second.call, failed.call]
+
+
+FROZEN = {
+    "features": ["clock", "random", "uuid"],
+    "base_time": 1795838400.123456,
+    "base_iso": "2026-11-28T04:00:00.123456+00:00",
+    "base_offset": 3600,
+    "random_seed": 7,
+    "uuids": ["0A5D3F3C-0000-4000-8000-000000000001", "not a uuid", 5],
+}
+
+
+@pytest.mark.parametrize(
+    ("freeze", "expected"),
+    [
+        (
+            FROZEN,
+            Freeze(
+                clock_us=1795838400123456,
+                utc_offset=3600,
+                uuid_seed=0,
+                uuids=("0a5d3f3c-0000-4000-8000-000000000001",),
+                random_seed=7,
+            ),
+        ),
+        ({"base_time": 10, "base_offset": 99999}, Freeze(clock_us=10_000_000)),
+        ({"base_time": 10, "base_offset": True}, Freeze(clock_us=10_000_000)),
+        ({"base_time": -1, "random_seed": -1, "uuids": "x"}, None),
+        ({"base_time": True, "random_seed": 2**60}, None),
+        ({"features": []}, None),
+        ("x", None),
+    ],
+)
+def test_the_frozen_values_are_the_cassettes_base_values(
+    freeze: Any, expected: Freeze | None
+) -> None:
+    items = at.parse(cassette(http(None, OK), meta={"freeze": freeze}), "c.json")
+    if expected is None:
+        assert len(items) == 1
+        return
+    assert items[1] == Bases(1, expected)
+    report = import_exchanges(items, tool="agenttape", redactor=Redactor())
+    assert report.total == 1
+    assert report.meta.freeze == expected
+    assert Cassette.loads(report.dumps(), name="c.jsonl").meta.freeze == expected
