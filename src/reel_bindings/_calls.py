@@ -340,11 +340,11 @@ def _sync(fn: Callable[P, R], spec: _Spec) -> Callable[P, R]:
         token = RUNNING.set(player.file)
         try:
             value = fn(*args, **kwargs)
-        except Exception as exc:
-            RUNNING.reset(token)
+        except Exception as exc:  # a cancellation is not the call's outcome: not recorded
             _finish(player, engine, decision, spec.error(exc), started)
             raise
-        RUNNING.reset(token)
+        finally:
+            RUNNING.reset(token)
         if decision.record:
             _finish(player, engine, decision, CallResult(spec.result(value, "the result")), started)
         return value
@@ -370,11 +370,11 @@ def _async(fn: Callable[P, Any], spec: _Spec) -> Callable[P, Any]:
         token = RUNNING.set(player.file)
         try:
             value = await fn(*args, **kwargs)
-        except Exception as exc:
-            RUNNING.reset(token)
+        except Exception as exc:  # a cancellation is not the call's outcome: not recorded
             _finish(player, engine, decision, spec.error(exc), started)
             raise
-        RUNNING.reset(token)
+        finally:
+            RUNNING.reset(token)
         if decision.record:
             _finish(player, engine, decision, CallResult(spec.result(value, "the result")), started)
         return value
@@ -400,9 +400,8 @@ class _Yields:
             self.items.append((self.ms(), self.spec.result(value, where)))
 
     def end(self, error: CallError | None = None) -> CallStream:
-        return CallStream(
-            tuple(self.items), max(self.ms(), *(at for at, _ in self.items[-1:])), error
-        )
+        last = self.items[-1][0] if self.items else 0.0
+        return CallStream(tuple(self.items), max(self.ms(), last), error)
 
 
 def _sync_gen(fn: Callable[P, Iterator[Any]], spec: _Spec) -> Callable[P, Iterator[Any]]:
@@ -429,14 +428,13 @@ def _sync_gen(fn: Callable[P, Iterator[Any]], spec: _Spec) -> Callable[P, Iterat
             try:
                 value = next(inner)
             except StopIteration:
-                RUNNING.reset(token)
                 _finish(player, engine, decision, seen.end(), seen.started)
                 return
             except Exception as exc:
-                RUNNING.reset(token)
                 _finish(player, engine, decision, seen.end(spec.error(exc)), seen.started)
                 raise
-            RUNNING.reset(token)
+            finally:
+                RUNNING.reset(token)
             seen.add(value)
             try:
                 yield value
@@ -475,14 +473,13 @@ def _async_gen(fn: Callable[P, AsyncIterator[Any]], spec: _Spec) -> Callable[P, 
             try:
                 value = await anext(inner)
             except StopAsyncIteration:
-                RUNNING.reset(token)
                 _finish(player, engine, decision, seen.end(), seen.started)
                 return
             except Exception as exc:
-                RUNNING.reset(token)
                 _finish(player, engine, decision, seen.end(spec.error(exc)), seen.started)
                 raise
-            RUNNING.reset(token)
+            finally:
+                RUNNING.reset(token)
             seen.add(value)
             try:
                 yield value

@@ -3,9 +3,11 @@ retrievals, memory reads and writes) on the cassette its HTTP goes to::
 
     from reel_bindings.calls import calls_on, tool
 
+
     @tool
     def lookup_order(order_id: str) -> dict:
         return db.orders.find(order_id)
+
 
     with calls_on("tests/cassettes/agent.jsonl", mode="auto"):
         lookup_order("A-1")  # recorded once, replayed after

@@ -254,7 +254,7 @@ def test_redaction_scrubs_args_results_yields_and_errors() -> None:
     def heard(where: str, kinds: list[str]) -> None:
         found[where] = kinds
 
-    redacted = log.redacted(redactor.data, redactor.text, heard)
+    redacted = log.redacted(redactor, heard)
     line = json.dumps({"a": redacted.call.args, "o": repr(redacted.outcome)})
     assert SECRET not in line
     assert redacted.call.args["customer"] == "[REDACTED:json-path]"
@@ -267,17 +267,18 @@ def test_redaction_scrubs_args_results_yields_and_errors() -> None:
     assert not found["result.yields[1]"]
     assert found["result.cut.error.message"] == ["openai-key"]
     plain = CallLog(LOOKUP, CallResult({"ok": True}))
-    assert plain.redacted(redactor.data, redactor.text) == plain
+    assert plain.redacted(redactor) == plain
     error = CallLog(LOOKUP, CallError("E", "m", SECRET))
-    assert SECRET not in repr(error.redacted(redactor.data, redactor.text))
+    assert SECRET not in repr(error.redacted(redactor))
 
 
 def test_redaction_falls_back_to_each_string_when_the_rules_break_the_json() -> None:
-    def breaks(data: bytes, found: list[str] | None) -> bytes:
-        return data.replace(b"}", b"")
+    class Breaks(Redactor):
+        def data(self, data: bytes, found: list[str] | None = None) -> bytes:
+            return data.replace(b"}", b"")
 
-    def text(value: str, found: list[str] | None) -> str:
-        return value.replace("secret", "[gone]")
+        def text(self, text: str, found: list[str] | None = None) -> str:
+            return text.replace("secret", "[gone]")
 
     log = CallLog(Call("t", {"a": ["secret", {"secret": 2}]}), CallResult(None))
-    assert log.redacted(breaks, text).call.args == {"a": ["[gone]", {"[gone]": 2}]}
+    assert log.redacted(Breaks()).call.args == {"a": ["[gone]", {"[gone]": 2}]}
