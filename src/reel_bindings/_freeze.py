@@ -177,8 +177,11 @@ def _in_force(feature: str) -> Frozen | None:
     frozen = _ACTIVE.get()
     if frozen is None or not frozen._freezes(feature):
         return None
-    caller = sys._getframe(2).f_globals.get("__name__", "")
-    if caller.partition(".")[0] in _REEL:
+    try:
+        caller = sys._getframe(2).f_globals.get("__name__", "")
+    except ValueError:  # called straight from C, no Python caller: not Reel's
+        return frozen
+    if str(caller).partition(".")[0] in _REEL:
         return None  # Reel's own timestamps and ids stay real
     return frozen
 
