@@ -1047,3 +1047,15 @@ def test_the_frozen_values_are_the_cassettes_base_values(
     assert report.total == 1
     assert report.meta.freeze == expected
     assert Cassette.loads(report.dumps(), name="c.jsonl").meta.freeze == expected
+
+
+def test_several_files_keep_the_first_files_frozen_values() -> None:
+    from reel_core._formats import import_sources
+
+    first = cassette(call(response=1), meta={"freeze": {"base_time": 10, "random_seed": 1}})
+    second = cassette(call(response=2), meta={"freeze": {"base_time": 20, "uuids": []}})
+    report = import_sources("agenttape", [("a.json", first), ("b.json", second)], Redactor())
+    assert report.meta.freeze == Freeze(clock_us=10_000_000, uuid_seed=0, random_seed=1)
+    # the frozen values are no entry: only the two calls are labelled
+    assert sorted(report.labels.values()) == ["a.json: interaction 0", "b.json: interaction 0"]
+    assert [report.label(s) for s in report.sources] == sorted(report.labels.values())
