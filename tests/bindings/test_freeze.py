@@ -175,6 +175,10 @@ def test_names_taken_before_the_patch_are_frozen_too_then_put_back() -> None:
         assert module.datetime is REAL.datetime
         assert module.time is REAL.time
         assert module.uuid4 is REAL.uuid4
+        # searched once, remembered: the next freeze binds the names again
+        with Frozen(OTHER, ["clock"]):
+            assert module.read()[0] == OTHER.time
+        assert module.time is REAL.time
         # the standard library's own modules are left alone
         import email.utils
 
