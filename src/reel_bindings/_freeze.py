@@ -38,7 +38,6 @@ too, so a recording's ``ts`` is when it was made.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import datetime as _dt
 import os
@@ -127,16 +126,23 @@ class Frozen:
         return self
 
     def stop(self) -> None:
-        """End the last :meth:`start`.  Stopped from another context than
-        it started in, it is no longer in force anywhere."""
+        """End the last :meth:`start` made in the current context (the same
+        object may be in force in several tasks).  Stopped from a context
+        none was made in, it ends the last one made anywhere: once each
+        start has its stop, it is in force nowhere."""
         if not self._tokens:
             return
-        token = self._tokens.pop()
+        for at in range(len(self._tokens) - 1, -1, -1):
+            try:
+                _ACTIVE.reset(self._tokens[at])
+            except ValueError:  # made in another context
+                continue
+            del self._tokens[at]
+            break
+        else:  # nothing to reset here
+            self._tokens.pop()
         with self._lock:
             self._live -= 1
-        # made in another context: nothing to reset here
-        with contextlib.suppress(ValueError):
-            _ACTIVE.reset(token)
         _uninstall()
 
     def __enter__(self) -> Frozen:

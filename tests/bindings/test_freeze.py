@@ -521,3 +521,33 @@ def test_a_bad_feature_list_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="takes clock, uuid, random"):
         Frozen(BASE, ["clocks"])
+
+
+@pytest.mark.anyio
+async def test_one_freeze_in_two_tasks_ends_in_each_where_it_ends() -> None:
+    frozen = Frozen(BASE, ["clock"])
+    a_in, b_in, a_out = anyio.Event(), anyio.Event(), anyio.Event()
+    seen_by: dict[str, float] = {}
+
+    async def a() -> None:
+        with frozen:
+            a_in.set()
+            await b_in.wait()  # b started after a, and a stops first
+        seen_by["a after"] = time.time()
+        a_out.set()
+
+    async def b() -> None:
+        await a_in.wait()
+        with frozen:
+            b_in.set()
+            await a_out.wait()
+            seen_by["b inside"] = time.time()
+        seen_by["b after"] = time.time()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(a)
+        tg.start_soon(b)
+    assert seen_by["a after"] != BASE.time  # a's own start ended, while b's is in force
+    assert seen_by["b inside"] == BASE.time
+    assert seen_by["b after"] != BASE.time
+    assert time.time is REAL.time
