@@ -551,3 +551,27 @@ async def test_one_freeze_in_two_tasks_ends_in_each_where_it_ends() -> None:
     assert seen_by["b inside"] == BASE.time
     assert seen_by["b after"] != BASE.time
     assert time.time is REAL.time
+
+
+def test_every_function_of_the_random_module_draws_from_the_seed() -> None:
+    from reel_bindings._freeze import _RANDOM_NAMES
+
+    assert {"random", "randint", "choice", "shuffle", "gauss", "seed", "getstate"} <= set(
+        _RANDOM_NAMES
+    )
+    model = random.Random(BASE.random_seed)
+    with Frozen(BASE, ["random"]):
+        for name in _RANDOM_NAMES:
+            assert getattr(random, name).__module__ == "reel_bindings._freeze", name
+        assert random.getstate() == model.getstate()
+        deck = list(range(20))
+        random.shuffle(deck)
+        mine = list(range(20))
+        model.shuffle(mine)
+        assert deck == mine
+        assert random.gauss(0, 1) == model.gauss(0, 1)
+        assert random.randbytes(8) == model.randbytes(8)
+        random.seed(42)  # seeds the freeze's generator, not the process's
+        model.seed(42)
+        assert random.sample(range(100), 5) == model.sample(range(100), 5)
+    assert random.getstate() != model.getstate()
