@@ -11,7 +11,17 @@ if TYPE_CHECKING:
     from ._redis import RedisStore
     from ._store import FileStore, MemoryStore, Store, StoreUnavailableError
     from ._store_url import open_store
-    from .calls import Codec, arecord_call, boundary, calls_on, record_call, tool
+    from .calls import (
+        Codec,
+        arecord_call,
+        boundary,
+        calls_on,
+        memory_read,
+        memory_write,
+        record_call,
+        retrieval,
+        tool,
+    )
 
 __all__ = [
     "CassetteFile",
@@ -27,8 +37,11 @@ __all__ = [
     "boundary",
     "calls_on",
     "freeze",
+    "memory_read",
+    "memory_write",
     "open_store",
     "record_call",
+    "retrieval",
     "tool",
 ]
 
@@ -47,7 +60,10 @@ _HOMES = {
     "arecord_call": "calls",
     "boundary": "calls",
     "calls_on": "calls",
+    "memory_read": "calls",
+    "memory_write": "calls",
     "record_call": "calls",
+    "retrieval": "calls",
     "tool": "calls",
     # redis-py is imported when a RedisStore is made, not with this module
     "RedisStore": "_redis",

@@ -21,6 +21,7 @@ it without importing the boundaries.
 from __future__ import annotations
 
 import contextvars
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,7 @@ RUNNING: contextvars.ContextVar[CassetteFile | None] = contextvars.ContextVar(
 #: where no ``calls_on`` block says; then the player, once made.
 _for_test: list[Callable[[], Player]] = []
 _made: list[Player] = []
+_making = threading.Lock()
 
 
 def active() -> Player | None:
@@ -49,9 +51,10 @@ def active() -> Player | None:
     player = ACTIVE.get()
     if player is not None or not _for_test:
         return player
-    if not _made:
-        _made.append(_for_test[-1]())
-    return _made[-1]
+    with _making:  # two threads calling their first boundary at once: one player
+        if not _made:
+            _made.append(_for_test[-1]())
+        return _made[-1]
 
 
 def use_for_test(player: Callable[[], Player] | None) -> None:

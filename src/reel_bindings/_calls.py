@@ -24,6 +24,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar, overload
 
 from reel_core import (
+    MAX_DEPTH,
     Call,
     CallEngine,
     CallError,
@@ -47,11 +48,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Codec",
+    "Kind",
     "RecordedCallError",
     "arecord_call",
     "boundary",
     "calls_on",
+    "memory_read",
+    "memory_write",
     "record_call",
+    "retrieval",
     "tool",
 ]
 
@@ -118,7 +123,7 @@ class _Spec:
     def __init__(
         self, fn: Callable[..., Any], name: str | None, kind: str, ignore: Any, codec: Codec | None
     ) -> None:
-        self.name = name if name is not None else getattr(fn, "__qualname__", repr(fn))
+        self.name = name if name is not None else _name_of(fn)
         self.kind = kind
         self.codec = codec
         self.ignore = frozenset((ignore,) if isinstance(ignore, str) else ignore)
@@ -126,7 +131,12 @@ class _Spec:
             self.signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):  # a builtin without one: positional arguments as a list
             self.signature = None
-        Call(self.name, {}, kind)  # a bad name or kind is refused when decorating
+        try:
+            Call(self.name, {}, kind)  # a bad name or kind is refused when decorating
+        except ValueError as exc:
+            raise ValueError(
+                f'{exc}: give the boundary one, @boundary("name", kind="tool")'
+            ) from None
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
         """The call of ``args`` and ``kwargs``, bound by parameter name
@@ -181,35 +191,62 @@ class _Spec:
         if self.codec is not None:
             data = self.codec.encode_error(exc)
             if data is not None:
-                _check(data, f"the codec's encode_error() of {self.kind} {self.name}", "")
+                where = f"what the codec's encode_error() gave for {self.kind} {self.name}"
+                _check(data, where, "make encode_error() return JSON, or None")
         return CallError(kind.__qualname__, kind.__module__, message, args, data)
 
     def exception(self, error: CallError) -> BaseException:
         """The exception to raise again for ``error``, on replay."""
         if self.codec is not None:
-            made = self.codec.decode_error(error)
-            if made is not None:
-                return made
+            decoded = self.codec.decode_error(error)
+            if decoded is not None:
+                return decoded
         kind = _exception_class(error.module, error.type)
-        if kind is not None:
-            args = error.args if error.args is not None else (error.message,)
-            with contextlib.suppress(Exception):
-                return kind(*args)
-        return RecordedCallError(f"{self.kind} {self.name}", error)
+        if kind is None:
+            return RecordedCallError(f"{self.kind} {self.name}", error)
+        args = error.args if error.args is not None else (error.message,)
+        made: BaseException | None = None
+        with contextlib.suppress(Exception):
+            made = kind(*args)
+            if str(made) == error.message:
+                return made
+        # an __init__ that formats its arguments (HTTPError(404) -> "HTTP 404"):
+        # the recorded args as they were, without it
+        with contextlib.suppress(Exception):
+            bare = kind.__new__(kind, *args)
+            bare.args = tuple(args)
+            if str(bare) == error.message:
+                return bare
+        return made if made is not None else RecordedCallError(f"{self.kind} {self.name}", error)
 
 
 def _check(value: Any, where: str, fix: str, name: str = "") -> None:
     check_json(value, where, fix.format(name=name))
 
 
-def _as_lists(value: Any) -> Any:
+def _as_lists(value: Any, depth: int = 0) -> Any:
     """An argument as JSON writes it: tuples as lists (an argument is keyed,
-    never handed back, so a tuple and a list of the same items match)."""
+    never handed back, so a tuple and a list of the same items match).
+    Deeper than JSON may nest (or a list holding itself) it stops, and the
+    check that follows refuses what is left."""
+    if depth > MAX_DEPTH:
+        return value
     if type(value) is tuple or type(value) is list:
-        return [_as_lists(v) for v in value]
+        return [_as_lists(v, depth + 1) for v in value]
     if type(value) is dict:
-        return {k: _as_lists(v) for k, v in value.items()}
+        return {k: _as_lists(v, depth + 1) for k, v in value.items()}
     return value
+
+
+def _name_of(fn: Callable[..., Any]) -> str:
+    """A boundary's default name, the same in every process: the
+    function's ``__qualname__`` (a ``functools.partial``'s function's, a
+    callable object's class's), never a ``repr`` with an address in it."""
+    for candidate in (fn, getattr(fn, "func", None), type(fn)):
+        name = getattr(candidate, "__qualname__", None)
+        if isinstance(name, str):
+            return name
+    return type(fn).__name__  # pragma: no cover - every class has a __qualname__
 
 
 def _exception_class(module: str, qualname: str) -> type[Exception] | None:
@@ -237,10 +274,16 @@ def _engine(player: Player) -> CallEngine:
 
 
 def _player_of(target: Any) -> Player | None:
+    """The player of a binding (a Transport, an AsyncTransport, an Adapter)
+    or of an openai / anthropic SDK client on one (``reel_bindings.sdk``'s:
+    its httpx2 client's transport), else ``None``."""
     if isinstance(target, Player):
         return target
-    player = getattr(target, "player", None)  # a Transport, an AsyncTransport, an Adapter
-    return player if isinstance(player, Player) else None
+    for binding in (target, getattr(getattr(target, "_client", None), "_transport", None)):
+        player = getattr(binding, "player", None)
+        if isinstance(player, Player):
+            return player
+    return None
 
 
 @contextlib.contextmanager
@@ -251,7 +294,8 @@ def calls_on(
     context: the task or thread, and the tasks it starts).
 
     ``target`` is an in-process binding (a ``Transport``, an
-    ``AsyncTransport``, a requests ``Adapter``: its cassette, settings and
+    ``AsyncTransport``, a requests ``Adapter``, or an openai or anthropic
+    client that ``reel_bindings.sdk`` made: its cassette, settings and
     player, so calls and HTTP share one cassette, and HTTP a recorded call
     makes is not recorded again) or a cassette (a path, a name in
     ``store=``, a ``CassetteFile``) with the in-process bindings' keyword
@@ -540,17 +584,38 @@ def boundary(
     return decorate
 
 
-@overload
-def tool(
-    fn: Callable[P, R], /, *, ignore: Any = ..., codec: Codec | None = ...
-) -> Callable[P, R]: ...
-@overload
-def tool(
-    name: str | None = None, /, *, ignore: Any = ..., codec: Codec | None = ...
-) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
-def tool(name: Any = None, /, *, ignore: Any = (), codec: Codec | None = None) -> Any:
-    """:func:`boundary` of kind ``tool``: ``@tool``, ``@tool("lookup_order")``."""
-    return boundary(name, kind="tool", ignore=ignore, codec=codec)
+class Kind:
+    """A decorator for boundaries of one kind (:data:`tool`,
+    :data:`retrieval`, :data:`memory_read`, :data:`memory_write`, AgentTape's
+    names): ``@tool``, ``@tool("lookup_order")``, ``@retrieval(ignore="client")``;
+    :func:`boundary` with that ``kind``."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"<boundaries of kind {self.kind!r}>"
+
+    @overload
+    def __call__(
+        self, fn: Callable[P, R], /, *, ignore: Any = ..., codec: Codec | None = ...
+    ) -> Callable[P, R]: ...
+    @overload
+    def __call__(
+        self, name: str | None = None, /, *, ignore: Any = ..., codec: Codec | None = ...
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+    def __call__(self, name: Any = None, /, *, ignore: Any = (), codec: Codec | None = None) -> Any:
+        return boundary(name, kind=self.kind, ignore=ignore, codec=codec)
+
+
+#: ``@tool``: a boundary of kind ``tool``.
+tool = Kind("tool")
+#: ``@retrieval``: a boundary of kind ``retrieval`` (a vector store, a search).
+retrieval = Kind("retrieval")
+#: ``@memory_read``: a boundary of kind ``memory_read``.
+memory_read = Kind("memory_read")
+#: ``@memory_write``: a boundary of kind ``memory_write``.
+memory_write = Kind("memory_write")
 
 
 def record_call(name: str, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:

@@ -21,20 +21,28 @@ from __future__ import annotations
 
 from ._calls import (
     Codec,
+    Kind,
     RecordedCallError,
     arecord_call,
     boundary,
     calls_on,
+    memory_read,
+    memory_write,
     record_call,
+    retrieval,
     tool,
 )
 
 __all__ = [
     "Codec",
+    "Kind",
     "RecordedCallError",
     "arecord_call",
     "boundary",
     "calls_on",
+    "memory_read",
+    "memory_write",
     "record_call",
+    "retrieval",
     "tool",
 ]

@@ -37,7 +37,7 @@ from ._cursor import repeats_last
 from ._engine import Engine, PendingRecording
 from ._events import Recorded
 from ._exchange import interaction_id
-from ._interaction import CALL_RESPONSE, Interaction, call_request, format_timestamp
+from ._interaction import Interaction, call_interaction, call_request, format_timestamp
 from ._match import MatchMode
 
 if TYPE_CHECKING:
@@ -213,24 +213,19 @@ class CallEngine:
         if isinstance(outcome, CallStream):
             facts["yields"] = len(outcome.items)
         facts.update(meta or {})
-        cassette = self.cassette
-        request = call_request(log.call)
-        stored = cassette.keying
-        key = run.key if stored == self._keying else request.key(stored)
+        cassette, stored = self.cassette, self.cassette.keying
+        key = run.key if stored == self._keying else call_request(log.call).key(stored)
         ts = format_timestamp(timestamp)
 
         def built() -> Steps[Interaction]:
             yield
-            return Interaction(
-                key=key,
-                # made when stored: calls of one key are numbered as they are stored
+            # numbered when stored: calls of one key in the order they are stored
+            return call_interaction(
+                log,
+                keying=stored,
                 id=interaction_id(key, cassette.lines_of(key, stored)),
-                request=request,
-                response=CALL_RESPONSE,
                 timestamp=ts,
-                endpoint=f"{request.method} {request.path}",
                 meta=facts,
-                call=log,
             )
 
         return PendingRecording(cassette, built, run.superseding).record()

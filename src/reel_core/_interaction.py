@@ -54,6 +54,7 @@ __all__ = [
     "WebSocketClose",
     "WebSocketLog",
     "WebSocketMessage",
+    "call_interaction",
     "call_request",
     "format_timestamp",
     "interaction_from_json",
@@ -508,6 +509,32 @@ def call_request(call: Call) -> RecordedRequest:
 CALL_RESPONSE = RecordedResponse(200)
 
 
+def call_interaction(
+    log: CallLog,
+    *,
+    keying: MatchConfig,
+    id: str,
+    timestamp: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    generation: int = 0,
+) -> Interaction:
+    """The interaction (the line) recording ``log``, keyed under ``keying``
+    (the cassette's match settings): what a recording and an importer of
+    calls build.  ``log`` is stored as it is: redact it first."""
+    request = call_request(log.call)
+    return Interaction(
+        key=request.key(keying),
+        id=id,
+        request=request,
+        response=CALL_RESPONSE,
+        timestamp=timestamp,
+        endpoint=f"{request.method} {request.path}",
+        meta=dict(meta or {}),
+        generation=generation,
+        call=log,
+    )
+
+
 def interaction_line(interaction: Interaction) -> bytes:
     """The cassette line of ``interaction`` (``\\n``-terminated UTF-8 bytes)."""
     if interaction.call is not None:
@@ -701,7 +728,7 @@ def _call_from_json(o: dict[str, Any]) -> Interaction:
     if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
         raise ValueError('"gen" must be a whole number, 0 or more')
     request = call_request(log.call)
-    return Interaction(
+    return Interaction(  # as call_interaction, but for the key the line gives
         key=key,
         id=_str(o, "id"),
         request=request,

@@ -22,7 +22,7 @@ import pytest
 from reel_bindings import calls_on, record_call, tool
 from reel_bindings.calls import Codec, RecordedCallError, arecord_call, boundary
 from reel_bindings.httpcore import Transport
-from reel_bindings.sdk import client_on
+from reel_bindings.sdk import client_on, openai_client
 from reel_core import CallError, MatchConfig, MatchMode, MissError, NotJSONError, Redactor
 from tests.fakes.upstream import FakeUpstreamThread
 from tests.secrets import INPROCESS_KEY, OPENAI_KEY, scan
@@ -611,14 +611,13 @@ def test_http_outside_a_call_is_recorded_as_before(
     tmp_path: Path, fake: FakeUpstreamThread
 ) -> None:
     cassette = tmp_path / "beside.jsonl"
-    transport = Transport(cassette, mode="record")
-    llm = client_on("openai", transport, base_url=fake.url + "/v1", api_key=INPROCESS_KEY)
+    llm = openai_client(cassette, mode="record", base_url=fake.url + "/v1", api_key=INPROCESS_KEY)
 
     @tool
     def note(text: str) -> str:
         return text
 
-    with calls_on(transport):
+    with calls_on(llm):  # the SDK client stands for its transport
         reply = llm.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
         )
@@ -633,6 +632,8 @@ def test_calls_on_a_binding_takes_no_settings(tmp_path: Path) -> None:
     transport = Transport(tmp_path / "t.jsonl", mode="auto")
     with pytest.raises(TypeError, match="the binding's"), calls_on(transport, mode="record"):
         pass
+    with calls_on(transport) as player, calls_on(player) as same:
+        assert same is player is transport.player
 
 
 # -- across processes ------------------------------------------------------------------
@@ -701,3 +702,105 @@ def test_a_cancelled_call_is_not_recorded_and_the_next_one_is(tmp_path: Path) ->
 
     assert asyncio.run(agent()) == "now"
     assert [line["call"]["name"] for line in lines(cassette)] == [quick.__qualname__]
+
+
+def test_an_argument_holding_itself_or_too_deep_is_refused_not_a_crash(tmp_path: Path) -> None:
+    @tool
+    def take(value: Any) -> int:
+        return 1
+
+    looped: list[Any] = []
+    looped.append(looped)
+    deep: Any = ()
+    for _ in range(5000):
+        deep = (deep,)
+    with calls_on(tmp_path / "deep.jsonl", mode="record"):
+        for value in (looped, deep):
+            with pytest.raises(NotJSONError, match="nested more than 128 levels deep"):
+                take(value)
+
+
+def test_default_names_are_the_same_in_every_process() -> None:
+    import functools
+
+    from reel_bindings._calls import _name_of
+
+    def f(a: int, b: int) -> int:
+        return a + b
+
+    class Callable_:
+        def __call__(self) -> None: ...
+
+    assert _name_of(functools.partial(f, 1)).endswith("<locals>.f")
+    assert _name_of(Callable_()).endswith("<locals>.Callable_")
+    with pytest.raises(ValueError, match="give the boundary one"):
+        boundary("x" * 201)(f)
+
+
+def test_agenttapes_kinds_have_decorators_of_their_own(tmp_path: Path) -> None:
+    from reel_bindings import memory_read, memory_write, retrieval
+
+    @retrieval(ignore="client")
+    def search(client: object, query: str) -> list[str]:
+        return [query]
+
+    @memory_write
+    def remember(fact: str) -> None:
+        return None
+
+    @memory_read("recall")
+    async def recall() -> list[str]:
+        return ["fact"]
+
+    cassette = tmp_path / "kinds.jsonl"
+    for mode in ("record", "replay"):
+        with calls_on(cassette, mode=mode):
+            assert search(object(), "q") == ["q"]
+            assert remember("f") is None
+            assert asyncio.run(recall()) == ["fact"]
+    assert [(line["call"]["kind"], line["call"]["args"]) for line in lines(cassette)] == [
+        ("retrieval", {"query": "q"}),
+        ("memory_write", {"fact": "f"}),
+        ("memory_read", {}),
+    ]
+    assert repr(retrieval) == "<boundaries of kind 'retrieval'>"
+
+
+class StatusError(Exception):
+    """An exception whose __init__ formats its argument."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+class Picky(Exception):
+    """An exception no recorded args make again."""
+
+    def __init__(self, *, code: int) -> None:
+        super().__init__(f"code {code}")
+
+
+def test_an_exception_is_made_again_with_its_recorded_message(tmp_path: Path) -> None:
+    cassette = tmp_path / "status.jsonl"
+
+    @tool
+    def fetch() -> None:
+        raise StatusError(404)
+
+    @tool
+    def picky() -> None:
+        raise Picky(code=3)
+
+    with calls_on(cassette, mode="record"):
+        with pytest.raises(StatusError):
+            fetch()
+        with pytest.raises(Picky):
+            picky()
+    with calls_on(cassette, mode="replay"):
+        with pytest.raises(StatusError) as caught:
+            fetch()
+        assert str(caught.value) == "HTTP 404"  # not "HTTP HTTP 404"
+        with pytest.raises(Picky) as raised:
+            picky()
+        assert str(raised.value) == "code 3"

@@ -219,3 +219,20 @@ def test_reel_redact_scrubs_a_call_line_and_keys_it_again() -> None:
     assert redacted.endpoint == "CALL tool:t"
     clean = record(Cassette(), Call("t", {"prompt": "hi"}), 1)
     assert clean.redacted(Redactor(), MatchConfig()) is clean
+
+
+def test_http_exporters_leave_calls_out_and_say_so() -> None:
+    from reel_core._formats import har_export, vcr_export
+
+    cassette = Cassette()
+    call = record(cassette, LOOKUP, 1)
+    http = RecordedRequest("GET", "/v1/models")
+    exchange = Interaction(http.key(MatchConfig()), "000000000004", http, RecordedResponse(200))
+    both = [call, exchange]
+    har = json.loads(har_export.export(both))
+    assert [e["request"]["url"] for e in har["log"]["entries"]] == ["http://localhost/v1/models"]
+    assert har_export.losses(both) == ["1 tool call: NOT exported (a HAR holds HTTP only)"]
+    assert har_export.losses([exchange]) == []
+    assert vcr_export.losses(both) == ["1 tool call: NOT exported (vcrpy holds HTTP only)"]
+    assert b"/v1/models" in vcr_export.export(both)
+    assert b"lookup_order" not in vcr_export.export(both)
