@@ -18,7 +18,7 @@ import agenttape
 import openai
 import pytest
 
-from reel_bindings import boundary, calls_on, tool
+from reel_bindings import calls_on, memory_write, retrieval, tool
 from reel_bindings.cli import main
 from reel_bindings.httpcore import Transport
 from reel_bindings.sdk import client_on
@@ -122,8 +122,8 @@ def test_an_agenttape_run_with_boundaries_replays_in_reel(
         replayed = agent(
             client,
             tool(lookup_order),
-            boundary(kind="retrieval")(search_docs),
-            boundary(kind="memory_write")(remember),
+            retrieval(search_docs),
+            memory_write(remember),
         )
     client.close()
     assert RAN == {}  # served from the cassette: nothing ran
