@@ -116,16 +116,10 @@ def test_an_agenttape_run_with_boundaries_replays_in_reel(
 
     # Replay in Reel, offline: the same functions under Reel's decorators.
     RAN.clear()
-    transport = Transport(out, mode="replay", strict=True, freeze=ALL)
-    client = client_on("openai", transport, max_retries=0)
-    with calls_on(transport):
-        replayed = agent(
-            client,
-            tool(lookup_order),
-            retrieval(search_docs),
-            memory_write(remember),
-        )
-    client.close()
+    # (closing the transport ends its freeze, even when the agent raises)
+    with Transport(out, mode="replay", strict=True, freeze=ALL) as transport, calls_on(transport):
+        client = client_on("openai", transport, max_retries=0)
+        replayed = agent(client, tool(lookup_order), retrieval(search_docs), memory_write(remember))
     assert RAN == {}  # served from the cassette: nothing ran
     assert replayed == recorded
     assert transport.misses == []

@@ -498,8 +498,10 @@ async def test_async_transport_and_requests_adapter_take_freeze(
     async with httpx.AsyncClient(transport=AsyncTransport(cassette, mode="replay", freeze=ALL)):
         assert seen() == first
     adapter = Adapter(cassette, mode="replay", freeze=["clock"])
-    assert time.time() == first["time"]
-    adapter.close()
+    try:
+        assert time.time() == first["time"]
+    finally:
+        adapter.close()
     assert_real()
 
 
@@ -511,8 +513,10 @@ def test_sdk_helpers_take_freeze(tmp_path: Path) -> None:
     with reel_bindings.freeze(cassette, ["clock"], mode="auto"):
         base = time.time()
     client = openai_client(cassette, mode="replay", freeze=["clock"])
-    assert time.time() == base
-    client.close()
+    try:
+        assert time.time() == base
+    finally:
+        client.close()
     assert_real()
 
 
