@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._files import CassetteFile, CassetteNotFoundError
+    from ._freeze import Frozen, freeze
     from ._redis import RedisStore
     from ._store import FileStore, MemoryStore, Store, StoreUnavailableError
     from ._store_url import open_store
@@ -27,6 +28,7 @@ __all__ = [
     "CassetteNotFoundError",
     "Codec",
     "FileStore",
+    "Frozen",
     "MemoryStore",
     "RedisStore",
     "Store",
@@ -34,6 +36,7 @@ __all__ = [
     "arecord_call",
     "boundary",
     "calls_on",
+    "freeze",
     "memory_read",
     "memory_write",
     "open_store",
@@ -46,6 +49,8 @@ _HOMES = {
     "CassetteFile": "_files",
     "CassetteNotFoundError": "_files",
     "FileStore": "_store",
+    "Frozen": "_freeze",
+    "freeze": "_freeze",
     "MemoryStore": "_store",
     "Store": "_store",
     "StoreUnavailableError": "_store",

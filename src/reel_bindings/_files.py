@@ -20,7 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reel_core import Cassette, CassetteError, CassetteMeta, Mode, Start, is_meta_line, start_of
+from reel_core import (
+    Cassette,
+    CassetteError,
+    CassetteMeta,
+    Freeze,
+    Mode,
+    Start,
+    is_meta_line,
+    start_of,
+)
 
 from ._store import FileStore, Store
 
@@ -213,6 +222,8 @@ class CassetteFile:
         self._unwritten_meta = False
         self._header = b""
         self._header_of: CassetteMeta | None = None
+        #: The ``_meta`` in hand has freeze bases the store's line lacks (held: see commit).
+        self._freeze_pending = False
         start = start_of(mode, exists=self.store.exists(self.name), refreshed=refreshed)
         if start is Start.FRESH:
             # Starting afresh keeps the cassette's own settings (its _meta line),
@@ -337,6 +348,8 @@ class CassetteFile:
                 return len(lines)
             for line in lines:
                 self._write(line)
+            if self._freeze_pending:
+                self._write_freeze()
             return len(lines)
 
     def discard(self) -> int:
@@ -345,7 +358,50 @@ class CassetteFile:
         with self._thread_lock:
             lines, self._held = self._held or [], None
             self._fresh_pending = False
+            self._freeze_pending = False
             return len(lines)
+
+    def keep_freeze(self, freeze: Freeze) -> Freeze:
+        """Put ``freeze``'s base values into the cassette's ``_meta`` and
+        write that line to the store now (held: at :meth:`commit`, with the
+        recordings; ``live`` and ``replay`` mode: never), the lines after it
+        kept.  Returns the bases the cassette keeps: a base the store's
+        ``_meta`` line already holds (another writer's) wins over ours."""
+        with self._thread_lock:
+            self.cassette.meta = dataclasses.replace(self.cassette.meta, freeze=freeze)
+            if not self.mode.records:
+                return freeze
+            if self._held is not None:
+                self._freeze_pending = not self._fresh_pending  # a fresh commit writes it
+                return freeze
+            self._freeze_pending = True
+            return self._write_freeze()
+
+    def _write_freeze(self) -> Freeze:
+        """Write the freeze bases in hand into the store's ``_meta`` line
+        (one replace of the whole cassette; a blank or missing one gets our
+        ``_meta`` line alone)."""
+        ours = self.cassette.meta
+        data = (self.store.read(self.name) or b"").removeprefix(b"\xef\xbb\xbf")
+        first, _, rest = data.partition(b"\n")
+        if not _NOT_BLANK.search(data):
+            line, rest = ours.to_line(), b""
+        elif is_meta_line(first):
+            theirs = Cassette.loads(first, name=self.cassette.name).meta
+            kept = theirs.freeze.merged(ours.freeze)
+            if kept == theirs.freeze:  # the store has them (another writer's, or ours)
+                line = b""
+            else:
+                line = dataclasses.replace(theirs, freeze=kept).to_line()
+            ours = dataclasses.replace(ours, freeze=kept)
+        else:  # no _meta line: ours goes first
+            line, rest = ours.to_line(), data
+        if line:
+            self.store.replace(self.name, line + rest)
+        self.cassette.meta = ours
+        self._unwritten_meta = False
+        self._freeze_pending = False
+        return ours.freeze
 
     def _write(self, line: bytes) -> None:
         meta = self.cassette.meta

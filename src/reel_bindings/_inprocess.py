@@ -53,6 +53,8 @@ from ._store_url import check_store
 if TYPE_CHECKING:
     from reel_core import MissReport
 
+    from ._freeze import Frozen
+
 __all__ = [
     "CLIENT_CLOSED",
     "Binding",
@@ -351,6 +353,7 @@ class Binding:
         record_grace: float | None = None,
         drop_response_headers: Sequence[str] | None = None,
         upstream: str | None = None,
+        freeze: Iterable[str] | None = None,
     ) -> None:
         super().__init__()  # the client library's base, if it has one
         self.player = Player(
@@ -368,6 +371,19 @@ class Binding:
             upstream=upstream,
         )
         self.strict = strict
+        #: ``freeze=``: in force from here, in the context that made the
+        #: binding, until it is closed (see :mod:`reel_bindings._freeze`).
+        self.frozen: Frozen | None = None
+        if freeze:
+            from ._freeze import frozen_for
+
+            self.frozen = frozen_for(self.player.file, freeze).start()
+
+    def _unfreeze(self) -> None:
+        """End the binding's ``freeze=`` (its close does)."""
+        frozen, self.frozen = self.frozen, None
+        if frozen is not None:
+            frozen.stop()
 
     @property
     def misses(self) -> list[MissReport]:

@@ -11,7 +11,7 @@ import functools
 import os
 import sys
 import weakref
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -431,6 +431,7 @@ class Base(Binding):
         max_age: float | str | None = None,
         record_grace: float | None = None,
         drop_response_headers: Sequence[str] | None = None,
+        freeze: Iterable[str] | None = None,
     ) -> None:
         # a sync transport forwards through a sync pool, an async one an async one
         sync = self._process_pools
@@ -455,6 +456,7 @@ class Base(Binding):
             record_grace=record_grace,
             drop_response_headers=drop_response_headers,
             upstream=base,
+            freeze=freeze,
         )
         #: The pools forwards go through, by client family and proxy URL
         #: (``""``: direct); an ``upstream`` pool given serves its family always.

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     import requests
 
     from reel_bindings._files import CassetteFile
+    from reel_bindings._freeze import Frozen
     from reel_bindings._inprocess import Player
     from reel_bindings._settings import Settings
     from reel_bindings._store import Store
@@ -60,11 +61,13 @@ DEFAULT_TIMING = "fast"
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
     "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None, "
-    "record_grace=None, drop_response_headers=None, allow_misses=None): record/replay "
+    "record_grace=None, drop_response_headers=None, allow_misses=None, freeze=None): "
+    "record/replay "
     "this test's LLM API traffic with Reel (the `reel` fixture gives the cassette; "
     "proxy=True starts a "
     "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it; "
-    "allow_misses=True: a miss does not fail the test)"
+    "allow_misses=True: a miss does not fail the test; "
+    "freeze=['clock', 'uuid', 'random']: pin them to the cassette's base values)"
 )
 
 _MARKER_KEYS = frozenset(
@@ -82,6 +85,7 @@ _MARKER_KEYS = frozenset(
         "record_grace",
         "drop_response_headers",
         "allow_misses",
+        "freeze",
     )
 )
 #: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
@@ -405,6 +409,32 @@ def _reel_marker_proxy(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _reel_marker_freeze(request: pytest.FixtureRequest) -> Iterator[None]:
+    """``@pytest.mark.reel(freeze=[...])``: the test runs (its own fixtures
+    too) with the clock, ``uuid4`` or ``random`` pinned to its cassette's
+    base values (see reel_bindings/_freeze.py)."""
+    features = _marker(request.node).get("freeze")
+    if not features:
+        yield
+        return
+    from reel_core import CassetteError, ConfigError, check_features
+
+    from ._freeze import frozen_for
+
+    try:
+        features = check_features(features)
+    except ConfigError as exc:
+        _marker_error(str(exc))
+    cassette: ReelCassette = request.getfixturevalue("reel")
+    try:
+        cassette.frozen = frozen_for(cassette.file, features)
+    except CassetteError as exc:  # replay mode, and no base values to reproduce
+        pytest.fail(str(exc), pytrace=False)
+    with cassette.frozen:
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _reel_calls(request: pytest.FixtureRequest) -> Iterator[None]:
     """Boundaries (``reel_bindings.calls``) of a ``@pytest.mark.reel`` test,
     or of one using the ``reel`` fixture, record and replay on its
@@ -490,6 +520,9 @@ class ReelCassette:
         #: A miss does not fail this test (the marker's ``allow_misses=``,
         #: else the ``reel_allow_misses`` ini option); it is still reported.
         self.allow_misses = False
+        #: The marker's ``freeze=`` in force for this test (``advance()``
+        #: moves its clock on); ``None``: nothing is frozen.
+        self.frozen: Frozen | None = None
 
     def __repr__(self) -> str:
         return f"<ReelCassette {str(self.path)!r} mode={self.mode.value} timing={self.timing}>"

@@ -22,7 +22,7 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -239,6 +239,7 @@ class Adapter(Binding, BaseAdapter):
         max_age: float | str | None = None,
         record_grace: float | None = None,
         drop_response_headers: Sequence[str] | None = None,
+        freeze: Iterable[str] | None = None,
     ) -> None:
         base, pool = given_upstream(
             upstream,
@@ -259,6 +260,7 @@ class Adapter(Binding, BaseAdapter):
             record_grace=record_grace,
             drop_response_headers=drop_response_headers,
             upstream=base,
+            freeze=freeze,
         )
         self._upstream = pool if isinstance(pool, BaseAdapter) else None
 
@@ -343,5 +345,6 @@ class Adapter(Binding, BaseAdapter):
         return response
 
     def close(self) -> None:
+        self._unfreeze()
         if self._upstream is not None:
             self._upstream.close()

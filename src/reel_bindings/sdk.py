@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +108,12 @@ def _transport(
     match: MatchConfig | None,
     timing: Timing | str,
     strict: bool,
+    freeze: Iterable[str] | None = None,
 ) -> Any:
     resolved = mode_from_env(mode)
     if not isinstance(cassette, CassetteFile):
         cassette = CassetteFile(Path(cassette), mode=resolved)
-    return kind(cassette, mode=resolved, match=match, timing=timing, strict=strict)
+    return kind(cassette, mode=resolved, match=match, timing=timing, strict=strict, freeze=freeze)
 
 
 def openai_client(
@@ -121,10 +123,11 @@ def openai_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
+    freeze: Iterable[str] | None = None,
     **kwargs: Any,
 ) -> Any:
     """An ``openai.OpenAI`` client recording to / replaying from ``cassette``."""
-    transport = _transport(cassette, Transport, mode, match, timing, strict)
+    transport = _transport(cassette, Transport, mode, match, timing, strict, freeze)
     return client_on("openai", transport, **kwargs)
 
 
@@ -135,10 +138,11 @@ def async_openai_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
+    freeze: Iterable[str] | None = None,
     **kwargs: Any,
 ) -> Any:
     """An ``openai.AsyncOpenAI`` client (asyncio or trio) on ``cassette``."""
-    transport = _transport(cassette, AsyncTransport, mode, match, timing, strict)
+    transport = _transport(cassette, AsyncTransport, mode, match, timing, strict, freeze)
     return client_on("openai", transport, **kwargs)
 
 
@@ -149,10 +153,11 @@ def anthropic_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
+    freeze: Iterable[str] | None = None,
     **kwargs: Any,
 ) -> Any:
     """An ``anthropic.Anthropic`` client on ``cassette``."""
-    transport = _transport(cassette, Transport, mode, match, timing, strict)
+    transport = _transport(cassette, Transport, mode, match, timing, strict, freeze)
     return client_on("anthropic", transport, **kwargs)
 
 
@@ -163,10 +168,11 @@ def async_anthropic_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
+    freeze: Iterable[str] | None = None,
     **kwargs: Any,
 ) -> Any:
     """An ``anthropic.AsyncAnthropic`` client (asyncio or trio) on ``cassette``."""
-    transport = _transport(cassette, AsyncTransport, mode, match, timing, strict)
+    transport = _transport(cassette, AsyncTransport, mode, match, timing, strict, freeze)
     return client_on("anthropic", transport, **kwargs)
 
 
@@ -177,12 +183,13 @@ def genai_client(
     match: MatchConfig | None = None,
     timing: Timing | str = "realtime",
     strict: bool = False,
+    freeze: Iterable[str] | None = None,
     **kwargs: Any,
 ) -> Any:
     """A ``google.genai.Client`` on ``cassette``; its ``.aio`` side is wired too."""
     resolved = mode_from_env(mode)
     if not isinstance(cassette, CassetteFile):
         cassette = CassetteFile(Path(cassette), mode=resolved)
-    sync = _transport(cassette, Transport, resolved, match, timing, strict)
+    sync = _transport(cassette, Transport, resolved, match, timing, strict, freeze)
     aio = _transport(cassette, AsyncTransport, resolved, match, timing, strict)
     return genai_on(sync, aio, **kwargs)

@@ -58,6 +58,7 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import record_exchange
+from ._freeze import FREEZABLE, Freeze, check_features, format_instant, uuid_ints
 from ._headers import keep_response_header
 from ._hints import Hints
 from ._http import HOP_BY_HOP, MISS_HEADER, Limits, Request
@@ -131,6 +132,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
 
 __all__ = [
     "CLOSE_MISMATCH",
+    "FREEZABLE",
     "HOP_BY_HOP",
     "MAX_DEPTH",
     "MISS_HEADER",
@@ -172,6 +174,7 @@ __all__ = [
     "FieldDiff",
     "Forward",
     "Frame",
+    "Freeze",
     "Hints",
     "ImportReport",
     "Input",
@@ -237,6 +240,7 @@ __all__ = [
     "accept_encoding",
     "answer_pieces",
     "body_diff",
+    "check_features",
     "check_json",
     "check_upstream",
     "compact",
@@ -254,6 +258,7 @@ __all__ = [
     "export_vcr",
     "extract_usage",
     "format_age",
+    "format_instant",
     "import_exchanges",
     "import_formats",
     "import_refusal",
@@ -292,6 +297,7 @@ __all__ = [
     "staleness",
     "start_of",
     "superseded",
+    "uuid_ints",
     "websocket_usage",
 ]
 

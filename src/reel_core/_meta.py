@@ -16,6 +16,7 @@ from typing import Any
 
 from ._duration import parse_duration
 from ._errors import CassetteError, ConfigError, SchemaVersionError
+from ._freeze import Freeze, freeze_from_json, freeze_json
 from ._headers import dropped_setting
 from ._literals import header_names
 from ._match import MatchConfig, MatchMode
@@ -43,6 +44,9 @@ class CassetteMeta:
     #: or seconds); ``None``: recordings never go stale (unless a test or a
     #: run sets a ``max_age``, which wins).
     max_age: str | float | None = None
+    #: The base values of ``freeze=`` (``"freeze"``; see :mod:`reel_core._freeze`):
+    #: the frozen clock, the ``uuid4`` and ``random`` seeds.
+    freeze: Freeze = Freeze()
     #: Other settings (redaction switches, extra patterns), kept as given.
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
@@ -82,6 +86,9 @@ def meta_line(meta: CassetteMeta) -> bytes:
         line["repeat"] = False
     if meta.max_age is not None:
         line["max_age"] = meta.max_age
+    frozen = freeze_json(meta.freeze)
+    if frozen:
+        line["freeze"] = frozen
     line.update(meta.extra)
     return (
         json.dumps({"_meta": line}, ensure_ascii=False, separators=(",", ":")).encode(
@@ -131,7 +138,8 @@ def meta_from_json(obj: Any, name: str) -> CassetteMeta:
             parse_duration(max_age)
         except ConfigError as exc:
             raise CassetteError(name, 1, f'"_meta.max_age": {exc}') from None
-    known = {"schema", "reel", "match", "ignore_fields", "repeat", "max_age"}
+    freeze = freeze_from_json(meta.get("freeze"), name)
+    known = {"schema", "reel", "match", "ignore_fields", "repeat", "max_age", "freeze"}
     extra = {k: v for k, v in meta.items() if k not in known}
     redact = extra.get("redact", {})
     try:
@@ -148,6 +156,7 @@ def meta_from_json(obj: Any, name: str) -> CassetteMeta:
         writer=str(writer),
         repeat=repeat,
         max_age=max_age,
+        freeze=freeze,
         extra=extra,
     )
 

@@ -48,19 +48,21 @@ def test_a_cassette_imports(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixt
     assert line["response"]["body"]["json"] == ANSWER
 
 
-def test_a_tool_call_is_reported_and_the_rest_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_tool_call_is_a_call_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "run.json"
     source.write_bytes(tape(LLM, TOOL))
-    assert main(["import", "agenttape", str(source)]) == 1
+    assert main(["import", "agenttape", str(source)]) == 0
     captured = capsys.readouterr()
-    assert captured.out == f"{source} -> {tmp_path / 'run.jsonl'}: 1 of 2 interactions\n" + NOTE
-    assert captured.err == (
-        f"reel import agenttape: {source}: interaction 1: NOT converted: a 'tool' interaction "
-        "(add): AgentTape recorded a function call there, not an HTTP exchange, so there is "
-        "nothing for Reel to replay\n"
+    assert captured.out == (
+        f"{source} -> {tmp_path / 'run.jsonl'}: 2 of 2 interactions\n"
+        + NOTE
+        + "  interaction 1: the request AgentTape recorded is the call's arguments, whole\n"
     )
+    assert captured.err == ""
+    _, _, line = (json.loads(x) for x in (tmp_path / "run.jsonl").read_bytes().splitlines())
+    assert line["call"] == {"name": "add", "kind": "tool", "args": {}}
+    assert line["result"] == {"json": 3}
+    assert line["meta"] == {"total_ms": None, "imported": "agenttape"}
 
 
 def test_a_wrong_file_exits_2_with_the_reason(

@@ -71,6 +71,7 @@ class AsyncTransport(Base, AsyncBase):
         )
 
     async def aclose(self) -> None:
+        self._unfreeze()
         # A response its client left unclosed (a stream it stopped reading
         # and dropped) is left now, before its pool closes under it: the
         # recording reads on for the grace, as when the client closes it.

@@ -3,10 +3,12 @@
 A format module holds ``NAME`` (the ``reel import`` subcommand),
 ``DESCRIPTION`` (one line), optionally ``TOOL`` (stored as
 ``meta.imported``; the name otherwise), ``sniff(data) -> bool`` and
-``parse(data, name) -> list[Exchange | Skipped]``, which raises
-:class:`~reel_core.CassetteError` for a file that is not that format at
-all.  What every importer shares is in :mod:`._base`: recording the
-exchanges goes through :func:`import_exchanges`, as a live recording does.
+``parse(data, name) -> list[Exchange | Skipped]`` (AgentTape's also
+gives :class:`CallEntry` values, the calls it recorded, and :class:`Bases`,
+its freeze base values), which raises :class:`~reel_core.CassetteError`
+for a file that is not that format at all.  What every importer shares is
+in :mod:`._base`: recording the exchanges goes through
+:func:`import_exchanges`, as a live recording does.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from . import (
     vcr,
     vcr_export,
 )
-from ._base import Exchange, ImportReport, Skipped, frames_of, import_exchanges
+from ._base import Bases, CallEntry, Exchange, ImportReport, Skipped, frames_of, import_exchanges
 from .har_export import export as export_har
 from .refusals import refusal as import_refusal
 from .vcr_export import export as export_vcr
@@ -42,6 +44,8 @@ from .vcr_export import export as export_vcr
 __all__ = [
     "EXPORTERS",
     "FORMATS",
+    "Bases",
+    "CallEntry",
     "Exchange",
     "ImportReport",
     "Skipped",
@@ -144,7 +148,7 @@ def import_sources(
     labels name each one's file.  A file that is not of the format is a
     failure of its own, not the end of the import."""
     module = FORMATS[format_name]
-    items: list[Exchange | Skipped] = []
+    items: list[Exchange | CallEntry | Bases | Skipped] = []
     labels: dict[int, str] = {}
     for file_name, data in files:
         offset = len(items)
@@ -155,7 +159,8 @@ def import_sources(
             items.append(Skipped(offset, exc.reason))
             continue
         for item in parsed:
-            labels[offset + item.source] = f"{file_name}: {_entry(item.source)}"
+            if not isinstance(item, Bases):
+                labels[offset + item.source] = f"{file_name}: {_entry(item.source)}"
             items.append(replace(item, source=offset + item.source))
     report = import_exchanges(
         items,

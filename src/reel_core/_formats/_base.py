@@ -8,7 +8,11 @@ records every exchange through :func:`reel_core.record_exchange`, the same
 redaction, keying, decoding, SSE framing and usage as a live recording.
 A WebSocket session (an exchange whose ``websocket`` is set: the upgrade
 ``GET`` and its messages) goes through the same
-:class:`~reel_core.WebSocketRecorder` the proxy feeds.
+:class:`~reel_core.WebSocketRecorder` the proxy feeds.  A function call
+another tool recorded (a :class:`CallEntry`: a tool, a retrieval, a memory
+read or write) goes through the same call engine a boundary's recording
+does, in record mode; the freeze base values a source keeps
+(:class:`Bases`) go into the new cassette's ``_meta``.
 """
 
 from __future__ import annotations
@@ -16,20 +20,35 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
+from .._calls import Call, CallError, CallResult
 from .._cassette import Cassette
 from .._errors import ReelError
 from .._exchange import plain_request, record_exchange
+from .._freeze import Freeze
 from .._hints import Hints
 from .._http import Limits, Request
-from .._interaction import Interaction, WebSocketLog
+from .._interaction import Interaction, WebSocketLog, interaction_from_json
 from .._literals import CREDENTIAL_HEADERS, exchange_redactor
 from .._meta import CassetteMeta
+from .._nesting import load_json
 from .._redact import Redactor
 from .._shown_url import shown_url
 from .._websocket import WebSocketRecorder
 
-__all__ = ["Exchange", "ImportReport", "Skipped", "frames_of", "import_exchanges"]
+if TYPE_CHECKING:
+    from .._call_engine import CallEngine
+
+__all__ = [
+    "Bases",
+    "CallEntry",
+    "Exchange",
+    "ImportReport",
+    "Skipped",
+    "frames_of",
+    "import_exchanges",
+]
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -75,6 +94,34 @@ class Exchange:
             close = self.websocket.close
             return any(m.at_ms for m in self.websocket.messages) or bool(close and close.at_ms)
         return not isinstance(self.body, bytes)
+
+
+@dataclass(frozen=True)
+class CallEntry:
+    """A function call another tool recorded (a tool, a retrieval, a memory
+    read or write): what was asked and how it ended, as Reel's boundaries
+    record them (see :mod:`reel_core._calls`)."""
+
+    #: The entry's position in the source (0-based), for the report.
+    source: int
+    call: Call
+    outcome: CallResult | CallError
+    #: How long the call took (ms), when known.
+    total_ms: float | None = None
+    #: When it was recorded (epoch seconds), when known.
+    timestamp: float | None = None
+    #: What was assumed or adjusted on the way (said in the report).
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Bases:
+    """The ``freeze`` base values a source keeps (its clock, uuid and random
+    values): they go into the new cassette's ``_meta``, so that a replay
+    under ``freeze=`` sees what the source's run saw.  Not an entry."""
+
+    source: int
+    freeze: Freeze
 
 
 @dataclass(frozen=True)
@@ -161,7 +208,7 @@ def _request(exchange: Exchange) -> Request:
 
 
 def import_exchanges(
-    items: Iterable[Exchange | Skipped],
+    items: Iterable[Exchange | CallEntry | Bases | Skipped],
     *,
     tool: str,
     redactor: Redactor,
@@ -179,12 +226,30 @@ def import_exchanges(
     source, every frame is at offset 0 and the timing figures are ``null``.
     """
     report = ImportReport(tool, meta=meta if meta is not None else CassetteMeta())
-    cassette = Cassette(name, report.meta)
-    items = list(items)
-    report.total = len(items)
+    entries: list[Exchange | CallEntry | Skipped] = []
     for item in items:
+        if isinstance(item, Bases):
+            kept = report.meta.freeze.merged(item.freeze)
+            report.meta = replace(report.meta, freeze=kept)
+        else:
+            entries.append(item)
+    cassette = Cassette(name, report.meta)
+    report.total = len(entries)
+    calls = None
+    for item in entries:
         if isinstance(item, Skipped):
             report.failures.append((item.source, item.reason))
+            continue
+        if isinstance(item, CallEntry):
+            if calls is None:
+                from .._call_engine import CallEngine
+                from .._config import Config, Mode
+
+                calls = CallEngine(cassette, Config(mode=Mode.RECORD, redactor=redactor))
+            interaction = _call(calls, item, tool)  # checked JSON: it records
+            report.interactions.append(interaction)
+            report.sources.append(item.source)
+            report.notes.extend((item.source, note) for note in item.notes)
             continue
         bad = _bad_authority(item.target)
         if bad is not None:
@@ -220,6 +285,25 @@ def import_exchanges(
         report.sources.append(item.source)
         report.notes.extend((item.source, note) for note in item.notes)
     return report
+
+
+def _call(engine: CallEngine, item: CallEntry, tool: str) -> Interaction:
+    """The recording of an imported call, made (and added to the cassette)
+    by the call engine as a boundary's is; a time the source did not keep
+    is unknown (``null``)."""
+    from .._call_engine import CallRun
+
+    run = engine.decide(item.call)
+    assert isinstance(run, CallRun)  # record mode runs every call
+    recorded = engine.finish(
+        run, item.outcome, total_ms=item.total_ms or 0.0, timestamp=item.timestamp
+    )
+    assert recorded is not None  # record mode records
+    interaction = interaction_from_json(load_json(recorded.line))
+    meta = dict(interaction.meta, imported=tool)
+    if item.total_ms is None:
+        meta.update(total_ms=None)
+    return replace(interaction, meta=meta)
 
 
 def _undecoded(interaction: Interaction) -> str | None:

@@ -31,27 +31,48 @@ their text, that give it (see :func:`_as_called`).
 
 AgentTape records no streams (a ``stream=True`` call runs live and is not
 written), so there is none to rebuild.  ``latency_ms`` (the whole call) is
-kept as the time to first byte.  Other kinds (``tool``, ``retrieval``,
-``memory_read``, ``memory_write``) are not HTTP and are skipped, as is an
-interaction whose payload AgentTape moved to the ``<name>.assets/``
-directory beside the cassette: ``agenttape export`` writes a cassette with
-them inlined.
+kept as the time to first byte.
+
+The other kinds are function calls (``@tool``, ``@retrieval``,
+``@memory_read``, ``@memory_write``, ``record_call``): each becomes a call
+line (:class:`~reel_core._formats._base.CallEntry`), which Reel's
+boundaries replay.  The call's ``name`` is the ``boundary`` (the function's
+``__name__`` unless named), its ``kind`` AgentTape's, its arguments the
+request's ``args`` (bound by parameter name as Reel binds them, but
+AgentTape spreads a ``**kwargs`` among the others: Reel keeps them under
+that parameter's name), or the whole request when ``record_call`` was
+given one of its own; ``response`` is the returned value, ``error`` the
+exception (its type, module and message), ``latency_ms`` the call's time.
+
+The frozen clock, uuid and random values (``meta.freeze``: ``base_time``,
+``base_offset``, ``uuids``, ``random_seed``) become the cassette's
+``_meta.freeze`` (:class:`~reel_core._formats._base.Bases`): the clock to
+the microsecond, the recorded ``uuid4()`` values first, the same random
+seed, so a replay under ``freeze=`` sees what the run saw.
+
+An interaction whose payload AgentTape moved to the ``<name>.assets/``
+directory beside the cassette is skipped (the parser is given the file
+alone): ``agenttape export`` writes a cassette with them inlined.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import binascii
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from datetime import date, datetime
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .._errors import CassetteError
+from .._calls import Call, CallError, CallResult, check_json
+from .._errors import CassetteError, ReelError
+from .._freeze import MAX_SEED, Freeze
 from .._shown_url import shown_url
-from ._base import Exchange, Skipped
+from ._base import Bases, CallEntry, Exchange, Skipped
 from ._encoding import settle_encoding
 from ._fields import Skip, header_pairs, status_code, text_bytes
 from ._yaml import Unsupported, find_unsupported, load
@@ -59,7 +80,7 @@ from ._yaml import Unsupported, find_unsupported, load
 __all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
 
 NAME = "agenttape"
-DESCRIPTION = "AgentTape cassettes (YAML or JSON; llm and http interactions)"
+DESCRIPTION = "AgentTape cassettes (YAML or JSON; llm, http and tool/retrieval/memory calls)"
 
 #: Where the OpenAI SDK sends each endpoint AgentTape records.
 ENDPOINTS = {
@@ -70,6 +91,7 @@ ENDPOINTS = {
 #: The host of an ``llm`` interaction (AgentTape keeps no URL).
 HOST = "https://api.openai.com"
 JSON = ("content-type", "application/json")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 ASSET = "__agenttape_asset__"
 BYTES = "__agenttape_bytes__"
 #: Headers that describe the wire form of a body rebuilt here.
@@ -85,7 +107,7 @@ def sniff(data: bytes) -> bool:
     return b"interactions" in head and b"kind" in head and b"match_key" in data
 
 
-def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
+def parse(data: bytes, name: str) -> list[Exchange | CallEntry | Bases | Skipped]:
     doc = load(data, name)
     items = doc.get("interactions") if isinstance(doc, Mapping) else None
     if not isinstance(items, list):
@@ -103,14 +125,17 @@ def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
             f"AgentTape cassette schema version {version!r}: Reel reads version 1 only",
         )
     when = _timestamp(doc)
-    out: list[Exchange | Skipped] = []
+    out: list[Exchange | CallEntry | Bases | Skipped] = []
     answers: list[tuple[int, Mapping[str, Any]]] = []
     for i, item in enumerate(items):
         try:
-            out.append(_exchange(i, item, name, when, answers))
+            out.append(_entry(i, item, name, when, answers))
         except Skip as exc:
             out.append(Skipped(i, str(exc)))
         answers.extend((i, answer) for answer in _answers(item))
+    bases = _bases(doc)
+    if bases is not None:  # last: the entries keep their positions
+        out.append(Bases(len(items), bases))
     return out
 
 
@@ -154,25 +179,49 @@ def _timestamp(doc: Mapping[str, Any]) -> float | None:
     return None
 
 
-def _exchange(
+def _bases(doc: Mapping[str, Any]) -> Freeze | None:
+    """AgentTape's frozen values (``meta.freeze``) as Reel's base values;
+    ``None`` when it froze nothing Reel can take.  AgentTape falls back to
+    ``uuid5`` values past the recorded ``uuids``; Reel draws version-4 ones
+    from seed 0 there (no recorded call saw them)."""
+    meta = doc.get("meta")
+    freeze = meta.get("freeze") if isinstance(meta, Mapping) else None
+    if not isinstance(freeze, Mapping):
+        return None
+    values: dict[str, Any] = {}
+    base, offset = freeze.get("base_time"), freeze.get("base_offset", 0)
+    if _is_number(base) and 0 <= base < 253_402_300_800:  # up to the year 9999
+        values["clock_us"] = round(base * 1_000_000)
+        good = isinstance(offset, int) and not isinstance(offset, bool) and abs(offset) < 86400
+        values["utc_offset"] = offset if good else 0
+    uuids = freeze.get("uuids")
+    if isinstance(uuids, list):
+        kept = [u for u in uuids if isinstance(u, str) and _UUID.fullmatch(u)]
+        values.update(uuid_seed=0, uuids=tuple(u.lower() for u in kept))
+    seed = freeze.get("random_seed")
+    if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED:
+        values["random_seed"] = seed
+    return Freeze(**values) if values else None
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _entry(
     i: int,
     item: Any,
     name: str,
     when: float | None,
     answers: list[tuple[int, Mapping[str, Any]]],
-) -> Exchange:
+) -> Exchange | CallEntry:
     if isinstance(item, Unsupported) and item.reason:  # a recursive alias, say
         raise Skip(item.reason)
     if not isinstance(item, Mapping):
         raise Skip(f"an interaction is a {type(item).__name__}, not a mapping")
     kind = item.get("kind")
     if kind not in ("llm", "http"):
-        boundary = item.get("boundary")
-        what = f" ({boundary})" if isinstance(boundary, str) and boundary else ""
-        raise Skip(
-            f"a {kind!r} interaction{what}: AgentTape recorded a function call there, "
-            "not an HTTP exchange, so there is nothing for Reel to replay"
-        )
+        return _call(i, item, kind, name, when)
     found = find_unsupported(item)
     if found:
         raise Skip(
@@ -224,6 +273,91 @@ def _no_markers(value: Any, name: str, where: str = "") -> None:
     elif isinstance(value, list):
         for child in value:
             _no_markers(child, name, where)
+
+
+# -- calls -----------------------------------------------------------------------
+
+
+def _call(i: int, item: Mapping[str, Any], kind: Any, name: str, when: float | None) -> CallEntry:
+    """A function call AgentTape recorded, as Reel's boundaries record one."""
+    boundary = item.get("boundary")
+    req = item.get("request")
+    label = f"a {kind!r} interaction" + (f" ({boundary})" if isinstance(boundary, str) else "")
+    found = find_unsupported(item)
+    if found:
+        raise Skip(
+            found.reason
+            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build a "
+            "Python object)"
+        )
+    _no_markers(item, name)
+    if not isinstance(req, Mapping):
+        raise Skip(f"{label}: the request is a {type(req).__name__}, not a mapping")
+    call_name = boundary if isinstance(boundary, str) and boundary else req.get("name")
+    if not isinstance(call_name, str) or not call_name:
+        raise Skip(f'{label} names no boundary (no "boundary", no request "name")')
+    notes: list[str] = []
+    args = req.get("args")
+    if isinstance(args, Mapping) and set(req) <= {"name", "args"}:
+        arguments = _json(args, label, "arguments")
+    else:  # record_call with a request of its own: all of it is what is matched
+        arguments = _json(req, label, "request")
+        notes.append("the request AgentTape recorded is the call's arguments, whole")
+    error = item.get("error")
+    try:
+        call = Call(call_name, arguments, str(kind))
+        if error is not None:
+            outcome: CallResult | CallError = _call_error(error, label)
+        elif "response" not in item:
+            raise Skip(f"{label} has neither a response nor an error (AgentTape refuses it too)")
+        else:
+            outcome = CallResult(_json(item["response"], label, "response"))
+    except (ReelError, ValueError) as exc:
+        raise Skip(f"{label}: {exc}") from None
+    latency = item.get("latency_ms")
+    total = float(latency) if _is_number(latency) and latency >= 0 else None
+    return CallEntry(i, call, outcome, total, when, tuple(notes))
+
+
+def _json(value: Any, label: str, where: str) -> Any:
+    """``value`` as JSON (a date a hand-edited YAML left unquoted as its ISO
+    text), checked as a recording's is."""
+    loaded = json.loads(_dumps(value, where))
+    check_json(loaded, f"the {where} of {label}", "")
+    return loaded
+
+
+def _call_error(error: Any, label: str) -> CallError:
+    if not isinstance(error, Mapping):
+        raise Skip(f"{label}: the error is a {type(error).__name__}, not a mapping")
+    type_, module = error.get("type") or "Exception", error.get("module") or "builtins"
+    message = error.get("message")
+    text = "" if message is None else str(message)
+    return CallError(str(type_), str(module), text, _error_args(error.get("repr"), str(type_)))
+
+
+#: The longest ``repr`` an error's arguments are read back from.
+_MAX_REPR = 10_000
+
+
+def _error_args(shown: Any, type_: str) -> tuple[Any, ...] | None:
+    """The arguments of a recorded exception, read back from its ``repr``
+    (``KeyError('A-9')``) when they are plain literals that JSON holds, so
+    that the replay makes the same exception (a ``KeyError``'s message is
+    its argument's ``repr``: made again from the message, it would be
+    quoted twice); else ``None`` (the message is the argument)."""
+    if not isinstance(shown, str) or len(shown) > _MAX_REPR:
+        return None
+    head = type_.rpartition(".")[2] + "("
+    if not (shown.startswith(head) and shown.endswith(")")):
+        return None
+    inner = shown[len(head) : -1].strip()
+    try:
+        args = ast.literal_eval(f"({inner},)") if inner else ()
+        check_json(list(args), "", "")
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, ReelError):
+        return None
+    return tuple(args)
 
 
 # -- http ------------------------------------------------------------------------

@@ -35,8 +35,17 @@ from reel_core import (
     ResponseHead,
     Signal,
 )
-from reel_core._formats import Exchange, Skipped, import_exchanges, sniff_format
+from reel_core._calls import Call, CallError, CallResult
+from reel_core._formats import (
+    Bases,
+    CallEntry,
+    Exchange,
+    Skipped,
+    import_exchanges,
+    sniff_format,
+)
 from reel_core._formats import agenttape as at
+from reel_core._freeze import Freeze
 from tests.fakes.upstream import FakeUpstreamThread
 from tests.secrets import OPENAI_KEY
 
@@ -149,7 +158,7 @@ def run(request: pytest.FixtureRequest, recorded: dict[str, Recorded]) -> Record
     return recorded[request.param]
 
 
-def _items(run: Recorded) -> list[Exchange | Skipped]:
+def _items(run: Recorded) -> list[Exchange | CallEntry | Bases | Skipped]:
     return at.parse(run.path.read_bytes(), str(run.path))
 
 
@@ -260,17 +269,34 @@ def _body(response: requests.Response) -> bytes:
     return body.encode() if isinstance(body, str) else (body or b"")
 
 
-def test_a_failed_connection_and_a_tool_call_are_skipped_with_why(run: Recorded) -> None:
+def test_a_failed_connection_is_skipped_with_why_and_a_tool_call_is_a_call(
+    run: Recorded,
+) -> None:
     items = _items(run)
     assert items[11] == Skipped(
         11,
         "a recorded httpx.ConnectError with no HTTP response ([Errno 111] Connection refused): "
         "the call failed before an answer came, and Reel replays answers",
     )
-    assert items[12] == Skipped(
+    tool = run.doc["interactions"][12]
+    assert items[12] == CallEntry(
         12,
-        "a 'tool' interaction (add): AgentTape recorded a function call there, not an HTTP "
-        "exchange, so there is nothing for Reel to replay",
+        Call("add", {"a": 1, "b": 2}, "tool"),
+        CallResult(3),
+        tool["latency_ms"],
+        run.doc["meta"]["freeze"]["base_time"],
+    )
+    # and last, not an entry: the frozen values
+    freeze = run.doc["meta"]["freeze"]
+    assert items[13] == Bases(
+        13,
+        Freeze(
+            clock_us=round(freeze["base_time"] * 1_000_000),
+            utc_offset=freeze["base_offset"],
+            uuid_seed=0,
+            uuids=tuple(freeze["uuids"]),  # the ones the SDK drew
+            random_seed=freeze["random_seed"],
+        ),
     )
 
 
@@ -280,13 +306,19 @@ def _report_of(run: Recorded) -> Any:
 
 def test_the_import_records_every_http_answer_and_its_usage(run: Recorded) -> None:
     report = _report_of(run)
-    assert [i for i, _ in report.failures] == [11, 12]
-    assert report.sources == list(range(11))
+    assert [i for i, _ in report.failures] == [11]
+    assert report.sources == [*range(11), 12]
     source = run.doc["interactions"]
-    exchanges = [x for x in _items(run) if isinstance(x, Exchange)]
+    items = _items(run)
     for ix, i in zip(report.interactions, report.sources, strict=True):
         assert ix.meta["imported"] == "agenttape"
-        assert ix.response.status == exchanges[i].status
+        entry = items[i]
+        if isinstance(entry, Exchange):
+            assert ix.response.status == entry.status
+        else:  # the tool call: a call line
+            assert isinstance(entry, CallEntry)
+            assert ix.call is not None
+            assert ix.call.call == entry.call
     chat = report.interactions[1]
     usage = source[1]["usage"]
     assert (chat.meta["tokens_in"], chat.meta["tokens_out"]) == (
@@ -380,8 +412,9 @@ def llm(request: Any, **rest: Any) -> dict[str, Any]:
     return {"index": 0, "kind": "llm", "boundary": "llm", "request": request, **rest}
 
 
-def parsed(data: bytes, name: str = "c.json") -> Exchange | Skipped:
-    (item,) = at.parse(data, name)
+def parsed(data: bytes, name: str = "c.json") -> Exchange | CallEntry | Skipped:
+    items = [item for item in at.parse(data, name) if not isinstance(item, Bases)]
+    (item,) = items
     return item
 
 
@@ -451,13 +484,12 @@ def test_an_sse_body_read_whole_is_a_stream() -> None:
     [
         (
             {"index": 0, "kind": "retrieval", "request": {}, "response": []},
-            "a 'retrieval' interaction: AgentTape recorded a function call there, not an HTTP "
-            "exchange, so there is nothing for Reel to replay",
+            'a \'retrieval\' interaction names no boundary (no "boundary", no request "name")',
         ),
         (
             {"index": 0, "kind": "memory_write", "boundary": "graph_state", "request": {}},
-            "a 'memory_write' interaction (graph_state): AgentTape recorded a function call "
-            "there, not an HTTP exchange, so there is nothing for Reel to replay",
+            "a 'memory_write' interaction (graph_state) has neither a response nor an error "
+            "(AgentTape refuses it too)",
         ),
         ("text", "an interaction is a str, not a mapping"),
         (http(), "it has neither a response nor an error (AgentTape refuses it too)"),
@@ -710,7 +742,8 @@ def test_an_agent_loop_replays_as_it_was_called(tmp_path: Path) -> None:
     assert stored[0]["request"]["messages"] == stored[1]["request"]["messages"]
     assert len(stored[0]["request"]["messages"]) == 4
     assert stored[0]["request"]["messages"][1].startswith("ChatCompletionMessage(")
-    first, second = _items(Recorded(source, {}, {}))
+    first, second, bases = _items(Recorded(source, {}, {}))
+    assert isinstance(bases, Bases)
     assert isinstance(first, Exchange)
     assert isinstance(second, Exchange)
     assert json.loads(first.request_body)["messages"] == [stored[0]["request"]["messages"][0]]
@@ -757,7 +790,9 @@ def test_match_key_is_agenttapes(request_: dict[str, Any]) -> None:
 
 def _called(request: dict[str, Any], key: str, *earlier: Any) -> Exchange | Skipped:
     entries = [*earlier, llm(request, response={"choices": []}, match_key=key)]
-    return at.parse(cassette(*entries), "c.json")[-1]
+    item = at.parse(cassette(*entries), "c.json")[-1]
+    assert isinstance(item, (Exchange, Skipped))
+    return item
 
 
 USER = {"role": "user", "content": "hi"}
@@ -830,3 +865,197 @@ def test_a_whole_list_with_an_answer_passed_back_and_a_list_that_gives_no_key() 
     ex = _called(called, "sha256:00")
     assert isinstance(ex, Exchange)
     assert ex.notes[1].startswith("the request as stored does not give its match_key")
+
+
+# -- calls and frozen values ---------------------------------------------------------
+
+
+def call(kind: str = "tool", **rest: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"index": 0, "kind": kind, "boundary": "lookup"}
+    entry["request"] = {"name": "lookup", "args": {"id": "A-1"}}
+    return {**entry, **rest}
+
+
+def a_call(data: bytes) -> CallEntry:
+    item = parsed(data)
+    assert isinstance(item, CallEntry), item
+    return item
+
+
+@pytest.mark.parametrize("kind", ["tool", "retrieval", "memory_read", "memory_write", "custom"])
+def test_every_function_kind_is_a_call(kind: str) -> None:
+    entry = a_call(cassette(call(kind, response={"ok": True}, latency_ms=2.5)))
+    assert entry.call == Call("lookup", {"id": "A-1"}, kind)
+    assert entry.outcome == CallResult({"ok": True})
+    assert (entry.total_ms, entry.notes) == (2.5, ())
+
+
+def test_a_call_named_by_its_request_or_holding_a_request_of_its_own() -> None:
+    named = a_call(cassette(call(boundary=None, response=1)))
+    assert named.call.name == "lookup"
+    own = a_call(cassette(call(request={"query": "q", "top": 3}, response=[])))
+    assert own.call.args == {"query": "q", "top": 3}
+    assert own.notes == ("the request AgentTape recorded is the call's arguments, whole",)
+    dated = a_call(cassette(call(response=[]), name="x").replace(b'"A-1"', b'"A-1"'))
+    assert dated.outcome == CallResult([])
+
+
+def test_a_yaml_date_in_a_call_is_its_iso_text() -> None:
+    data = (
+        b"version: '1'\ninteractions:\n- {kind: tool, boundary: when, "
+        b"request: {name: when, args: {day: 2026-01-02}}, response: 2026-01-03}\n"
+    )
+    item = parsed(data, "c.yaml")
+    assert isinstance(item, CallEntry)
+    assert item.call.args == {"day": "2026-01-02"}
+    assert item.outcome == CallResult("2026-01-03")
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (
+            {
+                "type": "KeyError",
+                "module": "builtins",
+                "message": "'A-9'",
+                "repr": "KeyError('A-9')",
+            },
+            CallError("KeyError", "builtins", "'A-9'", ("A-9",)),
+        ),
+        (
+            {"type": "Boom", "module": "app.errors", "message": "x", "repr": "Boom()"},
+            CallError("Boom", "app.errors", "x", ()),
+        ),
+        (  # an argument JSON cannot hold, or a repr that is no call: the message alone
+            {"type": "E", "module": "m", "message": "s", "repr": "E({1, 2})"},
+            CallError("E", "m", "s", None),
+        ),
+        ({"type": "E", "message": "s", "repr": "E(x=1)"}, CallError("E", "builtins", "s", None)),
+        (
+            {"type": "E", "message": None, "repr": "<E object>"},
+            CallError("E", "builtins", "", None),
+        ),
+        (
+            {"message": "m", "repr": "E('" + "x" * 10_000 + "')"},
+            CallError("Exception", "builtins", "m", None),
+        ),
+    ],
+)
+def test_a_recorded_exception_is_a_call_error(error: dict[str, Any], expected: CallError) -> None:
+    assert a_call(cassette(call(error=error))).outcome == expected
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        (call(request=[1], response=1), "a 'tool' interaction (lookup): the request is a list"),
+        (call(error="boom"), "a 'tool' interaction (lookup): the error is a str, not a mapping"),
+        (
+            call(kind="not a word", response=1),
+            "a 'not a word' interaction (lookup): ",
+        ),
+        (
+            call(response=float("nan")),
+            "a 'tool' interaction (lookup): the response of a 'tool' interaction (lookup)",
+        ),
+        (
+            call(response={"__agenttape_asset__": "sha256:ab", "size": 9000}),
+            "its response refers to the asset sha256:ab (9000 bytes)",
+        ),
+        (
+            {**call(response=1), "request": "!!python/object"},
+            "a 'tool' interaction (lookup): the request is a str, not a mapping",
+        ),
+    ],
+)
+def test_calls_that_are_skipped_with_why(entry: Any, reason: str) -> None:
+    assert why(cassette(entry)).startswith(reason)
+
+
+def test_a_python_tag_in_a_call_is_skipped() -> None:
+    data = (
+        b"version: '1'\ninteractions:\n- {kind: tool, boundary: b, request: {name: b, args: {}}, "
+        b"response: !!python/object:os.system {}}\n"
+    )
+    assert "YAML tag" in why(data, "c.yaml")
+
+
+def test_imported_calls_are_recorded_by_the_call_engine() -> None:
+    entries = [
+        call(response={"n": 1}, latency_ms=1.0),
+        call(response={"n": 2}),  # the same call again: its second recording
+        call(
+            kind="retrieval", error={"type": "KeyError", "message": "'q'", "repr": "KeyError('q')"}
+        ),
+    ]
+    report = import_exchanges(
+        at.parse(cassette(*entries), "c.json"), tool="agenttape", redactor=Redactor()
+    )
+    first, second, failed = report.interactions
+    assert first.key == second.key
+    assert second.id == first.id + "-2"
+    assert first.call is not None
+    assert first.call.outcome == CallResult({"n": 1})
+    assert (first.meta["total_ms"], second.meta["total_ms"]) == (1.0, None)
+    assert failed.call is not None
+    assert failed.call.outcome == CallError("KeyError", "builtins", "'q'", ("q",))
+    cassette_ = Cassette.loads(report.dumps(), name="c.jsonl")
+    assert [ix.call for ix in cassette_.interactions()] == [first.call, second.call, failed.call]
+
+
+FROZEN = {
+    "features": ["clock", "random", "uuid"],
+    "base_time": 1795838400.123456,
+    "base_iso": "2026-11-28T04:00:00.123456+00:00",
+    "base_offset": 3600,
+    "random_seed": 7,
+    "uuids": ["0A5D3F3C-0000-4000-8000-000000000001", "not a uuid", 5],
+}
+
+
+@pytest.mark.parametrize(
+    ("freeze", "expected"),
+    [
+        (
+            FROZEN,
+            Freeze(
+                clock_us=1795838400123456,
+                utc_offset=3600,
+                uuid_seed=0,
+                uuids=("0a5d3f3c-0000-4000-8000-000000000001",),
+                random_seed=7,
+            ),
+        ),
+        ({"base_time": 10, "base_offset": 99999}, Freeze(clock_us=10_000_000)),
+        ({"base_time": 10, "base_offset": True}, Freeze(clock_us=10_000_000)),
+        ({"base_time": -1, "random_seed": -1, "uuids": "x"}, None),
+        ({"base_time": True, "random_seed": 2**60}, None),
+        ({"features": []}, None),
+        ("x", None),
+    ],
+)
+def test_the_frozen_values_are_the_cassettes_base_values(
+    freeze: Any, expected: Freeze | None
+) -> None:
+    items = at.parse(cassette(http(None, OK), meta={"freeze": freeze}), "c.json")
+    if expected is None:
+        assert len(items) == 1
+        return
+    assert items[1] == Bases(1, expected)
+    report = import_exchanges(items, tool="agenttape", redactor=Redactor())
+    assert report.total == 1
+    assert report.meta.freeze == expected
+    assert Cassette.loads(report.dumps(), name="c.jsonl").meta.freeze == expected
+
+
+def test_several_files_keep_the_first_files_frozen_values() -> None:
+    from reel_core._formats import import_sources
+
+    first = cassette(call(response=1), meta={"freeze": {"base_time": 10, "random_seed": 1}})
+    second = cassette(call(response=2), meta={"freeze": {"base_time": 20, "uuids": []}})
+    report = import_sources("agenttape", [("a.json", first), ("b.json", second)], Redactor())
+    assert report.meta.freeze == Freeze(clock_us=10_000_000, uuid_seed=0, random_seed=1)
+    # the frozen values are no entry: only the two calls are labelled
+    assert sorted(report.labels.values()) == ["a.json: interaction 0", "b.json: interaction 0"]
+    assert [report.label(s) for s in report.sources] == sorted(report.labels.values())
