@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from reel_core import CassetteError, scrub_url_secrets, shown_url
 
-from ._store import StoreUnavailableError, check_name
+from ._store import Store, StoreUnavailableError, check_name, register_store
 
 if TYPE_CHECKING:
     import redis
@@ -139,7 +139,7 @@ def _split(data: bytes) -> list[bytes]:
     return lines
 
 
-class RedisStore:
+class RedisStore(Store):
     """Cassettes in Redis lists (see the module's documentation).
 
     ``url`` is ``redis://[user:password@]host[:port][/db]`` or ``rediss://``
@@ -242,6 +242,9 @@ class RedisStore:
                 f"the cassette store {self.url} cannot be reached ({what}: "
                 f"{self._scrub(str(exc))}); start Redis or fix the URL (--store / REEL_STORE)"
             ) from None  # the client's own error may quote the URL
+
+    #: :meth:`check` reaches the server.
+    remote = True
 
     def check(self) -> None:
         """Connect now: :class:`StoreUnavailableError` when the server
@@ -428,3 +431,11 @@ class RedisLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def _open(url: str, *, prefix: str | None, compress: bool) -> RedisStore:
+    return RedisStore(url, prefix=prefix or DEFAULT_PREFIX, compress=compress)
+
+
+register_store("redis", _open, example="redis://host:port/db")
+register_store("rediss", _open, example="rediss:// (TLS)")

@@ -84,23 +84,24 @@ def test_plain(reel):
 @pytest.mark.reel(mode="live", timing="realtime")
 def test_marked(reel):
     assert reel.mode.value == os.environ["EXPECT_MARKED_MODE"]
-    assert str(reel.timing) == "realtime"  # the marker's timing wins
+    assert str(reel.timing) == "realtime"  # the marker's timing wins, as its mode
 """
 
 
 @pytest.mark.parametrize(
     ("option", "env", "plain", "marked"),
     [
-        # nothing set: replay (the marker's mode is the test's default)
+        # one order for every setting: the marker, the flag, the variable
+        # nothing set: replay (the marked test: the marker's mode)
         ([], {}, ("replay", "fast"), "live"),
-        # $REEL_MODE and $REEL_TIMING: every test, over the marker's mode
-        ([], {"REEL_MODE": "AUTO", "REEL_TIMING": "slow=2"}, ("auto", "slow=2"), "auto"),
-        # the command line wins over the environment
+        # $REEL_MODE and $REEL_TIMING: every test whose marker names neither
+        ([], {"REEL_MODE": "AUTO", "REEL_TIMING": "slow=2"}, ("auto", "slow=2"), "live"),
+        # the command line wins over the environment, the marker over both
         (
             ["--reel-mode", "record", "--reel-timing", "realtime"],
             {"REEL_MODE": "auto", "REEL_TIMING": "slow=2"},
             ("record", "realtime"),
-            "record",
+            "live",
         ),
     ],
     ids=["defaults", "environment", "command-line"],
