@@ -65,6 +65,9 @@ __all__ = [
     "parse_grace",
     "pii_from_env",
     "port_from_env",
+    "store_from_env",
+    "tls_dir_from_env",
+    "variable_of",
 ]
 
 
@@ -520,6 +523,11 @@ assert {f.name for f in fields(Settings)} >= set(_BY_NAME)
 
 
 # -- single variables, for the commands that need one ---------------------------------
+
+
+def variable_of(name: str) -> str | None:
+    """The ``REEL_*`` variable of setting ``name`` (``None``: it has none)."""
+    return _BY_NAME[name].variable
 
 
 def pii_from_env(environ: Mapping[str, str] | None = None) -> bool:

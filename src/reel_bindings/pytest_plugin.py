@@ -957,14 +957,14 @@ def _run_store(config: pytest.Config) -> Store | None:
 def _global_mode(config: pytest.Config) -> tuple[str, str]:
     """The mode set for the whole run (a test's marker wins over it), and
     where it came from."""
-    from ._settings import Source
+    from ._settings import Source, variable_of
 
     settings = _resolve(config)
     source = settings.source("mode")
     if source is Source.FLAG:
-        return settings.mode.value, "--reel-mode"
+        return settings.mode.value, _flag("mode")
     if source is Source.ENV:
-        return settings.mode.value, "REEL_MODE"
+        return settings.mode.value, str(variable_of("mode"))
     return "replay", "default"
 
 

@@ -144,9 +144,10 @@ def genai_client(cassette: CassetteLike, **kwargs: Any) -> Any:
     """A ``google.genai.Client`` on ``cassette``; its ``.aio`` side is wired too
     (both on one open cassette)."""
     options, rest = Options.split(kwargs)
-    options = dataclasses.replace(options, mode=mode_from_env(options.mode))
+    mode = mode_from_env(options.mode)
+    options = dataclasses.replace(options, mode=mode)
     if not isinstance(cassette, CassetteFile) and options.store is None:
-        cassette = CassetteFile(Path(cassette), mode=mode_from_env(options.mode))
+        cassette = CassetteFile(Path(cassette), mode=mode)
     sync = _transport(cassette, Transport, options)
     aio = _transport(cassette, AsyncTransport, options)
     return genai_on(sync, aio, **rest)
