@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -308,7 +308,12 @@ SETTINGS = (
     Setting("store_prefix", "REEL_STORE_PREFIX", _store_prefix, shows_value=True),
     Setting("max_age", "REEL_MAX_AGE", _max_age, shows_value=True),
     Setting("record_grace", "REEL_RECORD_GRACE", _record_grace),
-    Setting("drop_response_headers", "REEL_DROP_RESPONSE_HEADERS", _drop_response_headers, True),
+    Setting(
+        "drop_response_headers",
+        "REEL_DROP_RESPONSE_HEADERS",
+        _drop_response_headers,
+        shows_value=True,
+    ),
     # the proxy's own
     Setting("cassette", "REEL_CASSETTE", _path, shared=False),
     Setting("cassette_dir", "REEL_CASSETTE_DIR", _path, shared=False),
@@ -517,9 +522,6 @@ def _where(
     if source is Source.MARKER:
         return f"{setting.name}="
     return flag_label(setting.name)
-
-
-assert {f.name for f in fields(Settings)} >= set(_BY_NAME)
 
 
 # -- single variables, for the commands that need one ---------------------------------

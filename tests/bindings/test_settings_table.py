@@ -13,6 +13,7 @@ source's in :data:`PRECEDENCE`, and a source passed over is never read
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from pathlib import Path
 
@@ -57,8 +58,9 @@ def test_the_documented_order() -> None:
     assert PRECEDENCE == (Source.MARKER, Source.FLAG, Source.ENV, Source.INI)
 
 
-def test_every_setting_has_values_here() -> None:
+def test_every_setting_has_values_here_and_a_field() -> None:
     assert set(VALUES) == {s.name for s in SETTINGS}
+    assert {s.name for s in SETTINGS} <= {f.name for f in dataclasses.fields(Settings)}
 
 
 def _sources(setting: Setting) -> tuple[Source, ...]:
