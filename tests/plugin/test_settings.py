@@ -240,3 +240,27 @@ def test_a_bad_variable_says_the_same_from_every_entry_point(
     result = pytester.runpytest_inprocess()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ERROR: {message}" in result.stderr.lines
+
+
+MARKED_MISS = """
+import httpx
+import pytest
+
+
+@pytest.mark.reel(mode="replay")
+def test_marked_miss(reel):
+    with httpx.Client(transport=reel.transport()) as client:
+        client.post("https://api.openai.com/v1/chat/completions", json={"model": "m"})
+"""
+
+
+def test_a_miss_under_a_marked_mode_says_to_change_the_marker(pytester: pytest.Pytester) -> None:
+    """The marker wins over --reel-mode, so the usual advice (rerun with
+    --reel-mode auto) would change nothing: the miss says so."""
+    pytester.makepyfile(test_marked=MARKED_MISS)
+    result = pytester.runpytest_inprocess("--reel-mode", "auto")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*its marker's mode= wins over --reel-mode: set @pytest.mark.reel(mode='auto')*"]
+    )
+    result.stdout.no_fnmatch_line("*--reel-mode auto` to record*")
