@@ -44,7 +44,10 @@ from ._store import Store, StoreUnavailableError, check_name, register_store
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["DEFAULT_PREFIX", "ZSTD_MAGIC", "RedisLock", "RedisStore"]
+__all__ = ["DEFAULT_PREFIX", "SCHEMES", "ZSTD_MAGIC", "RedisLock", "RedisStore"]
+
+#: The URL schemes of a Redis store (registered as such), and how messages spell them.
+SCHEMES = {"redis": "redis://host:port/db", "rediss": "rediss:// (TLS)"}
 
 #: The key prefix when none is given (``--store-prefix``).
 DEFAULT_PREFIX = "reel"
@@ -158,7 +161,7 @@ class RedisStore(Store):
         compress: bool = False,
         timeout: float = 5.0,
     ) -> None:
-        if url.partition("://")[0].lower() not in ("redis", "rediss"):
+        if url.partition("://")[0].lower() not in SCHEMES:
             raise StoreUnavailableError(f"{shown_url(url)} is not a redis:// or rediss:// URL")
         if not prefix or any(c.isspace() for c in prefix):
             raise StoreUnavailableError(
@@ -437,5 +440,5 @@ def _open(url: str, *, prefix: str | None, compress: bool) -> RedisStore:
     return RedisStore(url, prefix=prefix or DEFAULT_PREFIX, compress=compress)
 
 
-register_store("redis", _open, example="redis://host:port/db")
-register_store("rediss", _open, example="rediss:// (TLS)")
+for _scheme, _example in SCHEMES.items():
+    register_store(_scheme, _open, example=_example)
