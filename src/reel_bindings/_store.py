@@ -144,7 +144,7 @@ class Store(Protocol):
         :class:`StoreUnavailableError` saying why not."""
 
     #: Whether :meth:`check` reaches a server: a binding on an event loop
-    #: then calls it in a thread (a local store's check returns at once).
+    #: then calls it in a thread (a local store's check must return at once).
     remote: ClassVar[bool] = False
 
     def lines(self, name: str, at_least: int) -> OnDemandLines | None:
