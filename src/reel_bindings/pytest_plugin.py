@@ -34,7 +34,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -42,9 +42,11 @@ import pytest
 
 if TYPE_CHECKING:
     import requests
+    from typing_extensions import Unpack
 
     from reel_bindings._files import CassetteFile
     from reel_bindings._inprocess import Player
+    from reel_bindings._options import BindingOptions, Options
     from reel_bindings._settings import Settings
     from reel_bindings._store import Store
     from reel_bindings.httpcore import AsyncTransport, Transport
@@ -475,34 +477,34 @@ class ReelCassette:
 
     # -- in-process bindings --
 
-    def transport(self, **kwargs: Any) -> Transport:
+    def transport(self, **kwargs: Unpack[BindingOptions]) -> Transport:
         """A sync transport for ``httpx.Client`` / ``httpx2.Client``."""
         from reel_bindings.httpcore import Transport
 
-        transport = Transport(self.file, **self._binding_kwargs(kwargs))
+        transport = Transport(self.file, self._options(kwargs))
         self._adopt(transport.player)
         self._stack.callback(transport.close)
         self._forwarding_transports = True
         return transport
 
-    def async_transport(self, **kwargs: Any) -> AsyncTransport:
+    def async_transport(self, **kwargs: Unpack[BindingOptions]) -> AsyncTransport:
         """An async transport for ``httpx.AsyncClient`` / ``httpx2.AsyncClient``."""
         from reel_bindings.httpcore import AsyncTransport
 
-        transport = AsyncTransport(self.file, **self._binding_kwargs(kwargs))
+        transport = AsyncTransport(self.file, self._options(kwargs))
         self._adopt(transport.player)
         return transport
 
-    def requests_adapter(self, **kwargs: Any) -> Adapter:
+    def requests_adapter(self, **kwargs: Unpack[BindingOptions]) -> Adapter:
         """A transport adapter to mount on a ``requests.Session``."""
         from reel_bindings.requests import Adapter
 
-        adapter = Adapter(self.file, **self._binding_kwargs(kwargs))
+        adapter = Adapter(self.file, self._options(kwargs))
         self._adopt(adapter.player)
         self._stack.callback(adapter.close)
         return adapter
 
-    def requests_session(self, **kwargs: Any) -> requests.Session:
+    def requests_session(self, **kwargs: Unpack[BindingOptions]) -> requests.Session:
         """A ``requests.Session`` with :meth:`requests_adapter` mounted for
         ``http://`` and ``https://``."""
         import requests
@@ -656,19 +658,24 @@ class ReelCassette:
 
     # -- plumbing --
 
-    def _binding_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def _options(self, kwargs: Mapping[str, Any]) -> Options:
+        """The test's settings as a binding's options, ``kwargs`` over them."""
+        from reel_bindings._options import Options
+
         if "mode" in kwargs:
             raise TypeError(
-                "the mode is the test's: set it with --reel-mode, $REEL_MODE or the marker"
+                "the mode is the test's: set it with the marker, --reel-mode or $REEL_MODE"
             )
-        kwargs.setdefault("match", self.match)
-        kwargs.setdefault("timing", self.timing)
-        kwargs.setdefault("repeat", self.repeat)
-        kwargs.setdefault("max_age", self.max_age)
-        kwargs.setdefault("record_grace", self.record_grace)
-        kwargs.setdefault("drop_response_headers", self.drop_response_headers)
+        test = Options(
+            match=self.match,
+            timing=self.timing,
+            repeat=self.repeat,
+            max_age=self.max_age,
+            record_grace=self.record_grace,
+            drop_response_headers=self.drop_response_headers,
+        )
         # the miss hint is the test's: the player's config is built with it
-        return {"mode": self.mode, **kwargs, "hint": self.hint}
+        return Options.of({**kwargs, "mode": self.mode, "hint": self.hint}, test)
 
     def _adopt(self, player: Player) -> None:
         self._players.append(player)
