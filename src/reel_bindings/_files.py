@@ -15,8 +15,6 @@ import os
 import re
 import secrets
 import threading
-import weakref
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,7 @@ from reel_core import (
     start_of,
 )
 
-from ._store import FileStore, Store
+from ._store import PIECE, FileLines, FileStore, Store
 
 #: A byte that is not blank (a BOM's bytes, spaces, tabs, line ends): a
 #: cassette holding none is an empty one.  Searched for, not stripped: a
@@ -40,6 +38,7 @@ _NOT_BLANK = re.compile(rb"[^\xef\xbb\xbf \t\r\n]")
 
 __all__ = [
     "IN_PROCESS_RECORD_HINT",
+    "PIECE",
     "CassetteFile",
     "CassetteNotFoundError",
     "FileLines",
@@ -51,77 +50,6 @@ __all__ = [
 #: Below it, reading the whole file at once is cheaper than an open file
 #: descriptor and a read per line.
 ON_DEMAND_FROM = 32 * 1024 * 1024
-#: How much of the file is read at a time while indexing it.
-PIECE = 1024 * 1024
-
-
-class FileLines:
-    """A cassette file's bytes, read on demand (``os.pread``) from the file
-    as it was when opened: the :class:`reel_core.LineSource` of a large
-    cassette, so that only its index is in memory (replaying a
-    100,000-interaction cassette of 368 MB held the file whole).
-
-    A file rewritten in place since (a shorter one, or other bytes where a
-    line was) is noticed: reading a line then raises ``ValueError`` and the
-    line is answered as a bad line.  Reel itself never rewrites a cassette
-    in place on POSIX (a fresh ``record`` renames a new file in; appends
-    only add bytes past the size seen here)."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._path = os.fspath(path)
-        fd = os.open(self._path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        self._fd = fd
-        self._size = os.fstat(fd).st_size
-        self._closer = weakref.finalize(self, os.close, fd)
-
-    def close(self) -> None:
-        self._closer()
-
-    def __len__(self) -> int:
-        return self._size
-
-    def __getitem__(self, index: slice, /) -> bytes:
-        start, stop, _ = index.indices(self._size)
-        if stop <= start:
-            return b""
-        try:
-            data = os.pread(self._fd, stop - start, start)
-        except OSError as exc:
-            raise ValueError(f"cannot read the cassette file again ({exc})") from None
-        if len(data) != stop - start:
-            raise ValueError(
-                "the cassette file was cut short since it was opened (rewritten in place?): "
-                "restart to read it again"
-            )
-        return data
-
-    def find(self, sub: bytes, start: int, end: int, /) -> int:
-        at = self[start:end].find(sub)
-        return at if at < 0 else start + at
-
-    def startswith(self, prefix: bytes, start: int, end: int, /) -> bool:
-        return self[start : min(end, start + len(prefix))] == prefix
-
-    def pieces(self, size: int = PIECE) -> Iterator[tuple[int, bytes]]:
-        """The file in pieces of about ``size`` bytes, each but the last
-        ending with a newline, with their offsets (for
-        :meth:`reel_core.Cassette.load_pieces`).  The bytes after a
-        piece's last newline are read again with the next piece rather
-        than copied onto it: one copy of the file passes through memory."""
-        offset, want = 0, max(size, 1)
-        while offset < self._size:
-            chunk = os.pread(self._fd, min(want, self._size - offset), offset)
-            if not chunk:  # pragma: no cover - cut short while being read
-                return
-            if offset + len(chunk) >= self._size:
-                yield offset, chunk
-                return
-            cut = chunk.rfind(b"\n") + 1
-            if not cut:  # a line longer than a piece: read more of it at once
-                want *= 2
-                continue
-            yield offset, chunk if cut == len(chunk) else chunk[:cut]
-            offset, want = offset + cut, max(size, 1)
 
 
 def _salt_of(meta: CassetteMeta) -> Any:
@@ -251,17 +179,12 @@ class CassetteFile:
             self._unwritten_meta = True
 
     def _load_on_demand(self, label: str, strict: bool) -> Cassette | None:
-        """A large cassette file, indexed piece by piece, its lines left in
-        the file (:class:`FileLines`); ``None`` for any other cassette."""
-        if not isinstance(self.store, FileStore) or not hasattr(os, "pread"):
-            return None  # pragma: no cover - Windows has no pread
-        path = self.store.path(self.name)
-        try:
-            if path.stat().st_size < ON_DEMAND_FROM:
-                return None
-            lines = FileLines(path)
-        except OSError:
-            return None  # let the store's read say what is wrong
+        """A large cassette, indexed piece by piece, its lines left in the
+        store (its :meth:`~reel_bindings._store.Store.lines`, a
+        :class:`FileLines` for a file); ``None`` for any other cassette."""
+        lines = self.store.lines(self.name, ON_DEMAND_FROM)
+        if lines is None:
+            return None
         try:
             cassette = Cassette.load_pieces(lines.pieces(), lines, name=label, strict=strict)
             if strict:
@@ -274,9 +197,7 @@ class CassetteFile:
     @property
     def path(self) -> Path:
         """The cassette's file (for a store of files; else its name as a path)."""
-        if isinstance(self.store, FileStore):
-            return self.store.path(self.name)
-        return Path(self.name)
+        return self.store.file(self.name) or Path(self.name)
 
     @path.setter
     def path(self, path: str | os.PathLike[str]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,10 +26,8 @@ from reel_core import (
     Forward,
     Frame,
     Limits,
-    MatchConfig,
     Miss,
     Mode,
-    Redactor,
     Refused,
     Replay,
     Request,
@@ -44,13 +42,14 @@ from reel_core import (
 from ._call_context import running_on
 from ._files import CassetteFile
 from ._freshness import Freshness
-from ._hints import IN_PROCESS_HINT
+from ._options import BindingOptions, Options
 from ._relay import CLIENT_CLOSED
 from ._settings import Settings, mode_from_env
-from ._store import Store, StoreUnavailableError
-from ._store_url import check_store
+from ._store import StoreUnavailableError
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from reel_core import MissReport
 
     from ._freeze import Frozen
@@ -58,7 +57,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CLIENT_CLOSED",
     "Binding",
+    "BindingOptions",
     "Decision",
+    "Options",
     "Player",
     "Upstreaming",
     "given_upstream",
@@ -150,26 +151,20 @@ class Player:
     def __init__(
         self,
         cassette: str | os.PathLike[str] | CassetteFile,
-        *,
-        mode: Mode | str | None = None,
-        match: MatchConfig | None = None,
-        timing: Timing | str = "realtime",
-        repeat: bool | None = None,
-        redactor: Redactor | None = None,
-        strict_load: bool = False,
-        hint: str = IN_PROCESS_HINT,
-        store: Store | str | None = None,
-        max_age: float | str | None = None,
-        record_grace: float | None = None,
-        drop_response_headers: Sequence[str] | None = None,
-        upstream: str | None = None,
+        options: Options | None = None,
+        **kwargs: Unpack[BindingOptions],
     ) -> None:
+        #: What the player was asked (``options`` with ``kwargs`` set).
+        self.options = given = Options.of(kwargs, options)
+        store, upstream = given.store, given.upstream
+        if upstream is not None and not isinstance(upstream, str):
+            raise TypeError(f"a player's upstream= is a base URL, not {upstream!r}")
         settings = Settings.from_env(
-            mode=mode,
+            mode=given.mode,
             store=store if isinstance(store, str) else None,
-            max_age=None if max_age is None else parse_duration(max_age),
-            record_grace=record_grace,
-            drop_response_headers=drop_response_headers,
+            max_age=None if given.max_age is None else parse_duration(given.max_age),
+            record_grace=given.record_grace,
+            drop_response_headers=given.drop_response_headers,
         )
         if isinstance(cassette, CassetteFile):
             self.file = cassette
@@ -177,13 +172,16 @@ class Player:
             if store is None or isinstance(store, str):
                 store = settings.open_store()  # a server down: StoreUnavailableError
             name = str(Path(cassette)) if store is None else os.fspath(cassette)
-            self.file = CassetteFile(name, mode=settings.mode, strict=strict_load, store=store)
+            self.file = CassetteFile(
+                name, mode=settings.mode, strict=given.strict_load, store=store
+            )
+        timing = given.timing
         self.config = settings.config(
-            match=match,
+            match=given.match,
             timing=Timing.parse(timing) if isinstance(timing, str) else timing,
-            repeat=repeat,
-            redactor=redactor,
-            hint=hint,
+            repeat=given.repeat,
+            redactor=given.redactor,
+            hint=given.hint,
             # a base URL given: every forward goes there (Forward.url)
             routing=upstream is not None,
             upstream=upstream,
@@ -208,7 +206,7 @@ class Player:
         """Why the cassette's store cannot keep a recording now (a Redis
         server gone), or ``None``."""
         try:
-            check_store(self.file.store)
+            self.file.store.check()
         except StoreUnavailableError as exc:
             return str(exc)
         return None
@@ -340,44 +338,19 @@ class Binding:
     def __init__(
         self,
         cassette: str | os.PathLike[str] | CassetteFile,
-        *,
-        mode: Mode | str | None = None,
-        match: MatchConfig | None = None,
-        timing: Timing | str = "realtime",
-        repeat: bool | None = None,
-        strict: bool = False,
-        redactor: Redactor | None = None,
-        hint: str = IN_PROCESS_HINT,
-        store: Store | str | None = None,
-        max_age: float | str | None = None,
-        record_grace: float | None = None,
-        drop_response_headers: Sequence[str] | None = None,
-        upstream: str | None = None,
-        freeze: Iterable[str] | None = None,
+        options: Options | None = None,
+        **kwargs: Unpack[BindingOptions],
     ) -> None:
         super().__init__()  # the client library's base, if it has one
-        self.player = Player(
-            cassette,
-            mode=mode,
-            match=match,
-            timing=timing,
-            repeat=repeat,
-            redactor=redactor,
-            hint=hint,
-            store=store,
-            max_age=max_age,
-            record_grace=record_grace,
-            drop_response_headers=drop_response_headers,
-            upstream=upstream,
-        )
-        self.strict = strict
+        self.player = Player(cassette, Options.of(kwargs, options))
+        self.strict = self.player.options.strict
         #: ``freeze=``: in force from here, in the context that made the
         #: binding, until it is closed (see :mod:`reel_bindings._freeze`).
         self.frozen: Frozen | None = None
-        if freeze:
+        if self.player.options.freeze:
             from ._freeze import frozen_for
 
-            self.frozen = frozen_for(self.player.file, freeze).start()
+            self.frozen = frozen_for(self.player.file, self.player.options.freeze).start()
 
     def _unfreeze(self) -> None:
         """End the binding's ``freeze=`` (its close does)."""

@@ -39,12 +39,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from reel_core import CassetteError, scrub_url_secrets, shown_url
 
-from ._store import StoreUnavailableError, check_name
+from ._store import Store, StoreUnavailableError, check_name, register_store
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["DEFAULT_PREFIX", "ZSTD_MAGIC", "RedisLock", "RedisStore"]
+__all__ = ["DEFAULT_PREFIX", "SCHEMES", "ZSTD_MAGIC", "RedisLock", "RedisStore"]
+
+#: The URL schemes of a Redis store (registered as such), and how messages spell them.
+SCHEMES = {"redis": "redis://host:port/db", "rediss": "rediss:// (TLS)"}
 
 #: The key prefix when none is given (``--store-prefix``).
 DEFAULT_PREFIX = "reel"
@@ -139,7 +142,7 @@ def _split(data: bytes) -> list[bytes]:
     return lines
 
 
-class RedisStore:
+class RedisStore(Store):
     """Cassettes in Redis lists (see the module's documentation).
 
     ``url`` is ``redis://[user:password@]host[:port][/db]`` or ``rediss://``
@@ -158,7 +161,7 @@ class RedisStore:
         compress: bool = False,
         timeout: float = 5.0,
     ) -> None:
-        if url.partition("://")[0].lower() not in ("redis", "rediss"):
+        if url.partition("://")[0].lower() not in SCHEMES:
             raise StoreUnavailableError(f"{shown_url(url)} is not a redis:// or rediss:// URL")
         if not prefix or any(c.isspace() for c in prefix):
             raise StoreUnavailableError(
@@ -242,6 +245,9 @@ class RedisStore:
                 f"the cassette store {self.url} cannot be reached ({what}: "
                 f"{self._scrub(str(exc))}); start Redis or fix the URL (--store / REEL_STORE)"
             ) from None  # the client's own error may quote the URL
+
+    #: :meth:`check` reaches the server.
+    remote = True
 
     def check(self) -> None:
         """Connect now: :class:`StoreUnavailableError` when the server
@@ -428,3 +434,11 @@ class RedisLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def _open(url: str, *, prefix: str | None, compress: bool) -> RedisStore:
+    return RedisStore(url, prefix=prefix or DEFAULT_PREFIX, compress=compress)
+
+
+for _scheme, _example in SCHEMES.items():
+    register_store(_scheme, _open, example=_example)

@@ -1,24 +1,39 @@
-"""The REEL_* environment variables, read once into one frozen value.
+"""Every setting of every entry point, resolved once, by one table.
+
+A setting may come from four sources.  The most specific wins, in one
+order for every setting and every entry point (:data:`PRECEDENCE`):
+
+1. a test's ``@pytest.mark.reel(...)`` marker (the pytest plugin);
+2. a flag or an argument (``--reel-mode``, the proxy's ``--mode``, an
+   in-process binding's ``mode=``);
+3. its ``REEL_*`` environment variable;
+4. an ini option (``reel_store = ...`` in pytest's configuration).
+
+A source that does not name a setting (unset, ``None``, or blank text)
+is passed over, and the first that names it wins; a value passed over is
+not read, so a bad variable under a flag stops nothing.  Each setting has
+one parser in :data:`SETTINGS`, and a bad value raises one
+:class:`SettingError` (a :class:`reel_core.ConfigError`) naming where it
+came from and what is allowed, the same from every entry point (each
+binding only decides how to show it: an exception, a pytest usage error,
+an argparse error).
 
 Every entry point reads the environment here and nowhere else: the
-in-process bindings, the pytest plugin, the proxy (``proxy/_options.py``)
-and the ``reel`` commands.  Each variable has one parser below, and a bad
-value raises one :class:`reel_core.ConfigError` whose message names the
-variable and what it accepts, the same from every entry point (each
-binding only decides how to show it: an exception, a pytest usage error,
-an argparse error).  A value given by the caller (a flag, an argument)
-wins over its variable, which is then not read.
-
-:meth:`Settings.from_env` reads them and :meth:`Settings.config` builds
-the :class:`reel_core.Config`.  The variables are listed in
-docs/configuration.md.
+in-process bindings, the pytest plugin, the proxy (``proxy/_options.py``,
+``proxy/_tls.py``) and the ``reel`` commands (``tests/bindings/
+test_settings_table.py`` fails on a ``REEL_*`` name anywhere else in the
+source).  :meth:`Settings.resolve` reads the sources, :meth:`Settings.config`
+builds the :class:`reel_core.Config`.  The settings are listed, with their
+sources, in docs/configuration.md.
 """
 
 from __future__ import annotations
 
+import enum
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from reel_core import (
@@ -35,139 +50,150 @@ from reel_core import (
 
 from ._hints import IN_PROCESS_HINT, hints
 from ._store import Store, StoreUnavailableError
-from ._store_url import check_store, is_store_url, open_store
+from ._store_url import is_store_url, open_store
 
 __all__ = [
+    "PRECEDENCE",
+    "RECORD_ON",
+    "SETTINGS",
+    "Setting",
+    "SettingError",
     "Settings",
+    "Source",
     "check_drop_response_headers",
     "limits_from_env",
     "mode_from_env",
     "parse_grace",
     "pii_from_env",
     "port_from_env",
+    "store_from_env",
+    "tls_dir_from_env",
+    "variable_of",
 ]
+
+
+class Source(enum.Enum):
+    """Where a setting's value came from."""
+
+    #: A test's ``@pytest.mark.reel(...)`` marker.
+    MARKER = "marker"
+    #: A flag on the command line, or an argument of a binding.
+    FLAG = "flag"
+    #: A ``REEL_*`` environment variable.
+    ENV = "env"
+    #: An ini option of pytest's configuration.
+    INI = "ini"
+    #: None of them: the setting's default.
+    DEFAULT = "default"
+
+
+#: The one precedence order, most specific first.
+PRECEDENCE = (Source.MARKER, Source.FLAG, Source.ENV, Source.INI)
 
 #: Values of a switch that mean "off" (any case, spaces ignored).
 OFF = ("0", "false", "no", "off")
+#: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
+RECORD_ON = ("passed", "always")
+#: The values of a yes/no ini option (as pytest's own ``bool`` ini reads them).
+_TRUTH = dict.fromkeys(("true", "1", "yes", "on"), True) | dict.fromkeys(
+    ("false", "0", "no", "off"), False
+)
 
 
-def _text(env: Mapping[str, str], variable: str) -> str:
-    return env.get(variable, "").strip()
+class SettingError(ConfigError):
+    """A bad value of a setting; ``source`` says where it came from (the
+    pytest plugin fails a test on its marker's, and stops the run on any
+    other)."""
+
+    def __init__(self, message: str, source: Source) -> None:
+        super().__init__(message)
+        self.source = source
 
 
-def pii_from_env(environ: Mapping[str, str] | None = None) -> bool:
-    """``REEL_REDACT_PII``: PII is redacted unless it says 0/false/no/off."""
-    env = os.environ if environ is None else environ
-    return _text(env, "REEL_REDACT_PII").lower() not in OFF
+# -- the parsers: (value, where it came from as messages name it, source) -> value --
 
 
-def _mode(env: Mapping[str, str]) -> Mode | None:
-    text = _text(env, "REEL_MODE")
-    if not text:
-        return None
+def _mode(value: object, where: str, source: Source) -> Mode:
+    if isinstance(value, Mode):
+        return value
     try:
-        return Mode.parse(text)
+        return Mode.parse(str(value))
     except ConfigError as exc:
-        raise ConfigError(f"REEL_MODE: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
 
 
-def mode_from_env(mode: Mode | str | None, environ: Mapping[str, str] | None = None) -> Mode:
-    """``mode`` if given, else ``REEL_MODE``, else replay."""
-    if isinstance(mode, Mode):
-        return mode
-    if mode:
-        return Mode.parse(mode)
-    return _mode(os.environ if environ is None else environ) or Mode.REPLAY
-
-
-def _max_body(env: Mapping[str, str]) -> int | None:
-    text = _text(env, "REEL_MAX_BODY")
-    if not text:
-        return None
+def _timing(value: object, where: str, source: Source) -> Timing:
+    if isinstance(value, Timing):
+        return value
     try:
-        max_body = int(text)
-    except ValueError:
-        max_body = 0
-    if max_body < 1:
-        raise ConfigError(f"REEL_MAX_BODY={text!r} is not a positive number of bytes")
-    return max_body
-
-
-def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
-    """The body limit ``REEL_MAX_BODY`` sets (the default without it): the
-    one limit every body is decoded to at most, read by the commands that
-    decode bodies (``reel import``, ``reel check``).  A bad value raises
-    :class:`ConfigError`."""
-    max_body = _max_body(os.environ if environ is None else environ)
-    return Limits() if max_body is None else Limits(max_body=max_body)
-
-
-def _timing(env: Mapping[str, str]) -> Timing | None:
-    text = _text(env, "REEL_TIMING")
-    if not text:
-        return None
-    try:
-        return Timing.parse(text)
+        return Timing.parse(str(value))
     except ConfigError as exc:
-        raise ConfigError(f"REEL_TIMING: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
 
 
-def _match(env: Mapping[str, str]) -> MatchMode | None:
-    text = _text(env, "REEL_MATCH")
-    if not text:
-        return None
+def _match(value: object, where: str, source: Source) -> MatchMode:
+    if isinstance(value, MatchMode):
+        return value
     try:
-        return MatchMode(text.lower())
+        return MatchMode(str(value).lower())
     except ValueError:
         choices = ", ".join(m.value for m in MatchMode)
+        raise ConfigError(f"{where}: unknown match mode {value!r}: use one of {choices}") from None
+
+
+def _upstream(value: object, where: str, source: Source) -> str:
+    if not isinstance(value, str):
         raise ConfigError(
-            f"REEL_MATCH: unknown match mode {text!r}: use one of {choices}"
-        ) from None
+            f"{where} takes a base URL such as 'https://api.openai.com', not {value!r}"
+        )
+    return check_upstream(value, where)
 
 
-def _upstream(env: Mapping[str, str]) -> str | None:
-    text = _text(env, "REEL_UPSTREAM")
-    return check_upstream(text, "REEL_UPSTREAM") if text else None
-
-
-def _store(env: Mapping[str, str]) -> str | None:
-    text = _text(env, "REEL_STORE")
-    if not text:
-        return None
+def _store(value: object, where: str, source: Source) -> str:
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else str(value)
     try:
-        is_store_url(text)
+        is_store_url(text)  # a URL of no registered scheme is refused, not a directory
     except StoreUnavailableError as exc:
-        raise ConfigError(f"REEL_STORE: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
     return text
 
 
-def _store_prefix(env: Mapping[str, str]) -> str | None:
-    text = _text(env, "REEL_STORE_PREFIX")
-    if not text:
-        return None
+def _store_prefix(value: object, where: str, source: Source) -> str:
+    text = str(value)
     if any(c.isspace() for c in text):
         raise ConfigError(
-            f"REEL_STORE_PREFIX={text!r} is not a key prefix: give a word without spaces, "
-            "e.g. myproject"
+            f"{where} is not a key prefix: give a word without spaces, e.g. myproject"
         )
     return text
 
 
-def _max_age(env: Mapping[str, str]) -> float | None:
-    text = _text(env, "REEL_MAX_AGE")
-    if not text:
-        return None
+def _max_body(value: object, where: str, source: Source) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ConfigError(f"{where} {value} must be a positive number of bytes")
+        return value
     try:
-        return parse_duration(text)
+        max_body = int(str(value))
+    except ValueError:
+        max_body = 0
+    if max_body < 1:
+        raise ConfigError(f"{where} is not a positive number of bytes")
+    return max_body
+
+
+def _max_age(value: object, where: str, source: Source) -> float:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{where} takes a duration such as '7d' or seconds, not {value!r}")
+    try:
+        return parse_duration(value)
     except ConfigError as exc:
-        raise ConfigError(f"REEL_MAX_AGE={text!r}: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
 
 
-def _record_grace(env: Mapping[str, str]) -> float | None:
-    text = _text(env, "REEL_RECORD_GRACE")
-    if not text:
-        return None
-    return parse_grace(text, "REEL_RECORD_GRACE")
+def _record_grace(value: object, where: str, source: Source) -> float:
+    if source is Source.MARKER and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ConfigError(f"{where} takes a number of seconds, not {value!r}")
+    return parse_grace(str(value), where.removesuffix("="))
 
 
 def parse_grace(text: str, name: str) -> float:
@@ -185,10 +211,10 @@ def parse_grace(text: str, name: str) -> float:
     return seconds
 
 
-def _drop_response_headers(env: Mapping[str, str]) -> tuple[str, ...]:
-    text = _text(env, "REEL_DROP_RESPONSE_HEADERS")
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    return check_drop_response_headers(names, f"REEL_DROP_RESPONSE_HEADERS={text!r}")
+def _drop_response_headers(value: object, where: str, source: Source) -> tuple[str, ...]:
+    if source is Source.ENV and isinstance(value, str):  # comma-separated
+        value = [name.strip() for name in value.split(",") if name.strip()]
+    return check_drop_response_headers(value, where)
 
 
 def check_drop_response_headers(names: object, where: str) -> tuple[str, ...]:
@@ -203,20 +229,117 @@ def check_drop_response_headers(names: object, where: str) -> tuple[str, ...]:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def port_from_env(environ: Mapping[str, str] | None = None) -> int | None:
-    """``REEL_PORT`` (the proxy's), ``None`` when unset."""
-    text = _text(os.environ if environ is None else environ, "REEL_PORT")
-    if not text:
-        return None
+def _pii(value: object, where: str, source: Source) -> bool:
+    return value if isinstance(value, bool) else str(value).lower() not in OFF
+
+
+def _port(value: object, where: str, source: Source) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value <= 65535:
+            raise ConfigError(f"{where} {value} is not a TCP port (0-65535)")
+        return value
+    text = str(value)
     port = int(text) if text.isdigit() else -1
     if not 0 <= port <= 65535:
-        raise ConfigError(f"REEL_PORT={text!r} is not a TCP port (0-65535; 0 picks a free one)")
+        raise ConfigError(f"{where} is not a TCP port (0-65535; 0 picks a free one)")
     return port
+
+
+def _text(value: object, where: str, source: Source) -> str:
+    return str(value)
+
+
+def _path(value: object, where: str, source: Source) -> Path:
+    return Path(value) if isinstance(value, (str, os.PathLike)) else Path(str(value))
+
+
+def _record_on(value: object, where: str, source: Source) -> str:
+    if value in RECORD_ON:
+        return str(value)
+    if source is Source.INI:
+        raise ConfigError(
+            f"{where}: use {' or '.join(RECORD_ON)} "
+            "(passed keeps a test's recordings only when it passed)"
+        )
+    raise ConfigError(f"{where} takes {' or '.join(map(repr, RECORD_ON))}, not {value!r}")
+
+
+def _allow_misses(value: object, where: str, source: Source) -> bool:
+    if isinstance(value, bool):
+        return value
+    allowed = _TRUTH.get(str(value).lower()) if source is Source.INI else None
+    if allowed is None:
+        if source is Source.INI:
+            raise ConfigError(
+                f"{where}: use true or false (true: a miss does not fail the test that served it)"
+            )
+        raise ConfigError(f"{where} takes True or False, not {value!r}")
+    return allowed
+
+
+# -- the table -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its name (a field of :class:`Settings`, the marker's
+    key, the ini option's ``reel_`` suffix), its variable, its parser."""
+
+    name: str
+    #: Its ``REEL_*`` environment variable (``None``: it has none).
+    variable: str | None
+    parse: Callable[[object, str, Source], Any]
+    #: Its variable's message shows the value (``REEL_MAX_BODY='lots' is ...``).
+    shows_value: bool = False
+    #: Read by every entry point (a bad variable is caught wherever Reel
+    #: runs); else only by those that name it (:meth:`Settings.resolve`'s
+    #: ``extra``).
+    shared: bool = True
+
+
+#: Every setting, in one table.
+SETTINGS = (
+    Setting("mode", "REEL_MODE", _mode),
+    Setting("pii", "REEL_REDACT_PII", _pii),
+    Setting("max_body", "REEL_MAX_BODY", _max_body, shows_value=True),
+    Setting("timing", "REEL_TIMING", _timing),
+    Setting("match", "REEL_MATCH", _match),
+    Setting("upstream", "REEL_UPSTREAM", _upstream),
+    Setting("store", "REEL_STORE", _store),
+    Setting("store_prefix", "REEL_STORE_PREFIX", _store_prefix, shows_value=True),
+    Setting("max_age", "REEL_MAX_AGE", _max_age, shows_value=True),
+    Setting("record_grace", "REEL_RECORD_GRACE", _record_grace),
+    Setting(
+        "drop_response_headers",
+        "REEL_DROP_RESPONSE_HEADERS",
+        _drop_response_headers,
+        shows_value=True,
+    ),
+    # the proxy's own
+    Setting("cassette", "REEL_CASSETTE", _path, shared=False),
+    Setting("cassette_dir", "REEL_CASSETTE_DIR", _path, shared=False),
+    Setting("host", "REEL_HOST", _text, shared=False),
+    Setting("port", "REEL_PORT", _port, shows_value=True, shared=False),
+    Setting("tls_dir", "REEL_TLS_DIR", _path, shared=False),
+    # the pytest plugin's own
+    Setting("record_on", None, _record_on, shared=False),
+    Setting("allow_misses", None, _allow_misses, shared=False),
+)
+_BY_NAME = {setting.name: setting for setting in SETTINGS}
+_SHARED = tuple(s.name for s in SETTINGS if s.shared)
+
+
+def _absent(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _argument(name: str) -> str:
+    return f"{name}="
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What the environment asks of every binding."""
+    """What the settings' sources ask of a binding."""
 
     #: ``REEL_MODE`` (replay when unset).
     mode: Mode = Mode.REPLAY
@@ -234,8 +357,8 @@ class Settings:
     upstream: str | None = None
     #: Whether ``mode`` was set (given, or by ``REEL_MODE``) rather than the default.
     mode_set: bool = False
-    #: ``REEL_STORE``: where cassettes live (a directory, or a redis:// or
-    #: rediss:// URL); ``None``: files, named by path.
+    #: ``REEL_STORE``: where cassettes live (a directory, or a URL of a
+    #: registered store: redis://, rediss://); ``None``: files, named by path.
     store: str | None = None
     #: ``REEL_STORE_PREFIX``: the Redis key prefix; ``None``: ``reel``.
     store_prefix: str | None = None
@@ -248,6 +371,72 @@ class Settings:
     #: ``REEL_DROP_RESPONSE_HEADERS`` (comma-separated): response headers
     #: never stored, besides those Reel never stores.
     drop_response_headers: tuple[str, ...] = ()
+    #: The proxy's: ``REEL_CASSETTE``, ``REEL_CASSETTE_DIR``, ``REEL_HOST``,
+    #: ``REEL_PORT`` and ``REEL_TLS_DIR`` (``None``: unset).
+    cassette: Path | None = None
+    cassette_dir: Path | None = None
+    host: str | None = None
+    port: int | None = None
+    tls_dir: Path | None = None
+    #: The pytest plugin's: when a test's recordings are kept (``None``:
+    #: ``passed``), and whether a miss fails its test.
+    record_on: str | None = None
+    allow_misses: bool = False
+    #: Where each setting resolved came from (a setting not resolved: absent).
+    sources: Mapping[str, Source] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def resolve(
+        cls,
+        flags: Mapping[str, object] | None = None,
+        env: Mapping[str, str] | None = None,
+        marker: Mapping[str, object] | None = None,
+        ini: Mapping[str, object] | None = None,
+        *,
+        flag_label: Callable[[str], str] = _argument,
+        extra: Iterable[str] = (),
+        only: Iterable[str] | None = None,
+    ) -> Settings:
+        """The settings the sources ask for, each setting's value from the
+        first source in :data:`PRECEDENCE` that names it.  ``flags``,
+        ``marker`` and ``ini`` are keyed by setting name; ``env`` is the
+        environment (default ``os.environ``, read now).  ``flag_label``
+        spells a flag as messages name it (default ``name=``, an
+        argument).  The shared settings are resolved, and those in
+        ``extra`` (``only``: just those named).  A bad value raises
+        :class:`SettingError` naming its source."""
+        environ = os.environ if env is None else env
+        given: dict[Source, Mapping[str, object]] = {
+            Source.MARKER: marker or {},
+            Source.FLAG: flags or {},
+            Source.ENV: environ,
+            Source.INI: ini or {},
+        }
+        names = tuple(only) if only is not None else (*_SHARED, *extra)
+        values: dict[str, Any] = {}
+        sources: dict[str, Source] = {}
+        for name in names:
+            setting = _BY_NAME[name]
+            for source in PRECEDENCE:
+                key = setting.variable if source is Source.ENV else name
+                value = given[source].get(key) if key is not None else None
+                if _absent(value):
+                    continue
+                if isinstance(value, str):
+                    value = value.strip()
+                where = _where(setting, source, value, flag_label)
+                try:
+                    values[name] = setting.parse(value, where, source)
+                except ConfigError as exc:
+                    raise SettingError(str(exc), source) from None
+                sources[name] = source
+                break
+            else:
+                sources[name] = Source.DEFAULT
+        settings = cls(**values, sources=sources)
+        if "mode" in values:
+            settings = replace(settings, mode_set=True)
+        return settings
 
     @classmethod
     def from_env(
@@ -265,30 +454,26 @@ class Settings:
         record_grace: float | None = None,
         drop_response_headers: Sequence[str] | None = None,
     ) -> Settings:
-        """The settings of ``environ`` (default ``os.environ``, read now).
-        A value given wins over its variable, which is then not read
-        (``upstream`` is the proxy's ``--upstream``, checked as such).
-        Raises :class:`ConfigError` for a bad value."""
-        env = os.environ if environ is None else environ
-        given_mode = mode_from_env(mode, {}) if mode else _mode(env)
-        return cls(
-            mode=given_mode or Mode.REPLAY,
-            pii=pii_from_env(env),
-            max_body=max_body if max_body is not None else _max_body(env),
-            timing=timing if timing is not None else _timing(env),
-            match=match if match is not None else _match(env),
-            upstream=check_upstream(upstream, "--upstream") if upstream else _upstream(env),
-            mode_set=given_mode is not None,
-            store=store or _store(env),
-            store_prefix=store_prefix or _store_prefix(env),
-            max_age=max_age if max_age is not None else _max_age(env),
-            record_grace=record_grace if record_grace is not None else _record_grace(env),
-            drop_response_headers=(
-                check_drop_response_headers(drop_response_headers, "drop_response_headers")
-                if drop_response_headers is not None
-                else _drop_response_headers(env)
-            ),
-        )
+        """:meth:`resolve` with these arguments as the flags: a value
+        given wins over its variable, which is then not read (``upstream``
+        is the proxy's ``--upstream``, checked as such)."""
+        flags: dict[str, object] = {
+            "mode": mode,
+            "timing": timing,
+            "match": match,
+            "upstream": upstream,
+            "max_body": max_body,
+            "store": store,
+            "store_prefix": store_prefix,
+            "max_age": max_age,
+            "record_grace": record_grace,
+            "drop_response_headers": drop_response_headers,
+        }
+        return cls.resolve(flags, environ, flag_label=_named)
+
+    def source(self, name: str) -> Source:
+        """Where setting ``name`` came from."""
+        return self.sources.get(name, Source.DEFAULT)
 
     def open_store(self) -> Store | None:
         """The store ``store`` names (connected: a server that cannot be
@@ -297,7 +482,7 @@ class Settings:
         if self.store is None:
             return None
         store = open_store(self.store, prefix=self.store_prefix)
-        check_store(store)
+        store.check()
         return store
 
     @property
@@ -320,3 +505,64 @@ class Settings:
             ),
             **fields,
         )
+
+
+def _named(name: str) -> str:
+    """How :meth:`Settings.from_env`'s arguments are named in messages (as
+    before the table: ``upstream`` as the proxy's flag)."""
+    return "--upstream" if name == "upstream" else name
+
+
+def _where(
+    setting: Setting, source: Source, value: object, flag_label: Callable[[str], str]
+) -> str:
+    """The value's source as messages name it."""
+    if source is Source.ENV:
+        assert setting.variable is not None
+        return f"{setting.variable}={value!r}" if setting.shows_value else setting.variable
+    if source is Source.INI:
+        return f"reel_{setting.name} = {value!r}"
+    if source is Source.MARKER:
+        return f"{setting.name}="
+    return flag_label(setting.name)
+
+
+# -- single variables, for the commands that need one ---------------------------------
+
+
+def variable_of(name: str) -> str | None:
+    """The ``REEL_*`` variable of setting ``name`` (``None``: it has none)."""
+    return _BY_NAME[name].variable
+
+
+def pii_from_env(environ: Mapping[str, str] | None = None) -> bool:
+    """``REEL_REDACT_PII``: PII is redacted unless it says 0/false/no/off."""
+    return Settings.resolve(env=environ, only=("pii",)).pii
+
+
+def mode_from_env(mode: Mode | str | None, environ: Mapping[str, str] | None = None) -> Mode:
+    """``mode`` if given, else ``REEL_MODE``, else replay."""
+    return Settings.resolve({"mode": mode}, environ, only=("mode",)).mode
+
+
+def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
+    """The body limit ``REEL_MAX_BODY`` sets (the default without it): the
+    one limit every body is decoded to at most, read by the commands that
+    decode bodies (``reel import``, ``reel check``).  A bad value raises
+    :class:`ConfigError`."""
+    return Settings.resolve(env=environ, only=("max_body",)).limits
+
+
+def port_from_env(environ: Mapping[str, str] | None = None) -> int | None:
+    """``REEL_PORT`` (the proxy's), ``None`` when unset."""
+    return Settings.resolve(env=environ, only=("port",)).port
+
+
+def store_from_env(environ: Mapping[str, str] | None = None) -> str | None:
+    """``REEL_STORE``, checked; ``None`` when unset."""
+    return Settings.resolve(env=environ, only=("store",)).store
+
+
+def tls_dir_from_env(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``REEL_TLS_DIR``, ``None`` when unset."""
+    return Settings.resolve(env=environ, only=("tls_dir",)).tls_dir

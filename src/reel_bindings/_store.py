@@ -17,7 +17,21 @@ implementation must guarantee (docs/stores.md says it for implementers):
 * ``lock(name)`` is an exclusive lock across processes (the pytest
   plugin's one writer per cassette), not reentrant;
 * ``exists``, ``list(prefix)`` and ``describe(name)`` (the cassette as
-  messages name it).
+  messages name it);
+* ``check()`` says now whether the store can be used (a server reached),
+  raising :class:`StoreUnavailableError`; ``remote`` says whether it
+  reaches a server (so a binding calls it off its event loop).
+
+What a store may do better than the defaults :class:`Store` gives a class
+that subclasses it: hand out a large cassette's bytes on demand
+(``lines``), name its local file (``file``), and say cheaply when a
+cassette changed (``stamp``).
+
+A store behind a URL registers its scheme (:func:`register_store`): then
+:func:`from_url` opens it, every ``--store``, ``$REEL_STORE``,
+``--reel-store`` and ``reel_store`` value is checked against the one
+registry (:func:`is_store_url`), and nothing else needs an edit.  A
+store is then one module.
 
 A name is ``/``-separated and relative (:func:`check_name`); a
 :class:`FileStore` without a root takes a path instead, as the bindings
@@ -36,26 +50,37 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import hashlib
 import os
 import re
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
-from reel_core import CassetteError, ConfigError
+from reel_core import CassetteError, ConfigError, LineSource, shown_url
 
 __all__ = [
+    "PIECE",
+    "FileLines",
     "FileLock",
     "FileStore",
     "MemoryStore",
+    "OnDemandLines",
     "Store",
+    "StoreFactory",
     "StoreUnavailableError",
     "atomic_write",
     "check_name",
+    "from_url",
+    "is_store_url",
     "lock_fd",
+    "register_store",
+    "store_schemes",
     "unlock_fd",
 ]
 
@@ -65,6 +90,18 @@ class StoreUnavailableError(ConfigError):
     message names its URL), its client library is not installed, or its
     URL is bad.  A :class:`~reel_core.ConfigError`: the user fixes it
     (starts Redis, installs the extra, corrects ``--store``)."""
+
+
+class OnDemandLines(LineSource, Protocol):
+    """A cassette's bytes read on demand (:meth:`Store.lines`): a
+    :class:`~reel_core.LineSource`, handed over in pieces to index it."""
+
+    def pieces(self) -> Iterator[tuple[int, bytes]]:
+        """The bytes in pieces, each but the last ending with a newline,
+        with their offsets (for :meth:`reel_core.Cassette.load_pieces`)."""
+
+    def close(self) -> None:
+        """Let go of what it holds open."""
 
 
 @runtime_checkable
@@ -101,6 +138,101 @@ class Store(Protocol):
 
     def describe(self, name: str) -> str:
         """The cassette as messages name it (a path, a URL and key)."""
+
+    def check(self) -> None:
+        """Make sure the store can be used now (a server store connects):
+        :class:`StoreUnavailableError` saying why not."""
+
+    #: Whether :meth:`check` reaches a server: a binding on an event loop
+    #: then calls it in a thread (a local store's check must return at once).
+    remote: ClassVar[bool] = False
+
+    def lines(self, name: str, at_least: int) -> OnDemandLines | None:
+        """The cassette's bytes, read on demand, when it holds ``at_least``
+        bytes or more (only its index is then kept in memory); ``None``
+        (the default): :meth:`read` it whole."""
+        return None
+
+    def file(self, name: str) -> Path | None:
+        """The cassette's local file, if it is one (``None``, the default:
+        it is not a file)."""
+        return None
+
+    def stamp(self, name: str) -> str:
+        """What changes whenever the cassette does (the viewer's live
+        reload); the default is a digest of its bytes, ``"missing"`` when
+        it does not exist."""
+        data = self.read(name)
+        return "missing" if data is None else hashlib.sha256(data).hexdigest()
+
+
+class StoreFactory(Protocol):
+    """Opens the store a URL of its scheme names (nothing connected yet)."""
+
+    def __call__(self, url: str, *, prefix: str | None, compress: bool) -> Store: ...
+
+
+@dataclass(frozen=True)
+class _Scheme:
+    factory: StoreFactory
+    #: How messages spell a URL of it (``redis://host:port/db``).
+    example: str
+
+
+#: The stores behind a URL, by scheme (lower case), in registration order.
+_SCHEMES: dict[str, _Scheme] = {}
+
+
+def register_store(scheme: str, factory: StoreFactory, *, example: str = "") -> None:
+    """Make ``scheme://...`` URLs open the store ``factory`` makes, wherever
+    a store is named (``--store``, ``$REEL_STORE``, ``--reel-store``, the
+    ``reel_store`` ini option, ``store=``).  ``example`` is how messages
+    spell such a URL (default ``scheme://...``).  Registering a scheme again
+    replaces it."""
+    key = scheme.lower()
+    if not re.fullmatch(r"[a-z][a-z0-9+.-]*", key):
+        raise ValueError(f"{scheme!r} is not a URL scheme")
+    _SCHEMES[key] = _Scheme(factory, example or f"{key}://...")
+
+
+def store_schemes() -> tuple[str, ...]:
+    """The URL schemes a store is registered for."""
+    return tuple(_SCHEMES)
+
+
+def is_store_url(text: str) -> bool:
+    """Whether ``text`` names a store behind a URL (a registered scheme)
+    rather than a directory.  A URL of another scheme (``reddis://``,
+    ``unix://``, ``http://``), or one a slash short (``redis:/:pw@host``),
+    is a :class:`StoreUnavailableError` that shows it without its
+    credentials, not a directory of that name."""
+    scheme, sep, _ = text.partition("://")
+    slipped = "@" in text and re.match(r"[A-Za-z][A-Za-z0-9+.-]+:", text)
+    if not (sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme)) and not slipped:
+        return False
+    if not sep or scheme.lower() not in _SCHEMES:
+        urls = " or ".join(s.example for s in _SCHEMES.values()) or "store"
+        raise StoreUnavailableError(
+            f"unknown store {shown_url(text)}: give a directory, or a {urls} URL"
+        )
+    return True
+
+
+def from_url(
+    spec: str | os.PathLike[str], *, prefix: str | None = None, compress: bool = False
+) -> Store:
+    """The store ``spec`` names: a URL of a registered scheme is that
+    scheme's store (``prefix`` and ``compress`` are its to use); anything
+    else is a directory of files (:class:`FileStore`).  A URL of another
+    scheme is refused (:func:`is_store_url`).  Nothing is connected yet:
+    :meth:`Store.check` does that."""
+    text = os.fspath(spec)
+    if is_store_url(text):
+        scheme = _SCHEMES[text.partition("://")[0].lower()]
+        return scheme.factory(text, prefix=prefix, compress=compress)
+    if not text:
+        raise StoreUnavailableError("empty store: give a directory or a store URL")
+    return FileStore(text)
 
 
 _NAME_PART = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")
@@ -274,8 +406,80 @@ class FileLock:
 
 # -- files -------------------------------------------------------------------------
 
+#: How much of the file is read at a time while indexing it.
+PIECE = 1024 * 1024
 
-class FileStore:
+
+class FileLines:
+    """A cassette file's bytes, read on demand (``os.pread``) from the file
+    as it was when opened: the :class:`reel_core.LineSource` of a large
+    cassette, so that only its index is in memory (replaying a
+    100,000-interaction cassette of 368 MB held the file whole).
+
+    A file rewritten in place since (a shorter one, or other bytes where a
+    line was) is noticed: reading a line then raises ``ValueError`` and the
+    line is answered as a bad line.  Reel itself never rewrites a cassette
+    in place on POSIX (a fresh ``record`` renames a new file in; appends
+    only add bytes past the size seen here)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = os.fspath(path)
+        fd = os.open(self._path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self._fd = fd
+        self._size = os.fstat(fd).st_size
+        self._closer = weakref.finalize(self, os.close, fd)
+
+    def close(self) -> None:
+        self._closer()
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: slice, /) -> bytes:
+        start, stop, _ = index.indices(self._size)
+        if stop <= start:
+            return b""
+        try:
+            data = os.pread(self._fd, stop - start, start)
+        except OSError as exc:
+            raise ValueError(f"cannot read the cassette file again ({exc})") from None
+        if len(data) != stop - start:
+            raise ValueError(
+                "the cassette file was cut short since it was opened (rewritten in place?): "
+                "restart to read it again"
+            )
+        return data
+
+    def find(self, sub: bytes, start: int, end: int, /) -> int:
+        at = self[start:end].find(sub)
+        return at if at < 0 else start + at
+
+    def startswith(self, prefix: bytes, start: int, end: int, /) -> bool:
+        return self[start : min(end, start + len(prefix))] == prefix
+
+    def pieces(self, size: int = PIECE) -> Iterator[tuple[int, bytes]]:
+        """The file in pieces of about ``size`` bytes, each but the last
+        ending with a newline, with their offsets (for
+        :meth:`reel_core.Cassette.load_pieces`).  The bytes after a
+        piece's last newline are read again with the next piece rather
+        than copied onto it: one copy of the file passes through memory."""
+        offset, want = 0, max(size, 1)
+        while offset < self._size:
+            chunk = os.pread(self._fd, min(want, self._size - offset), offset)
+            if not chunk:  # pragma: no cover - cut short while being read
+                return
+            if offset + len(chunk) >= self._size:
+                yield offset, chunk
+                return
+            cut = chunk.rfind(b"\n") + 1
+            if not cut:  # a line longer than a piece: read more of it at once
+                want *= 2
+                continue
+            yield offset, chunk if cut == len(chunk) else chunk[:cut]
+            offset, want = offset + cut, max(size, 1)
+
+
+class FileStore(Store):
     """Cassettes as JSONL files.  With a ``root`` directory, names are
     checked (:func:`check_name`) and must stay inside it (a symbolic link
     leading out is refused too); without one, a name is a file path."""
@@ -308,6 +512,35 @@ class FileStore:
 
     def describe(self, name: str) -> str:
         return str(self.path(name))
+
+    def check(self) -> None:
+        """Files are always there to write to (a write says what is wrong)."""
+
+    def file(self, name: str) -> Path:
+        return self.path(name)
+
+    def lines(self, name: str, at_least: int) -> FileLines | None:
+        """The file read on demand (:class:`FileLines`) when it is
+        ``at_least`` bytes long; ``None`` for a smaller one, one that
+        cannot be opened (its read says why), or where ``os.pread`` is
+        missing (Windows)."""
+        if not hasattr(os, "pread"):  # pragma: no cover - Windows has no pread
+            return None
+        path = self.path(name)
+        try:
+            if path.stat().st_size < at_least:
+                return None
+            return FileLines(path)
+        except OSError:
+            return None  # let the store's read say what is wrong
+
+    def stamp(self, name: str) -> str:
+        """The file's size and modification time."""
+        try:
+            st = self.path(name).stat()
+        except (OSError, CassetteError):
+            return "missing"
+        return f"{st.st_size}:{st.st_mtime_ns}"
 
     def read(self, name: str) -> bytes | None:
         """The file's bytes, read under its lock: another process's line
@@ -411,7 +644,7 @@ class FileStore:
 # -- memory ------------------------------------------------------------------------
 
 
-class MemoryStore:
+class MemoryStore(Store):
     """Cassettes in a dict, for tests (the in-memory twin of
     :class:`FileStore`: the same guarantees, across threads)."""
 
@@ -427,6 +660,9 @@ class MemoryStore:
 
     def describe(self, name: str) -> str:
         return f"memory:{check_name(name)}"
+
+    def check(self) -> None:
+        """Memory is always there."""
 
     def read(self, name: str) -> bytes | None:
         with self._guard:

@@ -7,35 +7,31 @@ re-exported by ``reel_bindings.httpcore``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
 import weakref
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reel_core import (
     Cut,
     Forward,
-    MatchConfig,
-    Mode,
-    Redactor,
     Replay,
     Request,
     ResponseHead,
-    Timing,
     UpstreamError,
     accept_encoding,
 )
 
 from ._files import CassetteFile
-from ._hints import IN_PROCESS_HINT
 from ._inprocess import Binding, Decision, given_upstream
+from ._options import BindingOptions, Options
 from ._per_process import PerProcess
 from ._proxy_env import environment_proxies, proxy_for
 from ._relay import Failure
-from ._store import Store
 
 __all__ = [
     "Base",
@@ -96,6 +92,7 @@ if TYPE_CHECKING:
     import anyio
     import httpx
     import httpx2
+    from typing_extensions import Unpack
 
     from ._failures import Rule
 
@@ -418,21 +415,11 @@ class Base(Binding):
     def __init__(
         self,
         cassette: str | os.PathLike[str] | CassetteFile,
-        *,
-        mode: Mode | str | None = None,
-        match: MatchConfig | None = None,
-        timing: Timing | str = "realtime",
-        repeat: bool | None = None,
-        strict: bool = False,
-        redactor: Redactor | None = None,
-        upstream: Any = None,
-        hint: str = IN_PROCESS_HINT,
-        store: Store | str | None = None,
-        max_age: float | str | None = None,
-        record_grace: float | None = None,
-        drop_response_headers: Sequence[str] | None = None,
-        freeze: Iterable[str] | None = None,
+        options: Options | None = None,
+        **kwargs: Unpack[BindingOptions],
     ) -> None:
+        given = Options.of(kwargs, options)
+        upstream = given.upstream
         # a sync transport forwards through a sync pool, an async one an async one
         sync = self._process_pools
         base, pool = given_upstream(
@@ -442,22 +429,7 @@ class Base(Binding):
             else "an httpx async transport (httpx.AsyncHTTPTransport(...))",
             hasattr(upstream, "handle_request" if sync else "handle_async_request"),
         )
-        super().__init__(
-            cassette,
-            mode=mode,
-            match=match,
-            timing=timing,
-            repeat=repeat,
-            strict=strict,
-            redactor=redactor,
-            hint=hint,
-            store=store,
-            max_age=max_age,
-            record_grace=record_grace,
-            drop_response_headers=drop_response_headers,
-            upstream=base,
-            freeze=freeze,
-        )
+        super().__init__(cassette, dataclasses.replace(given, upstream=base))
         #: The pools forwards go through, by client family and proxy URL
         #: (``""``: direct); an ``upstream`` pool given serves its family always.
         self._upstreams: dict[tuple[str, str], Any] = {}

@@ -13,8 +13,10 @@ Loaded by the ``pytest11`` entry point (``-p reel``) once Reel is installed::
 
 The cassette of a test is ``<reel_cassette_dir>/<module path>/<test name>.jsonl``
 under the rootdir (``reel_cassette_dir`` defaults to ``tests/cassettes``).
-The mode comes from ``--reel-mode``, else ``$REEL_MODE``, else the marker's
-``mode=``, else ``replay``: the network is never touched unless asked.
+Every setting has one precedence (``reel_bindings._settings``): a test's
+marker, then the flag, then the ``$REEL_*`` variable, then the ini option.
+The mode comes from the marker's ``mode=``, else ``--reel-mode``, else
+``$REEL_MODE``, else ``replay``: the network is never touched unless asked.
 Replay timing defaults to ``fast`` (no sleeps); the marker's ``timing=``,
 ``--reel-timing`` or ``$REEL_TIMING`` change it.  See docs/pytest-plugin.md.
 
@@ -32,7 +34,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -40,10 +42,12 @@ import pytest
 
 if TYPE_CHECKING:
     import requests
+    from typing_extensions import Unpack
 
     from reel_bindings._files import CassetteFile
     from reel_bindings._freeze import Frozen
     from reel_bindings._inprocess import Player
+    from reel_bindings._options import BindingOptions, Options
     from reel_bindings._settings import Settings
     from reel_bindings._store import Store
     from reel_bindings.httpcore import AsyncTransport, Transport
@@ -129,7 +133,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="replay: serve cassettes, a miss fails the test, never touch the network "
         "(default); auto: replay what is recorded, record what is not; record: re-record "
         "(each cassette starts afresh once per run); live: forward, record nothing. "
-        "Wins over $REEL_MODE and the marker's mode=.",
+        "A test's marker mode= wins over it; it wins over $REEL_MODE.",
     )
     group.addoption(
         "--reel-timing",
@@ -156,7 +160,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="passed (default): keep what a test recorded only when it passed (a failing, "
         "erroring or xfail test leaves its cassette as it was); always: keep everything. "
-        "Wins over the reel_record_on ini option and the marker's record_on=.",
+        "A test's marker record_on= wins over it; it wins over the reel_record_on ini option.",
     )
     group.addoption(
         "--reel-report",
@@ -216,11 +220,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     # Bad global settings stop the run at once, with a message saying what to fix.
-    _global_mode(config)
-    _global_timing(config)
-    _global_record_on(config)
-    _global_allow_misses(config)
-    _run_max_age(config)
+    _resolve(config)
     _run_store(config)  # a Redis server that is down stops the run here, named
 
 
@@ -529,34 +529,34 @@ class ReelCassette:
 
     # -- in-process bindings --
 
-    def transport(self, **kwargs: Any) -> Transport:
+    def transport(self, **kwargs: Unpack[BindingOptions]) -> Transport:
         """A sync transport for ``httpx.Client`` / ``httpx2.Client``."""
         from reel_bindings.httpcore import Transport
 
-        transport = Transport(self.file, **self._binding_kwargs(kwargs))
+        transport = Transport(self.file, self._options(kwargs))
         self._adopt(transport.player)
         self._stack.callback(transport.close)
         self._forwarding_transports = True
         return transport
 
-    def async_transport(self, **kwargs: Any) -> AsyncTransport:
+    def async_transport(self, **kwargs: Unpack[BindingOptions]) -> AsyncTransport:
         """An async transport for ``httpx.AsyncClient`` / ``httpx2.AsyncClient``."""
         from reel_bindings.httpcore import AsyncTransport
 
-        transport = AsyncTransport(self.file, **self._binding_kwargs(kwargs))
+        transport = AsyncTransport(self.file, self._options(kwargs))
         self._adopt(transport.player)
         return transport
 
-    def requests_adapter(self, **kwargs: Any) -> Adapter:
+    def requests_adapter(self, **kwargs: Unpack[BindingOptions]) -> Adapter:
         """A transport adapter to mount on a ``requests.Session``."""
         from reel_bindings.requests import Adapter
 
-        adapter = Adapter(self.file, **self._binding_kwargs(kwargs))
+        adapter = Adapter(self.file, self._options(kwargs))
         self._adopt(adapter.player)
         self._stack.callback(adapter.close)
         return adapter
 
-    def requests_session(self, **kwargs: Any) -> requests.Session:
+    def requests_session(self, **kwargs: Unpack[BindingOptions]) -> requests.Session:
         """A ``requests.Session`` with :meth:`requests_adapter` mounted for
         ``http://`` and ``https://``."""
         import requests
@@ -611,7 +611,7 @@ class ReelCassette:
         if self._call_player is None:
             from reel_bindings._inprocess import Player
 
-            player = Player(self.file, **self._binding_kwargs({}))
+            player = Player(self.file, self._options({}))
             self._adopt(player)
             self._call_player = player
         return self._call_player
@@ -723,19 +723,24 @@ class ReelCassette:
 
     # -- plumbing --
 
-    def _binding_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def _options(self, kwargs: Mapping[str, Any]) -> Options:
+        """The test's settings as a binding's options, ``kwargs`` over them."""
+        from reel_bindings._options import Options
+
         if "mode" in kwargs:
             raise TypeError(
-                "the mode is the test's: set it with --reel-mode, $REEL_MODE or the marker"
+                "the mode is the test's: set it with the marker, --reel-mode or $REEL_MODE"
             )
-        kwargs.setdefault("match", self.match)
-        kwargs.setdefault("timing", self.timing)
-        kwargs.setdefault("repeat", self.repeat)
-        kwargs.setdefault("max_age", self.max_age)
-        kwargs.setdefault("record_grace", self.record_grace)
-        kwargs.setdefault("drop_response_headers", self.drop_response_headers)
+        test = Options(
+            match=self.match,
+            timing=self.timing,
+            repeat=self.repeat,
+            max_age=self.max_age,
+            record_grace=self.record_grace,
+            drop_response_headers=self.drop_response_headers,
+        )
         # the miss hint is the test's: the player's config is built with it
-        return {"mode": self.mode, **kwargs, "hint": self.hint}
+        return Options.of({**kwargs, "mode": self.mode, "hint": self.hint}, test)
 
     def _adopt(self, player: Player) -> None:
         self._players.append(player)
@@ -819,18 +824,20 @@ class ReelCassette:
     @classmethod
     def _for_item(cls, item: pytest.Item) -> ReelCassette:
         from reel_bindings._files import CassetteFile
+        from reel_bindings._settings import Source
         from reel_bindings._store import FileStore
-        from reel_core import CassetteMeta, Mode
+        from reel_core import CassetteMeta, Mode, Timing
 
         settings = _marker(item)
         path = _cassette_path(item, settings.get("cassette"))
-        mode = _test_mode(item.config, settings.get("mode"))
-        timing = _test_timing(item.config, settings.get("timing"))
+        resolved = _resolve(item.config, settings)
+        mode = resolved.mode
+        timing = resolved.timing or Timing.parse(DEFAULT_TIMING)
         match = _match(settings.get("match"), settings.get("ignore_fields"))
         repeat = settings.get("repeat")
         if repeat is not None and not isinstance(repeat, bool):
             _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
-        upstream = _test_upstream(settings.get("upstream")) or _run_settings(item.config).upstream
+        upstream = resolved.upstream
         store: Store | None = _run_store(item.config)
         if store is None:
             store, name = FileStore(), str(path)
@@ -842,9 +849,7 @@ class ReelCassette:
                     f"cassette {str(path)!r} is outside the cassette directory: with a store "
                     "(--reel-store), name it relative to it"
                 )
-        record_on = _test_record_on(item.config, settings.get("record_on"))
-        max_age = _test_max_age(item.config, settings.get("max_age"))
-        drop = _test_drop_response_headers(settings.get("drop_response_headers"))
+        record_on = resolved.record_on or DEFAULT_RECORD_ON
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
@@ -874,16 +879,22 @@ class ReelCassette:
                 repeat=repeat,
                 upstream=upstream,
                 file=file,
-                hint=_hint(item, _display(item.config, path), exists=store.exists(name), name=name),
+                hint=_hint(
+                    item,
+                    _display(item.config, path),
+                    exists=store.exists(name),
+                    name=name,
+                    marked=resolved.source("mode") is Source.MARKER,
+                ),
                 display=_display(item.config, path),
                 stack=contextlib.ExitStack(),
                 first_token=token if mode is Mode.RECORD and not refreshed else None,
             )
             cassette._test = item.nodeid
-            cassette.max_age = max_age
-            cassette.record_grace = _test_record_grace(settings.get("record_grace"))
-            cassette.drop_response_headers = drop
-            cassette.allow_misses = _allow_misses(item.config, settings.get("allow_misses"))
+            cassette.max_age = resolved.max_age
+            cassette.record_grace = resolved.record_grace
+            cassette.drop_response_headers = resolved.drop_response_headers
+            cassette.allow_misses = resolved.allow_misses
             cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
             cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
@@ -950,23 +961,52 @@ def _cassette_path(item: pytest.Item, name: object) -> Path:
     return path if path.is_absolute() else directory / path
 
 
-def _run_settings(config: pytest.Config) -> Settings:
-    """The REEL_* settings of the run, the flags winning over their variables
-    (read now: a test may have changed the environment)."""
-    from reel_core import ConfigError, Timing
+#: The plugin's flags, by setting.
+_FLAGS = {
+    "mode": "reel_mode",
+    "timing": "reel_timing",
+    "max_age": "reel_max_age",
+    "store": "reel_store",
+    "record_on": "reel_record_on",
+}
+#: The marker's keys that are settings (the rest, the cassette, its match
+#: and repeat and proxy=, are the test's own).
+_MARKER_SETTINGS = (
+    "mode",
+    "timing",
+    "max_age",
+    "record_grace",
+    "drop_response_headers",
+    "upstream",
+    "record_on",
+    "allow_misses",
+)
+#: The plugin's ini options, by setting (``reel_<name>``).
+_INI_SETTINGS = ("max_age", "store", "record_on", "allow_misses")
 
-    from ._settings import Settings
 
-    timing = None
-    flag = config.getoption("reel_timing", None)
-    if flag and str(flag).strip():
-        try:
-            timing = Timing.parse(str(flag))
-        except ConfigError as exc:
-            raise pytest.UsageError(f"--reel-timing: {exc}") from None
+def _flag(name: str) -> str:
+    return "--reel-" + name.replace("_", "-")
+
+
+def _resolve(config: pytest.Config, marker: dict[str, Any] | None = None) -> Settings:
+    """The settings of the run, or of a test with its ``marker`` settings:
+    one precedence for each (the marker, then the flag, then the
+    variable, then the ini option), read now (a test may have changed the
+    environment).  A bad marker value fails the test; any other stops the
+    run."""
+    from ._settings import SettingError, Settings, Source
+
+    flags = {name: config.getoption(option, None) for name, option in _FLAGS.items()}
+    ini = {name: str(config.getini(f"reel_{name}") or "") for name in _INI_SETTINGS}
+    given = {k: marker[k] for k in _MARKER_SETTINGS if k in marker} if marker else None
     try:
-        return Settings.from_env(mode=config.getoption("reel_mode", None), timing=timing)
-    except ConfigError as exc:  # says which variable and what it takes
+        return Settings.resolve(
+            flags, None, given, ini, flag_label=_flag, extra=("record_on", "allow_misses")
+        )
+    except SettingError as exc:  # says which marker key, flag, variable or option
+        if exc.source is Source.MARKER:
+            _marker_error(str(exc))
         raise pytest.UsageError(str(exc)) from None
 
 
@@ -981,198 +1021,33 @@ def _run_store(config: pytest.Config) -> Store | None:
         return config.stash[_STORE_KEY]
     from reel_core import ConfigError
 
-    from ._settings import Settings
-
-    flag = config.getoption("reel_store", None) or None
+    settings = _resolve(config)
     try:
-        settings = Settings.from_env(store=flag)
-        if settings.store is None and str(config.getini("reel_store")).strip():
-            settings = Settings.from_env(store=str(config.getini("reel_store")).strip())
         store = settings.open_store()
-    except ConfigError as exc:  # a bad URL, the server down, the extra missing
+    except ConfigError as exc:  # the server down, the extra missing
         raise pytest.UsageError(f"reel: {exc}") from None
     config.stash[_STORE_KEY] = store
     return store
 
 
-def _run_max_age(config: pytest.Config) -> float | None:
-    """The run's max_age: ``--reel-max-age``, else ``$REEL_MAX_AGE``, else
-    the ``reel_max_age`` ini option (seconds), checked; ``None``: unset."""
-    from reel_core import ConfigError, parse_duration
-
-    flag = config.getoption("reel_max_age", None)
-    if flag:
-        try:
-            return parse_duration(str(flag))
-        except ConfigError as exc:
-            raise pytest.UsageError(f"--reel-max-age: {exc}") from None
-    settings = _run_settings(config)
-    if settings.max_age is not None:
-        return settings.max_age
-    value = str(config.getini("reel_max_age") or "").strip()
-    if not value:
-        return None
-    try:
-        return parse_duration(value)
-    except ConfigError as exc:
-        raise pytest.UsageError(f"reel_max_age = {value!r}: {exc}") from None
-
-
-def _test_drop_response_headers(marker: object) -> tuple[str, ...] | None:
-    """The marker's drop_response_headers=, checked (``None``: unset)."""
-    from reel_bindings._settings import check_drop_response_headers
-    from reel_core import ConfigError
-
-    if marker is None:
-        return None
-    try:
-        return check_drop_response_headers(marker, "drop_response_headers=")
-    except ConfigError as exc:
-        _marker_error(str(exc))
-
-
-def _test_max_age(config: pytest.Config, marker: object) -> float | None:
-    """The marker's max_age=, then the run's (a test's own need wins)."""
-    from reel_core import ConfigError, parse_duration
-
-    if marker is None:
-        return _run_max_age(config)
-    if not isinstance(marker, (str, int, float)):
-        _marker_error(f"max_age= takes a duration such as '7d' or seconds, not {marker!r}")
-    try:
-        return parse_duration(marker)
-    except ConfigError as exc:
-        _marker_error(f"max_age=: {exc}")
-
-
-def _test_record_grace(marker: object) -> float | None:
-    """The marker's record_grace= (seconds), checked; ``None``: unset."""
-    from reel_core import ConfigError
-
-    from ._settings import parse_grace
-
-    if marker is None:
-        return None
-    if isinstance(marker, bool) or not isinstance(marker, (int, float)):
-        _marker_error(f"record_grace= takes a number of seconds, not {marker!r}")
-    try:
-        return parse_grace(str(marker), "record_grace")
-    except ConfigError as exc:
-        _marker_error(str(exc))
-
-
-def _test_upstream(marker: object) -> str | None:
-    """The marker's upstream=, checked (``None``: unset)."""
-    from reel_core import ConfigError, check_upstream
-
-    if marker is None:
-        return None
-    if not isinstance(marker, str):
-        _marker_error(
-            f"upstream= takes a base URL such as 'https://api.openai.com', not {marker!r}"
-        )
-    try:
-        return check_upstream(marker, "upstream=")
-    except ConfigError as exc:
-        _marker_error(str(exc))
-
-
-#: The values of a yes/no ini option (as pytest's own ``bool`` ini reads them).
-_TRUTH = dict.fromkeys(("true", "1", "yes", "on"), True) | dict.fromkeys(
-    ("false", "0", "no", "off", ""), False
-)
-
-
-def _global_allow_misses(config: pytest.Config) -> bool:
-    """The ``reel_allow_misses`` ini option, checked (default false)."""
-    value = str(config.getini("reel_allow_misses") or "").strip()
-    allowed = _TRUTH.get(value.lower())
-    if allowed is None:
-        raise pytest.UsageError(
-            f"reel_allow_misses = {value!r}: use true or false "
-            "(true: a miss does not fail the test that served it)"
-        )
-    return allowed
-
-
-def _allow_misses(config: pytest.Config, marker: object) -> bool:
-    """The marker's allow_misses=, then the ``reel_allow_misses`` ini option."""
-    if marker is None:
-        return _global_allow_misses(config)
-    if not isinstance(marker, bool):
-        _marker_error(f"allow_misses= takes True or False, not {marker!r}")
-    return marker
-
-
-def _global_record_on(config: pytest.Config) -> str | None:
-    """``--reel-record-on``, else the ``reel_record_on`` ini option, checked."""
-    flag = config.getoption("reel_record_on", None)
-    if flag:
-        return str(flag)
-    value = str(config.getini("reel_record_on") or "").strip()
-    if value and value not in RECORD_ON:
-        raise pytest.UsageError(
-            f"reel_record_on = {value!r}: use {' or '.join(RECORD_ON)} "
-            "(passed keeps a test's recordings only when it passed)"
-        )
-    return value or None
-
-
-def _test_record_on(config: pytest.Config, marker: object) -> str:
-    """--reel-record-on, then the marker's record_on=, then the ini, then passed."""
-    flag = config.getoption("reel_record_on", None)
-    if flag:
-        return str(flag)
-    if marker is not None:
-        if marker not in RECORD_ON:
-            _marker_error(f"record_on= takes {' or '.join(map(repr, RECORD_ON))}, not {marker!r}")
-        return str(marker)
-    return _global_record_on(config) or DEFAULT_RECORD_ON
-
-
 def _global_mode(config: pytest.Config) -> tuple[str, str]:
-    """The mode set for the whole run, and where it came from."""
-    settings = _run_settings(config)
-    if config.getoption("reel_mode", None):
-        return settings.mode.value, "--reel-mode"
-    if settings.mode_set:
-        return settings.mode.value, "REEL_MODE"
+    """The mode set for the whole run (a test's marker wins over it), and
+    where it came from."""
+    from ._settings import Source, variable_of
+
+    settings = _resolve(config)
+    source = settings.source("mode")
+    if source is Source.FLAG:
+        return settings.mode.value, _flag("mode")
+    if source is Source.ENV:
+        return settings.mode.value, str(variable_of("mode"))
     return "replay", "default"
-
-
-def _test_mode(config: pytest.Config, marker: object) -> Mode:
-    """--reel-mode, then $REEL_MODE, then the marker's mode=, then replay."""
-    from reel_core import ConfigError, Mode
-
-    mode, source = _global_mode(config)
-    if source != "default" or marker is None:
-        return Mode.parse(mode)
-    if isinstance(marker, Mode):
-        return marker
-    try:
-        return Mode.parse(str(marker))
-    except ConfigError as exc:
-        _marker_error(f"mode=: {exc}")
 
 
 def _global_timing(config: pytest.Config) -> str | None:
     """The timing set for the run (--reel-timing, else $REEL_TIMING), checked."""
-    timing = _run_settings(config).timing
+    timing = _resolve(config).timing
     return None if timing is None else str(timing)
-
-
-def _test_timing(config: pytest.Config, marker: object) -> Timing:
-    """The marker's timing=, then --reel-timing, then $REEL_TIMING, then fast."""
-    from reel_core import ConfigError, Timing
-
-    if isinstance(marker, Timing):
-        return marker
-    if marker is not None:
-        try:
-            return Timing.parse(str(marker))
-        except ConfigError as exc:
-            _marker_error(f"timing=: {exc}")
-    return Timing.parse(_global_timing(config) or DEFAULT_TIMING)
 
 
 def _match(match: object, ignore_fields: object) -> MatchConfig | None:
@@ -1212,11 +1087,20 @@ def _display(config: pytest.Config, path: Path) -> str:
         return str(path)
 
 
-def _hint(item: pytest.Item, path: str, *, exists: bool, name: str) -> str:
+def _hint(item: pytest.Item, path: str, *, exists: bool, name: str, marked: bool) -> str:
     """How to record a test's misses: the command keeps the run's store (a
     ``--reel-store`` given is given again; ``$REEL_STORE`` and the ini
-    option are read again), and a missing cassette is named where it is."""
+    option are read again), and a missing cassette is named where it is.
+    A test whose marker names its mode (``marked``) is told to change it
+    there: the marker wins over ``--reel-mode``."""
     where, flag = _store_advice(item.config)
+    if marked:
+        missing = "does not exist yet" if not exists else "misses"
+        return (
+            f"the cassette {path} {missing}; its marker's mode= wins over --reel-mode: "
+            "set @pytest.mark.reel(mode='auto') to record what is missing "
+            "(or mode='record' to re-record the whole cassette)"
+        )
     command = f"pytest {shlex.quote(item.nodeid)}{flag} --reel-mode"
     if not exists:
         missing = path if not where else f"{name} in the store {where}"
@@ -1231,13 +1115,16 @@ def _store_advice(config: pytest.Config) -> tuple[str, str]:
     """The run's store as a hint names it (``""``: files by path), and the
     ``--reel-store`` its command needs (``""`` unless the flag named it).
     A URL's user and password are left out: a hint is printed and logged."""
-    flag = str(config.getoption("reel_store", None) or "").strip()
-    text = flag or os.environ.get("REEL_STORE", "").strip() or str(config.getini("reel_store"))
-    if _run_store(config) is None or not text.strip():
+    from ._settings import Source
+
+    settings = _resolve(config)
+    text = settings.store or ""
+    flag = settings.source("store") is Source.FLAG
+    if _run_store(config) is None or not text:
         return "", ""
-    scheme, sep, rest = text.strip().partition("://")
+    scheme, sep, rest = text.partition("://")
     netloc, slash, tail = rest.partition("/")
-    shown = f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{tail}" if sep else text.strip()
+    shown = f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{tail}" if sep else text
     return shown, f" --reel-store {shlex.quote(shown)}" if flag else ""
 
 

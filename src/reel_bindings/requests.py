@@ -18,36 +18,35 @@ made per test reuses the connections of the ones before it; see
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import ssl
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from reel_core import (
     ContentDecoder,
     Cut,
-    MatchConfig,
-    Mode,
-    Redactor,
     Request,
     Step,
-    Timing,
     UpstreamError,
     replay_schedule,
 )
 
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._hints import IN_PROCESS_HINT
 from ._inprocess import Binding, Upstreaming, given_upstream
+from ._options import BindingOptions, Options
 from ._per_process import PerProcess
-from ._store import Store
 from ._sync.relay import relay
 from ._sync.replay import frames
 from ._transport import decodable
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 try:
     import requests
@@ -226,42 +225,17 @@ class Adapter(Binding, BaseAdapter):
     def __init__(
         self,
         cassette: str | os.PathLike[str] | CassetteFile,
-        *,
-        mode: Mode | str | None = None,
-        match: MatchConfig | None = None,
-        timing: Timing | str = "realtime",
-        repeat: bool | None = None,
-        strict: bool = False,
-        redactor: Redactor | None = None,
-        upstream: str | BaseAdapter | None = None,
-        hint: str = IN_PROCESS_HINT,
-        store: Store | str | None = None,
-        max_age: float | str | None = None,
-        record_grace: float | None = None,
-        drop_response_headers: Sequence[str] | None = None,
-        freeze: Iterable[str] | None = None,
+        options: Options | None = None,
+        **kwargs: Unpack[BindingOptions],
     ) -> None:
+        given = Options.of(kwargs, options)
+        upstream = given.upstream
         base, pool = given_upstream(
             upstream,
             "a requests adapter (requests.adapters.HTTPAdapter()) to forward through",
             isinstance(upstream, BaseAdapter),
         )
-        super().__init__(
-            cassette,
-            mode=mode,
-            match=match,
-            timing=timing,
-            repeat=repeat,
-            strict=strict,
-            redactor=redactor,
-            hint=hint,
-            store=store,
-            max_age=max_age,
-            record_grace=record_grace,
-            drop_response_headers=drop_response_headers,
-            upstream=base,
-            freeze=freeze,
-        )
+        super().__init__(cassette, dataclasses.replace(given, upstream=base))
         self._upstream = pool if isinstance(pool, BaseAdapter) else None
 
     def send(

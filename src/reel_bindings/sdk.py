@@ -8,7 +8,9 @@
 Each helper builds the SDK's own client on an ``httpx2`` client whose
 transport is Reel's (:mod:`reel_bindings.httpcore`), so nothing is patched.
 In replay mode no API key is needed: a placeholder is passed when the SDK's
-key variable is unset.  Extra keyword arguments go to the SDK client.  The
+key variable is unset.  The in-process bindings' options (``mode=``,
+``timing=``, ``store=``...) are Reel's; any other keyword argument goes to
+the SDK client.  The
 SDKs are not dependencies of Reel: a missing one raises an ImportError
 saying what to install.
 
@@ -18,16 +20,17 @@ you made yourself (the pytest plugin does, to watch their misses).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reel_core import MatchConfig, Mode, Timing
+from reel_core import Mode
 
 from ._files import CassetteFile
 from ._inprocess import mode_from_env
+from ._options import Options
 from .httpcore import AsyncTransport, Transport
 
 __all__ = [
@@ -102,94 +105,49 @@ def genai_on(transport: Transport, async_transport: AsyncTransport, **kwargs: An
 
 
 def _transport(
-    cassette: CassetteLike,
-    kind: type[Transport] | type[AsyncTransport],
-    mode: Mode | str | None,
-    match: MatchConfig | None,
-    timing: Timing | str,
-    strict: bool,
-    freeze: Iterable[str] | None = None,
+    cassette: CassetteLike, kind: type[Transport] | type[AsyncTransport], options: Options
 ) -> Any:
-    resolved = mode_from_env(mode)
-    if not isinstance(cassette, CassetteFile):
+    resolved = mode_from_env(options.mode)
+    if not isinstance(cassette, CassetteFile) and options.store is None:
         cassette = CassetteFile(Path(cassette), mode=resolved)
-    return kind(cassette, mode=resolved, match=match, timing=timing, strict=strict, freeze=freeze)
+    return kind(cassette, dataclasses.replace(options, mode=resolved))
 
 
-def openai_client(
-    cassette: CassetteLike,
-    *,
-    mode: Mode | str | None = None,
-    match: MatchConfig | None = None,
-    timing: Timing | str = "realtime",
-    strict: bool = False,
-    freeze: Iterable[str] | None = None,
-    **kwargs: Any,
-) -> Any:
-    """An ``openai.OpenAI`` client recording to / replaying from ``cassette``."""
-    transport = _transport(cassette, Transport, mode, match, timing, strict, freeze)
-    return client_on("openai", transport, **kwargs)
+def openai_client(cassette: CassetteLike, **kwargs: Any) -> Any:
+    """An ``openai.OpenAI`` client recording to / replaying from ``cassette``.
+    The in-process bindings' options (``mode=``, ``match=``, ``timing=``,
+    ``strict=``...: :class:`~reel_bindings._options.Options`) are Reel's;
+    the other keyword arguments go to the SDK client."""
+    options, rest = Options.split(kwargs)
+    return client_on("openai", _transport(cassette, Transport, options), **rest)
 
 
-def async_openai_client(
-    cassette: CassetteLike,
-    *,
-    mode: Mode | str | None = None,
-    match: MatchConfig | None = None,
-    timing: Timing | str = "realtime",
-    strict: bool = False,
-    freeze: Iterable[str] | None = None,
-    **kwargs: Any,
-) -> Any:
+def async_openai_client(cassette: CassetteLike, **kwargs: Any) -> Any:
     """An ``openai.AsyncOpenAI`` client (asyncio or trio) on ``cassette``."""
-    transport = _transport(cassette, AsyncTransport, mode, match, timing, strict, freeze)
-    return client_on("openai", transport, **kwargs)
+    options, rest = Options.split(kwargs)
+    return client_on("openai", _transport(cassette, AsyncTransport, options), **rest)
 
 
-def anthropic_client(
-    cassette: CassetteLike,
-    *,
-    mode: Mode | str | None = None,
-    match: MatchConfig | None = None,
-    timing: Timing | str = "realtime",
-    strict: bool = False,
-    freeze: Iterable[str] | None = None,
-    **kwargs: Any,
-) -> Any:
+def anthropic_client(cassette: CassetteLike, **kwargs: Any) -> Any:
     """An ``anthropic.Anthropic`` client on ``cassette``."""
-    transport = _transport(cassette, Transport, mode, match, timing, strict, freeze)
-    return client_on("anthropic", transport, **kwargs)
+    options, rest = Options.split(kwargs)
+    return client_on("anthropic", _transport(cassette, Transport, options), **rest)
 
 
-def async_anthropic_client(
-    cassette: CassetteLike,
-    *,
-    mode: Mode | str | None = None,
-    match: MatchConfig | None = None,
-    timing: Timing | str = "realtime",
-    strict: bool = False,
-    freeze: Iterable[str] | None = None,
-    **kwargs: Any,
-) -> Any:
+def async_anthropic_client(cassette: CassetteLike, **kwargs: Any) -> Any:
     """An ``anthropic.AsyncAnthropic`` client (asyncio or trio) on ``cassette``."""
-    transport = _transport(cassette, AsyncTransport, mode, match, timing, strict, freeze)
-    return client_on("anthropic", transport, **kwargs)
+    options, rest = Options.split(kwargs)
+    return client_on("anthropic", _transport(cassette, AsyncTransport, options), **rest)
 
 
-def genai_client(
-    cassette: CassetteLike,
-    *,
-    mode: Mode | str | None = None,
-    match: MatchConfig | None = None,
-    timing: Timing | str = "realtime",
-    strict: bool = False,
-    freeze: Iterable[str] | None = None,
-    **kwargs: Any,
-) -> Any:
-    """A ``google.genai.Client`` on ``cassette``; its ``.aio`` side is wired too."""
-    resolved = mode_from_env(mode)
-    if not isinstance(cassette, CassetteFile):
-        cassette = CassetteFile(Path(cassette), mode=resolved)
-    sync = _transport(cassette, Transport, resolved, match, timing, strict, freeze)
-    aio = _transport(cassette, AsyncTransport, resolved, match, timing, strict)
-    return genai_on(sync, aio, **kwargs)
+def genai_client(cassette: CassetteLike, **kwargs: Any) -> Any:
+    """A ``google.genai.Client`` on ``cassette``; its ``.aio`` side is wired too
+    (both on one open cassette)."""
+    options, rest = Options.split(kwargs)
+    mode = mode_from_env(options.mode)
+    options = dataclasses.replace(options, mode=mode)
+    if not isinstance(cassette, CassetteFile) and options.store is None:
+        cassette = CassetteFile(Path(cassette), mode=mode)
+    sync = _transport(cassette, Transport, options)
+    aio = _transport(cassette, AsyncTransport, options)
+    return genai_on(sync, aio, **rest)

@@ -104,7 +104,7 @@ def test_a_bad_store_url_is_refused_without_its_password(
         Settings.from_env({"REEL_STORE": url}).open_store()
     assert "SeCrEt" not in str(caught.value)
     with pytest.raises(StoreUnavailableError) as refused:
-        open_store(url).check()  # type: ignore[attr-defined]
+        open_store(url).check()
     assert "SeCrEt" not in str(refused.value)
     assert refused.value.__cause__ is None
 

@@ -84,23 +84,24 @@ def test_plain(reel):
 @pytest.mark.reel(mode="live", timing="realtime")
 def test_marked(reel):
     assert reel.mode.value == os.environ["EXPECT_MARKED_MODE"]
-    assert str(reel.timing) == "realtime"  # the marker's timing wins
+    assert str(reel.timing) == "realtime"  # the marker's timing wins, as its mode
 """
 
 
 @pytest.mark.parametrize(
     ("option", "env", "plain", "marked"),
     [
-        # nothing set: replay (the marker's mode is the test's default)
+        # one order for every setting: the marker, the flag, the variable
+        # nothing set: replay (the marked test: the marker's mode)
         ([], {}, ("replay", "fast"), "live"),
-        # $REEL_MODE and $REEL_TIMING: every test, over the marker's mode
-        ([], {"REEL_MODE": "AUTO", "REEL_TIMING": "slow=2"}, ("auto", "slow=2"), "auto"),
-        # the command line wins over the environment
+        # $REEL_MODE and $REEL_TIMING: every test whose marker names neither
+        ([], {"REEL_MODE": "AUTO", "REEL_TIMING": "slow=2"}, ("auto", "slow=2"), "live"),
+        # the command line wins over the environment, the marker over both
         (
             ["--reel-mode", "record", "--reel-timing", "realtime"],
             {"REEL_MODE": "auto", "REEL_TIMING": "slow=2"},
             ("record", "realtime"),
-            "record",
+            "live",
         ),
     ],
     ids=["defaults", "environment", "command-line"],
@@ -239,3 +240,27 @@ def test_a_bad_variable_says_the_same_from_every_entry_point(
     result = pytester.runpytest_inprocess()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ERROR: {message}" in result.stderr.lines
+
+
+MARKED_MISS = """
+import httpx
+import pytest
+
+
+@pytest.mark.reel(mode="replay")
+def test_marked_miss(reel):
+    with httpx.Client(transport=reel.transport()) as client:
+        client.post("https://api.openai.com/v1/chat/completions", json={"model": "m"})
+"""
+
+
+def test_a_miss_under_a_marked_mode_says_to_change_the_marker(pytester: pytest.Pytester) -> None:
+    """The marker wins over --reel-mode, so the usual advice (rerun with
+    --reel-mode auto) would change nothing: the miss says so."""
+    pytester.makepyfile(test_marked=MARKED_MISS)
+    result = pytester.runpytest_inprocess("--reel-mode", "auto")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*its marker's mode= wins over --reel-mode: set @pytest.mark.reel(mode='auto')*"]
+    )
+    result.stdout.no_fnmatch_line("*--reel-mode auto` to record*")

@@ -11,15 +11,15 @@ atomic replace.  A pushed file pulled again is the same file.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from reel_core import CassetteError
+from reel_core import CassetteError, ConfigError
 
+from .._settings import store_from_env
 from .._store import Store, StoreUnavailableError, check_name
-from .._store_url import check_store, open_store
+from .._store_url import open_store
 from ._common import EXIT_OK, STORE, CliError, parse_cassette, read_bytes, write_output
 
 __all__ = ["add_parsers", "add_store_options", "opened", "use_store"]
@@ -42,7 +42,7 @@ def opened(spec: str, prefix: str | None) -> Store:
     naming it when it cannot be used."""
     try:
         store = open_store(spec, prefix=prefix)
-        check_store(store)
+        store.check()
     except StoreUnavailableError as exc:
         raise CliError(str(exc)) from None
     return store
@@ -54,7 +54,10 @@ def use_store(ns: argparse.Namespace) -> None:
     command's FILE is a file unless ``--store`` says otherwise)."""
     spec: str | None = getattr(ns, "store", None)
     if spec == "" and ns.command not in ("pull", "push"):  # ``--store`` alone (reel view)
-        spec = os.environ.get("REEL_STORE", "")
+        try:
+            spec = store_from_env() or ""
+        except ConfigError as exc:  # a URL of no store
+            raise CliError(str(exc)) from None
         if not spec:
             raise CliError(
                 "--store without a URL reads $REEL_STORE, which is not set: give the URL "

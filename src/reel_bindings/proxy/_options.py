@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import os
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -21,11 +20,10 @@ from reel_core import (
     Mode,
     Timing,
     UiConfig,
-    parse_duration,
 )
 
 from .._hints import PROXY_HINT, hints
-from .._settings import Settings, check_drop_response_headers, parse_grace, port_from_env
+from .._settings import Settings
 
 __all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "is_loopback", "parse_options"]
 
@@ -292,6 +290,15 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
     return parser
 
 
+def _flag(name: str) -> str:
+    """A setting's flag, as messages name it."""
+    return (
+        "--drop-response-header"
+        if name == "drop_response_headers"
+        else "--" + name.replace("_", "-")
+    )
+
+
 def parse_options(
     argv: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -301,41 +308,31 @@ def parse_options(
     """Options from flags, then environment variables, then defaults.
     Exits with status 2 and a message saying what to fix on bad input;
     ``prog`` is the command named in usage and errors (``reel record``)."""
-    env = os.environ if environ is None else environ
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
-        # a flag wins over its variable; a flag's own error is argparse's or says the flag
-        timing = Timing.parse(args.timing) if args.timing else None
-        max_age = None
-        if args.max_age is not None:
-            try:
-                max_age = parse_duration(args.max_age)
-            except ConfigError as exc:
-                raise ConfigError(f"--max-age: {exc}") from None
-        record_grace = None
-        if args.record_grace is not None:
-            record_grace = parse_grace(args.record_grace, "--record-grace")
-        settings = Settings.from_env(
-            env,
-            mode=args.mode,
-            timing=timing,
-            match=MatchMode(args.match) if args.match else None,
-            upstream=args.upstream,
-            max_body=args.max_body,
-            store=args.store,
-            store_prefix=args.store_prefix,
-            max_age=max_age,
-            record_grace=record_grace,
-            drop_response_headers=(
-                None
-                if args.drop_response_header is None
-                else check_drop_response_headers(
-                    args.drop_response_header, "--drop-response-header"
-                )
-            ),
+        # one precedence for every setting: a flag wins over its variable
+        # (which is then not read); a bad value says which flag or variable
+        settings = Settings.resolve(
+            {
+                "mode": args.mode,
+                "timing": args.timing,
+                "match": args.match,
+                "upstream": args.upstream,
+                "max_body": args.max_body,
+                "store": args.store,
+                "store_prefix": args.store_prefix,
+                "max_age": args.max_age,
+                "record_grace": args.record_grace,
+                "drop_response_headers": args.drop_response_header,
+                "host": args.host,
+                "port": args.port,
+            },
+            environ,
+            flag_label=_flag,
+            extra=("cassette", "cassette_dir", "host", "port", "tls_dir"),
         )
-        port = args.port if args.port is not None else port_from_env(env)
+        port = settings.port
         ignore = tuple(args.ignore_field)
         match = None
         if settings.match is not None or ignore:
@@ -349,27 +346,21 @@ def parse_options(
     mode = settings.mode
     cassette = args.cassette
     cassette_dir = args.cassette_dir
-    if cassette is None and cassette_dir is None:
-        if env.get("REEL_CASSETTE"):
-            cassette = Path(env["REEL_CASSETTE"])
-        elif env.get("REEL_CASSETTE_DIR"):
-            cassette_dir = Path(env["REEL_CASSETTE_DIR"])
+    if cassette is None and cassette_dir is None:  # REEL_CASSETTE wins over REEL_CASSETTE_DIR
+        cassette = settings.cassette
+        cassette_dir = settings.cassette_dir if cassette is None else None
     if settings.store is not None:
         if cassette_dir is not None:
             parser.error(
                 "--cassette-dir is a directory of files: with --store, name the cassette with "
                 "--cassette NAME, or let each request name it (x-reel-cassette)"
             )
-        if args.store_prefix is not None and any(c.isspace() for c in args.store_prefix):
-            parser.error(f"--store-prefix {args.store_prefix!r}: give a word without spaces")
     elif cassette is None and cassette_dir is None:
         if mode is not Mode.REPLAY and mode is not Mode.LIVE:
             parser.error(f"--mode {mode.value} writes a cassette: name it with --cassette FILE")
         cassette = DEMO_CASSETTE
     if port is None:
         port = 7878
-    if not 0 <= port <= 65535:
-        parser.error(f"--port {port} is not a TCP port (0-65535)")
     max_body = settings.limits.max_body
     if args.ca is not None and not args.ca.is_file():
         parser.error(f"--ca {args.ca}: no such file; give a PEM file of CA certificates")
@@ -379,7 +370,7 @@ def parse_options(
         if path is not None and not path.is_file():
             parser.error(f"{flag} {path}: no such file; give a PEM file")
     tls = args.tls or args.cert is not None
-    host = args.host or env.get("REEL_HOST") or "127.0.0.1"
+    host = settings.host or "127.0.0.1"
     if args.ui_public and not args.ui:
         parser.error("--ui-public goes with --ui: add --ui to serve the viewer")
     if args.ui and not args.ui_public and not is_loopback(host):
@@ -410,7 +401,7 @@ def parse_options(
         tls=tls,
         cert=args.cert,
         key=args.key,
-        tls_dir=Path(env["REEL_TLS_DIR"]) if env.get("REEL_TLS_DIR") else None,
+        tls_dir=settings.tls_dir,
         grace=args.grace,
         max_head=args.max_head,
         max_body=max_body,

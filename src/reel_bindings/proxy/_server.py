@@ -778,10 +778,11 @@ class Proxy:
         to keep the line (a Redis server may have gone).  Else the request
         is not forwarded and the client is answered 502 saying why."""
         store = self._file_of(session.cassette).store
-        if getattr(store, "check", None) is None:
-            return  # files and memory: nothing to reach
         try:
-            await anyio.to_thread.run_sync(check_store, store)
+            if store.remote:  # a server to reach: off the event loop
+                await anyio.to_thread.run_sync(store.check)
+            else:
+                store.check()  # files and memory: at once
         except StoreUnavailableError as exc:
             raise UpstreamFailure(UpstreamError.STORE, str(exc)) from None
 

@@ -17,6 +17,8 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._settings import tls_dir_from_env
+
 __all__ = ["TLSFiles", "TLSSetupError", "default_tls_dir", "local_certificate", "server_context"]
 
 #: The names the generated certificate is valid for.
@@ -38,11 +40,13 @@ class TLSFiles:
 
 
 def default_tls_dir(environ: dict[str, str] | None = None) -> Path:
-    """Where a generated certificate lives: ``REEL_TLS_DIR``, else the
-    user's cache directory (``XDG_CACHE_HOME`` or ``~/.cache``) + ``reel/tls``."""
+    """Where a generated certificate lives: ``REEL_TLS_DIR`` (read through
+    the settings), else the user's cache directory (``XDG_CACHE_HOME`` or
+    ``~/.cache``) + ``reel/tls``."""
     env = os.environ if environ is None else environ
-    if env.get("REEL_TLS_DIR"):
-        return Path(env["REEL_TLS_DIR"])
+    given = tls_dir_from_env(env)
+    if given is not None:
+        return given
     cache = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "reel" / "tls"
 

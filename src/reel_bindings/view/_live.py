@@ -14,9 +14,9 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 
-from reel_core import CassetteError, ReelError, decode_lines
+from reel_core import ReelError, decode_lines
 
-from .._store import FileStore, Store
+from .._store import Store
 from ._data import Source
 from ._page import render_page
 
@@ -30,17 +30,7 @@ def stamp(store: Store, name: str) -> str:
     """What changes whenever cassette ``name`` of ``store`` does: a file's
     size and modification time, a store's own ``stamp`` (Redis: the list's
     length and last value), else a digest of its bytes."""
-    if isinstance(store, FileStore):
-        try:
-            st = store.path(name).stat()
-        except (OSError, CassetteError):
-            return "missing"
-        return f"{st.st_size}:{st.st_mtime_ns}"
-    own: Callable[[str], str] | None = getattr(store, "stamp", None)
-    if own is not None:
-        return own(name)
-    data = store.read(name)
-    return "missing" if data is None else hashlib.sha256(data).hexdigest()
+    return store.stamp(name)
 
 
 def store_version(store: Store, names: Sequence[str]) -> str:
