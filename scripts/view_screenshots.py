@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from reel_bindings.cli import main as reel  # noqa: E402
-from reel_core import (  # noqa: E402
+from reel_core import (
     Cassette,
     CassetteMeta,
     Config,
@@ -43,10 +43,8 @@ from reel_core import (  # noqa: E402
     Request,
     Signal,
     StreamCut,
-    WebSocketClose,
-    WebSocketLog,
-    WebSocketMessage,
 )
+from reel_core.tools import WebSocketClose, WebSocketLog, WebSocketMessage
 
 DEMO = ROOT / "src" / "reel_bindings" / "demo" / "demo.jsonl"
 IMAGES = ROOT / "docs" / "images"

@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reel_core import Cassette, CassetteError, CassetteMeta, Mode, Start, is_meta_line, start_of
+from reel_core import Cassette, CassetteError, CassetteMeta, Mode
+from reel_core.tools import Start, is_meta_line, start_of
 
 from ._store import FileStore, Store
 

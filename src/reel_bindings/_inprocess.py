@@ -37,9 +37,8 @@ from reel_core import (
     Signal,
     Timing,
     UpstreamError,
-    check_upstream,
-    parse_duration,
 )
+from reel_core.tools import check_upstream, parse_duration
 
 from ._files import CassetteFile
 from ._freshness import Freshness

@@ -37,7 +37,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from reel_core import CassetteError, scrub_url_secrets, shown_url
+from reel_core import CassetteError
+from reel_core.tools import scrub_url_secrets, shown_url
 
 from ._store import StoreUnavailableError, check_name
 

@@ -21,17 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reel_core import (
-    RECORD_GRACE,
-    Config,
-    ConfigError,
-    Limits,
-    MatchMode,
-    Mode,
-    Timing,
-    check_upstream,
-    parse_duration,
-)
+from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing
+from reel_core.tools import RECORD_GRACE, check_upstream, parse_duration
 
 from ._store import Store, StoreUnavailableError
 from ._store_url import check_store, is_store_url, open_store

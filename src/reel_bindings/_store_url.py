@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from reel_core import shown_url
+from reel_core.tools import shown_url
 
 from ._redis import DEFAULT_PREFIX, RedisStore
 from ._store import FileStore, Store, StoreUnavailableError

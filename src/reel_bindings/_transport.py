@@ -26,8 +26,8 @@ from reel_core import (
     ResponseHead,
     Timing,
     UpstreamError,
-    accept_encoding,
 )
+from reel_core.tools import accept_encoding
 
 from ._files import CassetteFile
 from ._inprocess import IN_PROCESS_HINT, Binding, Decision, given_upstream

@@ -35,7 +35,8 @@ import anyio.abc
 import anyio.streams.tls
 import h11
 
-from reel_core import HOP_BY_HOP, Request, UpstreamError, accept_encoding, shown_url
+from reel_core import Request, UpstreamError
+from reel_core.tools import HOP_BY_HOP, accept_encoding, shown_url
 
 from ._failures import CONNECT_CAUSES, Rule, classify
 from ._proxy_env import environment_proxies, proxy_for

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     from reel_bindings.httpcore import AsyncTransport, Transport
     from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
-    from reel_core import MatchConfig, MissReport, Mode, Timing, WebSocketMiss
+    from reel_core import MatchConfig, MissReport, Mode, Timing
+    from reel_core.tools import WebSocketMiss
 
 __all__ = ["ReelCassette"]
 
@@ -254,7 +255,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         import json
 
         from reel_bindings._store import atomic_write
-        from reel_core import CassetteTally, report_json
+        from reel_core.tools import CassetteTally, report_json
 
         report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
         # renamed into place: never written through a link, never half written
@@ -274,7 +275,7 @@ def _strict_age_failed(config: pytest.Config) -> int:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if getattr(config, "workeroutput", None) is not None or not _tallies(config):
         return
-    from reel_core import CassetteTally, render_report
+    from reel_core.tools import CassetteTally, render_report
 
     tallies = [CassetteTally.from_json(t) for t in _tallies(config)]
     terminalreporter.write_sep("-", "reel report")
@@ -707,7 +708,7 @@ class ReelCassette:
 
     def _tally(self, *, keep: bool) -> None:
         """Add this test's figures to the run report."""
-        from reel_core import CassetteTally, Outcome
+        from reel_core.tools import CassetteTally, Outcome
 
         outcomes = [(*o, "http") for player in self._players for o in player.outcomes]
         found = [player.freshness for player in self._players]
@@ -929,7 +930,8 @@ def _run_store(config: pytest.Config) -> Store | None:
 def _run_max_age(config: pytest.Config) -> float | None:
     """The run's max_age: ``--reel-max-age``, else ``$REEL_MAX_AGE``, else
     the ``reel_max_age`` ini option (seconds), checked; ``None``: unset."""
-    from reel_core import ConfigError, parse_duration
+    from reel_core import ConfigError
+    from reel_core.tools import parse_duration
 
     flag = config.getoption("reel_max_age", None)
     if flag:
@@ -964,7 +966,8 @@ def _test_drop_response_headers(marker: object) -> tuple[str, ...] | None:
 
 def _test_max_age(config: pytest.Config, marker: object) -> float | None:
     """The marker's max_age=, then the run's (a test's own need wins)."""
-    from reel_core import ConfigError, parse_duration
+    from reel_core import ConfigError
+    from reel_core.tools import parse_duration
 
     if marker is None:
         return _run_max_age(config)
@@ -994,7 +997,8 @@ def _test_record_grace(marker: object) -> float | None:
 
 def _test_upstream(marker: object) -> str | None:
     """The marker's upstream=, checked (``None``: unset)."""
-    from reel_core import ConfigError, check_upstream
+    from reel_core import ConfigError
+    from reel_core.tools import check_upstream
 
     if marker is None:
         return None

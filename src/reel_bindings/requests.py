@@ -27,7 +27,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from reel_core import (
-    ContentDecoder,
     Cut,
     MatchConfig,
     Mode,
@@ -38,6 +37,7 @@ from reel_core import (
     UpstreamError,
     replay_schedule,
 )
+from reel_core.tools import ContentDecoder
 
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile

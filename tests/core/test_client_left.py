@@ -15,17 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reel_core import (
-    RECORD_GRACE,
-    Cassette,
-    Config,
-    ConfigError,
-    Cut,
-    Engine,
-    Forward,
-    Mode,
-    UpstreamError,
-)
+from reel_core import Cassette, Config, ConfigError, Cut, Engine, Forward, Mode, UpstreamError
+from reel_core.tools import RECORD_GRACE
 
 from ._helpers import pull, request
 

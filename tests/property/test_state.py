@@ -27,7 +27,6 @@ from reel_core import (
     Event,
     Forward,
     Frame,
-    Input,
     LocalProtocolError,
     Miss,
     Mode,
@@ -36,11 +35,11 @@ from reel_core import (
     Request,
     ResponseHead,
     Signal,
-    SSESplitter,
     State,
     UpstreamError,
 )
 from reel_core._state import TRANSITIONS, transition
+from reel_core.tools import Input, SSESplitter
 
 from .strategies import hit_cassette, hit_request
 

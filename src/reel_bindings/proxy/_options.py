@@ -11,18 +11,8 @@ from pathlib import Path
 
 import attrs
 
-from reel_core import (
-    RECORD_GRACE,
-    Config,
-    ConfigError,
-    Limits,
-    MatchConfig,
-    MatchMode,
-    Mode,
-    Timing,
-    UiConfig,
-    parse_duration,
-)
+from reel_core import Config, ConfigError, Limits, MatchConfig, MatchMode, Mode, Timing
+from reel_core.tools import RECORD_GRACE, UiConfig, parse_duration
 
 from .._settings import Settings, check_drop_response_headers, parse_grace, port_from_env
 

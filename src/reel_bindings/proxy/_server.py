@@ -46,12 +46,14 @@ from reel_core import (
     Session,
     Signal,
     State,
+    UpstreamError,
+    replay_schedule,
+)
+from reel_core.tools import (
     UiRequest,
     UiResource,
-    UpstreamError,
     WebSocketMiss,
     WebSocketSession,
-    replay_schedule,
     safe_cassette_name,
 )
 
