@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from reel_bindings.cli import main as reel  # noqa: E402
-from reel_core import (
+from reel_core import (  # noqa: E402
     Cassette,
     CassetteMeta,
     Config,
@@ -44,7 +44,7 @@ from reel_core import (
     Signal,
     StreamCut,
 )
-from reel_core.tools import WebSocketClose, WebSocketLog, WebSocketMessage
+from reel_core.tools import WebSocketClose, WebSocketLog, WebSocketMessage  # noqa: E402
 
 DEMO = ROOT / "src" / "reel_bindings" / "demo" / "demo.jsonl"
 IMAGES = ROOT / "docs" / "images"

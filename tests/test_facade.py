@@ -205,9 +205,7 @@ def _undocumented(namespace: types.ModuleType, assignments: dict[str, bool]) -> 
 def test_every_public_name_is_documented() -> None:
     assignments = _documented_assignments()
     missing = [m for ns in NAMESPACES for m in _undocumented(ns, assignments)]
-    assert not missing, "public names without a docstring (or a #: comment):\n" + "\n".join(
-        missing
-    )
+    assert not missing, "public names without a docstring (or a #: comment):\n" + "\n".join(missing)
 
 
 def test_the_check_would_notice_an_undocumented_name() -> None:
@@ -230,4 +228,5 @@ def test_the_architecture_page_lists_the_facade() -> None:
     table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
     listed = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", table))
     assert set(reel_core.__all__) <= listed, sorted(set(reel_core.__all__) - listed)
-    assert not (listed & set(reel_core.tools.__all__)), sorted(listed & set(reel_core.tools.__all__))
+    tools = listed & set(reel_core.tools.__all__)
+    assert not tools, sorted(tools)
