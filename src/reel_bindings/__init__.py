@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._files import CassetteFile, CassetteNotFoundError
     from ._redis import RedisStore
-    from ._store import FileStore, MemoryStore, Store, StoreUnavailableError
+    from ._store import FileStore, MemoryStore, Store, StoreUnavailableError, StoreURLError
     from ._store_url import open_store
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "MemoryStore",
     "RedisStore",
     "Store",
+    "StoreURLError",
     "StoreUnavailableError",
     "open_store",
 ]
@@ -28,6 +29,7 @@ _HOMES = {
     "FileStore": "_store",
     "MemoryStore": "_store",
     "Store": "_store",
+    "StoreURLError": "_store",
     "StoreUnavailableError": "_store",
     "open_store": "_store_url",
     # redis-py is imported when a RedisStore is made, not with this module

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from reel_core import CassetteError
 from reel_core.tools import scrub_url_secrets, shown_url
 
-from ._store import StoreUnavailableError, check_name
+from ._store import StoreUnavailableError, StoreURLError, check_name
 
 if TYPE_CHECKING:
     import redis
@@ -160,9 +160,9 @@ class RedisStore:
         timeout: float = 5.0,
     ) -> None:
         if url.partition("://")[0].lower() not in ("redis", "rediss"):
-            raise StoreUnavailableError(f"{shown_url(url)} is not a redis:// or rediss:// URL")
+            raise StoreURLError(f"{shown_url(url)} is not a redis:// or rediss:// URL")
         if not prefix or any(c.isspace() for c in prefix):
-            raise StoreUnavailableError(
+            raise StoreURLError(
                 f"bad store prefix {prefix!r}: give a word without spaces, e.g. myproject"
             )
         module = _import_redis()
@@ -188,7 +188,7 @@ class RedisStore:
             authority = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0]
             cut = "@" in url and "@" not in authority  # the password ended it early
             hint = " (percent-encode a / ? # or @ in the password)" if cut else ""
-            raise StoreUnavailableError(
+            raise StoreURLError(
                 f"bad Redis URL {self.url}: {self._scrub(str(exc))}{hint}"
             ) from None
         self._errors: tuple[type[BaseException], ...] = (module.exceptions.RedisError, OSError)

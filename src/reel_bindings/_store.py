@@ -45,13 +45,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
-from reel_core import CassetteError, ConfigError
+from reel_core import CassetteError, ConfigError, ReelError
 
 __all__ = [
     "FileLock",
     "FileStore",
     "MemoryStore",
     "Store",
+    "StoreURLError",
     "StoreUnavailableError",
     "atomic_write",
     "check_name",
@@ -60,11 +61,18 @@ __all__ = [
 ]
 
 
-class StoreUnavailableError(ConfigError):
+class StoreUnavailableError(ReelError):
     """The cassette store cannot be used: its server cannot be reached (the
     message names its URL), its client library is not installed, or its
-    URL is bad.  A :class:`~reel_core.ConfigError`: the user fixes it
-    (starts Redis, installs the extra, corrects ``--store``)."""
+    URL is bad.  An outage, not a bad setting, so not a
+    :class:`~reel_core.ConfigError` (a ``REEL_STORE`` the settings refuse
+    is one, naming the variable): the message says what to do (start
+    Redis, install the extra, correct ``--store``)."""
+
+
+class StoreURLError(StoreUnavailableError, ConfigError):
+    """The store's URL (or key prefix) is bad: a bad setting, so a
+    :class:`~reel_core.ConfigError` too, the user corrects ``--store``."""
 
 
 @runtime_checkable

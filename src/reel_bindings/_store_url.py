@@ -15,7 +15,7 @@ import re
 from reel_core.tools import shown_url
 
 from ._redis import DEFAULT_PREFIX, RedisStore
-from ._store import FileStore, Store, StoreUnavailableError
+from ._store import FileStore, Store, StoreURLError
 
 __all__ = ["STORE_SCHEMES", "check_store", "is_store_url", "open_store"]
 
@@ -36,7 +36,7 @@ def open_store(
     if is_store_url(text):
         return RedisStore(text, prefix=prefix or DEFAULT_PREFIX, compress=compress)
     if not text:
-        raise StoreUnavailableError("empty store: give a directory or a redis:// URL")
+        raise StoreURLError("empty store: give a directory or a redis:// URL")
     return FileStore(text)
 
 
@@ -44,14 +44,14 @@ def is_store_url(text: str) -> bool:
     """Whether ``text`` names a store on a server (a ``redis://`` or
     ``rediss://`` URL) rather than a directory.  A URL of another scheme
     (``reddis://``, ``unix://``, ``http://``), or one a slash short
-    (``redis:/:pw@host``), is a :class:`StoreUnavailableError` that shows
+    (``redis:/:pw@host``), is a :class:`StoreURLError` that shows
     it without its credentials, not a directory of that name."""
     scheme, sep, _ = text.partition("://")
     slipped = "@" in text and re.match(r"[A-Za-z][A-Za-z0-9+.-]+:", text)
     if not (sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme)) and not slipped:
         return False
     if not sep or scheme.lower() not in STORE_SCHEMES:
-        raise StoreUnavailableError(
+        raise StoreURLError(
             f"unknown store {shown_url(text)}: give a directory, or a redis://host:port/db or "
             "rediss:// (TLS) URL"
         )

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reel_core import (
+    Abort,
     Cut,
     Forward,
     MatchConfig,
@@ -395,7 +396,7 @@ def cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
     message = (
         f"peer closed connection without sending complete message body (recorded cut: {cut.error})"
     )
-    if cut.error == UpstreamError.CLIENT_CLOSED.value:
+    if cut.error == Abort.CLIENT_CLOSED.value:
         message += (
             "; the recording ends here because its client closed the response early: "
             "re-record it (REEL_MODE=record) if this client reads further"

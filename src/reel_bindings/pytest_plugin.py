@@ -914,6 +914,7 @@ def _run_store(config: pytest.Config) -> Store | None:
     from reel_core import ConfigError
 
     from ._settings import Settings
+    from ._store import StoreUnavailableError
 
     flag = config.getoption("reel_store", None) or None
     try:
@@ -921,7 +922,7 @@ def _run_store(config: pytest.Config) -> Store | None:
         if settings.store is None and str(config.getini("reel_store")).strip():
             settings = Settings.from_env(store=str(config.getini("reel_store")).strip())
         store = settings.open_store()
-    except ConfigError as exc:  # a bad URL, the server down, the extra missing
+    except (ConfigError, StoreUnavailableError) as exc:  # a bad URL, the server down, no extra
         raise pytest.UsageError(f"reel: {exc}") from None
     config.stash[_STORE_KEY] = store
     return store

@@ -56,7 +56,7 @@ from ._redact import Redactor
 from ._schedule import Step, replay_schedule
 from ._state import State
 from ._timing import Timing
-from ._upstream import UpstreamError
+from ._upstream import Abort, UpstreamError
 from ._version import SCHEMA_VERSION, __version__
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
@@ -65,6 +65,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Abort",
     "Cassette",
     "CassetteError",
     "CassetteMeta",

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from reel_core import (
+    Abort,
     Config,
     Cut,
     EndOfResponse,
@@ -236,8 +237,8 @@ class SessionMachine(RuleBasedStateMachine):
         self.queue.append(EndOfResponse)
         self.finish_recording(cut=False)
 
-    @rule(error=st.sampled_from(list(UpstreamError)))
-    def upstream_error(self, error: UpstreamError) -> None:
+    @rule(error=st.sampled_from([*UpstreamError, *Abort]))
+    def upstream_error(self, error: UpstreamError | Abort) -> None:
         before = self.state
         if not self.feed(Input.UPSTREAM_ERROR):
             self.misuse(self.session.upstream_error, error, now=2.0)

@@ -24,6 +24,7 @@ import anyio.lowlevel
 import attrs
 
 from reel_core import (
+    Abort,
     Cassette,
     CassetteError,
     CassetteMeta,
@@ -661,7 +662,7 @@ class Proxy:
             )
             if session.state is State.AWAIT_UPSTREAM:
                 exchange.outcome += " (client left)"
-            session.upstream_error(UpstreamError.CLIENT_CLOSED, gone.why, now=anyio.current_time())
+            session.upstream_error(Abort.CLIENT_CLOSED, gone.why, now=anyio.current_time())
         # nobody reads the rest: pull it, append the line
         while not isinstance(event := session.next_event(), Signal):
             if isinstance(event, Cut):
@@ -730,7 +731,7 @@ class Proxy:
                 await flush()
         except UpstreamFailure as exc:
             where = session.redactor.target(forward.request.target)
-            if exc.error is UpstreamError.STORE:
+            if exc.error is Abort.STORE:
                 log.error(
                     "%s was NOT forwarded (answered 502): %s",
                     where,
@@ -785,7 +786,7 @@ class Proxy:
         try:
             await anyio.to_thread.run_sync(check_store, store)
         except StoreUnavailableError as exc:
-            raise UpstreamFailure(UpstreamError.STORE, str(exc)) from None
+            raise UpstreamFailure(Abort.STORE, str(exc)) from None
 
     def _record(
         self, session: Session, target: str, *, later: bool = False, place: Place | None = None
@@ -924,14 +925,14 @@ class _Feed:
     def end(self) -> None:
         self._session.upstream_end(now=anyio.current_time())
 
-    def error(self, error: UpstreamError, detail: str) -> None:
+    def error(self, error: UpstreamError | Abort, detail: str) -> None:
         self._session.upstream_error(error, detail, now=anyio.current_time())
 
     def left(self, why: str) -> float:  # (unused: read_on=False, see _Gone)
         return self._session.engine.client_left(why, now=anyio.current_time())
 
 
-def _failure(exc: Exception) -> tuple[UpstreamError, str] | None:
+def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:
     """What the relay feeds for an exception: the upstream client's failures."""
     return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
 
