@@ -32,7 +32,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -102,15 +102,26 @@ _WORKER_TALLIES = "reel_tallies"
 _RUN_DIR_KEY = pytest.StashKey[Path]()
 _WORKER_RUN_DIR = "reel_run_dir"
 
-#: What the per-test proxy sets, each to the proxy URL plus this suffix.
-PROXY_BASE_URLS = {
-    "OPENAI_BASE_URL": "/v1",
-    "ANTHROPIC_BASE_URL": "",
-    "GOOGLE_GEMINI_BASE_URL": "",
-}
-#: Keys set to a placeholder in replay mode when unset (the Gemini one unless
-#: ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY`` is set).
-PROXY_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+
+def proxy_environment(
+    url: str, *, replay: bool, environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """What the per-test proxy at ``url`` sets, from the provider registry:
+    each provider's base-URL variable to the proxy (plus the provider's
+    suffix: ``/v1`` for OpenAI's) and, in replay mode, the first of its
+    API-key variables to a placeholder when none of them is set in
+    ``environ`` (no key is needed to replay, and none is written)."""
+    from reel_bindings.sdk import REPLAY_KEY
+    from reel_core.tools import PROVIDERS
+
+    env: dict[str, str] = {}
+    for provider in PROVIDERS.values():
+        if provider.base_url_variable:
+            env[provider.base_url_variable] = url + provider.base_url_suffix
+        keys = provider.key_variables
+        if replay and keys and not any(environ.get(k) for k in keys):
+            env[keys[0]] = REPLAY_KEY
+    return env
 
 
 # -- hooks ---------------------------------------------------------------------
@@ -571,7 +582,6 @@ class ReelCassette:
         from reel_bindings._settings import Settings
         from reel_bindings._upstream import AsyncUpstream
         from reel_bindings.proxy import Proxy, ProxyOptions, running
-        from reel_bindings.sdk import REPLAY_KEY
         from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
@@ -604,13 +614,8 @@ class ReelCassette:
         self._proxy = proxy
         env = pytest.MonkeyPatch()
         self._stack.callback(env.undo)
-        for variable, suffix in PROXY_BASE_URLS.items():
-            env.setenv(variable, url + suffix)
-        if self.mode is Mode.REPLAY:
-            for variable in PROXY_KEYS:
-                taken = _gemini_key_set() if variable == "GEMINI_API_KEY" else None
-                if not (taken or os.environ.get(variable)):
-                    env.setenv(variable, REPLAY_KEY)
+        for variable, value in proxy_environment(url, replay=self.mode is Mode.REPLAY).items():
+            env.setenv(variable, value)
         return url
 
     # -- misses --
@@ -1135,10 +1140,6 @@ def _match(match: object, ignore_fields: object) -> MatchConfig | None:
     except ValueError:
         choices = ", ".join(m.value for m in MatchMode)
         _marker_error(f"match={match!r}: use one of {choices}")
-
-
-def _gemini_key_set() -> bool:
-    return bool(os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY"))
 
 
 def _display(config: pytest.Config, path: Path) -> str:

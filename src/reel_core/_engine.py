@@ -46,7 +46,7 @@ from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
 from ._memo import KeyMemo
-from ._providers import route
+from ._providers import route, routed_titles
 from ._redact import Redactor
 from ._sent import DEFAULT, literals_absent, sent_digest, writes_sent
 from ._shown_url import shown_url
@@ -438,8 +438,8 @@ class Engine:
                     421,
                     "reel_no_upstream",
                     f"Reel does not know where to send {request.method} "
-                    f"{self.redactor.target(request.target)}: it is not an OpenAI, Anthropic or "
-                    "Gemini API path. Start the proxy with --upstream URL (or set "
+                    f"{self.redactor.target(request.target)}: it is not an API path of "
+                    f"{routed_titles()}. Start the proxy with --upstream URL (or set "
                     "REEL_UPSTREAM) to send every request to that base URL.",
                 )
                 return

@@ -43,7 +43,18 @@ from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
 from ._literals import exchange_redactor
 from ._match import FieldDiff, match_key
 from ._nesting import MAX_DEPTH, TooDeep, load_json
-from ._providers import PROVIDERS, Piece, Provider, answer_pieces, request_model
+from ._providers import (
+    PROVIDERS,
+    Claim,
+    Piece,
+    Price,
+    Provider,
+    Tally,
+    answer_pieces,
+    register_provider,
+    request_model,
+    unregister_provider,
+)
 from ._redact import is_credential_name
 from ._sent import sent_digest
 from ._shown_url import scrub_url_secrets, shown_url
@@ -105,6 +116,7 @@ __all__ = [
     "UI_PREFIX",
     "CassetteTally",
     "CassetteWarning",
+    "Claim",
     "Closest",
     "Compaction",
     "ContentDecoder",
@@ -119,6 +131,7 @@ __all__ = [
     "LineSource",
     "Outcome",
     "Piece",
+    "Price",
     "Provider",
     "SSEEvent",
     "SSESplitter",
@@ -126,6 +139,7 @@ __all__ = [
     "Skipped",
     "Staleness",
     "Start",
+    "Tally",
     "TimingMode",
     "TooDeep",
     "UiConfig",
@@ -183,6 +197,7 @@ __all__ = [
     "read_line",
     "record_exchange",
     "recorded_epoch",
+    "register_provider",
     "render_report",
     "report_json",
     "request_diff",
@@ -199,6 +214,7 @@ __all__ = [
     "staleness",
     "start_of",
     "superseded",
+    "unregister_provider",
     "websocket_usage",
 ]
 
