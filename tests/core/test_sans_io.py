@@ -143,6 +143,11 @@ def test_a_lazy_name_is_its_rooms_object() -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchThing"):
         reel_core.__getattr__("NoSuchThing")
+    # a name of the other public namespace says where it is
+    with pytest.raises(AttributeError, match=r"'shown_url' \(it is reel_core\.tools\.shown_url\)"):
+        reel_core.__getattr__("shown_url")
+    with pytest.raises(AttributeError, match=r"'__wrapped__'$"):
+        reel_core.__getattr__("__wrapped__")
     assert not hasattr(reel_core, "NoSuchThing")
 
 
