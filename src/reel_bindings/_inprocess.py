@@ -43,6 +43,7 @@ from reel_core.tools import check_upstream, parse_duration
 
 from ._files import CassetteFile
 from ._freshness import Freshness
+from ._hints import IN_PROCESS_HINT
 from ._relay import CLIENT_CLOSED
 from ._settings import Settings, mode_from_env
 from ._store import Store, StoreUnavailableError
@@ -61,11 +62,6 @@ __all__ = [
     "mode_from_env",
     "whole_body",
 ]
-
-IN_PROCESS_HINT = (
-    "run again with REEL_MODE=auto to record what is missing "
-    "(or REEL_MODE=record to refresh the whole cassette)"
-)
 
 
 def given_upstream(upstream: object, takes: str, is_pool: bool) -> tuple[str | None, object]:

@@ -48,6 +48,7 @@ from ._events import (
     ResponseHead,
     Signal,
 )
+from ._hints import Hints
 from ._http import Limits, Request
 from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
 from ._match import MatchConfig, MatchMode
@@ -78,6 +79,7 @@ __all__ = [
     "Event",
     "Forward",
     "Frame",
+    "Hints",
     "Interaction",
     "Limits",
     "LocalProtocolError",

@@ -10,13 +10,13 @@ from reel_core import (
     Cassette,
     CassetteMeta,
     Engine,
+    Hints,
     MatchConfig,
     MatchMode,
     Miss,
     MissReport,
     RecordedRequest,
 )
-from reel_core._config import DEFAULT_HINT
 from reel_core._miss import (
     MAX_DIFFS,
     MAX_VALUE,
@@ -31,6 +31,8 @@ from reel_core._miss import (
 from reel_core.tools import Closest, FieldDiff
 
 from ._helpers import cassette_of, interaction, pull, request
+
+DEFAULT_HINT = Hints.miss
 
 NORMALIZED = MatchConfig()
 KEY = "sha256:" + "ab" * 32

@@ -14,6 +14,7 @@ import attrs
 from reel_core import Config, ConfigError, Limits, MatchConfig, MatchMode, Mode, Timing
 from reel_core.tools import RECORD_GRACE, UiConfig, parse_duration
 
+from .._hints import PROXY_HINT, hints
 from .._settings import Settings, check_drop_response_headers, parse_grace, port_from_env
 
 __all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "is_loopback", "parse_options"]
@@ -120,10 +121,7 @@ class ProxyOptions:
             record_grace=self.record_grace,
             drop_response_headers=self.drop_response_headers,
             ui=UiConfig(public=self.ui_public) if self.ui else None,
-            hint=(
-                "restart the proxy with --mode auto (records what is missing) "
-                "or --mode record (refreshes the cassette)"
-            ),
+            hints=hints(PROXY_HINT),
         )
 
 
