@@ -284,7 +284,8 @@ class Settings:
     def open_store(self) -> Store | None:
         """The store ``store`` names (connected: a server that cannot be
         reached raises :class:`~reel_bindings._store.StoreUnavailableError`,
-        a :class:`ConfigError`); ``None`` when no store is set."""
+        an outage, not a :class:`ConfigError`; a bad URL its
+        ``StoreURLError``, both); ``None`` when no store is set."""
         if self.store is None:
             return None
         store = open_store(self.store, prefix=self.store_prefix)
