@@ -138,7 +138,8 @@ def register_provider(provider: Provider) -> None:
     and derive every table from it again: a provider is then recognised,
     routed, read and priced, and its SDKs' variables are set by the pytest
     plugin, with no other change.  Call it when its module is imported,
-    before the requests it should see."""
+    before the requests it should see (the tables change in place, so not
+    while other threads decide requests)."""
     if not isinstance(provider, Provider):
         raise TypeError(f"not a Provider: {provider!r}")
     _REGISTERED[provider.name] = provider
