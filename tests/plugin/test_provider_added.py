@@ -80,3 +80,12 @@ def test_the_per_test_proxy_sets_them(pytester: pytest.Pytester) -> None:
     pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
     assert "ACME_BASE_URL" not in os.environ  # put back after the test
     assert "acme" not in PROVIDERS
+
+
+def test_inner_runs_do_not_inherit_its_variables(acme: Provider) -> None:
+    from tests.plugin.conftest import provider_variables
+
+    assert {"ACME_API_KEY", "ACME_TOKEN", "ACME_BASE_URL"} <= set(provider_variables())
+    assert {"OPENAI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"} <= set(
+        provider_variables()
+    )
