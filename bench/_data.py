@@ -24,9 +24,8 @@ from reel_core import (
     RecordedResponse,
     Redactor,
     Request,
-    match_key,
-    sent_digest,
 )
+from reel_core.tools import match_key, sent_digest
 
 __all__ = [
     "BASE_URL",

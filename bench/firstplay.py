@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 import httpx
 
 from reel_bindings.httpcore import Transport
-from reel_core import Engine, Request, decode_body, exchange_redactor, read_line
+from reel_core import Engine, Request
+from reel_core.tools import decode_body, exchange_redactor, read_line
 
 from ._common import median, ratio, us
 from ._data import BASE_URL, PATH, REQUEST_HEADERS, Corpus, request_body

@@ -20,17 +20,8 @@ from pathlib import Path
 import wsproto
 import wsproto.events as ws_events
 
-from reel_core import (
-    Cassette,
-    Interaction,
-    MatchConfig,
-    RecordedRequest,
-    RecordedResponse,
-    WebSocketClose,
-    WebSocketLog,
-    WebSocketMessage,
-    match_key,
-)
+from reel_core import Cassette, Interaction, MatchConfig, RecordedRequest, RecordedResponse
+from reel_core.tools import WebSocketClose, WebSocketLog, WebSocketMessage, match_key
 
 from ._common import Row, percentile, ratio, spawn
 from ._loadgen import connect

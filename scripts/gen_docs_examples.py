@@ -191,7 +191,8 @@ def _vcr(out: Path) -> None:
 def _chat_cassette(out: Path) -> None:
     """A small recording: a chat answer (sent gzip'd by the upstream) and a
     streamed one with its frame timing, for the export examples."""
-    from reel_core import CassetteMeta, Exchange, Redactor, import_exchanges
+    from reel_core import CassetteMeta, Redactor
+    from reel_core.tools import Exchange, import_exchanges
 
     chat = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hi"}]}
     answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi!"}}]}

@@ -36,7 +36,8 @@ from urllib.parse import parse_qsl, urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from reel_core import Redactor, is_credential_name  # noqa: E402
+from reel_core import Redactor  # noqa: E402
+from reel_core.tools import is_credential_name  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 SKIPPED = {"MANIFEST.jsonl", "PROVENANCE.md"}

@@ -43,10 +43,8 @@ from reel_core import (  # noqa: E402
     Request,
     Signal,
     StreamCut,
-    WebSocketClose,
-    WebSocketLog,
-    WebSocketMessage,
 )
+from reel_core.tools import WebSocketClose, WebSocketLog, WebSocketMessage  # noqa: E402
 
 DEMO = ROOT / "src" / "reel_bindings" / "demo" / "demo.jsonl"
 IMAGES = ROOT / "docs" / "images"

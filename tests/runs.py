@@ -9,21 +9,17 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from reel_core import (
+from reel_core import CallLog, Interaction, MatchConfig, RecordedRequest, RecordedResponse
+from reel_core._interaction import CALL_RESPONSE, call_request
+from reel_core.tools import (
     Call,
     CallError,
-    CallLog,
     CallResult,
     CallStream,
-    Interaction,
-    MatchConfig,
-    RecordedRequest,
-    RecordedResponse,
     WebSocketClose,
     WebSocketLog,
     WebSocketMessage,
 )
-from reel_core._interaction import CALL_RESPONSE, call_request
 from tests.property.strategies import interactions, json_bodies, json_values
 
 __all__ = ["T0", "any_lines", "call_line", "call_lines", "http_lines", "sessions"]

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from ._files import CassetteFile, CassetteNotFoundError
     from ._freeze import Frozen, freeze
     from ._redis import RedisStore
-    from ._store import FileStore, MemoryStore, Store, StoreUnavailableError
+    from ._store import FileStore, MemoryStore, Store, StoreUnavailableError, StoreURLError
     from ._store_url import open_store
     from .calls import (
         Codec,
@@ -32,6 +32,7 @@ __all__ = [
     "MemoryStore",
     "RedisStore",
     "Store",
+    "StoreURLError",
     "StoreUnavailableError",
     "arecord_call",
     "boundary",
@@ -53,6 +54,7 @@ _HOMES = {
     "freeze": "_freeze",
     "MemoryStore": "_store",
     "Store": "_store",
+    "StoreURLError": "_store",
     "StoreUnavailableError": "_store",
     "open_store": "_store_url",
     # boundaries (reel_bindings.calls): `from reel_bindings import tool`

@@ -23,17 +23,16 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar, overload
 
-from reel_core import (
+from reel_core import CallEngine, CassetteError
+from reel_core.tools import (
     MAX_DEPTH,
     Call,
-    CallEngine,
     CallError,
     CallMiss,
     CallReplay,
     CallResult,
     CallRun,
     CallStream,
-    CassetteError,
     NotJSONError,
     check_json,
 )

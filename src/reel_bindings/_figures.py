@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reel_core import (
+from reel_core import Interaction
+from reel_core.tools import (
     PRICES_CHECKED,
     PROVIDERS,
-    Interaction,
     Usage,
     cost_usd,
     extract_usage,

@@ -18,16 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from reel_core import (
-    Cassette,
-    CassetteError,
-    CassetteMeta,
-    Freeze,
-    Mode,
-    Start,
-    is_meta_line,
-    start_of,
-)
+from reel_core import Cassette, CassetteError, CassetteMeta, Freeze, Mode
+from reel_core.tools import Start, is_meta_line, start_of
 
 from ._store import PIECE, FileLines, FileStore, Store
 

@@ -51,7 +51,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reel_core import CassetteError, Freeze, Mode, check_features, uuid_ints
+from reel_core import CassetteError, Freeze, Mode
+from reel_core.tools import check_features, uuid_ints
 
 from ._files import CassetteFile
 from ._settings import Settings

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     # import the core's freshness and drift rooms.
     import logging
 
-    from reel_core import Drift, Recorded, Staleness
+    from reel_core import Recorded
+    from reel_core.tools import Drift, Staleness
 
 __all__ = ["Freshness", "StaleReplay"]
 

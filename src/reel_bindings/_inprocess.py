@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reel_core import (
+    Abort,
     Cut,
     EndOfResponse,
     Engine,
@@ -35,9 +36,8 @@ from reel_core import (
     Signal,
     Timing,
     UpstreamError,
-    check_upstream,
-    parse_duration,
 )
+from reel_core.tools import check_upstream, parse_duration
 
 from ._call_context import running_on
 from ._files import CassetteFile
@@ -231,7 +231,7 @@ class Player:
                     self.outcomes.append((request.method, request.path, outcome))
                     return Upstreaming(self, engine, event)
                 # Its recording could not be kept: not forwarded, answered 502.
-                engine.upstream_error(UpstreamError.STORE, reason, now=time.monotonic())
+                engine.upstream_error(Abort.STORE, reason, now=time.monotonic())
                 event = engine.next_event()
             decision = event if isinstance(event, (Replay, Miss, Refused)) else None
             if isinstance(decision, Replay) and engine.replaying is not None:
@@ -306,7 +306,7 @@ class Upstreaming:
         self._engine.upstream_end(now=time.monotonic())
         self._record()
 
-    def error(self, error: UpstreamError, detail: str) -> None:
+    def error(self, error: UpstreamError | Abort, detail: str) -> None:
         self._engine.upstream_error(error, detail, now=time.monotonic())
         self._record()
 

@@ -37,9 +37,10 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from reel_core import CassetteError, scrub_url_secrets, shown_url
+from reel_core import CassetteError
+from reel_core.tools import scrub_url_secrets, shown_url
 
-from ._store import Store, StoreUnavailableError, check_name, register_store
+from ._store import Store, StoreUnavailableError, StoreURLError, check_name, register_store
 
 if TYPE_CHECKING:
     import redis
@@ -162,9 +163,9 @@ class RedisStore(Store):
         timeout: float = 5.0,
     ) -> None:
         if url.partition("://")[0].lower() not in SCHEMES:
-            raise StoreUnavailableError(f"{shown_url(url)} is not a redis:// or rediss:// URL")
+            raise StoreURLError(f"{shown_url(url)} is not a redis:// or rediss:// URL")
         if not prefix or any(c.isspace() for c in prefix):
-            raise StoreUnavailableError(
+            raise StoreURLError(
                 f"bad store prefix {prefix!r}: give a word without spaces, e.g. myproject"
             )
         module = _import_redis()
@@ -190,7 +191,7 @@ class RedisStore(Store):
             authority = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0]
             cut = "@" in url and "@" not in authority  # the password ended it early
             hint = " (percent-encode a / ? # or @ in the password)" if cut else ""
-            raise StoreUnavailableError(
+            raise StoreURLError(
                 f"bad Redis URL {self.url}: {self._scrub(str(exc))}{hint}"
             ) from None
         self._errors: tuple[type[BaseException], ...] = (module.exceptions.RedisError, OSError)

@@ -13,7 +13,7 @@ is closed), the recording reads on for the grace the core gives
 the grace makes the recording whole.  Once the grace runs out (or a read
 fails: nobody reads on, so it is recorded, not raised), the core records
 the exchange as the client saw it, cut by the client
-(:attr:`UpstreamError.CLIENT_CLOSED`).  The upstream is closed however the
+(:attr:`reel_core.Abort.CLIENT_CLOSED`).  The upstream is closed however the
 relay ends.
 """
 
@@ -25,7 +25,7 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from reel_core import UpstreamError
+from reel_core import Abort, UpstreamError
 
 if TYPE_CHECKING:
     import anyio
@@ -63,7 +63,7 @@ READING: set[object] = set()
 #: Maps an exception to the failure it means (its ``UpstreamError`` and the
 #: detail recorded), or ``None`` for one that is no upstream failure (a
 #: bug, a cancellation): that one is raised on, untouched.
-Failure = Callable[[Exception], "tuple[UpstreamError, str] | None"]
+Failure = Callable[[Exception], "tuple[UpstreamError | Abort, str] | None"]
 
 
 #: What closes the upstream response (sync, async).
@@ -78,7 +78,7 @@ class Feed(Protocol):
 
     def end(self) -> None: ...
 
-    def error(self, error: UpstreamError, detail: str) -> None: ...
+    def error(self, error: UpstreamError | Abort, detail: str) -> None: ...
 
     def left(self, why: str) -> float:
         """The client closed the response (``why``): the seconds the

@@ -36,17 +36,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reel_core import (
-    RECORD_GRACE,
-    Config,
-    ConfigError,
-    Limits,
-    MatchMode,
-    Mode,
-    Timing,
-    check_upstream,
-    parse_duration,
-)
+from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing
+from reel_core.tools import RECORD_GRACE, check_upstream, parse_duration
 
 from ._hints import IN_PROCESS_HINT, hints
 from ._store import Store, StoreUnavailableError
@@ -478,7 +469,8 @@ class Settings:
     def open_store(self) -> Store | None:
         """The store ``store`` names (connected: a server that cannot be
         reached raises :class:`~reel_bindings._store.StoreUnavailableError`,
-        a :class:`ConfigError`); ``None`` when no store is set."""
+        an outage, not a :class:`ConfigError`; a bad URL its
+        ``StoreURLError``, both); ``None`` when no store is set."""
         if self.store is None:
             return None
         store = open_store(self.store, prefix=self.store_prefix)

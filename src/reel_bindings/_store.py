@@ -62,7 +62,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, Protocol, runtime_checkable
 
-from reel_core import CassetteError, ConfigError, LineSource, shown_url
+from reel_core import CassetteError, ConfigError, ReelError
+from reel_core.tools import LineSource, shown_url
 
 __all__ = [
     "PIECE",
@@ -73,6 +74,7 @@ __all__ = [
     "OnDemandLines",
     "Store",
     "StoreFactory",
+    "StoreURLError",
     "StoreUnavailableError",
     "atomic_write",
     "check_name",
@@ -85,11 +87,18 @@ __all__ = [
 ]
 
 
-class StoreUnavailableError(ConfigError):
+class StoreUnavailableError(ReelError):
     """The cassette store cannot be used: its server cannot be reached (the
     message names its URL), its client library is not installed, or its
-    URL is bad.  A :class:`~reel_core.ConfigError`: the user fixes it
-    (starts Redis, installs the extra, corrects ``--store``)."""
+    URL is bad.  An outage, not a bad setting, so not a
+    :class:`~reel_core.ConfigError` (a ``REEL_STORE`` the settings refuse
+    is one, naming the variable): the message says what to do (start
+    Redis, install the extra, correct ``--store``)."""
+
+
+class StoreURLError(StoreUnavailableError, ConfigError):
+    """The store's URL (or key prefix) is bad: a bad setting, so a
+    :class:`~reel_core.ConfigError` too, the user corrects ``--store``."""
 
 
 class OnDemandLines(LineSource, Protocol):
@@ -204,7 +213,7 @@ def is_store_url(text: str) -> bool:
     """Whether ``text`` names a store behind a URL (a registered scheme)
     rather than a directory.  A URL of another scheme (``reddis://``,
     ``unix://``, ``http://``), or one a slash short (``redis:/:pw@host``),
-    is a :class:`StoreUnavailableError` that shows it without its
+    is a :class:`StoreURLError` that shows it without its
     credentials, not a directory of that name."""
     scheme, sep, _ = text.partition("://")
     slipped = "@" in text and re.match(r"[A-Za-z][A-Za-z0-9+.-]+:", text)
@@ -212,9 +221,7 @@ def is_store_url(text: str) -> bool:
         return False
     if not sep or scheme.lower() not in _SCHEMES:
         urls = " or ".join(s.example for s in _SCHEMES.values()) or "store"
-        raise StoreUnavailableError(
-            f"unknown store {shown_url(text)}: give a directory, or a {urls} URL"
-        )
+        raise StoreURLError(f"unknown store {shown_url(text)}: give a directory, or a {urls} URL")
     return True
 
 
@@ -231,7 +238,7 @@ def from_url(
         scheme = _SCHEMES[text.partition("://")[0].lower()]
         return scheme.factory(text, prefix=prefix, compress=compress)
     if not text:
-        raise StoreUnavailableError("empty store: give a directory or a store URL")
+        raise StoreURLError("empty store: give a directory or a store URL")
     return FileStore(text)
 
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from reel_core import (
+from reel_core import RecordedResponse
+from reel_core.tools import (
     Piece,
-    RecordedResponse,
     SSESplitter,
     answer_pieces,
     load_json,

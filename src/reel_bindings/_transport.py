@@ -17,14 +17,15 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reel_core import (
+    Abort,
     Cut,
     Forward,
     Replay,
     Request,
     ResponseHead,
     UpstreamError,
-    accept_encoding,
 )
+from reel_core.tools import accept_encoding
 
 from ._files import CassetteFile
 from ._inprocess import Binding, Decision, given_upstream
@@ -393,7 +394,7 @@ def cut_error(family: ModuleType, cut: Cut, request: Any) -> Exception:
     message = (
         f"peer closed connection without sending complete message body (recorded cut: {cut.error})"
     )
-    if cut.error == UpstreamError.CLIENT_CLOSED.value:
+    if cut.error == Abort.CLIENT_CLOSED.value:
         message += (
             "; the recording ends here because its client closed the response early: "
             "re-record it (REEL_MODE=record) if this client reads further"

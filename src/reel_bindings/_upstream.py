@@ -35,7 +35,8 @@ import anyio.abc
 import anyio.streams.tls
 import h11
 
-from reel_core import HOP_BY_HOP, Request, UpstreamError, accept_encoding, shown_url
+from reel_core import Abort, Request, UpstreamError
+from reel_core.tools import HOP_BY_HOP, accept_encoding, shown_url
 
 from ._failures import CONNECT_CAUSES, Rule, classify
 from ._proxy_env import environment_proxies, proxy_for
@@ -61,9 +62,10 @@ _MAX_HEAD = 100 * 1024
 
 
 class UpstreamFailure(Exception):
-    """The upstream failed; ``error`` says how (already mapped)."""
+    """The upstream failed, or the proxy did not forward (the store is
+    down); ``error`` says how (already mapped)."""
 
-    def __init__(self, error: UpstreamError, detail: str) -> None:
+    def __init__(self, error: UpstreamError | Abort, detail: str) -> None:
         super().__init__(f"{error.value}: {detail}")
         self.error = error
         self.detail = detail

@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from reel_bindings.httpcore import AsyncTransport, Transport
     from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
-    from reel_core import MatchConfig, MissReport, Mode, Timing, WebSocketMiss
+    from reel_core import MatchConfig, MissReport, Mode, Timing
+    from reel_core.tools import WebSocketMiss
 
 __all__ = ["ReelCassette"]
 
@@ -109,15 +110,26 @@ _WORKER_TALLIES = "reel_tallies"
 _RUN_DIR_KEY = pytest.StashKey[Path]()
 _WORKER_RUN_DIR = "reel_run_dir"
 
-#: What the per-test proxy sets, each to the proxy URL plus this suffix.
-PROXY_BASE_URLS = {
-    "OPENAI_BASE_URL": "/v1",
-    "ANTHROPIC_BASE_URL": "",
-    "GOOGLE_GEMINI_BASE_URL": "",
-}
-#: Keys set to a placeholder in replay mode when unset (the Gemini one unless
-#: ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY`` is set).
-PROXY_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+
+def proxy_environment(
+    url: str, *, replay: bool, environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """What the per-test proxy at ``url`` sets, from the provider registry:
+    each provider's base-URL variable to the proxy (plus the provider's
+    suffix: ``/v1`` for OpenAI's) and, in replay mode, the first of its
+    API-key variables to a placeholder when none of them is set in
+    ``environ`` (no key is needed to replay, and none is written)."""
+    from reel_bindings.sdk import REPLAY_KEY
+    from reel_core.tools import PROVIDERS
+
+    env: dict[str, str] = {}
+    for provider in PROVIDERS.values():
+        if provider.base_url_variable:
+            env[provider.base_url_variable] = url + provider.base_url_suffix
+        keys = provider.key_variables
+        if replay and keys and not any(environ.get(k) for k in keys):
+            env[keys[0]] = REPLAY_KEY
+    return env
 
 
 # -- hooks ---------------------------------------------------------------------
@@ -258,7 +270,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         import json
 
         from reel_bindings._store import atomic_write
-        from reel_core import CassetteTally, report_json
+        from reel_core.tools import CassetteTally, report_json
 
         report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
         # renamed into place: never written through a link, never half written
@@ -278,7 +290,7 @@ def _strict_age_failed(config: pytest.Config) -> int:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if getattr(config, "workeroutput", None) is not None or not _tallies(config):
         return
-    from reel_core import CassetteTally, render_report
+    from reel_core.tools import CassetteTally, render_report
 
     tallies = [CassetteTally.from_json(t) for t in _tallies(config)]
     terminalreporter.write_sep("-", "reel report")
@@ -417,7 +429,8 @@ def _reel_marker_freeze(request: pytest.FixtureRequest) -> Iterator[None]:
     if not features:
         yield
         return
-    from reel_core import CassetteError, ConfigError, check_features
+    from reel_core import CassetteError, ConfigError
+    from reel_core.tools import check_features
 
     from ._freeze import frozen_for
 
@@ -635,7 +648,6 @@ class ReelCassette:
         from reel_bindings._settings import Settings
         from reel_bindings._upstream import AsyncUpstream
         from reel_bindings.proxy import Proxy, ProxyOptions, running
-        from reel_bindings.sdk import REPLAY_KEY
         from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
@@ -668,13 +680,8 @@ class ReelCassette:
         self._proxy = proxy
         env = pytest.MonkeyPatch()
         self._stack.callback(env.undo)
-        for variable, suffix in PROXY_BASE_URLS.items():
-            env.setenv(variable, url + suffix)
-        if self.mode is Mode.REPLAY:
-            for variable in PROXY_KEYS:
-                taken = _gemini_key_set() if variable == "GEMINI_API_KEY" else None
-                if not (taken or os.environ.get(variable)):
-                    env.setenv(variable, REPLAY_KEY)
+        for variable, value in proxy_environment(url, replay=self.mode is Mode.REPLAY).items():
+            env.setenv(variable, value)
         return url
 
     # -- misses --
@@ -777,7 +784,7 @@ class ReelCassette:
 
     def _tally(self, *, keep: bool) -> None:
         """Add this test's figures to the run report."""
-        from reel_core import CassetteTally, Outcome
+        from reel_core.tools import CassetteTally, Outcome
 
         outcomes = [
             (*o, "call" if o[0] == "CALL" else "http")
@@ -1021,10 +1028,12 @@ def _run_store(config: pytest.Config) -> Store | None:
         return config.stash[_STORE_KEY]
     from reel_core import ConfigError
 
+    from ._store import StoreUnavailableError
+
     settings = _resolve(config)
     try:
         store = settings.open_store()
-    except ConfigError as exc:  # the server down, the extra missing
+    except (ConfigError, StoreUnavailableError) as exc:  # a bad URL, the server down, no extra
         raise pytest.UsageError(f"reel: {exc}") from None
     config.stash[_STORE_KEY] = store
     return store
@@ -1074,10 +1083,6 @@ def _match(match: object, ignore_fields: object) -> MatchConfig | None:
     except ValueError:
         choices = ", ".join(m.value for m in MatchMode)
         _marker_error(f"match={match!r}: use one of {choices}")
-
-
-def _gemini_key_set() -> bool:
-    return bool(os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY"))
 
 
 def _display(config: pytest.Config, path: Path) -> str:

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from reel_core import (
-    ContentDecoder,
     Cut,
     Request,
     Step,
     UpstreamError,
     replay_schedule,
 )
+from reel_core.tools import ContentDecoder
 
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from reel_core import Mode
+from reel_core.tools import PROVIDERS
 
 from ._files import CassetteFile
 from ._inprocess import mode_from_env
@@ -49,10 +50,11 @@ REPLAY_KEY = "reel-replay-no-key"
 
 CassetteLike = str | os.PathLike[str] | CassetteFile
 
-#: SDK name -> (module, package to install, sync class, async class, key variable).
+#: SDK name (its provider's) -> (module, package to install, sync class,
+#: async class); the key variables are the provider's (``key_variables``).
 _SDKS = {
-    "openai": ("openai", "openai", "OpenAI", "AsyncOpenAI", "OPENAI_API_KEY"),
-    "anthropic": ("anthropic", "anthropic", "Anthropic", "AsyncAnthropic", "ANTHROPIC_API_KEY"),
+    "openai": ("openai", "openai", "OpenAI", "AsyncOpenAI"),
+    "anthropic": ("anthropic", "anthropic", "Anthropic", "AsyncAnthropic"),
 }
 
 
@@ -76,12 +78,13 @@ def _key(variables: tuple[str, ...], mode: Mode, given: str | None) -> str | Non
 def client_on(sdk: str, transport: Transport | AsyncTransport, **kwargs: Any) -> Any:
     """An ``openai`` or ``anthropic`` SDK client on ``transport``: the async
     client for an :class:`AsyncTransport`.  ``kwargs`` go to the SDK client."""
-    module, package, sync_class, async_class, variable = _SDKS[sdk]
+    module, package, sync_class, async_class = _SDKS[sdk]
     library = _import(module, package)
     httpx2 = _import("httpx2", "httpx2")
     is_async = isinstance(transport, AsyncTransport)
     http_client = (httpx2.AsyncClient if is_async else httpx2.Client)(transport=transport)
-    kwargs["api_key"] = _key((variable,), transport.player.mode, kwargs.get("api_key"))
+    variables = PROVIDERS[sdk].key_variables
+    kwargs["api_key"] = _key(variables, transport.player.mode, kwargs.get("api_key"))
     return getattr(library, async_class if is_async else sync_class)(
         http_client=http_client, **kwargs
     )
@@ -99,7 +102,7 @@ def genai_on(transport: Transport, async_transport: AsyncTransport, **kwargs: An
         http_options["base_url"] = base_url
     for name, value in (("client_args", transport), ("async_client_args", async_transport)):
         http_options[name] = {**(http_options.get(name) or {}), "transport": value}
-    variables = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+    variables = PROVIDERS["gemini"].key_variables
     key = _key(variables, transport.player.mode, kwargs.pop("api_key", None))
     return genai.Client(api_key=key, http_options=http_options, **kwargs)
 

@@ -46,12 +46,12 @@ from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
 from ._memo import KeyMemo
-from ._providers import route
+from ._providers import route, routed_titles
 from ._redact import Redactor
 from ._sent import DEFAULT, literals_absent, sent_digest, writes_sent
 from ._shown_url import shown_url
 from ._state import Input, State, transition
-from ._upstream import UpstreamError
+from ._upstream import Abort, UpstreamError
 
 if TYPE_CHECKING:
     # Rooms of rare paths (a fuzzy match, a miss, the viewer, a max_age, a
@@ -438,8 +438,8 @@ class Engine:
                     421,
                     "reel_no_upstream",
                     f"Reel does not know where to send {request.method} "
-                    f"{self.redactor.target(request.target)}: it is not an OpenAI, Anthropic or "
-                    f"Gemini API path. Name the base URL to send every request to with "
+                    f"{self.redactor.target(request.target)}: it is not an API path of "
+                    f"{routed_titles()}. Name the base URL to send every request to with "
                     f"{self.config.hints.upstream}.",
                 )
                 return
@@ -679,19 +679,23 @@ class Engine:
         capture.left = (len(capture.chunks), why, now)
         return self.config.record_grace
 
-    def upstream_error(self, error: UpstreamError, detail: str = "", *, now: float = 0.0) -> None:
-        """The upstream failed.  Before the head: the client gets a 502 (504
-        for a timeout) saying what failed and nothing is recorded
-        (``UpstreamError.STORE``: the binding did not forward, as the store
-        cannot keep the recording).  After
-        it: the stream is cut, and recorded as cut."""
-        if not isinstance(error, UpstreamError):
-            raise self._misuse(f"error must be an UpstreamError, not {error!r}")
+    def upstream_error(
+        self, error: UpstreamError | Abort, detail: str = "", *, now: float = 0.0
+    ) -> None:
+        """The exchange with the upstream ended early: the upstream failed
+        (an :class:`UpstreamError`), or the binding ended it (an
+        :class:`Abort`: the client left, or the store cannot keep the
+        recording, so the request was not forwarded).  Before the head: the
+        client gets a 502 (504 for a timeout) saying what failed and
+        nothing is recorded.  After it: the stream is cut, and recorded as
+        cut."""
+        if not isinstance(error, (UpstreamError, Abort)):
+            raise self._misuse(f"error must be an UpstreamError or an Abort, not {error!r}")
         if self.state is State.AWAIT_UPSTREAM:
             self._to(Input.UPSTREAM_ERROR)
             self._capture = None  # nothing came: nothing is recorded
             target = self.redactor.target(self._request.target) if self._request else ""
-            if error is UpstreamError.STORE:
+            if error is Abort.STORE:
                 message = (
                     f"Reel did not forward {target}: the cassette store cannot keep its "
                     f"recording ({self.redactor.text(detail)}). Nothing was sent upstream; "
@@ -702,7 +706,7 @@ class Engine:
                 if detail:
                     message += f" ({self.redactor.text(detail)})"
             # routed: the binding did not choose the upstream (not at fault for a store)
-            if self._routed_to is not None and error is not UpstreamError.STORE:
+            if self._routed_to is not None and error is not Abort.STORE:
                 base = (
                     self.redactor.text(shown_url(self.config.upstream))
                     if self.config.upstream is not None
@@ -720,7 +724,7 @@ class Engine:
         if capture is not None and capture.left is not None:  # what the client saw
             seen, detail, now = capture.left
             del capture.chunks[seen:]
-            error = UpstreamError.CLIENT_CLOSED
+            error = Abort.CLIENT_CLOSED
         detail = self.redactor.text(detail)
         self._events.append(Cut(error.value, detail))
         if capture is not None:

@@ -358,6 +358,8 @@ class Recorded(_Value):
         _set(self, "drift", drift)
 
 
+#: What :meth:`Engine.next_event` hands out besides a :class:`Signal`: a
+#: decision, then the response's head, frames and end (or cut).
 Event = (
     Continue
     | Replay

@@ -23,7 +23,7 @@ from ._errors import ConfigError
 from ._forms import FORM, MULTIPART, canonical_form, canonical_multipart
 from ._jsonpath import WILDCARD, JSONPath, format_path, parse_path
 from ._nesting import load_json
-from ._providers import DRIFT_FIELDS, endpoint_family
+from ._providers import DRIFT_FIELDS, endpoint_family, on_register
 
 __all__ = [
     "FieldDiff",
@@ -169,6 +169,9 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 @functools.lru_cache(maxsize=64)
 def _drift_paths(path: str) -> tuple[JSONPath, ...]:
     return tuple(parse_path(p) for p in DRIFT_FIELDS.get(endpoint_family(path) or "", ()))
+
+
+on_register(_drift_paths.cache_clear)  # a new provider's family
 
 
 def match_key(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ._providers import PROVIDERS, Price
+from ._providers import PROVIDERS, Price, on_register
 from ._usage import Usage
 
 __all__ = ["ALIASES", "PRICES", "PRICES_CHECKED", "Price", "cost_usd", "resolve_model"]
@@ -48,14 +48,10 @@ PRICES_CHECKED = "2026-07-04"
 #: USD per million tokens, by model: every provider's table, kept in the
 #: provider's module (``reel_core/_providers/openai.py``, ``anthropic.py``,
 #: ``gemini.py``) beside the comment naming its sources.
-PRICES: dict[str, Price] = {
-    name: price for provider in PROVIDERS.values() for name, price in provider.prices.items()
-}
+PRICES: dict[str, Price] = {}
 
 #: Names that are not a table key plus a snapshot suffix.
-ALIASES: dict[str, str] = {
-    name: key for provider in PROVIDERS.values() for name, key in provider.aliases.items()
-}
+ALIASES: dict[str, str] = {}
 
 # What may follow a known name (after a "-") and still be that model: dates
 # (2024-08-06, 20250929, 0613), "latest", "preview" with its dates
@@ -69,7 +65,18 @@ _PART = (
 )
 _SUFFIX = re.compile(rf"{_PART}(?:-{_PART})*")
 _REGION = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")  # Bedrock: us.anthropic.claude-...
-_NAMES = sorted({*PRICES, *ALIASES}, key=len, reverse=True)
+#: Every known name, longest first.
+_NAMES: list[str] = []
+
+
+def _merge() -> None:
+    """The tables again, in place, from the registry's providers."""
+    PRICES.clear()
+    PRICES.update((n, price) for p in PROVIDERS.values() for n, price in p.prices.items())
+    ALIASES.clear()
+    ALIASES.update((n, key) for p in PROVIDERS.values() for n, key in p.aliases.items())
+    _NAMES[:] = sorted({*PRICES, *ALIASES}, key=len, reverse=True)
+    resolve_model.cache_clear()
 
 
 def _normalize(name: str) -> str:
@@ -162,3 +169,7 @@ def _audio_extra(usage: Usage, price: Price, cached: int, cached_rate: float) ->
         audio_out = min(usage.audio_output_tokens, outputs)
         extra += audio_out * (price.audio_output - price.output)
     return extra
+
+
+_merge()
+on_register(_merge)  # a new provider's prices

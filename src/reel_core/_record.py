@@ -32,7 +32,7 @@ from ._interaction import (
 from ._literals import ExchangeRedactor, Literals
 from ._prices import cost_usd
 from ._redact import Redactor
-from ._upstream import UpstreamError
+from ._upstream import Abort, UpstreamError
 from ._usage import extract_usage
 
 __all__ = ["Recorder", "Steps", "UpstreamError", "response_shape", "run_steps"]
@@ -298,11 +298,11 @@ class Recorder:
         yield
         return (yield from self._building(self._broken, now))
 
-    def fail(self, error: UpstreamError, detail: str, now: float) -> Interaction:
+    def fail(self, error: UpstreamError | Abort, detail: str, now: float) -> Interaction:
         """The upstream broke off after the head: record a cut."""
         return run_steps(self.failing(error, detail, now))
 
-    def failing(self, error: UpstreamError, detail: str, now: float) -> Steps[Interaction]:
+    def failing(self, error: UpstreamError | Abort, detail: str, now: float) -> Steps[Interaction]:
         """:meth:`fail` in steps, as :meth:`ending`."""
         self._finish(now)
         yield

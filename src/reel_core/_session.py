@@ -36,7 +36,7 @@ from ._match import MatchConfig
 from ._reader import ReaderSignal, RequestReader
 from ._redact import Redactor
 from ._state import State
-from ._upstream import UpstreamError
+from ._upstream import Abort, UpstreamError
 
 __all__ = ["Session"]
 
@@ -205,7 +205,9 @@ class Session:
         """See :meth:`Engine.upstream_end`."""
         self.engine.upstream_end(now=now)
 
-    def upstream_error(self, error: UpstreamError, detail: str = "", *, now: float = 0.0) -> None:
+    def upstream_error(
+        self, error: UpstreamError | Abort, detail: str = "", *, now: float = 0.0
+    ) -> None:
         """See :meth:`Engine.upstream_error`."""
         self.engine.upstream_error(error, detail, now=now)
 

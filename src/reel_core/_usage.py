@@ -42,7 +42,7 @@ from typing import Any
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
 from ._interaction import RecordedResponse
 from ._nesting import check_depth, load_json
-from ._providers import USAGE_FALLBACK, USAGE_READERS, Tally, request_model
+from ._providers import USAGE_READERS, Tally, request_model
 
 __all__ = ["Usage", "extract_usage"]
 
@@ -329,4 +329,4 @@ class _Accumulator(Tally):
             content = read(self, obj, kind)
             if content is not None:
                 return content
-        return USAGE_FALLBACK(self, obj, kind)
+        return False  # no reader claims it (OpenAI's chat reader claims any)

@@ -1,3 +1,4 @@
+#: The version of Reel (the core and its bindings are released together).
 __version__ = "0.1.0.dev0"
 
 #: The newest cassette schema this version reads and the one it writes (2:

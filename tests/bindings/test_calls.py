@@ -23,7 +23,8 @@ from reel_bindings import calls_on, record_call, tool
 from reel_bindings.calls import Codec, RecordedCallError, arecord_call, boundary
 from reel_bindings.httpcore import Transport
 from reel_bindings.sdk import client_on, openai_client
-from reel_core import CallError, MatchConfig, MatchMode, MissError, NotJSONError, Redactor
+from reel_core import MatchConfig, MatchMode, MissError, Redactor
+from reel_core.tools import CallError, NotJSONError
 from tests.fakes.upstream import FakeUpstreamThread
 from tests.secrets import INPROCESS_KEY, OPENAI_KEY, scan
 
@@ -317,8 +318,8 @@ def test_an_exception_of_a_module_not_imported_is_raised_as_recorded(tmp_path: P
         "error": {"type": "Declined", "module": "no_such_module_xyz", "message": "declined"},
         "meta": {},
     }
-    from reel_core import Call
     from reel_core._interaction import call_request
+    from reel_core.tools import Call
 
     line["key"] = call_request(Call("pay", {})).key(MatchConfig())
     cassette.write_text('{"_meta":{"schema":2}}\n' + json.dumps(line) + "\n")

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from reel_bindings.cli import main
-from reel_core import Cassette, Mode, decodable_codings
+from reel_core import Cassette, Mode
+from reel_core.tools import decodable_codings
 from tests.fakes.upstream import SCENARIO_HEADER, FakeUpstreamThread
 from tests.secrets import OPENAI_KEY
 

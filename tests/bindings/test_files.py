@@ -17,15 +17,14 @@ from reel_core import (
     Cassette,
     CassetteError,
     CassetteMeta,
-    CassetteWarning,
     Interaction,
     MatchConfig,
     MatchMode,
     Mode,
     RecordedRequest,
     RecordedResponse,
-    match_key,
 )
+from reel_core.tools import CassetteWarning, match_key
 
 
 def line_for(writer: str, n: int, size: int = 2000) -> bytes:

@@ -17,8 +17,8 @@ from reel_core import (
     Mode,
     RecordedRequest,
     RecordedResponse,
-    match_key,
 )
+from reel_core.tools import match_key
 
 from .openers import BINDINGS, Call
 

@@ -29,7 +29,8 @@ from reel_bindings import CassetteFile, MemoryStore
 from reel_bindings._freeze import Frozen, frozen_for, real_time
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
-from reel_core import CassetteError, Freeze, Mode, uuid_ints
+from reel_core import CassetteError, Freeze, Mode
+from reel_core.tools import uuid_ints
 from tests.fakes.upstream import FakeUpstreamThread
 
 #: The real objects, kept where the search for names taken before the patch
@@ -506,7 +507,7 @@ async def test_async_transport_and_requests_adapter_take_freeze(
 
 
 def test_sdk_helpers_take_freeze(tmp_path: Path) -> None:
-    pytest.importorskip("openai")
+    pytest.importorskip("openai", reason="the SDK helpers build openai clients")
     from reel_bindings.sdk import openai_client
 
     cassette = tmp_path / "sdk.jsonl"

@@ -8,7 +8,8 @@ import logging
 import pytest
 
 from reel_bindings._freshness import Freshness
-from reel_core import Drift, Recorded, Staleness
+from reel_core import Recorded
+from reel_core.tools import Drift, Staleness
 
 
 def test_stale_replays_superseded_recordings_and_drifts_are_counted_and_logged(

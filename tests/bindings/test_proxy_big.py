@@ -29,8 +29,8 @@ from reel_core import (
     RecordedRequest,
     RecordedResponse,
     Timing,
-    match_key,
 )
+from reel_core.tools import match_key
 
 from .proxy_support import options, proxied
 

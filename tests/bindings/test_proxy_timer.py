@@ -32,8 +32,8 @@ from reel_core import (
     RecordedRequest,
     RecordedResponse,
     Timing,
-    match_key,
 )
+from reel_core.tools import match_key
 
 pytestmark = pytest.mark.anyio
 

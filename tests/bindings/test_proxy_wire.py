@@ -37,8 +37,8 @@ from reel_core import (
     Signal,
     State,
     Timing,
-    match_key,
 )
+from reel_core.tools import match_key
 
 from .proxy_support import options
 

@@ -17,9 +17,10 @@ import pytest
 
 from reel_bindings._cli import main as reel
 from reel_bindings._settings import Settings
-from reel_bindings._store import MemoryStore, StoreUnavailableError
+from reel_bindings._store import MemoryStore, StoreUnavailableError, StoreURLError
+from reel_bindings._store_url import open_store
 from reel_bindings.httpcore import Transport
-from reel_core import ConfigError, Mode
+from reel_core import ConfigError, Mode, ReelError
 from tests.fakes.upstream import FakeUpstreamThread, serve_fake
 from tests.redis_server import CHAT_TEST, RedisServer, free_port
 
@@ -142,7 +143,7 @@ def test_the_in_process_transport_records_and_replays_through_a_store_url(
 
 def test_the_in_process_transport_refuses_a_store_that_is_down() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
-    with pytest.raises(ConfigError, match=f"the cassette store {url} cannot be reached"):
+    with pytest.raises(StoreUnavailableError, match=f"the cassette store {url} cannot be reached"):
         Transport(NAME, mode="auto", store=url)
 
 
@@ -257,8 +258,18 @@ def test_the_reading_commands_take_store(
     assert f"the cassette store {down} cannot be reached" in capsys.readouterr().err
 
 
-def test_a_store_that_cannot_be_reached_is_a_config_error() -> None:
-    assert issubclass(StoreUnavailableError, ConfigError)
+def test_a_store_that_cannot_be_reached_is_an_outage_not_a_config_error() -> None:
+    # issue 33: a server down is no bad setting (a refused REEL_STORE is one)
+    assert issubclass(StoreUnavailableError, ReelError)
+    assert not issubclass(StoreUnavailableError, (ConfigError, ValueError))
+    # a bad URL is a bad setting (and a store that cannot be used, as before)
+    assert issubclass(StoreURLError, ConfigError)
+    assert issubclass(StoreURLError, StoreUnavailableError)
+    with pytest.raises(StoreURLError, match="bad Redis URL"):
+        open_store("redis://127.0.0.1:6379/0?db=notanumber")
+    with pytest.raises(StoreUnavailableError) as down:
+        open_store(f"redis://127.0.0.1:{free_port()}/0").check()
+    assert not isinstance(down.value, ConfigError)
 
 
 @pytest.mark.anyio

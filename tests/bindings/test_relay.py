@@ -13,7 +13,7 @@ import pytest
 from reel_bindings._async.relay import arelay
 from reel_bindings._relay import CLIENT_CLOSED
 from reel_bindings._sync.relay import relay
-from reel_core import UpstreamError
+from reel_core import Abort, UpstreamError
 
 
 class Broken(Exception):
@@ -43,7 +43,7 @@ class Feed:
             raise OSError("disk full")
         self.seen.append("end")
 
-    def error(self, error: UpstreamError, detail: str) -> None:
+    def error(self, error: UpstreamError | Abort, detail: str) -> None:
         self.seen.append((error, detail))
 
     def left(self, why: str) -> float:
@@ -156,7 +156,7 @@ def test_an_exception_that_is_no_failure_is_raised_untouched(is_async: bool) -> 
 
 
 LEFT = ("left", CLIENT_CLOSED)
-CUT = (UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
+CUT = (Abort.CLIENT_CLOSED, CLIENT_CLOSED)
 
 
 @both

@@ -16,7 +16,8 @@ from reel_bindings import _store
 from reel_bindings._files import CassetteFile, CassetteNotFoundError
 from reel_bindings._lock import CassetteLock
 from reel_bindings._store import FileLock, FileStore, MemoryStore, Store, check_name
-from reel_core import Cassette, CassetteError, Mode, safe_cassette_name
+from reel_core import Cassette, CassetteError, Mode
+from reel_core.tools import safe_cassette_name
 
 Factory = Callable[[Path], Store]
 

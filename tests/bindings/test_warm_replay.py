@@ -32,8 +32,8 @@ from reel_core import (
     RecordedRequest,
     RecordedResponse,
     StreamCut,
-    match_key,
 )
+from reel_core.tools import match_key
 
 CHAT = "/v1/chat/completions"
 URL = "https://api.openai.com" + CHAT

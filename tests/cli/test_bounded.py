@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from reel_bindings.cli import main
-from reel_core import MAX_DEPTH, RecordedRequest, TooDeep
+from reel_core import RecordedRequest
+from reel_core.tools import MAX_DEPTH, TooDeep
 
 from .helpers import interaction, write
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from reel_bindings.cli import main
-from reel_core import PRICES_CHECKED, RecordedRequest, RecordedResponse
+from reel_core import RecordedRequest, RecordedResponse
+from reel_core.tools import PRICES_CHECKED
 
 from .helpers import DEMO, chat_body, interaction, write
 
@@ -115,7 +116,8 @@ def test_an_empty_cassette(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_a_websocket_session_without_meta_is_read_from_its_messages(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from reel_core import Interaction, WebSocketLog, WebSocketMessage
+    from reel_core import Interaction
+    from reel_core.tools import WebSocketLog, WebSocketMessage
 
     done = {
         "type": "response.done",
@@ -142,12 +144,8 @@ def test_a_websocket_session_without_meta_is_read_from_its_messages(
 def _realtime_session(ident: str, with_meta: bool) -> object:
     """A gpt-realtime session whose turn used audio both ways: its line
     with the recorder's meta, or without meta (read from the messages)."""
-    from reel_core import (
-        Interaction,
-        Redactor,
-        Request,
-        WebSocketRecorder,
-    )
+    from reel_core import Interaction, Redactor, Request
+    from reel_core.tools import WebSocketRecorder
 
     usage = {
         "input_tokens": 3000,

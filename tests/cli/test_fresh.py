@@ -12,7 +12,8 @@ import pytest
 
 from reel_bindings._store import FileStore, MemoryStore, Store
 from reel_bindings.cli import main
-from reel_core import Cassette, Config, Mode, compact
+from reel_core import Cassette, Config, Mode
+from reel_core.tools import compact
 
 from ..core.test_freshness import DAY, T0, run
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from reel_bindings.cli import main
-from reel_core import Cassette, Redactor, import_formats, import_sources
+from reel_core import Cassette, Redactor
+from reel_core.tools import import_formats, import_sources
 
 from .test_import_vcr import cassette_yaml, exchange
 

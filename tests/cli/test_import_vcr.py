@@ -19,7 +19,6 @@ from reel_core import (
     Config,
     Engine,
     Frame,
-    ImportReport,
     MatchConfig,
     Mode,
     Redactor,
@@ -27,9 +26,8 @@ from reel_core import (
     Request,
     ResponseHead,
     Signal,
-    import_source,
-    match_key,
 )
+from reel_core.tools import ImportReport, import_source, match_key
 
 CHAT = '{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}'
 ANSWER = '{"choices": [{"message": {"content": "hello"}}], "model": "gpt-4o-mini"}'

@@ -18,14 +18,8 @@ from reel_bindings.cli import main
 from reel_bindings.view import Source, miss_view, render_page, view_data
 from reel_bindings.view._data import MAX_BINARY, MAX_WHOLE_ANSWER, body_value, detail, row
 from reel_bindings.view._page import embed_json, pack_details, unpack
-from reel_core import (
-    Cassette,
-    Interaction,
-    RecordedRequest,
-    RecordedResponse,
-    StreamCut,
-    WebSocketLog,
-)
+from reel_core import Cassette, Interaction, RecordedRequest, RecordedResponse, StreamCut
+from reel_core.tools import WebSocketLog
 
 from .helpers import DEMO, anthropic_stream, chat_body, interaction, openai_stream
 
@@ -396,7 +390,7 @@ def test_a_long_whole_answer_is_not_written_twice() -> None:
 def realtime_session(close: bool = True) -> Interaction:
     """An OpenAI Realtime session as the proxy records it: two client
     messages, three server ones (one binary), usage in response.done."""
-    from reel_core import WebSocketClose, WebSocketMessage
+    from reel_core.tools import WebSocketClose, WebSocketMessage
 
     done = {
         "type": "response.done",

@@ -20,22 +20,24 @@ from reel_bindings.view._data import detail, row
 from reel_bindings.view._page import unpack
 from reel_bindings.view._run import TRACKS, call_detail, timeline
 from reel_core import (
-    Call,
-    CallError,
     CallLog,
-    CallResult,
-    CallStream,
     Interaction,
     MatchConfig,
     RecordedRequest,
     RecordedResponse,
     StreamCut,
+)
+from reel_core._interaction import CALL_RESPONSE, call_request
+from reel_core._run import line_times
+from reel_core.tools import (
+    Call,
+    CallError,
+    CallResult,
+    CallStream,
     WebSocketClose,
     WebSocketLog,
     WebSocketMessage,
 )
-from reel_core._interaction import CALL_RESPONSE, call_request
-from reel_core._run import line_times
 from tests.runs import any_lines
 
 from .helpers import interaction, write

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from reel_bindings.cli import main
-from reel_core import CallError, CallResult, CallStream, RecordedResponse, WebSocketClose
+from reel_core import RecordedResponse
+from reel_core.tools import CallError, CallResult, CallStream, WebSocketClose
 from tests.programs import in_ci, need_program
 
 from .helpers import write

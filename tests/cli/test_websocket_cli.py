@@ -11,15 +11,8 @@ from pathlib import Path
 import pytest
 
 from reel_bindings.cli import main
-from reel_core import (
-    Interaction,
-    RecordedRequest,
-    RecordedResponse,
-    Redactor,
-    Request,
-    WebSocketClose,
-    WebSocketRecorder,
-)
+from reel_core import Interaction, RecordedRequest, RecordedResponse, Redactor, Request
+from reel_core.tools import WebSocketClose, WebSocketRecorder
 
 from .helpers import interaction, write
 
@@ -86,7 +79,7 @@ def test_har_export_writes_devtools_websocket_messages_and_reads_them_back(
     lines = [json.loads(line) for line in back.read_text().splitlines()[1:]]
     again = [line for line in lines if line["response"]["status"] == 101]
     assert len(again) == 1
-    from reel_core import read_line
+    from reel_core.tools import read_line
 
     imported = read_line(json.dumps(again[0]).encode())
     assert imported.websocket == ws.websocket  # the same session, message for message
@@ -124,7 +117,7 @@ def test_har_import_of_a_devtools_session_without_reels_extension(tmp_path: Path
     source.write_text(json.dumps(har))
     out = tmp_path / "chrome.jsonl"
     assert main(["import", "har", str(source), "-o", str(out)]) == 0
-    from reel_core import read_line
+    from reel_core.tools import read_line
 
     (line,) = out.read_bytes().splitlines()[1:]
     imported = read_line(line)

@@ -23,8 +23,8 @@ from reel_core import (
     Signal,
     State,
     StreamCut,
-    match_key,
 )
+from reel_core.tools import match_key
 
 __all__ = [
     "cassette_of",

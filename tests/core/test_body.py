@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from reel_core import ConfigError, ContentDecoder, decode_body, encode_body
+from reel_core import ConfigError
 from reel_core._body import check_style, parse_json
+from reel_core.tools import ContentDecoder, decode_body, encode_body
 
 from ._helpers import splittings
 

@@ -9,15 +9,8 @@ from dataclasses import replace
 import pytest
 
 from reel_core import (
-    Call,
     CallEngine,
-    CallError,
     CallLog,
-    CallMiss,
-    CallReplay,
-    CallResult,
-    CallRun,
-    CallStream,
     Cassette,
     CassetteError,
     CassetteMeta,
@@ -30,10 +23,19 @@ from reel_core import (
     RecordedRequest,
     RecordedResponse,
     Redactor,
-    read_line,
 )
 from reel_core._interaction import call_request
 from reel_core._miss import closest_to
+from reel_core.tools import (
+    Call,
+    CallError,
+    CallMiss,
+    CallReplay,
+    CallResult,
+    CallRun,
+    CallStream,
+    read_line,
+)
 
 NOW = 1_800_000_000.0
 LOOKUP = Call("lookup_order", {"order_id": "A-1"})

@@ -9,23 +9,10 @@ from typing import Any
 
 import pytest
 
-from reel_core import (
-    Call,
-    CallError,
-    CallLog,
-    CallResult,
-    CallStream,
-    Cassette,
-    CassetteMeta,
-    Interaction,
-    MatchConfig,
-    MatchMode,
-    NotJSONError,
-    Redactor,
-    read_line,
-)
+from reel_core import CallLog, Cassette, CassetteMeta, Interaction, MatchConfig, MatchMode, Redactor
 from reel_core._calls import call_marker, call_target, call_text, check_json
 from reel_core._interaction import call_request
+from reel_core.tools import Call, CallError, CallResult, CallStream, NotJSONError, read_line
 
 LOOKUP = Call("lookup_order", {"order_id": "A-1", "verbose": False})
 

@@ -13,7 +13,6 @@ from reel_core import (
     Cassette,
     CassetteError,
     CassetteMeta,
-    CassetteWarning,
     Interaction,
     MatchConfig,
     MatchMode,
@@ -23,9 +22,9 @@ from reel_core import (
     SchemaVersionError,
     StreamCut,
     __version__,
-    safe_cassette_name,
 )
 from reel_core._cassette import format_timestamp
+from reel_core.tools import CassetteWarning, safe_cassette_name
 
 from ._helpers import cassette_of, interaction
 

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reel_core import (
-    RECORD_GRACE,
+    Abort,
     Cassette,
     Config,
     ConfigError,
@@ -26,6 +26,7 @@ from reel_core import (
     Mode,
     UpstreamError,
 )
+from reel_core.tools import RECORD_GRACE
 
 from ._helpers import pull, request
 
@@ -71,10 +72,10 @@ def test_an_end_within_the_grace_records_the_answer_whole() -> None:
     assert frames_of(engine) == (b"data: 1\n\n", b"data: [DONE]\n\n")
 
 
-@pytest.mark.parametrize(
-    "error", [UpstreamError.CLIENT_CLOSED, UpstreamError.RESET, UpstreamError.TIMEOUT]
-)
-def test_a_cut_after_the_client_left_is_what_it_saw_cut_by_it(error: UpstreamError) -> None:
+@pytest.mark.parametrize("error", [Abort.CLIENT_CLOSED, UpstreamError.RESET, UpstreamError.TIMEOUT])
+def test_a_cut_after_the_client_left_is_what_it_saw_cut_by_it(
+    error: UpstreamError | Abort,
+) -> None:
     """Whatever ended the reading on (the grace ran out, the upstream broke),
     the line holds the chunks fed before the client left, cut by the
     client, when it left."""
@@ -102,7 +103,7 @@ def test_live_mode_closes_at_once() -> None:
 def test_before_the_head_there_is_nothing_to_record() -> None:
     engine, cassette = forwarded()
     assert engine.client_left(WHY, now=1.0) == 0.0
-    engine.upstream_error(UpstreamError.CLIENT_CLOSED, WHY, now=1.0)
+    engine.upstream_error(Abort.CLIENT_CLOSED, WHY, now=1.0)
     pull(engine)
     assert engine.record() is None
     assert len(cassette) == 0
@@ -111,7 +112,7 @@ def test_before_the_head_there_is_nothing_to_record() -> None:
 def test_no_grace_cuts_at_once() -> None:
     engine = streaming([b"data: 1\n\n"], record_grace=0.0)
     assert engine.client_left(WHY, now=1.5) == 0.0
-    engine.upstream_error(UpstreamError.CLIENT_CLOSED, WHY, now=1.5)
+    engine.upstream_error(Abort.CLIENT_CLOSED, WHY, now=1.5)
     assert frames_of(engine) == (b"data: 1\n\n",)
 
 

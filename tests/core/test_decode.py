@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from reel_core import DecodeError, accept_encoding, decodable_codings, decode_content
 from reel_core._decode import Failure, StreamDecoder, codings_of, decode_chunks
+from reel_core.tools import DecodeError, accept_encoding, decodable_codings, decode_content
 
 brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
 zstandard = pytest.importorskip("zstandard", reason="pip install zstandard (in the test extra)")

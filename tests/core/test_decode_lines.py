@@ -7,14 +7,8 @@ import warnings
 
 import pytest
 
-from reel_core import (
-    Cassette,
-    CassetteError,
-    CassetteMeta,
-    MatchConfig,
-    MatchMode,
-    decode_lines,
-)
+from reel_core import Cassette, CassetteError, CassetteMeta, MatchConfig, MatchMode
+from reel_core.tools import decode_lines
 
 from ._helpers import interaction
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reel_core import ConfigError, parse_duration
+from reel_core import ConfigError
+from reel_core.tools import parse_duration
 
 
 @pytest.mark.parametrize(

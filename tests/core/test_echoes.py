@@ -13,18 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from reel_core import (
-    Cassette,
-    Config,
-    Engine,
-    Forward,
-    Mode,
-    RecordedRequest,
-    Redactor,
-    Request,
-    WebSocketRecorder,
-    record_exchange,
-)
+from reel_core import Cassette, Config, Engine, Forward, Mode, RecordedRequest, Redactor, Request
 from reel_core._escapes import Escapes
 from reel_core._literals import (
     PLACEHOLDER,
@@ -35,6 +24,7 @@ from reel_core._literals import (
     exchange_redactor,
     sent_values,
 )
+from reel_core.tools import WebSocketRecorder, record_exchange
 
 from ._helpers import pull
 

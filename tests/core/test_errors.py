@@ -18,8 +18,8 @@ from reel_core import (
     RemoteProtocolError,
     SchemaVersionError,
     Timing,
-    TimingMode,
 )
+from reel_core.tools import TimingMode
 
 
 def test_hierarchy() -> None:

@@ -18,8 +18,8 @@ from reel_core import (
     Replay,
     ResponseHead,
     Signal,
-    UiRequest,
 )
+from reel_core.tools import UiRequest
 
 from ._helpers import request
 

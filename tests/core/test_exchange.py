@@ -21,8 +21,8 @@ from reel_core import (
     Redactor,
     RemoteProtocolError,
     Request,
-    record_exchange,
 )
+from reel_core.tools import record_exchange
 
 from ._helpers import pull
 

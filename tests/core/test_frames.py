@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from reel_core import SSEEvent, SSESplitter, looks_like_sse, parse_sse_event
 from reel_core._frames import sse_event_ends
+from reel_core.tools import SSEEvent, SSESplitter, looks_like_sse, parse_sse_event
 
 from ._helpers import random_split, splittings
 

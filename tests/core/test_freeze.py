@@ -14,18 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reel_core import (
-    FREEZABLE,
-    Cassette,
-    CassetteError,
-    CassetteMeta,
-    ConfigError,
-    Freeze,
-    check_features,
-    format_instant,
-    uuid_ints,
-)
+from reel_core import Cassette, CassetteError, CassetteMeta, ConfigError, Freeze
 from reel_core._freeze import MAX_SEED, freeze_from_json, freeze_json
+from reel_core.tools import FREEZABLE, check_features, format_instant, uuid_ints
 
 BASE = Freeze(clock_us=1_795_838_400_123_456, utc_offset=3600, uuid_seed=5, random_seed=7)
 

@@ -24,11 +24,8 @@ from reel_core import (
     Request,
     Session,
     Signal,
-    Staleness,
-    format_age,
-    recorded_epoch,
-    staleness,
 )
+from reel_core.tools import Staleness, format_age, recorded_epoch, staleness
 
 DAY = 86400.0
 T0 = 1_700_000_000.0  # when the first recordings were made

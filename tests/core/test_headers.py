@@ -25,7 +25,6 @@ from reel_core import (
     Replay,
     Request,
     ResponseHead,
-    record_exchange,
 )
 from reel_core._headers import (
     SECRET_HEADER,
@@ -34,6 +33,7 @@ from reel_core._headers import (
     scrub_value,
     stored_headers,
 )
+from reel_core.tools import record_exchange
 
 from ._helpers import pull
 

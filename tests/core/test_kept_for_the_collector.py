@@ -15,10 +15,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from reel_core import Config, EndOfResponse, Engine, Mode, Replay, read_line
+from reel_core import Config, EndOfResponse, Engine, Mode, Replay
 from reel_core._cursor import Cursor
 from reel_core._match import MatchConfig
 from reel_core._memo import KeyMemo
+from reel_core.tools import read_line
 
 from ._helpers import cassette_of, interaction, request
 

@@ -12,6 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from reel_core import (
+    Abort,
     Cassette,
     CassetteError,
     CassetteMeta,
@@ -451,7 +452,7 @@ def test_a_store_that_cannot_keep_the_recording_is_said_not_the_upstream() -> No
     session.receive_request(azure(target=f"/v1/chat/completions?q={AZURE_KEY}"))
     pull(session)
     detail = f"the cassette store redis://h:1/0 cannot be reached ({AZURE_KEY})"
-    session.upstream_error(UpstreamError.STORE, detail)
+    session.upstream_error(Abort.STORE, detail)
     events, _ = pull(session)
     head = events[0]
     assert isinstance(head, ResponseHead)

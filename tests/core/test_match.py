@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from reel_core import ConfigError, FieldDiff, MatchConfig, MatchMode, match_key
+from reel_core import ConfigError, MatchConfig, MatchMode
 from reel_core._jsonpath import WILDCARD, JSONPath, format_path, parse_path
 from reel_core._match import _remove, canonical_body, diff_json
+from reel_core.tools import FieldDiff, match_key
 
 NORMALIZED = MatchConfig()
 EXACT = MatchConfig(MatchMode.EXACT)

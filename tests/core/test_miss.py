@@ -9,9 +9,7 @@ import pytest
 from reel_core import (
     Cassette,
     CassetteMeta,
-    Closest,
     Engine,
-    FieldDiff,
     Hints,
     MatchConfig,
     MatchMode,
@@ -30,6 +28,7 @@ from reel_core._miss import (
     request_diff,
     shorten,
 )
+from reel_core.tools import Closest, FieldDiff
 
 from ._helpers import cassette_of, interaction, pull, request
 

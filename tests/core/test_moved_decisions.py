@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reel_core import FieldDiff, body_diff, is_sse_stream, request_model
+from reel_core.tools import FieldDiff, body_diff, is_sse_stream, request_model
 
 
 def test_body_diff() -> None:

@@ -15,11 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reel_core import MAX_DEPTH, RecordedRequest, TooDeep, load_json, read_line
+from reel_core import RecordedRequest
 from reel_core._body import parse_json
 from reel_core._formats import Skipped, har
 from reel_core._formats._export import request_type
 from reel_core._nesting import LINE_DEPTH, check_depth
+from reel_core.tools import MAX_DEPTH, TooDeep, load_json, read_line
 from tests.cli.helpers import interaction
 
 TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep: Reel reads no deeper JSON or YAML"

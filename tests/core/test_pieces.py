@@ -8,7 +8,8 @@ import warnings
 
 import pytest
 
-from reel_core import Cassette, CassetteError, CassetteMeta, CassetteWarning, MatchConfig
+from reel_core import Cassette, CassetteError, CassetteMeta, MatchConfig
+from reel_core.tools import CassetteWarning
 
 from ._helpers import interaction
 

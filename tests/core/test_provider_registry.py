@@ -14,8 +14,8 @@ from reel_core._providers import (
     DRIFT_FIELDS,
     PROVIDER_HOSTS,
     PROVIDERS,
-    USAGE_FALLBACK,
     USAGE_READERS,
+    Claim,
     Piece,
     Provider,
     Tally,
@@ -67,12 +67,21 @@ def test_every_provider_implements_the_whole_interface(name: str) -> None:
     # Every reader takes (tally, object, kind) / (object, kind), never
     # raises on the shapes of other providers, and is offered objects by
     # the registry's order.
-    for read_usage in provider.usage_readers:
+    assert isinstance(provider.title, str)
+    assert provider.title
+    assert isinstance(provider.rank, int)
+    assert isinstance(provider.family_claim, Claim)
+    assert all(isinstance(k, str) and k for k in provider.system_keys + provider.prompt_keys)
+    assert all(k.isupper() for k in provider.key_variables)
+    assert provider.base_url_variable is None or provider.base_url_variable.isupper()
+    for claim, read_usage in provider.usage_readers:
+        assert isinstance(claim, Claim)
         assert len(inspect.signature(read_usage).parameters) == 3
-        assert read_usage in USAGE_READERS or read_usage is USAGE_FALLBACK
+        assert read_usage in USAGE_READERS
         for obj, kind in SAMPLES:
             assert read_usage(Tally(), obj, obj.get("type", kind)) in (True, False, None)
-    for read_answer in provider.answer_readers:
+    for claim, read_answer in provider.answer_readers:
+        assert isinstance(claim, Claim)
         assert len(inspect.signature(read_answer).parameters) == 2
         assert read_answer in ANSWER_READERS
         for obj, kind in SAMPLES:
@@ -81,9 +90,9 @@ def test_every_provider_implements_the_whole_interface(name: str) -> None:
 
 
 def test_every_reader_in_the_orders_belongs_to_a_provider() -> None:
-    usage = [r for p in PROVIDERS.values() for r in p.usage_readers]
-    answers = [r for p in PROVIDERS.values() for r in p.answer_readers]
-    assert sorted(map(id, usage)) == sorted(map(id, [*USAGE_READERS, USAGE_FALLBACK]))
+    usage = [r for p in PROVIDERS.values() for _, r in p.usage_readers]
+    answers = [r for p in PROVIDERS.values() for _, r in p.answer_readers]
+    assert sorted(map(id, usage)) == sorted(map(id, USAGE_READERS))
     assert sorted(map(id, answers)) == sorted(map(id, ANSWER_READERS))
 
 

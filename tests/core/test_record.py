@@ -9,6 +9,7 @@ import zlib
 import pytest
 
 from reel_core import (
+    Abort,
     Interaction,
     RecordedRequest,
     RecordedResponse,
@@ -46,7 +47,11 @@ def recorder(request: RecordedRequest = CHAT, redactor: Redactor | None = None) 
 def test_upstream_error_statuses() -> None:
     assert UpstreamError.TIMEOUT.status == 504
     assert {e.status for e in UpstreamError if e is not UpstreamError.TIMEOUT} == {502}
-    assert {e.value for e in UpstreamError} == {
+    assert {e.status for e in Abort} == {502}
+    # the kinds apart (issue 33): the client leaving and the store are no
+    # upstream failure; the values on lines and in answers are the same
+    assert {e.value for e in Abort} == {"client-closed", "store"}
+    assert {e.value for e in [*UpstreamError, *Abort]} == {
         "refused",
         "dns",
         "tls",

@@ -23,14 +23,13 @@ from reel_core import (
     Replay,
     Request,
     Signal,
-    is_credential_name,
-    keep_response_header,
 )
 from reel_core._redact import (
     PII_PATTERNS,
     SECRET_PATTERNS,
     digest,
 )
+from reel_core.tools import is_credential_name, keep_response_header
 
 from ._helpers import pull
 

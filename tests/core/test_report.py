@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reel_core import REPORT_SCHEMA, CassetteTally, Outcome, render_report, report_json
+from reel_core.tools import REPORT_SCHEMA, CassetteTally, Outcome, render_report, report_json
 
 
 def tally(cassette: str, test: str, **counts: int) -> CassetteTally:
@@ -106,7 +106,7 @@ def test_stale_replays_and_drifts_are_listed_and_merged() -> None:
 
 
 def test_websocket_sessions_are_counted_by_outcome_and_merged() -> None:
-    from reel_core import CassetteTally, Outcome, render_report, report_json
+    from reel_core.tools import CassetteTally, Outcome, render_report, report_json
 
     a = CassetteTally(
         "rt.jsonl",

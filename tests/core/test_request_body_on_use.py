@@ -13,17 +13,8 @@ from typing import Any
 
 import pytest
 
-from reel_core import (
-    Config,
-    Engine,
-    Interaction,
-    Mode,
-    RecordedRequest,
-    Replay,
-    Request,
-    decode_body,
-    read_line,
-)
+from reel_core import Config, Engine, Interaction, Mode, RecordedRequest, Replay, Request
+from reel_core.tools import decode_body, read_line
 
 from ._helpers import cassette_of, interaction
 

@@ -82,7 +82,8 @@ def test_package_all_is_complete_and_real() -> None:
     assert len(reel_core.__all__) == len(set(reel_core.__all__))
     for item in reel_core.__all__:
         assert hasattr(reel_core, item), item
-    public = {n for n in vars(reel_core) if not n.startswith("_")} - {"annotations"}
+    # (``tools``: the second public namespace, a module of its own)
+    public = {n for n in vars(reel_core) if not n.startswith("_")} - {"annotations", "tools"}
     assert public <= set(reel_core.__all__) | {"SCHEMA_VERSION"}
 
 
@@ -129,17 +130,24 @@ def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
 
 
 def test_a_lazy_name_is_its_rooms_object() -> None:
+    import reel_core.tools
     from reel_core import _formats, _miss, _ws_session
 
-    assert reel_core.__getattr__("import_sources") is _formats.import_sources
+    assert reel_core.tools.__getattr__("import_sources") is _formats.import_sources
     assert reel_core.__getattr__("MissError") is _miss.MissError
-    assert reel_core.WebSocketSession is _ws_session.WebSocketSession
+    assert reel_core.tools.WebSocketSession is _ws_session.WebSocketSession
     assert set(reel_core.__all__) <= set(dir(reel_core))
+    assert set(reel_core.tools.__all__) <= set(dir(reel_core.tools))
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchThing"):
         reel_core.__getattr__("NoSuchThing")
+    # a name of the other public namespace says where it is
+    with pytest.raises(AttributeError, match=r"'shown_url' \(it is reel_core\.tools\.shown_url\)"):
+        reel_core.__getattr__("shown_url")
+    with pytest.raises(AttributeError, match=r"'__wrapped__'$"):
+        reel_core.__getattr__("__wrapped__")
     assert not hasattr(reel_core, "NoSuchThing")
 
 

@@ -26,11 +26,10 @@ from reel_core import (
     Redactor,
     Replay,
     Request,
-    read_line,
-    record_exchange,
 )
 from reel_core._interaction import RecordedRequest
 from reel_core._sent import SENT_AT, sent_digest
+from reel_core.tools import read_line, record_exchange
 from tests.replaying import without_sent
 
 from ._helpers import interaction, pull

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from reel_core import (
+    Abort,
     Cassette,
     CassetteError,
     CassetteMeta,
@@ -1287,7 +1288,7 @@ def test_a_client_that_left_is_a_recorded_cut_of_its_own_kind() -> None:
     assert isinstance(session.next_event(), Forward)
     session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
     session.upstream_data(b"data: 1\n\n", now=0.1)
-    session.upstream_error(UpstreamError.CLIENT_CLOSED, "the client closed", now=0.2)
+    session.upstream_error(Abort.CLIENT_CLOSED, "the client closed", now=0.2)
     events, _ = pull(session)
     assert events[-1] == Cut("client-closed", "the client closed")
     assert isinstance(session.record(), Recorded)

@@ -6,12 +6,8 @@ import json
 
 import pytest
 
-from reel_core import (
-    CassetteError,
-    CassetteMeta,
-    Interaction,
-    RecordedRequest,
-    RecordedResponse,
+from reel_core import CassetteError, CassetteMeta, Interaction, RecordedRequest, RecordedResponse
+from reel_core.tools import (
     WebSocketLog,
     WebSocketMessage,
     compact,

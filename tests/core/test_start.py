@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reel_core import Mode, Start, start_of
+from reel_core import Mode
+from reel_core.tools import Start, start_of
 
 TABLE = [
     # mode, exists, refreshed earlier in the run -> start

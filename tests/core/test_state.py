@@ -6,8 +6,9 @@ import itertools
 
 import pytest
 
-from reel_core import Input, LocalProtocolError, State
+from reel_core import LocalProtocolError, State
 from reel_core._state import TRANSITIONS, transition
+from reel_core.tools import Input
 
 ALL_PAIRS = list(itertools.product(State, Input))
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from reel_core import ConfigError, Timing, TimingMode
+from reel_core import ConfigError, Timing
+from reel_core.tools import TimingMode
 
 
 def test_default_is_realtime() -> None:

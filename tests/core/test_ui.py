@@ -22,11 +22,9 @@ from reel_core import (
     Session,
     Signal,
     State,
-    UiConfig,
-    UiRequest,
-    UiResource,
 )
 from reel_core._ui import UiRefusal, ui_request
+from reel_core.tools import UiConfig, UiRequest, UiResource
 
 from ._helpers import cassette_of, interaction, parse_response, pull, state
 

@@ -25,8 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reel_core import RecordedResponse, SSESplitter
+from reel_core import RecordedResponse
 from reel_core._usage import Usage, _extract, extract_usage
+from reel_core.tools import SSESplitter
 from tests.corpus import CORPUS, NO_CORPUS
 
 # -- helpers -------------------------------------------------------------------

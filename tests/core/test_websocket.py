@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reel_core import (
-    CLOSE_MISMATCH,
     Cassette,
     Interaction,
     MatchConfig,
@@ -21,6 +20,9 @@ from reel_core import (
     Redactor,
     Request,
     Timing,
+)
+from reel_core.tools import (
+    CLOSE_MISMATCH,
     WebSocketClose,
     WebSocketLog,
     WebSocketMessage,
@@ -441,7 +443,7 @@ def _openai_done(
 
 
 def test_openai_realtime_audio_tokens_are_priced_at_the_audio_rates() -> None:
-    from reel_core import cost_usd
+    from reel_core.tools import cost_usd
 
     log = WebSocketLog(
         (
@@ -484,7 +486,7 @@ def test_openai_realtime_audio_tokens_are_priced_at_the_audio_rates() -> None:
 
 
 def test_gemini_live_audio_and_video_tokens_from_the_modality_details() -> None:
-    from reel_core import cost_usd
+    from reel_core.tools import cost_usd
 
     meta = {
         "promptTokenCount": 1000,
@@ -517,7 +519,7 @@ def test_gemini_live_audio_and_video_tokens_from_the_modality_details() -> None:
 
 def test_audio_counts_past_the_totals_are_capped() -> None:
     """Odd reports (audio above the total) never bill more tokens than the totals."""
-    from reel_core import Usage, cost_usd
+    from reel_core.tools import Usage, cost_usd
 
     usage = Usage(
         model="gpt-realtime-mini",

@@ -10,13 +10,8 @@ import json
 import pytest
 import yaml
 
-from reel_core import (
-    Interaction,
-    RecordedRequest,
-    RecordedResponse,
-    Redactor,
-    Request,
-    Timing,
+from reel_core import Interaction, RecordedRequest, RecordedResponse, Redactor, Request, Timing
+from reel_core.tools import (
     WebSocketRecorder,
     WebSocketReplay,
     WebSocketSignal,

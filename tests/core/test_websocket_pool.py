@@ -20,6 +20,9 @@ from reel_core import (
     Replay,
     Request,
     Timing,
+)
+from reel_core._ws_pool import SessionPool
+from reel_core.tools import (
     WebSocketClose,
     WebSocketLog,
     WebSocketMessage,
@@ -27,7 +30,6 @@ from reel_core import (
     WebSocketSignal,
     WebSocketStep,
 )
-from reel_core._ws_pool import SessionPool
 
 TARGET = "/v1/realtime?model=gpt-realtime"
 UPDATE = b'{"type":"session.update","session":{"instructions":"Be brief."}}'

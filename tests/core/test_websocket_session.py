@@ -19,15 +19,9 @@ from wsproto.events import (
     Request as WSRequest,
 )
 
-from reel_core import (
+from reel_core import Cassette, Config, Forward, Mode, Replay, Session, Timing
+from reel_core.tools import (
     CLOSE_MISMATCH,
-    Cassette,
-    Config,
-    Forward,
-    Mode,
-    Replay,
-    Session,
-    Timing,
     UpstreamHandshake,
     WebSocketSession,
     WebSocketSignal,
@@ -379,7 +373,8 @@ def test_upstream_handshake_refused_split_closed_or_junk() -> None:
 def test_live_relay_fragments_drops_and_misuse() -> None:
     import pytest
 
-    from reel_core import LocalProtocolError, RemoteProtocolError, UpstreamAnswer
+    from reel_core import LocalProtocolError, RemoteProtocolError
+    from reel_core.tools import UpstreamAnswer
 
     client, upstream = Client(subprotocols=["realtime", "other"]), Upstream()
     session, decision = forward(client, Mode.LIVE)
@@ -458,7 +453,7 @@ def test_replay_edges_client_fragments_and_close_races() -> None:
 
 
 def test_recorded_subprotocol_and_realtime_usage_without_details() -> None:
-    from reel_core import WebSocketLog, WebSocketMessage, websocket_usage
+    from reel_core.tools import WebSocketLog, WebSocketMessage, websocket_usage
 
     log = WebSocketLog(
         (WebSocketMessage("server", 1, b'{"type":"response.done","response":{"usage":{}}}'),)

@@ -12,7 +12,9 @@ from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
 from tests.inner import inner_ini
 from tests.secrets import PLUGIN_KEY
 
-#: Variables of the outer environment an inner run must not inherit.
+#: Variables of the outer environment an inner run must not inherit, with
+#: every registered provider's key and base-URL variables (see
+#: :func:`provider_variables`).
 SCRUBBED = (
     "REEL_MODE",
     "REEL_TIMING",
@@ -22,13 +24,6 @@ SCRUBBED = (
     "REEL_CASSETTE_DIR",
     "REEL_REDACT_PII",
     "REEL_DROP_RESPONSE_HEADERS",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "GOOGLE_GEMINI_BASE_URL",
-    "GOOGLE_API_KEY",
-    "GEMINI_API_KEY",
     "PYTEST_ADDOPTS",
     "PYTEST_PLUGINS",
     "PYTEST_XDIST_WORKER",
@@ -44,9 +39,18 @@ INNER_INI = inner_ini()
 FAKE_KEY = PLUGIN_KEY
 
 
+def provider_variables() -> list[str]:
+    """The API-key and base-URL variables of every registered provider
+    (read when asked: a test may have registered one)."""
+    from reel_core.tools import PROVIDERS
+
+    found = [v for p in PROVIDERS.values() for v in p.key_variables]
+    return found + [p.base_url_variable for p in PROVIDERS.values() if p.base_url_variable]
+
+
 @pytest.fixture(autouse=True)
 def inner_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    for variable in SCRUBBED:
+    for variable in (*SCRUBBED, *provider_variables()):
         monkeypatch.delenv(variable, raising=False)
     # Until a test starts the fake: a URL where nothing listens.
     monkeypatch.setenv("FAKE_URL", closed_port_url())

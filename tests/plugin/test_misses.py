@@ -148,6 +148,7 @@ NOT_BINDINGS = {
     "record_grace",
     "drop_response_headers",
     "allow_misses",
+    "frozen",
     "misses",
     "websocket_misses",
 }

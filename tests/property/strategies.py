@@ -32,11 +32,10 @@ from reel_core import (
     Request,
     StreamCut,
     Timing,
-    TimingMode,
-    match_key,
 )
 from reel_core._match import MatchConfig
 from reel_core._redact import EMAIL_TLDS
+from reel_core.tools import TimingMode, match_key
 
 __all__ = [
     "ECHO_TRANSFORMS",

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from reel_bindings import MemoryStore
 from reel_bindings.calls import calls_on, tool
-from reel_core import Call, CallError, CallLog, CallResult, CallStream, Redactor, read_line
+from reel_core import CallLog, Redactor
+from reel_core.tools import Call, CallError, CallResult, CallStream, read_line
 
 from .strategies import json_values
 

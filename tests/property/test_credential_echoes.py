@@ -44,9 +44,8 @@ from reel_core import (
     ResponseHead,
     Session,
     Signal,
-    UpstreamHandshake,
-    WebSocketSession,
 )
+from reel_core.tools import UpstreamHandshake, WebSocketSession
 from tests.secrets import recoverable
 
 from .strategies import credential_values, echoes

@@ -25,15 +25,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reel_bindings.cli._redact import process
-from reel_core import (
-    CassetteMeta,
-    Interaction,
-    Limits,
-    Redactor,
-    RemoteProtocolError,
-    Request,
-    record_exchange,
-)
+from reel_core import CassetteMeta, Interaction, Limits, Redactor, RemoteProtocolError, Request
+from reel_core.tools import record_exchange
 
 brotli = pytest.importorskip("brotli", reason="pip install brotli (in the test extra)")
 zstandard = pytest.importorskip("zstandard", reason="pip install zstandard (in the test extra)")

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from reel_core import (
     Cassette,
     CassetteError,
-    CassetteWarning,
     Config,
     MatchConfig,
     MatchMode,
@@ -27,6 +26,7 @@ from reel_core import (
     Session,
     State,
 )
+from reel_core.tools import CassetteWarning
 
 from ._drive import Decision, pump
 from .strategies import chunkings, garbage_cassette_bytes, garbage_request_bytes, hit_cassette

@@ -26,8 +26,8 @@ from reel_core import (
     Session,
     Signal,
     State,
-    is_credential_name,
 )
+from reel_core.tools import is_credential_name
 from tests.core._helpers import client_bytes, parse_response
 
 R = Redactor()

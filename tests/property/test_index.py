@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 from reel_core import (
     Cassette,
-    CassetteWarning,
     Interaction,
     MatchConfig,
     MatchMode,
@@ -29,6 +28,7 @@ from reel_core import (
 )
 from reel_core._cursor import Cursor
 from reel_core._index import KeyIndex, NaiveKeyIndex
+from reel_core.tools import CassetteWarning
 
 # -- the index ------------------------------------------------------------------------
 

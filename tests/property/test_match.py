@@ -18,9 +18,10 @@ from typing import Any
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from reel_core import MatchConfig, MatchMode, match_key
+from reel_core import MatchConfig, MatchMode
 from reel_core._jsonpath import WILDCARD, parse_path
 from reel_core._providers import DRIFT_FIELDS, endpoint_family
+from reel_core.tools import match_key
 
 from .strategies import (
     METHODS,

@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reel_core import (
-    MISS_HEADER,
     Cassette,
     Config,
     Engine,
@@ -30,8 +29,8 @@ from reel_core import (
     Request,
     ResponseHead,
     Signal,
-    match_key,
 )
+from reel_core.tools import MISS_HEADER, match_key
 
 from .strategies import llm_bodies, recorded_responses
 

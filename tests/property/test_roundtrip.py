@@ -26,9 +26,8 @@ from reel_core import (
     Request,
     Signal,
     UpstreamError,
-    decode_body,
-    encode_body,
 )
+from reel_core.tools import decode_body, encode_body
 
 from .strategies import interactions, json_bodies, json_values, sse_bodies
 

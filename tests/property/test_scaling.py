@@ -27,7 +27,6 @@ from typing import Any
 import pytest
 
 from reel_core import (
-    MAX_DEPTH,
     Cassette,
     CassetteError,
     Interaction,
@@ -35,8 +34,6 @@ from reel_core import (
     RecordedResponse,
     Redactor,
     Request,
-    TooDeep,
-    load_json,
 )
 from reel_core._body import encode_body, parse_json
 from reel_core._codec import decode_lines
@@ -50,6 +47,7 @@ from reel_core._record import Recorder
 from reel_core._upstream import UpstreamError
 from reel_core._usage import extract_usage
 from reel_core._websocket import WebSocketRecorder
+from reel_core.tools import MAX_DEPTH, TooDeep, load_json
 
 #: time(10 x input) / time(input) stays under this: near 10 when linear,
 #: near 100 when quadratic; generous, for a loaded machine.

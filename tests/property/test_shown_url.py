@@ -12,7 +12,7 @@ import string
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from reel_core import scrub_url_secrets, shown_url
+from reel_core.tools import scrub_url_secrets, shown_url
 
 #: Every secret starts so: nothing else the strategies draw can spell it
 #: (hosts, paths and harmless values are lower case).

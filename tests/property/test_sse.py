@@ -25,12 +25,10 @@ from reel_core import (
     Redactor,
     Request,
     Signal,
-    SSEEvent,
-    SSESplitter,
-    parse_sse_event,
 )
 from reel_core._frames import sse_event_ends
 from reel_core._record import Recorder
+from reel_core.tools import SSEEvent, SSESplitter, parse_sse_event
 
 from .strategies import chunkings, sse_bodies
 

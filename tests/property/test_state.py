@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from reel_core import (
+    Abort,
     Config,
     Cut,
     EndOfResponse,
@@ -27,7 +28,6 @@ from reel_core import (
     Event,
     Forward,
     Frame,
-    Input,
     LocalProtocolError,
     Miss,
     Mode,
@@ -36,11 +36,11 @@ from reel_core import (
     Request,
     ResponseHead,
     Signal,
-    SSESplitter,
     State,
     UpstreamError,
 )
 from reel_core._state import TRANSITIONS, transition
+from reel_core.tools import Input, SSESplitter
 
 from .strategies import hit_cassette, hit_request
 
@@ -237,8 +237,8 @@ class SessionMachine(RuleBasedStateMachine):
         self.queue.append(EndOfResponse)
         self.finish_recording(cut=False)
 
-    @rule(error=st.sampled_from(list(UpstreamError)))
-    def upstream_error(self, error: UpstreamError) -> None:
+    @rule(error=st.sampled_from([*UpstreamError, *Abort]))
+    def upstream_error(self, error: UpstreamError | Abort) -> None:
         before = self.state
         if not self.feed(Input.UPSTREAM_ERROR):
             self.misuse(self.session.upstream_error, error, now=2.0)

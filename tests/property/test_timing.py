@@ -24,9 +24,9 @@ from reel_core import (
     Request,
     Signal,
     Timing,
-    TimingMode,
     UpstreamError,
 )
+from reel_core.tools import TimingMode
 
 from .strategies import hit_cassette, hit_request, recorded_responses, timings
 

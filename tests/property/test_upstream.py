@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reel_core import Config, ConfigError, check_upstream
+from reel_core import Config, ConfigError
 from reel_core._config import _upstream_fault
+from reel_core.tools import check_upstream
 
 SCHEMES = st.sampled_from(["http", "https", "HTTP", "Https", "ftp", "ws", "wss", "file", ""])
 HOSTS = st.sampled_from(

@@ -32,7 +32,6 @@ from reel_bindings.cli._common import CliError, parse_cassette
 from reel_core import (
     Cassette,
     CassetteError,
-    CassetteWarning,
     Config,
     Cut,
     EndOfResponse,
@@ -48,6 +47,7 @@ from reel_core import (
     Signal,
     State,
 )
+from reel_core.tools import CassetteWarning
 
 __all__ = ["TARGETS", "cassette_bytes", "client_bytes"]
 

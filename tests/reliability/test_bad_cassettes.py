@@ -25,13 +25,8 @@ import pytest
 from reel_bindings.cli import main as reel
 from reel_bindings.httpcore import Transport
 from reel_bindings.proxy import Proxy, ProxyOptions, running
-from reel_core import (
-    Cassette,
-    CassetteError,
-    CassetteWarning,
-    Mode,
-    SchemaVersionError,
-)
+from reel_core import Cassette, CassetteError, Mode, SchemaVersionError
+from reel_core.tools import CassetteWarning
 from tests.bindings.proxy_support import Call, chat_call, fetch, options
 from tests.fakes.upstream import serve_fake
 

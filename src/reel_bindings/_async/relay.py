@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 
 import anyio
 
-from reel_core import UpstreamError
+from reel_core import Abort
 
 from .._relay import (
     CLIENT_CLOSED,
@@ -98,4 +98,4 @@ async def _read_on(chunks: AsyncIterator[bytes], feed: Feed, failure: Failure) -
         else:
             feed.end()
             return
-    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
+    feed.error(Abort.CLIENT_CLOSED, CLIENT_CLOSED)

@@ -13,7 +13,7 @@ from collections.abc import Generator, Iterable, Iterator
 
 import time
 
-from reel_core import UpstreamError
+from reel_core import Abort
 
 from .._relay import (
     CLIENT_CLOSED,
@@ -100,4 +100,4 @@ def _read_on(chunks: Iterator[bytes], feed: Feed, failure: Failure) -> None:
         else:
             feed.end()
             return
-    feed.error(UpstreamError.CLIENT_CLOSED, CLIENT_CLOSED)
+    feed.error(Abort.CLIENT_CLOSED, CLIENT_CLOSED)

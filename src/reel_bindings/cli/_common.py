@@ -18,17 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from reel_core import (
-    CassetteError,
-    CassetteMeta,
-    ConfigError,
-    Interaction,
-    Redactor,
-    ReelError,
-    decode_lines,
-    is_meta_line,
-    read_line,
-)
+from reel_core import CassetteError, CassetteMeta, ConfigError, Interaction, Redactor, ReelError
+from reel_core.tools import decode_lines, is_meta_line, read_line
 
 from .._settings import pii_from_env
 from .._store import FileStore, Store

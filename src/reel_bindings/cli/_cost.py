@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reel_core import PRICES_CHECKED
+from reel_core.tools import PRICES_CHECKED
 
 from .._figures import figures
 from ._common import (

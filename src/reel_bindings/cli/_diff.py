@@ -26,10 +26,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reel_core import (
+from reel_core import Interaction, RecordedResponse
+from reel_core.tools import (
     FieldDiff,
-    Interaction,
-    RecordedResponse,
     WebSocketLog,
     WebSocketMessage,
     body_diff,

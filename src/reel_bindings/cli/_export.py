@@ -15,7 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from reel_core import ConfigError, export_formats
+from reel_core import ConfigError
+from reel_core.tools import export_formats
 
 from ._common import (
     EXIT_FINDINGS,

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reel_core import CassetteError, Compaction, ReelError, compact, decode_lines, lines_drift
+from reel_core import CassetteError, ReelError
+from reel_core.tools import Compaction, compact, decode_lines, lines_drift
 
 from .._store import FileStore, Store
 from ._common import EXIT_FINDINGS, EXIT_OK, STORE, CliError, read_bytes

@@ -18,10 +18,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from reel_core import (
-    CassetteError,
-    CassetteMeta,
-    ConfigError,
+from reel_core import CassetteError, CassetteMeta, ConfigError
+from reel_core.tools import (
     ImportReport,
     import_formats,
     import_refusal,

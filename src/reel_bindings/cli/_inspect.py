@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from reel_core import Interaction, WebSocketLog, load_json
+from reel_core import Interaction
+from reel_core.tools import WebSocketLog, load_json
 
 from .._figures import Figures, figures
 from .._text import assemble, frame_text

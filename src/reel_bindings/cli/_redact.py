@@ -29,16 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reel_core import (
-    CassetteMeta,
-    ConfigError,
-    Interaction,
-    Limits,
-    MatchConfig,
-    Redactor,
-    decode_content,
-    not_a_cassette,
-)
+from reel_core import CassetteMeta, ConfigError, Interaction, Limits, MatchConfig, Redactor
+from reel_core.tools import decode_content, not_a_cassette
 
 from .._settings import limits_from_env
 from ._common import (

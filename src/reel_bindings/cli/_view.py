@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reel_core import ReelError, load_json
+from reel_core import ReelError
+from reel_core.tools import load_json
 
 from .._store import Store
 from ..view import Source, miss_view, render_page

@@ -15,7 +15,8 @@ import anyio
 import anyio.abc
 import anyio.streams.tls
 
-from reel_core import CassetteError, CassetteWarning, Mode
+from reel_core import CassetteError, Mode
+from reel_core.tools import CassetteWarning
 
 from .._store import StoreUnavailableError
 from .._store_url import open_store

@@ -10,17 +10,8 @@ from pathlib import Path
 
 import attrs
 
-from reel_core import (
-    RECORD_GRACE,
-    Config,
-    ConfigError,
-    Limits,
-    MatchConfig,
-    MatchMode,
-    Mode,
-    Timing,
-    UiConfig,
-)
+from reel_core import Config, ConfigError, Limits, MatchConfig, MatchMode, Mode, Timing
+from reel_core.tools import RECORD_GRACE, UiConfig
 
 from .._hints import PROXY_HINT, hints
 from .._settings import Settings

@@ -24,6 +24,7 @@ import anyio.lowlevel
 import attrs
 
 from reel_core import (
+    Abort,
     Cassette,
     CassetteError,
     CassetteMeta,
@@ -46,12 +47,14 @@ from reel_core import (
     Session,
     Signal,
     State,
+    UpstreamError,
+    replay_schedule,
+)
+from reel_core.tools import (
     UiRequest,
     UiResource,
-    UpstreamError,
     WebSocketMiss,
     WebSocketSession,
-    replay_schedule,
     safe_cassette_name,
 )
 
@@ -659,7 +662,7 @@ class Proxy:
             )
             if session.state is State.AWAIT_UPSTREAM:
                 exchange.outcome += " (client left)"
-            session.upstream_error(UpstreamError.CLIENT_CLOSED, gone.why, now=anyio.current_time())
+            session.upstream_error(Abort.CLIENT_CLOSED, gone.why, now=anyio.current_time())
         # nobody reads the rest: pull it, append the line
         while not isinstance(event := session.next_event(), Signal):
             if isinstance(event, Cut):
@@ -728,7 +731,7 @@ class Proxy:
                 await flush()
         except UpstreamFailure as exc:
             where = session.redactor.target(forward.request.target)
-            if exc.error is UpstreamError.STORE:
+            if exc.error is Abort.STORE:
                 log.error(
                     "%s was NOT forwarded (answered 502): %s",
                     where,
@@ -784,7 +787,7 @@ class Proxy:
             else:
                 store.check()  # files and memory: at once
         except StoreUnavailableError as exc:
-            raise UpstreamFailure(UpstreamError.STORE, str(exc)) from None
+            raise UpstreamFailure(Abort.STORE, str(exc)) from None
 
     def _record(
         self, session: Session, target: str, *, later: bool = False, place: Place | None = None
@@ -923,14 +926,14 @@ class _Feed:
     def end(self) -> None:
         self._session.upstream_end(now=anyio.current_time())
 
-    def error(self, error: UpstreamError, detail: str) -> None:
+    def error(self, error: UpstreamError | Abort, detail: str) -> None:
         self._session.upstream_error(error, detail, now=anyio.current_time())
 
     def left(self, why: str) -> float:  # (unused: read_on=False, see _Gone)
         return self._session.engine.client_left(why, now=anyio.current_time())
 
 
-def _failure(exc: Exception) -> tuple[UpstreamError, str] | None:
+def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:
     """What the relay feeds for an exception: the upstream client's failures."""
     return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
 

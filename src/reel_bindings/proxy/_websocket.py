@@ -30,13 +30,9 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
-from reel_core import (
-    Forward,
-    RemoteProtocolError,
-    Replay,
-    Session,
+from reel_core import Forward, RemoteProtocolError, Replay, Session, UpstreamError
+from reel_core.tools import (
     UpstreamAnswer,
-    UpstreamError,
     UpstreamHandshake,
     WebSocketOutput,
     WebSocketSession,

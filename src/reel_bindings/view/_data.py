@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from reel_core import CallError, Interaction, load_json
+from reel_core import Interaction
+from reel_core.tools import CallError, load_json
 
 from .._figures import Figures, figures
 from .._text import assemble, frame_text

@@ -14,7 +14,8 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 
-from reel_core import ReelError, decode_lines
+from reel_core import ReelError
+from reel_core.tools import decode_lines
 
 from .._store import Store
 from ._data import Source

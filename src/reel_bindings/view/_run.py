@@ -17,7 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reel_core import CallError, CallLog, CallResult, CallStream, Interaction, line_times
+from reel_core import CallLog, Interaction
+from reel_core.tools import CallError, CallResult, CallStream, line_times
 
 from .._figures import figures
 

@@ -9,6 +9,7 @@ keeps no state and does no I/O.
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from .._http import Headers
 
 __all__ = [
     "AnswerReader",
+    "Claim",
     "Piece",
     "Price",
     "Provider",
@@ -74,6 +76,21 @@ class Tally:
             self.model = value
 
 
+class Claim(enum.IntEnum):
+    """How surely a reader (or a family test) knows that what it is offered
+    is its own.  The registry offers each object (each path) to the surest
+    claims first and, among equal claims, to the providers in their
+    ``rank`` order; the first that claims it reads it."""
+
+    #: By a type or event name, or a marker, that only its API uses
+    #: (Anthropic's typed events, ``response.*``, ``:generateContent``).
+    MARKED = 1
+    #: By the keys an object has, or by the end of a path.
+    SHAPED = 2
+    #: Whatever no other reader claimed (a reader that claims everything).
+    ANY = 3
+
+
 #: Folds one JSON object of a response (with its ``type``, or else its SSE
 #: event name, as ``kind``) into a :class:`Tally`: ``None`` when the object
 #: is not this reader's shape, else whether it carries generated content.
@@ -115,10 +132,23 @@ class Price:
 
 @dataclass(frozen=True)
 class Provider:
-    """Everything Reel knows about one provider, as values and functions."""
+    """Everything Reel knows about one provider, as values and functions.
+
+    A provider is one module that ends with its ``PROVIDER``; every table
+    and order Reel reads (recognition, routing hosts, drift fields, the
+    readers' order, prompt keys, the SDKs' key and base-URL variables) is
+    derived from the registry (``reel_core.tools.PROVIDERS``;
+    ``reel_core.tools.register_provider`` adds one)."""
 
     #: The name stored in a cassette line's ``provider``.
     name: str
+    #: The name people know it by, in messages (``"OpenAI"``).
+    title: str
+    #: Its place in the registry, lower first: the order a request is
+    #: recognised in (the first whose ``recognizes`` holds names it), and
+    #: among equal claims the order readers are offered an object in.
+    #: ``generic`` recognizes anything, so it has the highest.
+    rank: int
     #: The real API base URL, used when no upstream is configured.
     host: str | None
     #: Whether a request is for this provider: ``(path, lower-case host or
@@ -127,6 +157,8 @@ class Provider:
     #: Whether a request path belongs to this provider's API family, from
     #: the path alone (so a stored request maps to the same family).
     family: Callable[[str], bool]
+    #: How surely ``family`` knows a path (see :class:`Claim`).
+    family_claim: Claim
     #: Request fields that change between identical-in-intent calls
     #: (per-user ids, trace metadata), ignored by every match mode but exact.
     drift_fields: tuple[str, ...]
@@ -135,14 +167,28 @@ class Provider:
     #: Whether its streams report token usage only when the request asks
     #: (OpenAI's ``stream_options.include_usage``).
     stream_usage_opt_in: bool
-    #: The readers of its response objects' model, usage and first content.
-    usage_readers: tuple[UsageReader, ...]
+    #: The readers of its response objects' model, usage and first content,
+    #: each with how surely it claims an object.
+    usage_readers: tuple[tuple[Claim, UsageReader], ...]
     #: USD per million tokens by model name (read by :mod:`reel_core._prices`).
     prices: Mapping[str, Price]
     #: Model names that are not a price key plus a snapshot suffix.
     aliases: Mapping[str, str]
-    #: The readers of its response objects' answer text and tool calls.
-    answer_readers: tuple[AnswerReader, ...]
+    #: The readers of its response objects' answer text and tool calls,
+    #: each with how surely it claims an object.
+    answer_readers: tuple[tuple[Claim, AnswerReader], ...]
+    #: The request body keys its system prompt is under, then those of the
+    #: rest of its prompt (read as text by the fuzzy match).
+    system_keys: tuple[str, ...] = ()
+    prompt_keys: tuple[str, ...] = ()
+    #: The environment variables its SDKs read the API key from; a replay
+    #: with none of them set sets the first to a placeholder.
+    key_variables: tuple[str, ...] = ()
+    #: The variable its SDKs read the base URL from, and what follows the
+    #: proxy's URL in it (``/v1`` for OpenAI's): the pytest plugin's
+    #: per-test proxy points it there.
+    base_url_variable: str | None = None
+    base_url_suffix: str = ""
     #: Its realtime (WebSocket) API: client message fields that change
     #: between identical-in-intent sessions (ignored outside exact mode) ...
     realtime_volatile: tuple[str, ...] = ()

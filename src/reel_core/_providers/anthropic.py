@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._http import Headers, header_value
-from ._base import Piece, Price, Provider, Tally, count, dumps, mapping, string, text
+from ._base import Claim, Piece, Price, Provider, Tally, count, dumps, mapping, string, text
 
 __all__ = [
     "ALIASES",
@@ -214,14 +214,21 @@ ALIASES: dict[str, str] = {
 
 PROVIDER = Provider(
     name="anthropic",
+    title="Anthropic",
+    rank=100,
     host="https://api.anthropic.com",
     recognizes=recognizes,
     family=family,
+    family_claim=Claim.SHAPED,
     drift_fields=("metadata",),
     stream_event_kinds=STREAM_EVENTS,
     stream_usage_opt_in=False,
-    usage_readers=(read_usage,),
+    usage_readers=((Claim.MARKED, read_usage),),
     prices=PRICES,
     aliases=ALIASES,
-    answer_readers=(answer_pieces,),
+    answer_readers=((Claim.MARKED, answer_pieces),),
+    system_keys=("system",),
+    prompt_keys=("messages",),
+    key_variables=("ANTHROPIC_API_KEY",),
+    base_url_variable="ANTHROPIC_BASE_URL",
 )

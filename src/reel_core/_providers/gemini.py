@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from .._http import Headers, header_value
-from ._base import Piece, Price, Provider, Tally, count, dumps, string, text
+from ._base import Claim, Piece, Price, Provider, Tally, count, dumps, string, text
 
 __all__ = [
     "ALIASES",
@@ -232,16 +232,25 @@ ALIASES: dict[str, str] = {
 
 PROVIDER = Provider(
     name="gemini",
+    title="Gemini",
+    rank=200,
     host="https://generativelanguage.googleapis.com",
     recognizes=recognizes,
     family=family,
+    # a Gemini method path is Gemini's even when it ends like another family's
+    family_claim=Claim.MARKED,
     drift_fields=("labels",),
     # Gemini streams are unnamed elements (SSE data-only, or a JSON array).
     stream_event_kinds=frozenset(),
     stream_usage_opt_in=False,
-    usage_readers=(read_usage,),
+    usage_readers=((Claim.SHAPED, read_usage),),
     prices=PRICES,
     aliases=ALIASES,
-    answer_readers=(answer_pieces,),
+    answer_readers=((Claim.SHAPED, answer_pieces),),
+    system_keys=("system_instruction", "systemInstruction"),
+    prompt_keys=("contents",),
+    # google-genai reads either; a replay sets the first when neither is set
+    key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    base_url_variable="GOOGLE_GEMINI_BASE_URL",
     realtime_usage=read_live_usage,
 )

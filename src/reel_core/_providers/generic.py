@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._http import Headers
-from ._base import Piece, Provider, Tally, count, string, text
+from ._base import Claim, Piece, Provider, Tally, count, string, text
 
 __all__ = ["PROVIDER", "answer_pieces", "ollama_generated", "read_ollama_counts"]
 
@@ -52,9 +52,13 @@ def answer_pieces(obj: dict[str, Any], kind: object) -> list[Piece] | None:
 
 PROVIDER = Provider(
     name="generic",
+    title="Generic",
+    # it recognizes anything: tried last
+    rank=10_000,
     host=None,
     recognizes=recognizes,
     family=family,
+    family_claim=Claim.SHAPED,
     drift_fields=(),
     stream_event_kinds=frozenset(),
     # Compatible servers follow OpenAI: stream usage only when asked for.
@@ -62,5 +66,7 @@ PROVIDER = Provider(
     usage_readers=(),
     prices={},
     aliases={},
-    answer_readers=(answer_pieces,),
+    answer_readers=((Claim.SHAPED, answer_pieces),),
+    # Ollama's generate API
+    prompt_keys=("prompt",),
 )

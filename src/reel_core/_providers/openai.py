@@ -34,6 +34,7 @@ from typing import Any
 from .._http import Headers
 from . import anthropic, generic
 from ._base import (
+    Claim,
     Piece,
     Price,
     Provider,
@@ -394,9 +395,13 @@ def realtime_error(code: str, message: str) -> bytes:
 
 PROVIDER = Provider(
     name="openai",
+    title="OpenAI",
+    # after the providers whose paths also start with /v1/
+    rank=300,
     host="https://api.openai.com",
     recognizes=recognizes,
     family=family,
+    family_claim=Claim.SHAPED,
     # End-user id, free-form metadata, prompt cache routing key, hashed
     # end-user id for abuse monitoring.
     drift_fields=("user", "metadata", "prompt_cache_key", "safety_identifier"),
@@ -404,10 +409,17 @@ PROVIDER = Provider(
     | RESPONSES_DELTAS
     | {"response.output_item.added", "error"},
     stream_usage_opt_in=True,
-    usage_readers=(read_responses_usage, read_chat_usage),
+    # the Responses API by its event and object types; chat completions (and
+    # compatible servers) read whatever no other reader claims
+    usage_readers=((Claim.MARKED, read_responses_usage), (Claim.ANY, read_chat_usage)),
     prices=PRICES,
     aliases=ALIASES,
-    answer_readers=(responses_pieces, chat_pieces),
+    answer_readers=((Claim.MARKED, responses_pieces), (Claim.SHAPED, chat_pieces)),
+    system_keys=("instructions",),
+    prompt_keys=("messages", "input", "prompt"),
+    key_variables=("OPENAI_API_KEY",),
+    base_url_variable="OPENAI_BASE_URL",
+    base_url_suffix="/v1",
     realtime_volatile=("event_id",),
     realtime_error=realtime_error,
     realtime_usage=read_realtime_usage,

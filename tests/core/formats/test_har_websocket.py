@@ -8,20 +8,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reel_core import (
-    Interaction,
-    RecordedRequest,
-    RecordedResponse,
-    Redactor,
+from reel_core import Interaction, RecordedRequest, RecordedResponse, Redactor
+from reel_core._formats import Exchange
+from reel_core._formats.har import parse
+from reel_core._formats.vcr_export import exportable, losses
+from reel_core.tools import (
     WebSocketClose,
     WebSocketLog,
     WebSocketMessage,
     export_har,
     import_source,
 )
-from reel_core._formats import Exchange
-from reel_core._formats.har import parse
-from reel_core._formats.vcr_export import exportable, losses
 
 SECRET = "ek_opaque_ephemeral_secret_01"
 

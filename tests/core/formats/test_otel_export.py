@@ -14,24 +14,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reel_core import (
-    Call,
-    CallError,
     CallLog,
-    CallResult,
-    CallStream,
     Interaction,
     MatchConfig,
     RecordedRequest,
     RecordedResponse,
     StreamCut,
-    WebSocketClose,
-    WebSocketLog,
-    WebSocketMessage,
 )
 from reel_core._formats import EXPORTERS, otel_export
 from reel_core._formats.otel_export import Run, export, export_runs, operation
 from reel_core._interaction import CALL_RESPONSE, call_request
 from reel_core._run import MAX_MS, epoch_ns, line_times
+from reel_core.tools import (
+    Call,
+    CallError,
+    CallResult,
+    CallStream,
+    WebSocketClose,
+    WebSocketLog,
+    WebSocketMessage,
+)
 from tests.runs import T0, any_lines, call_line
 
 json_format = pytest.importorskip(

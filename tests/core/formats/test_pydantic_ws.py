@@ -23,6 +23,9 @@ from reel_core import (
     Request,
     Signal,
     Timing,
+)
+from reel_core._formats import Exchange, ImportReport, Skipped, import_exchanges, pydantic_ws
+from reel_core.tools import (
     WebSocketClose,
     WebSocketReplay,
     WebSocketSignal,
@@ -31,7 +34,6 @@ from reel_core import (
     read_line,
     sniff_format,
 )
-from reel_core._formats import Exchange, ImportReport, Skipped, import_exchanges, pydantic_ws
 from tests.secrets import OPENAI_KEY
 
 GEMINI_PATH = "/ws/google.ai.generativelanguage.v1.GenerativeService.BidiGenerateContent"

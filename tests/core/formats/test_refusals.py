@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from reel_core import CassetteError, Redactor, import_refusal, import_source, sniff_format
+from reel_core import CassetteError, Redactor
+from reel_core.tools import import_refusal, import_source, sniff_format
 
 GRPC = b"""version: 1
 interactions:

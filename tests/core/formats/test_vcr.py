@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from reel_core import CassetteError, Redactor, import_source
+from reel_core import CassetteError, Redactor
 from reel_core._formats import Exchange, Skipped
 from reel_core._formats._encoding import settle_encoding
 from reel_core._formats.vcr import parse, sniff
+from reel_core.tools import import_source
 
 
 def doc(*items: Any) -> bytes:

@@ -29,15 +29,7 @@ from hypothesis import strategies as st
 from vcr.serialize import deserialize  # type: ignore[import-untyped]
 from vcr.serializers import yamlserializer  # type: ignore[import-untyped]
 
-from reel_core import (
-    Cassette,
-    Interaction,
-    RecordedRequest,
-    RecordedResponse,
-    Redactor,
-    Request,
-    record_exchange,
-)
+from reel_core import Cassette, Interaction, RecordedRequest, RecordedResponse, Redactor, Request
 from reel_core._formats import (
     EXPORTERS,
     Exchange,
@@ -50,6 +42,7 @@ from reel_core._formats import (
 from reel_core._formats.vcr import parse
 from reel_core._formats.vcr_export import export, losses
 from reel_core._interaction import StreamCut
+from reel_core.tools import record_exchange
 from tests.corpus import CORPUS, NO_CORPUS
 
 CHAT = b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}'

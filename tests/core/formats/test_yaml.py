@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from reel_core import MAX_DEPTH, CassetteError, TooDeep
+from reel_core import CassetteError
 from reel_core._formats._yaml import _ENDLESS as ENDLESS
 from reel_core._formats._yaml import EXPANSION, Unsupported, find_unsupported, load
+from reel_core.tools import MAX_DEPTH, TooDeep
 
 
 def test_json_and_yaml_documents() -> None:

@@ -1,0 +1,294 @@
+"""reel_core.tools: the core's second public namespace.
+
+:mod:`reel_core` is the facade a user of the core and a binding author
+need.  These are the helpers beside it, for the ``reel`` command, the
+importers and exporters, the viewer, the run report, the proxy's viewer
+and WebSocket sessions, the benchmarks and the scripts: other tools'
+cassette formats, the codec's line readers, miss reports and diffs,
+freshness, drift and compaction, usage and prices, the provider registry,
+server-sent event splitting, content decoding, URL and header scrubbing.
+They are as public as the facade (documented, typed, kept across
+releases); they are apart so the facade stays small.
+
+As in the facade, what a replay needs is imported here, and the rooms a
+replay never enters are imported when one of their names is first asked
+for (PEP 562 ``__getattr__`` below): ``import reel_core.tools`` loads
+none of them.
+"""
+
+from __future__ import annotations
+
+import typing as _typing
+
+from . import _lazy
+from ._body import ContentDecoder, decode_body, encode_body
+from ._call_engine import CallMiss, CallReplay, CallRun
+from ._calls import Call, CallError, CallResult, CallStream, NotJSONError, check_json
+from ._cassette import LineSource, safe_cassette_name
+from ._codec import (
+    CassetteWarning,
+    DecodedLine,
+    DecodedLines,
+    decode_lines,
+    is_meta_line,
+    not_a_cassette,
+    read_line,
+)
+from ._config import RECORD_GRACE, check_upstream
+from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
+from ._duration import parse_duration
+from ._events import UiRequest
+from ._exchange import record_exchange
+from ._freeze import FREEZABLE, check_features, format_instant, uuid_ints
+from ._headers import keep_response_header
+from ._http import HOP_BY_HOP, MISS_HEADER
+from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
+from ._literals import exchange_redactor
+from ._match import FieldDiff, match_key
+from ._nesting import MAX_DEPTH, TooDeep, load_json
+from ._providers import (
+    PROVIDERS,
+    Claim,
+    Piece,
+    Price,
+    Provider,
+    Tally,
+    answer_pieces,
+    register_provider,
+    request_model,
+    unregister_provider,
+)
+from ._redact import is_credential_name
+from ._sent import sent_digest
+from ._shown_url import scrub_url_secrets, shown_url
+from ._start import Start, start_of
+from ._state import Input
+from ._timing import TimingMode
+
+if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
+    from ._formats import (
+        Exchange,
+        ImportReport,
+        Skipped,
+        export_formats,
+        export_har,
+        export_vcr,
+        import_exchanges,
+        import_formats,
+        import_refusal,
+        import_source,
+        import_sources,
+        sniff_format,
+    )
+    from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
+    from ._freshness import Staleness, format_age, recorded_epoch, staleness
+    from ._generations import Compaction, compact, lines_drift, superseded
+    from ._miss import Closest, body_diff, diff_row, request_diff, shorten
+    from ._prices import PRICES_CHECKED, cost_usd, resolve_model
+    from ._report import (
+        REPORT_SCHEMA,
+        CassetteTally,
+        Outcome,
+        merge_tallies,
+        render_report,
+        report_json,
+    )
+    from ._run import LineTime, line_times
+    from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
+    from ._ui import UI_PREFIX, UiConfig, UiResource
+    from ._usage import Usage, extract_usage
+    from ._websocket import (
+        CLOSE_MISMATCH,
+        WebSocketMiss,
+        WebSocketRecorder,
+        WebSocketReplay,
+        WebSocketSignal,
+        WebSocketStep,
+        websocket_usage,
+    )
+    from ._ws_session import UpstreamAnswer, UpstreamHandshake, WebSocketOutput, WebSocketSession
+
+__all__ = [
+    "CLOSE_MISMATCH",
+    "FREEZABLE",
+    "HOP_BY_HOP",
+    "MAX_DEPTH",
+    "MISS_HEADER",
+    "PRICES_CHECKED",
+    "PROVIDERS",
+    "RECORD_GRACE",
+    "REPORT_SCHEMA",
+    "UI_PREFIX",
+    "Call",
+    "CallError",
+    "CallMiss",
+    "CallReplay",
+    "CallResult",
+    "CallRun",
+    "CallStream",
+    "CassetteTally",
+    "CassetteWarning",
+    "Claim",
+    "Closest",
+    "Compaction",
+    "ContentDecoder",
+    "DecodeError",
+    "DecodedLine",
+    "DecodedLines",
+    "Drift",
+    "Exchange",
+    "FieldDiff",
+    "ImportReport",
+    "Input",
+    "LineSource",
+    "LineTime",
+    "NotJSONError",
+    "Outcome",
+    "Piece",
+    "Price",
+    "Provider",
+    "SSEEvent",
+    "SSESplitter",
+    "Shape",
+    "Skipped",
+    "Staleness",
+    "Start",
+    "Tally",
+    "TimingMode",
+    "TooDeep",
+    "UiConfig",
+    "UiRequest",
+    "UiResource",
+    "UpstreamAnswer",
+    "UpstreamHandshake",
+    "Usage",
+    "WebSocketClose",
+    "WebSocketLog",
+    "WebSocketMessage",
+    "WebSocketMiss",
+    "WebSocketOutput",
+    "WebSocketRecorder",
+    "WebSocketReplay",
+    "WebSocketSession",
+    "WebSocketSignal",
+    "WebSocketStep",
+    "accept_encoding",
+    "answer_pieces",
+    "body_diff",
+    "check_features",
+    "check_json",
+    "check_upstream",
+    "compact",
+    "cost_usd",
+    "decodable_codings",
+    "decode_body",
+    "decode_content",
+    "decode_lines",
+    "diff_row",
+    "drift_of",
+    "encode_body",
+    "exchange_redactor",
+    "export_formats",
+    "export_har",
+    "export_vcr",
+    "extract_usage",
+    "format_age",
+    "format_instant",
+    "import_exchanges",
+    "import_formats",
+    "import_refusal",
+    "import_source",
+    "import_sources",
+    "is_credential_name",
+    "is_meta_line",
+    "is_sse_stream",
+    "keep_response_header",
+    "line_times",
+    "lines_drift",
+    "load_json",
+    "looks_like_sse",
+    "match_key",
+    "merge_tallies",
+    "not_a_cassette",
+    "parse_duration",
+    "parse_sse_event",
+    "read_line",
+    "record_exchange",
+    "recorded_epoch",
+    "register_provider",
+    "render_report",
+    "report_json",
+    "request_diff",
+    "request_model",
+    "resolve_model",
+    "response_shape",
+    "safe_cassette_name",
+    "scrub_url_secrets",
+    "sent_digest",
+    "shape_changes",
+    "shorten",
+    "shown_url",
+    "sniff_format",
+    "staleness",
+    "start_of",
+    "superseded",
+    "unregister_provider",
+    "uuid_ints",
+    "websocket_usage",
+]
+
+#: The rooms a replay never needs, and their names: each room is imported
+#: when one of its names is first asked for (see ``__getattr__``).
+_ROOMS = {
+    "_formats": (
+        "Exchange",
+        "ImportReport",
+        "Skipped",
+        "export_formats",
+        "export_har",
+        "export_vcr",
+        "import_exchanges",
+        "import_formats",
+        "import_refusal",
+        "import_source",
+        "import_sources",
+        "sniff_format",
+    ),
+    "_frames": ("SSEEvent", "SSESplitter", "is_sse_stream", "looks_like_sse", "parse_sse_event"),
+    "_freshness": ("Staleness", "format_age", "recorded_epoch", "staleness"),
+    "_generations": ("Compaction", "compact", "lines_drift", "superseded"),
+    "_miss": ("Closest", "body_diff", "diff_row", "request_diff", "shorten"),
+    "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
+    "_run": ("LineTime", "line_times"),
+    "_report": (
+        "REPORT_SCHEMA",
+        "CassetteTally",
+        "Outcome",
+        "merge_tallies",
+        "render_report",
+        "report_json",
+    ),
+    "_shape": ("Drift", "Shape", "drift_of", "response_shape", "shape_changes"),
+    "_ui": ("UI_PREFIX", "UiConfig", "UiResource"),
+    "_usage": ("Usage", "extract_usage"),
+    "_websocket": (
+        "CLOSE_MISMATCH",
+        "WebSocketMiss",
+        "WebSocketRecorder",
+        "WebSocketReplay",
+        "WebSocketSignal",
+        "WebSocketStep",
+        "websocket_usage",
+    ),
+    "_ws_session": ("UpstreamAnswer", "UpstreamHandshake", "WebSocketOutput", "WebSocketSession"),
+}
+_LAZY = _lazy.homes(_ROOMS)
+
+
+def __getattr__(name: str) -> _typing.Any:
+    # Called only for a name not (yet) in the module: a lazy room's.
+    return _lazy.load(globals(), _LAZY, name, "reel_core")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
