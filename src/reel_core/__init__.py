@@ -52,8 +52,9 @@ from ._events import (
     Refused,
     Replay,
     ResponseHead,
+    Routed,
     Signal,
-    UiRequest,
+    Upgrade,
 )
 from ._exchange import record_exchange
 from ._headers import keep_response_header
@@ -112,7 +113,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
     )
     from ._session import Session
     from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
-    from ._ui import UI_PREFIX, UiConfig, UiResource
+    from ._ui import UI_PREFIX, UiConfig, UiRefusal, UiResource, ui_request
     from ._usage import Usage, extract_usage
     from ._websocket import (
         CLOSE_MISMATCH,
@@ -185,6 +186,7 @@ __all__ = [
     "Replay",
     "Request",
     "ResponseHead",
+    "Routed",
     "SSEEvent",
     "SSESplitter",
     "SchemaVersionError",
@@ -201,8 +203,9 @@ __all__ = [
     "TimingMode",
     "TooDeep",
     "UiConfig",
-    "UiRequest",
+    "UiRefusal",
     "UiResource",
+    "Upgrade",
     "UpstreamAnswer",
     "UpstreamError",
     "UpstreamHandshake",
@@ -274,6 +277,7 @@ __all__ = [
     "staleness",
     "start_of",
     "superseded",
+    "ui_request",
     "websocket_usage",
 ]
 
@@ -317,7 +321,7 @@ _ROOMS = {
     ),
     "_session": ("Session",),
     "_shape": ("Drift", "Shape", "drift_of", "response_shape", "shape_changes"),
-    "_ui": ("UI_PREFIX", "UiConfig", "UiResource"),
+    "_ui": ("UI_PREFIX", "UiConfig", "UiRefusal", "UiResource", "ui_request"),
     "_usage": ("Usage", "extract_usage"),
     "_websocket": (
         "CLOSE_MISMATCH",
