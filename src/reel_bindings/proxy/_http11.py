@@ -8,9 +8,10 @@ a decision, a routed request, a head to play, a ``100 Continue``, the end of
 an exchange).  Its state is the session's and the engine's, not flags of its
 own: each handler says only whether the connection goes on.
 
-What it asks of the proxy that accepted it is :class:`Listener` (the
-timer, the recordings, the viewer) and the :class:`~._context.Context`
-it hands on to a WebSocket session.
+A forward goes to ``_forward.py``, a WebSocket session to
+``_websocket.py``.  What the connection asks of the proxy that accepted it
+is :class:`Listener` (the timer, the recordings, the viewer), and the
+:class:`~._context.Context` it hands on.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractContextManager, aclosing, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, Protocol
 
 import anyio
@@ -28,9 +29,7 @@ import attrs
 
 from reel_core import (
     Continue,
-    Cut,
     EndOfResponse,
-    Engine,
     Event,
     Forward,
     Frame,
@@ -44,16 +43,13 @@ from reel_core import (
     Signal,
     State,
     UiRefusal,
-    UpstreamError,
     replay_schedule,
 )
 
-from .._async.relay import arelay
 from .._clock import sleep_until
 from .._freshness import Freshness
-from .._upstream import UpstreamFailure
-from ._context import Context, Exchange
-from ._recordings import Place, RecordingQueue
+from ._context import Exchange
+from ._forward import Forwarding, Host, send
 from ._websocket import relay_websocket, replay_websocket
 
 __all__ = ["SETTLE_AFTER", "WRITE_SIZE", "HTTP11Connection", "Listener", "Page"]
@@ -71,11 +67,9 @@ WRITE_SIZE = 64 * 1024
 Page = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
-class Listener(Protocol):
-    """What a connection asks of the proxy that accepted it."""
-
-    @property
-    def context(self) -> Context: ...
+class Listener(Host, Protocol):
+    """What a connection asks of the proxy that accepted it (a forward's
+    :class:`~._forward.Host`, and more)."""
 
     @property
     def client_timeout(self) -> float: ...
@@ -88,9 +82,6 @@ class Listener(Protocol):
     @property
     def freshness(self) -> Freshness: ...
 
-    @property
-    def recordings(self) -> RecordingQueue: ...
-
     def now(self) -> float:
         """The proxy's clock (``time.monotonic``): deadlines, first bytes."""
         ...
@@ -100,12 +91,6 @@ class Listener(Protocol):
         ...
 
     def settle(self) -> None: ...
-
-    def record(
-        self, engine: Engine, target: str, *, later: bool = False, place: Place | None = None
-    ) -> None:
-        """Queue the recording of a finished forward (see ``Proxy.record``)."""
-        ...
 
     async def view(self, routed: Routed) -> Page | UiRefusal:
         """The answer to a request the proxy routed to itself (the viewer):
@@ -170,7 +155,7 @@ class HTTP11Connection:
                 log.warning("bad request from client: %s (answered %d)", exc, exc.status)
                 answer = self.session.error_response(exc)
                 if answer:
-                    await _send(self.stream, answer)
+                    await send(self.stream, answer)
                     await _linger(self.stream, min(self.proxy.client_timeout, 10.0))
                 return None
             if event is not Signal.NEED_DATA:
@@ -274,7 +259,7 @@ class HTTP11Connection:
                 self._answer,
             )
             return False
-        await _Forwarding(self, event).run()
+        await Forwarding(self.proxy, self.stream, self.session, self.exchange, event).run()
         return True
 
     async def _routed(self, event: Routed) -> bool:
@@ -289,13 +274,13 @@ class HTTP11Connection:
         else:
             exchange.outcome, exchange.status = "viewer", answer[0]
             data = self.session.respond(*answer)
-        await _send(self.stream, data)
+        await send(self.stream, data)
         self._log()
         return True
 
     async def _continue(self, event: Continue) -> bool:
         """The client waits for it to send the body."""
-        await _send(self.stream, self.session.send(event))
+        await send(self.stream, self.session.send(event))
         return True
 
     async def _head(self, event: ResponseHead) -> bool:
@@ -362,7 +347,7 @@ class HTTP11Connection:
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await _send(self.stream, session.send(event))
+                await send(self.stream, session.send(event))
         self.proxy.record(session.engine, exchange.target)
         self._log()
 
@@ -419,7 +404,7 @@ class HTTP11Connection:
             408,
         )
         with suppress(anyio.BrokenResourceError):
-            await _send(self.stream, self.session.error_response(late))
+            await send(self.stream, self.session.error_response(late))
 
 
 #: The handler of each kind of event the session hands out (a
@@ -436,241 +421,10 @@ _HANDLERS: dict[type[Any], Callable[[HTTP11Connection, Any], Awaitable[bool]]] =
 }
 
 
-# -- a forward ----------------------------------------------------------------------
-
-
-@attrs.define(eq=False)
-class _Forwarding:
-    """One request sent upstream, each chunk passed on as it arrives.
-
-    The client is watched meanwhile: when it closes the connection (or a
-    write to it fails), nothing more is written to it, and the upstream
-    is read on for the core's grace (``Engine.client_left``): an answer
-    that ends within it is recorded whole, else the upstream is closed
-    then and the exchange recorded as the client saw it, cut by the client.
-    """
-
-    conn: HTTP11Connection
-    forward: Forward
-    #: The forward's scope: cancelled once the grace is over.
-    stop: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
-    #: Why the client left ("" while it is there).
-    why: str = ""
-    #: The recording's place in the queue, held from the moment the client
-    #: left (its exchange ended then, for the client) while the grace runs.
-    place: Place | None = None
-
-    async def run(self) -> None:
-        conn = self.conn
-        proxy, session = conn.proxy, conn.session
-        recordings = proxy.recordings
-        relayed = anyio.Event()
-        try:
-            async with anyio.create_task_group() as tg:
-                self.stop = tg.cancel_scope
-
-                def waiting() -> None:
-                    # The request is on its way (or a connection is being made
-                    # for it): what it did not need before it went runs now,
-                    # while the upstream works.  Starting the watch costs a task.
-                    tg.start_soon(self._watch)
-                    last = recordings.last
-                    if last is not None:  # record mode: built as the upstream works
-                        busy = functools.partial(_awaits_upstream, session)
-                        tg.start_soon(recordings.build_meanwhile, last, busy, relayed)
-
-                try:
-                    await self._relay(waiting)
-                finally:
-                    relayed.set()
-                    tg.cancel_scope.cancel()  # the watch is over
-        except BaseException:
-            # Cancelled from outside (the proxy stops) while the grace ran:
-            # the client left, and what it saw is recorded.  (An answer the
-            # proxy itself cuts off is not: that cut is no truth to replay.)
-            if self.why:
-                self._ended_without_client()
-            raise
-        if self.why:
-            self._ended_without_client()
-            raise anyio.BrokenResourceError
-
-    def left(self, why: str) -> None:
-        """The client left: the forward stops writing to it, and stops
-        reading its upstream after the grace the core gives (at once in
-        live mode, or before the answer's head)."""
-        if self.why:
-            return
-        self.why = why
-        now = anyio.current_time()
-        engine = self.conn.session.engine
-        grace = engine.client_left(why, now=now)
-        if grace:
-            target = self.forward.request.target
-            self.place = self.conn.proxy.recordings.reserve(engine.redactor, target)
-            self.stop.deadline = min(self.stop.deadline, now + grace)
-        else:
-            self.stop.cancel()
-
-    async def _watch(self) -> None:
-        """While the request is forwarded: read from the client.  Its EOF
-        (or a broken connection) means it left (see :meth:`left`).  Bytes
-        are the next request, pipelined: they wait in the session, and the
-        watch ends."""
-        try:
-            data = await self.conn.stream.receive()
-        except anyio.EndOfStream:
-            data = b""
-            why = "the client closed the connection"
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            data = b""
-            why = f"the client connection broke ({_reason(exc)})"
-        if data:
-            self.conn.session.receive_data(data, now=time.time())
-            return
-        self.left(why)
-
-    def _ended_without_client(self) -> None:
-        """The client left before the end of the answer: what the
-        recording read after it (see the class) ends the exchange, and its
-        line is appended."""
-        conn, forward = self.conn, self.forward
-        session, engine, exchange = conn.session, conn.session.engine, conn.exchange
-        if engine.state is State.DONE:
-            log.debug("the client left before the end of its answer, which came within the grace")
-        else:
-            log.info(
-                "the client closed the connection mid-exchange: the upstream was closed too%s",
-                " (recorded as far as the client read)" if forward.record else "",
-            )
-            if engine.state is State.AWAIT_UPSTREAM:
-                exchange.outcome += " (client left)"
-            engine.upstream_error(UpstreamError.CLIENT_CLOSED, self.why, now=anyio.current_time())
-        # nobody reads the rest: pull it, append the line
-        while not isinstance(event := session.next_event(), Signal):
-            if isinstance(event, Cut):
-                session.send(event)
-                exchange.outcome += f" (cut: {event.error})"
-                conn._log()
-        conn.proxy.record(engine, forward.request.target, place=self.place)
-
-    async def _flush(self) -> None:
-        """Write the events the engine has for the client (none once it left)."""
-        conn, target = self.conn, self.forward.request.target
-        session, exchange = conn.session, conn.exchange
-        while True:
-            event = session.next_event()
-            if isinstance(event, Signal):
-                return
-            if isinstance(event, ResponseHead):
-                exchange.status = event.status
-            data = session.send(event)
-            if isinstance(event, Cut):
-                exchange.outcome += f" (cut: {event.error})"
-                conn._log()
-            try:
-                if not self.why:  # once the client left, only the recording reads on
-                    await _send(conn.stream, data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                self.left(f"a write to the client failed ({_reason(exc)})")
-            finally:
-                if isinstance(event, (EndOfResponse, Cut)):
-                    # The client has its answer: the line is built and
-                    # appended now, or (record mode) soon (see settle).
-                    conn.proxy.record(session.engine, target, later=True, place=self.place)
-                if isinstance(event, EndOfResponse):
-                    conn._log()
-
-    async def _relay(self, waiting: Callable[[], None]) -> None:
-        conn, forward = self.conn, self.forward
-        context, engine, exchange = conn.proxy.context, conn.session.engine, conn.exchange
-        assert forward.url is not None
-        sent_at = anyio.current_time()
-        try:
-            if forward.record:
-                await context.check_store(engine)
-            request, url = forward.request, forward.url
-            async with context.upstream.send(request, url, waiting=waiting) as response:
-                engine.upstream_head(
-                    response.status,
-                    response.headers,
-                    now=anyio.current_time(),
-                    sent_at=sent_at,
-                    timestamp=time.time(),
-                )
-                await self._flush()
-                # closed however the loop ends (a client that left cancels
-                # it; run() records why)
-                relayed = arelay(response.chunks(), _Feed(engine), _failure, read_on=False)
-                async with aclosing(relayed):
-                    async for _chunk in relayed:
-                        await self._flush()
-                # the end, before the upstream connection is put back: the
-                # client's end does not wait on that
-                await self._flush()
-        except UpstreamFailure as exc:
-            where = engine.redactor.target(forward.request.target)
-            if exc.error is UpstreamError.STORE:
-                log.error(
-                    "%s was NOT forwarded (answered 502): %s",
-                    where,
-                    engine.redactor.text(exc.detail),
-                )
-            else:
-                log.warning("upstream failed for %s: %s", where, engine.redactor.text(str(exc)))
-            if engine.state is State.AWAIT_UPSTREAM:
-                exchange.outcome = f"upstream {exc.error.value}"
-            if engine.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
-                engine.upstream_error(exc.error, exc.detail, now=anyio.current_time())
-        if engine.state is State.DONE:
-            await self._flush()
-
-
-class _Feed:
-    """The relay's feed: the engine, at the loop's clock."""
-
-    __slots__ = ("_engine",)
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def data(self, chunk: bytes) -> None:
-        self._engine.upstream_data(chunk, now=anyio.current_time())
-
-    def end(self) -> None:
-        self._engine.upstream_end(now=anyio.current_time())
-
-    def error(self, error: UpstreamError, detail: str) -> None:
-        self._engine.upstream_error(error, detail, now=anyio.current_time())
-
-    def left(self, why: str) -> float:  # (unused: read_on=False, see _Forwarding.left)
-        return self._engine.client_left(why, now=anyio.current_time())
-
-
-def _failure(exc: Exception) -> tuple[UpstreamError, str] | None:
-    """What the relay feeds for an exception: the upstream client's failures."""
-    return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
-
-
-def _awaits_upstream(session: Session) -> bool:
-    """Whether ``session``'s forward still waits for its upstream's answer."""
-    return session.engine.state is State.AWAIT_UPSTREAM
-
-
 def _pulled(session: Session) -> Iterator[Event]:
     """The session's events until it signals (a replay's are all at hand)."""
     while not isinstance(event := session.next_event(), Signal):
         yield event
-
-
-def _reason(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc.__context__ or exc
-    return str(cause) or type(cause).__name__
-
-
-async def _send(stream: anyio.abc.ByteStream, data: bytes) -> None:
-    if data:
-        await stream.send(data)
 
 
 class _Pending:
