@@ -257,7 +257,8 @@ class Forwarding:
 
 
 class _Feed:
-    """The relay's feed: the engine, at the loop's clock."""
+    """The relay's feed: the engine, at the loop's clock (no ``left``: the
+    relay does not read on, :meth:`Forwarding.left` does)."""
 
     __slots__ = ("_engine",)
 
@@ -272,9 +273,6 @@ class _Feed:
 
     def error(self, error: UpstreamError, detail: str) -> None:
         self._engine.upstream_error(error, detail, now=anyio.current_time())
-
-    def left(self, why: str) -> float:  # (unused: read_on=False, see _Forwarding.left)
-        return self._engine.client_left(why, now=anyio.current_time())
 
 
 def _failure(exc: Exception) -> tuple[UpstreamError, str] | None:
