@@ -100,6 +100,45 @@ class Listener(Host, Protocol):
     def note_miss(self, miss: Miss) -> None: ...
 
 
+class _Pending:
+    """Response bytes due now, not written yet, joined into writes of at
+    most ``WRITE_SIZE`` bytes (a larger piece, a big body, is cut into
+    writes of that size)."""
+
+    __slots__ = ("_pieces", "_size")
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []
+        self._size = 0
+
+    def add(self, data: bytes) -> bool:
+        """Keep ``data``; True when a write is due (``WRITE_SIZE`` reached)."""
+        if data:
+            self._pieces.append(data)
+            self._size += len(data)
+        return self._size >= WRITE_SIZE
+
+    async def flush(self, stream: anyio.abc.ByteStream) -> None:
+        """Write what is pending, in writes of at most ``WRITE_SIZE`` bytes.
+        Each write yields to the event loop: other connections get their
+        turn between them."""
+        pieces, self._pieces, self._size = self._pieces, [], 0
+        batch: list[bytes] = []
+        size = 0
+        for piece in pieces:
+            if batch and size + len(piece) > WRITE_SIZE:
+                await stream.send(b"".join(batch))
+                batch, size = [], 0
+            if len(piece) > WRITE_SIZE:  # a large whole body: cut into writes
+                for at in range(0, len(piece), WRITE_SIZE):
+                    await stream.send(piece[at : at + WRITE_SIZE])
+                continue
+            batch.append(piece)
+            size += len(piece)
+        if batch:
+            await stream.send(b"".join(batch))
+
+
 @attrs.define(eq=False)
 class HTTP11Connection:
     """One client connection: its session, the exchange under way, and the
@@ -117,7 +156,7 @@ class HTTP11Connection:
     #: never moved, and the event loop's clock is not needed).
     deadline: float = float("inf")
     #: Response bytes due now, not written yet.
-    _out: _Pending = attrs.Factory(lambda: _Pending())
+    _out: _Pending = attrs.Factory(_Pending)
 
     async def serve(self) -> None:
         """Serve the connection until it ends.  One cancel scope for the
@@ -173,6 +212,7 @@ class HTTP11Connection:
         return False
 
     def _decided(self, event: Replay | Miss | Refused | Forward | Routed) -> Exchange:
+        """The exchange under way, named by the request just decided."""
         exchange = self.exchange
         exchange.method = event.request.method
         exchange.target = event.request.target  # redacted when logged
@@ -274,7 +314,8 @@ class HTTP11Connection:
         else:
             exchange.outcome, exchange.status = "viewer", answer[0]
             data = self.session.respond(*answer)
-        await send(self.stream, data)
+        with self._replay_left():
+            await send(self.stream, data)
         self._log()
         return True
 
@@ -328,9 +369,10 @@ class HTTP11Connection:
 
     @contextmanager
     def _replay_left(self) -> Iterator[None]:
-        """A replay's write that fails (the client left midway) ends its
-        exchange: logged then, once, as every exchange is; the connection
-        closes as before."""
+        """A write of an answer the core or the proxy made (a replay's, a
+        viewer's) that fails (the client left midway) ends its exchange:
+        logged then, once, as every exchange is; the connection closes as
+        before."""
         try:
             yield
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -425,45 +467,6 @@ def _pulled(session: Session) -> Iterator[Event]:
     """The session's events until it signals (a replay's are all at hand)."""
     while not isinstance(event := session.next_event(), Signal):
         yield event
-
-
-class _Pending:
-    """Response bytes due now, not written yet, joined into writes of at
-    most ``WRITE_SIZE`` bytes (a larger piece, a big body, is cut into
-    writes of that size)."""
-
-    __slots__ = ("_pieces", "_size")
-
-    def __init__(self) -> None:
-        self._pieces: list[bytes] = []
-        self._size = 0
-
-    def add(self, data: bytes) -> bool:
-        """Keep ``data``; True when a write is due (``WRITE_SIZE`` reached)."""
-        if data:
-            self._pieces.append(data)
-            self._size += len(data)
-        return self._size >= WRITE_SIZE
-
-    async def flush(self, stream: anyio.abc.ByteStream) -> None:
-        """Write what is pending, in writes of at most ``WRITE_SIZE`` bytes.
-        Each write yields to the event loop: other connections get their
-        turn between them."""
-        pieces, self._pieces, self._size = self._pieces, [], 0
-        batch: list[bytes] = []
-        size = 0
-        for piece in pieces:
-            if batch and size + len(piece) > WRITE_SIZE:
-                await stream.send(b"".join(batch))
-                batch, size = [], 0
-            if len(piece) > WRITE_SIZE:  # a large whole body: cut into writes
-                for at in range(0, len(piece), WRITE_SIZE):
-                    await stream.send(piece[at : at + WRITE_SIZE])
-                continue
-            batch.append(piece)
-            size += len(piece)
-        if batch:
-            await stream.send(b"".join(batch))
 
 
 async def _linger(stream: anyio.abc.ByteStream, limit: float) -> None:

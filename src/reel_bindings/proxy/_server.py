@@ -298,14 +298,17 @@ class Proxy:
             into.append(item)
 
     def _note_outcome(self, method: str, path: str, outcome: str) -> None:
+        """What an HTTP exchange got (``Context.note_outcome``)."""
         self.note(self.outcomes, (method, path, outcome))
 
     def _note_session(self, path: str, outcome: str, miss: WebSocketMiss | None) -> None:
+        """A WebSocket session ended (``Context.note_session``)."""
         self.note(self.websocket_outcomes, (path, outcome))
         if miss is not None:
             self.note(self.websocket_misses, miss)
 
     def note_miss(self, miss: Miss) -> None:
+        """A miss was answered (the pytest plugin fails a test on it)."""
         self.note(self.misses, miss.report)
 
     def shutdown_idle(self) -> None:
