@@ -37,6 +37,7 @@ __all__ = [
     "Failure",
     "Feed",
     "GraceOver",
+    "ReadingFeed",
     "SyncCloser",
     "anext_before",
     "cancelled",
@@ -79,6 +80,10 @@ class Feed(Protocol):
     def end(self) -> None: ...
 
     def error(self, error: UpstreamError | Abort, detail: str) -> None: ...
+
+
+class ReadingFeed(Feed, Protocol):
+    """The feed of a relay that reads on after its client left (``read_on``)."""
 
     def left(self, why: str) -> float:
         """The client closed the response (``why``): the seconds the

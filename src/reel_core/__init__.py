@@ -48,7 +48,9 @@ from ._events import (
     Refused,
     Replay,
     ResponseHead,
+    Routed,
     Signal,
+    Upgrade,
 )
 from ._freeze import Freeze
 from ._hints import Hints
@@ -106,6 +108,7 @@ __all__ = [
     "Replay",
     "Request",
     "ResponseHead",
+    "Routed",
     "SchemaVersionError",
     "Session",
     "Signal",
@@ -113,6 +116,7 @@ __all__ = [
     "Step",
     "StreamCut",
     "Timing",
+    "Upgrade",
     "UpstreamError",
     "__version__",
     "replay_schedule",

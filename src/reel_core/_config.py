@@ -89,9 +89,9 @@ class Config:
     routing: bool = False
     #: A base URL every forwarded request goes to (path kept).
     upstream: str | None = None
-    #: Serve Reel's own viewer at ``/_reel/`` (the proxy's ``--ui``): such
-    #: requests are decided :class:`UiRequest`, never forwarded nor
-    #: recorded.  ``None``: ``/_reel/`` is a path like any other.
+    #: Serve Reel's own viewer at ``/_reel/`` (the proxy's ``--ui``): the
+    #: proxy routes such requests itself (:func:`reel_core.ui_request`), the
+    #: engine never sees them.  ``None``: ``/_reel/`` is a path like any other.
     ui: UiConfig | None = None
     #: Seconds a recording stays fresh (a test's or a run's ``max_age``);
     #: ``None``: the cassette's ``_meta`` ``max_age``, if any.  In auto mode

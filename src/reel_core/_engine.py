@@ -39,7 +39,6 @@ from ._events import (
     Replay,
     ResponseHead,
     Signal,
-    UiRequest,
 )
 from ._exchange import new_recorder, plain_request
 from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
@@ -54,13 +53,12 @@ from ._state import Input, State, transition
 from ._upstream import Abort, UpstreamError
 
 if TYPE_CHECKING:
-    # Rooms of rare paths (a fuzzy match, a miss, the viewer, a max_age, a
+    # Rooms of rare paths (a fuzzy match, a miss, a max_age, a
     # recording, a superseded one's drift): imported where they are taken,
     # so a replay does not load them.
     from ._freshness import Staleness
     from ._miss import MissReport
     from ._record import Recorder, Steps
-    from ._ui import UiConfig
 
 __all__ = ["Engine", "PendingRecording"]
 
@@ -304,8 +302,6 @@ class Engine:
 
     def _decide(self, request: Request) -> None:
         self._request = request
-        if self.config.ui is not None and self._for_ui(request, self.config.ui):
-            return
         try:
             if self._select is not None:
                 self._use(self._select(request))
@@ -322,37 +318,6 @@ class Engine:
                 listed = f" ({listed})" if listed else ""
                 fix = f"Fix or delete that line{listed}, or re-record the cassette."
             self._refuse(500, "reel_bad_cassette", f"{exc}. {fix}")
-
-    def _for_ui(self, request: Request, ui: UiConfig) -> bool:
-        """Decide a request for Reel's own viewer (True), before any
-        cassette is chosen: it is never matched, forwarded nor recorded."""
-        from ._ui import UiRefusal, ui_request
-
-        asked = ui_request(request, ui)
-        if asked is None:
-            return False
-        if isinstance(asked, UiRefusal):
-            self._refuse(asked.status, "reel_ui", asked.message)
-        else:
-            self._to(Input.UI)
-            self._events.append(UiRequest(request, asked))
-        return True
-
-    def ui_answer(self, body: bytes, content_type: str) -> None:
-        """After a :class:`UiRequest`: the page (or JSON) the binding drew
-        for it.  Its head, body and end follow as events, as for a replay;
-        nothing about it is recorded."""
-        self._to(Input.PAGE)
-        headers = (
-            (b"content-type", content_type.encode("latin-1")),
-            (b"content-length", str(len(body)).encode()),
-            (b"cache-control", b"no-store"),
-            (b"x-content-type-options", b"nosniff"),
-        )
-        self._events.append(ResponseHead(200, headers))
-        if not self._head_only:
-            self._events.append(Frame(body, 0.0))
-        self._events.append(EndOfResponse(0.0))
 
     def _match_and_decide(self, request: Request) -> None:
         mode = self.config.mode

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from ._interaction import WebSocketLog
     from ._miss import MissReport
     from ._shape import Drift
-    from ._ui import UiResource
     from ._ws_pool import WebSocketLease
 
 __all__ = [
@@ -38,8 +37,9 @@ __all__ = [
     "Refused",
     "Replay",
     "ResponseHead",
+    "Routed",
     "Signal",
-    "UiRequest",
+    "Upgrade",
 ]
 
 
@@ -240,21 +240,37 @@ class Refused(_Value):
         _set(self, "message", message)
 
 
-class UiRequest(_Value):
-    """Decision: the request is for Reel's own viewer (``Config.ui``), not
-    for a recording: the binding draws ``resource`` and hands its bytes to
-    ``Engine.ui_answer``; the response follows as for a replay.  Never
-    matched, forwarded nor recorded."""
+class Routed(_Value):
+    """From an HTTP adapter, not the engine: a request its binding answers
+    itself (the adapter's ``route`` claimed it, as the proxy claims its
+    viewer's ``/_reel/``), with ``Session.respond``.  The engine never sees
+    it: it is neither matched, forwarded nor recorded."""
 
-    __match_args__ = ("request", "resource")
+    __match_args__ = ("request",)
     __slots__ = __match_args__
 
     request: Request
-    resource: UiResource
 
-    def __init__(self, request: Request, resource: UiResource) -> None:
+    def __init__(self, request: Request) -> None:
         _set(self, "request", request)
-        _set(self, "resource", resource)
+
+
+class Upgrade(_Value):
+    """A WebSocket upgrade an HTTP adapter answered (``Session.upgrade``):
+    the bytes of its answer (HTTP/1.1: the ``101``), and the bytes the
+    client sent after its request, the first WebSocket bytes.  The
+    WebSocket adapter (:class:`reel_core.WebSocketSession`) takes the
+    connection over from it, knowing nothing of the HTTP adapter."""
+
+    __match_args__ = ("head", "trailing")
+    __slots__ = __match_args__
+
+    head: bytes
+    trailing: bytes
+
+    def __init__(self, head: bytes, trailing: bytes = b"") -> None:
+        _set(self, "head", head)
+        _set(self, "trailing", trailing)
 
 
 class ResponseHead(_Value):
@@ -366,7 +382,7 @@ Event = (
     | Forward
     | Miss
     | Refused
-    | UiRequest
+    | Routed
     | ResponseHead
     | Frame
     | EndOfResponse

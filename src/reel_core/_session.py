@@ -5,17 +5,26 @@ buffers: the binding feeds the client's bytes with
 :meth:`Session.receive_data`, pulls events with :meth:`Session.next_event`
 and writes what :meth:`Session.send` serializes.  h11 parses the requests
 and frames the answers; every decision is the :class:`~reel_core.Engine`'s,
-reached as ``session.engine`` (the upstream side, ``record`` and the state
-are handed through for convenience).
+and the binding calls ``session.engine`` for everything that is not bytes
+(the upstream side, ``record``, the state).
+
+Two answers are the adapter's own.  A request the binding's ``route``
+claims (the proxy's viewer) is handed out as :class:`Routed` and answered
+with :meth:`Session.respond`: the engine never sees it.  And a WebSocket
+upgrade the engine decided is answered by :meth:`Session.upgrade`, the
+HTTP/1.1 handshake (``101``, ``Sec-WebSocket-Accept``), whose
+:class:`~reel_core.Upgrade` the WebSocket adapter takes over from.
 """
 
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from http import HTTPStatus
 
 import h11
+from wsproto.utilities import generate_accept_token
 
 from ._cassette import Cassette
 from ._config import Config
@@ -27,22 +36,18 @@ from ._events import (
     EndOfResponse,
     Event,
     Frame,
-    Recorded,
     ResponseHead,
+    Routed,
     Signal,
+    Upgrade,
 )
-from ._http import Headers, Request
-from ._match import MatchConfig
+from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
 from ._reader import ReaderSignal, RequestReader
-from ._redact import Redactor
 from ._state import State
-from ._upstream import Abort, UpstreamError
 
 __all__ = ["Session"]
 
 _JSON = (b"content-type", b"application/json")
-#: Where a cassette keeps its replays' serialized responses (``Cassette.cache``).
-_WHOLE = ("http/1.1 whole responses",)
 
 
 def _h11_head(status: int, headers: Headers, reason: bytes) -> h11.Response:
@@ -107,7 +112,8 @@ def _serialized(events: tuple[Event, ...], variant: _Variant) -> _Whole | None:
 
 
 class _Wholes:
-    """A cassette's replays serialized whole, shared by its sessions:
+    """A cassette's replays serialized whole, shared by its sessions
+    (:data:`_WHOLES`):
     ``id(events) -> (events, {variant: whole})``.  An entry holds its
     events, so their id is not reused while it lives; past ``_WHOLE_BYTES``
     every entry goes.  A response that cannot go whole is not kept: its
@@ -139,6 +145,11 @@ class _Wholes:
         return whole
 
 
+#: Each cassette's replays serialized whole, kept while the cassette lives:
+#: h11's bytes are this adapter's, not the cassette's.
+_WHOLES: weakref.WeakKeyDictionary[Cassette, _Wholes] = weakref.WeakKeyDictionary()
+
+
 @functools.lru_cache(maxsize=128)
 def _phrase(status: int) -> bytes:
     try:
@@ -147,81 +158,63 @@ def _phrase(status: int) -> bytes:
         return b""
 
 
+#: Handshake headers of one hop, never copied from a recorded or upstream
+#: ``101``: the adapter writes its own.
+_HANDSHAKE = frozenset(
+    {
+        b"sec-websocket-accept",
+        b"sec-websocket-extensions",
+        b"sec-websocket-protocol",
+        b"content-length",
+    }
+)
+
+
+def _upgrade_headers(request: Request, answered: Headers) -> list[tuple[bytes, bytes]]:
+    """The headers of the ``101`` answering the client's upgrade: the accept
+    computed from the client's own key (never a recorded one), the
+    subprotocol ``answered`` chose (else the first the client offers), and
+    ``answered``'s end-to-end headers."""
+    key = request.header("sec-websocket-key")
+    if key is None:
+        raise RemoteProtocolError("a WebSocket upgrade needs a Sec-WebSocket-Key header", 400)
+    headers = [
+        (b"upgrade", b"websocket"),
+        (b"connection", b"Upgrade"),
+        (b"sec-websocket-accept", generate_accept_token(key)),
+    ]
+    protocol = dict(answered).get(b"sec-websocket-protocol")
+    offered = request.header("sec-websocket-protocol")
+    if protocol is None and offered:
+        protocol = offered.split(b",")[0].strip()
+    if protocol:
+        headers.append((b"sec-websocket-protocol", protocol))
+    headers += [(k, v) for k, v in answered if k not in HOP_BY_HOP and k not in _HANDSHAKE]
+    return headers
+
+
 class Session:
     """One HTTP/1.1 client connection, driven through an :class:`Engine`.
 
     ``cassette`` and ``config`` are the engine's (see :class:`Engine`).
+    ``route``, if given, is offered each request first: one it claims
+    (True) is the binding's to answer (:class:`Routed`).
     """
 
     def __init__(
         self,
         cassette: Cassette | Callable[[Request], Cassette],
         config: Config | None = None,
+        *,
+        route: Callable[[Request], bool] | None = None,
     ) -> None:
         self.engine = Engine(cassette, config)
         self._reader = RequestReader(self.engine.config.limits, self.engine.config.hints)
+        self._route = route
+        #: The request handed out as :class:`Routed`, until its next cycle.
+        self._routed: Request | None = None
         #: The wall-clock time the client's last bytes came with.
         self._now: float | None = None
-
-    # -- the engine's, handed through ------------------------------------------
-
-    @property
-    def state(self) -> State:
-        return self.engine.state
-
-    @property
-    def cassette(self) -> Cassette:
-        return self.engine.cassette
-
-    @property
-    def match(self) -> MatchConfig:
-        return self.engine.match
-
-    @property
-    def redactor(self) -> Redactor:
-        """Scrubs what is logged or said about the current exchange."""
-        return self.engine.redactor
-
-    def upstream_head(
-        self,
-        status: int,
-        headers: Headers | list[tuple[bytes, bytes]],
-        *,
-        now: float,
-        sent_at: float | None = None,
-        timestamp: float | None = None,
-        reason: bytes = b"",
-    ) -> None:
-        """See :meth:`Engine.upstream_head`."""
-        self.engine.upstream_head(
-            status, headers, now=now, sent_at=sent_at, timestamp=timestamp, reason=reason
-        )
-
-    def upstream_data(self, data: bytes, *, now: float) -> None:
-        """See :meth:`Engine.upstream_data`."""
-        self.engine.upstream_data(data, now=now)
-
-    def upstream_end(self, *, now: float) -> None:
-        """See :meth:`Engine.upstream_end`."""
-        self.engine.upstream_end(now=now)
-
-    def upstream_error(
-        self, error: UpstreamError | Abort, detail: str = "", *, now: float = 0.0
-    ) -> None:
-        """See :meth:`Engine.upstream_error`."""
-        self.engine.upstream_error(error, detail, now=now)
-
-    def ui_answer(self, body: bytes, content_type: str) -> None:
-        """See :meth:`Engine.ui_answer`."""
-        self.engine.ui_answer(body, content_type)
-
-    def forward_key(self) -> str:
-        """See :meth:`Engine.forward_key`."""
-        return self.engine.forward_key()
-
-    def record(self) -> Recorded | None:
-        """See :meth:`Engine.record`."""
-        return self.engine.record()
 
     # -- client side -----------------------------------------------------------
 
@@ -243,12 +236,17 @@ class Session:
         Raises :class:`RemoteProtocolError` (with the status to answer) when
         the client sent something invalid.
         """
+        if self._routed is not None:  # the binding answers it (respond)
+            return Signal.PAUSED
         event = self.engine.next_event()
         if event is not Signal.NEED_DATA:
             return event
         request = self._next_request()
         if isinstance(request, (Signal, Continue)):
             return request
+        if self._route is not None and self._route(request):
+            self._routed = request
+            return Routed(request)
         self.engine.receive_request(request, now=self._now)
         return self.engine.next_event()
 
@@ -269,9 +267,24 @@ class Session:
         assert isinstance(got, Request)
         return got
 
+    @property
+    def finished(self) -> bool:
+        """Whether the exchange is over (the engine's is ``DONE``, or a
+        routed request was answered): once its events are pulled,
+        :meth:`start_next_cycle` may follow if :attr:`keep_alive`."""
+        if self._routed is not None:
+            return not self._reader.can_respond
+        return self.engine.state is State.DONE
+
     def start_next_cycle(self) -> None:
         """After a finished exchange, get ready for the next request."""
-        self.engine.start_next_cycle()
+        if self._routed is not None:
+            if self._reader.can_respond:
+                self.engine.fail()
+                raise LocalProtocolError("respond() to the routed request before the next one")
+            self._routed = None
+        else:
+            self.engine.start_next_cycle()
         self._reader.start_next_cycle()
 
     # -- wire output -----------------------------------------------------------
@@ -302,6 +315,26 @@ class Session:
             raise LocalProtocolError(f"{type(event).__name__} is not sent to the client")
         return self._reader.send(h11_event)
 
+    def respond(
+        self, status: int, headers: Headers | list[tuple[bytes, bytes]], body: bytes
+    ) -> bytes:
+        """After :class:`Routed`: the bytes of the binding's whole answer to
+        the request (its head only for a ``HEAD``).  ``headers`` are sent
+        as given, a ``Content-Length`` among them; nothing is recorded."""
+        if self._routed is None:
+            self.engine.fail()
+            raise LocalProtocolError("respond() answers a Routed request only")
+        data = self._reader.send(_h11_head(status, tuple(headers), b""))
+        if body and self._routed.method != "HEAD":
+            data += self._reader.send(h11.Data(data=body))
+        return data + self._reader.send(_END)
+
+    def refuse(self, status: int, kind: str, message: str) -> bytes:
+        """After :class:`Routed`: the bytes of a refusal in Reel's own JSON
+        error shape (``kind``, ``message``), as the engine's refusals are."""
+        body = error_body(kind, message)
+        return self.respond(status, (_JSON, (b"content-length", str(len(body)).encode())), body)
+
     def send_replay(self) -> tuple[ResponseHead, bytes] | None:
         """After a :class:`Replay` decision, before pulling its response:
         the whole response serialized in one piece, and the exchange is
@@ -315,20 +348,20 @@ class Session:
         Why: a recording replayed again is serialized once per shape of
         request (HTTP version, ``HEAD`` or not, ``Connection`` headers), by
         h11 itself on a connection of its own, and the serialized pieces
-        are kept beside the cassette's replay events; each play then costs
-        one join instead of h11 checking and writing every event.  This
-        session's h11 connection is not told: its next cycle starts on a
-        new one (see ``RequestReader.sent_whole``).
+        are kept per cassette (:data:`_WHOLES`) for its replay events; each
+        play then costs one join instead of h11 checking and writing every
+        event.  This session's h11 connection is not told: its next cycle
+        starts on a new one (see ``RequestReader.sent_whole``).
         """
         events = self.engine.replaying
         reader = self._reader
         version = reader.client_http_version
         if events is None or version is None or not reader.can_send_whole:
             return None
-        cache = self.engine.cassette.cache(_WHOLE)
-        wholes = cache.get(None)
+        cassette = self.engine.cassette
+        wholes = _WHOLES.get(cassette)
         if wholes is None:
-            wholes = cache[None] = _Wholes()
+            wholes = _WHOLES[cassette] = _Wholes()
         whole = wholes.get(events, (version, reader.method, reader.connection))
         if whole is None:
             return None
@@ -337,12 +370,21 @@ class Session:
         reader.sent_whole(keep_alive)
         return head, b"".join(pieces)
 
-    def switch_protocols(self, headers: Headers) -> tuple[bytes, bytes]:
-        """After a WebSocket decision: the ``101`` answering the upgrade
-        (``headers`` as given), and the client's bytes that followed its
-        request.  The connection then belongs to the WebSocket adapter
-        (:class:`reel_core.WebSocketSession`, which calls this)."""
-        return self._reader.switch_protocols(headers)
+    def upgrade(self, request: Request) -> Upgrade:
+        """After a WebSocket decision about ``request`` (a :class:`Replay`
+        whose ``websocket`` is set, or a :class:`Forward` whose
+        ``websocket`` is true, once the upstream's ``101`` and its end were
+        fed to the engine): take the ``101`` out of the engine and answer
+        the client's upgrade with it (see :func:`_upgrade_headers`).  The
+        connection then belongs to the WebSocket adapter
+        (:class:`reel_core.WebSocketSession`), which starts from the
+        :class:`Upgrade`; h11 is done."""
+        answered: Headers = ()
+        while not isinstance(event := self.engine.next_event(), Signal):
+            if isinstance(event, ResponseHead):
+                answered = normalize_headers(event.headers)
+        head, trailing = self._reader.switch_protocols(tuple(_upgrade_headers(request, answered)))
+        return Upgrade(head, trailing)
 
     @property
     def keep_alive(self) -> bool:

@@ -6,10 +6,7 @@ An engine answers one request at a time.  It starts IDLE.  A complete
 request is matched against the cassette and the mode decides: HIT (replay a
 recording), MISS (answer the 404 report), FORWARD (send it upstream, and
 record it in auto/record mode) or REFUSE (a request the engine cannot serve
-at all: answered with an error).  With the proxy's ``--ui``, a request for
-Reel's own viewer is UI instead, before any cassette is chosen: AWAIT_PAGE
-until the binding hands the page over (PAGE), then SERVING; it is never
-matched nor recorded.  Replays and misses move to SERVING, where
+at all: answered with an error).  Replays and misses move to SERVING, where
 the binding pulls the response events; FORWARD moves to AWAIT_UPSTREAM until
 the binding feeds the upstream response head (STREAMING), its body, and its
 end or a failure.  A failure before the head is answered with a 502/504
@@ -43,9 +40,6 @@ class State(enum.Enum):
     SERVING = "SERVING"
     #: Waiting for the binding to feed the upstream response head.
     AWAIT_UPSTREAM = "AWAIT_UPSTREAM"
-    #: Waiting for the binding to draw a page of Reel's own viewer
-    #: (``--ui``) and hand it over with ``ui_answer``.
-    AWAIT_PAGE = "AWAIT_PAGE"
     #: The upstream response is being fed (and forwarded) chunk by chunk.
     STREAMING = "STREAMING"
     #: The exchange is over; ``start_next_cycle`` for the next request.
@@ -70,10 +64,6 @@ class Input(enum.Enum):
     #: A request is refused before any decision (no upstream for it, bad
     #: cassette name): an error response follows.
     REFUSE = "REFUSE"
-    #: A request is for Reel's own viewer (``--ui``): the binding draws it.
-    UI = "UI"
-    #: The binding handed over the viewer's answer (``ui_answer``).
-    PAGE = "PAGE"
     #: The upstream response head arrived.
     UPSTREAM_HEAD = "UPSTREAM_HEAD"
     #: A chunk of the upstream response body arrived.
@@ -100,8 +90,6 @@ TRANSITIONS: dict[tuple[State, Input], State] = {
     (S.IDLE, In.MISS): S.SERVING,
     (S.IDLE, In.FORWARD): S.AWAIT_UPSTREAM,
     (S.IDLE, In.REFUSE): S.SERVING,
-    (S.IDLE, In.UI): S.AWAIT_PAGE,
-    (S.AWAIT_PAGE, In.PAGE): S.SERVING,
     (S.IDLE, In.CLIENT_CLOSED): S.CLOSED,
     (S.IDLE, In.PROTOCOL_ERROR): S.ERROR,
     (S.AWAIT_UPSTREAM, In.UPSTREAM_HEAD): S.STREAMING,

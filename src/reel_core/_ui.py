@@ -3,10 +3,11 @@
 A proxy started with ``--ui`` serves the cassette viewer at ``/_reel/``
 beside the recordings.  Whether a request is for that viewer, for which of
 its resources, and whether it may be answered at all is decided here, once,
-so that the binding never looks at a path: the engine turns the answer of
-:func:`ui_request` into a :class:`reel_core.UiRequest` decision (the binding
-draws the page and hands its bytes back with ``Engine.ui_answer``) or a
-refusal.  Such a request is never matched, forwarded nor recorded.
+so that the binding never looks at a path itself: the proxy routes with
+:func:`ui_request` (its HTTP adapter's ``route``: a request it claims is
+handed out as :class:`reel_core.Routed`), draws the page and answers it
+with ``Session.respond``, or answers the refusal.  The engine never sees
+such a request: it is never matched, forwarded nor recorded.
 
 Without ``--ui`` nothing here runs: ``/_reel/`` is a path like any other,
 forwarded upstream (and recorded) for a client whose API really has it.

@@ -1,7 +1,9 @@
 """The WebSocket adapter: an upgraded connection's bytes in, bytes out.
 
-:class:`WebSocketSession` sits beside the HTTP/1.1 :class:`~reel_core.Session`
-and takes a client connection over once the engine decided an upgrade
+:class:`WebSocketSession` is a sibling of the HTTP adapters, as wsproto's
+connection is of its handshake: it knows the :class:`~reel_core.Engine`
+and the :class:`~reel_core.Upgrade` an HTTP adapter made, nothing of that
+adapter.  It takes a client connection over once the engine decided an upgrade
 ``GET`` (a :class:`~reel_core.Replay` whose ``websocket`` is set, or a
 :class:`~reel_core.Forward` whose ``websocket`` is true).  wsproto's
 post-handshake :class:`wsproto.connection.Connection` frames and unframes:
@@ -10,18 +12,17 @@ Every decision is :mod:`reel_core._websocket`'s; this module only moves
 whole messages between wsproto and it.  No socket, no clock: the binding
 feeds bytes with ``now`` readings and writes what comes back.
 
-The handshake.  The ``101`` goes to the client through h11 (the session's
-``switch_protocols``): ``Upgrade``/``Connection``, a ``Sec-WebSocket-Accept``
-computed from the client's own key (never a recorded one), the subprotocol
-the upstream chose (a replay: the recorded one, else the first the client
-offers), and the recorded or upstream's end-to-end headers.  No extension is
+The handshake is the HTTP adapter's (HTTP/1.1: :meth:`reel_core.Session.upgrade`
+writes the ``101``, a ``Sec-WebSocket-Accept`` computed from the client's
+own key); its :class:`~reel_core.Upgrade` holds the answer's bytes, which
+:meth:`WebSocketSession.start` hands out first, and the bytes the client
+sent after its ``GET``, the first WebSocket bytes.  No extension is
 negotiated with either side (the upstream request drops
-``Sec-WebSocket-Extensions``), so messages cross as they are.  The bytes
-the client sent after its ``GET`` are the first WebSocket bytes.
+``Sec-WebSocket-Extensions``), so messages cross as they are.
 
 Replay, for a binding::
 
-    ws = WebSocketSession.replay(session, decision, timing=timing)
+    ws = WebSocketSession.replay(engine, session.upgrade(decision.request), decision)
     write(ws.start(now).to_client)  # the 101 (and answers to early pings)
     # reader: out = ws.receive_client(data, now); write(out.to_client)
     # writer: step = ws.next_step() until WebSocketSignal.DONE; on NEED_CLIENT
@@ -33,8 +34,11 @@ Record (and live), for a binding::
     handshake = UpstreamHandshake(decision.request, host, decision.url)
     send_upstream(handshake.data)
     answer = handshake.receive_data(upstream_bytes)   # until not None
-    if answer.status != 101: feed it to the session as any response
-    ws = WebSocketSession.relay(session, answer, now=now, sent_at=sent_at)
+    if answer.status != 101: feed it to the engine as any response
+    engine.upstream_head(101, answer.headers, now=now, sent_at=sent_at)
+    engine.upstream_end(now=now)           # the 101 is the upgrade's answer
+    upgrade = session.upgrade(decision.request)
+    ws = WebSocketSession.relay(engine, upgrade, decision, answer, now=now)
     out = ws.start(now)                    # to_client: the 101, ...
     # as bytes come: out = ws.receive_client(data, now) / ws.receive_upstream(data, now)
     # (b"" for a connection that ended); write out.to_client / out.to_upstream;
@@ -56,12 +60,11 @@ from wsproto.events import (
     TextMessage,
 )
 from wsproto.utilities import LocalProtocolError as WSLocalProtocolError
-from wsproto.utilities import generate_accept_token
 
+from ._engine import Engine
 from ._errors import LocalProtocolError, RemoteProtocolError
-from ._events import Forward, Recorded, Replay, ResponseHead
-from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
-from ._session import Session
+from ._events import Forward, Recorded, Replay, Upgrade
+from ._http import HOP_BY_HOP, Headers, Request
 from ._timing import Timing
 from ._websocket import (
     WebSocketMiss,
@@ -76,15 +79,6 @@ __all__ = ["UpstreamAnswer", "UpstreamHandshake", "WebSocketOutput", "WebSocketS
 _Msg = TextMessage | BytesMessage
 #: Close codes that are never sent on the wire (RFC 6455, 7.4.1): stored as none.
 _NOT_SENT = frozenset({1005, 1006, 1015})
-#: Handshake headers of one hop: the adapter writes its own.
-_HANDSHAKE = frozenset(
-    {
-        b"sec-websocket-accept",
-        b"sec-websocket-extensions",
-        b"sec-websocket-protocol",
-        b"content-length",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -217,26 +211,6 @@ class _Peer:
         self.out.append(self.conn.send(event.response()))
 
 
-def _answer_headers(
-    request: Request, recorded: Headers, protocol: bytes | None
-) -> list[tuple[bytes, bytes]]:
-    key = request.header("sec-websocket-key")
-    if key is None:
-        raise RemoteProtocolError("a WebSocket upgrade needs a Sec-WebSocket-Key header", 400)
-    headers = [
-        (b"upgrade", b"websocket"),
-        (b"connection", b"Upgrade"),
-        (b"sec-websocket-accept", generate_accept_token(key)),
-    ]
-    offered = request.header("sec-websocket-protocol")
-    if protocol is None and offered:
-        protocol = offered.split(b",")[0].strip()
-    if protocol:
-        headers.append((b"sec-websocket-protocol", protocol))
-    headers += [(k, v) for k, v in recorded if k not in HOP_BY_HOP and k not in _HANDSHAKE]
-    return headers
-
-
 class WebSocketSession:
     """One upgraded client connection: a replay (:meth:`replay`) or a relay
     to the upstream, recorded or not (:meth:`relay`).  See the module
@@ -244,21 +218,20 @@ class WebSocketSession:
 
     def __init__(
         self,
-        session: Session,
-        request: Request,
-        head: Headers,
+        engine: Engine,
+        upgrade: Upgrade,
         *,
         replay: WebSocketReplay | None = None,
         upstream: bytes | None = None,
+        recorder: WebSocketRecorder | None = None,
     ) -> None:
-        self.session = session
-        self.request = request
-        self._head = head
+        self.engine = engine
+        self._upgrade = upgrade
         self._replay = replay
         self._upstream_trailing = upstream
         self._client: _Peer | None = None
         self._upstream: _Peer | None = None
-        self._recorder: WebSocketRecorder | None = None
+        self._recorder = recorder
         self._ended = False
         self._closing: tuple[int | None, str] | None = None
 
@@ -266,13 +239,11 @@ class WebSocketSession:
 
     @classmethod
     def replay(
-        cls, session: Session, decision: Replay, *, timing: Timing | None = None
+        cls, engine: Engine, upgrade: Upgrade, decision: Replay, *, timing: Timing | None = None
     ) -> WebSocketSession:
         """Take over after a :class:`Replay` whose ``websocket`` is set."""
         if decision.websocket is None:
             raise LocalProtocolError("this replay is not a WebSocket session's")
-        head = _take_head(session)
-        engine = session.engine
         script = WebSocketReplay(
             decision.websocket,
             timing=timing if timing is not None else engine.config.timing,
@@ -281,41 +252,35 @@ class WebSocketSession:
             interaction_id=decision.interaction_id,
             lease=decision.lease,
         )
-        return cls(session, decision.request, head, replay=script)
+        return cls(engine, upgrade, replay=script)
 
     @classmethod
     def relay(
         cls,
-        session: Session,
+        engine: Engine,
+        upgrade: Upgrade,
         decision: Forward,
         answer: UpstreamAnswer,
         *,
         now: float,
-        sent_at: float | None = None,
-        timestamp: float | None = None,
     ) -> WebSocketSession:
         """Take over after a :class:`Forward` whose ``websocket`` is true,
-        once the upstream answered 101 (``answer``) at ``now``."""
+        once the upstream answered 101 (``answer``) at ``now``, which the
+        engine was fed (its head and end) before the HTTP adapter made the
+        ``upgrade`` of it."""
         if answer.status != 101:
             raise LocalProtocolError("relay() takes the upstream's 101: feed any other answer")
-        engine = session.engine
-        redactor = engine.redactor  # the upgrade's: its credential values too
-        engine.upstream_head(101, answer.headers, now=now, sent_at=sent_at, timestamp=timestamp)
-        engine.upstream_end(now=now)
-        head = _take_head(session)
-        ws = cls(session, decision.request, head, upstream=answer.data)
-        if decision.record:
-            ws._recorder = WebSocketRecorder(decision.request, redactor, opened=now)
-        return ws
+        recorder = None
+        if decision.record:  # the upgrade's redactor: its credential values too
+            recorder = WebSocketRecorder(decision.request, engine.redactor, opened=now)
+        return cls(engine, upgrade, upstream=answer.data, recorder=recorder)
 
     # -- the connection ---------------------------------------------------------------
 
     def start(self, now: float) -> WebSocketOutput:
-        """The 101 goes to the client at ``now``: its bytes, and what the
-        bytes already read from either side call for."""
-        protocol = dict(self._head).get(b"sec-websocket-protocol")
-        headers = _answer_headers(self.request, self._head, protocol)
-        head, trailing = self.session.switch_protocols(tuple(headers))
+        """The upgrade's answer goes to the client at ``now``: its bytes, and
+        what the bytes already read from either side call for."""
+        head, trailing = self._upgrade.head, self._upgrade.trailing
         self._client = _Peer(ConnectionType.SERVER)
         if self._replay is not None:
             self._replay.open(now)
@@ -450,18 +415,6 @@ class WebSocketSession:
         if self._recorder is None:
             return None
         recorder, self._recorder = self._recorder, None
-        pending = self.session.engine.take_recording()
-        assert pending is not None  # relay() fed the 101 and its end
+        pending = self.engine.take_recording()
+        assert pending is not None  # the binding fed the 101 and its end
         return pending.amend(lambda upgrade: recorder.finish(upgrade, now=now)).record()
-
-
-def _take_head(session: Session) -> Headers:
-    """Pull the decision's remaining events (the 101 head and its end)
-    out of the engine: the head's headers."""
-    headers: Headers = ()
-    while True:
-        event = session.engine.next_event()
-        if isinstance(event, ResponseHead):
-            headers = normalize_headers(event.headers)
-        else:  # its end (or, past it, a signal)
-            return headers

@@ -37,7 +37,6 @@ from ._codec import (
 from ._config import RECORD_GRACE, check_upstream
 from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
 from ._duration import parse_duration
-from ._events import UiRequest
 from ._exchange import record_exchange
 from ._freeze import FREEZABLE, check_features, format_instant, uuid_ints
 from ._headers import keep_response_header
@@ -95,7 +94,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
     )
     from ._run import LineTime, line_times
     from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
-    from ._ui import UI_PREFIX, UiConfig, UiResource
+    from ._ui import UI_PREFIX, UiConfig, UiRefusal, UiResource, ui_request
     from ._usage import Usage, extract_usage
     from ._websocket import (
         CLOSE_MISMATCH,
@@ -157,7 +156,7 @@ __all__ = [
     "TimingMode",
     "TooDeep",
     "UiConfig",
-    "UiRequest",
+    "UiRefusal",
     "UiResource",
     "UpstreamAnswer",
     "UpstreamHandshake",
@@ -232,6 +231,7 @@ __all__ = [
     "staleness",
     "start_of",
     "superseded",
+    "ui_request",
     "unregister_provider",
     "uuid_ints",
     "websocket_usage",
@@ -269,7 +269,7 @@ _ROOMS = {
         "report_json",
     ),
     "_shape": ("Drift", "Shape", "drift_of", "response_shape", "shape_changes"),
-    "_ui": ("UI_PREFIX", "UiConfig", "UiResource"),
+    "_ui": ("UI_PREFIX", "UiConfig", "UiRefusal", "UiResource", "ui_request"),
     "_usage": ("Usage", "extract_usage"),
     "_websocket": (
         "CLOSE_MISMATCH",

@@ -19,7 +19,7 @@ import h11
 import pytest
 
 from reel_bindings.proxy import Proxy
-from reel_bindings.proxy._server import WRITE_SIZE
+from reel_bindings.proxy._http11 import WRITE_SIZE
 from reel_core import (
     Cassette,
     Config,

@@ -422,6 +422,6 @@ class _GoneClient:
 async def test_lingering_after_an_error_answer_survives_a_client_already_gone(
     error: BaseException,
 ) -> None:
-    from reel_bindings.proxy._server import _linger
+    from reel_bindings.proxy._http11 import _linger
 
     await _linger(_GoneClient(error), 1.0)  # type: ignore[arg-type]

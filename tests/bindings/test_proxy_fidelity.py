@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reel_bindings.proxy import _server as proxy_server
+from reel_bindings.proxy import _http11 as proxy_server
 from reel_core import Mode
 from tests.fakes.upstream import Reply, serve_fake
 

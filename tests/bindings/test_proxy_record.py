@@ -15,7 +15,7 @@ import anyio
 import httpx
 import pytest
 
-from reel_bindings.proxy import Proxy, _server, running
+from reel_bindings.proxy import Proxy, _http11, running
 from reel_core import Mode, PendingRecording, Recorded
 from reel_core._record import Recorder
 from tests.fakes.upstream import respond, serve_fake
@@ -129,7 +129,7 @@ async def test_record_mode_builds_a_recording_once_the_next_request_went_upstrea
     it is built once that request was written upstream, in order with the
     recordings of other connections, and a connection's recordings are on
     disk when it closes."""
-    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)  # no quiet client here
+    monkeypatch.setattr(_http11, "SETTLE_AFTER", 60.0)  # no quiet client here
     cassette = tmp_path / "c.jsonl"
     async with (
         serve_fake() as fake,
@@ -160,7 +160,7 @@ async def test_an_answer_does_not_wait_for_the_recording_built_meanwhile(
     build of "a" takes as many steps as it takes for "b" to be answered
     (10 s at most): built at once, it would hold the proxy, and "b"'s
     client, for all of them."""
-    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)  # not built at quiet time
+    monkeypatch.setattr(_http11, "SETTLE_AFTER", 60.0)  # not built at quiet time
     answered: list[str] = []
     building: list[PendingRecording] = []
     finished_after: list[list[str]] = []
@@ -211,7 +211,7 @@ async def test_record_mode_writes_a_quiet_clients_recording_soon(tmp_path: Path)
 async def test_stopping_the_proxy_writes_the_recordings_waiting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)
+    monkeypatch.setattr(_http11, "SETTLE_AFTER", 60.0)
     cassette = tmp_path / "c.jsonl"
     async with (
         serve_fake() as fake,
@@ -227,7 +227,7 @@ async def test_stopping_the_proxy_writes_the_recordings_waiting(
 async def test_record_mode_records_an_upstream_cut_whole_when_the_connection_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)
+    monkeypatch.setattr(_http11, "SETTLE_AFTER", 60.0)
     cassette = tmp_path / "c.jsonl"
     async with (
         serve_fake() as fake,
@@ -252,7 +252,7 @@ async def test_auto_mode_writes_a_recording_before_reading_on(
     proxy asked for the same request then, on another connection, serves
     it.  (The client can have the answer's last byte a moment before the
     proxy's task resumes to append the line: the wait allows that moment.)"""
-    monkeypatch.setattr(_server, "SETTLE_AFTER", 60.0)
+    monkeypatch.setattr(_http11, "SETTLE_AFTER", 60.0)
     cassette = tmp_path / "c.jsonl"
     async with (
         serve_fake() as fake,

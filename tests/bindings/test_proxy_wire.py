@@ -140,7 +140,7 @@ def oracle(cassette: Path, timing: str, requests: list[bytes]) -> bytes:
 
 
 def state(session: Session) -> State:
-    return session.state
+    return session.engine.state
 
 
 @pytest.fixture

@@ -51,7 +51,12 @@ def pull(session: Session | Engine) -> tuple[list[Event], Signal]:
 
 def state(session: Session | Engine) -> State:
     """The session's state, read afresh (no narrowing from earlier asserts)."""
-    return session.state
+    return session.engine.state if isinstance(session, Session) else session.state
+
+
+def finished(session: Session) -> bool:
+    """Whether the session's exchange is over, read afresh."""
+    return session.finished
 
 
 def random_split(data: bytes, rng: random.Random, pieces: int) -> list[bytes]:

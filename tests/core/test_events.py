@@ -17,9 +17,9 @@ from reel_core import (
     Refused,
     Replay,
     ResponseHead,
+    Routed,
     Signal,
 )
-from reel_core.tools import UiRequest
 
 from ._helpers import request
 
@@ -31,7 +31,7 @@ def test_event_union_lists_every_event() -> None:
         Forward,
         Miss,
         Refused,
-        UiRequest,
+        Routed,
         ResponseHead,
         Frame,
         EndOfResponse,

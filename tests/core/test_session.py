@@ -49,6 +49,7 @@ from ._helpers import (
     BINDING_HINTS,
     cassette_of,
     client_bytes,
+    finished,
     interaction,
     parse_response,
     pull,
@@ -706,7 +707,7 @@ def test_upstream_error_must_be_an_upstream_error() -> None:
 def test_upstream_calls_out_of_turn_break_the_session() -> None:
     session = Session(Cassette())
     with pytest.raises(LocalProtocolError, match="UPSTREAM_HEAD is not allowed in state IDLE"):
-        session.upstream_head(200, [], now=0.0)
+        session.engine.upstream_head(200, [], now=0.0)
     assert state(session) is State.ERROR
     with pytest.raises(LocalProtocolError, match="the session failed earlier"):
         session.next_event()
@@ -747,7 +748,9 @@ def test_bytes_go_to_the_session_and_parsed_requests_to_the_engine() -> None:
     session.receive_data(b"GET /v1/models HTTP/1.1\r\nhost: api.openai.com\r\n\r\n")
     assert isinstance(session.next_event(), Replay)
     assert session.engine.state is State.SERVING
-    assert session.state is State.SERVING
+    # the engine's own calls are not handed through: a binding calls the engine
+    for name in ("state", "cassette", "redactor", "upstream_head", "forward_key", "record"):
+        assert not hasattr(session, name), name
 
 
 def test_bytes_after_eof_break_the_session() -> None:
@@ -817,13 +820,13 @@ def test_match_and_redaction_settings_come_from_the_cassette() -> None:
         extra={"redact": {"pii": False, "fields": ["session"]}},
     )
     session = Session(Cassette("c", meta))
-    assert session.match == meta.match
-    assert session.redactor == Redactor(pii=False, fields=("session",))
+    assert session.engine.match == meta.match
+    assert session.engine.redactor == Redactor(pii=False, fields=("session",))
     overridden = Session(Cassette("c", meta), Config(match=MatchConfig(), redactor=Redactor()))
-    assert overridden.match == MatchConfig()
-    assert overridden.redactor == Redactor()
+    assert overridden.engine.match == MatchConfig()
+    assert overridden.engine.redactor == Redactor()
     odd = Session(Cassette("c", CassetteMeta(extra={"redact": "yes"})))
-    assert odd.redactor == Redactor()
+    assert odd.engine.redactor == Redactor()
 
 
 def test_ignored_fields_from_the_cassette_match() -> None:
@@ -1039,14 +1042,14 @@ def test_wire_forward_passes_the_upstream_through() -> None:
     session.receive_data(client_bytes())
     forward = session.next_event()
     assert isinstance(forward, Forward)
-    session.upstream_head(299, [(b"content-type", b"text/plain")], now=0.0)
-    session.upstream_data(b"hello", now=0.1)
-    session.upstream_end(now=0.2)
+    session.engine.upstream_head(299, [(b"content-type", b"text/plain")], now=0.0)
+    session.engine.upstream_data(b"hello", now=0.1)
+    session.engine.upstream_end(now=0.2)
     events, _ = pull(session)
     out = b"".join(
         session.send(e) for e in events if isinstance(e, (ResponseHead, Frame, EndOfResponse))
     )
-    recorded = session.record()
+    recorded = session.engine.record()
     assert isinstance(recorded, Recorded)
     with pytest.raises(LocalProtocolError, match="Recorded is not sent to the client"):
         session.send(recorded)  # type: ignore[arg-type]
@@ -1301,23 +1304,26 @@ def test_a_client_that_left_is_a_recorded_cut_of_its_own_kind() -> None:
 
 
 def test_the_http_session_hands_the_engines_forward_through() -> None:
-    """A wire binding drives a forward through the Session alone: the key,
-    the cut, the recording and the shared cassette are the engine's."""
+    """A wire binding drives a forward through the Session's bytes and its
+    engine: the key, the cut, the recording and the shared cassette are the
+    engine's, and the session says when the exchange is over."""
     cassette = Cassette()
     session = Session(cassette, Config(mode=Mode.RECORD))
     session.receive_data(client_bytes())
     forward = session.next_event()
     assert isinstance(forward, Forward)
     assert forward.key is None
-    assert session.forward_key() == session.engine.forward_key()
-    session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
-    session.upstream_data(b"data: 1\n\n", now=0.1)
-    session.upstream_error(UpstreamError.RESET, "gone", now=0.2)
+    assert session.engine.forward_key().startswith("sha256:")
+    assert not finished(session)  # the upstream has yet to answer
+    session.engine.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
+    session.engine.upstream_data(b"data: 1\n\n", now=0.1)
+    session.engine.upstream_error(UpstreamError.RESET, "gone", now=0.2)
     events, signal = pull(session)
     assert isinstance(events[-1], Cut)
     assert signal is Signal.PAUSED
-    recorded = session.record()
+    assert finished(session)
+    recorded = session.engine.record()
     assert isinstance(recorded, Recorded)
-    assert recorded.key == session.forward_key()
-    assert session.cassette is cassette
+    assert recorded.key == session.engine.forward_key()
+    assert session.engine.cassette is cassette
     assert len(cassette) == 1

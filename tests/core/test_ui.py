@@ -1,5 +1,6 @@
 """Reel's own viewer on the proxy (``Config.ui``): which requests are for it,
-who may read it, and that such a request is never matched nor recorded."""
+who may read it, and that such a request, routed by the binding through its
+HTTP adapter, never reaches the engine: it is never matched nor recorded."""
 
 from __future__ import annotations
 
@@ -9,24 +10,20 @@ import pytest
 
 from reel_core import (
     Config,
-    EndOfResponse,
     Engine,
     Forward,
-    Frame,
     LocalProtocolError,
     Miss,
     Mode,
-    Refused,
     Request,
-    ResponseHead,
+    Routed,
     Session,
     Signal,
     State,
 )
-from reel_core._ui import UiRefusal, ui_request
-from reel_core.tools import UiConfig, UiRequest, UiResource
+from reel_core.tools import UiConfig, UiRefusal, UiResource, ui_request
 
-from ._helpers import cassette_of, interaction, parse_response, pull, state
+from ._helpers import cassette_of, finished, interaction, parse_response, state
 
 LOCAL = ((b"host", b"127.0.0.1:7878"),)
 
@@ -113,74 +110,98 @@ def test_an_unknown_viewer_path_is_404_and_other_methods_405() -> None:
     assert other.status == 403
 
 
-def _recorded_chat() -> Engine:
-    return Engine(cassette_of(interaction()), Config(mode=Mode.AUTO, ui=UiConfig()))
+UI = UiConfig()
 
 
-def test_the_engine_hands_a_viewer_request_to_the_binding_and_records_nothing() -> None:
-    engine = _recorded_chat()
-    before = len(engine.cassette)
-    engine.receive_request(get("/_reel/version?x=1"))
-    events, signal = pull(engine)
-    assert events == [UiRequest(get("/_reel/version?x=1"), UiResource.VERSION)]
-    assert signal is Signal.PAUSED
-    assert state(engine) is State.AWAIT_PAGE
+def viewer(request: Request) -> bool:
+    """The proxy's route: whether a request is for its viewer."""
+    return ui_request(request, UI) is not None
+
+
+def _recorded_chat() -> Session:
+    return Session(cassette_of(interaction()), Config(mode=Mode.AUTO, ui=UI), route=viewer)
+
+
+def _answer(data: bytes, method: str = "GET") -> tuple[int, dict[bytes, bytes], bytes]:
+    head, body, ended = parse_response(data, method)
+    assert ended
+    return head.status_code, dict(head.headers), body
+
+
+def test_the_session_hands_a_viewer_request_to_the_binding_and_records_nothing() -> None:
+    session = _recorded_chat()
+    before = len(session.engine.cassette)
+    session.receive_data(b"GET /_reel/version?x=1 HTTP/1.1\r\nHost: 127.0.0.1:7878\r\n\r\n")
+    routed = session.next_event()
+    assert isinstance(routed, Routed)
+    assert ui_request(routed.request, UI) is UiResource.VERSION
+    assert session.next_event() is Signal.PAUSED  # the binding draws the page
+    assert not finished(session)
+    assert state(session) is State.IDLE  # the engine never saw it
     body = json.dumps({"version": "abc"}).encode()
-    engine.ui_answer(body, "application/json")
-    events, signal = pull(engine)
-    head, frame, end = events
-    assert isinstance(head, ResponseHead)
-    assert head.status == 200
-    assert dict(head.headers)[b"content-type"] == b"application/json"
-    assert dict(head.headers)[b"content-length"] == str(len(body)).encode()
-    assert dict(head.headers)[b"cache-control"] == b"no-store"
-    assert frame == Frame(body, 0.0)
-    assert isinstance(end, EndOfResponse)
-    assert state(engine) is State.DONE
-    assert engine.record() is None  # nothing to append
-    assert len(engine.cassette) == before
-    engine.start_next_cycle()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    status, got, sent = _answer(session.respond(200, headers, body))
+    assert (status, got[b"content-type"], sent) == (200, b"application/json", body)
+    assert session.next_event() is Signal.PAUSED
+    assert finished(session)
+    assert session.keep_alive
+    assert session.engine.record() is None  # nothing to append
+    assert len(session.engine.cassette) == before
+    session.start_next_cycle()
     # the next request on the connection is a recording's as usual
-    engine.receive_request(
-        Request("POST", "/v1/chat/completions", LOCAL, b'{"model":"m","messages":[]}')
+    chat = b'{"model":"m","messages":[]}'
+    session.receive_data(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:7878\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(chat), chat)
     )
-    assert pull(engine)[0][0].__class__.__name__ == "Replay"
+    assert session.next_event().__class__.__name__ == "Replay"
 
 
 def test_a_head_request_gets_the_head_only() -> None:
-    engine = _recorded_chat()
-    engine.receive_request(get("/_reel/", method="HEAD"))
-    pull(engine)
-    engine.ui_answer(b"<!doctype html>", "text/html; charset=utf-8")
-    events, _ = pull(engine)
-    assert [type(e) for e in events] == [ResponseHead, EndOfResponse]
-    assert dict(events[0].headers)[b"content-length"] == b"15"  # type: ignore[union-attr]
+    session = _recorded_chat()
+    session.receive_data(b"HEAD /_reel/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert isinstance(session.next_event(), Routed)
+    page = b"<!doctype html>"
+    data = session.respond(200, [(b"content-length", b"15")], page)
+    status, headers, body = _answer(data, "HEAD")
+    assert (status, headers[b"content-length"], body) == (200, b"15", b"")
 
 
 def test_a_refused_viewer_request_is_answered_and_not_forwarded() -> None:
-    engine = _recorded_chat()
-    engine.receive_request(get("/_reel/", host=b"evil.example"))
-    events, _ = pull(engine)
-    refused, head, _body, _end = events
-    assert isinstance(refused, Refused)
-    assert refused.status == 403
-    assert isinstance(head, ResponseHead)
-    assert head.status == 403
-    assert b"reel_ui" in _body.data  # type: ignore[union-attr]
-    assert engine.record() is None
+    session = _recorded_chat()
+    session.receive_data(b"GET /_reel/ HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+    routed = session.next_event()
+    assert isinstance(routed, Routed)
+    refusal = ui_request(routed.request, UI)
+    assert isinstance(refusal, UiRefusal)
+    status, headers, body = _answer(session.refuse(refusal.status, "reel_ui", refusal.message))
+    assert status == 403
+    assert headers[b"content-type"] == b"application/json"
+    assert headers[b"content-length"] == str(len(body)).encode()
+    assert json.loads(body)["error"]["type"] == "reel_ui"
+    assert session.engine.record() is None
+    assert finished(session)
 
 
-def test_the_viewer_is_decided_before_any_cassette_is_chosen() -> None:
+def test_the_viewer_is_routed_before_any_cassette_is_chosen() -> None:
     chosen: list[Request] = []
 
     def select(request: Request) -> object:
         chosen.append(request)
         raise AssertionError("a viewer request chose a cassette")
 
-    engine = Engine(select, Config(ui=UiConfig()))  # type: ignore[arg-type]
-    engine.receive_request(get("/_reel/"))
-    assert isinstance(engine.next_event(), UiRequest)
+    session = Session(select, Config(ui=UI), route=viewer)  # type: ignore[arg-type]
+    session.receive_data(b"GET /_reel/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert isinstance(session.next_event(), Routed)
     assert chosen == []
+
+
+def test_the_engine_knows_no_viewer() -> None:
+    """``Config.ui`` is the proxy's to route by: an engine given it decides
+    a ``/_reel/`` request as any other (a miss in replay mode)."""
+    engine = Engine(cassette_of(interaction()), Config(mode=Mode.REPLAY, ui=UI))
+    engine.receive_request(get("/_reel/"))
+    assert isinstance(engine.next_event(), Miss)
 
 
 def test_without_ui_a_reel_path_is_a_request_like_any_other() -> None:
@@ -198,24 +219,28 @@ def test_without_ui_a_reel_path_is_a_request_like_any_other() -> None:
     assert decision.url == "http://127.0.0.1:9/_reel/version"
 
 
-def test_ui_answer_out_of_turn_is_a_misuse() -> None:
-    engine = _recorded_chat()
-    with pytest.raises(LocalProtocolError, match="PAGE is not allowed in state IDLE"):
-        engine.ui_answer(b"", "text/html")
-    assert state(engine) is State.ERROR
+def test_respond_out_of_turn_is_a_misuse() -> None:
+    session = _recorded_chat()
+    with pytest.raises(LocalProtocolError, match="Routed"):
+        session.respond(200, [], b"")
+    assert state(session) is State.ERROR
+    early = _recorded_chat()
+    early.receive_data(b"GET /_reel/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert isinstance(early.next_event(), Routed)
+    with pytest.raises(LocalProtocolError, match="respond"):
+        early.start_next_cycle()
+    assert state(early) is State.ERROR
 
 
 def test_the_session_serializes_the_page_over_http() -> None:
-    session = Session(cassette_of(interaction()), Config(ui=UiConfig()))
+    session = Session(cassette_of(interaction()), Config(ui=UI), route=viewer)
     session.receive_data(b"GET /_reel/ HTTP/1.1\r\nHost: localhost:7878\r\n\r\n")
     decision = session.next_event()
-    assert isinstance(decision, UiRequest)
-    assert decision.resource is UiResource.PAGE
-    session.ui_answer(b"<p>hi</p>", "text/html; charset=utf-8")
-    wire = b""
-    while not isinstance(event := session.next_event(), Signal):
-        wire += session.send(event)
-    head, body, ended = parse_response(wire, "GET")
+    assert isinstance(decision, Routed)
+    assert ui_request(decision.request, UI) is UiResource.PAGE
+    page = b"<p>hi</p>"
+    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", b"9")]
+    head, body, ended = parse_response(session.respond(200, headers, page), "GET")
     assert head.status_code == 200
     assert (b"content-type", b"text/html; charset=utf-8") in head.headers
     assert (body, ended) == (b"<p>hi</p>", True)

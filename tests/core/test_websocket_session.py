@@ -19,14 +19,39 @@ from wsproto.events import (
     Request as WSRequest,
 )
 
-from reel_core import Cassette, Config, Forward, Mode, Replay, Session, Timing
+from reel_core import Cassette, Config, Forward, Mode, Replay, Session, Timing, Upgrade
 from reel_core.tools import (
     CLOSE_MISMATCH,
+    UpstreamAnswer,
     UpstreamHandshake,
     WebSocketSession,
     WebSocketSignal,
     WebSocketStep,
 )
+
+
+def relayed(
+    session: Session,
+    decision: Forward,
+    answer: UpstreamAnswer,
+    *,
+    now: float,
+    sent_at: float | None = None,
+) -> WebSocketSession:
+    """What a binding does once the upstream answered 101: feed it to the
+    engine, answer the client's upgrade on the HTTP side, and hand the
+    engine and that upgrade to the WebSocket adapter."""
+    engine = session.engine
+    engine.upstream_head(101, answer.headers, now=now, sent_at=sent_at)
+    engine.upstream_end(now=now)
+    upgrade = session.upgrade(decision.request)
+    return WebSocketSession.relay(engine, upgrade, decision, answer, now=now)
+
+
+def replayed(session: Session, decision: Replay, timing: Timing | None = None) -> WebSocketSession:
+    """A replay's upgrade answered on the HTTP side, handed to the adapter."""
+    upgrade = session.upgrade(decision.request)
+    return WebSocketSession.replay(session.engine, upgrade, decision, timing=timing)
 
 
 def frame(text: bytes) -> bytes:
@@ -126,7 +151,7 @@ def record_session() -> tuple[Cassette, bytes]:
     answer = handshake.receive_data(up_bytes)
     assert answer is not None
     assert answer.status == 101
-    ws = WebSocketSession.relay(session, decision, answer, now=10.0, sent_at=9.9)
+    ws = relayed(session, decision, answer, now=10.0, sent_at=9.9)
     out = ws.start(10.0)
     client.feed(out.to_client)
     assert client.texts() == [json.dumps(SERVER_EVENTS[0])]
@@ -195,7 +220,7 @@ def test_record_then_replay_byte_exact() -> None:
     decision = session.next_event()
     assert isinstance(decision, Replay)
     assert decision.websocket is not None
-    ws = WebSocketSession.replay(session, decision, timing=Timing.parse("realtime"))
+    ws = replayed(session, decision, Timing.parse("realtime"))
     out = ws.start(100.0)
     events = client.feed(out.to_client)
     assert isinstance(events[0], AcceptConnection)
@@ -229,7 +254,7 @@ def test_replay_mismatch_sends_the_error_event_and_closes() -> None:
     session.receive_data(client.hello)
     decision = session.next_event()
     assert isinstance(decision, Replay)
-    ws = WebSocketSession.replay(session, decision, timing=Timing.parse("fast"))
+    ws = replayed(session, decision, Timing.parse("fast"))
     client.feed(ws.start(0.0).to_client)
     first = ws.next_step()
     assert isinstance(first, WebSocketStep)
@@ -276,7 +301,7 @@ def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
     handshake = UpstreamHandshake(decision.request, "generativelanguage.googleapis.com")
     answer = handshake.receive_data(upstream.feed(handshake.data))
     assert answer is not None
-    ws = WebSocketSession.relay(session, decision, answer, now=1.0)
+    ws = relayed(session, decision, answer, now=1.0)
     client.feed(ws.start(1.0).to_client)
     setup = {"setup": {"model": "models/gemini-live", "api_key": "secret-in-first-message"}}
     # the key split across the two frames of one message: the message is whole
@@ -319,7 +344,7 @@ def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
     session.receive_data(client.hello)
     decision = session.next_event()
     assert isinstance(decision, Replay)
-    ws = WebSocketSession.replay(session, decision)
+    ws = replayed(session, decision)
     client.feed(ws.start(0.0).to_client)
     assert ws.next_step() is WebSocketSignal.NEED_CLIENT
     # the stored message is redacted: the client sends what was stored
@@ -374,15 +399,16 @@ def test_live_relay_fragments_drops_and_misuse() -> None:
     import pytest
 
     from reel_core import LocalProtocolError, RemoteProtocolError
-    from reel_core.tools import UpstreamAnswer
 
     client, upstream = Client(subprotocols=["realtime", "other"]), Upstream()
     session, decision = forward(client, Mode.LIVE)
     with pytest.raises(LocalProtocolError, match="101"):
-        WebSocketSession.relay(session, decision, UpstreamAnswer(400, ()), now=0.0)
+        WebSocketSession.relay(
+            session.engine, Upgrade(b""), decision, UpstreamAnswer(400, ()), now=0.0
+        )
     handshake = UpstreamHandshake(decision.request, "x")
     upstream.feed(handshake.data)
-    ws = WebSocketSession.relay(session, decision, UpstreamAnswer(101, ()), now=0.0)
+    ws = relayed(session, decision, UpstreamAnswer(101, ()), now=0.0)
     with pytest.raises(LocalProtocolError, match="start"):
         ws.receive_client(b"", 0.0)
     with pytest.raises(LocalProtocolError, match="replay"):
@@ -411,9 +437,8 @@ def test_live_relay_fragments_drops_and_misuse() -> None:
     )
     nokey = keyless.next_event()
     assert isinstance(nokey, Forward)
-    bare = WebSocketSession.relay(keyless, nokey, UpstreamAnswer(101, ()), now=0.0)
     with pytest.raises(RemoteProtocolError, match="Sec-WebSocket-Key"):
-        bare.start(0.0)
+        relayed(keyless, nokey, UpstreamAnswer(101, ()), now=0.0)
 
 
 def _events(peer: Upstream, data: bytes) -> list[object]:
@@ -433,8 +458,10 @@ def test_replay_edges_client_fragments_and_close_races() -> None:
     decision = session.next_event()
     assert isinstance(decision, Replay)
     with pytest.raises(LocalProtocolError, match="not a WebSocket"):
-        WebSocketSession.replay(session, Replay(decision.request, "x", decision.key))
-    ws = WebSocketSession.replay(session, decision)
+        WebSocketSession.replay(
+            session.engine, Upgrade(b""), Replay(decision.request, "x", decision.key)
+        )
+    ws = replayed(session, decision)
     client.feed(ws.start(0.0).to_client)
     with pytest.raises(LocalProtocolError, match="no upstream"):
         ws.receive_upstream(b"", 0.0)

@@ -33,10 +33,10 @@ def upstream_reply(session: Session) -> None:
         (b"content-type", b"application/json"),
         (b"content-length", str(len(UPSTREAM_BODY)).encode()),
     ]
-    session.upstream_head(200, headers, now=1.0, sent_at=0.5, timestamp=1_700_000_000.0)
+    session.engine.upstream_head(200, headers, now=1.0, sent_at=0.5, timestamp=1_700_000_000.0)
     if not head_only:
-        session.upstream_data(UPSTREAM_BODY, now=1.01)
-    session.upstream_end(now=1.02)
+        session.engine.upstream_data(UPSTREAM_BODY, now=1.01)
+    session.engine.upstream_end(now=1.02)
 
 
 def pump(session: Session, decisions: list[Decision]) -> Signal:
@@ -47,11 +47,11 @@ def pump(session: Session, decisions: list[Decision]) -> Signal:
         event: Event | Signal = session.next_event()
         if isinstance(event, Signal):
             if event is Signal.PAUSED:
-                if session.state is State.AWAIT_UPSTREAM:
+                if session.engine.state is State.AWAIT_UPSTREAM:
                     upstream_reply(session)
                     continue
-                if session.state is State.DONE:
-                    session.record()  # the line is not looked at here
+                if session.engine.state is State.DONE:
+                    session.engine.record()  # the line is not looked at here
                     if session.keep_alive:
                         session.start_next_cycle()
                         continue

@@ -137,7 +137,7 @@ def _cut(data: bytes, points: list[int]) -> list[bytes]:
 
 
 def _respond(
-    engine: Engine | Session, headers: Headers, chunks: list[bytes]
+    engine: Engine, headers: Headers, chunks: list[bytes]
 ) -> list[ResponseHead | Frame | EndOfResponse | Cut]:
     engine.upstream_head(200, headers, now=1.0, sent_at=0.9, timestamp=1_700_000_000.0)
     for i, chunk in enumerate(chunks):
@@ -160,9 +160,9 @@ def _proxy_line(
         head += name + b": " + value + b"\r\n"
     session.receive_data(head + b"\r\n" + body)
     assert isinstance(session.next_event(), Forward)
-    for event in _respond(session, answer, chunks):
+    for event in _respond(session.engine, answer, chunks):
         session.send(event)
-    recorded = session.record()
+    recorded = session.engine.record()
     assert recorded is not None
     return recorded.line
 
@@ -207,7 +207,11 @@ def _websocket_line(source: str, secret: str, landing: str, echo: str, cut: int)
         upstream.send(AcceptConnection(extra_headers=[(b"x-request-id", request_id)]))
     )
     assert answer is not None
-    ws = WebSocketSession.relay(session, decision, answer, now=10.0, sent_at=9.9)
+    engine = session.engine
+    engine.upstream_head(101, answer.headers, now=10.0, sent_at=9.9)
+    engine.upstream_end(now=10.0)
+    upgrade = session.upgrade(decision.request)
+    ws = WebSocketSession.relay(engine, upgrade, decision, answer, now=10.0)
     client.receive_data(ws.start(10.0).to_client)
     out = ws.receive_client(client.send(TextMessage(json.dumps(first))), 10.1)
     upstream.receive_data(out.to_upstream)

@@ -43,7 +43,7 @@ def drive(session: Session, chunks: list[bytes], eof: bool) -> None:
         error = exc
     if error is not None:
         assert 400 <= error.status <= 599
-        assert session.state is State.ERROR
+        assert session.engine.state is State.ERROR
         answer = session.error_response(error)  # the client can always be told
         assert answer == b"" or answer.startswith(b"HTTP/1.1 " + str(error.status).encode())
 

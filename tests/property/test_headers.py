@@ -88,16 +88,16 @@ def _record(headers: list[tuple[str, str]], body: bytes) -> bytes:
     cassette = Cassette("h.jsonl", CassetteMeta())
     session = Session(cassette, Config(mode=Mode.RECORD))
     session.receive_data(client_bytes("GET", "/doc", body=b""))
-    while session.state is not State.DONE:
+    while session.engine.state is not State.DONE:
         event = session.next_event()
-        if isinstance(event, Signal) and session.state is State.AWAIT_UPSTREAM:
+        if isinstance(event, Signal) and session.engine.state is State.AWAIT_UPSTREAM:
             wire = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]
-            session.upstream_head(200, wire, now=1.0)
-            session.upstream_data(body, now=1.1)
-            session.upstream_end(now=1.2)
+            session.engine.upstream_head(200, wire, now=1.0)
+            session.engine.upstream_data(body, now=1.1)
+            session.engine.upstream_end(now=1.2)
         elif isinstance(event, (ResponseHead, Frame, EndOfResponse)):
             session.send(event)
-    recorded = session.record()
+    recorded = session.engine.record()
     assert recorded is not None
     return CassetteMeta().to_line() + recorded.line
 

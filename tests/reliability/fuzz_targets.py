@@ -61,14 +61,14 @@ def _answer(session: Session, forwarded: int) -> None:
     request = session.engine._request
     head_only = request is not None and request.method == "HEAD"
     if forwarded % 2:
-        session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=1.0)
+        session.engine.upstream_head(200, [(b"content-type", b"text/event-stream")], now=1.0)
         for n, frame in enumerate(() if head_only else _SSE):
-            session.upstream_data(frame, now=1.0 + n / 100)
+            session.engine.upstream_data(frame, now=1.0 + n / 100)
     else:
-        session.upstream_head(200, [(b"content-type", b"application/json")], now=1.0)
+        session.engine.upstream_head(200, [(b"content-type", b"application/json")], now=1.0)
         if not head_only:
-            session.upstream_data(_BODY, now=1.01)
-    session.upstream_end(now=1.1)
+            session.engine.upstream_data(_BODY, now=1.01)
+    session.engine.upstream_end(now=1.1)
 
 
 def _pump(session: Session, forwards: list[Request], lines: list[bytes]) -> None:
@@ -76,11 +76,11 @@ def _pump(session: Session, forwards: list[Request], lines: list[bytes]) -> None
         event = session.next_event()
         if isinstance(event, Signal):
             if event is Signal.PAUSED:
-                if session.state is State.AWAIT_UPSTREAM:
+                if session.engine.state is State.AWAIT_UPSTREAM:
                     _answer(session, len(forwards))
                     continue
-                if session.state is State.DONE:
-                    recorded = session.record()
+                if session.engine.state is State.DONE:
+                    recorded = session.engine.record()
                     if recorded is not None:
                         lines.append(recorded.line)
                     if session.keep_alive:
@@ -109,7 +109,7 @@ def client_bytes(data: bytes) -> None:
             break
     if error is not None:
         assert 400 <= error.status <= 599, error.status
-        assert session.state is State.ERROR
+        assert session.engine.state is State.ERROR
         answer = session.error_response(error)
         assert answer == b"" or answer.startswith(f"HTTP/1.1 {error.status} ".encode())
     assert len(lines) == len(forwards)

@@ -8,6 +8,7 @@ one, then run the script.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from typing import Literal, cast, overload
 
 import anyio
 
@@ -20,6 +21,7 @@ from .._relay import (
     Failure,
     Feed,
     GraceOver,
+    ReadingFeed,
     anext_before,
     cancelled,
     failed,
@@ -28,6 +30,28 @@ from .._relay import (
 )
 
 __all__ = ["arelay"]
+
+
+@overload
+def arelay(
+    body: AsyncIterable[bytes],
+    feed: ReadingFeed,
+    failure: Failure,
+    close: AsyncCloser | None = None,
+    *,
+    read_on: Literal[True] = True,
+) -> AsyncGenerator[bytes, None]: ...
+
+
+@overload
+def arelay(
+    body: AsyncIterable[bytes],
+    feed: Feed,
+    failure: Failure,
+    close: AsyncCloser | None = None,
+    *,
+    read_on: Literal[False],
+) -> AsyncGenerator[bytes, None]: ...
 
 
 async def arelay(
@@ -40,8 +64,9 @@ async def arelay(
 ) -> AsyncGenerator[bytes, None]:
     """Relay the upstream's ``body``; ``close`` closes the upstream
     response.  ``read_on``: when the client closes the relay early, the
-    recording reads on for the core's grace (see ``_relay.py``); ``False``
-    when the caller does that itself (the proxy)."""
+    recording reads on for the core's grace (see ``_relay.py``), and
+    ``feed`` says how long (a :class:`ReadingFeed`); ``False`` when the
+    caller does that itself (the proxy), and any :class:`Feed` will do."""
     # Iterated from here, not before: a body iterator made before the relay
     # is finalized before it when both are garbage, and would look ended.
     chunks = aiter(body)
@@ -62,14 +87,14 @@ async def arelay(
                 # the cancellation ended is recorded as the client saw it).
                 if read_on:
                     with shielded():
-                        await _read_on(chunks, feed, failure)
+                        await _read_on(chunks, cast(ReadingFeed, feed), failure)
                 raise
             feed.data(chunk)
             try:
                 yield chunk
             except GeneratorExit:
                 if read_on:
-                    await _read_on(chunks, feed, failure)
+                    await _read_on(chunks, cast(ReadingFeed, feed), failure)
                 return
         feed.end()
     finally:
@@ -80,7 +105,7 @@ async def arelay(
             await close()
 
 
-async def _read_on(chunks: AsyncIterator[bytes], feed: Feed, failure: Failure) -> None:
+async def _read_on(chunks: AsyncIterator[bytes], feed: ReadingFeed, failure: Failure) -> None:
     """The client closed the response before its end: read on for the
     core's grace, feeding what comes (see ``_relay.py``)."""
     grace = feed.left(CLIENT_CLOSED)

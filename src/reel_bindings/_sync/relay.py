@@ -10,6 +10,7 @@ one, then run the script.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Iterator
+from typing import Literal, cast, overload
 
 import time
 
@@ -22,6 +23,7 @@ from .._relay import (
     Failure,
     Feed,
     GraceOver,
+    ReadingFeed,
     next_before,
     sync_cancelled,
     failed,
@@ -30,6 +32,28 @@ from .._relay import (
 )
 
 __all__ = ["relay"]
+
+
+@overload
+def relay(
+    body: Iterable[bytes],
+    feed: ReadingFeed,
+    failure: Failure,
+    close: SyncCloser | None = None,
+    *,
+    read_on: Literal[True] = True,
+) -> Generator[bytes, None]: ...
+
+
+@overload
+def relay(
+    body: Iterable[bytes],
+    feed: Feed,
+    failure: Failure,
+    close: SyncCloser | None = None,
+    *,
+    read_on: Literal[False],
+) -> Generator[bytes, None]: ...
 
 
 def relay(
@@ -42,8 +66,9 @@ def relay(
 ) -> Generator[bytes, None]:
     """Relay the upstream's ``body``; ``close`` closes the upstream
     response.  ``read_on``: when the client closes the relay early, the
-    recording reads on for the core's grace (see ``_relay.py``); ``False``
-    when the caller does that itself (the proxy)."""
+    recording reads on for the core's grace (see ``_relay.py``), and
+    ``feed`` says how long (a :class:`ReadingFeed`); ``False`` when the
+    caller does that itself (the proxy), and any :class:`Feed` will do."""
     # Iterated from here, not before: a body iterator made before the relay
     # is finalized before it when both are garbage, and would look ended.
     chunks = iter(body)
@@ -64,14 +89,14 @@ def relay(
                 # the cancellation ended is recorded as the client saw it).
                 if read_on:
                     with sync_shielded():
-                        _read_on(chunks, feed, failure)
+                        _read_on(chunks, cast(ReadingFeed, feed), failure)
                 raise
             feed.data(chunk)
             try:
                 yield chunk
             except GeneratorExit:
                 if read_on:
-                    _read_on(chunks, feed, failure)
+                    _read_on(chunks, cast(ReadingFeed, feed), failure)
                 return
         feed.end()
     finally:
@@ -82,7 +107,7 @@ def relay(
             close()
 
 
-def _read_on(chunks: Iterator[bytes], feed: Feed, failure: Failure) -> None:
+def _read_on(chunks: Iterator[bytes], feed: ReadingFeed, failure: Failure) -> None:
     """The client closed the response before its end: read on for the
     core's grace, feeding what comes (see ``_relay.py``)."""
     grace = feed.left(CLIENT_CLOSED)

@@ -1,27 +1,28 @@
-"""The proxy: an HTTP/1.1 server on h11 (inside reel_core) over anyio.
+"""The proxy's listener: the cassettes, the timer, and the connections.
 
-It holds no decisions: each connection is a :class:`reel_core.Session` fed
-the bytes the client sends; the proxy sleeps until each replayed frame's
-deadline, forwards upstream when the session says so, writes what the
-session serializes, and appends the lines it hands out.
+A :class:`Proxy` holds what its connections share: the cassettes (a file,
+a directory, a store), the recording queue (``_recordings.py``), the one
+timer that closes the connections whose client keeps them waiting, the
+viewer (``--ui``), and what the run report collects.  It holds no
+decisions and moves no bytes: each connection it is handed
+(:meth:`Proxy.handle`) is an :class:`~._http11.HTTP11Connection`, the pump
+around a :class:`reel_core.Session`, which asks the proxy only what its
+``Listener`` protocol names and hands a WebSocket session only the
+:class:`~._context.Context`.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import math
 import time
 from collections.abc import Callable, Iterator
-from contextlib import aclosing, contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
-import attrs
 
 from reel_core import (
     Abort,
@@ -29,44 +30,34 @@ from reel_core import (
     CassetteError,
     CassetteMeta,
     Config,
-    Continue,
-    Cut,
-    EndOfResponse,
-    Event,
-    Forward,
-    Frame,
+    Engine,
     Miss,
     MissReport,
     Mode,
     Recorded,
-    Refused,
     RemoteProtocolError,
-    Replay,
     Request,
-    ResponseHead,
+    Routed,
     Session,
-    Signal,
     State,
-    UpstreamError,
-    replay_schedule,
 )
 from reel_core.tools import (
-    UiRequest,
+    UiRefusal,
     UiResource,
     WebSocketMiss,
     WebSocketSession,
     safe_cassette_name,
+    ui_request,
 )
 
-from .._async.relay import arelay
-from .._clock import sleep_until
 from .._files import CassetteFile, CassetteNotFoundError
 from .._freshness import Freshness
 from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
+from ._context import Context, Exchange
+from ._http11 import HTTP11Connection, Page
 from ._recordings import Place, RecordingQueue
-from ._websocket import relay_websocket, replay_websocket
 
 if TYPE_CHECKING:
     from ..view._live import LivePage
@@ -80,48 +71,10 @@ T = TypeVar("T")
 #: The request header naming the cassette (with ``--cassette-dir``).
 CASSETTE_HEADER = "x-reel-cassette"
 
-#: In record mode, how long a client may stay quiet after an answer before
-#: the recordings waiting are built anyway (seconds; see ``Proxy.settle``).
-SETTLE_AFTER = 0.01
-
 #: The longest and shortest wait between two looks of the proxy's timer at
 #: its connections' deadlines (seconds; see ``Proxy.tick``).
 TICK_MAX = 1.0
 TICK_MIN = 0.001
-
-
-@attrs.define(eq=False)
-class _Exchange:
-    """Per-request bookkeeping for the log line."""
-
-    method: str = ""
-    target: str = ""
-    outcome: str = ""
-    key: str = ""
-    #: A forward's key is computed late (``Session.forward_key``), when logged.
-    forwarded: bool = False
-    status: int = 0
-    #: When the request was decided, on ``time.monotonic`` (for the log).
-    started: float = 0.0
-    #: When the first byte of the request arrived, on ``time.monotonic``
-    #: (0: none yet).
-    first_byte: float = 0.0
-
-
-@attrs.define(eq=False)
-class _Connection:
-    """One client connection: its session, the exchange under way, and the
-    scope that closes it when the client keeps the proxy waiting."""
-
-    session: Session
-    exchange: _Exchange = attrs.Factory(_Exchange)
-    #: Cancelled by the proxy's timer once ``deadline`` passed while the
-    #: connection waits for the client (or by ``Proxy.shutdown_idle``).
-    guard: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
-    #: The client's deadline while a request is awaited, on
-    #: ``time.monotonic`` (a plain number the timer reads: the scope's own
-    #: deadline is never moved, and the event loop's clock is not needed).
-    deadline: float = math.inf
 
 
 class Proxy:
@@ -194,8 +147,8 @@ class Proxy:
         #: Finished forwards whose recordings wait to be built, in the order
         #: they ended (see ``_recordings.py``).
         self._recordings = RecordingQueue(self._append)
-        #: The connections waiting for their client (see :meth:`_receive`).
-        self._waiting: set[_Connection] = set()
+        #: The connections waiting for their client (see :meth:`awaiting`).
+        self._waiting: set[HTTP11Connection] = set()
         #: How long the timer sleeps between two looks at the deadlines: a
         #: tenth of the client timeout, within ``TICK_MIN`` and ``TICK_MAX``
         #: (a deadline is acted on at most that late, never early).
@@ -205,6 +158,16 @@ class Proxy:
         self.closing = False
         #: The viewer's page (``--ui``), made when first asked for.
         self._viewer: LivePage | None = None
+        #: What a connection's exchanges may ask of this proxy.
+        self.context = Context(
+            config=config,
+            upstream=self.upstream,
+            check_store=self._check_store,
+            log=self._log,
+            record_session=self._record_websocket,
+            note_outcome=self._note_outcome,
+            note_session=self._note_session,
+        )
 
     def _open(self, path: Path) -> CassetteFile:
         file = self._files.get(path)
@@ -299,9 +262,20 @@ class Proxy:
             return [self._files[self._default].name]
         return self.store.list()
 
-    async def _ui_answer(self, resource: UiResource) -> tuple[bytes, str]:
-        """The viewer's answer for ``resource``, drawn in a worker thread
-        (a big cassette takes a while): the proxy keeps serving meanwhile."""
+    def _route(self, request: Request) -> bool:
+        """Whether ``request`` is for the proxy itself: its viewer (``--ui``)."""
+        assert self.config.ui is not None
+        return ui_request(request, self.config.ui) is not None
+
+    async def view(self, routed: Routed) -> Page | UiRefusal:
+        """The answer to a request for the viewer: the page or its version
+        (drawn in a worker thread: a big cassette takes a while, and the
+        proxy keeps serving meanwhile), or the refusal saying why not."""
+        assert self.config.ui is not None
+        asked = ui_request(routed.request, self.config.ui)
+        assert asked is not None  # routed by _route
+        if isinstance(asked, UiRefusal):
+            return asked
         if self._viewer is None:
             # imported when first asked for: a proxy without --ui never
             # needs the viewer
@@ -310,22 +284,40 @@ class Proxy:
             self._viewer = LivePage(
                 self.store, self._viewed, title=lambda names: "Reel proxy: " + ", ".join(names)
             )
-        if resource is UiResource.VERSION:
+        if asked is UiResource.VERSION:
             version = await anyio.to_thread.run_sync(self._viewer.version)
-            return json.dumps({"version": version}).encode(), "application/json"
+            body = json.dumps({"version": version}).encode()
+            return 200, _page_headers("application/json", body), body
         _, html = await anyio.to_thread.run_sync(self._viewer.page)
-        return html.encode("utf-8"), "text/html; charset=utf-8"
+        body = html.encode("utf-8")
+        return 200, _page_headers("text/html; charset=utf-8", body), body
+
+    # -- the run report ------------------------------------------------------
 
     def note(self, into: list[T], item: T) -> None:
         """Append to one of the report's lists, if this proxy keeps them."""
         if self.report:
             into.append(item)
 
+    def _note_outcome(self, method: str, path: str, outcome: str) -> None:
+        """What an HTTP exchange got (``Context.note_outcome``)."""
+        self.note(self.outcomes, (method, path, outcome))
+
+    def _note_session(self, path: str, outcome: str, miss: WebSocketMiss | None) -> None:
+        """A WebSocket session ended (``Context.note_session``)."""
+        self.note(self.websocket_outcomes, (path, outcome))
+        if miss is not None:
+            self.note(self.websocket_misses, miss)
+
+    def note_miss(self, miss: Miss) -> None:
+        """A miss was answered (the pytest plugin fails a test on it)."""
+        self.note(self.misses, miss.report)
+
     def shutdown_idle(self) -> None:
         """Close every connection that is between requests."""
         self.closing = True
         for conn in list(self._waiting):
-            if conn.session.state is State.IDLE:
+            if conn.session.engine.state is State.IDLE:
                 conn.guard.cancel()
 
     # -- the timer -----------------------------------------------------------
@@ -356,6 +348,21 @@ class Proxy:
             if conn.deadline <= now:
                 conn.guard.cancel()
 
+    def now(self) -> float:
+        """The proxy's clock, ``time.monotonic``: the connections' deadlines
+        and first bytes, the log's durations."""
+        return time.monotonic()
+
+    @contextmanager
+    def awaiting(self, conn: HTTP11Connection) -> Iterator[None]:
+        """While ``conn`` waits for its client, the timer watches its
+        ``deadline``."""
+        self._waiting.add(conn)
+        try:
+            yield
+        finally:
+            self._waiting.discard(conn)
+
     # -- one connection ------------------------------------------------------
 
     async def handle(self, stream: anyio.abc.ByteStream) -> None:
@@ -381,7 +388,12 @@ class Proxy:
         self.active += 1
         try:
             async with stream:
-                await self._serve(stream)
+                select: Cassette | Callable[[Request], Cassette] = (
+                    self._select if self._default is None else self._files[self._default].cassette
+                )
+                route = self._route if self.config.ui is not None else None
+                session = Session(select, self.config, route=route)
+                await HTTP11Connection(self, stream, session).serve()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
             pass
         except Exception:  # a bug: it costs this connection, never the proxy
@@ -394,393 +406,18 @@ class Proxy:
                 self._timer.cancel()
                 self._timer = None
 
-    async def _serve(self, stream: anyio.abc.ByteStream) -> None:
-        select: Cassette | Callable[[Request], Cassette] = (
-            self._select if self._default is None else self._files[self._default].cassette
-        )
-        conn = _Connection(Session(select, self.config))
-        # One cancel scope for the whole connection, cancelled by the timer
-        # when the client lets its deadline pass (cheaper than a scope per read).
-        with conn.guard:
-            await self._converse(stream, conn)
-        if conn.guard.cancelled_caught:
-            await self._timed_out(stream, conn)
+    # -- recordings ------------------------------------------------------------
 
-    async def _converse(self, stream: anyio.abc.ByteStream, conn: _Connection) -> None:
-        session = conn.session
-        exchange = conn.exchange
-        out = _Pending()  # response bytes due now, not written yet
-        while True:
-            try:
-                event = session.next_event()
-            except RemoteProtocolError as exc:
-                log.warning("bad request from client: %s (answered %d)", exc, exc.status)
-                answer = session.error_response(exc)
-                if answer:
-                    await _send(stream, answer)
-                    await _linger(stream, min(self.client_timeout, 10.0))
-                return
-            if event is Signal.NEED_DATA:
-                if not await self._receive(stream, conn):
-                    return
-                continue
-            if event is Signal.CLOSED:
-                return
-            if isinstance(event, Continue):  # the client waits for it to send the body
-                await _send(stream, session.send(event))
-                continue
-            if event is Signal.PAUSED:
-                if session.state is State.DONE and session.keep_alive and not self.closing:
-                    session.start_next_cycle()
-                    exchange = conn.exchange = _Exchange()
-                    continue
-                return
-            if isinstance(event, UiRequest):  # the viewer, not a recording
-                exchange.method = event.request.method
-                exchange.target = event.request.target
-                exchange.started = time.monotonic()
-                exchange.outcome = "viewer"
-                session.ui_answer(*await self._ui_answer(event.resource))
-                continue
-            if isinstance(event, (Replay, Miss, Forward, Refused)):
-                exchange.method = event.request.method
-                exchange.target = event.request.target  # redacted when logged
-                exchange.started = time.monotonic()
-                outcome = (
-                    "hit"
-                    if isinstance(event, Replay)
-                    else "miss"
-                    if isinstance(event, Miss)
-                    else "refused"
-                    if isinstance(event, Refused)
-                    else "recorded"
-                    if event.record
-                    else "live"
-                )
-                upgraded = (isinstance(event, Replay) and event.websocket is not None) or (
-                    isinstance(event, Forward) and event.websocket
-                )
-                if not upgraded:  # a session's outcome is known when it ends
-                    self.note(self.outcomes, (event.request.method, event.request.path, outcome))
-                if isinstance(event, Replay):
-                    exchange.outcome, exchange.key = "hit", event.key
-                    if event.stale is not None:
-                        exchange.outcome = "hit (stale)"
-                        method, path = event.request.method, event.request.path
-                        self.freshness.stale_served(method, path, event.stale)
-                    if event.websocket is not None:  # the connection is the session's now
-                        await replay_websocket(self, stream, session, event, exchange)
-                        return
-                    if event.similarity is not None:
-                        exchange.outcome = f"hit (fuzzy {event.similarity:.2f})"
-                    whole = session.send_replay()
-                    if whole is not None:  # due at once: one write, serialized once
-                        exchange.status = whole[0].status
-                        with self._replay_left(session, exchange):
-                            await stream.send(whole[1])
-                        self._log(session, exchange)
-                elif isinstance(event, Miss):
-                    exchange.outcome, exchange.key = "miss", event.report.key
-                    self.note(self.misses, event.report)
-                    log.debug("%s", event.report.render())
-                elif isinstance(event, Refused):
-                    exchange.outcome = "refused"
-                    log.debug("refused: %s", event.message)
-                else:
-                    exchange.outcome = "recorded" if event.record else "live"
-                    if event.refresh:
-                        exchange.outcome = "recorded (the recording was stale)"
-                    exchange.forwarded = True  # its key is computed when logged
-                    if event.websocket:
-                        refusal = functools.partial(self._answer, stream, session, exchange)
-                        await relay_websocket(self, stream, session, event, exchange, refusal)
-                        return
-                    await self._forward(stream, session, event, exchange)
-                continue
-            # Bytes due now are gathered and go out in one write when the
-            # next frame must wait, the response ends, or WRITE_SIZE bytes
-            # are pending: a write per event costs a system call and a
-            # wake-up of the client each, and one write of a whole long
-            # stream due at once (fast timing) would hold it all in memory
-            # and keep every other connection waiting.
-            if isinstance(event, ResponseHead):
-                exchange.status = event.status
-                out.add(session.send(event))
-                with self._replay_left(session, exchange):
-                    played = await self._play(stream, session, exchange, out)
-                if not played:
-                    return  # closing without finishing the body is the cut
-                continue
+    @property
+    def recordings(self) -> RecordingQueue:
+        """Finished forwards whose recordings wait to be built."""
+        return self._recordings
 
-    async def _play(
-        self, stream: anyio.abc.ByteStream, session: Session, exchange: _Exchange, out: _Pending
-    ) -> bool:
-        """Send a replayed body on its schedule, the head already pending;
-        False after a cut (the connection must close)."""
-        start = anyio.current_time()  # the head goes out now: deadlines count from it
-        for step in replay_schedule(_pulled(session)):
-            if step.until is not None and start + step.until > anyio.current_time():
-                await out.flush(stream)
-                await sleep_until(start + step.until)
-            event = step.event
-            if isinstance(event, Frame):
-                if out.add(session.send(event)):
-                    await out.flush(stream)
-            elif isinstance(event, EndOfResponse):
-                out.add(session.send(event))
-                await out.flush(stream)
-                self._log(session, exchange)
-            else:
-                await out.flush(stream)
-                session.send(event)
-                exchange.outcome += f" (cut: {event.error})"
-                self._log(session, exchange)
-                return False
-        return True
-
-    @contextmanager
-    def _replay_left(self, session: Session, exchange: _Exchange) -> Iterator[None]:
-        """A replay's write that fails (the client left midway) ends its
-        exchange: logged then, once, as every exchange is; the connection
-        closes as before."""
-        try:
-            yield
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            exchange.outcome += " (client left)"
-            self._log(session, exchange)
-            raise
-
-    async def _receive(self, stream: anyio.abc.ByteStream, conn: _Connection) -> bool:
-        """Read what the client sent next; False when the connection is over."""
-        session, exchange = conn.session, conn.exchange
-        if self.closing and session.state is State.IDLE:
-            return False
-        # A request under way must arrive whole within the timeout of its
-        # first byte, however it trickles in (no slowloris).  The timer
-        # enforces it while the connection waits here (no deadline while
-        # the request is answered); shutdown_idle() may close it too.
-        conn.deadline = (exchange.first_byte or time.monotonic()) + self.client_timeout
-        self._waiting.add(conn)
-        try:
-            data = await (self._quiet(stream) if self._recordings else stream.receive())
-        except anyio.EndOfStream:
-            data = b""
-        finally:
-            self._waiting.discard(conn)
-        if data and not exchange.first_byte:
-            exchange.first_byte = time.monotonic()
-        session.receive_data(data, now=time.time())
-        return True
-
-    async def _quiet(self, stream: anyio.abc.ByteStream) -> bytes:
-        """What the client sends next; the recordings waiting are built
-        once it has been quiet for ``SETTLE_AFTER`` (a client sending its
-        next request at once has it forwarded first: see :meth:`settle`)."""
-        with anyio.move_on_after(SETTLE_AFTER):
-            return await stream.receive()
-        self.settle()
-        return await stream.receive()
-
-    async def _timed_out(self, stream: anyio.abc.ByteStream, conn: _Connection) -> None:
-        """The guard fired: the client's deadline passed (a partial request
-        is answered 408), or the proxy is shutting down an idle connection."""
-        if time.monotonic() < conn.deadline:
-            return  # shutdown
-        if not conn.exchange.first_byte:
-            log.debug("client idle for %ss: closing", self.client_timeout)
-            return
-        log.warning(
-            "a client sent only part of a request in %ss (--client-timeout): answered 408",
-            self.client_timeout,
-        )
-        late = RemoteProtocolError(
-            f"the request did not arrive whole within {self.client_timeout:g} s "
-            "of its first byte (the proxy's --client-timeout); send it at once",
-            408,
-        )
-        with suppress(anyio.BrokenResourceError):
-            await _send(stream, conn.session.error_response(late))
-
-    async def _forward(
-        self,
-        stream: anyio.abc.ByteStream,
-        session: Session,
-        forward: Forward,
-        exchange: _Exchange,
-    ) -> None:
-        """Send the request upstream, passing each chunk on as it arrives.
-
-        The client is watched meanwhile: when it closes the connection (or a
-        write to it fails), nothing more is written to it, and the upstream
-        is read on for the core's grace (``Engine.client_left``): an answer
-        that ends within it is recorded whole, else the upstream is closed
-        then and the exchange recorded as the client saw it, cut by the client.
-        """
-        assert forward.url is not None
-        relayed = anyio.Event()
-        gone = _Gone(session, self._recordings, forward.request.target)
-        try:
-            async with anyio.create_task_group() as tg:
-                gone.stop = tg.cancel_scope
-
-                def waiting() -> None:
-                    # The request is on its way (or a connection is being made
-                    # for it): what it did not need before it went runs now,
-                    # while the upstream works.  Starting the watch costs a task.
-                    tg.start_soon(_watch, stream, session, gone)
-                    last = self._recordings.last
-                    if last is not None:  # record mode: built as the upstream works
-                        busy = functools.partial(_awaits_upstream, session)
-                        tg.start_soon(self._recordings.build_meanwhile, last, busy, relayed)
-
-                try:
-                    await self._relay(stream, session, forward, exchange, gone, waiting)
-                finally:
-                    relayed.set()
-                    tg.cancel_scope.cancel()  # the watch is over
-        except BaseException:
-            # Cancelled from outside (the proxy stops) while the grace ran:
-            # the client left, and what it saw is recorded.  (An answer the
-            # proxy itself cuts off is not: that cut is no truth to replay.)
-            if gone.why:
-                self._left(session, forward, exchange, gone)
-            raise
-        if gone.why:
-            self._left(session, forward, exchange, gone)
-            raise anyio.BrokenResourceError
-
-    def _left(self, session: Session, forward: Forward, exchange: _Exchange, gone: _Gone) -> None:
-        """The client left (``gone``) before the end of a forward's answer:
-        what the recording read after it (see :meth:`_forward`) ends the
-        exchange, and its line is appended."""
-        if session.state is State.DONE:
-            log.debug("the client left before the end of its answer, which came within the grace")
-        else:
-            log.info(
-                "the client closed the connection mid-exchange: the upstream was closed too%s",
-                " (recorded as far as the client read)" if forward.record else "",
-            )
-            if session.state is State.AWAIT_UPSTREAM:
-                exchange.outcome += " (client left)"
-            session.upstream_error(Abort.CLIENT_CLOSED, gone.why, now=anyio.current_time())
-        # nobody reads the rest: pull it, append the line
-        while not isinstance(event := session.next_event(), Signal):
-            if isinstance(event, Cut):
-                session.send(event)
-                exchange.outcome += f" (cut: {event.error})"
-                self._log(session, exchange)
-        self._record(session, forward.request.target, place=gone.place)
-
-    async def _relay(
-        self,
-        stream: anyio.abc.ByteStream,
-        session: Session,
-        forward: Forward,
-        exchange: _Exchange,
-        gone: _Gone,
-        waiting: Callable[[], None],
-    ) -> None:
-        assert forward.url is not None
-        sent_at = anyio.current_time()
-
-        async def flush() -> None:
-            while True:
-                event = session.next_event()
-                if isinstance(event, Signal):
-                    return
-                if isinstance(event, ResponseHead):
-                    exchange.status = event.status
-                data = session.send(event)
-                if isinstance(event, Cut):
-                    exchange.outcome += f" (cut: {event.error})"
-                    self._log(session, exchange)
-                try:
-                    if not gone.why:  # once the client left, only the recording reads on
-                        await _send(stream, data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                    gone.left(f"a write to the client failed ({_reason(exc)})")
-                finally:
-                    if isinstance(event, (EndOfResponse, Cut)):
-                        # The client has its answer: the line is built and
-                        # appended now, or (record mode) soon (see settle).
-                        self._record(session, forward.request.target, later=True, place=gone.place)
-                    if isinstance(event, EndOfResponse):
-                        self._log(session, exchange)
-
-        try:
-            if forward.record:
-                await self._check_store(session)
-            request, url = forward.request, forward.url
-            async with self.upstream.send(request, url, waiting=waiting) as response:
-                session.upstream_head(
-                    response.status,
-                    response.headers,
-                    now=anyio.current_time(),
-                    sent_at=sent_at,
-                    timestamp=time.time(),
-                )
-                await flush()
-                # closed however the loop ends (a client that left cancels
-                # it; _forward records why)
-                relayed = arelay(response.chunks(), _Feed(session), _failure, read_on=False)
-                async with aclosing(relayed):
-                    async for _chunk in relayed:
-                        await flush()
-                # the end, before the upstream connection is put back: the
-                # client's end does not wait on that
-                await flush()
-        except UpstreamFailure as exc:
-            where = session.redactor.target(forward.request.target)
-            if exc.error is Abort.STORE:
-                log.error(
-                    "%s was NOT forwarded (answered 502): %s",
-                    where,
-                    session.redactor.text(exc.detail),
-                )
-            else:
-                log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
-            if session.state is State.AWAIT_UPSTREAM:
-                exchange.outcome = f"upstream {exc.error.value}"
-            if session.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
-                session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
-        if session.state is State.DONE:
-            await flush()
-
-    async def _answer(
-        self, stream: anyio.abc.ByteStream, session: Session, exchange: _Exchange
-    ) -> None:
-        """Write what the session has for the client (an upgrade the upstream
-        refused, or a 502 saying why it was not reached), log it, and
-        append its line (a refusal is recorded as any answer)."""
-        while not isinstance(event := session.next_event(), Signal):
-            if isinstance(event, ResponseHead):
-                exchange.status = event.status
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await _send(stream, session.send(event))
-        self._record(session, exchange.target)
-        self._log(session, exchange)
-
-    def _record_websocket(self, session: Session, ws: WebSocketSession, target: str) -> None:
-        """Append a relayed WebSocket session's line (see :meth:`_record`)."""
-        try:
-            recorded = ws.record(now=anyio.current_time())
-        except Exception:
-            self._unwritten += 1
-            log.exception(
-                "could not build the recording of the WebSocket session %s: it was NOT "
-                "recorded; please report this",
-                session.redactor.target(target),
-            )
-            return
-        if recorded is not None:
-            self.settle()  # lines go in the order their exchanges ended
-            self._append(session.cassette, recorded)
-
-    async def _check_store(self, session: Session) -> None:
+    async def _check_store(self, engine: Engine) -> None:
         """Before a forward that records: its cassette's store must be able
         to keep the line (a Redis server may have gone).  Else the request
         is not forwarded and the client is answered 502 saying why."""
-        store = self._file_of(session.cassette).store
+        store = self._file_of(engine.cassette).store
         try:
             if store.remote:  # a server to reach: off the event loop
                 await anyio.to_thread.run_sync(store.check)
@@ -789,17 +426,33 @@ class Proxy:
         except StoreUnavailableError as exc:
             raise UpstreamFailure(Abort.STORE, str(exc)) from None
 
-    def _record(
-        self, session: Session, target: str, *, later: bool = False, place: Place | None = None
+    def _record_websocket(self, engine: Engine, ws: WebSocketSession, target: str) -> None:
+        """Append a relayed WebSocket session's line (see :meth:`record`)."""
+        try:
+            recorded = ws.record(now=anyio.current_time())
+        except Exception:
+            self._unwritten += 1
+            log.exception(
+                "could not build the recording of the WebSocket session %s: it was NOT "
+                "recorded; please report this",
+                engine.redactor.target(target),
+            )
+            return
+        if recorded is not None:
+            self.settle()  # lines go in the order their exchanges ended
+            self._append(engine.cassette, recorded)
+
+    def record(
+        self, engine: Engine, target: str, *, later: bool = False, place: Place | None = None
     ) -> None:
         """Queue the recording of a finished forward (in the ``place`` held
         for it since its client left, if any), and build it now unless
         ``later`` in record mode (see :meth:`settle`)."""
-        pending = session.engine.take_recording()
+        pending = engine.take_recording()
         if place is not None:
             self._recordings.fill(place, pending)
         elif pending is not None:
-            self._recordings.add(pending, session.redactor, target)
+            self._recordings.add(pending, engine.redactor, target)
         if not later or self.config.mode is not Mode.RECORD:
             self.settle()
 
@@ -812,10 +465,10 @@ class Proxy:
     def settle(self) -> None:
         """Build the recordings waiting, in the order their exchanges
         ended, and append their lines (see ``_recordings.py``: in record
-        mode they are built while the CPU would wait anyway, or here when
-        a client has been quiet for ``SETTLE_AFTER``, or as its connection
-        ends (the proxy's shutdown too); in every other mode, as each
-        exchange ends, before the connection reads on)."""
+        mode they are built while the CPU would wait anyway, or when a
+        client has been quiet for ``_http11.SETTLE_AFTER``, or as its
+        connection ends (the proxy's shutdown too); in every other mode, as
+        each exchange ends, before the connection reads on)."""
         self._recordings.settle()
 
     def _append(self, cassette: Cassette, recorded: Recorded) -> None:
@@ -843,180 +496,29 @@ class Proxy:
                 recorded.interaction_id,
             )
 
-    def _log(self, session: Session, exchange: _Exchange) -> None:
+    def _log(self, engine: Engine, exchange: Exchange) -> None:
         if not log.isEnabledFor(logging.INFO):
             return
-        elapsed = (time.monotonic() - exchange.started) * 1000
-        key = session.forward_key() if exchange.forwarded else exchange.key
+        elapsed = (self.now() - exchange.started) * 1000
+        key = engine.forward_key() if exchange.forwarded else exchange.key
         key = key[7:19] if key else "-"
         log.info(
             "%s %-8s %s %s key=%s %d %.1fms",
             self.config.mode.value,
             exchange.outcome,
             exchange.method or "-",
-            session.redactor.target(exchange.target) if exchange.target else "-",
+            engine.redactor.target(exchange.target) if exchange.target else "-",
             key,
             exchange.status,
             elapsed,
         )
 
 
-@attrs.define(eq=False)
-class _Gone:
-    """Whether the client left while its request was forwarded."""
-
-    session: Session
-    recordings: RecordingQueue
-    #: The forwarded request's target (names its place in a log).
-    target: str
-    #: The forward's scope: cancelled once the grace is over.
-    stop: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
-    #: What showed it ("" while the client is there).
-    why: str = ""
-    #: The recording's place in the queue, held from the moment the client
-    #: left (its exchange ended then, for the client) while the grace runs.
-    place: Place | None = None
-
-    def left(self, why: str) -> None:
-        """The client left: the forward stops writing to it, and stops
-        reading its upstream after the grace the core gives (at once in
-        live mode, or before the answer's head)."""
-        if self.why:
-            return
-        self.why = why
-        now = anyio.current_time()
-        grace = self.session.engine.client_left(why, now=now)
-        if grace:
-            self.place = self.recordings.reserve(self.session.redactor, self.target)
-            self.stop.deadline = min(self.stop.deadline, now + grace)
-        else:
-            self.stop.cancel()
-
-
-async def _watch(stream: anyio.abc.ByteStream, session: Session, gone: _Gone) -> None:
-    """While a request is forwarded: read from the client.  Its EOF (or a
-    broken connection) means it left (see :meth:`_Gone.left`).  Bytes are
-    the next request, pipelined: they wait in the session, and the watch
-    ends."""
-    try:
-        data = await stream.receive()
-    except anyio.EndOfStream:
-        data = b""
-        why = "the client closed the connection"
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-        data = b""
-        why = f"the client connection broke ({_reason(exc)})"
-    if data:
-        session.receive_data(data, now=time.time())
-        return
-    gone.left(why)
-
-
-class _Feed:
-    """The relay's feed: the session, at the loop's clock."""
-
-    __slots__ = ("_session",)
-
-    def __init__(self, session: Session) -> None:
-        self._session = session
-
-    def data(self, chunk: bytes) -> None:
-        self._session.upstream_data(chunk, now=anyio.current_time())
-
-    def end(self) -> None:
-        self._session.upstream_end(now=anyio.current_time())
-
-    def error(self, error: UpstreamError | Abort, detail: str) -> None:
-        self._session.upstream_error(error, detail, now=anyio.current_time())
-
-    def left(self, why: str) -> float:  # (unused: read_on=False, see _Gone)
-        return self._session.engine.client_left(why, now=anyio.current_time())
-
-
-def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:
-    """What the relay feeds for an exception: the upstream client's failures."""
-    return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
-
-
-def _awaits_upstream(session: Session) -> bool:
-    """Whether ``session``'s forward still waits for its upstream's answer."""
-    return session.state is State.AWAIT_UPSTREAM
-
-
-def _pulled(session: Session) -> Iterator[Event]:
-    """The session's events until it signals (a replay's are all at hand)."""
-    while not isinstance(event := session.next_event(), Signal):
-        yield event
-
-
-def _reason(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc.__context__ or exc
-    return str(cause) or type(cause).__name__
-
-
-async def _send(stream: anyio.abc.ByteStream, data: bytes) -> None:
-    if data:
-        await stream.send(data)
-
-
-#: The most response bytes joined into one write to a client.
-WRITE_SIZE = 64 * 1024
-
-
-class _Pending:
-    """Response bytes due now, not written yet, joined into writes of at
-    most ``WRITE_SIZE`` bytes (a larger piece, a big body, is cut into
-    writes of that size)."""
-
-    __slots__ = ("_pieces", "_size")
-
-    def __init__(self) -> None:
-        self._pieces: list[bytes] = []
-        self._size = 0
-
-    def add(self, data: bytes) -> bool:
-        """Keep ``data``; True when a write is due (``WRITE_SIZE`` reached)."""
-        if data:
-            self._pieces.append(data)
-            self._size += len(data)
-        return self._size >= WRITE_SIZE
-
-    async def flush(self, stream: anyio.abc.ByteStream) -> None:
-        """Write what is pending, in writes of at most ``WRITE_SIZE`` bytes.
-        Each write yields to the event loop: other connections get their
-        turn between them."""
-        pieces, self._pieces, self._size = self._pieces, [], 0
-        batch: list[bytes] = []
-        size = 0
-        for piece in pieces:
-            if batch and size + len(piece) > WRITE_SIZE:
-                await stream.send(b"".join(batch))
-                batch, size = [], 0
-            if len(piece) > WRITE_SIZE:  # a large whole body: cut into writes
-                for at in range(0, len(piece), WRITE_SIZE):
-                    await stream.send(piece[at : at + WRITE_SIZE])
-                continue
-            batch.append(piece)
-            size += len(piece)
-        if batch:
-            await stream.send(b"".join(batch))
-
-
-async def _linger(stream: anyio.abc.ByteStream, limit: float) -> None:
-    """After an error answer, read and drop what the client still sends
-    (a body over the limit, say) until it closes, pauses for a second, or
-    ``limit`` seconds passed.  Closing with unread bytes would reset the
-    connection, and the client would see the reset instead of the answer.
-    A client already gone (a reset: ``ENOTCONN`` from ``shutdown`` on trio)
-    leaves nothing to wait for."""
-    with (
-        anyio.move_on_after(limit),
-        suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream),
-    ):
-        with suppress(NotImplementedError):  # TLS (--tls) has no half-close
-            await stream.send_eof()
-        while True:
-            with anyio.move_on_after(1.0) as pause:
-                await stream.receive()
-            if pause.cancelled_caught:
-                return
+def _page_headers(content_type: str, body: bytes) -> list[tuple[bytes, bytes]]:
+    """The headers of a viewer's answer: never cached, nor sniffed."""
+    return [
+        (b"content-type", content_type.encode("latin-1")),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        (b"x-content-type-options", b"nosniff"),
+    ]

@@ -17,6 +17,10 @@ whose ``websocket`` is set, or a :class:`reel_core.Forward` whose
 Every write goes through one :class:`_Outbox` per connection: the bytes
 queue in the order the core produced them and one task at a time writes,
 so a close frame never overtakes the message before it.
+
+Like the core's adapter, a session here knows the engine and the
+:class:`reel_core.Upgrade` the HTTP side made, not the HTTP connection;
+of the proxy it sees only the :class:`~._context.Context` it is handed.
 """
 
 from __future__ import annotations
@@ -25,12 +29,11 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
-from reel_core import Forward, RemoteProtocolError, Replay, Session, UpstreamError
+from reel_core import Engine, Forward, RemoteProtocolError, Replay, Upgrade, UpstreamError
 from reel_core.tools import (
     UpstreamAnswer,
     UpstreamHandshake,
@@ -41,9 +44,7 @@ from reel_core.tools import (
 
 from .._clock import sleep_until
 from .._upstream import UpstreamFailure
-
-if TYPE_CHECKING:
-    from ._server import Proxy, _Exchange
+from ._context import Context, Exchange
 
 __all__ = ["relay_websocket", "replay_websocket"]
 
@@ -96,14 +97,16 @@ async def _read(stream: anyio.abc.ByteStream) -> bytes:
 
 
 async def replay_websocket(
-    proxy: Proxy,
+    context: Context,
+    exchange: Exchange,
     stream: anyio.abc.ByteStream,
-    session: Session,
+    engine: Engine,
+    upgrade: Upgrade,
     decision: Replay,
-    exchange: _Exchange,
 ) -> None:
-    """Serve a recorded WebSocket session to the client."""
-    ws = WebSocketSession.replay(session, decision)
+    """Serve a recorded WebSocket session to the client (``upgrade``: the
+    HTTP side's answer to its upgrade)."""
+    ws = WebSocketSession.replay(engine, upgrade, decision)
     client = _Outbox(stream)
     opened = anyio.current_time()
     exchange.status = 101
@@ -163,44 +166,46 @@ async def replay_websocket(
             tg.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
     exchange.outcome += f" ({ws.outcome})" if ws.outcome else ""
     path = decision.request.path
-    proxy.note(proxy.websocket_outcomes, (path, "hit" if ws.miss is None else "miss"))
+    context.note_session(path, "hit" if ws.miss is None else "miss", ws.miss)
     if ws.miss is not None:
-        proxy.note(proxy.websocket_misses, ws.miss)
         exchange.outcome = "miss"
         log.warning("%s", ws.miss.render())
-    proxy._log(session, exchange)
+    context.log(engine, exchange)
 
 
 # -- relay (record, auto, live) -------------------------------------------------------
 
 
 async def relay_websocket(
-    proxy: Proxy,
+    context: Context,
+    exchange: Exchange,
     stream: anyio.abc.ByteStream,
-    session: Session,
+    engine: Engine,
+    upgrade: Callable[[], Upgrade],
     forward: Forward,
-    exchange: _Exchange,
     answer_http: Callable[[], Awaitable[None]],
 ) -> None:
     """Relay a WebSocket session to the upstream (recording it if
-    ``forward.record``).  ``answer_http`` writes what the session has for
-    the client when the upgrade is not accepted (the upstream's refusal, or
-    a 502 saying why it could not be reached)."""
+    ``forward.record``).  Once the upstream accepted, ``upgrade`` answers
+    the client's upgrade on the HTTP side (the engine has the 101 then);
+    ``answer_http`` writes what the engine has for the client when the
+    upgrade is not accepted (the upstream's refusal, or a 502 saying why it
+    could not be reached)."""
     assert forward.url is not None
     sent_at = anyio.current_time()
     kind = "recorded" if forward.record else "live"
     # an upgrade that does not go through is an HTTP exchange (answered, recorded)
     http_outcome = ("GET", forward.request.path, kind)
-    where = session.redactor.target(forward.request.target)
+    where = engine.redactor.target(forward.request.target)
     try:
         if forward.record:
-            await proxy._check_store(session)
-        upstream, host = await proxy.upstream.dial(forward.url)
+            await context.check_store(engine)
+        upstream, host = await context.upstream.dial(forward.url)
     except UpstreamFailure as exc:
-        log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
+        log.warning("upstream failed for %s: %s", where, engine.redactor.text(str(exc)))
         exchange.outcome = f"upstream {exc.error.value}"
-        proxy.note(proxy.outcomes, http_outcome)
-        session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
+        context.note_outcome(*http_outcome)
+        engine.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         await answer_http()
         return
     async with upstream:
@@ -208,7 +213,7 @@ async def relay_websocket(
         answer: UpstreamAnswer | None = None
         failure = ""
         try:
-            with anyio.fail_after(proxy.upstream.read_timeout):
+            with anyio.fail_after(context.upstream.read_timeout):
                 await upstream.send(handshake.data)
                 while answer is None:
                     data = await _read(upstream)
@@ -224,34 +229,35 @@ async def relay_websocket(
             failure = f"the upstream connection broke ({exc or type(exc).__name__})"
         now = anyio.current_time()
         if answer is None:
-            log.warning("upstream failed for %s: %s", where, session.redactor.text(failure))
+            log.warning("upstream failed for %s: %s", where, engine.redactor.text(failure))
             exchange.outcome = "upstream failed"
-            proxy.note(proxy.outcomes, http_outcome)
-            session.upstream_error(UpstreamError.PROTOCOL, failure, now=now)
+            context.note_outcome(*http_outcome)
+            engine.upstream_error(UpstreamError.PROTOCOL, failure, now=now)
             await answer_http()
             return
-        if answer.status != 101:  # refused (401, 404...): the client gets that answer
-            proxy.note(proxy.outcomes, http_outcome)
-            session.upstream_head(
-                answer.status, answer.headers, now=now, sent_at=sent_at, timestamp=time.time()
-            )
+        # the upstream's answer, fed as any response: a refusal (401, 404...)
+        # goes to the client, a 101 is the upgrade's (recorded with the session)
+        engine.upstream_head(
+            answer.status, answer.headers, now=now, sent_at=sent_at, timestamp=time.time()
+        )
+        if answer.status != 101:
+            context.note_outcome(*http_outcome)
             if answer.data:
-                session.upstream_data(answer.data, now=now)
-            session.upstream_end(now=now)
+                engine.upstream_data(answer.data, now=now)
+            engine.upstream_end(now=now)
             exchange.status = answer.status
             await answer_http()
             return
+        engine.upstream_end(now=now)
         exchange.status = 101
-        ws = WebSocketSession.relay(
-            session, forward, answer, now=now, sent_at=sent_at, timestamp=time.time()
-        )
+        ws = WebSocketSession.relay(engine, upgrade(), forward, answer, now=now)
         try:
             await _relay(ws, stream, upstream)
         finally:  # appended however the session ended (a proxy shutting down too)
-            proxy.note(proxy.websocket_outcomes, (forward.request.path, kind))
+            context.note_session(forward.request.path, kind, None)
             if forward.record:
-                proxy._record_websocket(session, ws, forward.request.target)
-    proxy._log(session, exchange)
+                context.record_session(engine, ws, forward.request.target)
+    context.log(engine, exchange)
 
 
 async def _relay(

@@ -62,6 +62,7 @@ import base64
 import binascii
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from datetime import date, datetime
@@ -191,7 +192,10 @@ def _bases(doc: Mapping[str, Any]) -> Freeze | None:
     values: dict[str, Any] = {}
     base, offset = freeze.get("base_time"), freeze.get("base_offset", 0)
     if _is_number(base) and 0 <= base < 253_402_300_800:  # up to the year 9999
-        values["clock_us"] = round(base * 1_000_000)
+        # as datetime.fromtimestamp reads it (AgentTape's frozen now()): the
+        # fraction apart, rounded half to even, so no microsecond slips
+        fraction, whole = math.modf(base)
+        values["clock_us"] = int(whole) * 1_000_000 + round(fraction * 1e6)
         good = isinstance(offset, int) and not isinstance(offset, bool) and abs(offset) < 86400
         values["utc_offset"] = offset if good else 0
     uuids = freeze.get("uuids")

@@ -9,6 +9,7 @@ import gzip
 import json
 import warnings
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ import pytest
 import requests
 import yaml
 from agenttape.errors import StreamingNotRecordedWarning
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reel_bindings.sdk import openai_client
 from reel_core import (
@@ -291,7 +294,7 @@ def test_a_failed_connection_is_skipped_with_why_and_a_tool_call_is_a_call(
     assert items[13] == Bases(
         13,
         Freeze(
-            clock_us=round(freeze["base_time"] * 1_000_000),
+            clock_us=_as_fromtimestamp(freeze["base_time"]),
             utc_offset=freeze["base_offset"],
             uuid_seed=0,
             uuids=tuple(freeze["uuids"]),  # the ones the SDK drew
@@ -1059,3 +1062,20 @@ def test_several_files_keep_the_first_files_frozen_values() -> None:
     # the frozen values are no entry: only the two calls are labelled
     assert sorted(report.labels.values()) == ["a.json: interaction 0", "b.json: interaction 0"]
     assert [report.label(s) for s in report.sources] == sorted(report.labels.values())
+
+
+def _as_fromtimestamp(base: float) -> int:
+    """Microseconds since the epoch of ``base`` as ``datetime.fromtimestamp``
+    reads it: what AgentTape's frozen ``now()`` gave."""
+    moment = datetime.fromtimestamp(base, timezone.utc)
+    return (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+
+
+@given(st.floats(min_value=0, max_value=253_402_300_799, allow_nan=False))
+def test_a_frozen_instant_is_the_one_agenttape_saw(base: float) -> None:
+    """Found flaky: ``round(base * 1e6)`` can be a microsecond off the
+    ``datetime.now()`` AgentTape's freeze gave (``fromtimestamp`` rounds the
+    fraction apart); a replay then asked another question than recorded."""
+    bases = at._bases({"meta": {"freeze": {"base_time": base}}})
+    assert bases is not None
+    assert bases.clock_us == _as_fromtimestamp(base)

@@ -1,0 +1,296 @@
+"""A forward: one request sent upstream, its answer passed on and recorded.
+
+The proxy's pump (``_http11.py``) hands a :class:`reel_core.Forward` here.
+The request goes upstream through the one seam to the network; the
+answer's head and chunks are fed to the engine (the relay,
+``reel_bindings._async.relay``) and what the engine makes of them goes to
+the client as it arrives.  Meanwhile the client is watched: one that leaves
+stops the writes, and the upstream is read on for the grace the core gives
+(``Engine.client_left``), its recording's place in the queue held from the
+moment it left (``_recordings.py``).  The recordings waiting are built while
+the upstream works.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from contextlib import aclosing
+from typing import Protocol
+
+import anyio
+import anyio.abc
+import attrs
+
+from reel_core import (
+    Abort,
+    Cut,
+    EndOfResponse,
+    Engine,
+    Forward,
+    ResponseHead,
+    Session,
+    Signal,
+    State,
+    UpstreamError,
+)
+
+from .._async.relay import arelay
+from .._upstream import UpstreamFailure
+from ._context import Context, Exchange
+from ._recordings import Place, RecordingQueue
+
+__all__ = ["Forwarding", "Host", "reason", "send"]
+
+log = logging.getLogger("reel.proxy")
+
+
+class Host(Protocol):
+    """What a forward asks of the proxy."""
+
+    @property
+    def context(self) -> Context: ...
+
+    @property
+    def recordings(self) -> RecordingQueue: ...
+
+    def record(
+        self, engine: Engine, target: str, *, later: bool = False, place: Place | None = None
+    ) -> None:
+        """Queue the recording of a finished forward (see ``Proxy.record``)."""
+        ...
+
+
+@attrs.define(eq=False)
+class Forwarding:
+    """One request sent upstream, each chunk passed on as it arrives.
+
+    The client is watched meanwhile: when it closes the connection (or a
+    write to it fails), nothing more is written to it, and the upstream
+    is read on for the core's grace (``Engine.client_left``): an answer
+    that ends within it is recorded whole, else the upstream is closed
+    then and the exchange recorded as the client saw it, cut by the client.
+    """
+
+    host: Host
+    stream: anyio.abc.ByteStream
+    session: Session
+    #: The connection's exchange under way (its log line).
+    exchange: Exchange
+    forward: Forward
+    #: The forward's scope: cancelled once the grace is over.
+    stop: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
+    #: Why the client left ("" while it is there).
+    why: str = ""
+    #: The recording's place in the queue, held from the moment the client
+    #: left (its exchange ended then, for the client) while the grace runs.
+    place: Place | None = None
+
+    async def run(self) -> None:
+        """Forward, pass the answer on, and record it; raises
+        ``anyio.BrokenResourceError`` once the client left (the connection
+        is over)."""
+        session, recordings = self.session, self.host.recordings
+        relayed = anyio.Event()
+        try:
+            async with anyio.create_task_group() as tg:
+                self.stop = tg.cancel_scope
+
+                def waiting() -> None:
+                    # The request is on its way (or a connection is being made
+                    # for it): what it did not need before it went runs now,
+                    # while the upstream works.  Starting the watch costs a task.
+                    tg.start_soon(self._watch)
+                    last = recordings.last
+                    if last is not None:  # record mode: built as the upstream works
+                        busy = functools.partial(_awaits_upstream, session)
+                        tg.start_soon(recordings.build_meanwhile, last, busy, relayed)
+
+                try:
+                    await self._relay(waiting)
+                finally:
+                    relayed.set()
+                    tg.cancel_scope.cancel()  # the watch is over
+        except BaseException:
+            # Cancelled from outside (the proxy stops) while the grace ran:
+            # the client left, and what it saw is recorded.  (An answer the
+            # proxy itself cuts off is not: that cut is no truth to replay.)
+            if self.why:
+                self._ended_without_client()
+            raise
+        if self.why:
+            self._ended_without_client()
+            raise anyio.BrokenResourceError
+
+    def left(self, why: str) -> None:
+        """The client left: the forward stops writing to it, and stops
+        reading its upstream after the grace the core gives (at once in
+        live mode, or before the answer's head)."""
+        if self.why:
+            return
+        self.why = why
+        now = anyio.current_time()
+        engine = self.session.engine
+        grace = engine.client_left(why, now=now)
+        if grace:
+            target = self.forward.request.target
+            self.place = self.host.recordings.reserve(engine.redactor, target)
+            self.stop.deadline = min(self.stop.deadline, now + grace)
+        else:
+            self.stop.cancel()
+
+    async def _watch(self) -> None:
+        """While the request is forwarded: read from the client.  Its EOF
+        (or a broken connection) means it left (see :meth:`left`).  Bytes
+        are the next request, pipelined: they wait in the session, and the
+        watch ends."""
+        try:
+            data = await self.stream.receive()
+        except anyio.EndOfStream:
+            data = b""
+            why = "the client closed the connection"
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            data = b""
+            why = f"the client connection broke ({reason(exc)})"
+        if data:
+            self.session.receive_data(data, now=time.time())
+            return
+        self.left(why)
+
+    def _ended_without_client(self) -> None:
+        """The client left before the end of the answer: what the
+        recording read after it (see the class) ends the exchange, and its
+        line is appended."""
+        forward, session, exchange = self.forward, self.session, self.exchange
+        engine = session.engine
+        if engine.state is State.DONE:
+            log.debug("the client left before the end of its answer, which came within the grace")
+        else:
+            log.info(
+                "the client closed the connection mid-exchange: the upstream was closed too%s",
+                " (recorded as far as the client read)" if forward.record else "",
+            )
+            if engine.state is State.AWAIT_UPSTREAM:
+                exchange.outcome += " (client left)"
+            engine.upstream_error(Abort.CLIENT_CLOSED, self.why, now=anyio.current_time())
+        # nobody reads the rest: pull it, append the line
+        while not isinstance(event := session.next_event(), Signal):
+            if isinstance(event, Cut):
+                session.send(event)
+                exchange.outcome += f" (cut: {event.error})"
+                self._log()
+        self.host.record(engine, forward.request.target, place=self.place)
+
+    def _log(self) -> None:
+        self.host.context.log(self.session.engine, self.exchange)
+
+    async def _flush(self) -> None:
+        """Write the events the engine has for the client (none once it left)."""
+        session, exchange, target = self.session, self.exchange, self.forward.request.target
+        while True:
+            event = session.next_event()
+            if isinstance(event, Signal):
+                return
+            if isinstance(event, ResponseHead):
+                exchange.status = event.status
+            data = session.send(event)
+            if isinstance(event, Cut):
+                exchange.outcome += f" (cut: {event.error})"
+                self._log()
+            try:
+                if not self.why:  # once the client left, only the recording reads on
+                    await send(self.stream, data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                self.left(f"a write to the client failed ({reason(exc)})")
+            finally:
+                if isinstance(event, (EndOfResponse, Cut)):
+                    # The client has its answer: the line is built and
+                    # appended now, or (record mode) soon (see settle).
+                    self.host.record(session.engine, target, later=True, place=self.place)
+                if isinstance(event, EndOfResponse):
+                    self._log()
+
+    async def _relay(self, waiting: Callable[[], None]) -> None:
+        forward, exchange = self.forward, self.exchange
+        context, engine = self.host.context, self.session.engine
+        assert forward.url is not None
+        sent_at = anyio.current_time()
+        try:
+            if forward.record:
+                await context.check_store(engine)
+            request, url = forward.request, forward.url
+            async with context.upstream.send(request, url, waiting=waiting) as response:
+                engine.upstream_head(
+                    response.status,
+                    response.headers,
+                    now=anyio.current_time(),
+                    sent_at=sent_at,
+                    timestamp=time.time(),
+                )
+                await self._flush()
+                # closed however the loop ends (a client that left cancels
+                # it; run() records why)
+                relayed = arelay(response.chunks(), _Feed(engine), _failure, read_on=False)
+                async with aclosing(relayed):
+                    async for _chunk in relayed:
+                        await self._flush()
+                # the end, before the upstream connection is put back: the
+                # client's end does not wait on that
+                await self._flush()
+        except UpstreamFailure as exc:
+            where = engine.redactor.target(forward.request.target)
+            if exc.error is Abort.STORE:
+                log.error(
+                    "%s was NOT forwarded (answered 502): %s",
+                    where,
+                    engine.redactor.text(exc.detail),
+                )
+            else:
+                log.warning("upstream failed for %s: %s", where, engine.redactor.text(str(exc)))
+            if engine.state is State.AWAIT_UPSTREAM:
+                exchange.outcome = f"upstream {exc.error.value}"
+            if engine.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
+                engine.upstream_error(exc.error, exc.detail, now=anyio.current_time())
+        if engine.state is State.DONE:
+            await self._flush()
+
+
+class _Feed:
+    """The relay's feed: the engine, at the loop's clock (no ``left``: the
+    relay does not read on, :meth:`Forwarding.left` does)."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def data(self, chunk: bytes) -> None:
+        self._engine.upstream_data(chunk, now=anyio.current_time())
+
+    def end(self) -> None:
+        self._engine.upstream_end(now=anyio.current_time())
+
+    def error(self, error: UpstreamError | Abort, detail: str) -> None:
+        self._engine.upstream_error(error, detail, now=anyio.current_time())
+
+
+def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:
+    """What the relay feeds for an exception: the upstream client's failures."""
+    return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
+
+
+def _awaits_upstream(session: Session) -> bool:
+    """Whether ``session``'s forward still waits for its upstream's answer."""
+    return session.engine.state is State.AWAIT_UPSTREAM
+
+
+def reason(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__ or exc
+    return str(cause) or type(cause).__name__
+
+
+async def send(stream: anyio.abc.ByteStream, data: bytes) -> None:
+    if data:
+        await stream.send(data)
