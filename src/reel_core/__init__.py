@@ -80,6 +80,7 @@ from ._start import Start, start_of
 from ._state import Input, State
 from ._timing import Timing, TimingMode
 from ._upstream import UpstreamError
+from ._verdict import Verdict
 from ._version import SCHEMA_VERSION, __version__
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
@@ -207,6 +208,7 @@ __all__ = [
     "UpstreamError",
     "UpstreamHandshake",
     "Usage",
+    "Verdict",
     "WebSocketClose",
     "WebSocketLog",
     "WebSocketMessage",

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from reel_bindings.proxy import Proxy, running
-from reel_core import Mode
+from reel_core import Mode, Verdict
 from tests.fakes.upstream import SCENARIO_HEADER, Reply, closed_port_url, reply_text, serve_fake
 from tests.secrets import AZURE_KEY, forms
 
@@ -313,12 +313,17 @@ async def test_only_a_reporting_proxy_keeps_what_each_request_got(
         for _ in range(20):
             assert (await fetch(client, recorded)).status == 200
         assert (await fetch(client, chat_call("never recorded"))).status == 404
+    runlog = proxy.runlog
+    # both count what each request got (the counts are bounded whatever the traffic)
+    assert runlog.counts[Verdict.HIT] == 20
+    assert runlog.counts[Verdict.MISS] == 1
+    assert (runlog.misses.total, runlog.stale.total) == (1, 20)
     if report:
-        assert len(proxy.outcomes) == 21
-        assert [o for _, _, o in proxy.outcomes].count("miss") == 1
-        assert len(proxy.misses) == 1
-        assert len(proxy.freshness.stale) == 20
+        assert len(runlog.last) == 21
+        assert [s.verdict for s in runlog.last].count(Verdict.MISS) == 1
+        assert len(runlog.misses) == 1
+        assert len(runlog.stale) == 20
     else:
-        assert proxy.outcomes == []
-        assert proxy.misses == []
-        assert proxy.freshness.stale == []
+        assert list(runlog.last) == []
+        assert list(runlog.misses) == []
+        assert list(runlog.stale) == []

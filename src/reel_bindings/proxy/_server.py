@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import aclosing, contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -35,7 +35,6 @@ from reel_core import (
     Forward,
     Frame,
     Miss,
-    MissReport,
     Mode,
     Recorded,
     Refused,
@@ -49,7 +48,6 @@ from reel_core import (
     UiRequest,
     UiResource,
     UpstreamError,
-    WebSocketMiss,
     WebSocketSession,
     replay_schedule,
     safe_cassette_name,
@@ -58,7 +56,7 @@ from reel_core import (
 from .._async.relay import arelay
 from .._clock import sleep_until
 from .._files import CassetteFile, CassetteNotFoundError
-from .._freshness import Freshness
+from .._runlog import RunLog
 from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
@@ -71,8 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["CASSETTE_HEADER", "Proxy"]
 
 log = logging.getLogger("reel.proxy")
-
-T = TypeVar("T")
 
 #: The request header naming the cassette (with ``--cassette-dir``).
 CASSETTE_HEADER = "x-reel-cassette"
@@ -89,11 +85,13 @@ TICK_MIN = 0.001
 
 @attrs.define(eq=False)
 class _Exchange:
-    """Per-request bookkeeping for the log line."""
+    """Per-request bookkeeping for the log line and the run log (what
+    happened is the core's: ``Engine.verdict`` and ``label``)."""
 
     method: str = ""
     target: str = ""
-    outcome: str = ""
+    #: The target's path (no query), as the run log keeps it.
+    path: str = ""
     key: str = ""
     #: A forward's key is computed late (``Session.forward_key``), when logged.
     forwarded: bool = False
@@ -103,6 +101,10 @@ class _Exchange:
     #: When the first byte of the request arrived, on ``time.monotonic``
     #: (0: none yet).
     first_byte: float = 0.0
+    #: The WebSocket session the exchange became, if it did.
+    websocket: WebSocketSession | None = None
+    #: Whether it was noted and logged (once, as it ended).
+    logged: bool = False
 
 
 @attrs.define(eq=False)
@@ -153,23 +155,14 @@ class Proxy:
         self._files: dict[Path, CassetteFile] = {}
         #: The same files by their cassette's name (what a session holds).
         self._by_label: dict[str, CassetteFile] = {}
-        #: Whether what each request got is kept for a report (the lists
-        #: below): the pytest plugin's proxy, which lives for one test, reads
-        #: them; a proxy serving for days keeps none (its log says it all),
-        #: or they would grow by a line each request.
+        #: Whether what each request got is kept for a report: the pytest
+        #: plugin's proxy, which lives for one test, reads its run log's
+        #: misses and last exchanges; a proxy serving for days keeps only
+        #: the counts (its log says the rest).
         self.report = report
-        #: Every miss served so far (the pytest plugin fails a test on them).
-        self.misses: list[MissReport] = []
-        #: What each request got, as ``(method, path, outcome)`` (the run report).
-        self.outcomes: list[tuple[str, str, str]] = []
-        #: Every replayed WebSocket session that stopped on a client message.
-        self.websocket_misses: list[WebSocketMiss] = []
-        #: Stale recordings served, recordings superseded, drifts (logged too).
-        self.freshness = Freshness(keep=report)
-        #: ``(path, outcome)`` of each WebSocket session once it ended (hit,
-        #: miss, recorded, live); an upgrade refused or failed upstream is
-        #: an HTTP exchange, in :attr:`outcomes`.
-        self.websocket_outcomes: list[tuple[str, str]] = []
+        #: What each exchange got (the core's verdict; a WebSocket session
+        #: once it ended), the misses and what freshness found, bounded.
+        self.runlog = RunLog() if report else RunLog(window=0, keep=0)
         if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
             self._files[cassette.path] = cassette
             self._by_label[cassette.cassette.name] = cassette
@@ -313,11 +306,6 @@ class Proxy:
         _, html = await anyio.to_thread.run_sync(self._viewer.page)
         return html.encode("utf-8"), "text/html; charset=utf-8"
 
-    def note(self, into: list[T], item: T) -> None:
-        """Append to one of the report's lists, if this proxy keeps them."""
-        if self.report:
-            into.append(item)
-
     def shutdown_idle(self) -> None:
         """Close every connection that is between requests."""
         self.closing = True
@@ -435,41 +423,23 @@ class Proxy:
             if isinstance(event, UiRequest):  # the viewer, not a recording
                 exchange.method = event.request.method
                 exchange.target = event.request.target
+                exchange.path = event.request.path
                 exchange.started = time.monotonic()
-                exchange.outcome = "viewer"
                 session.ui_answer(*await self._ui_answer(event.resource))
                 continue
             if isinstance(event, (Replay, Miss, Forward, Refused)):
                 exchange.method = event.request.method
                 exchange.target = event.request.target  # redacted when logged
+                exchange.path = event.request.path
                 exchange.started = time.monotonic()
-                outcome = (
-                    "hit"
-                    if isinstance(event, Replay)
-                    else "miss"
-                    if isinstance(event, Miss)
-                    else "refused"
-                    if isinstance(event, Refused)
-                    else "recorded"
-                    if event.record
-                    else "live"
-                )
-                upgraded = (isinstance(event, Replay) and event.websocket is not None) or (
-                    isinstance(event, Forward) and event.websocket
-                )
-                if not upgraded:  # a session's outcome is known when it ends
-                    self.note(self.outcomes, (event.request.method, event.request.path, outcome))
                 if isinstance(event, Replay):
-                    exchange.outcome, exchange.key = "hit", event.key
+                    exchange.key = event.key
                     if event.stale is not None:
-                        exchange.outcome = "hit (stale)"
                         method, path = event.request.method, event.request.path
-                        self.freshness.stale_served(method, path, event.stale)
+                        self.runlog.stale_served(method, path, event.stale)
                     if event.websocket is not None:  # the connection is the session's now
                         await replay_websocket(self, stream, session, event, exchange)
                         return
-                    if event.similarity is not None:
-                        exchange.outcome = f"hit (fuzzy {event.similarity:.2f})"
                     whole = session.send_replay()
                     if whole is not None:  # due at once: one write, serialized once
                         exchange.status = whole[0].status
@@ -477,16 +447,12 @@ class Proxy:
                             await stream.send(whole[1])
                         self._log(session, exchange)
                 elif isinstance(event, Miss):
-                    exchange.outcome, exchange.key = "miss", event.report.key
-                    self.note(self.misses, event.report)
+                    exchange.key = event.report.key
+                    self.runlog.missed(event.report)
                     log.debug("%s", event.report.render())
                 elif isinstance(event, Refused):
-                    exchange.outcome = "refused"
                     log.debug("refused: %s", event.message)
                 else:
-                    exchange.outcome = "recorded" if event.record else "live"
-                    if event.refresh:
-                        exchange.outcome = "recorded (the recording was stale)"
                     exchange.forwarded = True  # its key is computed when logged
                     if event.websocket:
                         refusal = functools.partial(self._answer, stream, session, exchange)
@@ -530,7 +496,6 @@ class Proxy:
             else:
                 await out.flush(stream)
                 session.send(event)
-                exchange.outcome += f" (cut: {event.error})"
                 self._log(session, exchange)
                 return False
         return True
@@ -542,8 +507,9 @@ class Proxy:
         closes as before."""
         try:
             yield
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            exchange.outcome += " (client left)"
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            why = f"a write to the client failed ({_reason(exc)})"
+            session.engine.client_left(why, now=anyio.current_time())
             self._log(session, exchange)
             raise
 
@@ -657,15 +623,12 @@ class Proxy:
                 "the client closed the connection mid-exchange: the upstream was closed too%s",
                 " (recorded as far as the client read)" if forward.record else "",
             )
-            if session.state is State.AWAIT_UPSTREAM:
-                exchange.outcome += " (client left)"
             session.upstream_error(UpstreamError.CLIENT_CLOSED, gone.why, now=anyio.current_time())
         # nobody reads the rest: pull it, append the line
         while not isinstance(event := session.next_event(), Signal):
             if isinstance(event, Cut):
                 session.send(event)
-                exchange.outcome += f" (cut: {event.error})"
-                self._log(session, exchange)
+        self._log(session, exchange)  # (once: an end or cut already sent was)
         self._record(session, forward.request.target, place=gone.place)
 
     async def _relay(
@@ -689,7 +652,6 @@ class Proxy:
                     exchange.status = event.status
                 data = session.send(event)
                 if isinstance(event, Cut):
-                    exchange.outcome += f" (cut: {event.error})"
                     self._log(session, exchange)
                 try:
                     if not gone.why:  # once the client left, only the recording reads on
@@ -736,8 +698,6 @@ class Proxy:
                 )
             else:
                 log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
-            if session.state is State.AWAIT_UPSTREAM:
-                exchange.outcome = f"upstream {exc.error.value}"
             if session.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
                 session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         if session.state is State.DONE:
@@ -818,7 +778,7 @@ class Proxy:
         """Write a recorded line; a disk that fills or turns read-only loses
         that exchange (said loudly), never the proxy."""
         file = self._file_of(cassette)
-        self.freshness.recorded(recorded)
+        self.runlog.recorded(recorded)
         try:
             file.append(recorded.line)
         except StoreUnavailableError as exc:  # the server went between check and append
@@ -840,6 +800,17 @@ class Proxy:
             )
 
     def _log(self, session: Session, exchange: _Exchange) -> None:
+        """An exchange ended: noted in the run log with the core's verdict
+        (a WebSocket session's once it ended), then logged with the core's
+        label; once each."""
+        if exchange.logged:
+            return
+        exchange.logged = True
+        ws = exchange.websocket
+        verdict = session.engine.verdict if ws is None else ws.verdict
+        if verdict is not None:
+            kind = "http" if ws is None else "websocket"
+            self.runlog.served(exchange.method, exchange.path, verdict, kind)
         if not log.isEnabledFor(logging.INFO):
             return
         elapsed = (time.monotonic() - exchange.started) * 1000
@@ -848,7 +819,7 @@ class Proxy:
         log.info(
             "%s %-8s %s %s key=%s %d %.1fms",
             self.config.mode.value,
-            exchange.outcome,
+            session.engine.label if ws is None else ws.label,
             exchange.method or "-",
             session.redactor.target(exchange.target) if exchange.target else "-",
             key,

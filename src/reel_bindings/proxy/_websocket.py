@@ -107,7 +107,7 @@ async def replay_websocket(
     exchange: _Exchange,
 ) -> None:
     """Serve a recorded WebSocket session to the client."""
-    ws = WebSocketSession.replay(session, decision)
+    ws = exchange.websocket = WebSocketSession.replay(session, decision)
     client = _Outbox(stream)
     opened = anyio.current_time()
     exchange.status = 101
@@ -165,12 +165,8 @@ async def replay_websocket(
             # closed itself): closing with its bytes unread would reset the
             # connection, and the client could lose the close frame
             tg.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
-    exchange.outcome += f" ({ws.outcome})" if ws.outcome else ""
-    path = decision.request.path
-    proxy.note(proxy.websocket_outcomes, (path, "hit" if ws.miss is None else "miss"))
     if ws.miss is not None:
-        proxy.note(proxy.websocket_misses, ws.miss)
-        exchange.outcome = "miss"
+        proxy.runlog.websocket_missed(ws.miss)
         log.warning("%s", ws.miss.render())
     proxy._log(session, exchange)
 
@@ -192,9 +188,7 @@ async def relay_websocket(
     a 502 saying why it could not be reached)."""
     assert forward.url is not None
     sent_at = anyio.current_time()
-    kind = "recorded" if forward.record else "live"
     # an upgrade that does not go through is an HTTP exchange (answered, recorded)
-    http_outcome = ("GET", forward.request.path, kind)
     where = session.redactor.target(forward.request.target)
     try:
         if forward.record:
@@ -202,8 +196,6 @@ async def relay_websocket(
         upstream, host = await proxy.upstream.dial(forward.url)
     except UpstreamFailure as exc:
         log.warning("upstream failed for %s: %s", where, session.redactor.text(str(exc)))
-        exchange.outcome = f"upstream {exc.error.value}"
-        proxy.note(proxy.outcomes, http_outcome)
         session.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         await answer_http()
         return
@@ -229,13 +221,10 @@ async def relay_websocket(
         now = anyio.current_time()
         if answer is None:
             log.warning("upstream failed for %s: %s", where, session.redactor.text(failure))
-            exchange.outcome = "upstream failed"
-            proxy.note(proxy.outcomes, http_outcome)
             session.upstream_error(UpstreamError.PROTOCOL, failure, now=now)
             await answer_http()
             return
         if answer.status != 101:  # refused (401, 404...): the client gets that answer
-            proxy.note(proxy.outcomes, http_outcome)
             session.upstream_head(
                 answer.status, answer.headers, now=now, sent_at=sent_at, timestamp=time.time()
             )
@@ -246,16 +235,15 @@ async def relay_websocket(
             await answer_http()
             return
         exchange.status = 101
-        ws = WebSocketSession.relay(
+        ws = exchange.websocket = WebSocketSession.relay(
             session, forward, answer, now=now, sent_at=sent_at, timestamp=time.time()
         )
         try:
             await _relay(ws, stream, upstream)
-        finally:  # appended however the session ended (a proxy shutting down too)
-            proxy.note(proxy.websocket_outcomes, (forward.request.path, kind))
+        finally:  # appended and noted however the session ended (a proxy shutting down too)
             if forward.record:
                 proxy._record_websocket(session, ws, forward.request.target)
-    proxy._log(session, exchange)
+            proxy._log(session, exchange)
 
 
 async def _relay(
