@@ -24,8 +24,8 @@ import pytest
 import websockets.exceptions
 from websockets.sync.client import connect as ws_connect
 
-from reel_bindings.proxy import _websocket as ws_binding
 from reel_bindings.proxy import Proxy, running
+from reel_bindings.proxy import _websocket as ws_binding
 from reel_core import Mode, Verdict
 from tests.fakes.realtime import reply_pieces, serve_realtime
 from tests.secrets import SDK_OPENAI_KEY

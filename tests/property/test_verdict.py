@@ -173,6 +173,12 @@ def expected_verdict(seen: Seen) -> Verdict:
     return Verdict.RECORDED if decision.record else Verdict.LIVE
 
 
+def nothing_said(engine: Engine) -> None:
+    """Before its first decision, an engine has no verdict."""
+    assert engine.verdict is None
+    assert engine.label == "-"
+
+
 @given(cases)
 def test_the_verdict_and_label_say_what_the_engine_did(case: Case) -> None:
     cassette = cassette_for(case)
@@ -185,8 +191,7 @@ def test_the_verdict_and_label_say_what_the_engine_did(case: Case) -> None:
         upstream=None,
     )
     engine = Engine(cassette, config)
-    assert engine.verdict is None
-    assert engine.label == "-"
+    nothing_said(engine)
     target = "/not/a/provider" if case.unroutable else "/v1/chat/completions"
     engine.receive_request(
         chat(SIMILAR_BODY if case.similar else RECORDED_BODY, target), now=T0 + 30 * DAY
