@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from reel_core import Verdict
 
@@ -44,6 +44,8 @@ KEPT = 100
 
 T = TypeVar("T")
 
+_tuple = tuple.__new__
+
 
 def _log() -> logging.Logger:
     # logging is imported when there is something to say: a replay with
@@ -53,11 +55,10 @@ def _log() -> logging.Logger:
     return logging.getLogger("reel")
 
 
-@dataclass(frozen=True, slots=True)
-class Served:
+class Served(NamedTuple):
     """One exchange a binding served: its method and path (no query), the
     core's verdict, and ``http`` or ``websocket`` (a session, after its
-    upgrade)."""
+    upgrade).  A tuple: one is made per request."""
 
     method: str
     path: str
@@ -139,7 +140,7 @@ class RunLog:
     def served(self, method: str, path: str, verdict: Verdict, kind: str = "http") -> None:
         """An exchange ended, with the core's ``verdict``."""
         self.counts[verdict] += 1
-        self.last.append(Served(method, path, verdict, kind))
+        self.last.append(_tuple(Served, (method, path, verdict, kind)))  # Served(...), faster
 
     def missed(self, report: MissReport) -> None:
         """A request missed (its exchange is noted by :meth:`served`)."""

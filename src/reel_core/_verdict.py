@@ -71,6 +71,11 @@ class Verdict(enum.Enum):
     #: Recorded, then dropped: the test that recorded it did not pass.
     DROPPED = "dropped"
 
+    #: Members are singletons compared by identity: hashed so too, at C
+    #: speed (``Enum.__hash__`` hashes the name in Python), as a binding
+    #: counts one verdict per request (``reel_bindings._runlog``).
+    __hash__ = object.__hash__
+
     def gated(self, kept: bool) -> Verdict:
         """This verdict once a test's outcome gate kept (or dropped) what it
         recorded: a recording dropped is DROPPED, any other verdict stays."""
