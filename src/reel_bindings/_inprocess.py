@@ -42,6 +42,7 @@ from reel_core import (
 )
 
 from ._files import CassetteFile
+from ._hints import IN_PROCESS_HINT
 from ._relay import CLIENT_CLOSED
 from ._runlog import RunLog
 from ._settings import Settings, mode_from_env
@@ -61,11 +62,6 @@ __all__ = [
     "mode_from_env",
     "whole_body",
 ]
-
-IN_PROCESS_HINT = (
-    "run again with REEL_MODE=auto to record what is missing "
-    "(or REEL_MODE=record to refresh the whole cassette)"
-)
 
 
 def given_upstream(upstream: object, takes: str, is_pool: bool) -> tuple[str | None, object]:

@@ -33,6 +33,7 @@ from reel_core import (
     parse_duration,
 )
 
+from ._hints import IN_PROCESS_HINT, hints
 from ._store import Store, StoreUnavailableError
 from ._store_url import check_store, is_store_url, open_store
 
@@ -276,7 +277,7 @@ class Settings:
             max_body=max_body if max_body is not None else _max_body(env),
             timing=timing if timing is not None else _timing(env),
             match=match if match is not None else _match(env),
-            upstream=check_upstream(upstream) if upstream else _upstream(env),
+            upstream=check_upstream(upstream, "--upstream") if upstream else _upstream(env),
             mode_set=given_mode is not None,
             store=store or _store(env),
             store_prefix=store_prefix or _store_prefix(env),
@@ -303,9 +304,10 @@ class Settings:
     def limits(self) -> Limits:
         return Limits() if self.max_body is None else Limits(max_body=self.max_body)
 
-    def config(self, **fields: Any) -> Config:
-        """A :class:`Config` with these settings' mode, PII switch and limits;
-        ``fields`` set the rest (match, timing, repeat, redactor, hint...)."""
+    def config(self, *, hint: str = IN_PROCESS_HINT, **fields: Any) -> Config:
+        """A :class:`Config` with these settings' mode, PII switch and limits,
+        and the bindings' hints with ``hint`` saying how to record a miss;
+        ``fields`` set the rest (match, timing, repeat, redactor...)."""
         return replace(
             Config(
                 mode=self.mode,
@@ -314,6 +316,7 @@ class Settings:
                 max_age=self.max_age,
                 record_grace=RECORD_GRACE if self.record_grace is None else self.record_grace,
                 drop_response_headers=self.drop_response_headers,
+                hints=hints(hint),
             ),
             **fields,
         )

@@ -30,7 +30,8 @@ from reel_core import (
 )
 
 from ._files import CassetteFile
-from ._inprocess import IN_PROCESS_HINT, Binding, Decision, given_upstream
+from ._hints import IN_PROCESS_HINT
+from ._inprocess import Binding, Decision, given_upstream
 from ._per_process import PerProcess
 from ._proxy_env import environment_proxies, proxy_for
 from ._relay import Failure

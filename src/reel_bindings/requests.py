@@ -41,7 +41,8 @@ from reel_core import (
 
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
 from ._files import CassetteFile
-from ._inprocess import IN_PROCESS_HINT, Binding, Upstreaming, given_upstream
+from ._hints import IN_PROCESS_HINT
+from ._inprocess import Binding, Upstreaming, given_upstream
 from ._per_process import PerProcess
 from ._store import Store
 from ._sync.relay import relay

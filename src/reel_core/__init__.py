@@ -57,6 +57,7 @@ from ._events import (
 )
 from ._exchange import record_exchange
 from ._headers import keep_response_header
+from ._hints import Hints
 from ._http import HOP_BY_HOP, MISS_HEADER, Limits, Request
 from ._interaction import (
     Interaction,
@@ -160,6 +161,7 @@ __all__ = [
     "FieldDiff",
     "Forward",
     "Frame",
+    "Hints",
     "ImportReport",
     "Input",
     "Interaction",

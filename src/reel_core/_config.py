@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from ._errors import ConfigError
 from ._headers import drop_names
+from ._hints import Hints
 from ._http import Limits
 from ._match import MatchConfig
 from ._redact import Redactor
@@ -19,18 +20,11 @@ from ._timing import Timing
 if TYPE_CHECKING:
     from ._ui import UiConfig
 
-__all__ = ["DEFAULT_HINT", "RECORD_GRACE", "Config", "Mode", "check_upstream"]
+__all__ = ["RECORD_GRACE", "Config", "Mode", "check_upstream"]
 
 #: How long a recording reads the upstream on after the client left, by
 #: default (seconds; :attr:`Config.record_grace`).
 RECORD_GRACE = 2.0
-
-#: How to record a missing request, unless a binding says otherwise
-#: (:attr:`Config.hint`); every miss report ends with it.
-DEFAULT_HINT = (
-    "run again with REEL_MODE=auto to record what is missing "
-    "(or REEL_MODE=record to refresh the whole cassette)"
-)
 
 
 class Mode(enum.Enum):
@@ -87,8 +81,9 @@ class Config:
     #: lower case.
     drop_response_headers: tuple[str, ...] = ()
     limits: Limits = Limits()
-    #: How to record a missing request, shown in every miss report.
-    hint: str = DEFAULT_HINT
+    #: What messages tell the reader to do, in the binding's words (how to
+    #: record a miss, raise a limit, name an upstream).
+    hints: Hints = Hints()
     #: Route forwards (``Forward.url``): to ``upstream`` when set, else to
     #: the provider's real host; a request for no known provider is refused.
     routing: bool = False
@@ -130,7 +125,7 @@ _UPSTREAM_SCHEMES = ("http", "https")
 _EXAMPLE_UPSTREAM = "https://api.openai.com"
 
 
-def check_upstream(url: str, source: str = "--upstream") -> str:
+def check_upstream(url: str, source: str = "upstream=") -> str:
     """``url`` when it is an upstream base URL: ``http://`` or ``https://``,
     a host, a valid port if any, a path (kept as a prefix) but no query,
     fragment or credentials.  Else :class:`ConfigError` naming ``source``

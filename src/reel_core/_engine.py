@@ -219,7 +219,7 @@ class Engine:
         if self.state is not State.IDLE or self._pending is not None:
             raise self._misuse(f"a request is already being served (state {self.state.value})")
         if len(request.body) > self.config.limits.max_body:
-            raise self.config.limits.body_too_large(len(request.body))
+            raise self.config.limits.body_too_large(len(request.body), self.config.hints.max_body)
         self._pending = request
         self._now = now
 
@@ -350,12 +350,12 @@ class Engine:
         except CassetteError as exc:
             # A line that passed indexing but does not parse (or a selected
             # cassette that is no cassette at all): answer, keep serving.
-            fix = (
-                f"Fix or delete that line (`reel validate {exc.name}` lists every bad line), "
-                "or re-record the cassette."
-                if exc.line is not None
-                else "Fix the file, or record it again."
-            )
+            if exc.line is None:
+                fix = "Fix the file, or record it again."
+            else:
+                listed = self.config.hints.bad_line_of(exc.name)
+                listed = f" ({listed})" if listed else ""
+                fix = f"Fix or delete that line{listed}, or re-record the cassette."
             self._refuse(500, "reel_bad_cassette", f"{exc}. {fix}")
 
     def _for_ui(self, request: Request, ui: UiConfig) -> bool:
@@ -475,8 +475,8 @@ class Engine:
                     "reel_no_upstream",
                     f"Reel does not know where to send {request.method} "
                     f"{self.redactor.target(request.target)}: it is not an OpenAI, Anthropic or "
-                    "Gemini API path. Start the proxy with --upstream URL (or set "
-                    "REEL_UPSTREAM) to send every request to that base URL.",
+                    f"Gemini API path. Name the base URL to send every request to with "
+                    f"{self.config.hints.upstream}.",
                 )
                 return
             self._routed_to = url[: len(url) - len(request.path)]
@@ -598,7 +598,7 @@ class Engine:
             self.match,
             mode=self.config.mode.value,
             reason=reason,
-            hint=self.config.hint,
+            hint=self.config.hints.miss,
             nearest=closest,
             served=count,
         )
@@ -753,7 +753,7 @@ class Engine:
                 )
                 message += (
                     f". Forwards go to {base}: check that it is reachable, or "
-                    "name another base URL with REEL_UPSTREAM=URL (the proxy's --upstream URL)."
+                    f"name another base URL with {self.config.hints.upstream}."
                 )
             body = error_body("reel_upstream_error", message, failure=error.value)
             self._events.extend(json_response(error.status, body, head_only=self._head_only))
@@ -781,30 +781,15 @@ class Engine:
         """Build the recording of the finished forward, add it to the
         cassette, and return the line to append; ``None`` when there is
         nothing to record (live mode, a replay, a failure before the head).
+        The same as ``take_recording().record()``, the one way a recording
+        is made.
 
         This is the costly part of recording (decoding, redaction, usage,
         the JSON line), so a binding calls it after the client has its whole
         answer.  It raises only on a bug; the recording is then lost.
         """
-        interaction = self.recording()
-        return None if interaction is None else self.store(interaction)
-
-    def recording(self) -> Interaction | None:
-        """The recording of the finished forward, built but not stored: for
-        an adapter that adds to it (the WebSocket adapter adds the messages
-        to the upgrade's) and then hands it to :meth:`store`.  ``None``
-        when there is nothing to record."""
-        if self._unstored is None:
-            return None
-        from ._record import run_steps
-
-        build, self._unstored = self._unstored, None
-        return run_steps(build())
-
-    def store(self, interaction: Interaction) -> Recorded:
-        """Add ``interaction`` to the cassette; the line to append (see
-        :meth:`PendingRecording.record`)."""
-        return _store(self.cassette, interaction, self._superseding)
+        pending = self.take_recording()
+        return None if pending is None else pending.record()
 
     def take_recording(self) -> PendingRecording | None:
         """The finished forward's recording, not built yet, taken out of
@@ -850,6 +835,20 @@ class PendingRecording:
         self._superseding = superseding
         self._steps: Steps[Recorded] | None = None
         self._done: Recorded | None = None
+
+    def amend(self, change: Callable[[Interaction], Interaction]) -> PendingRecording:
+        """Have ``change`` make the stored interaction out of the one built
+        (the WebSocket adapter adds a session's messages to its upgrade's);
+        before the first :meth:`step`.  Returns itself."""
+        if self._steps is not None:
+            raise LocalProtocolError("amend a recording before building it")
+        build = self._build
+
+        def amended() -> Steps[Interaction]:
+            return change((yield from build()))
+
+        self._build = amended
+        return self
 
     def record(self) -> Recorded:
         """Build the recording, add it to its cassette, and return the line
@@ -903,13 +902,6 @@ def _built(
     recorder = capture.recorder()
     yield
     return (yield from finish(recorder))
-
-
-def _store(cassette: Cassette, interaction: Interaction, superseding: int) -> Recorded:
-    """Add ``interaction`` to ``cassette``; the line to append."""
-    from ._record import run_steps
-
-    return run_steps(_storing(cassette, interaction, superseding))
 
 
 def _storing(cassette: Cassette, interaction: Interaction, superseding: int) -> Steps[Recorded]:

@@ -21,6 +21,7 @@ from ._body import decode_request_body
 from ._cassette import Cassette
 from ._forms import body_kind
 from ._headers import drop_names
+from ._hints import Hints
 from ._http import Limits, Request, normalize_headers
 from ._interaction import Interaction, RecordedRequest
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 _LIMITS = Limits()
+_HINTS = Hints()
 
 
 def plain_request(request: Request, max_body: int) -> RecordedRequest:
@@ -112,6 +114,7 @@ def record_exchange(
     credential_headers: Iterable[str] = (),
     drop_response_headers: Iterable[str] = (),
     limits: Limits = _LIMITS,
+    hints: Hints = _HINTS,
     timestamp: float | None = None,
 ) -> Interaction:
     """The recording of a finished exchange: ``request`` answered with
@@ -129,11 +132,12 @@ def record_exchange(
     Reel never stores and those the cassette's ``_meta`` names.
     ``timestamp`` (epoch seconds) is stored as the line's ``ts``.  A body
     over ``limits.max_body`` raises :class:`~reel_core.RemoteProtocolError`
-    (413), as it does for a session; a response body that decodes to more
-    is stored as it came, flagged (``encoding_error``).
+    (413; ``hints.max_body`` says how to raise it), as it does for a
+    session; a response body that decodes to more is stored as it came,
+    flagged (``encoding_error``).
     """
     if len(request.body) > limits.max_body:
-        raise limits.body_too_large(len(request.body))
+        raise limits.body_too_large(len(request.body), hints.max_body)
     names = header_names({"headers": list(credential_headers)})
     credentials = CREDENTIAL_HEADERS | {n.encode("ascii") for n in names}
     plain = plain_request(request, limits.max_body)

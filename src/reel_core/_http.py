@@ -169,13 +169,10 @@ class Limits:
     #: import, ``reel check``): the one decoding limit.
     max_body: int = 32 * 1024 * 1024
 
-    def body_too_large(self, size: int | None = None) -> RemoteProtocolError:
-        """The 413 for a body of ``size`` bytes (``None``: not known yet),
-        naming the settings that raise the limit."""
+    def body_too_large(self, size: int | None, hint: str) -> RemoteProtocolError:
+        """The 413 for a body of ``size`` bytes (``None``: not known yet);
+        ``hint`` says how to raise the limit (``Hints.max_body``)."""
         of = "" if size is None else f"of {size} bytes is "
         return RemoteProtocolError(
-            f"request body {of}over the {self.max_body}-byte limit: raise the limit with the "
-            "proxy's --max-body BYTES, or REEL_MAX_BODY=BYTES (the proxy and the in-process "
-            "bindings read it)",
-            413,
+            f"request body {of}over the {self.max_body}-byte limit: {hint}", 413
         )

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._body import parse_json
-from ._config import DEFAULT_HINT
 from ._errors import ReelError
 from ._forms import FORM, form_value, multipart_value
+from ._hints import Hints
 from ._match import (
     SPELLING_KINDS,
     FieldDiff,
@@ -75,7 +75,7 @@ class MissReport:
     reason: str
     recorded: int
     closest: Closest | None
-    hint: str = DEFAULT_HINT
+    hint: str = Hints.miss
     #: How many recordings of this very request were already served: more
     #: than 0 when the request is a repeat past its recorded count.
     served: int = 0
@@ -366,7 +366,7 @@ def build_miss_report(
     *,
     mode: str,
     reason: str = "no recording matches",
-    hint: str = DEFAULT_HINT,
+    hint: str = Hints.miss,
     nearest: tuple[Interaction, float] | None = None,
     served: int = 0,
 ) -> MissReport:

@@ -14,9 +14,12 @@ import re
 import h11
 
 from ._errors import LocalProtocolError, RemoteProtocolError
+from ._hints import Hints
 from ._http import Headers, Limits, Request, parsed_request
 
 __all__ = ["ReaderSignal", "RequestReader"]
+
+_HINTS = Hints()
 
 #: Where an h11 error message starts quoting the client's bytes
 #: (``illegal header line: bytearray(b'...')``, ``Illegal header value b'...'``).
@@ -48,8 +51,9 @@ class RequestReader:
     """Parses requests from raw bytes with an ``h11.Connection`` and
     serializes the answers, keeping h11's keep-alive cycle in step."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, hints: Hints = _HINTS) -> None:
         self._limits = limits
+        self._hints = hints
         self._conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_head)
         self._head: h11.Request | None = None
         self._body: list[bytes] = []
@@ -110,7 +114,7 @@ class RequestReader:
             elif isinstance(event, h11.Data):
                 self._size += len(event.data)
                 if self._size > self._limits.max_body:
-                    raise self._limits.body_too_large()
+                    raise self._limits.body_too_large(None, self._hints.max_body)
                 self._body.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage):
                 assert self._head is not None
@@ -137,7 +141,7 @@ class RequestReader:
         if size > self._limits.max_head + 1:
             raise RemoteProtocolError(
                 f"request head of {size} bytes is over the {self._limits.max_head}-byte limit: "
-                "raise the limit with the proxy's --max-head BYTES",
+                f"{self._hints.max_head}",
                 431,
             )
         length = None
@@ -148,7 +152,7 @@ class RequestReader:
             elif name == b"connection":
                 connection.append(value)
         if length is not None and int(length) > self._limits.max_body:
-            raise self._limits.body_too_large(int(length))
+            raise self._limits.body_too_large(int(length), self._hints.max_body)
         self._head = head
         self._headers = tuple(headers)
         self.connection = tuple(connection)

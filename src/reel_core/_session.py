@@ -159,7 +159,7 @@ class Session:
         config: Config | None = None,
     ) -> None:
         self.engine = Engine(cassette, config)
-        self._reader = RequestReader(self.engine.config.limits)
+        self._reader = RequestReader(self.engine.config.limits, self.engine.config.hints)
         #: The wall-clock time the client's last bytes came with.
         self._now: float | None = None
 

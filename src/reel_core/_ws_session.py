@@ -468,10 +468,9 @@ class WebSocketSession:
         if self._recorder is None:
             return None
         recorder, self._recorder = self._recorder, None
-        engine = self.session.engine
-        upgrade = engine.recording()
-        assert upgrade is not None  # relay() fed the 101 and its end
-        return engine.store(recorder.finish(upgrade, now=now))
+        pending = self.session.engine.take_recording()
+        assert pending is not None  # relay() fed the 101 and its end
+        return pending.amend(lambda upgrade: recorder.finish(upgrade, now=now)).record()
 
 
 def _take_head(session: Session) -> Headers:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reel_bindings._inprocess import IN_PROCESS_HINT
+from reel_bindings._hints import IN_PROCESS_HINT
 from reel_bindings._settings import Settings, mode_from_env, pii_from_env, port_from_env
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
@@ -65,7 +65,7 @@ def test_config_takes_the_other_fields() -> None:
     config = Settings.from_env({"REEL_REDACT_PII": "0"}, mode="auto").config(
         match=match, timing=Timing.parse("fast"), hint="do this"
     )
-    assert (config.mode, config.pii, config.match, config.hint) == (
+    assert (config.mode, config.pii, config.match, config.hints.miss) == (
         Mode.AUTO,
         False,
         match,
@@ -83,8 +83,8 @@ def test_the_in_process_bindings_build_their_config_with_the_hint(tmp_path: Path
         AsyncTransport(cassette, hint="run pytest --reel-mode auto"),
         Adapter(cassette, hint="run pytest --reel-mode auto"),
     ):
-        assert binding.player.config.hint == "run pytest --reel-mode auto"
-    assert Transport(cassette).player.config.hint == IN_PROCESS_HINT
+        assert binding.player.config.hints.miss == "run pytest --reel-mode auto"
+    assert Transport(cassette).player.config.hints.miss == IN_PROCESS_HINT
 
 
 def test_timing_match_and_upstream_from_the_environment() -> None:

@@ -27,7 +27,7 @@ ENTRIES = [json.loads(line) for line in (CORPUS / "MANIFEST.jsonl").read_text().
 REFUSALS = {
     "grpc": "a gRPC call recorded by pydantic-ai's xAI tests",
     "lone response": "a lone HTTP response (status 200, headers, body) with no request",
-    "llama stack index": "reel import llamastack DIRECTORY",
+    "llama stack index": "its responses/, as the llamastack format",
     "sdk call": "is an SDK call, not an HTTP request",
 }
 

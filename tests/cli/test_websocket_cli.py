@@ -147,7 +147,7 @@ def test_vcr_export_refuses_websocket_sessions_in_one_line(
     refusals = [line for line in captured.err.splitlines() if "WebSocket" in line]
     assert refusals == [
         f"reel export vcr: {tmp_path / 'rt.yaml'}: 2 WebSocket sessions: NOT exported "
-        "(vcrpy has no WebSocket; `reel export har` keeps them)"
+        "(vcrpy has no WebSocket; the har format keeps them)"
     ]
     assert "1 interaction" in captured.out
     text = (tmp_path / "rt.yaml").read_text()

@@ -13,6 +13,7 @@ from reel_core import (
     CassetteMeta,
     Engine,
     Event,
+    Hints,
     Interaction,
     MatchConfig,
     RecordedRequest,
@@ -174,3 +175,17 @@ def parse_response(data: bytes, method: str = "POST") -> tuple[h11.Response, byt
             return head, body, False
         else:  # pragma: no cover - a broken test
             raise AssertionError(f"unexpected {event!r}")
+
+
+#: Hints worded as a binding words them (the core names no flag of its
+#: own): the tests check the core says them where they belong.
+BINDING_HINTS = Hints(
+    miss="run again in auto mode",
+    upstream="REEL_UPSTREAM=URL (the proxy's --upstream URL)",
+    max_body=(
+        "raise the limit with the proxy's --max-body BYTES, or REEL_MAX_BODY=BYTES "
+        "(the proxy and the in-process bindings read it)"
+    ),
+    max_head="raise the limit with the proxy's --max-head BYTES",
+    bad_line="`reel validate {name}` lists every bad line",
+)

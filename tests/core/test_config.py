@@ -7,13 +7,13 @@ import pytest
 from reel_core import (
     Config,
     ConfigError,
+    Hints,
     Limits,
     MatchConfig,
     Mode,
     Redactor,
     Timing,
 )
-from reel_core._config import DEFAULT_HINT
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,9 @@ def test_config_defaults() -> None:
     assert c.repeat is None  # the cassette decides (repeat by default)
     assert c.redactor is None
     assert c.limits == Limits()
-    assert c.hint == DEFAULT_HINT
+    assert c.hints == Hints()
+    assert "REEL_" not in c.hints.miss  # the core names no binding's variable
+    assert "--" not in c.hints.miss  # nor flag
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.mode = Mode.LIVE  # type: ignore[misc]
 

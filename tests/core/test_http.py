@@ -7,11 +7,11 @@ import random
 import h11
 import pytest
 
-from reel_core import Limits, LocalProtocolError, RemoteProtocolError, Request
+from reel_core import Hints, Limits, LocalProtocolError, RemoteProtocolError, Request
 from reel_core._http import HOP_BY_HOP, header_value, normalize_headers
 from reel_core._reader import ReaderSignal, RequestReader
 
-from ._helpers import client_bytes, random_split, splittings
+from ._helpers import BINDING_HINTS, client_bytes, random_split, splittings
 
 
 def test_normalize_headers() -> None:
@@ -345,15 +345,19 @@ def test_head_limit_boundary_is_the_same_for_every_split() -> None:
 
 
 def test_oversized_head_names_the_flag_that_raises_the_limit() -> None:
-    reader = RequestReader(Limits(max_head=40))
-    reader.receive_data(b"GET /x HTTP/1.1\r\nHost: a\r\nX-Long: " + b"y" * 50 + b"\r\n\r\n")
-    with pytest.raises(RemoteProtocolError, match=r"over the 40-byte limit: .*--max-head BYTES"):
-        reader.next_request()
+    """The binding's hint says how to raise the limit; without one, the
+    core's setting is named."""
+    head = b"GET /x HTTP/1.1\r\nHost: a\r\nX-Long: " + b"y" * 50 + b"\r\n\r\n"
+    for hints, says in ((BINDING_HINTS, ".*--max-head BYTES"), (Hints(), "raise Limits.max_head")):
+        reader = RequestReader(Limits(max_head=40), hints)
+        reader.receive_data(head)
+        with pytest.raises(RemoteProtocolError, match=rf"over the 40-byte limit: {says}"):
+            reader.next_request()
 
 
 def test_body_over_the_limit_by_content_length_is_413() -> None:
     limits = Limits(max_body=100)
-    reader = RequestReader(limits)
+    reader = RequestReader(limits, BINDING_HINTS)
     # only the head is needed to refuse it
     reader.receive_data(b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n")
     with pytest.raises(RemoteProtocolError, match="request body of 101 bytes is over") as info:
@@ -376,7 +380,7 @@ def test_body_at_the_limit_is_fine() -> None:
 
 def test_chunked_body_over_the_limit_is_413_while_streaming() -> None:
     limits = Limits(max_body=1000)
-    reader = RequestReader(limits)
+    reader = RequestReader(limits, BINDING_HINTS)
     reader.receive_data(b"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
     assert reader.next_request() is ReaderSignal.NEED_DATA
     rng = random.Random(4)

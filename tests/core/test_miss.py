@@ -12,13 +12,13 @@ from reel_core import (
     Closest,
     Engine,
     FieldDiff,
+    Hints,
     MatchConfig,
     MatchMode,
     Miss,
     MissReport,
     RecordedRequest,
 )
-from reel_core._config import DEFAULT_HINT
 from reel_core._miss import (
     MAX_DIFFS,
     MAX_VALUE,
@@ -32,6 +32,8 @@ from reel_core._miss import (
 )
 
 from ._helpers import cassette_of, interaction, pull, request
+
+DEFAULT_HINT = Hints.miss
 
 NORMALIZED = MatchConfig()
 KEY = "sha256:" + "ab" * 32

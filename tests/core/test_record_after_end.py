@@ -3,6 +3,8 @@ binding can give the client its whole answer before the recording work."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from reel_core import (
@@ -13,6 +15,7 @@ from reel_core import (
     Engine,
     Forward,
     Frame,
+    Interaction,
     LocalProtocolError,
     Mode,
     PendingRecording,
@@ -168,6 +171,32 @@ def test_recordings_taken_out_are_numbered_in_the_order_they_are_recorded() -> N
     taken = [first.take_recording(), second.take_recording()]
     ids = [p.record().interaction_id for p in taken if p is not None]
     assert ids == [ids[0], ids[0] + "-2"]
+
+
+def test_an_amended_recording_stores_what_the_change_made() -> None:
+    """``amend`` is how an adapter adds to a recording (the WebSocket one
+    adds a session's messages): the change sees the built interaction, and
+    what it returns is stored and keyed, through the one recording path;
+    once building began, a change comes too late."""
+    cassette = Cassette("c")
+    engine = forwarded(cassette)
+    engine.upstream_end(now=1.2)
+    pull(engine)
+    pending = engine.take_recording()
+    assert pending is not None
+    seen: list[str] = []
+
+    def change(interaction: Interaction) -> Interaction:
+        seen.append(interaction.id)
+        return replace(interaction, provider="amended")
+
+    assert pending.amend(change) is pending
+    recorded = pending.record()
+    assert seen == [recorded.interaction_id]
+    assert b'"provider":"amended"' in recorded.line
+    assert [i.provider for i in cassette.interactions()] == ["amended"]
+    with pytest.raises(LocalProtocolError, match="before building"):
+        pending.amend(change)
 
 
 @pytest.mark.parametrize("mode", [Mode.RECORD, Mode.LIVE])

@@ -19,6 +19,7 @@ from reel_core import (
     Event,
     Forward,
     Frame,
+    Hints,
     Interaction,
     Limits,
     LocalProtocolError,
@@ -44,6 +45,7 @@ from reel_core import (
 )
 
 from ._helpers import (
+    BINDING_HINTS,
     cassette_of,
     client_bytes,
     interaction,
@@ -184,7 +186,7 @@ def test_replay_matches_reformatted_json_and_reordered_query() -> None:
 
 def test_a_miss_is_a_404_with_a_report() -> None:
     rec = interaction(id="near", body=b'{"model":"m","messages":[{"content":"hi"}]}')
-    session = Engine(cassette_of(rec), Config(hint="run `make record`"))
+    session = Engine(cassette_of(rec), Config(hints=Hints(miss="run `make record`")))
     req = request(b'{"model":"m","messages":[{"content":"ho"}]}')
     events = one_exchange(session, req)
     miss, head, frame, end = events
@@ -628,7 +630,9 @@ def test_a_routed_upstream_failure_names_where_forwards_go() -> None:
         (None, "the provider's own host (https://api.openai.com)"),
         ("http://127.0.0.1:9", "http://127.0.0.1:9"),
     ):
-        session = Engine(Cassette(), Config(mode=Mode.LIVE, routing=True, upstream=upstream))
+        session = Engine(
+            Cassette(), Config(mode=Mode.LIVE, routing=True, upstream=upstream, hints=BINDING_HINTS)
+        )
         session.receive_request(request())
         pull(session)
         session.upstream_error(UpstreamError.REFUSED)
@@ -768,7 +772,7 @@ def test_one_request_at_a_time() -> None:
 
 
 def test_a_parsed_request_over_the_body_limit_is_413() -> None:
-    session = Engine(Cassette(), Config(limits=Limits(max_body=10)))
+    session = Engine(Cassette(), Config(limits=Limits(max_body=10), hints=BINDING_HINTS))
     with pytest.raises(RemoteProtocolError, match="over the 10-byte limit") as info:
         session.receive_request(request(b"x" * 11))
     assert info.value.status == 413
@@ -926,7 +930,7 @@ def test_routing_sets_the_forward_url(target: str, upstream: str | None, url: st
 
 
 def test_routing_refuses_an_unknown_destination() -> None:
-    session = Engine(Cassette(), Config(mode=Mode.AUTO, routing=True))
+    session = Engine(Cassette(), Config(mode=Mode.AUTO, routing=True, hints=BINDING_HINTS))
     events = one_exchange(session, request(target="/api/generate?token=tok_123"))
     refused, head, frame, end = events
     assert isinstance(refused, Refused)
@@ -1261,13 +1265,16 @@ def test_a_corrupt_line_is_answered_500_and_the_session_goes_on() -> None:
     # Indexed (key first, ends in "}") but not JSON: found only when used.
     broken = b'{"key":"' + key.encode() + b'","id":BROKEN}'
     cassette = Cassette.loads(Cassette().meta.to_line() + broken + b"\n", name="c.jsonl")
-    session = Engine(cassette)
+    plain = one_exchange(Engine(cassette), target)[0]  # no hint: nothing named
+    assert isinstance(plain, Refused)
+    assert "Fix or delete that line, or re-record" in plain.message
+    session = Engine(cassette, Config(hints=BINDING_HINTS))
     events = one_exchange(session, target)
     refused = events[0]
     assert isinstance(refused, Refused)
     assert refused.status == 500
     assert "c.jsonl:2: not a JSON line" in refused.message
-    assert "reel validate c.jsonl" in refused.message
+    assert "(`reel validate c.jsonl` lists every bad line)" in refused.message
     assert state(session) is State.DONE
     session.start_next_cycle()
     # another request is a plain miss: the bad line is nobody's closest recording

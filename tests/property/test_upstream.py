@@ -82,7 +82,7 @@ def test_the_issue_examples_say_what_to_pass() -> None:
         ("ftp://x", "https://x"),
     ):
         with pytest.raises(ConfigError, match=re.escape(f"pass --upstream {fixed} ")):
-            check_upstream(url)
+            check_upstream(url, "--upstream")
 
 
 def test_the_core_refuses_a_config_with_a_bad_upstream() -> None:

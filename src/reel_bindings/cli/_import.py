@@ -31,6 +31,7 @@ from reel_core import (
 )
 
 from .._files import new_cassette_meta
+from .._hints import hints
 from .._settings import limits_from_env
 from ._common import (
     EXIT_FINDINGS,
@@ -162,6 +163,7 @@ def _convert(
                 meta,
                 name=str(out),
                 limits=limits_from_env(),
+                hints=hints(),
             )
             return module, report
         assert data is not None
@@ -169,7 +171,7 @@ def _convert(
         meta = _meta_for([(path.name, data)])
         redactor = redactor_for(meta, path)
         report = import_source(
-            module.NAME, data, str(path), redactor, meta, limits=limits_from_env()
+            module.NAME, data, str(path), redactor, meta, limits=limits_from_env(), hints=hints()
         )
         return module, report
     except (CassetteError, ConfigError) as exc:

@@ -24,6 +24,7 @@ from reel_core import (
     parse_duration,
 )
 
+from .._hints import PROXY_HINT, hints
 from .._settings import Settings, check_drop_response_headers, parse_grace, port_from_env
 
 __all__ = ["DEMO_CASSETTE", "ProxyOptions", "build_parser", "is_loopback", "parse_options"]
@@ -130,10 +131,7 @@ class ProxyOptions:
             record_grace=self.record_grace,
             drop_response_headers=self.drop_response_headers,
             ui=UiConfig(public=self.ui_public) if self.ui else None,
-            hint=(
-                "restart the proxy with --mode auto (records what is missing) "
-                "or --mode record (refreshes the cassette)"
-            ),
+            hints=hints(PROXY_HINT),
         )
 
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 from types import ModuleType
 
 from .._errors import CassetteError
+from .._hints import Hints
 from .._http import Limits
 from .._meta import CassetteMeta
 from .._redact import Redactor
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 _LIMITS = Limits()
+_HINTS = Hints()
 
 #: Every format by its ``reel import`` name, in the order ``sniff_format``
 #: tries them (the most specific first).
@@ -97,10 +99,12 @@ def import_source(
     meta: CassetteMeta | None = None,
     *,
     limits: Limits = _LIMITS,
+    hints: Hints = _HINTS,
 ) -> ImportReport:
     """The source ``data`` (a file called ``name``) of the format
     ``format_name``, recorded as Reel records (bodies decoded to at most
-    ``limits.max_body`` bytes).  :class:`CassetteError` when the file is
+    ``limits.max_body`` bytes; a body over it is a failure saying how to
+    raise it, as ``hints`` words it).  :class:`CassetteError` when the file is
     not that format at all, or is a recording Reel knows it cannot import
     (:func:`import_refusal` says why)."""
     module = FORMATS[format_name]
@@ -114,6 +118,7 @@ def import_source(
         meta=meta,
         name=name,
         limits=limits,
+        hints=hints,
     )
 
 
@@ -125,6 +130,7 @@ def import_sources(
     *,
     name: str = "import.jsonl",
     limits: Limits = _LIMITS,
+    hints: Hints = _HINTS,
 ) -> ImportReport:
     """Several source files of one format (a directory of recordings) as
     one cassette, in the order given, each recorded as :func:`import_source`
@@ -146,7 +152,13 @@ def import_sources(
             labels[offset + item.source] = f"{file_name}: {_entry(item.source)}"
             items.append(replace(item, source=offset + item.source))
     report = import_exchanges(
-        items, tool=tool_of(module), redactor=redactor, meta=meta, name=name, limits=limits
+        items,
+        tool=tool_of(module),
+        redactor=redactor,
+        meta=meta,
+        name=name,
+        limits=limits,
+        hints=hints,
     )
     report.labels = labels
     return report

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from .._cassette import Cassette
 from .._errors import ReelError
 from .._exchange import plain_request, record_exchange
+from .._hints import Hints
 from .._http import Limits, Request
 from .._interaction import Interaction, WebSocketLog
 from .._literals import CREDENTIAL_HEADERS, exchange_redactor
@@ -33,6 +34,7 @@ __all__ = ["Exchange", "ImportReport", "Skipped", "frames_of", "import_exchanges
 Pairs = tuple[tuple[str, str], ...]
 
 _LIMITS = Limits()
+_HINTS = Hints()
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,7 @@ def import_exchanges(
     meta: CassetteMeta | None = None,
     name: str = "import.jsonl",
     limits: Limits = _LIMITS,
+    hints: Hints = _HINTS,
 ) -> ImportReport:
     """Record every exchange of ``items`` as Reel would have recorded it.
 
@@ -197,6 +200,7 @@ def import_exchanges(
                 cassette=cassette,
                 timestamp=item.timestamp,
                 limits=limits,
+                hints=hints,
             )
             if item.websocket is not None:
                 interaction = _session(item, item.websocket, interaction, redactor)

@@ -42,7 +42,7 @@ NAME = "har"
 DESCRIPTION = "HAR 1.2 (browsers' DevTools, Playwright's routeFromHAR)"
 DETAILS = (
     "Write HAR 1.2: each interaction an entry (stream bodies as text, the frame offsets in "
-    "the entry's _reel extension, the time to first byte in timings.wait). `reel import har` "
+    "the entry's _reel extension, the time to first byte in timings.wait). Reel's har importer "
     "reads it back."
 )
 SUFFIX = ".har"

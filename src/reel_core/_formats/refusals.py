@@ -36,8 +36,8 @@ def refusal(data: bytes) -> str | None:
         if b"CREATE TABLE recordings" in data[:65536]:
             return (
                 "the index of a Llama Stack recordings directory (index.sqlite), not a "
-                "recording: import the directory that holds it and its responses/: "
-                "reel import llamastack DIRECTORY"
+                "recording: import the directory that holds it and its responses/, "
+                "as the llamastack format"
             )
         return None
     if _RESPONSE_START.match(head):

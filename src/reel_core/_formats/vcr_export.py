@@ -49,7 +49,7 @@ DESCRIPTION = "vcrpy / pytest-recording YAML (vcrpy replays it)"
 DETAILS = (
     "Write a vcrpy cassette: each interaction a request (the provider's URL, the body, its "
     "content-type) and its response (status, stored headers, body). vcrpy keeps no timing: "
-    "a stream is written as its whole body and replays at once. `reel import vcr` reads it "
+    "a stream is written as its whole body and replays at once. Reel's vcr importer reads it "
     "back."
 )
 SUFFIX = ".yaml"
@@ -91,7 +91,7 @@ def losses(interactions: Sequence[Interaction]) -> list[str]:
     if sessions:
         out.append(
             f"{_count(sessions, 'WebSocket session')}: NOT exported (vcrpy has no WebSocket; "
-            "`reel export har` keeps them)"
+            "the har format keeps them)"
         )
     if streams:
         out.append(

@@ -143,5 +143,5 @@ def test_wss_is_https_and_vcr_leaves_sessions_out() -> None:
     ix = session(None, None)
     assert not exportable(ix)
     assert losses([ix, ix]) == [
-        "2 WebSocket sessions: NOT exported (vcrpy has no WebSocket; `reel export har` keeps them)"
+        "2 WebSocket sessions: NOT exported (vcrpy has no WebSocket; the har format keeps them)"
     ]

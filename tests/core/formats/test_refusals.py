@@ -37,7 +37,7 @@ RESPONSE_WHY = (
 )
 INDEX_WHY = (
     "the index of a Llama Stack recordings directory (index.sqlite), not a recording: import "
-    "the directory that holds it and its responses/: reel import llamastack DIRECTORY"
+    "the directory that holds it and its responses/, as the llamastack format"
 )
 
 
