@@ -318,16 +318,12 @@ def _decide(player: Player, call: Call) -> tuple[CallEngine, CallReplay | CallRu
     with player.lock:
         engine = _engine(player)
         decision = engine.decide(call, now=time.time())
-        method, path = "CALL", f"{call.kind}:{call.name}"
+        method, path, runlog = "CALL", f"{call.kind}:{call.name}", player.runlog
         if isinstance(decision, CallMiss):
-            player.misses.append(decision.report)
-            player.outcomes.append((method, path, "miss"))
-        elif isinstance(decision, CallReplay):
-            player.outcomes.append((method, path, "hit"))
-            if decision.stale is not None:
-                player.freshness.stale_served(method, path, decision.stale)
-        else:
-            player.outcomes.append((method, path, "recorded" if decision.record else "live"))
+            runlog.missed(decision.report)
+        elif isinstance(decision, CallReplay) and decision.stale is not None:
+            runlog.stale_served(method, path, decision.stale)
+        runlog.served(method, path, decision.verdict, "call")
     if isinstance(decision, CallMiss):
         from reel_core import MissError
 
@@ -346,7 +342,7 @@ def _finish(
     with player.lock:
         recorded = engine.finish(run, outcome, total_ms=total_ms, timestamp=time.time())
         if recorded is not None:
-            player.freshness.recorded(recorded)
+            player.runlog.recorded(recorded)
     if recorded is not None:
         player.file.append(recorded.line)
 

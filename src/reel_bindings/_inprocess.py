@@ -41,9 +41,9 @@ from reel_core.tools import check_upstream, parse_duration
 
 from ._call_context import running_on
 from ._files import CassetteFile
-from ._freshness import Freshness
 from ._options import BindingOptions, Options
 from ._relay import CLIENT_CLOSED
+from ._runlog import RunLog
 from ._settings import Settings, mode_from_env
 from ._store import StoreUnavailableError
 
@@ -141,10 +141,6 @@ def whole_body(events: Iterable[Event]) -> bytes | None:
     return b"".join(parts)
 
 
-#: What the run report says a request got, by the type of its decision.
-_OUTCOMES: dict[type, str] = {Replay: "hit", Miss: "miss"}
-
-
 class Player:
     """One cassette file and the config every in-process request shares."""
 
@@ -190,13 +186,10 @@ class Player:
         #: The engine that served the last replay, ready for the next request
         #: (an engine that forwards is handed to its :class:`Upstreaming`).
         self._engine: Engine | None = None
-        #: Every miss served so far (the pytest plugin fails a test on them).
-        self.misses: list[MissReport] = []
-        #: What each request got, as ``(method, path, outcome)`` (the run report).
-        self.outcomes: list[tuple[str, str, str]] = []
-        #: What freshness found: stale recordings served, recordings
-        #: superseded by a re-record, and drifts (the run report).
-        self.freshness = Freshness()
+        #: What each request got (the core's verdict), the misses (the
+        #: pytest plugin fails a test on them) and what freshness found:
+        #: bounded, however long the player serves.
+        self.runlog = RunLog()
 
     @property
     def mode(self) -> Mode:
@@ -226,9 +219,7 @@ class Player:
             event = engine.next_event()
             if isinstance(event, Forward):
                 reason = self._store_down() if event.record else None
-                if reason is None:
-                    outcome = "recorded" if event.record else "live"
-                    self.outcomes.append((request.method, request.path, outcome))
+                if reason is None:  # noted in the run log as it ends
                     return Upstreaming(self, engine, event)
                 # Its recording could not be kept: not forwarded, answered 502.
                 engine.upstream_error(Abort.STORE, reason, now=time.monotonic())
@@ -238,12 +229,14 @@ class Player:
                 head, events, body = _reply(engine)
             else:
                 head, events, body = _answer(engine, event)
+            runlog = self.runlog
             if isinstance(decision, Miss):
-                self.misses.append(decision.report)
+                runlog.missed(decision.report)
             if isinstance(decision, Replay) and decision.stale is not None:
-                self.freshness.stale_served(request.method, request.path, decision.stale)
-            outcome = _OUTCOMES.get(type(decision), "refused")
-            self.outcomes.append((request.method, request.path, outcome))
+                runlog.stale_served(request.method, request.path, decision.stale)
+            verdict = engine.verdict
+            assert verdict is not None  # decided above
+            runlog.served(request.method, request.path, verdict)
             engine.start_next_cycle()
             if not nested:
                 self._engine = engine
@@ -320,10 +313,14 @@ class Upstreaming:
 
     def _record(self) -> None:
         self._drain()
-        with self._player.lock:  # recording adds to the shared cassette
-            recorded = self._engine.record()
+        engine, runlog = self._engine, self._player.runlog
+        with self._player.lock:  # recording adds to the shared cassette (and the run log)
+            request, verdict = self.forward.request, engine.verdict
+            assert verdict is not None  # the forward's
+            runlog.served(request.method, request.path, verdict)
+            recorded = engine.record()
             if recorded is not None:
-                self._player.freshness.recorded(recorded)
+                runlog.recorded(recorded)
         if recorded is not None:
             self._player.file.append(recorded.line)
 
@@ -360,8 +357,9 @@ class Binding:
 
     @property
     def misses(self) -> list[MissReport]:
-        """Miss reports served so far (the pytest plugin fails tests on them)."""
-        return self.player.misses
+        """Miss reports served so far (the first :data:`~reel_bindings._runlog.KEPT`
+        of them: ``player.runlog.misses.dropped`` counts the rest)."""
+        return list(self.player.runlog.misses)
 
     def _check(self, decision: Decision) -> None:
         """Raise the miss of ``decision`` when ``strict``."""

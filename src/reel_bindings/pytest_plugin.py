@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from reel_bindings._freeze import Frozen
     from reel_bindings._inprocess import Player
     from reel_bindings._options import BindingOptions, Options
+    from reel_bindings._runlog import RunLog
     from reel_bindings._settings import Settings
     from reel_bindings._store import Store
     from reel_bindings.httpcore import AsyncTransport, Transport
@@ -517,7 +518,10 @@ class ReelCassette:
         self._call_player: Player | None = None
         self._proxy: Proxy | None = None
         self._proxy_url: str | None = None
+        #: The misses reported so far: those kept, by id, and how many in
+        #: all (requests, WebSocket sessions), counted or kept.
         self._reported: set[int] = set()
+        self._reported_counts = (0, 0)
         self._forwarding_transports = False
         #: Seconds a recording stays fresh for this test (marker, else run);
         #: ``None``: the cassette's ``_meta`` says.
@@ -686,33 +690,46 @@ class ReelCassette:
 
     # -- misses --
 
+    def _runlogs(self) -> list[RunLog]:
+        """The run logs of this test's bindings: its players' and its proxy's."""
+        logs = [player.runlog for player in self._players]
+        if self._proxy is not None:
+            logs.append(self._proxy.runlog)
+        return logs
+
     @property
     def misses(self) -> list[MissReport]:
-        """Every miss served so far, by any binding of this test."""
-        found = [m for player in self._players for m in player.misses]
-        if self._proxy is not None:
-            found += self._proxy.misses
-        return found
+        """Every miss served so far, by any binding of this test (each
+        binding keeps its first hundred)."""
+        return [m for log in self._runlogs() for m in log.misses]
 
     @property
     def websocket_misses(self) -> list[WebSocketMiss]:
         """Every WebSocket session of this test's proxy that stopped on a
         client message the recording does not have (the message index and
         the field diff)."""
-        return list(self._proxy.websocket_misses) if self._proxy is not None else []
+        return list(self._proxy.runlog.websocket_misses) if self._proxy is not None else []
 
     def _take_misses(self) -> str | None:
         """The failure text for the misses not reported yet, if any."""
-        new = [m for m in self.misses if id(m) not in self._reported]
-        sessions = [m for m in self.websocket_misses if id(m) not in self._reported]
-        if not new and not sessions:
+        logs = self._runlogs()
+        counts = (
+            sum(log.misses.total for log in logs),
+            sum(log.websocket_misses.total for log in logs),
+        )
+        requests = counts[0] - self._reported_counts[0]
+        sessions = counts[1] - self._reported_counts[1]
+        if not requests and not sessions:
             return None
-        self._reported.update(id(m) for m in [*new, *sessions])
+        self._reported_counts = counts
+        new = [m for m in self.misses if id(m) not in self._reported]
+        kept = [m for m in self.websocket_misses if id(m) not in self._reported]
+        self._reported.update(id(m) for m in [*new, *kept])
         what = []
-        if new:
-            what.append(f"{len(new)} request{'' if len(new) == 1 else 's'}")
+        if requests:
+            what.append(f"{requests} request{'' if requests == 1 else 's'}")
         if sessions:
-            what.append(f"{len(sessions)} WebSocket session{'' if len(sessions) == 1 else 's'}")
+            what.append(f"{sessions} WebSocket session{'' if sessions == 1 else 's'}")
         head = (
             f"Reel: {' and '.join(what)} missed cassette {self.display} (mode {self.mode.value})."
         )
@@ -720,7 +737,12 @@ class ReelCassette:
             head += " Misses are allowed for this test (allow_misses): it is not failed."
         else:
             head += " A miss fails the test even when the code under test handled the error."
-        body = [m.render() for m in new] + [m.render() for m in sessions]
+        body = [m.render() for m in new] + [m.render() for m in kept]
+        unkept = requests + sessions - len(new) - len(kept)
+        if unkept:  # past what a run log keeps: counted, not shown
+            from reel_bindings._runlog import KEPT
+
+            body.append(f"({unkept} more not shown: each binding keeps its first {KEPT}.)")
         if sessions:  # auto mode would replay the same upgrade: only record refreshes it
             body.append(
                 "A WebSocket session is replayed as recorded or not at all: re-record it "
@@ -783,36 +805,34 @@ class ReelCassette:
             self._lock.close()
 
     def _tally(self, *, keep: bool) -> None:
-        """Add this test's figures to the run report."""
+        """Add this test's figures to the run report: the counts of its
+        bindings' run logs, and their last exchanges (each binding keeps
+        its last thousand) as its outcomes."""
+        from reel_core import Verdict
         from reel_core.tools import CassetteTally, Outcome
 
-        outcomes = [
-            (*o, "call" if o[0] == "CALL" else "http")
-            for player in self._players
-            for o in player.outcomes
-        ]
-        found = [player.freshness for player in self._players]
-        if self._proxy is not None:
-            outcomes += [(*o, "http") for o in self._proxy.outcomes]
-            outcomes += [("GET", p, o, "websocket") for p, o in self._proxy.websocket_outcomes]
-            found.append(self._proxy.freshness)
-        stale = [s for f in found for s in f.stale]
-        # what a dropped test recorded was never written: it superseded nothing
-        written = keep or not self.file.held
-        drifts = [d for f in found for d in f.drifts] if written else []
-        if not keep and self.file.held:  # recorded, then dropped by the outcome gate
-            outcomes = [(m, p, "dropped" if o == "recorded" else o, k) for m, p, o, k in outcomes]
-        if (not outcomes and not self.file.written) or self._config is None:
+        logs = self._runlogs()
+        served = sum(log.total for log in logs)
+        if (not served and not self.file.written) or self._config is None:
             return
+        stale = [s for log in logs for s in log.stale]
+        # what a dropped test recorded was never written: it superseded
+        # nothing, and its exchanges' verdicts say "dropped" (the core's rule)
+        written = keep or not self.file.held
+        drifts = [d for log in logs for d in log.drifts] if written else []
         tally = CassetteTally(
             self.display,
             self._store_label,
-            hits=sum(o == "hit" for _, _, o, _ in outcomes),
-            misses=sum(o == "miss" for _, _, o, _ in outcomes),
+            hits=sum(log.counts[Verdict.HIT] for log in logs),
+            misses=sum(log.counts[Verdict.MISS] for log in logs),
             recorded=self.file.written + (self.file.held if keep else 0),
-            stale=len(stale),
-            superseded=sum(f.superseded for f in found) if written else 0,
-            outcomes=[Outcome(self._test, m, p, o, k) for m, p, o, k in outcomes],
+            stale=sum(log.stale.total for log in logs),
+            superseded=sum(log.superseded for log in logs) if written else 0,
+            outcomes=[
+                Outcome(self._test, s.method, s.path, s.verdict.gated(written).value, s.kind)
+                for log in logs
+                for s in log.last
+            ],
             stale_replays=[
                 {
                     "test": self._test,

@@ -63,6 +63,7 @@ from ._schedule import Step, replay_schedule
 from ._state import State
 from ._timing import Timing
 from ._upstream import Abort, UpstreamError
+from ._verdict import Verdict
 from ._version import SCHEMA_VERSION, __version__
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
@@ -118,6 +119,7 @@ __all__ = [
     "Timing",
     "Upgrade",
     "UpstreamError",
+    "Verdict",
     "__version__",
     "replay_schedule",
 ]

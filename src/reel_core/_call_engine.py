@@ -39,6 +39,7 @@ from ._events import Recorded
 from ._exchange import interaction_id
 from ._interaction import Interaction, call_interaction, call_request, format_timestamp
 from ._match import MatchMode
+from ._verdict import Verdict
 
 if TYPE_CHECKING:
     from ._freshness import Staleness
@@ -62,6 +63,11 @@ class CallReplay:
     #: Why the recording is stale (a ``max_age``), else ``None``.
     stale: Staleness | None = None
 
+    @property
+    def verdict(self) -> Verdict:
+        """What happened to the call: a recording answered it."""
+        return Verdict.HIT
+
 
 @dataclass(frozen=True)
 class CallMiss:
@@ -69,6 +75,11 @@ class CallMiss:
     :class:`~reel_core.MissError` with ``report``."""
 
     report: MissReport
+
+    @property
+    def verdict(self) -> Verdict:
+        """What happened to the call: nothing answered it."""
+        return Verdict.MISS
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,11 @@ class CallRun:
     record: bool
     #: The generation a re-record of a stale recording starts (else 0).
     superseding: int = 0
+
+    @property
+    def verdict(self) -> Verdict:
+        """What happened to the call: it ran, recorded or not (live mode)."""
+        return Verdict.RECORDED if self.record else Verdict.LIVE
 
 
 class CallEngine:

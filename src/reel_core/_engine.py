@@ -51,6 +51,7 @@ from ._sent import DEFAULT, literals_absent, sent_digest, writes_sent
 from ._shown_url import shown_url
 from ._state import Input, State, transition
 from ._upstream import Abort, UpstreamError
+from ._verdict import Decision, Verdict, label_of, verdict_of
 
 if TYPE_CHECKING:
     # Rooms of rare paths (a fuzzy match, a miss, a max_age, a
@@ -147,6 +148,13 @@ class Engine:
         self._now: float | None = None
         #: The generation a forward of a stale recording starts (else 0).
         self._superseding = 0
+        #: What the current (or last) exchange was decided, and how it went
+        #: since: a failure before the upstream's head, the kind of a cut
+        #: handed out, whether the client left (see :attr:`verdict`).
+        self._decision: Decision | None = None
+        self._failure: UpstreamError | Abort | None = None
+        self._cut: str | None = None
+        self._left = False
 
     def _use(self, cassette: Cassette) -> None:
         self.cassette = cassette
@@ -220,6 +228,8 @@ class Engine:
         if self._events:
             event = self._events.popleft()
             if self.state is State.SERVING and isinstance(event, (EndOfResponse, Cut)):
+                if type(event) is Cut:
+                    self._cut = event.error
                 self._to(Input.SERVED)
             return event
         if self.state is State.IDLE:
@@ -259,6 +269,9 @@ class Engine:
             raise self._misuse("take_replay() is for a replay's response none of which was pulled")
         self._events.clear()
         self._replaying = None
+        last = events[-1]
+        if type(last) is Cut:
+            self._cut = last.error
         self._to(Input.SERVED)
         return events
 
@@ -300,8 +313,30 @@ class Engine:
             exchange_redactor(self._redactor, request.headers, self._credentials, plain)
         )
 
+    @property
+    def verdict(self) -> Verdict | None:
+        """What happened to the current exchange, or the last one once it
+        ended (``None`` before the first decision): decided with the
+        decision, and by a failure before the upstream's head.  The rule is
+        :mod:`reel_core._verdict`'s."""
+        decision = self._decision
+        return None if decision is None else verdict_of(decision, self._failure)
+
+    @property
+    def label(self) -> str:
+        """The words a log line says for the exchange of :attr:`verdict`:
+        its word and how it went (``hit (stale)``, ``recorded (cut:
+        reset)``, ``upstream timeout``...); ``-`` before the first
+        decision."""
+        decision = self._decision
+        if decision is None:
+            return "-"
+        return label_of(decision, self._failure, self._cut, self._left)
+
     def _decide(self, request: Request) -> None:
         self._request = request
+        self._failure = self._cut = None
+        self._left = False
         try:
             if self._select is not None:
                 self._use(self._select(request))
@@ -354,18 +389,17 @@ class Engine:
                 if interaction.websocket is not None and similarity is None:
                     lease = self.cassette.websocket_lease(key, self._keying)
                     interaction = lease.interaction
-                self._events.append(
-                    Replay(
-                        request,
-                        interaction.id,
-                        key,
-                        similarity,
-                        interaction.websocket,
-                        interaction.provider,
-                        stale,
-                        lease,
-                    )
+                self._decision = Replay(
+                    request,
+                    interaction.id,
+                    key,
+                    similarity,
+                    interaction.websocket,
+                    interaction.provider,
+                    stale,
+                    lease,
                 )
+                self._events.append(self._decision)
                 events = self._replay(interaction, head_only=request.method == "HEAD")
                 self._events.extend(events)
                 if interaction.websocket is None:  # a session's adapter takes over after the 101
@@ -374,7 +408,8 @@ class Engine:
             if mode is Mode.REPLAY:
                 report = self._miss_report(recorded, key)
                 self._to(Input.MISS)
-                self._events.append(Miss(request, report))
+                self._decision = Miss(request, report)
+                self._events.append(self._decision)
                 self._events.extend(
                     json_response(
                         404,
@@ -428,9 +463,10 @@ class Engine:
                 ),
             )
         known = keyed()[1] if mode in (Mode.REPLAY, Mode.AUTO) else None
-        self._events.append(
-            Forward(request, known, mode.records, url, request.websocket, bool(self._superseding))
+        self._decision = Forward(
+            request, known, mode.records, url, request.websocket, bool(self._superseding)
         )
+        self._events.append(self._decision)
 
     def _staleness(self, key: str) -> Staleness | None:
         """Why ``key``'s answering recordings are stale, or ``None``: the
@@ -493,7 +529,8 @@ class Engine:
     def _refuse(self, status: int, kind: str, message: str) -> None:
         self._to(Input.REFUSE)
         assert self._request is not None
-        self._events.append(Refused(self._request, status, message))
+        self._decision = Refused(self._request, status, message)
+        self._events.append(self._decision)
         body = error_body(kind, message)
         self._events.extend(json_response(status, body, head_only=self._head_only))
 
@@ -637,7 +674,11 @@ class Engine:
         :meth:`upstream_error`, whatever went wrong, once the grace ran
         out), the exchange is recorded as the client saw it: the chunks
         fed before it left, cut by the client (``client-closed``, ``why``)
-        when it left."""
+        when it left.
+
+        A binding calls it for any answer its client left midway (a
+        replay's write that failed too): :attr:`label` says so."""
+        self._left = True
         capture = self._capture
         if capture is None or self.state is not State.STREAMING:
             return 0.0
@@ -659,6 +700,7 @@ class Engine:
         if self.state is State.AWAIT_UPSTREAM:
             self._to(Input.UPSTREAM_ERROR)
             self._capture = None  # nothing came: nothing is recorded
+            self._failure = error
             target = self.redactor.target(self._request.target) if self._request else ""
             if error is Abort.STORE:
                 message = (
@@ -691,6 +733,7 @@ class Engine:
             del capture.chunks[seen:]
             error = Abort.CLIENT_CLOSED
         detail = self.redactor.text(detail)
+        self._cut = error.value
         self._events.append(Cut(error.value, detail))
         if capture is not None:
             self._unstored = lambda: _built(

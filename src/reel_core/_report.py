@@ -35,7 +35,8 @@ class Outcome:
     test: str
     method: str
     path: str
-    outcome: str  # hit, miss, recorded, dropped, live, refused
+    #: A ``Verdict``'s value: hit, miss, recorded, dropped, live, failed, refused.
+    outcome: str
     #: ``http``, or ``websocket`` for a WebSocket session (its upgrade's
     #: method and path; a replayed session that stopped on a client message
     #: it does not match is a ``miss``).

@@ -66,6 +66,7 @@ from ._errors import LocalProtocolError, RemoteProtocolError
 from ._events import Forward, Recorded, Replay, Upgrade
 from ._http import HOP_BY_HOP, Headers, Request
 from ._timing import Timing
+from ._verdict import Verdict, websocket_label
 from ._websocket import (
     WebSocketMiss,
     WebSocketRecorder,
@@ -405,6 +406,23 @@ class WebSocketSession:
     def outcome(self) -> str | None:
         """How a replay ended, in words (``None`` while it runs, and for a relay)."""
         return self._replay.outcome if self._replay is not None else None
+
+    @property
+    def verdict(self) -> Verdict:
+        """What happened to the session (see :mod:`reel_core._verdict`):
+        its upgrade's (``hit``, ``recorded``, ``live``), or ``miss`` for a
+        replay that stopped on a client message it does not have."""
+        if self.miss is not None:
+            return Verdict.MISS
+        verdict = self.engine.verdict
+        assert verdict is not None  # a session follows a decision
+        return verdict
+
+    @property
+    def label(self) -> str:
+        """The words a log line says for the session: its upgrade's label
+        and how a replay ended (``miss`` for one that stopped early)."""
+        return websocket_label(self.engine.label, self.miss is not None, self.outcome)
 
     # -- record -----------------------------------------------------------------------
 

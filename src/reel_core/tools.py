@@ -63,6 +63,7 @@ from ._shown_url import scrub_url_secrets, shown_url
 from ._start import Start, start_of
 from ._state import Input
 from ._timing import TimingMode
+from ._verdict import routed_verdict
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
     from ._formats import (
@@ -221,6 +222,7 @@ __all__ = [
     "request_model",
     "resolve_model",
     "response_shape",
+    "routed_verdict",
     "safe_cassette_name",
     "scrub_url_secrets",
     "sent_digest",

@@ -162,7 +162,7 @@ def test_a_miss_raises_with_the_closest_call_and_a_field_diff(tmp_path: Path) ->
     with calls_on(cassette, mode="replay") as player, pytest.raises(MissError) as caught:
         tools.lookup_order("A-2", verbose=True)
     report = caught.value.report
-    assert player.misses == [report]
+    assert list(player.runlog.misses) == [report]
     assert report.closest is not None
     assert report.closest.id == lines(cassette)[0]["id"]  # a call's closest is a call
     assert {(d.path, d.recorded, d.received) for d in report.closest.diffs} == {
@@ -597,7 +597,7 @@ def test_a_tool_that_calls_an_llm_is_recorded_once_and_replayed_without_running(
     (line,) = lines(cassette)  # no HTTP line, no inner call's line
     assert line["call"]["name"].endswith("summarize")
     assert line["result"] == {"json": live}
-    assert [(method, outcome) for method, _, outcome in transport.player.outcomes] == [
+    assert [(s.method, s.verdict.value) for s in transport.player.runlog.last] == [
         ("CALL", "recorded"),
         ("POST", "live"),  # forwarded, not recorded
     ]

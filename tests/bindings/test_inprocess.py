@@ -393,3 +393,53 @@ def test_transports_share_one_ssl_context(
     assert other is not first
     assert _transport.ssl_context(family) is other
     assert len(made) == 2
+
+
+@pytest.mark.parametrize("binding", ["httpx", "httpx2", "requests"])
+def test_each_exchange_is_noted_with_the_core_s_verdict(
+    tmp_path: Path, fake: FakeUpstreamThread, binding: str
+) -> None:
+    """Every in-process binding's player keeps one run log, noted as each
+    exchange ends with the core's verdict: recorded, hit, miss, and a
+    forward whose upstream refused the connection (nothing recorded)."""
+    from reel_bindings._inprocess import Binding
+    from reel_core import Verdict
+
+    cassette = tmp_path / "c.jsonl"
+
+    def send(mode: str, url: str, content: str, **kwargs: Any) -> tuple[Binding, int | None]:
+        if binding == "requests":
+            adapter = Adapter(cassette, mode=mode, timing="fast", **kwargs)
+            session = requests.Session()
+            session.mount("http://", adapter)
+            try:
+                return adapter, session.post(
+                    url + CHAT, data=body(content, stream=False)
+                ).status_code
+            except requests.exceptions.ConnectionError:
+                return adapter, None
+        family: Any = httpx if binding == "httpx" else httpx2
+        transport = Transport(cassette, mode=mode, timing="fast", **kwargs)
+        with family.Client(transport=transport) as client:
+            try:
+                return transport, client.post(
+                    url + CHAT, content=body(content, stream=False)
+                ).status_code
+            except family.ConnectError:
+                return transport, None
+
+    recorder, status = send("auto", fake.url, "one")
+    assert status == 200
+    replayer, status = send("replay", GONE, "one")
+    assert status == 200
+    misser, status = send("replay", GONE, "two")
+    assert status == 404
+    failer, status = send("record", GONE, "three")
+    assert status is None  # the client's own error
+    served = [
+        [s.verdict for s in b.player.runlog.last] for b in (recorder, replayer, misser, failer)
+    ]
+    assert served == [[Verdict.RECORDED], [Verdict.HIT], [Verdict.MISS], [Verdict.FAILED]]
+    assert [s.path for s in replayer.player.runlog.last] == [CHAT]
+    assert misser.misses == list(misser.player.runlog.misses)
+    assert len(misser.misses) == misser.player.runlog.counts[Verdict.MISS] == 1

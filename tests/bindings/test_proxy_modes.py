@@ -11,12 +11,13 @@ import anyio
 import httpx
 import pytest
 
-from reel_bindings.proxy import Proxy, running
-from reel_core import Mode
+from reel_bindings.proxy import Proxy, ProxyOptions, running
+from reel_core import Mode, Verdict
 from tests.fakes.upstream import SCENARIO_HEADER, Reply, closed_port_url, reply_text, serve_fake
 from tests.secrets import AZURE_KEY, forms
 
 from .proxy_support import (
+    Call,
     Exchange,
     chat_call,
     fetch,
@@ -313,12 +314,77 @@ async def test_only_a_reporting_proxy_keeps_what_each_request_got(
         for _ in range(20):
             assert (await fetch(client, recorded)).status == 200
         assert (await fetch(client, chat_call("never recorded"))).status == 404
+    runlog = proxy.runlog
+    # both count what each request got (the counts are bounded whatever the traffic)
+    assert runlog.counts[Verdict.HIT] == 20
+    assert runlog.counts[Verdict.MISS] == 1
+    assert (runlog.misses.total, runlog.stale.total) == (1, 20)
     if report:
-        assert len(proxy.outcomes) == 21
-        assert [o for _, _, o in proxy.outcomes].count("miss") == 1
-        assert len(proxy.misses) == 1
-        assert len(proxy.freshness.stale) == 20
+        assert len(runlog.last) == 21
+        assert [s.verdict for s in runlog.last].count(Verdict.MISS) == 1
+        assert len(runlog.misses) == 1
+        assert len(runlog.stale) == 20
     else:
-        assert proxy.outcomes == []
-        assert proxy.misses == []
-        assert proxy.freshness.stale == []
+        assert list(runlog.last) == []
+        assert list(runlog.misses) == []
+        assert list(runlog.stale) == []
+
+
+async def test_the_run_log_and_the_log_line_say_the_core_s_verdict(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What each request got is the core's word (``Engine.verdict``,
+    ``Engine.label``), counted in the run log as the exchange ends and
+    said by its log line: a recording, a cut stream, a hit, a miss, an
+    upstream that refused the connection (nothing recorded: ``failed``)."""
+    caplog.set_level(logging.INFO, logger="reel.proxy")
+    cassette = tmp_path / "c.jsonl"
+    cut = chat_call("cut me", stream=True, headers={SCENARIO_HEADER: "cut"})
+
+    async def serve(opts: ProxyOptions, calls: list[tuple[Call, int]]) -> Proxy:
+        assert opts.cassette is not None
+        proxy = Proxy(opts.config(), cassette=opts.cassette, report=True)
+        async with (
+            running(opts, proxy=proxy) as url,
+            httpx.AsyncClient(base_url=url, timeout=30, trust_env=False) as client,
+        ):
+            for call, status in calls:
+                assert (await fetch(client, call)).status == status
+        return proxy
+
+    async with serve_fake() as fake:
+        auto = await serve(
+            options(Mode.AUTO, cassette, upstream=fake.url), [(chat_call("one"), 200), (cut, 200)]
+        )
+    replay = await serve(
+        options(Mode.REPLAY, cassette), [(chat_call("one"), 200), (chat_call("two"), 404)]
+    )
+    failing = await serve(
+        options(Mode.RECORD, tmp_path / "f.jsonl", upstream=closed_port_url()),
+        [(chat_call("one"), 502)],
+    )
+    assert [s.verdict for s in auto.runlog.last] == [Verdict.RECORDED, Verdict.RECORDED]
+    assert [s.verdict for s in replay.runlog.last] == [Verdict.HIT, Verdict.MISS]
+    assert [(s.method, s.path, s.verdict) for s in failing.runlog.last] == [
+        ("POST", "/v1/chat/completions", Verdict.FAILED)
+    ]
+    counted = [{v: n for v, n in p.runlog.counts.items() if n} for p in (auto, replay, failing)]
+    assert counted == [
+        {Verdict.RECORDED: 2},
+        {Verdict.HIT: 1, Verdict.MISS: 1},
+        {Verdict.FAILED: 1},
+    ]
+    assert len(interactions(cassette)) == 2
+    assert not interactions(tmp_path / "f.jsonl")  # a failure before the head records nothing
+    labels = [
+        r.getMessage().split(" POST ")[0]
+        for r in caplog.records
+        if r.name == "reel.proxy" and " key=" in r.getMessage()
+    ]
+    assert labels == [
+        "auto recorded",
+        "auto recorded (cut: closed)",
+        "replay hit     ",
+        "replay miss    ",
+        "record upstream refused",
+    ]

@@ -24,9 +24,9 @@ import pytest
 import websockets.exceptions
 from websockets.sync.client import connect as ws_connect
 
+from reel_bindings.proxy import Proxy, running
 from reel_bindings.proxy import _websocket as ws_binding
-from reel_bindings.proxy import running
-from reel_core import Mode
+from reel_core import Mode, Verdict
 from tests.fakes.realtime import reply_pieces, serve_realtime
 from tests.secrets import SDK_OPENAI_KEY
 
@@ -169,6 +169,46 @@ async def test_openai_realtime_changed_text_is_a_loud_close(
     assert "reel_websocket_mismatch" in json.dumps(events[-1])
     assert "client message 1" in caplog.text
     assert "Bergen" in caplog.text  # the field diff names what was received
+
+
+async def test_a_session_is_noted_once_with_its_own_verdict(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A WebSocket session is one exchange of the run log, of kind
+    ``websocket``, noted as it ends with the core's verdict for it: its
+    upgrade's (recorded, hit), or a miss for a replay that stopped on a
+    client message it does not have (its report kept)."""
+    cassette = tmp_path / "realtime.jsonl"
+    caplog.set_level(logging.INFO, "reel.proxy")
+
+    async def serve(mode: Mode, text: str, upstream: str | None = None) -> Proxy:
+        opts = options(mode, cassette, upstream=upstream)
+        proxy = Proxy(opts.config(), cassette=cassette, report=True)
+        async with running(opts, proxy=proxy) as url:
+            await turn(url, text)
+        return proxy
+
+    with serve_realtime() as upstream:
+        recorded = await serve(Mode.RECORD, USER, upstream.url)
+    replayed = await serve(Mode.REPLAY, USER)
+    missed = await serve(Mode.REPLAY, "Say goodbye to Bergen")
+    served = [
+        [(s.path, s.verdict, s.kind) for s in p.runlog.last] for p in (recorded, replayed, missed)
+    ]
+    assert served == [
+        [("/v1/realtime", Verdict.RECORDED, "websocket")],
+        [("/v1/realtime", Verdict.HIT, "websocket")],
+        [("/v1/realtime", Verdict.MISS, "websocket")],
+    ]
+    assert [len(p.runlog.websocket_misses) for p in (recorded, replayed, missed)] == [0, 0, 1]
+    labels = [
+        r.getMessage().split(" GET ")[0]
+        for r in caplog.records
+        if r.name == "reel.proxy" and " key=" in r.getMessage()
+    ]
+    assert labels[0] == "record recorded"
+    assert labels[1].startswith("replay hit (complete: ")
+    assert labels[2] == "replay miss    "
 
 
 async def test_openai_realtime_close_code_on_mismatch(tmp_path: Path) -> None:

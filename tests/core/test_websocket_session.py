@@ -19,7 +19,7 @@ from wsproto.events import (
     Request as WSRequest,
 )
 
-from reel_core import Cassette, Config, Forward, Mode, Replay, Session, Timing, Upgrade
+from reel_core import Cassette, Config, Forward, Mode, Replay, Session, Timing, Upgrade, Verdict
 from reel_core.tools import (
     CLOSE_MISMATCH,
     UpstreamAnswer,
@@ -181,6 +181,7 @@ def record_session() -> tuple[Cassette, bytes]:
     assert ws.closed
     recorded = ws.record()
     assert recorded is not None
+    assert (ws.verdict, ws.label) == (Verdict.RECORDED, "recorded")  # the upgrade's
     return cassette, recorded.line
 
 
@@ -245,6 +246,7 @@ def test_record_then_replay_byte_exact() -> None:
     assert [e.data for e in client.events if isinstance(e, BytesMessage)] == [b"\x00\xffaudio"]
     assert ws.outcome == "complete: the client closed"
     assert ws.miss is None
+    assert (ws.verdict, ws.label) == (Verdict.HIT, "hit (complete: the client closed)")
 
 
 def test_replay_mismatch_sends_the_error_event_and_closes() -> None:
@@ -284,6 +286,9 @@ def test_replay_mismatch_sends_the_error_event_and_closes() -> None:
     # event_id is volatile for OpenAI: only the instructions differ
     assert [d.path for d in miss.diffs] == ["message.session.instructions"]
     assert "session.instructions" in miss.render()
+    # the upgrade was a hit; the session, a miss
+    assert session.engine.verdict is Verdict.HIT
+    assert (ws.verdict, ws.label) == (Verdict.MISS, "miss")
 
 
 def test_upstream_drop_is_recorded_and_replayed_as_a_drop() -> None:
@@ -409,6 +414,7 @@ def test_live_relay_fragments_drops_and_misuse() -> None:
     handshake = UpstreamHandshake(decision.request, "x")
     upstream.feed(handshake.data)
     ws = relayed(session, decision, UpstreamAnswer(101, ()), now=0.0)
+    assert (ws.verdict, ws.label) == (Verdict.LIVE, "live")
     with pytest.raises(LocalProtocolError, match="start"):
         ws.receive_client(b"", 0.0)
     with pytest.raises(LocalProtocolError, match="replay"):

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
-    from reel_core import Config, Engine
-    from reel_core.tools import WebSocketMiss, WebSocketSession
+    from reel_core import Config, Engine, Verdict
+    from reel_core.tools import WebSocketSession
 
+    from .._runlog import RunLog
     from .._upstream import AsyncUpstream
 
 __all__ = ["Context", "Exchange"]
@@ -25,11 +26,13 @@ __all__ = ["Context", "Exchange"]
 
 @attrs.define(eq=False)
 class Exchange:
-    """Per-request bookkeeping for the log line."""
+    """Per-request bookkeeping for the log line and the run log (what
+    happened is the core's: ``Engine.verdict`` and ``label``)."""
 
     method: str = ""
     target: str = ""
-    outcome: str = ""
+    #: The target's path (no query), as the run log keeps it.
+    path: str = ""
     key: str = ""
     #: A forward's key is computed late (``Engine.forward_key``), when logged.
     forwarded: bool = False
@@ -39,6 +42,13 @@ class Exchange:
     #: When the first byte of the request arrived, on ``time.monotonic``
     #: (0: none yet).
     first_byte: float = 0.0
+    #: The WebSocket session the exchange became, if it did.
+    websocket: WebSocketSession | None = None
+    #: A request the proxy answered itself (the viewer), never the
+    #: engine's: its verdict (``reel_core.tools.routed_verdict``).
+    routed: Verdict | None = None
+    #: Whether it was noted and logged (once, as it ended).
+    logged: bool = False
 
 
 @attrs.frozen
@@ -56,9 +66,7 @@ class Context:
     #: Append a relayed WebSocket session's recording (``target`` names it
     #: in a log).
     record_session: Callable[[Engine, WebSocketSession, str], None]
-    #: For the run report: what an HTTP exchange got, as ``(method, path,
-    #: outcome)`` (an upgrade that did not go through is one).
-    note_outcome: Callable[[str, str, str], None]
-    #: For the run report: a WebSocket session ended, with ``(path,
-    #: outcome, the replay's miss if any)``.
-    note_session: Callable[[str, str, WebSocketMiss | None], None]
+    #: What each exchange got, the misses and what freshness found
+    #: (bounded): a session's replay that stopped on a client message is
+    #: noted there.
+    runlog: RunLog

@@ -163,7 +163,7 @@ class Forwarding:
         """The client left before the end of the answer: what the
         recording read after it (see the class) ends the exchange, and its
         line is appended."""
-        forward, session, exchange = self.forward, self.session, self.exchange
+        forward, session = self.forward, self.session
         engine = session.engine
         if engine.state is State.DONE:
             log.debug("the client left before the end of its answer, which came within the grace")
@@ -172,15 +172,12 @@ class Forwarding:
                 "the client closed the connection mid-exchange: the upstream was closed too%s",
                 " (recorded as far as the client read)" if forward.record else "",
             )
-            if engine.state is State.AWAIT_UPSTREAM:
-                exchange.outcome += " (client left)"
             engine.upstream_error(Abort.CLIENT_CLOSED, self.why, now=anyio.current_time())
         # nobody reads the rest: pull it, append the line
         while not isinstance(event := session.next_event(), Signal):
             if isinstance(event, Cut):
                 session.send(event)
-                exchange.outcome += f" (cut: {event.error})"
-                self._log()
+        self._log()  # (once: an end or cut already sent was)
         self.host.record(engine, forward.request.target, place=self.place)
 
     def _log(self) -> None:
@@ -197,7 +194,6 @@ class Forwarding:
                 exchange.status = event.status
             data = session.send(event)
             if isinstance(event, Cut):
-                exchange.outcome += f" (cut: {event.error})"
                 self._log()
             try:
                 if not self.why:  # once the client left, only the recording reads on
@@ -213,7 +209,7 @@ class Forwarding:
                     self._log()
 
     async def _relay(self, waiting: Callable[[], None]) -> None:
-        forward, exchange = self.forward, self.exchange
+        forward = self.forward
         context, engine = self.host.context, self.session.engine
         assert forward.url is not None
         sent_at = anyio.current_time()
@@ -249,8 +245,6 @@ class Forwarding:
                 )
             else:
                 log.warning("upstream failed for %s: %s", where, engine.redactor.text(str(exc)))
-            if engine.state is State.AWAIT_UPSTREAM:
-                exchange.outcome = f"upstream {exc.error.value}"
             if engine.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
                 engine.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         if engine.state is State.DONE:

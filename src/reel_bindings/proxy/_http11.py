@@ -44,12 +44,12 @@ from reel_core import (
     State,
     replay_schedule,
 )
-from reel_core.tools import UiRefusal
+from reel_core.tools import UiRefusal, routed_verdict
 
 from .._clock import sleep_until
-from .._freshness import Freshness
+from .._runlog import RunLog
 from ._context import Exchange
-from ._forward import Forwarding, Host, send
+from ._forward import Forwarding, Host, reason, send
 from ._websocket import relay_websocket, replay_websocket
 
 __all__ = ["SETTLE_AFTER", "WRITE_SIZE", "HTTP11Connection", "Listener", "Page"]
@@ -80,7 +80,7 @@ class Listener(Host, Protocol):
         ...
 
     @property
-    def freshness(self) -> Freshness: ...
+    def runlog(self) -> RunLog: ...
 
     def now(self) -> float:
         """The proxy's clock (``time.monotonic``): deadlines, first bytes."""
@@ -96,8 +96,6 @@ class Listener(Host, Protocol):
         """The answer to a request the proxy routed to itself (the viewer):
         its status, headers and body, or why it is refused."""
         ...
-
-    def note_miss(self, miss: Miss) -> None: ...
 
 
 class _Pending:
@@ -216,48 +214,24 @@ class HTTP11Connection:
         exchange = self.exchange
         exchange.method = event.request.method
         exchange.target = event.request.target  # redacted when logged
+        exchange.path = event.request.path
         exchange.started = self.proxy.now()
         return exchange
-
-    def _noted(self, event: Replay | Miss | Refused | Forward) -> None:
-        """What the request got, for the run report (a WebSocket session's
-        outcome is known when it ends)."""
-        outcome = (
-            "hit"
-            if isinstance(event, Replay)
-            else "miss"
-            if isinstance(event, Miss)
-            else "refused"
-            if isinstance(event, Refused)
-            else "recorded"
-            if event.record
-            else "live"
-        )
-        upgraded = (isinstance(event, Replay) and event.websocket is not None) or (
-            isinstance(event, Forward) and event.websocket
-        )
-        if not upgraded:
-            request = event.request
-            self.proxy.context.note_outcome(request.method, request.path, outcome)
 
     # -- one handler per event -----------------------------------------------
 
     async def _replay(self, event: Replay) -> bool:
         exchange = self._decided(event)
-        self._noted(event)
-        exchange.outcome, exchange.key = "hit", event.key
+        exchange.key = event.key
         if event.stale is not None:
-            exchange.outcome = "hit (stale)"
             method, path = event.request.method, event.request.path
-            self.proxy.freshness.stale_served(method, path, event.stale)
+            self.proxy.runlog.stale_served(method, path, event.stale)
         if event.websocket is not None:  # the connection is the session's now
             session = self.session
             upgrade = session.upgrade(event.request)
             context = self.proxy.context
             await replay_websocket(context, exchange, self.stream, session.engine, upgrade, event)
             return False
-        if event.similarity is not None:
-            exchange.outcome = f"hit (fuzzy {event.similarity:.2f})"
         whole = self.session.send_replay()
         if whole is not None:  # due at once: one write, serialized once
             exchange.status = whole[0].status
@@ -268,24 +242,18 @@ class HTTP11Connection:
 
     async def _miss(self, event: Miss) -> bool:
         exchange = self._decided(event)
-        self._noted(event)
-        exchange.outcome, exchange.key = "miss", event.report.key
-        self.proxy.note_miss(event)
+        exchange.key = event.report.key
+        self.proxy.runlog.missed(event.report)
         log.debug("%s", event.report.render())
         return True
 
     async def _refused(self, event: Refused) -> bool:
-        self._decided(event).outcome = "refused"
-        self._noted(event)
+        self._decided(event)
         log.debug("refused: %s", event.message)
         return True
 
     async def _forward(self, event: Forward) -> bool:
         exchange = self._decided(event)
-        self._noted(event)
-        exchange.outcome = "recorded" if event.record else "live"
-        if event.refresh:
-            exchange.outcome = "recorded (the recording was stale)"
         exchange.forwarded = True  # its key is computed when logged
         if event.websocket:
             session = self.session
@@ -307,13 +275,12 @@ class HTTP11Connection:
         exchange = self._decided(event)
         answer = await self.proxy.view(event)
         if isinstance(answer, UiRefusal):
-            exchange.outcome, exchange.status = "refused", answer.status
-            request = event.request
-            self.proxy.context.note_outcome(request.method, request.path, "refused")
+            exchange.status = answer.status
             data = self.session.refuse(answer.status, "reel_ui", answer.message)
         else:
-            exchange.outcome, exchange.status = "viewer", answer[0]
+            exchange.status = answer[0]
             data = self.session.respond(*answer)
+        exchange.routed = routed_verdict(exchange.status)
         with self._replay_left():
             await send(self.stream, data)
         self._log()
@@ -362,7 +329,6 @@ class HTTP11Connection:
             else:
                 await out.flush(stream)
                 session.send(event)
-                self.exchange.outcome += f" (cut: {event.error})"
                 self._log()
                 return False
         return True
@@ -375,8 +341,9 @@ class HTTP11Connection:
         before."""
         try:
             yield
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self.exchange.outcome += " (client left)"
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            why = f"a write to the client failed ({reason(exc)})"
+            self.session.engine.client_left(why, now=anyio.current_time())
             self._log()
             raise
 

@@ -31,8 +31,6 @@ from reel_core import (
     CassetteMeta,
     Config,
     Engine,
-    Miss,
-    MissReport,
     Mode,
     Recorded,
     RemoteProtocolError,
@@ -40,18 +38,18 @@ from reel_core import (
     Routed,
     Session,
     State,
+    Verdict,
 )
 from reel_core.tools import (
     UiRefusal,
     UiResource,
-    WebSocketMiss,
     WebSocketSession,
     safe_cassette_name,
     ui_request,
 )
 
 from .._files import CassetteFile, CassetteNotFoundError
-from .._freshness import Freshness
+from .._runlog import RunLog
 from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
@@ -109,23 +107,14 @@ class Proxy:
         self._files: dict[Path, CassetteFile] = {}
         #: The same files by their cassette's name (what a session holds).
         self._by_label: dict[str, CassetteFile] = {}
-        #: Whether what each request got is kept for a report (the lists
-        #: below): the pytest plugin's proxy, which lives for one test, reads
-        #: them; a proxy serving for days keeps none (its log says it all),
-        #: or they would grow by a line each request.
+        #: Whether what each request got is kept for a report: the pytest
+        #: plugin's proxy, which lives for one test, reads its run log's
+        #: misses and last exchanges; a proxy serving for days keeps only
+        #: the counts (its log says the rest).
         self.report = report
-        #: Every miss served so far (the pytest plugin fails a test on them).
-        self.misses: list[MissReport] = []
-        #: What each request got, as ``(method, path, outcome)`` (the run report).
-        self.outcomes: list[tuple[str, str, str]] = []
-        #: Every replayed WebSocket session that stopped on a client message.
-        self.websocket_misses: list[WebSocketMiss] = []
-        #: Stale recordings served, recordings superseded, drifts (logged too).
-        self.freshness = Freshness(keep=report)
-        #: ``(path, outcome)`` of each WebSocket session once it ended (hit,
-        #: miss, recorded, live); an upgrade refused or failed upstream is
-        #: an HTTP exchange, in :attr:`outcomes`.
-        self.websocket_outcomes: list[tuple[str, str]] = []
+        #: What each exchange got (the core's verdict; a WebSocket session
+        #: once it ended), the misses and what freshness found, bounded.
+        self.runlog = RunLog() if report else RunLog(window=0, keep=0)
         if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
             self._files[cassette.path] = cassette
             self._by_label[cassette.cassette.name] = cassette
@@ -165,8 +154,7 @@ class Proxy:
             check_store=self._check_store,
             log=self._log,
             record_session=self._record_websocket,
-            note_outcome=self._note_outcome,
-            note_session=self._note_session,
+            runlog=self.runlog,
         )
 
     def _open(self, path: Path) -> CassetteFile:
@@ -291,27 +279,6 @@ class Proxy:
         _, html = await anyio.to_thread.run_sync(self._viewer.page)
         body = html.encode("utf-8")
         return 200, _page_headers("text/html; charset=utf-8", body), body
-
-    # -- the run report ------------------------------------------------------
-
-    def note(self, into: list[T], item: T) -> None:
-        """Append to one of the report's lists, if this proxy keeps them."""
-        if self.report:
-            into.append(item)
-
-    def _note_outcome(self, method: str, path: str, outcome: str) -> None:
-        """What an HTTP exchange got (``Context.note_outcome``)."""
-        self.note(self.outcomes, (method, path, outcome))
-
-    def _note_session(self, path: str, outcome: str, miss: WebSocketMiss | None) -> None:
-        """A WebSocket session ended (``Context.note_session``)."""
-        self.note(self.websocket_outcomes, (path, outcome))
-        if miss is not None:
-            self.note(self.websocket_misses, miss)
-
-    def note_miss(self, miss: Miss) -> None:
-        """A miss was answered (the pytest plugin fails a test on it)."""
-        self.note(self.misses, miss.report)
 
     def shutdown_idle(self) -> None:
         """Close every connection that is between requests."""
@@ -475,7 +442,7 @@ class Proxy:
         """Write a recorded line; a disk that fills or turns read-only loses
         that exchange (said loudly), never the proxy."""
         file = self._file_of(cassette)
-        self.freshness.recorded(recorded)
+        self.runlog.recorded(recorded)
         try:
             file.append(recorded.line)
         except StoreUnavailableError as exc:  # the server went between check and append
@@ -497,6 +464,23 @@ class Proxy:
             )
 
     def _log(self, engine: Engine, exchange: Exchange) -> None:
+        """An exchange ended: noted in the run log with the core's verdict
+        (a WebSocket session's once it ended; a request the proxy answered
+        itself, its own), then logged with the core's label; once each."""
+        if exchange.logged:
+            return
+        exchange.logged = True
+        ws = exchange.websocket
+        if exchange.routed is not None:
+            verdict: Verdict | None = exchange.routed
+            label = exchange.routed.value
+        elif ws is not None:
+            verdict, label = ws.verdict, ws.label
+        else:
+            verdict, label = engine.verdict, engine.label
+        if verdict is not None:
+            kind = "http" if ws is None else "websocket"
+            self.runlog.served(exchange.method, exchange.path, verdict, kind)
         if not log.isEnabledFor(logging.INFO):
             return
         elapsed = (self.now() - exchange.started) * 1000
@@ -505,7 +489,7 @@ class Proxy:
         log.info(
             "%s %-8s %s %s key=%s %d %.1fms",
             self.config.mode.value,
-            exchange.outcome,
+            label,
             exchange.method or "-",
             engine.redactor.target(exchange.target) if exchange.target else "-",
             key,

@@ -106,7 +106,7 @@ async def replay_websocket(
 ) -> None:
     """Serve a recorded WebSocket session to the client (``upgrade``: the
     HTTP side's answer to its upgrade)."""
-    ws = WebSocketSession.replay(engine, upgrade, decision)
+    ws = exchange.websocket = WebSocketSession.replay(engine, upgrade, decision)
     client = _Outbox(stream)
     opened = anyio.current_time()
     exchange.status = 101
@@ -164,11 +164,8 @@ async def replay_websocket(
             # closed itself): closing with its bytes unread would reset the
             # connection, and the client could lose the close frame
             tg.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
-    exchange.outcome += f" ({ws.outcome})" if ws.outcome else ""
-    path = decision.request.path
-    context.note_session(path, "hit" if ws.miss is None else "miss", ws.miss)
     if ws.miss is not None:
-        exchange.outcome = "miss"
+        context.runlog.websocket_missed(ws.miss)
         log.warning("%s", ws.miss.render())
     context.log(engine, exchange)
 
@@ -193,9 +190,7 @@ async def relay_websocket(
     could not be reached)."""
     assert forward.url is not None
     sent_at = anyio.current_time()
-    kind = "recorded" if forward.record else "live"
     # an upgrade that does not go through is an HTTP exchange (answered, recorded)
-    http_outcome = ("GET", forward.request.path, kind)
     where = engine.redactor.target(forward.request.target)
     try:
         if forward.record:
@@ -203,8 +198,6 @@ async def relay_websocket(
         upstream, host = await context.upstream.dial(forward.url)
     except UpstreamFailure as exc:
         log.warning("upstream failed for %s: %s", where, engine.redactor.text(str(exc)))
-        exchange.outcome = f"upstream {exc.error.value}"
-        context.note_outcome(*http_outcome)
         engine.upstream_error(exc.error, exc.detail, now=anyio.current_time())
         await answer_http()
         return
@@ -230,8 +223,6 @@ async def relay_websocket(
         now = anyio.current_time()
         if answer is None:
             log.warning("upstream failed for %s: %s", where, engine.redactor.text(failure))
-            exchange.outcome = "upstream failed"
-            context.note_outcome(*http_outcome)
             engine.upstream_error(UpstreamError.PROTOCOL, failure, now=now)
             await answer_http()
             return
@@ -241,7 +232,6 @@ async def relay_websocket(
             answer.status, answer.headers, now=now, sent_at=sent_at, timestamp=time.time()
         )
         if answer.status != 101:
-            context.note_outcome(*http_outcome)
             if answer.data:
                 engine.upstream_data(answer.data, now=now)
             engine.upstream_end(now=now)
@@ -250,14 +240,15 @@ async def relay_websocket(
             return
         engine.upstream_end(now=now)
         exchange.status = 101
-        ws = WebSocketSession.relay(engine, upgrade(), forward, answer, now=now)
+        ws = exchange.websocket = WebSocketSession.relay(
+            engine, upgrade(), forward, answer, now=now
+        )
         try:
             await _relay(ws, stream, upstream)
-        finally:  # appended however the session ended (a proxy shutting down too)
-            context.note_session(forward.request.path, kind, None)
+        finally:  # appended and noted however the session ended (a proxy shutting down too)
             if forward.record:
                 context.record_session(engine, ws, forward.request.target)
-    context.log(engine, exchange)
+            context.log(engine, exchange)
 
 
 async def _relay(
