@@ -178,7 +178,13 @@ class Player:
             if store is None or isinstance(store, str):
                 store = settings.open_store()  # a server down: StoreUnavailableError
             name = str(Path(cassette)) if store is None else os.fspath(cassette)
-            self.file = CassetteFile(name, mode=settings.mode, strict=strict_load, store=store)
+            self.file = CassetteFile(
+                name,
+                mode=settings.mode,
+                strict=strict_load,
+                store=store,
+                asset_threshold=settings.asset_threshold,
+            )
         self.config = settings.config(
             match=match,
             timing=Timing.parse(timing) if isinstance(timing, str) else timing,

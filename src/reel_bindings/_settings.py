@@ -101,6 +101,19 @@ def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
     return Limits() if max_body is None else Limits(max_body=max_body)
 
 
+def _asset_threshold(env: Mapping[str, str]) -> int | None:
+    text = _text(env, "REEL_ASSET_THRESHOLD")
+    if not text:
+        return None
+    threshold = int(text) if text.isdigit() else -1
+    if threshold < 0:
+        raise ConfigError(
+            f"REEL_ASSET_THRESHOLD={text!r} is not a number of base64 characters (a payload "
+            "this long or longer is kept beside the cassette; 0 keeps every one inline)"
+        )
+    return threshold
+
+
 def _timing(env: Mapping[str, str]) -> Timing | None:
     text = _text(env, "REEL_TIMING")
     if not text:
@@ -247,6 +260,10 @@ class Settings:
     #: ``REEL_DROP_RESPONSE_HEADERS`` (comma-separated): response headers
     #: never stored, besides those Reel never stores.
     drop_response_headers: tuple[str, ...] = ()
+    #: ``REEL_ASSET_THRESHOLD``: base64 payloads this long (characters) or
+    #: longer are kept beside the cassette (0: none); ``None``: the
+    #: cassette's ``_meta``, else the core's default.
+    asset_threshold: int | None = None
 
     @classmethod
     def from_env(
@@ -263,6 +280,7 @@ class Settings:
         max_age: float | None = None,
         record_grace: float | None = None,
         drop_response_headers: Sequence[str] | None = None,
+        asset_threshold: int | None = None,
     ) -> Settings:
         """The settings of ``environ`` (default ``os.environ``, read now).
         A value given wins over its variable, which is then not read
@@ -286,6 +304,9 @@ class Settings:
                 check_drop_response_headers(drop_response_headers, "drop_response_headers")
                 if drop_response_headers is not None
                 else _drop_response_headers(env)
+            ),
+            asset_threshold=(
+                asset_threshold if asset_threshold is not None else _asset_threshold(env)
             ),
         )
 

@@ -796,6 +796,7 @@ class ReelCassette:
                 store=store,
                 refreshed=refreshed,
                 held=mode.records and record_on == "passed",
+                asset_threshold=_run_settings(item.config).asset_threshold,
             )
             cassette = cls(
                 path=path,

@@ -17,6 +17,15 @@ from __future__ import annotations
 
 import typing as _typing
 
+from ._assets import (
+    ASSET_THRESHOLD,
+    AssetSource,
+    MemoryAssets,
+    asset_digests,
+    asset_name,
+    join_line,
+    split_line,
+)
 from ._body import ContentDecoder, decode_body, encode_body
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
@@ -126,6 +135,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
     from ._ws_session import UpstreamAnswer, UpstreamHandshake, WebSocketOutput, WebSocketSession
 
 __all__ = [
+    "ASSET_THRESHOLD",
     "CLOSE_MISMATCH",
     "HOP_BY_HOP",
     "MAX_DEPTH",
@@ -136,6 +146,7 @@ __all__ = [
     "REPORT_SCHEMA",
     "SCHEMA_VERSION",
     "UI_PREFIX",
+    "AssetSource",
     "Cassette",
     "CassetteError",
     "CassetteMeta",
@@ -167,6 +178,7 @@ __all__ = [
     "LocalProtocolError",
     "MatchConfig",
     "MatchMode",
+    "MemoryAssets",
     "Miss",
     "MissError",
     "MissReport",
@@ -220,6 +232,8 @@ __all__ = [
     "__version__",
     "accept_encoding",
     "answer_pieces",
+    "asset_digests",
+    "asset_name",
     "body_diff",
     "check_upstream",
     "compact",
@@ -245,6 +259,7 @@ __all__ = [
     "is_credential_name",
     "is_meta_line",
     "is_sse_stream",
+    "join_line",
     "keep_response_header",
     "lines_drift",
     "load_json",
@@ -271,6 +286,7 @@ __all__ = [
     "shorten",
     "shown_url",
     "sniff_format",
+    "split_line",
     "staleness",
     "start_of",
     "superseded",

@@ -1,0 +1,312 @@
+"""Large base64 payloads kept beside a cassette line, and put back.
+
+Theory of operation: a cassette line is split *after* it is redacted and
+*before* it is written, by :func:`split_line`, the one code path that
+decides what becomes an asset.  It walks every string of the line (bar the
+few top-level fields that are never payload: ``key``, ``id``, ``ts``,
+``sent``, ``meta``), finds each run of base64 text of ``threshold``
+characters or more that is *canonical* (what ``base64.b64encode`` writes:
+the standard alphabet, padded, no line breaks) and replaces it with a
+token, ``asset:sha256-<64 hex>``; the decoded bytes are the asset, named by
+their sha256.  The line gains a last field, ``assets``: one reference per
+run, in the order found::
+
+    "assets":[{"at":["request","body","json","messages",0,"content",1,"image_url","url"],
+               "from":22,"sha256":"<64 hex>","type":"image/png","bytes":48213}]
+
+``at`` is the string's path from the line's root (object keys and list
+indices), ``from`` the run's first character in the *stored* string,
+``type`` the media type (named by a data URL or a ``mime_type`` beside
+the string, else sniffed from the bytes), ``bytes`` the decoded size.
+
+:func:`join_line` is the inverse: each token is checked to be where its
+reference says, and replaced by the base64 of the asset's bytes, which
+must hash to the digest.  Only canonical base64 is moved, so encoding the
+bytes again gives back exactly the characters that were there: a replay is
+byte-exact, and the asset is the payload itself (a PNG that opens).
+
+What is redacted stays redacted: the line handed in is the redacted one,
+and redaction scrubs the exchange's credential values from base64 text at
+any alignment, so no asset holds a credential echo.  A run that redaction
+touched is no longer canonical base64 and stays inline.
+
+Nothing here reads or writes a file: a binding stores the ``{digest:
+bytes}`` that :func:`split_line` hands out and gives :func:`join_line` an
+:class:`AssetSource`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+from ._nesting import load_json
+
+__all__ = [
+    "ASSETS_FROM_SCHEMA",
+    "ASSET_THRESHOLD",
+    "AssetSource",
+    "MemoryAssets",
+    "asset_digests",
+    "asset_name",
+    "join_line",
+    "line_assets",
+    "split_line",
+]
+
+#: Base64 text this long (characters) or longer is moved out of a line
+#: (32 KiB of text: 24 KiB of bytes), unless the cassette or a setting
+#: says otherwise (``"_meta": {"assets": {"threshold": N}}``,
+#: ``REEL_ASSET_THRESHOLD``; 0 keeps every payload inline).
+ASSET_THRESHOLD = 32 * 1024
+#: The first schema whose readers put assets back: a cassette whose
+#: ``_meta`` names an older one keeps its payloads inline, so an older
+#: Reel never replays a token in place of a payload.
+ASSETS_FROM_SCHEMA = 3
+#: The smallest threshold there is: shorter runs are words, not payloads.
+_SMALLEST = 16
+#: Top-level fields of a line that hold no payload.
+_NOT_PAYLOAD = frozenset({"key", "id", "ts", "sent", "meta", "assets"})
+_TOKEN = "asset:sha256-"
+_TOKEN_LEN = len(_TOKEN) + 64
+_HEX = re.compile(r"[0-9a-f]{64}")
+_DATA_URL = re.compile(r"data:([A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)(?:;[^,;]*=[^,;]*)*;base64,\Z")
+#: Keys that name the media type of a payload beside it (Gemini's
+#: ``inline_data``, Anthropic's ``source``, OpenAI's ``input_audio``).
+_TYPE_KEYS = ("mime_type", "mimeType", "media_type", "mediaType", "format")
+#: Magic bytes -> media type, for a payload nothing names.
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", "application/pdf"),
+    (b"ID3", "audio/mpeg"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+)
+#: The media type of a realtime session's raw audio (OpenAI Realtime's
+#: default ``pcm16``: 16-bit little-endian mono at 24 kHz).
+PCM16 = "audio/pcm;rate=24000"
+
+
+class AssetSource(Protocol):
+    """Where a cassette's assets are read from (a binding's store)."""
+
+    def read(self, digest: str) -> bytes | None:
+        """The bytes of asset ``digest`` (64 hex digits), ``None`` when missing."""
+        ...
+
+    def describe(self, digest: str) -> str:
+        """Where asset ``digest`` lives, for an error message."""
+        ...
+
+
+class MemoryAssets(dict[str, bytes]):
+    """Assets in a dict (digest -> bytes): what :func:`split_line` hands
+    out, and a source for :func:`join_line` in tests and in memory."""
+
+    def read(self, digest: str) -> bytes | None:
+        return self.get(digest)
+
+    def describe(self, digest: str) -> str:
+        return f"asset sha256-{digest}"
+
+
+def asset_name(digest: str) -> str:
+    """The file name of asset ``digest``: ``sha256-<64 hex>``."""
+    return f"sha256-{digest}"
+
+
+@functools.lru_cache(maxsize=8)
+def _runs(threshold: int) -> re.Pattern[str]:
+    return re.compile("[A-Za-z0-9+/]{" + str(max(threshold - 2, _SMALLEST)) + ",}={0,2}")
+
+
+def _canonical(run: str) -> bytes | None:
+    """The bytes of ``run`` when it is canonical base64, else ``None``."""
+    if len(run) % 4:
+        return None
+    try:
+        data = base64.b64decode(run, validate=True)
+    except binascii.Error:
+        return None
+    return data if base64.b64encode(data).decode("ascii") == run else None
+
+
+def _media_type(data: bytes, before: str, holder: object) -> str:
+    """What ``data`` is: the type a data URL ending at it names, the one a
+    key beside it names, its magic bytes', raw PCM16 in a realtime audio
+    event, else ``application/octet-stream``."""
+    m = _DATA_URL.search(before[-200:])
+    if m is not None:
+        return m.group(1).lower()
+    if isinstance(holder, dict):
+        for key in _TYPE_KEYS:
+            named = holder.get(key)
+            if isinstance(named, str) and "/" in named and len(named) < 100:
+                return named
+    for magic, kind in _MAGIC:
+        if data.startswith(magic):
+            return kind
+    if data[:4] == b"RIFF" and data[8:12] in (b"WAVE", b"WEBP"):
+        return "audio/wav" if data[8:12] == b"WAVE" else "image/webp"
+    if isinstance(holder, dict) and "audio" in str(holder.get("type", "")):
+        return PCM16
+    return "application/octet-stream"
+
+
+def _strings(
+    value: Any, path: list[str | int], holder: object
+) -> Iterator[tuple[list[str | int], str, object]]:
+    """Every string in ``value`` with its path and the object holding it."""
+    if isinstance(value, str):
+        yield path, value, holder
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, [*path, key], value)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, [*path, i], holder)
+
+
+def _set(root: Any, path: list[Any], value: str) -> None:
+    for step in path[:-1]:
+        root = root[step]
+    root[path[-1]] = value
+
+
+def split_line(line: bytes, threshold: int) -> tuple[bytes, dict[str, bytes]]:
+    """Cassette line ``line`` with every canonical base64 run of at least
+    ``threshold`` characters moved out, and the assets moved (digest ->
+    bytes).  A line with none (or ``threshold`` 0) comes back as it is,
+    the very bytes."""
+    if threshold <= 0 or len(line) < threshold:
+        return line, {}
+    obj = load_json(line)
+    if not isinstance(obj, dict) or "assets" in obj:
+        return line, {}
+    pattern = _runs(threshold)
+    refs: list[dict[str, Any]] = []
+    assets: dict[str, bytes] = {}
+    for key in [k for k in obj if k not in _NOT_PAYLOAD]:
+        for path, text, holder in list(_strings(obj[key], [key], obj)):
+            if len(text) < threshold:
+                continue
+            pieces: list[str] = []
+            done = 0
+            for m in pattern.finditer(text):
+                data = _canonical(m.group())
+                if data is None or len(m.group()) < threshold:
+                    continue
+                digest = hashlib.sha256(data).hexdigest()
+                pieces.append(text[done : m.start()])
+                refs.append(
+                    {
+                        "at": path,
+                        "from": sum(map(len, pieces)),
+                        "sha256": digest,
+                        "type": _media_type(data, text[: m.start()], holder),
+                        "bytes": len(data),
+                    }
+                )
+                pieces.append(_TOKEN + digest)
+                assets[digest] = data
+                done = m.end()
+            if pieces:
+                _set(obj, path, "".join(pieces) + text[done:])
+    if not refs:
+        return line, {}
+    obj["assets"] = refs
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace") + b"\n", assets
+
+
+def line_assets(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The asset references of a parsed line (``[]`` for none), each
+    checked for its shape; ``ValueError`` says what is wrong."""
+    refs = obj.get("assets", [])
+    if not isinstance(refs, list):
+        raise ValueError('"assets" must be a list of asset references')
+    for ref in refs:
+        if not (
+            isinstance(ref, dict)
+            and isinstance(ref.get("at"), list)
+            and ref["at"]
+            and all(isinstance(s, (str, int)) and not isinstance(s, bool) for s in ref["at"])
+            and isinstance(ref.get("from"), int)
+            and not isinstance(ref["from"], bool)
+            and ref["from"] >= 0
+            and isinstance(ref.get("sha256"), str)
+            and _HEX.fullmatch(ref["sha256"])
+        ):
+            raise ValueError(
+                'an asset reference needs "at" (a path), "from" (an offset) and '
+                f'"sha256" (64 lowercase hex digits): {json.dumps(ref)[:200]}'
+            )
+    return refs
+
+
+def asset_digests(obj: Mapping[str, Any]) -> list[str]:
+    """The digests a parsed line refers to, in order (``ValueError`` for
+    bad references)."""
+    return [ref["sha256"] for ref in line_assets(obj)]
+
+
+def _get(root: Any, path: list[Any]) -> Any:
+    for step in path:
+        if isinstance(root, dict) and isinstance(step, str):
+            root = root.get(step)
+        elif isinstance(root, list) and isinstance(step, int) and 0 <= step < len(root):
+            root = root[step]
+        else:
+            return None
+    return root
+
+
+def join_line(obj: dict[str, Any], source: AssetSource | None) -> dict[str, Any]:
+    """Parsed line ``obj`` with every asset put back in place (``obj``
+    itself, changed; the ``assets`` field dropped).  ``ValueError`` names a
+    missing or corrupt asset and what to do, or a reference that does not
+    point at its token."""
+    refs = line_assets(obj)
+    if not refs:
+        obj.pop("assets", None)
+        return obj
+    fix = "restore it, or record the line again (`reel check` lists every missing or corrupt asset)"
+    # Later runs of a string first, so earlier offsets still hold.
+    for ref in sorted(refs, key=lambda r: -r["from"]):
+        digest, at, start = ref["sha256"], ref["at"], ref["from"]
+        text = _get(obj, at)
+        if not isinstance(text, str) or text[start : start + _TOKEN_LEN] != _TOKEN + digest:
+            raise ValueError(
+                f"asset reference sha256-{digest} does not point at its token "
+                f"(at {json.dumps(at)}, from {start}): the line was edited; record it again"
+            )
+        if source is None:
+            raise ValueError(
+                f"the line refers to asset sha256-{digest}, and it was read without its "
+                "assets: open the cassette through its store (its file, or --store)"
+            )
+        data = source.read(digest)
+        if data is None:
+            raise ValueError(f"asset {source.describe(digest)} is missing: {fix}")
+        found = hashlib.sha256(data).hexdigest()
+        if found != digest:
+            raise ValueError(
+                f"asset {source.describe(digest)} is corrupt (its bytes hash to "
+                f"sha256-{found}): {fix}"
+            )
+        _set(
+            obj,
+            at,
+            text[:start] + base64.b64encode(data).decode("ascii") + text[start + _TOKEN_LEN :],
+        )
+    del obj["assets"]
+    return obj
