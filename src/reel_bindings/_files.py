@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from reel_core import (
+    SCHEMA_VERSION,
     Cassette,
     CassetteError,
     CassetteMeta,
-    SCHEMA_VERSION,
     Mode,
     Start,
     is_meta_line,

@@ -38,7 +38,6 @@ bytes}`` that :func:`split_line` hands out and gives :func:`join_line` an
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import hashlib
 import json
@@ -51,6 +50,7 @@ from ._nesting import load_json
 __all__ = [
     "ASSETS_FROM_SCHEMA",
     "ASSET_THRESHOLD",
+    "SMALLEST_THRESHOLD",
     "AssetSource",
     "MemoryAssets",
     "asset_digests",
@@ -69,8 +69,10 @@ ASSET_THRESHOLD = 32 * 1024
 #: ``_meta`` names an older one keeps its payloads inline, so an older
 #: Reel never replays a token in place of a payload.
 ASSETS_FROM_SCHEMA = 3
-#: The smallest threshold there is: shorter runs are words, not payloads.
-_SMALLEST = 16
+#: The smallest threshold there is (a lower one is taken as this): a
+#: shorter run is a word or a digest, not a payload, and no longer than
+#: the reference that would replace it.
+SMALLEST_THRESHOLD = 128
 #: Top-level fields of a line that hold no payload.
 _NOT_PAYLOAD = frozenset({"key", "id", "ts", "sent", "meta", "assets"})
 _TOKEN = "asset:sha256-"
@@ -126,46 +128,45 @@ def asset_name(digest: str) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _runs(threshold: int) -> re.Pattern[str]:
-    return re.compile("[A-Za-z0-9+/]{" + str(max(threshold - 2, _SMALLEST)) + ",}={0,2}")
+    return re.compile("[A-Za-z0-9+/]{" + str(threshold - 2) + ",}={0,2}")
 
 
 def _canonical(run: str) -> bytes | None:
     """The bytes of ``run`` when it is canonical base64, else ``None``."""
     if len(run) % 4:
         return None
-    try:
-        data = base64.b64decode(run, validate=True)
-    except binascii.Error:
-        return None
+    # The pattern let through only the alphabet and at most two ``=`` at
+    # the end: whole groups of four always decode.
+    data = base64.b64decode(run, validate=True)
     return data if base64.b64encode(data).decode("ascii") == run else None
 
 
-def _media_type(data: bytes, before: str, holder: object) -> str:
+def _media_type(data: bytes, before: str, holder: dict[str, Any]) -> str:
     """What ``data`` is: the type a data URL ending at it names, the one a
     key beside it names, its magic bytes', raw PCM16 in a realtime audio
     event, else ``application/octet-stream``."""
     m = _DATA_URL.search(before[-200:])
     if m is not None:
         return m.group(1).lower()
-    if isinstance(holder, dict):
-        for key in _TYPE_KEYS:
-            named = holder.get(key)
-            if isinstance(named, str) and "/" in named and len(named) < 100:
-                return named
+    for key in _TYPE_KEYS:
+        named = holder.get(key)
+        if isinstance(named, str) and "/" in named and len(named) < 100:
+            return named
     for magic, kind in _MAGIC:
         if data.startswith(magic):
             return kind
     if data[:4] == b"RIFF" and data[8:12] in (b"WAVE", b"WEBP"):
         return "audio/wav" if data[8:12] == b"WAVE" else "image/webp"
-    if isinstance(holder, dict) and "audio" in str(holder.get("type", "")):
+    if "audio" in str(holder.get("type", "")):
         return PCM16
     return "application/octet-stream"
 
 
 def _strings(
-    value: Any, path: list[str | int], holder: object
-) -> Iterator[tuple[list[str | int], str, object]]:
-    """Every string in ``value`` with its path and the object holding it."""
+    value: Any, path: list[str | int], holder: dict[str, Any]
+) -> Iterator[tuple[list[str | int], str, dict[str, Any]]]:
+    """Every string in ``value`` with its path and the object holding it
+    (for a string in a list, the object holding the list)."""
     if isinstance(value, str):
         yield path, value, holder
     elif isinstance(value, dict):
@@ -184,10 +185,13 @@ def _set(root: Any, path: list[Any], value: str) -> None:
 
 def split_line(line: bytes, threshold: int) -> tuple[bytes, dict[str, bytes]]:
     """Cassette line ``line`` with every canonical base64 run of at least
-    ``threshold`` characters moved out, and the assets moved (digest ->
-    bytes).  A line with none (or ``threshold`` 0) comes back as it is,
-    the very bytes."""
-    if threshold <= 0 or len(line) < threshold:
+    ``threshold`` characters (and :data:`SMALLEST_THRESHOLD`) moved out,
+    and the assets moved (digest -> bytes).  A line with none (or
+    ``threshold`` 0) comes back as it is, the very bytes."""
+    if threshold <= 0:
+        return line, {}
+    threshold = max(threshold, SMALLEST_THRESHOLD)
+    if len(line) < threshold:
         return line, {}
     obj = load_json(line)
     if not isinstance(obj, dict) or "assets" in obj:
