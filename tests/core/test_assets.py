@@ -186,7 +186,7 @@ def test_a_missing_asset_is_a_bad_line_naming_it_and_what_to_do() -> None:
 def test_a_corrupt_asset_is_never_served() -> None:
     split, assets = split_line(line_of({"base64": b64(PNG)}), T)
     digest = next(iter(assets))
-    with pytest.raises(ValueError, match=f"asset sha256-{digest} is corrupt .*hash to sha256-"):
+    with pytest.raises(ValueError, match=rf"asset sha256-{digest} is corrupt .*hash to sha256-"):
         read_line(split, MemoryAssets({digest: PNG[:-1] + b"!"}))
 
 
@@ -240,7 +240,7 @@ def test_a_bad_reference_is_a_bad_line(refs: object) -> None:
 def test_a_reference_that_misses_its_token_is_an_edited_line(at: list[Any]) -> None:
     digest = "0" * 64
     line = line_of({"text": "hi", "list": [1]}, assets=[{"at": at, "from": 0, "sha256": digest}])
-    with pytest.raises(ValueError, match="does not point at its token .*record it again"):
+    with pytest.raises(ValueError, match=r"does not point at its token .*record it again"):
         read_line(line, MemoryAssets({digest: b""}))
 
 
