@@ -23,6 +23,7 @@ from ._assets import (
     MemoryAssets,
     asset_digests,
     asset_name,
+    cassette_assets,
     join_line,
     split_line,
 )
@@ -235,6 +236,7 @@ __all__ = [
     "asset_digests",
     "asset_name",
     "body_diff",
+    "cassette_assets",
     "check_upstream",
     "compact",
     "cost_usd",

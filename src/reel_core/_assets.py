@@ -55,6 +55,7 @@ __all__ = [
     "MemoryAssets",
     "asset_digests",
     "asset_name",
+    "cassette_assets",
     "join_line",
     "line_assets",
     "split_line",
@@ -261,6 +262,27 @@ def asset_digests(obj: Mapping[str, Any]) -> list[str]:
     """The digests a parsed line refers to, in order (``ValueError`` for
     bad references)."""
     return [ref["sha256"] for ref in line_assets(obj)]
+
+
+def cassette_assets(data: bytes) -> dict[str, list[int]]:
+    """The assets the lines of cassette bytes ``data`` refer to: digest ->
+    the numbers of the lines that do (lines whose references are not
+    readable are left out: they are bad lines, which ``reel validate``
+    names)."""
+    found: dict[str, list[int]] = {}
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if b'"assets":[' not in raw:
+            continue
+        try:
+            obj = load_json(raw)
+            digests = asset_digests(obj) if isinstance(obj, dict) else []
+        except ValueError:
+            continue
+        for digest in digests:
+            numbers = found.setdefault(digest, [])
+            if number not in numbers:
+                numbers.append(number)
+    return found
 
 
 def _get(root: Any, path: list[Any]) -> Any:

@@ -5,7 +5,9 @@ that read cassettes take ``--store URL`` to read them from one.
 ``reel pull STORE CASSETTE -o FILE`` writes the cassette's bytes as the
 store holds them (for Redis: its list's values, joined); ``reel push FILE
 STORE [--as NAME] [--force]`` makes the file's bytes the cassette, in one
-atomic replace.  A pushed file pulled again is the same file.
+atomic replace.  A pushed file pulled again is the same file.  The assets
+its lines refer to go with it (pushed first, from beside the file; pulled
+to beside the output file).
 """
 
 from __future__ import annotations
