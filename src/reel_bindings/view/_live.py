@@ -14,8 +14,9 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 
-from reel_core import CassetteError, ReelError, decode_lines
+from reel_core import AssetSource, CassetteError, ReelError, decode_lines
 
+from .._files import StoreAssets
 from .._store import FileStore, Store
 from ._data import Source
 from ._page import render_page
@@ -50,11 +51,12 @@ def store_version(store: Store, names: Sequence[str]) -> str:
     return hashlib.sha256(seen.encode()).hexdigest()[:16]
 
 
-def source_of_bytes(name: str, data: bytes) -> Source:
-    """A cassette's bytes as the page shows them: its interactions, and
-    the lines it could not read with why.  Raises
-    :class:`~reel_core.CassetteError` for bytes that are no cassette."""
-    decoded = decode_lines(data, name)
+def source_of_bytes(name: str, data: bytes, assets: AssetSource | None = None) -> Source:
+    """A cassette's bytes as the page shows them: its interactions (their
+    payloads read back from ``assets``), and the lines it could not read
+    with why.  Raises :class:`~reel_core.CassetteError` for bytes that are
+    no cassette."""
+    decoded = decode_lines(data, name, assets=assets)
     return Source(
         name,
         [(line.number, line.interaction) for line in decoded.lines if line.interaction],
@@ -112,7 +114,7 @@ class LivePage:
             for name in names:
                 data = self.store.read(name)
                 if data is not None:
-                    sources.append(source_of_bytes(name, data))
+                    sources.append(source_of_bytes(name, data, StoreAssets(self.store, name)))
         except ReelError as exc:  # CassetteError and StoreUnavailableError are ones
             error, sources = str(exc), []
         return render_page(sources, title=self.title(names), serve=serve, error=error)
