@@ -25,6 +25,7 @@ from ._assets import (
     asset_name,
     cassette_assets,
     join_line,
+    sniff_media_type,
     split_line,
 )
 from ._body import ContentDecoder, decode_body, encode_body
@@ -288,6 +289,7 @@ __all__ = [
     "shorten",
     "shown_url",
     "sniff_format",
+    "sniff_media_type",
     "split_line",
     "staleness",
     "start_of",

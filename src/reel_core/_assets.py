@@ -58,6 +58,7 @@ __all__ = [
     "cassette_assets",
     "join_line",
     "line_assets",
+    "sniff_media_type",
     "split_line",
 ]
 
@@ -120,6 +121,12 @@ class MemoryAssets(dict[str, bytes]):
 
     def describe(self, digest: str) -> str:
         return f"asset sha256-{digest}"
+
+
+def sniff_media_type(data: bytes) -> str:
+    """What ``data`` is by its first bytes (PNG, JPEG, GIF, WebP, PDF,
+    MP3, Ogg, FLAC, WAV), else ``application/octet-stream``."""
+    return _media_type(data, "", {})
 
 
 def asset_name(digest: str) -> str:

@@ -24,6 +24,7 @@ from reel_core import Interaction, load_json
 
 from .._figures import Figures, figures
 from .._text import assemble, frame_text
+from ._media import media
 
 __all__ = [
     "MAX_BINARY",
@@ -251,6 +252,8 @@ def detail(ix: Interaction) -> dict[str, Any]:
             "duration_ms": _ms(_duration(ix, f)),
         },
         "meta": _jsonable(dict(ix.meta)),
+        # the images and sounds the detail panel shows (see _media)
+        "media": media(ix),
     }
 
 
