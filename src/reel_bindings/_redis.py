@@ -38,7 +38,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from reel_core import CassetteError, scrub_url_secrets, shown_url
 
@@ -375,7 +375,8 @@ class RedisStore:
 
     def read_asset(self, name: str, digest: str) -> bytes | None:
         key, field = self.assets_key(name), check_digest(digest)
-        value: bytes | None = self._call("read asset", lambda: self.client.hget(key, field))  # type: ignore[arg-type,return-value]
+        # the client answers bytes (it does not decode responses)
+        value = cast("bytes | None", self._call("read asset", lambda: self.client.hget(key, field)))
         return None if value is None else self.decode(value)
 
     def assets(self, name: str) -> builtins.list[str]:

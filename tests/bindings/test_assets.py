@@ -119,7 +119,7 @@ def vision_line() -> bytes:
     request = Request(
         "POST",
         "/v1/chat/completions",
-        [("host", "api.openai.com"), ("content-type", "application/json")],
+        ((b"host", b"api.openai.com"), (b"content-type", b"application/json")),
         json.dumps(body).encode(),
     )
     answer = json.dumps({"audio": {"data": b64(WAV)}}, indent=2).encode()

@@ -104,7 +104,7 @@ def test_no_asset_holds_a_credential_and_redaction_runs_beside_them(
     request = Request(
         "POST",
         "/v1/chat/completions",
-        [(b"host", b"api.openai.com"), (b"authorization", b"Bearer " + secret.encode())],
+        ((b"host", b"api.openai.com"), (b"authorization", b"Bearer " + secret.encode())),
         json.dumps(body if where == "request" else {"model": "m"}).encode(),
     )
     recorded = record_exchange(
