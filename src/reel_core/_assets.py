@@ -212,23 +212,26 @@ def split_line(line: bytes, threshold: int) -> tuple[bytes, dict[str, bytes]]:
             if len(text) < threshold:
                 continue
             pieces: list[str] = []
-            done = 0
+            done = stored = 0  # where the text and the stored string are
             for m in pattern.finditer(text):
                 data = _canonical(m.group())
                 if data is None or len(m.group()) < threshold:
                     continue
                 digest = hashlib.sha256(data).hexdigest()
                 pieces.append(text[done : m.start()])
+                stored += m.start() - done
+                before = text[max(0, m.start() - 200) : m.start()]
                 refs.append(
                     {
                         "at": path,
-                        "from": sum(map(len, pieces)),
+                        "from": stored,
                         "sha256": digest,
-                        "type": _media_type(data, text[: m.start()], holder),
+                        "type": _media_type(data, before, holder),
                         "bytes": len(data),
                     }
                 )
                 pieces.append(_TOKEN + digest)
+                stored += _TOKEN_LEN
                 assets[digest] = data
                 done = m.end()
             if pieces:
@@ -312,34 +315,51 @@ def join_line(obj: dict[str, Any], source: AssetSource | None) -> dict[str, Any]
     if not refs:
         obj.pop("assets", None)
         return obj
-    fix = "restore it, or record the line again (`reel check` lists every missing or corrupt asset)"
-    # Later runs of a string first, so earlier offsets still hold.
-    for ref in sorted(refs, key=lambda r: -r["from"]):
-        digest, at, start = ref["sha256"], ref["at"], ref["from"]
+    # Each string is rebuilt once, its runs in order; each asset read once.
+    strings: dict[str, list[dict[str, Any]]] = {}
+    for ref in refs:
+        strings.setdefault(json.dumps(ref["at"]), []).append(ref)
+    encoded: dict[str, str] = {}
+    for group in strings.values():
+        at = group[0]["at"]
         text = _get(obj, at)
-        if not isinstance(text, str) or text[start : start + _TOKEN_LEN] != _TOKEN + digest:
-            raise ValueError(
-                f"asset reference sha256-{digest} does not point at its token "
-                f"(at {json.dumps(at)}, from {start}): the line was edited; record it again"
-            )
-        if source is None:
-            raise ValueError(
-                f"the line refers to asset sha256-{digest}, and it was read without its "
-                "assets: open the cassette through its store (its file, or --store)"
-            )
-        data = source.read(digest)
-        if data is None:
-            raise ValueError(f"asset {source.describe(digest)} is missing: {fix}")
-        found = hashlib.sha256(data).hexdigest()
-        if found != digest:
-            raise ValueError(
-                f"asset {source.describe(digest)} is corrupt (its bytes hash to "
-                f"sha256-{found}): {fix}"
-            )
-        _set(
-            obj,
-            at,
-            text[:start] + base64.b64encode(data).decode("ascii") + text[start + _TOKEN_LEN :],
-        )
+        pieces: list[str] = []
+        done = 0
+        for ref in sorted(group, key=lambda r: int(r["from"])):
+            digest, start = ref["sha256"], ref["from"]
+            if (
+                not isinstance(text, str)
+                or start < done
+                or text[start : start + _TOKEN_LEN] != _TOKEN + digest
+            ):
+                raise ValueError(
+                    f"asset reference sha256-{digest} does not point at its token "
+                    f"(at {json.dumps(at)}, from {start}): the line was edited; record it again"
+                )
+            if digest not in encoded:
+                encoded[digest] = base64.b64encode(_read(source, digest)).decode("ascii")
+            pieces += [text[done:start], encoded[digest]]
+            done = start + _TOKEN_LEN
+        pieces.append(text[done:])  # a str: checked above
+        _set(obj, at, "".join(pieces))
     del obj["assets"]
     return obj
+
+
+def _read(source: AssetSource | None, digest: str) -> bytes:
+    """The bytes of asset ``digest``, checked; ``ValueError`` says why not."""
+    fix = "restore it, or record the line again (`reel check` lists every missing or corrupt asset)"
+    if source is None:
+        raise ValueError(
+            f"the line refers to asset sha256-{digest}, and it was read without its "
+            "assets: open the cassette through its store (its file, or --store)"
+        )
+    data = source.read(digest)
+    if data is None:
+        raise ValueError(f"asset {source.describe(digest)} is missing: {fix}")
+    found = hashlib.sha256(data).hexdigest()
+    if found != digest:
+        raise ValueError(
+            f"asset {source.describe(digest)} is corrupt (its bytes hash to sha256-{found}): {fix}"
+        )
+    return data

@@ -20,10 +20,12 @@ from reel_core import (
     MemoryAssets,
     asset_digests,
     asset_name,
+    cassette_assets,
     decode_lines,
     join_line,
     load_json,
     read_line,
+    sniff_media_type,
     split_line,
 )
 
@@ -267,3 +269,60 @@ def test_memory_assets() -> None:
     assert assets.read("a" * 64) == b"x"
     assert assets.read("b" * 64) is None
     assert assets.describe("a" * 64) == "asset sha256-" + "a" * 64
+
+
+def test_an_overlapping_reference_is_an_edited_line() -> None:
+    split, assets = split_line(line_of({"text": b64(PNG) + " " + b64(PNG[1:])}), T)
+    obj = load_json(split)
+    obj["assets"][1]["from"] = obj["assets"][0]["from"] + 5
+    with pytest.raises(ValueError, match="does not point at its token"):
+        join_line(obj, MemoryAssets(assets))
+
+
+# -- cost: linear in the line, however many runs -------------------------------------
+
+
+def _many_runs(n: int) -> bytes:
+    """One text of ``n`` short payloads (each moved), and a list of as many."""
+    runs = [b64(i.to_bytes(4, "big") * 40) for i in range(n)]
+    return line_of({"text": " ".join(runs), "json": {"v": runs}})
+
+
+def _near_misses(n: int) -> bytes:
+    """Runs one character short of the threshold, and one that is not whole groups."""
+    return line_of({"text": ("A" * (T - 1) + " ") * n + "A" * (T * n + 1)})
+
+
+@pytest.mark.parametrize("make", [_many_runs, _near_misses])
+def test_splitting_and_joining_scale_linearly(make: Any) -> None:
+    from tests.property.test_scaling import RATIO, Case, scaling_ratio
+
+    def round_trip(line: bytes) -> object:
+        split, assets = split_line(line, T)
+        return join_line(load_json(split), MemoryAssets(assets))
+
+    assert scaling_ratio(Case(make, round_trip, 200)) < RATIO
+
+
+def test_sniff_media_type() -> None:
+    assert sniff_media_type(PNG) == "image/png"
+    assert sniff_media_type(b"RIFF\0\0\0\0WAVE") == "audio/wav"
+    assert sniff_media_type(b"plain") == "application/octet-stream"
+
+
+def test_which_assets_a_cassettes_lines_refer_to() -> None:
+    one, _ = split_line(line_of({"base64": b64(PNG)}), T)
+    two, _ = split_line(line_of({"text": b64(PNG) + " " + b64(PNG)}, {"base64": b64(PNG[1:])}), T)
+    data = b"".join(
+        [
+            b'{"_meta":{"schema":3,"assets":{"threshold":128}}}\n',
+            one,
+            b'{"key":"x","assets":[ not JSON\n',
+            b'["assets":[]]\n',
+            b'[{"assets":[1]}]\n',
+            line_of({"text": "hi"}, assets=[{"at": []}]),  # a bad reference: a bad line
+            two,
+        ]
+    )
+    image, other = hashlib.sha256(PNG).hexdigest(), hashlib.sha256(PNG[1:]).hexdigest()
+    assert cassette_assets(data) == {image: [2, 7], other: [7]}
