@@ -10,16 +10,23 @@ if TYPE_CHECKING:
     from ._redis import RedisStore
     from ._store import FileStore, MemoryStore, Store, StoreUnavailableError
     from ._store_url import open_store
+    from .calls import Codec, arecord_call, boundary, calls_on, record_call, tool
 
 __all__ = [
     "CassetteFile",
     "CassetteNotFoundError",
+    "Codec",
     "FileStore",
     "MemoryStore",
     "RedisStore",
     "Store",
     "StoreUnavailableError",
+    "arecord_call",
+    "boundary",
+    "calls_on",
     "open_store",
+    "record_call",
+    "tool",
 ]
 
 _HOMES = {
@@ -30,6 +37,13 @@ _HOMES = {
     "Store": "_store",
     "StoreUnavailableError": "_store",
     "open_store": "_store_url",
+    # boundaries (reel_bindings.calls): `from reel_bindings import tool`
+    "Codec": "calls",
+    "arecord_call": "calls",
+    "boundary": "calls",
+    "calls_on": "calls",
+    "record_call": "calls",
+    "tool": "calls",
     # redis-py is imported when a RedisStore is made, not with this module
     "RedisStore": "_redis",
 }

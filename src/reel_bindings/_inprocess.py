@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +41,7 @@ from reel_core import (
     parse_duration,
 )
 
+from ._call_context import running_on
 from ._files import CassetteFile
 from ._freshness import Freshness
 from ._relay import CLIENT_CLOSED
@@ -225,7 +226,11 @@ class Player:
         its forward."""
         with self.lock:  # the engine plays the shared cassette
             engine, self._engine = self._engine, None
-            if engine is None or engine.cassette is not self.file.cassette:
+            nested = running_on(self.file)
+            if nested:  # inside a call recorded on this cassette: it holds the answer
+                self._engine = engine
+                engine = Engine(self.file.cassette, replace(self.config, mode=Mode.LIVE))
+            elif engine is None or engine.cassette is not self.file.cassette:
                 engine = Engine(self.file.cassette, self.config)
             engine.receive_request(request, now=time.time())
             event = engine.next_event()
@@ -250,7 +255,8 @@ class Player:
             outcome = _OUTCOMES.get(type(decision), "refused")
             self.outcomes.append((request.method, request.path, outcome))
             engine.start_next_cycle()
-            self._engine = engine
+            if not nested:
+                self._engine = engine
             return Decision(decision, head, events, body)
 
 

@@ -404,6 +404,24 @@ def _reel_marker_proxy(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("reel_proxy")
 
 
+@pytest.fixture(autouse=True)
+def _reel_calls(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Boundaries (``reel_bindings.calls``) of a ``@pytest.mark.reel`` test,
+    or of one using the ``reel`` fixture, record and replay on its
+    cassette: the ``reel`` fixture is set up when a boundary is first
+    called, not before (a test that calls none is left as it was)."""
+    if "reel" not in request.fixturenames and not any(request.node.iter_markers("reel")):
+        yield
+        return
+    from reel_bindings._call_context import use_for_test
+
+    use_for_test(lambda: request.getfixturevalue("reel")._calls_player())
+    try:
+        yield
+    finally:
+        use_for_test(None)
+
+
 # -- the cassette of a test ------------------------------------------------------
 
 
@@ -453,6 +471,7 @@ class ReelCassette:
         self._store_label = "files"
         self._config: pytest.Config | None = None
         self._players: list[Player] = []
+        self._call_player: Player | None = None
         self._proxy: Proxy | None = None
         self._proxy_url: str | None = None
         self._reported: set[int] = set()
@@ -550,6 +569,19 @@ class ReelCassette:
         return genai_on(
             self.transport(strict=strict), self.async_transport(strict=strict), **kwargs
         )
+
+    # -- boundaries (reel_bindings.calls) --
+
+    def _calls_player(self) -> Player:
+        """The player this test's boundaries record and replay with (made
+        once), on the cassette every binding of the test shares."""
+        if self._call_player is None:
+            from reel_bindings._inprocess import Player
+
+            player = Player(self.file, **self._binding_kwargs({}))
+            self._adopt(player)
+            self._call_player = player
+        return self._call_player
 
     # -- the per-test proxy --
 
@@ -709,7 +741,11 @@ class ReelCassette:
         """Add this test's figures to the run report."""
         from reel_core import CassetteTally, Outcome
 
-        outcomes = [(*o, "http") for player in self._players for o in player.outcomes]
+        outcomes = [
+            (*o, "call" if o[0] == "CALL" else "http")
+            for player in self._players
+            for o in player.outcomes
+        ]
         found = [player.freshness for player in self._players]
         if self._proxy is not None:
             outcomes += [(*o, "http") for o in self._proxy.outcomes]

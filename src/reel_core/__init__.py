@@ -29,6 +29,8 @@ from ._assets import (
     split_line,
 )
 from ._body import ContentDecoder, decode_body, encode_body
+from ._call_engine import CallEngine, CallMiss, CallReplay, CallRun
+from ._calls import Call, CallError, CallLog, CallResult, CallStream, NotJSONError, check_json
 from ._cassette import Cassette, LineSource, safe_cassette_name
 from ._codec import (
     CassetteWarning,
@@ -149,6 +151,15 @@ __all__ = [
     "SCHEMA_VERSION",
     "UI_PREFIX",
     "AssetSource",
+    "Call",
+    "CallEngine",
+    "CallError",
+    "CallLog",
+    "CallMiss",
+    "CallReplay",
+    "CallResult",
+    "CallRun",
+    "CallStream",
     "Cassette",
     "CassetteError",
     "CassetteMeta",
@@ -185,6 +196,7 @@ __all__ = [
     "MissError",
     "MissReport",
     "Mode",
+    "NotJSONError",
     "Outcome",
     "PendingRecording",
     "Piece",
@@ -238,6 +250,7 @@ __all__ = [
     "asset_name",
     "body_diff",
     "cassette_assets",
+    "check_json",
     "check_upstream",
     "compact",
     "cost_usd",

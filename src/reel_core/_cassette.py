@@ -26,6 +26,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from ._assets import AssetSource
+from ._calls import CALL_METHOD, call_marker
 from ._codec import (
     KEY_PREFIX,
     CassetteWarning,
@@ -377,10 +378,13 @@ class Cassette:
 
     def same_endpoint(self, method: str, path: str) -> Iterator[Interaction]:
         """The recordings of ``method`` ``path``, parsing only lines that can be."""
-        needle = json.dumps(
-            {"method": method, "path": path}, ensure_ascii=False, separators=(",", ":")
-        )
-        marker = needle[1:-1].encode()
+        if method == CALL_METHOD:  # a call's line names it in its own words
+            marker = call_marker(path)
+        else:
+            needle = json.dumps(
+                {"method": method, "path": path}, ensure_ascii=False, separators=(",", ":")
+            )
+            marker = needle[1:-1].encode()
         lines = self._lines
         for i in range(len(lines)):
             if (

@@ -18,6 +18,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ._body import parse_json
+from ._calls import CALL_METHOD, call_text
 from ._providers import model_of, prompt_text
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ def nearest(
     """The best recording above ``config.threshold`` for ``request``, with
     its score; ``None`` when none reaches it."""
     _, body = parse_json(request.body)
-    mine = prompt_text(body)
+    # a call's "prompt" is the text of its arguments
+    text = call_text if request.method == CALL_METHOD else prompt_text
+    mine = text(body)
     if not mine:
         return None
     model = model_of(request.path, body)
@@ -73,7 +76,7 @@ def nearest(
             or sorted(interaction.request.query) != query
         ):
             continue
-        score = similarity(mine, prompt_text(theirs))
+        score = similarity(mine, text(theirs))
         if score >= config.threshold and (best is None or score > best[1]):
             best = (interaction, score)
     return best

@@ -14,6 +14,12 @@ and :attr:`Interaction.websocket` (a :class:`WebSocketLog`) holds the
 messages both ways and the close.  Its line says ``"stream":"websocket"``
 in the response, so a Reel of schema 1 reports such a line as bad (its
 reader knows only ``sse`` and ``chunks``) instead of replaying a bare 101.
+
+A recorded call (a tool, see :mod:`reel_core._calls`) is an interaction
+too: :attr:`Interaction.call` holds it, its request is the call as the
+matcher keys it (:func:`call_request`) and its response an empty 200.  Its
+line has ``call`` and ``result`` or ``error`` in place of ``request`` and
+``response``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._body import cheap_body, decode_body, encode_body
+from ._calls import Call, CallLog, call_fields, call_from_json, call_target
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
 from ._headers import scrub_value, stored_headers
 from ._literals import ExchangeRedactor
@@ -36,6 +43,7 @@ from ._match import MatchConfig, match_key
 from ._redact import Redactor
 
 __all__ = [
+    "CALL_RESPONSE",
     "UNSAFE_HEADER",
     "WS_CLOSERS",
     "WS_SENDERS",
@@ -46,6 +54,7 @@ __all__ = [
     "WebSocketClose",
     "WebSocketLog",
     "WebSocketMessage",
+    "call_request",
     "format_timestamp",
     "interaction_from_json",
     "interaction_line",
@@ -364,6 +373,10 @@ class Interaction:
     #: replay of the same bytes finds the key by it (``"sent"`` on the line,
     #: right after the key; absent when there is none).
     sent: str | None = None
+    #: The call this line records (a tool's, see :mod:`reel_core._calls`):
+    #: ``request`` is then the call as keyed (:func:`call_request`) and
+    #: ``response`` an empty 200.  ``None`` for an HTTP exchange.
+    call: CallLog | None = None
 
     def redacted(
         self,
@@ -390,7 +403,12 @@ class Interaction:
                 found(where, kinds)
 
         req = self.request
-        request = req.redacted(redactor, heard)
+        call = self.call
+        if call is not None:
+            call = call.redacted(redactor, heard)
+            request = call_request(call.call)
+        else:
+            request = req.redacted(redactor, heard)
         response = self.response.redacted(redactor, heard, drop=drop)
         websocket = None if self.websocket is None else self.websocket.redacted(redactor, heard)
         endpoint = self.endpoint
@@ -415,6 +433,7 @@ class Interaction:
             endpoint=endpoint,
             meta=meta,
             websocket=websocket,
+            call=call,
         )
 
     def to_line(self) -> bytes:
@@ -479,8 +498,20 @@ def redact_chunks(
 # -- an interaction <-> its line ----------------------------------------------
 
 
+def call_request(call: Call) -> RecordedRequest:
+    """A call as the matcher keys and diffs it (:func:`~reel_core._calls.call_target`)."""
+    method, path, body = call_target(call)
+    return RecordedRequest(method, path, (), body)
+
+
+#: The response of every call line (its outcome is the line's ``call``).
+CALL_RESPONSE = RecordedResponse(200)
+
+
 def interaction_line(interaction: Interaction) -> bytes:
     """The cassette line of ``interaction`` (``\\n``-terminated UTF-8 bytes)."""
+    if interaction.call is not None:
+        return _call_line(interaction, interaction.call)
     req = interaction.request
     request: dict[str, Any] = {"method": req.method, "path": req.path}
     if req.query:
@@ -537,6 +568,19 @@ def interaction_line(interaction: Interaction) -> bytes:
     return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
+def _call_line(interaction: Interaction, call: CallLog) -> bytes:
+    obj = {
+        "key": interaction.key,
+        "id": interaction.id,
+        "ts": interaction.timestamp,
+        **({"gen": interaction.generation} if interaction.generation else {}),
+        **call_fields(call),
+        "meta": dict(interaction.meta),
+    }
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace") + b"\n"
+
+
 def interaction_from_json(obj: Any) -> Interaction:
     """An interaction from a parsed line; ``ValueError`` says what is wrong."""
     if not isinstance(obj, dict):
@@ -544,6 +588,8 @@ def interaction_from_json(obj: Any) -> Interaction:
             f"not an interaction (a JSON {_json_type(obj)}, not an object): "
             "is this a Reel cassette?"
         )
+    if "call" in obj:
+        return _call_from_json(obj)
     if not ("key" in obj or "request" in obj or "response" in obj):
         raise ValueError(
             'not an interaction (no "request" or "response"): is this a Reel cassette?'
@@ -634,6 +680,37 @@ def interaction_from_json(obj: Any) -> Interaction:
         meta=meta,
         websocket=websocket,
         generation=gen,
+    )
+
+
+def _call_from_json(o: dict[str, Any]) -> Interaction:
+    """A call line (``call``, then ``result`` or ``error``) read back."""
+    if "request" in o or "response" in o:
+        raise ValueError('a call line has "call" and no "request" or "response"')
+    key = _str(o, "key")
+    if not key.startswith("sha256:") or not _HEX.fullmatch(key[7:].encode()):
+        raise ValueError('"key" must be "sha256:" and 64 lowercase hex digits')
+    log = call_from_json(o)
+    ts = o.get("ts")
+    if ts is not None and not isinstance(ts, str):
+        raise ValueError('"ts" must be a string or null')
+    meta = o.get("meta", {})
+    if not isinstance(meta, dict):
+        raise ValueError('"meta" must be an object')
+    gen = o.get("gen", 0)
+    if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
+        raise ValueError('"gen" must be a whole number, 0 or more')
+    request = call_request(log.call)
+    return Interaction(
+        key=key,
+        id=_str(o, "id"),
+        request=request,
+        response=CALL_RESPONSE,
+        timestamp=ts,
+        endpoint=f"{request.method} {request.path}",
+        meta=meta,
+        generation=gen,
+        call=log,
     )
 
 

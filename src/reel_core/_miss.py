@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._body import parse_json
+from ._calls import CALL_METHOD
 from ._config import DEFAULT_HINT
 from ._errors import ReelError
 from ._forms import FORM, form_value, multipart_value
@@ -321,7 +322,9 @@ def closest_to(
     request: RecordedRequest, cassette: Cassette, config: MatchConfig
 ) -> tuple[Interaction, float] | None:
     """The recording most like ``request``: same method and path first."""
-    candidates = list(cassette.readable())  # a bad line is nobody's closest
+    # a bad line is nobody's closest; a call's closest is a call, a request's a request
+    is_call = request.method == CALL_METHOD
+    candidates = [i for i in cassette.readable() if (i.call is not None) == is_call]
     if not candidates:
         return None
     same = [

@@ -247,3 +247,31 @@ def test_a_missing_or_corrupt_asset_is_an_error_never_a_wrong_body(
     assert str(answer) in text
     assert f"is {fault}" in text
     assert "`reel check` lists every missing or corrupt asset" in text
+
+
+# -- tool calls (call lines) whose arguments and results hold payloads ----------------
+
+
+def test_a_tool_calls_image_arguments_and_result_are_assets(tmp_path: Path) -> None:
+    from reel_bindings import calls_on, tool
+
+    runs: list[str] = []
+
+    @tool
+    def caption(image: str) -> dict[str, str]:
+        runs.append(image[:10])
+        return {"thumbnail": b64(PNG[::-1]), "caption": "a rectangle"}
+
+    cassette = tmp_path / "agent.jsonl"
+    with calls_on(cassette, mode="record"):
+        live = caption("data:image/png;base64," + b64(PNG))
+    line = cassette.read_bytes().splitlines()[1]
+    assert len(line) < 2000
+    refs = load_json(line)["assets"]
+    assert [(r["at"][:3], r["type"]) for r in refs] == [
+        (["call", "args", "image"], "image/png"),
+        (["result", "json", "thumbnail"], "application/octet-stream"),
+    ]
+    with calls_on(cassette, mode="replay"):
+        assert caption("data:image/png;base64," + b64(PNG)) == live
+    assert len(runs) == 1  # replayed, not run

@@ -213,3 +213,18 @@ def test_realtime_sessions_price_audio_apart(
     by_id = {r["id"]: r for r in rows_json}
     assert by_id[session.id]["tokens_audio_out"] == 400
     assert "tokens_audio_in" not in by_id[interaction().id]
+
+
+def test_tool_calls_are_not_priced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cassette of an agent run: its tool calls' lines (no tokens) are
+    neither counted as calls nor flagged as of unknown cost."""
+    line = (
+        b'{"key":"sha256:' + b"ab" * 32 + b'","id":"ab","ts":null,"call":{"name":"t",'
+        b'"kind":"tool","args":{}},"result":{"json":1},"meta":{"total_ms":1.0}}\n'
+    )
+    copy = write(tmp_path / "agent.jsonl", line)
+    copy.write_bytes(copy.read_bytes() + b"".join(DEMO.read_bytes().splitlines(True)[1:]))
+    assert main(["cost", str(copy), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["total"]["calls"] == 6
+    assert data["total"]["unknown_calls"] == 1

@@ -106,6 +106,8 @@ def run(ns: argparse.Namespace) -> int:
             skipped += 1
             print(f"reel cost: {path}:{bad.number}: skipped: {bad.error}", file=sys.stderr)
         for ix in cassette.interactions:
+            if ix.call is not None:  # a tool call: no tokens, no price
+                continue
             f = figures(ix)
             key = (ix.provider, f.model)
             if f.cost_usd is None:

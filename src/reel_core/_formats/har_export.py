@@ -56,10 +56,24 @@ def export(interactions: Sequence[Interaction], *, base_url: str | None = None) 
         "log": {
             "version": "1.2",
             "creator": {"name": "Reel", "version": __version__},
-            "entries": [_entry(ix, base_url) for ix in interactions],
+            "entries": [_entry(ix, base_url) for ix in interactions if exportable(ix)],
         }
     }
     return (json.dumps(doc, indent=2) + "\n").encode("ascii")
+
+
+def exportable(ix: Interaction) -> bool:
+    """Whether ``ix`` is an HTTP exchange a HAR holds: a tool call's line
+    is none (said by :func:`losses`)."""
+    return ix.call is None
+
+
+def losses(interactions: Sequence[Interaction]) -> list[str]:
+    """What a HAR cannot hold of ``interactions``: tool calls."""
+    calls = sum(not exportable(ix) for ix in interactions)
+    if not calls:
+        return []
+    return [f"{calls} tool call{'' if calls == 1 else 's'}: NOT exported (a HAR holds HTTP only)"]
 
 
 def _text(data: bytes) -> dict[str, Any]:

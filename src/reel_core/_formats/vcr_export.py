@@ -75,14 +75,16 @@ def export(interactions: Sequence[Interaction], *, base_url: str | None = None) 
 
 def exportable(ix: Interaction) -> bool:
     """Whether a vcrpy cassette can hold ``ix`` at all: vcrpy has no
-    WebSocket, so a session is left out (said by :func:`losses`)."""
-    return ix.websocket is None
+    WebSocket and no tool call, so a session or a call is left out (said
+    by :func:`losses`)."""
+    return ix.websocket is None and ix.call is None
 
 
 def losses(interactions: Sequence[Interaction]) -> list[str]:
     """What a vcrpy cassette cannot hold of ``interactions``, one line each
     (nothing when it holds all of it)."""
-    sessions = sum(not exportable(ix) for ix in interactions)
+    calls = sum(ix.call is not None for ix in interactions)
+    sessions = sum(ix.websocket is not None for ix in interactions)
     interactions = [ix for ix in interactions if exportable(ix)]
     streams = sum(ix.response.stream is not None for ix in interactions)
     cut = sum(ix.response.cut is not None for ix in interactions)
@@ -93,6 +95,8 @@ def losses(interactions: Sequence[Interaction]) -> list[str]:
             f"{_count(sessions, 'WebSocket session')}: NOT exported (vcrpy has no WebSocket; "
             "`reel export har` keeps them)"
         )
+    if calls:
+        out.append(f"{_count(calls, 'tool call')}: NOT exported (vcrpy holds HTTP only)")
     if streams:
         out.append(
             f"{_count(streams, 'stream')}: the frame timing is lost (vcrpy keeps no timing); "

@@ -1,0 +1,69 @@
+"""Which cassette boundaries record to, and whether code runs inside a call
+being recorded: two context variables, so two tasks or threads with two
+cassettes do not interfere.
+
+* ``ACTIVE`` names the :class:`~reel_bindings._inprocess.Player` (a
+  cassette and its engine settings) that boundaries use: set by
+  ``reel_bindings.calls.calls_on`` in a ``with`` block.  The pytest plugin
+  sets the process-wide fallback for the test it runs (:func:`use_for_test`,
+  made when a boundary first needs it, so a test that calls none opens no
+  cassette for it): an event loop or a thread the test starts sees it too,
+  where a context variable set before them might not be.
+* ``RUNNING`` is the cassette file of the outermost call being run for
+  real (record, auto and live modes) while its function runs: a boundary
+  inside it is not recorded again, and neither is HTTP that an in-process
+  binding of the same cassette sends (``Player.decide`` forwards it live).
+
+This module imports nothing of Reel's, so the in-process bindings can ask
+it without importing the boundaries.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._files import CassetteFile
+    from ._inprocess import Player
+
+__all__ = ["ACTIVE", "RUNNING", "active", "running_on", "use_for_test"]
+
+ACTIVE: contextvars.ContextVar[Player | None] = contextvars.ContextVar(
+    "reel_active_cassette", default=None
+)
+RUNNING: contextvars.ContextVar[CassetteFile | None] = contextvars.ContextVar(
+    "reel_running_call", default=None
+)
+
+#: How to get the test's player (the pytest plugin's, made on first use),
+#: where no ``calls_on`` block says; then the player, once made.
+_for_test: list[Callable[[], Player]] = []
+_made: list[Player] = []
+
+
+def active() -> Player | None:
+    """The player boundaries use here: the innermost ``calls_on`` block's,
+    else the running test's, else ``None`` (a boundary just runs)."""
+    player = ACTIVE.get()
+    if player is not None or not _for_test:
+        return player
+    if not _made:
+        _made.append(_for_test[-1]())
+    return _made[-1]
+
+
+def use_for_test(player: Callable[[], Player] | None) -> None:
+    """Make ``player()`` (called when a boundary first needs it) the
+    fallback for the test being run; ``None``: no test's."""
+    _for_test.clear()
+    _made.clear()
+    if player is not None:
+        _for_test.append(player)
+
+
+def running_on(file: CassetteFile) -> bool:
+    """Whether code here runs inside a call run for real and recorded on
+    ``file``: its HTTP is not recorded again."""
+    return RUNNING.get() is file
