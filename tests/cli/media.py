@@ -33,6 +33,7 @@ def b64(data: bytes) -> str:
 
 
 PNG = png()
+DATA_URL = "data:image/png;base64," + base64.b64encode(PNG).decode("ascii")
 #: Half a second of silence at 24 kHz, PCM16: in four chunks each way.
 PCM = bytes(24000)
 
@@ -49,7 +50,7 @@ def vision(answer_audio: bytes = b"") -> Interaction:
                     {"type": "text", "text": "what is this?"},
                     {
                         "type": "image_url",
-                        "image_url": {"url": "data:image/png;base64," + b64(PNG)},
+                        "image_url": {"url": DATA_URL},
                     },
                 ],
             }

@@ -7,15 +7,26 @@ import base64
 import io
 import json
 import wave
+from pathlib import Path
 
 import pytest
 
+from reel_bindings._files import CassetteFile, StoreAssets
+from reel_bindings._store import FileStore
 from reel_bindings.view import _media
 from reel_bindings.view._data import detail
+from reel_bindings.view._live import LivePage, source_of_bytes
 from reel_bindings.view._media import media, wav
-from reel_core import Interaction, RecordedRequest, RecordedResponse, WebSocketLog, WebSocketMessage
+from reel_core import (
+    Interaction,
+    Mode,
+    RecordedRequest,
+    RecordedResponse,
+    WebSocketLog,
+    WebSocketMessage,
+)
 
-from .media import PCM, PNG, b64, realtime, vision
+from .media import DATA_URL, PCM, PNG, b64, realtime, vision
 
 
 def decoded(src: str) -> bytes:
@@ -146,3 +157,23 @@ def test_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(found) == 1
     assert found[0]["src"] is None  # named, not embedded
     assert found[0]["bytes"] == len(PNG)
+
+
+def test_the_live_page_reads_assets_from_the_store(tmp_path: Path) -> None:
+    """``reel view --serve`` and the proxy's ``--ui`` draw from a store:
+    the payloads come back from its assets."""
+    store = FileStore(tmp_path)
+    CassetteFile("v.jsonl", mode=Mode.AUTO, store=store, asset_threshold=128).append(
+        vision(answer_audio=wav(PCM, 24000)).to_line()
+    )
+    assert store.assets("v.jsonl")
+    data = store.read("v.jsonl") or b""
+    source = source_of_bytes("v.jsonl", data, StoreAssets(store, "v.jsonl"))
+    ((_, ix),) = source.interactions
+    assert media(ix)[0]["src"] == DATA_URL  # too small to be an asset: inline
+    assert decoded(media(ix)[1]["src"]) == wav(PCM, 24000)  # from the asset
+    without = source_of_bytes("v.jsonl", data)  # no assets: a line it names, not a wrong body
+    assert not without.interactions
+    assert "read without its assets" in without.skipped[0][1]
+    _, html = LivePage(store, lambda: ["v.jsonl"], title=lambda names: "t").page()
+    assert "read without its assets" not in html
