@@ -371,7 +371,8 @@ class RedisStore:
 
     def write_asset(self, name: str, digest: str, data: bytes) -> None:
         key, field, value = self.assets_key(name), check_digest(digest), self.encode(data)
-        self._call("write asset", lambda: self.client.hsetnx(key, field, value))
+        # the same bytes under the same digest: setting it again repairs a damaged one
+        self._call("write asset", lambda: self.client.hset(key, field, value))
 
     def read_asset(self, name: str, digest: str) -> bytes | None:
         key, field = self.assets_key(name), check_digest(digest)

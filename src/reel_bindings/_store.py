@@ -112,7 +112,8 @@ class Store(Protocol):
 
     def write_asset(self, name: str, digest: str, data: bytes) -> None:
         """Keep ``data`` as asset ``digest`` (its sha256, 64 hex digits) of
-        cassette ``name``; an asset already there is left as it is."""
+        cassette ``name``; one already there whole is left as it is, a
+        damaged one is written again."""
 
     def read_asset(self, name: str, digest: str) -> bytes | None:
         """The bytes of asset ``digest`` of cassette ``name``, ``None`` when missing."""
@@ -460,8 +461,8 @@ class FileStore:
     def write_asset(self, name: str, digest: str, data: bytes) -> None:
         path = self.asset_path(name, digest)
         try:
-            if path.stat().st_size == len(data):
-                return  # content-addressed: the same bytes (``reel check`` says otherwise)
+            if path.stat().st_size == len(data) and path.read_bytes() == data:
+                return  # content-addressed: whole already
         except FileNotFoundError:
             pass
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -559,7 +560,7 @@ class MemoryStore:
 
     def write_asset(self, name: str, digest: str, data: bytes) -> None:
         with self._guard:
-            self._assets.setdefault(check_name(name), {}).setdefault(check_digest(digest), data)
+            self._assets.setdefault(check_name(name), {})[check_digest(digest)] = data
 
     def read_asset(self, name: str, digest: str) -> bytes | None:
         with self._guard:

@@ -77,9 +77,11 @@ def test_files_lie_beside_the_cassette(tmp_path: Path) -> None:
     assert store.assets("missing.jsonl") == []
 
 
-def test_a_truncated_file_asset_is_written_again(tmp_path: Path) -> None:
-    store = FileStore(tmp_path)
+def test_a_damaged_asset_is_written_again(store: Store) -> None:
     store.write_asset("c.jsonl", IMAGE, PNG[:10])  # a crash's leftover
+    store.write_asset("c.jsonl", IMAGE, PNG)
+    assert store.read_asset("c.jsonl", IMAGE) == PNG
+    store.write_asset("c.jsonl", IMAGE, PNG[::-1])  # the same size, other bytes
     store.write_asset("c.jsonl", IMAGE, PNG)
     assert store.read_asset("c.jsonl", IMAGE) == PNG
 
