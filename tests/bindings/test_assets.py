@@ -277,3 +277,31 @@ def test_a_tool_calls_image_arguments_and_result_are_assets(tmp_path: Path) -> N
     with calls_on(cassette, mode="replay"):
         assert caption("data:image/png;base64," + b64(PNG)) == live
     assert len(runs) == 1  # replayed, not run
+
+
+def test_writers_of_one_asset_at_once_never_show_a_part(tmp_path: Path) -> None:
+    """Recordings in several threads (or xdist workers) keep the same
+    payload: each write is atomic, so a reader sees it whole or not yet."""
+    import threading
+
+    store = FileStore(tmp_path)
+    seen: list[bytes | None] = []
+    start = threading.Barrier(9)
+
+    def write() -> None:
+        start.wait()
+        for _ in range(5):
+            store.write_asset("c.jsonl", IMAGE, PNG)
+
+    def read() -> None:
+        start.wait()
+        for _ in range(200):
+            seen.append(store.read_asset("c.jsonl", IMAGE))
+
+    threads = [threading.Thread(target=write) for _ in range(8)] + [threading.Thread(target=read)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {s for s in seen if s is not None} <= {PNG}
+    assert store.assets("c.jsonl") == [IMAGE]  # no temporary file is taken for one
