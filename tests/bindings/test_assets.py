@@ -305,3 +305,16 @@ def test_writers_of_one_asset_at_once_never_show_a_part(tmp_path: Path) -> None:
         thread.join()
     assert {s for s in seen if s is not None} <= {PNG}
     assert store.assets("c.jsonl") == [IMAGE]  # no temporary file is taken for one
+
+
+def test_the_threshold_setting_is_read_once_and_checked() -> None:
+    from reel_bindings._settings import Settings
+    from reel_core import ConfigError
+
+    assert Settings.from_env({}).asset_threshold is None
+    assert Settings.from_env({"REEL_ASSET_THRESHOLD": " 4096 "}).asset_threshold == 4096
+    assert Settings.from_env({"REEL_ASSET_THRESHOLD": "0"}).asset_threshold == 0
+    assert Settings.from_env({}, asset_threshold=7).asset_threshold == 7
+    for bad in ("-1", "32k", "1.5"):
+        with pytest.raises(ConfigError, match=f"REEL_ASSET_THRESHOLD='{bad}' is not a number"):
+            Settings.from_env({"REEL_ASSET_THRESHOLD": bad})
