@@ -575,4 +575,4 @@ class MemoryStore:
             self._assets.get(check_name(name), {}).pop(check_digest(digest), None)
 
     def describe_asset(self, name: str, digest: str) -> str:
-        return f"memory:{check_name(name)} asset sha256-{check_digest(digest)}"
+        return f"memory:{check_name(name)} sha256-{check_digest(digest)}"

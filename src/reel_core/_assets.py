@@ -120,7 +120,7 @@ class MemoryAssets(dict[str, bytes]):
         return self.get(digest)
 
     def describe(self, digest: str) -> str:
-        return f"asset sha256-{digest}"
+        return f"sha256-{digest}"
 
 
 def sniff_media_type(data: bytes) -> str:

@@ -268,7 +268,7 @@ def test_memory_assets() -> None:
     assets = MemoryAssets({"a" * 64: b"x"})
     assert assets.read("a" * 64) == b"x"
     assert assets.read("b" * 64) is None
-    assert assets.describe("a" * 64) == "asset sha256-" + "a" * 64
+    assert assets.describe("a" * 64) == "sha256-" + "a" * 64
 
 
 def test_an_overlapping_reference_is_an_edited_line() -> None:
