@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio.to_thread
 import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect as ws_connect
 
 from reel_bindings._files import CassetteFile
@@ -30,27 +31,36 @@ pytestmark = pytest.mark.anyio
 CHUNKS = [os.urandom(3000) for _ in range(4)]
 
 
-def audio_turn(url: str, chunks: list[bytes]) -> list[dict[str, Any]]:
+def audio_turn(url: str, chunks: list[bytes]) -> tuple[list[dict[str, Any]], int | None]:
+    """One turn that speaks ``chunks``: the events received, and the close
+    code (``None``: the client closed)."""
     events: list[dict[str, Any]] = []
     target = url.replace("http://", "ws://") + "/v1/realtime?model=gpt-realtime"
     with ws_connect(target, additional_headers={"authorization": f"Bearer {SDK_OPENAI_KEY}"}) as ws:
         events.append(json.loads(ws.recv()))
-        for chunk in chunks:
-            audio = base64.b64encode(chunk).decode("ascii")
-            ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": audio}))
         item = {
             "type": "message",
             "role": "user",
             "content": [{"type": "input_text", "text": "hi"}],
         }
-        ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
-        ws.send(json.dumps({"type": "response.create"}))
-        for raw in ws:
-            event = json.loads(raw)
-            events.append(event)
-            if event["type"] in ("response.done", "error"):
-                break
-    return events
+        messages = [
+            {"type": "input_audio_buffer.append", "audio": base64.b64encode(c).decode("ascii")}
+            for c in chunks
+        ] + [{"type": "conversation.item.create", "item": item}, {"type": "response.create"}]
+        try:
+            for message in messages:
+                ws.send(json.dumps(message))
+        except ConnectionClosed:
+            pass  # a mismatch closes the session, maybe before the last message went
+        try:
+            for raw in ws:
+                event = json.loads(raw)
+                events.append(event)
+                if event["type"] == "response.done":
+                    break  # an error is followed by the close: read on to its code
+        except ConnectionClosed:
+            pass
+        return events, ws.close_code
 
 
 async def test_realtime_audio_is_kept_beside_the_cassette_and_replays(tmp_path: Path) -> None:
@@ -58,7 +68,7 @@ async def test_realtime_audio_is_kept_beside_the_cassette_and_replays(tmp_path: 
     with serve_realtime() as upstream:
         recording = options(Mode.RECORD, cassette, upstream=upstream.url, asset_threshold=1024)
         async with running(recording) as url:
-            recorded = await anyio.to_thread.run_sync(audio_turn, url, CHUNKS)
+            recorded, _ = await anyio.to_thread.run_sync(audio_turn, url, CHUNKS)
         sent = [m["audio"] for m in upstream.received if m["type"] == "input_audio_buffer.append"]
     assert [base64.b64decode(a) for a in sent] == CHUNKS
     line = cassette.read_bytes().splitlines()[1]
@@ -72,9 +82,10 @@ async def test_realtime_audio_is_kept_beside_the_cassette_and_replays(tmp_path: 
     assert [json.loads(m.data).get("audio") for m in session.websocket.messages[1:5]] == sent
 
     async with running(options(Mode.REPLAY, cassette)) as url:
-        replayed = await anyio.to_thread.run_sync(audio_turn, url, CHUNKS)
+        replayed, _ = await anyio.to_thread.run_sync(audio_turn, url, CHUNKS)
         assert replayed == recorded
         # other audio is a mismatch: the replay compared the bytes
-        other = await anyio.to_thread.run_sync(audio_turn, url, [*CHUNKS[:3], bytes(3000)])
+        other, code = await anyio.to_thread.run_sync(audio_turn, url, [*CHUNKS[:3], bytes(3000)])
+    assert code == 4004
     assert other[-1]["type"] == "error"
     assert other[-1]["error"]["code"] == "reel_websocket_mismatch"
