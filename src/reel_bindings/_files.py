@@ -310,6 +310,7 @@ class CassetteFile:
     @path.setter
     def path(self, path: str | os.PathLike[str]) -> None:
         self.name = os.fspath(path)
+        self.cassette.assets = StoreAssets(self.store, self.name)  # they lie beside it
 
     def _first_line(self) -> bytes:
         data = self.store.read(self.name) or b""

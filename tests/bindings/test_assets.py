@@ -318,3 +318,13 @@ def test_the_threshold_setting_is_read_once_and_checked() -> None:
     for bad in ("-1", "32k", "1.5"):
         with pytest.raises(ConfigError, match=f"REEL_ASSET_THRESHOLD='{bad}' is not a number"):
             Settings.from_env({"REEL_ASSET_THRESHOLD": bad})
+
+
+def test_a_cassette_file_moved_reads_the_assets_beside_its_new_name(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    CassetteFile("a.jsonl", mode=Mode.AUTO, store=store).append(vision_line())
+    file = CassetteFile("a.jsonl", mode=Mode.AUTO, store=store)  # lines parsed when used
+    (tmp_path / "a.jsonl").rename(tmp_path / "b.jsonl")
+    (tmp_path / "a.assets").rename(tmp_path / "b.assets")
+    file.path = "b.jsonl"
+    assert [i.to_line() for i in file.cassette] == [vision_line()]
