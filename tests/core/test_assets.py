@@ -326,3 +326,19 @@ def test_which_assets_a_cassettes_lines_refer_to() -> None:
     )
     image, other = hashlib.sha256(PNG).hexdigest(), hashlib.sha256(PNG[1:]).hexdigest()
     assert cassette_assets(data) == {image: [2, 7], other: [7]}
+
+
+def test_file_uploads_multipart_parts_and_raw_bodies() -> None:
+    # a part sent as base64 text: the asset is the file itself
+    form = (
+        '--b\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\n'
+        "content-transfer-encoding: base64\r\n\r\n" + b64(PNG) + "\r\n--b--\r\n"
+    )
+    split, assets = split_line(line_of({"text": form}), T)
+    assert list(assets.values()) == [PNG]
+    assert only_ref(split)["type"] == "image/png"
+    # a binary upload (a binary part, raw bytes) is stored as base64: the whole body moves
+    raw = b"--b\r\n\r\n" + PNG + b"\r\n--b--\r\n"
+    split, assets = split_line(line_of({"base64": b64(raw)}), T)
+    assert list(assets.values()) == [raw]
+    assert read_line(split, MemoryAssets(assets)).request.body == raw
