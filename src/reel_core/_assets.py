@@ -18,6 +18,9 @@ run, in the order found::
 indices), ``from`` the run's first character in the *stored* string,
 ``type`` the media type (named by a data URL or a ``mime_type`` beside
 the string, else sniffed from the bytes), ``bytes`` the decoded size.
+A multipart body stored as base64 (a file upload) has its large *parts*
+moved instead, ``"in": "bytes"``: the asset is the file itself, and the
+string keeps the base64 of the bytes around each part.
 
 :func:`join_line` is the inverse: each token is checked to be where its
 reference says, and replaced by the base64 of the asset's bytes, which
@@ -211,6 +214,8 @@ def split_line(line: bytes, threshold: int) -> tuple[bytes, dict[str, bytes]]:
         for path, text, holder in list(_strings(obj[key], [key], obj)):
             if len(text) < threshold:
                 continue
+            if _split_parts(obj, path, text, threshold, refs, assets):
+                continue  # a multipart body: its large parts moved
             pieces: list[str] = []
             done = stored = 0  # where the text and the stored string are
             for m in pattern.finditer(text):
@@ -243,6 +248,80 @@ def split_line(line: bytes, threshold: int) -> tuple[bytes, dict[str, bytes]]:
     return text.encode("utf-8", "backslashreplace") + b"\n", assets
 
 
+def _parts(data: bytes, smallest: int) -> list[tuple[int, int, bytes]]:
+    """``(start, end, headers)`` of each part of ``smallest`` bytes or more
+    of a multipart body (``[]`` for other bytes).  Any byte ranges would
+    do: the body is put back whole, byte for byte, whatever was found."""
+    eol = data.find(b"\r\n")
+    if not data.startswith(b"--") or not 2 < eol <= 72:
+        return []
+    delimiter = b"\r\n" + data[:eol]
+    found = []
+    pos = eol + 2
+    while True:
+        head_end = data.find(b"\r\n\r\n", pos)
+        if head_end < 0:
+            break
+        end = data.find(delimiter, head_end + 4)
+        if end < 0:
+            break
+        if end - head_end - 4 >= smallest:
+            found.append((head_end + 4, end, data[pos:head_end]))
+        pos = end + len(delimiter) + 2  # past the delimiter and its line end
+    return found
+
+
+_PART_TYPE = re.compile(rb"(?im)^content-type:[ \t]*([a-z0-9.+-]+/[a-z0-9.+-]+)")
+
+
+def _split_parts(
+    obj: Any,
+    path: list[Any],
+    text: str,
+    threshold: int,
+    refs: list[dict[str, Any]],
+    assets: dict[str, bytes],
+) -> bool:
+    """Move the large parts of a multipart body stored as base64 (a file
+    upload: the asset is the file) out of ``text``, the string at ``path``:
+    the bytes around them stay as base64 of their own, the parts become
+    tokens whose references say ``"in": "bytes"``.  ``False`` (nothing
+    done) for any other string."""
+    if not text.startswith("LS"):  # base64 of "--..."
+        return False
+    data = _canonical(text) if _runs(threshold).fullmatch(text) else None
+    parts = _parts(data, threshold * 3 // 4) if data is not None else []
+    if not parts:
+        return False
+    assert data is not None
+    pieces: list[str] = []
+    stored = done = 0
+    for start, end, headers in parts:
+        pieces.append(base64.b64encode(data[done:start]).decode("ascii"))
+        stored += len(pieces[-1])
+        part = data[start:end]
+        digest = hashlib.sha256(part).hexdigest()
+        named = _PART_TYPE.search(headers)
+        kind = named.group(1).decode("ascii").lower() if named else _media_type(part, "", {})
+        refs.append(
+            {
+                "at": path,
+                "from": stored,
+                "sha256": digest,
+                "type": kind,
+                "bytes": len(part),
+                "in": "bytes",
+            }
+        )
+        pieces.append(_TOKEN + digest)
+        stored += _TOKEN_LEN
+        assets[digest] = part
+        done = end
+    pieces.append(base64.b64encode(data[done:]).decode("ascii"))
+    _set(obj, path, "".join(pieces))
+    return True
+
+
 def line_assets(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The asset references of a parsed line (``[]`` for none), each
     checked for its shape; ``ValueError`` says what is wrong."""
@@ -260,6 +339,7 @@ def line_assets(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
             and ref["from"] >= 0
             and isinstance(ref.get("sha256"), str)
             and _HEX.fullmatch(ref["sha256"])
+            and ref.get("in", "text") in ("text", "bytes")
         ):
             raise ValueError(
                 'an asset reference needs "at" (a path), "from" (an offset) and '
@@ -323,7 +403,9 @@ def join_line(obj: dict[str, Any], source: AssetSource | None) -> dict[str, Any]
     for group in strings.values():
         at = group[0]["at"]
         text = _get(obj, at)
+        in_bytes = {ref.get("in", "text") == "bytes" for ref in group}
         pieces: list[str] = []
+        chunks: list[bytes] = []  # a multipart body's bytes, when "in": "bytes"
         done = 0
         for ref in sorted(group, key=lambda r: int(r["from"])):
             digest, start = ref["sha256"], ref["from"]
@@ -331,19 +413,38 @@ def join_line(obj: dict[str, Any], source: AssetSource | None) -> dict[str, Any]
                 not isinstance(text, str)
                 or start < done
                 or text[start : start + _TOKEN_LEN] != _TOKEN + digest
+                or len(in_bytes) > 1
             ):
                 raise ValueError(
                     f"asset reference sha256-{digest} does not point at its token "
                     f"(at {json.dumps(at)}, from {start}): the line was edited; record it again"
                 )
-            if digest not in encoded:
-                encoded[digest] = base64.b64encode(_read(source, digest)).decode("ascii")
-            pieces += [text[done:start], encoded[digest]]
+            if True in in_bytes:
+                chunks += [_b64decode(text[done:start]), _read(source, digest)]
+            else:
+                if digest not in encoded:
+                    encoded[digest] = base64.b64encode(_read(source, digest)).decode("ascii")
+                pieces += [text[done:start], encoded[digest]]
             done = start + _TOKEN_LEN
-        pieces.append(text[done:])  # a str: checked above
-        _set(obj, at, "".join(pieces))
+        if True in in_bytes:
+            chunks.append(_b64decode(text[done:]))
+            _set(obj, at, base64.b64encode(b"".join(chunks)).decode("ascii"))
+        else:
+            pieces.append(text[done:])  # a str: checked above
+            _set(obj, at, "".join(pieces))
     del obj["assets"]
     return obj
+
+
+def _b64decode(text: str) -> bytes:
+    """The bytes of base64 ``text`` beside a part's token."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError:  # binascii.Error
+        raise ValueError(
+            f"not base64 beside an asset's token ({text[:40]!r}): the line was edited; "
+            "record it again"
+        ) from None
 
 
 def _read(source: AssetSource | None, digest: str) -> bytes:

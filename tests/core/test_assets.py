@@ -337,8 +337,77 @@ def test_file_uploads_multipart_parts_and_raw_bodies() -> None:
     split, assets = split_line(line_of({"text": form}), T)
     assert list(assets.values()) == [PNG]
     assert only_ref(split)["type"] == "image/png"
-    # a binary upload (a binary part, raw bytes) is stored as base64: the whole body moves
-    raw = b"--b\r\n\r\n" + PNG + b"\r\n--b--\r\n"
-    split, assets = split_line(line_of({"base64": b64(raw)}), T)
-    assert list(assets.values()) == [raw]
-    assert read_line(split, MemoryAssets(assets)).request.body == raw
+    # a raw binary body (an upload of the file alone) is stored as base64: it moves whole
+    split, assets = split_line(line_of({"base64": b64(PNG)}), T)
+    assert list(assets.values()) == [PNG]
+
+
+def multipart(*parts: tuple[bytes, bytes]) -> bytes:
+    body = b"".join(b"--xyz\r\n" + head + b"\r\n\r\n" + data + b"\r\n" for head, data in parts)
+    return body + b"--xyz--\r\n"
+
+
+WAV = b"RIFF\0\0\0\0WAVE" + bytes(range(256)) * 8
+
+
+def test_a_multipart_uploads_large_parts_are_the_files_themselves() -> None:
+    # OpenAI's transcription upload: a model field and the audio file
+    body = multipart(
+        (b'content-disposition: form-data; name="model"', b"whisper-1"),
+        (
+            b'content-disposition: form-data; name="file"; filename="a.wav"\r\n'
+            b"content-type: audio/wav",
+            WAV,
+        ),
+        (b'content-disposition: form-data; name="image"; filename="a.png"', PNG),
+    )
+    line = line_of({"base64": b64(body)})
+    split, assets = split_line(line, T)
+    assert list(assets.values()) == [WAV, PNG]  # files that open
+    refs = load_json(split)["assets"]
+    assert [(r["type"], r["bytes"], r["in"]) for r in refs] == [
+        ("audio/wav", len(WAV), "bytes"),
+        ("image/png", len(PNG), "bytes"),
+    ]
+    stored = load_json(split)["request"]["body"]["base64"]
+    assert base64.b64decode(stored[:20])[:5] == b"--xyz"  # the rest: base64 of its own
+    assert join_line(load_json(split), MemoryAssets(assets)) == load_json(line)
+    assert read_line(split, MemoryAssets(assets)).request.body == body
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        multipart((b"h", b"x" * 10), (b"h", b"y" * 10)) + bytes(200),  # no part large enough
+        b"--xyz" + b"y" * 200,  # no line end
+        b"--" + b"z" * 100 + b"\r\n" + PNG,  # a boundary too long
+        b"--xyz\r\nno head end" + PNG,
+        b"--xyz\r\nh\r\n\r\n" + PNG + b"no closing delimiter",
+    ],
+)
+def test_other_bodies_starting_like_multipart_move_whole(body: bytes) -> None:
+    split, assets = split_line(line_of({"base64": b64(body)}), T)
+    assert list(assets.values()) == [body]
+    assert "in" not in only_ref(split)
+
+
+def test_base64_that_starts_like_multipart_but_is_no_run_stays() -> None:
+    text = "LS0t" + "!" * 200
+    line = line_of({"text": text})
+    assert split_line(line, T) == (line, {})
+
+
+@pytest.mark.parametrize("edit", ["segment", "mixed"])
+def test_an_edited_multipart_reference_is_a_bad_line(edit: str) -> None:
+    body = multipart((b"h", PNG), (b"h", PNG[::-1]))
+    split, assets = split_line(line_of({"base64": b64(body)}), T)
+    obj = load_json(split)
+    if edit == "segment":
+        stored = obj["request"]["body"]["base64"]
+        obj["request"]["body"]["base64"] = "!!!!" + stored[4:]
+        with pytest.raises(ValueError, match="not base64 beside an asset's token"):
+            join_line(obj, MemoryAssets(assets))
+    else:
+        del obj["assets"][1]["in"]
+        with pytest.raises(ValueError, match="does not point at its token"):
+            join_line(obj, MemoryAssets(assets))
