@@ -48,6 +48,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
+from ._forms import parse_multipart
 from ._nesting import load_json
 
 __all__ = [
@@ -83,6 +84,7 @@ _NOT_PAYLOAD = frozenset({"key", "id", "ts", "sent", "meta", "assets"})
 _TOKEN = "asset:sha256-"
 _TOKEN_LEN = len(_TOKEN) + 64
 _HEX = re.compile(r"[0-9a-f]{64}")
+_MEDIA = re.compile(r"[a-z0-9.+-]+/[a-z0-9.+-]+")
 _DATA_URL = re.compile(r"data:([A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)(?:;[^,;]*=[^,;]*)*;base64,\Z")
 #: Keys that name the media type of a payload beside it (Gemini's
 #: ``inline_data``, Anthropic's ``source``, OpenAI's ``input_audio``).
@@ -248,32 +250,6 @@ def split_line(line: bytes, threshold: int) -> tuple[bytes, dict[str, bytes]]:
     return text.encode("utf-8", "backslashreplace") + b"\n", assets
 
 
-def _parts(data: bytes, smallest: int) -> list[tuple[int, int, bytes]]:
-    """``(start, end, headers)`` of each part of ``smallest`` bytes or more
-    of a multipart body (``[]`` for other bytes).  Any byte ranges would
-    do: the body is put back whole, byte for byte, whatever was found."""
-    eol = data.find(b"\r\n")
-    if not data.startswith(b"--") or not 2 < eol <= 72:
-        return []
-    delimiter = b"\r\n" + data[:eol]
-    found = []
-    pos = eol + 2
-    while True:
-        head_end = data.find(b"\r\n\r\n", pos)
-        if head_end < 0:
-            break
-        end = data.find(delimiter, head_end + 4)
-        if end < 0:
-            break
-        if end - head_end - 4 >= smallest:
-            found.append((head_end + 4, end, data[pos:head_end]))
-        pos = end + len(delimiter) + 2  # past the delimiter and its line end
-    return found
-
-
-_PART_TYPE = re.compile(rb"(?im)^content-type:[ \t]*([a-z0-9.+-]+/[a-z0-9.+-]+)")
-
-
 def _split_parts(
     obj: Any,
     path: list[Any],
@@ -290,19 +266,23 @@ def _split_parts(
     if not text.startswith("LS"):  # base64 of "--..."
         return False
     data = _canonical(text) if _runs(threshold).fullmatch(text) else None
-    parts = _parts(data, threshold * 3 // 4) if data is not None else []
+    if data is None:
+        return False
+    # the core's one multipart parser (redaction's and matching's)
+    smallest = threshold * 3 // 4
+    parts = [p for p in parse_multipart(data) or () if p.end - p.start >= smallest]
     if not parts:
         return False
-    assert data is not None
     pieces: list[str] = []
     stored = done = 0
-    for start, end, headers in parts:
+    for found in parts:
+        start, end = found.start, found.end
         pieces.append(base64.b64encode(data[done:start]).decode("ascii"))
         stored += len(pieces[-1])
         part = data[start:end]
         digest = hashlib.sha256(part).hexdigest()
-        named = _PART_TYPE.search(headers)
-        kind = named.group(1).decode("ascii").lower() if named else _media_type(part, "", {})
+        named = (found.content_type or "").split(";")[0].strip().lower()
+        kind = named if _MEDIA.fullmatch(named) else _media_type(part, "", {})
         refs.append(
             {
                 "at": path,

@@ -399,7 +399,10 @@ def test_base64_that_starts_like_multipart_but_is_no_run_stays() -> None:
 
 @pytest.mark.parametrize("edit", ["segment", "mixed"])
 def test_an_edited_multipart_reference_is_a_bad_line(edit: str) -> None:
-    body = multipart((b"h", PNG), (b"h", PNG[::-1]))
+    body = multipart(
+        (b'content-disposition: form-data; name="a"', PNG),
+        (b'content-disposition: form-data; name="b"', PNG[::-1]),
+    )
     split, assets = split_line(line_of({"base64": b64(body)}), T)
     obj = load_json(split)
     if edit == "segment":
