@@ -69,6 +69,7 @@ from ._events import (
     UiRequest,
 )
 from ._exchange import record_exchange
+from ._forms import Part, parse_multipart
 from ._headers import keep_response_header
 from ._http import HOP_BY_HOP, MISS_HEADER, Limits, Request
 from ._interaction import (
@@ -198,6 +199,7 @@ __all__ = [
     "Mode",
     "NotJSONError",
     "Outcome",
+    "Part",
     "PendingRecording",
     "Piece",
     "Provider",
@@ -284,6 +286,7 @@ __all__ = [
     "merge_tallies",
     "not_a_cassette",
     "parse_duration",
+    "parse_multipart",
     "parse_sse_event",
     "read_line",
     "record_exchange",

@@ -4,6 +4,7 @@ browser: what is found where, the WAV header raw PCM gets, the limits."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import wave
@@ -177,3 +178,27 @@ def test_the_live_page_reads_assets_from_the_store(tmp_path: Path) -> None:
     assert "read without its assets" in without.skipped[0][1]
     _, html = LivePage(store, lambda: ["v.jsonl"], title=lambda names: "t").page()
     assert "read without its assets" not in html
+
+
+def test_a_file_upload_shows_its_image_and_sound() -> None:
+    sound = wav(PCM, 16000)
+    body = (
+        b'--b\r\ncontent-disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n'
+        b'--b\r\ncontent-disposition: form-data; name="file"; filename="a.wav"\r\n'
+        b"content-type: audio/wav\r\n\r\n" + sound + b"\r\n"
+        b'--b\r\ncontent-disposition: form-data; name="image"; filename="a.png"\r\n\r\n'
+        + PNG
+        + b"\r\n--b--\r\n"
+    )
+    ix = Interaction(
+        key="sha256:" + "03" * 32,
+        id="x",
+        request=RecordedRequest("POST", "/v1/audio/transcriptions", (), body),
+        response=RecordedResponse(200, (), body=b'{"text":"hi"}'),
+    )
+    assert [(m["where"], m["type"], m["bytes"]) for m in media(ix)] == [
+        ("request part 'file'", "audio/wav", len(sound)),
+        ("request part 'image'", "image/png", len(PNG)),
+    ]
+    broken = RecordedRequest("POST", "/x", (), b"--b\r\nnot a form")
+    assert media(dataclasses.replace(ix, request=broken)) == []

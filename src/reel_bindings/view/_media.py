@@ -3,7 +3,8 @@ shows them: pure functions, tested without a browser.
 
 Found where LLM traffic carries them: data URLs (OpenAI's ``image_url``,
 ``input_audio``), base64 beside a media type (Anthropic's ``source``,
-Gemini's ``inline_data`` / ``inlineData``), whole bodies whose
+Gemini's ``inline_data`` / ``inlineData``), a file upload's parts
+(``reel_core.parse_multipart``), whole bodies whose
 ``content-type`` is an image or a sound (a text-to-speech answer), and a
 realtime session's audio events (OpenAI Realtime's
 ``input_audio_buffer.append`` and ``response.(output_)audio.delta``,
@@ -24,7 +25,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from reel_core import Interaction, load_json, sniff_media_type
+from reel_core import Interaction, load_json, parse_multipart, sniff_media_type
 
 __all__ = ["MAX_MEDIA", "MAX_MEDIA_ITEMS", "media", "wav"]
 
@@ -117,6 +118,17 @@ def _in_json(value: Any, where: str) -> Iterator[tuple[str, str, bytes]]:
             yield f"{where} {path}", kind.lower(), data
 
 
+def _in_parts(body: bytes, where: str) -> Iterator[tuple[str, str, bytes]]:
+    """``(where, type, bytes)`` of each image or sound a multipart body
+    (a file upload: a transcription's audio, an image) carries."""
+    for part in parse_multipart(body) or ():
+        data = body[part.start : part.end]
+        named = (part.content_type or "").split(";")[0].strip()
+        kind = named if _KIND.fullmatch(named) else sniff_media_type(data)
+        if _KIND.fullmatch(kind):
+            yield f"{where} part {part.name!r}", kind.lower(), data
+
+
 def _json(data: bytes) -> Any:
     try:
         return load_json(data)
@@ -172,8 +184,11 @@ def media(ix: Interaction) -> list[dict[str, Any]]:
     """The images and sounds of ``ix``, each ``{"where", "type", "bytes",
     "src"}`` (``src`` a data URL, ``None`` over :data:`MAX_MEDIA`)."""
     found: list[tuple[str, str, bytes]] = []
-    request = _json(ix.request.body) if ix.request.body else None
-    found += _in_json(request, "request")
+    body = ix.request.body
+    if body.startswith(b"--"):
+        found += _in_parts(body, "request")
+    else:
+        found += _in_json(_json(body) if body else None, "request")
     response = ix.response
     if ix.websocket is not None:
         found += _session(ix)
