@@ -18,8 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from reel_core import Cassette, CassetteError, CassetteMeta, Freeze, Mode
-from reel_core.tools import Start, is_meta_line, start_of
+from reel_core import SCHEMA_VERSION, Cassette, CassetteError, CassetteMeta, Freeze, Mode
+from reel_core.tools import Start, is_meta_line, split_line, start_of
 
 from ._store import PIECE, FileLines, FileStore, Store
 
@@ -34,6 +34,7 @@ __all__ = [
     "CassetteFile",
     "CassetteNotFoundError",
     "FileLines",
+    "StoreAssets",
     "new_cassette_meta",
 ]
 
@@ -42,6 +43,21 @@ __all__ = [
 #: Below it, reading the whole file at once is cheaper than an open file
 #: descriptor and a read per line.
 ON_DEMAND_FROM = 32 * 1024 * 1024
+
+
+class StoreAssets:
+    """The assets of cassette ``name`` in ``store``, as the core reads them
+    (a :class:`reel_core.AssetSource`)."""
+
+    def __init__(self, store: Store, name: str) -> None:
+        self.store = store
+        self.name = name
+
+    def read(self, digest: str) -> bytes | None:
+        return self.store.read_asset(self.name, digest)
+
+    def describe(self, digest: str) -> str:
+        return self.store.describe_asset(self.name, digest)
 
 
 def _salt_of(meta: CassetteMeta) -> Any:
@@ -111,6 +127,12 @@ class CassetteFile:
     afresh without a salt) gets a fresh redaction salt in its ``_meta``
     (:func:`new_cassette_meta`); an existing cassette keeps what its
     ``_meta`` says, a salt or none.
+
+    Each line is written through :func:`reel_core.split_line`: its base64
+    payloads of ``asset_threshold`` characters or more (the cassette's own
+    ``_meta`` setting wins; ``None``: the core's default) go to the store's
+    assets first, then the line that refers to them.  The cassette reads
+    them back from there (:class:`StoreAssets`).
     """
 
     def __init__(
@@ -125,8 +147,10 @@ class CassetteFile:
         store: Store | None = None,
         refreshed: bool = False,
         held: bool = False,
+        asset_threshold: int | None = None,
     ) -> None:
         self.store: Store = store if store is not None else FileStore()
+        self._asset_setting = asset_threshold
         #: Lines recorded but not yet written (``held``: see :meth:`commit`).
         self._held: list[bytes] | None = [] if held else None
         #: ``record`` started this held cassette afresh: the store is replaced at commit.
@@ -136,6 +160,7 @@ class CassetteFile:
         self.name = os.fspath(path)
         self.mode = mode
         self._thread_lock = threading.Lock()
+        assets = StoreAssets(self.store, self.name)
         label = self.store.describe(self.name)
         #: Our _meta is not (yet) the cassette's: set when it was missing
         #: or empty; another process may write its own first (see append).
@@ -149,7 +174,10 @@ class CassetteFile:
             # Starting afresh keeps the cassette's own settings (its _meta line),
             # its salt included.
             kept = self._existing_meta(label) if meta is None else meta
-            self.cassette = Cassette(label, new_cassette_meta(kept))
+            if kept is not None and kept.schema < SCHEMA_VERSION:
+                # every line is written anew, by this Reel: its schema
+                kept = dataclasses.replace(kept, schema=SCHEMA_VERSION)
+            self.cassette = Cassette(label, new_cassette_meta(kept), assets=assets)
             if self._held is not None:
                 self._fresh_pending = True  # the store stays as it is until commit
                 return
@@ -157,20 +185,20 @@ class CassetteFile:
             return
         if start is Start.MISSING and not missing_ok:
             raise CassetteNotFoundError(label, hint)
-        loaded = self._load_on_demand(label, strict)
+        loaded = self._load_on_demand(label, strict, assets)
         if loaded is not None:
             self.cassette = loaded
             return
         data = self.store.read(self.name) or b""
         if _NOT_BLANK.search(data):
-            self.cassette = Cassette.loads(data, name=label, strict=strict)
+            self.cassette = Cassette.loads(data, name=label, strict=strict, assets=assets)
             if strict:
                 self.cassette.validate()  # every line parsed, not just indexed
         else:
-            self.cassette = Cassette(label, new_cassette_meta(meta))
+            self.cassette = Cassette(label, new_cassette_meta(meta), assets=assets)
             self._unwritten_meta = True
 
-    def _load_on_demand(self, label: str, strict: bool) -> Cassette | None:
+    def _load_on_demand(self, label: str, strict: bool, assets: StoreAssets) -> Cassette | None:
         """A large cassette, indexed piece by piece, its lines left in the
         store (its :meth:`~reel_bindings._store.Store.lines`, a
         :class:`FileLines` for a file); ``None`` for any other cassette."""
@@ -178,7 +206,9 @@ class CassetteFile:
         if lines is None:
             return None
         try:
-            cassette = Cassette.load_pieces(lines.pieces(), lines, name=label, strict=strict)
+            cassette = Cassette.load_pieces(
+                lines.pieces(), lines, name=label, strict=strict, assets=assets
+            )
             if strict:
                 cassette.validate()
         except BaseException:
@@ -194,6 +224,7 @@ class CassetteFile:
     @path.setter
     def path(self, path: str | os.PathLike[str]) -> None:
         self.name = os.fspath(path)
+        self.cassette.assets = StoreAssets(self.store, self.name)  # they lie beside it
 
     def _first_line(self) -> bytes:
         data = self.store.read(self.name) or b""
@@ -256,6 +287,7 @@ class CassetteFile:
             lines, self._held = self._held or [], None
             if self._fresh_pending:
                 self._fresh_pending = False
+                lines = [self._split(line) for line in lines]
                 self.store.replace(self.name, self.cassette.meta.to_line() + b"".join(lines))
                 self.written += len(lines)
                 return len(lines)
@@ -316,7 +348,17 @@ class CassetteFile:
         self._freeze_pending = False
         return ours.freeze
 
+    def _split(self, line: bytes) -> bytes:
+        """``line`` with its large payloads moved to the store's assets
+        (written first: a line never refers to an asset not yet kept)."""
+        threshold = self.cassette.meta.asset_threshold(self._asset_setting)
+        line, assets = split_line(line, threshold)
+        for digest, data in assets.items():
+            self.store.write_asset(self.name, digest, data)
+        return line
+
     def _write(self, line: bytes) -> None:
+        line = self._split(line)
         meta = self.cassette.meta
         if meta is not self._header_of:  # the _meta line, made once per meta
             self._header, self._header_of = meta.to_line(), meta

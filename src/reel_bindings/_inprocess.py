@@ -169,7 +169,11 @@ class Player:
                 store = settings.open_store()  # a server down: StoreUnavailableError
             name = str(Path(cassette)) if store is None else os.fspath(cassette)
             self.file = CassetteFile(
-                name, mode=settings.mode, strict=given.strict_load, store=store
+                name,
+                mode=settings.mode,
+                strict=given.strict_load,
+                store=store,
+                asset_threshold=settings.asset_threshold,
             )
         timing = given.timing
         self.config = settings.config(

@@ -12,7 +12,10 @@ project (``reel`` by default):
   ``exists`` of an empty cassette, which has no list);
 * ``{prefix}:lock:{name}`` -- a lock with an expiry, renewed while held;
 * ``{prefix}:seen:{token}`` -- an append's token, kept a minute, so an
-  append retried after a lost reply is not written twice.
+  append retried after a lost reply is not written twice;
+* ``{prefix}:assets:{name}`` -- a hash of the cassette's assets (the
+  payloads its lines refer to, see :mod:`reel_core._assets`): field the
+  digest, value the bytes (compressed as lines are).
 
 An append is one Lua script (one atomic command): it pushes the header
 when the list is empty, then the line, so writers need no lock and never
@@ -35,12 +38,19 @@ import secrets
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from reel_core import CassetteError
 from reel_core.tools import scrub_url_secrets, shown_url
 
-from ._store import Store, StoreUnavailableError, StoreURLError, check_name, register_store
+from ._store import (
+    Store,
+    StoreUnavailableError,
+    StoreURLError,
+    check_digest,
+    check_name,
+    register_store,
+)
 
 if TYPE_CHECKING:
     import redis
@@ -358,6 +368,7 @@ class RedisStore(Store):
         def delete() -> None:
             with self.client.pipeline(transaction=True) as pipe:
                 pipe.delete(key)
+                pipe.delete(self.assets_key(name))
                 pipe.srem(self._index, name)
                 pipe.execute()
 
@@ -365,6 +376,35 @@ class RedisStore(Store):
 
     def lock(self, name: str) -> RedisLock:
         return RedisLock(self, f"{self.prefix}:lock:{check_name(name)}")
+
+    # -- assets ------------------------------------------------------------------
+
+    def assets_key(self, name: str) -> str:
+        """The hash of cassette ``name``'s assets."""
+        return f"{self.prefix}:assets:{check_name(name)}"
+
+    def write_asset(self, name: str, digest: str, data: bytes) -> None:
+        key, field, value = self.assets_key(name), check_digest(digest), self.encode(data)
+        # the same bytes under the same digest: setting it again repairs a damaged one
+        self._call("write asset", lambda: self.client.hset(key, field, value))
+
+    def read_asset(self, name: str, digest: str) -> bytes | None:
+        key, field = self.assets_key(name), check_digest(digest)
+        # the client answers bytes (it does not decode responses)
+        value = cast("bytes | None", self._call("read asset", lambda: self.client.hget(key, field)))
+        return None if value is None else self.decode(value)
+
+    def assets(self, name: str) -> builtins.list[str]:
+        key = self.assets_key(name)
+        fields = self._call("list assets", lambda: self.client.hkeys(key))
+        return sorted(f.decode() if isinstance(f, bytes) else str(f) for f in fields)
+
+    def delete_asset(self, name: str, digest: str) -> None:
+        key, field = self.assets_key(name), check_digest(digest)
+        self._call("delete asset", lambda: self.client.hdel(key, field))
+
+    def describe_asset(self, name: str, digest: str) -> str:
+        return f"{self.url} {self.assets_key(name)} field {check_digest(digest)}"
 
     def close(self) -> None:
         self.client.close()

@@ -202,6 +202,20 @@ def parse_grace(text: str, name: str) -> float:
     return seconds
 
 
+def _asset_threshold(value: object, where: str, source: Source) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        threshold = value
+    else:
+        text = str(value)
+        threshold = int(text) if text.isdigit() else -1
+    if threshold < 0:
+        raise ConfigError(
+            f"{where} is not a number of base64 characters (a payload this long or longer "
+            "is kept beside the cassette; 0 keeps every one inline)"
+        )
+    return threshold
+
+
 def _drop_response_headers(value: object, where: str, source: Source) -> tuple[str, ...]:
     if source is Source.ENV and isinstance(value, str):  # comma-separated
         value = [name.strip() for name in value.split(",") if name.strip()]
@@ -300,6 +314,7 @@ SETTINGS = (
     Setting("store_prefix", "REEL_STORE_PREFIX", _store_prefix, shows_value=True),
     Setting("max_age", "REEL_MAX_AGE", _max_age, shows_value=True),
     Setting("record_grace", "REEL_RECORD_GRACE", _record_grace),
+    Setting("asset_threshold", "REEL_ASSET_THRESHOLD", _asset_threshold, shows_value=True),
     Setting(
         "drop_response_headers",
         "REEL_DROP_RESPONSE_HEADERS",
@@ -362,6 +377,10 @@ class Settings:
     #: ``REEL_DROP_RESPONSE_HEADERS`` (comma-separated): response headers
     #: never stored, besides those Reel never stores.
     drop_response_headers: tuple[str, ...] = ()
+    #: ``REEL_ASSET_THRESHOLD``: base64 payloads this long (characters) or
+    #: longer are kept beside the cassette (0: none); ``None``: the
+    #: cassette's ``_meta``, else the core's default.
+    asset_threshold: int | None = None
     #: The proxy's: ``REEL_CASSETTE``, ``REEL_CASSETTE_DIR``, ``REEL_HOST``,
     #: ``REEL_PORT`` and ``REEL_TLS_DIR`` (``None``: unset).
     cassette: Path | None = None
@@ -444,6 +463,7 @@ class Settings:
         max_age: float | None = None,
         record_grace: float | None = None,
         drop_response_headers: Sequence[str] | None = None,
+        asset_threshold: int | None = None,
     ) -> Settings:
         """:meth:`resolve` with these arguments as the flags: a value
         given wins over its variable, which is then not read (``upstream``
@@ -459,6 +479,7 @@ class Settings:
             "max_age": max_age,
             "record_grace": record_grace,
             "drop_response_headers": drop_response_headers,
+            "asset_threshold": asset_threshold,
         }
         return cls.resolve(flags, environ, flag_label=_named)
 

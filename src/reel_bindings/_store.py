@@ -33,6 +33,11 @@ A store behind a URL registers its scheme (:func:`register_store`): then
 registry (:func:`is_store_url`), and nothing else needs an edit.  A
 store is then one module.
 
+* ``write_asset``, ``read_asset``, ``assets``, ``delete_asset`` and
+  ``describe_asset``: the payloads a cassette's lines refer to, by digest
+  (see :mod:`reel_core._assets`); a file store keeps them in
+  ``NAME.assets/sha256-<digest>`` beside the cassette.
+
 A name is ``/``-separated and relative (:func:`check_name`); a
 :class:`FileStore` without a root takes a path instead, as the bindings
 always did.
@@ -76,7 +81,9 @@ __all__ = [
     "StoreFactory",
     "StoreURLError",
     "StoreUnavailableError",
+    "assets_dir",
     "atomic_write",
+    "check_digest",
     "check_name",
     "from_url",
     "is_store_url",
@@ -174,6 +181,25 @@ class Store(Protocol):
         data = self.read(name)
         return "missing" if data is None else hashlib.sha256(data).hexdigest()
 
+    # -- assets: the payloads its lines refer to (see reel_core._assets) --
+
+    def write_asset(self, name: str, digest: str, data: bytes) -> None:
+        """Keep ``data`` as asset ``digest`` (its sha256, 64 hex digits) of
+        cassette ``name``; one already there whole is left as it is, a
+        damaged one is written again."""
+
+    def read_asset(self, name: str, digest: str) -> bytes | None:
+        """The bytes of asset ``digest`` of cassette ``name``, ``None`` when missing."""
+
+    def assets(self, name: str) -> builtins.list[str]:
+        """The digests of the assets kept for cassette ``name``, sorted."""
+
+    def delete_asset(self, name: str, digest: str) -> None:
+        """Remove asset ``digest`` of cassette ``name`` (gone already: nothing)."""
+
+    def describe_asset(self, name: str, digest: str) -> str:
+        """Asset ``digest`` of cassette ``name`` as messages name it."""
+
 
 class StoreFactory(Protocol):
     """Opens the store a URL of its scheme names (nothing connected yet)."""
@@ -240,6 +266,25 @@ def from_url(
     if not text:
         raise StoreURLError("empty store: give a directory or a store URL")
     return FileStore(text)
+
+
+#: An asset's name in a store: ``sha256-`` and its digest.
+_ASSET_NAME = re.compile(r"sha256-([0-9a-f]{64})")
+
+
+def check_digest(digest: str) -> str:
+    """``digest`` if it is an asset's (64 lowercase hex digits)."""
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise ValueError(f"not an asset digest (64 lowercase hex digits): {digest!r}")
+    return digest
+
+
+def assets_dir(cassette: Path) -> Path:
+    """The directory of a cassette file's assets, beside it:
+    ``chat.jsonl`` -> ``chat.assets`` (another name gets ``.assets`` added)."""
+    if cassette.suffix == ".jsonl":
+        return cassette.with_suffix(".assets")
+    return cassette.with_name(cassette.name + ".assets")
 
 
 _NAME_PART = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")
@@ -638,6 +683,9 @@ class FileStore(Store):
                 continue  # hidden files and a write's temporary files
             if path.suffix == ".lock" or not path.is_file():
                 continue
+            if any(part.endswith(".assets") for part in relative.parts[:-1]):
+                continue  # a cassette's assets
+
             name = relative.as_posix()
             if name.startswith(prefix):
                 names.append(name)
@@ -646,6 +694,40 @@ class FileStore(Store):
     def lock(self, name: str) -> FileLock:
         path = self.path(name)
         return FileLock(path.with_name(path.name + ".lock"))
+
+    def asset_path(self, name: str, digest: str) -> Path:
+        """The file of asset ``digest``: ``NAME.assets/sha256-<digest>``."""
+        return assets_dir(self.path(name)) / f"sha256-{check_digest(digest)}"
+
+    def write_asset(self, name: str, digest: str, data: bytes) -> None:
+        path = self.asset_path(name, digest)
+        try:
+            if path.stat().st_size == len(data) and path.read_bytes() == data:
+                return  # content-addressed: whole already
+        except FileNotFoundError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
+
+    def read_asset(self, name: str, digest: str) -> bytes | None:
+        try:
+            return self.asset_path(name, digest).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def assets(self, name: str) -> builtins.list[str]:
+        try:
+            names = os.listdir(assets_dir(self.path(name)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted(m.group(1) for m in map(_ASSET_NAME.fullmatch, names) if m is not None)
+
+    def delete_asset(self, name: str, digest: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.asset_path(name, digest).unlink()
+
+    def describe_asset(self, name: str, digest: str) -> str:
+        return str(self.asset_path(name, digest))
 
 
 # -- memory ------------------------------------------------------------------------
@@ -661,6 +743,7 @@ class MemoryStore(Store):
         }
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
+        self._assets: dict[str, dict[str, bytes]] = {}
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._data)} cassettes)"
@@ -718,3 +801,22 @@ class MemoryStore(Store):
 
     def lock(self, name: str) -> AbstractContextManager[None]:
         return self._locked(check_name(name))
+
+    def write_asset(self, name: str, digest: str, data: bytes) -> None:
+        with self._guard:
+            self._assets.setdefault(check_name(name), {})[check_digest(digest)] = data
+
+    def read_asset(self, name: str, digest: str) -> bytes | None:
+        with self._guard:
+            return self._assets.get(check_name(name), {}).get(check_digest(digest))
+
+    def assets(self, name: str) -> builtins.list[str]:
+        with self._guard:
+            return sorted(self._assets.get(check_name(name), {}))
+
+    def delete_asset(self, name: str, digest: str) -> None:
+        with self._guard:
+            self._assets.get(check_name(name), {}).pop(check_digest(digest), None)
+
+    def describe_asset(self, name: str, digest: str) -> str:
+        return f"memory:{check_name(name)} sha256-{check_digest(digest)}"

@@ -897,6 +897,7 @@ class ReelCassette:
                 store=store,
                 refreshed=refreshed,
                 held=mode.records and record_on == "passed",
+                asset_threshold=resolved.asset_threshold,
             )
             cassette = cls(
                 path=path,

@@ -25,6 +25,7 @@ from array import array
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
+from ._assets import AssetSource
 from ._calls import CALL_METHOD, call_marker
 from ._codec import (
     KEY_PREFIX,
@@ -155,9 +156,19 @@ class Cassette:
     """An in-memory cassette: the lines, an index by match key for each
     match settings used, and the replay cursor (what was served)."""
 
-    def __init__(self, name: str = "<memory>", meta: CassetteMeta | None = None) -> None:
+    def __init__(
+        self,
+        name: str = "<memory>",
+        meta: CassetteMeta | None = None,
+        *,
+        assets: AssetSource | None = None,
+    ) -> None:
         self.name = name
         self.meta = meta if meta is not None else CassetteMeta()
+        #: Where the assets its lines refer to are read (see
+        #: :mod:`reel_core._assets`); ``None``: a line that refers to one
+        #: is a bad line.
+        self.assets = assets
         self._lines = _Lines()
         #: The settings the keys on the lines were computed with.
         self.keying = self.meta.match.keying()
@@ -199,16 +210,24 @@ class Cassette:
     # -- loading -------------------------------------------------------------
 
     @classmethod
-    def loads(cls, data: bytes, *, name: str = "<memory>", strict: bool = True) -> Cassette:
+    def loads(
+        cls,
+        data: bytes,
+        *,
+        name: str = "<memory>",
+        strict: bool = True,
+        assets: AssetSource | None = None,
+    ) -> Cassette:
         """Index cassette bytes.
 
         Strict loading raises :class:`CassetteError` at the first bad line;
         tolerant loading (``strict=False``) skips bad lines with a
         :class:`CassetteWarning` each and keeps every other line.  A newer
-        schema raises :class:`SchemaVersionError` either way.
+        schema raises :class:`SchemaVersionError` either way.  The assets
+        its lines refer to are read from ``assets`` when a line is parsed.
         """
-        meta, parts = decode_cassette(data, name, strict=strict)
-        cassette = cls(name, meta)
+        meta, parts = decode_cassette(data, name, strict=strict, assets=assets)
+        cassette = cls(name, meta, assets=assets)
         cassette._file(parts, None)
         return cassette
 
@@ -220,6 +239,7 @@ class Cassette:
         *,
         name: str = "<memory>",
         strict: bool = True,
+        assets: AssetSource | None = None,
     ) -> Cassette:
         """Index a cassette handed over in pieces (see
         :func:`~reel_core._codec.decode_pieces`) whose lines stay in
@@ -231,9 +251,9 @@ class Cassette:
         pieces = iter(pieces)
         first = next(pieces, (0, b""))
         head = decode_head(first[1], name)
-        cassette = cls(name, head.meta)
+        cassette = cls(name, head.meta, assets=assets)
         parts = decode_parts(
-            itertools.chain([first], pieces), name, head, strict=strict, stacklevel=4
+            itertools.chain([first], pieces), name, head, strict=strict, stacklevel=4, assets=assets
         )
         del first  # each piece is let go once its lines are filed
         cassette._file(parts, source)
@@ -312,7 +332,7 @@ class Cassette:
 
     def _slow_parse(self, raw: bytes, number: int) -> Interaction:
         try:
-            return read_line(raw)
+            return read_line(raw, self.assets)
         except ValueError as exc:
             raise CassetteError(self.name, number, str(exc)) from None
 

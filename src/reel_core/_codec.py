@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
+from ._assets import AssetSource, join_line
 from ._errors import CassetteError, SchemaVersionError
 from ._interaction import Interaction, format_timestamp, interaction_from_json, interaction_line
 from ._meta import CassetteMeta, meta_from_json, meta_line
@@ -113,9 +114,11 @@ def not_a_cassette(has_meta: bool, read: int, bad: Sequence[tuple[int, bytes, st
     return f"not a Reel cassette: no line is an interaction (line {number}: {reason})"
 
 
-def read_line(raw: bytes) -> Interaction:
-    """Parse one interaction line; ``ValueError`` says what is wrong (what
-    every reader of cassettes reports for a bad line)."""
+def read_line(raw: bytes, assets: AssetSource | None = None) -> Interaction:
+    """Parse one interaction line, its assets put back from ``assets``
+    (see :mod:`reel_core._assets`); ``ValueError`` says what is wrong (what
+    every reader of cassettes reports for a bad line, a missing or corrupt
+    asset included)."""
     try:
         obj = load_json(raw, limit=LINE_DEPTH)
     except UnicodeDecodeError as exc:
@@ -127,6 +130,8 @@ def read_line(raw: bytes) -> Interaction:
         raise ValueError(f"not a JSON line ({exc})") from None
     if isinstance(obj, dict) and "_meta" in obj:
         raise ValueError("a _meta line must be the first line")
+    if isinstance(obj, dict) and "assets" in obj:
+        join_line(obj, assets)
     return interaction_from_json(obj)
 
 
@@ -163,7 +168,7 @@ class ParsedLine(NamedTuple):
 
 
 def decode_cassette(
-    data: bytes, name: str, *, strict: bool = True
+    data: bytes, name: str, *, strict: bool = True, assets: AssetSource | None = None
 ) -> tuple[CassetteMeta | None, list[KeyedRun | ParsedLine]]:
     """The ``_meta`` settings (``None`` without that line) and the lines of
     cassette bytes ``data``, in file order.
@@ -176,7 +181,7 @@ def decode_cassette(
     at all (:func:`not_a_cassette`) raises :class:`CassetteError`.
     """
     head = decode_head(data, name)
-    parts = decode_parts([(0, data)], name, head, strict=strict, stacklevel=4)
+    parts = decode_parts([(0, data)], name, head, strict=strict, stacklevel=4, assets=assets)
     return head.meta, list(parts)
 
 
@@ -218,6 +223,7 @@ def decode_parts(
     *,
     strict: bool = True,
     stacklevel: int = 3,
+    assets: AssetSource | None = None,
 ) -> Iterator[KeyedRun | ParsedLine]:
     """The lines of a cassette handed over in pieces, as they are found, so
     that a large file need never be in memory whole: ``(offset, piece)``
@@ -254,7 +260,7 @@ def decode_parts(
             if not raw.strip():
                 continue
             try:
-                parsed = read_line(raw)
+                parsed = read_line(raw, assets)
             except ValueError as exc:
                 reason = str(exc) + (torn_note(str(exc)) if last and end == size else "")
                 if strict:
@@ -358,7 +364,12 @@ class DecodedLines(NamedTuple):
 
 
 def decode_lines(
-    data: bytes, name: str, *, tolerant_meta: bool = False, meta_only: bool = False
+    data: bytes,
+    name: str,
+    *,
+    tolerant_meta: bool = False,
+    meta_only: bool = False,
+    assets: AssetSource | None = None,
 ) -> DecodedLines:
     """Every line of cassette bytes ``data``, each parsed, a bad one kept
     with its error (where :func:`decode_cassette` only scans lines Reel
@@ -395,7 +406,7 @@ def decode_lines(
         if not raw.strip():
             continue
         try:
-            lines.append(DecodedLine(i + 1, raw, read_line(raw)))
+            lines.append(DecodedLine(i + 1, raw, read_line(raw, assets)))
         except ValueError as exc:
             reason = str(exc) + (torn_note(str(exc)) if i == last else "")
             lines.append(DecodedLine(i + 1, raw, None, reason))

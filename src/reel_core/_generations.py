@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._assets import AssetSource
 from ._codec import DecodedLine, decode_lines
 from ._interaction import Interaction
 from ._shape import Drift, drift_of
@@ -88,14 +89,17 @@ class Compaction:
         return bool(self.superseded) or (self.drop_bad and bool(self.bad))
 
 
-def compact(data: bytes, name: str, *, drop_bad: bool = False) -> Compaction:
+def compact(
+    data: bytes, name: str, *, drop_bad: bool = False, assets: AssetSource | None = None
+) -> Compaction:
     """``data`` without the lines newer generations supersede (and, with
     ``drop_bad``, without lines that do not parse).  Blank lines go; every
     other line is kept byte for byte.  Raises
     :class:`~reel_core.CassetteError` for bytes that are no cassette or a
     bad ``_meta`` line (nothing is dropped from a cassette that cannot be
-    read)."""
-    decoded = decode_lines(data, name)
+    read).  Lines are read with their ``assets`` (a line whose asset is
+    missing does not parse)."""
+    decoded = decode_lines(data, name, assets=assets)
     gone = {line.number for line in superseded(decoded.lines)}
     bad = tuple(line for line in decoded.lines if line.interaction is None)
     if drop_bad:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._assets import ASSET_THRESHOLD, ASSETS_FROM_SCHEMA
 from ._duration import parse_duration
 from ._errors import CassetteError, ConfigError, SchemaVersionError
 from ._freeze import Freeze, freeze_from_json, freeze_json
@@ -61,6 +62,19 @@ class CassetteMeta:
         never to store (``drop_response_headers``; checked when the line was
         read)."""
         return dropped_setting(self.extra)
+
+    def asset_threshold(self, setting: int | None = None) -> int:
+        """How long a base64 run must be to be moved into an asset (0:
+        none is): the cassette's own ``"assets": {"threshold": N}``, else
+        ``setting`` (``REEL_ASSET_THRESHOLD``), else
+        :data:`~reel_core.ASSET_THRESHOLD`; always 0 for a cassette of a
+        schema older than assets (its readers would not put them back)."""
+        if self.schema < ASSETS_FROM_SCHEMA:
+            return 0
+        own = _asset_setting(self.extra)
+        if own is not None:
+            return own
+        return ASSET_THRESHOLD if setting is None else setting
 
     def to_line(self) -> bytes:
         """The ``_meta`` line (``\\n``-terminated UTF-8 bytes)."""
@@ -150,6 +164,10 @@ def meta_from_json(obj: Any, name: str) -> CassetteMeta:
         dropped_setting(extra)
     except ConfigError as exc:
         raise CassetteError(name, 1, f'bad "_meta" redact settings: {exc}') from None
+    try:
+        _asset_setting(extra)
+    except ConfigError as exc:
+        raise CassetteError(name, 1, f'bad "_meta" assets settings: {exc}') from None
     return CassetteMeta(
         schema=schema,
         match=match,
@@ -159,6 +177,27 @@ def meta_from_json(obj: Any, name: str) -> CassetteMeta:
         freeze=freeze,
         extra=extra,
     )
+
+
+def _asset_setting(extra: Mapping[str, Any]) -> int | None:
+    """The ``"assets": {"threshold": N}`` of ``_meta`` settings (``None``
+    when not set); ``ConfigError`` for a bad one."""
+    assets = extra.get("assets")
+    if assets is None:
+        return None
+    threshold = assets.get("threshold") if isinstance(assets, dict) else None
+    if (
+        not isinstance(assets, dict)
+        or set(assets) - {"threshold"}
+        or not isinstance(threshold, int)
+        or isinstance(threshold, bool)
+        or threshold < 0
+    ):
+        raise ConfigError(
+            '"assets" must be {"threshold": N}, N the base64 characters from which a '
+            f"payload is kept beside the cassette (0: never), not {json.dumps(assets)}"
+        )
+    return threshold
 
 
 def _release(version: str) -> tuple[int, ...] | None:

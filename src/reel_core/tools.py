@@ -21,6 +21,17 @@ from __future__ import annotations
 import typing as _typing
 
 from . import _lazy
+from ._assets import (
+    ASSET_THRESHOLD,
+    AssetSource,
+    MemoryAssets,
+    asset_digests,
+    asset_name,
+    cassette_assets,
+    join_line,
+    sniff_media_type,
+    split_line,
+)
 from ._body import ContentDecoder, decode_body, encode_body
 from ._call_engine import CallMiss, CallReplay, CallRun
 from ._calls import Call, CallError, CallResult, CallStream, NotJSONError, check_json
@@ -38,6 +49,7 @@ from ._config import RECORD_GRACE, check_upstream
 from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
 from ._duration import parse_duration
 from ._exchange import record_exchange
+from ._forms import Part, parse_multipart
 from ._freeze import FREEZABLE, check_features, format_instant, uuid_ints
 from ._headers import keep_response_header
 from ._http import HOP_BY_HOP, MISS_HEADER
@@ -109,6 +121,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
     from ._ws_session import UpstreamAnswer, UpstreamHandshake, WebSocketOutput, WebSocketSession
 
 __all__ = [
+    "ASSET_THRESHOLD",
     "CLOSE_MISMATCH",
     "FREEZABLE",
     "HOP_BY_HOP",
@@ -119,6 +132,7 @@ __all__ = [
     "RECORD_GRACE",
     "REPORT_SCHEMA",
     "UI_PREFIX",
+    "AssetSource",
     "Call",
     "CallError",
     "CallMiss",
@@ -142,8 +156,10 @@ __all__ = [
     "Input",
     "LineSource",
     "LineTime",
+    "MemoryAssets",
     "NotJSONError",
     "Outcome",
+    "Part",
     "Piece",
     "Price",
     "Provider",
@@ -174,7 +190,10 @@ __all__ = [
     "WebSocketStep",
     "accept_encoding",
     "answer_pieces",
+    "asset_digests",
+    "asset_name",
     "body_diff",
+    "cassette_assets",
     "check_features",
     "check_json",
     "check_upstream",
@@ -202,6 +221,7 @@ __all__ = [
     "is_credential_name",
     "is_meta_line",
     "is_sse_stream",
+    "join_line",
     "keep_response_header",
     "line_times",
     "lines_drift",
@@ -211,6 +231,7 @@ __all__ = [
     "merge_tallies",
     "not_a_cassette",
     "parse_duration",
+    "parse_multipart",
     "parse_sse_event",
     "read_line",
     "record_exchange",
@@ -230,6 +251,8 @@ __all__ = [
     "shorten",
     "shown_url",
     "sniff_format",
+    "sniff_media_type",
+    "split_line",
     "staleness",
     "start_of",
     "superseded",

@@ -18,6 +18,8 @@ from typing import Any
 import anyio
 import httpx
 
+from reel_bindings._files import StoreAssets
+from reel_bindings._store import FileStore
 from reel_bindings.proxy import ProxyOptions, running
 from reel_core import Cassette, Interaction, Mode, Timing
 from tests.fakes.upstream import FakeUpstream, Reply, respond
@@ -234,8 +236,10 @@ async def proxied(opts: ProxyOptions) -> AsyncIterator[httpx.AsyncClient]:
 
 
 def interactions(path: Path) -> list[Interaction]:
-    """The interactions a cassette file holds (strict: every line must parse)."""
-    return list(Cassette.loads(path.read_bytes(), strict=True))
+    """The interactions a cassette file holds (strict: every line must
+    parse), their assets read from beside it."""
+    assets = StoreAssets(FileStore(), str(path))
+    return list(Cassette.loads(path.read_bytes(), strict=True, assets=assets))
 
 
 def upstream_reply(fake: FakeUpstream, index: int = -1) -> Reply:

@@ -100,7 +100,7 @@ def test_an_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     # only a _meta line: an empty cassette Reel wrote (a recording of nothing)
     write(path)
     assert main(["validate", str(path)]) == 0
-    assert capsys.readouterr().out == f"{path}: ok, 0 interactions (schema 2)\n"
+    assert capsys.readouterr().out == f"{path}: ok, 0 interactions (schema 3)\n"
 
 
 def test_a_line_of_other_json_is_not_an_interaction(

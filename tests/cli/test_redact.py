@@ -14,6 +14,7 @@ import yaml
 
 from reel_bindings.cli import main
 from reel_core import (
+    SCHEMA_VERSION,
     Cassette,
     CassetteMeta,
     Config,
@@ -64,7 +65,7 @@ def test_redact_replaces_secrets_and_pii_in_place(
         "in 1 of 2 lines; 1 match key recomputed\n"
     )
     meta, first, second = lines(path)
-    assert meta["_meta"]["schema"] == 2
+    assert meta["_meta"]["schema"] == SCHEMA_VERSION
     assert first == json.loads(clean.to_line())  # untouched
     assert second["id"] == "secret000001"  # the id is kept
     assert second["request"]["query"] == [["key", "[REDACTED:query-secret]"], ["alt", "sse"]]

@@ -68,7 +68,7 @@ def test_warnings_for_duplicate_ids_and_stale_keys(
     path = write(tmp_path / "c.jsonl", one, two, stale)
     assert main(["validate", str(path)]) == 0  # warnings only
     captured = capsys.readouterr()
-    assert captured.out == f"{path}: ok, 3 interactions (schema 2)\n"
+    assert captured.out == f"{path}: ok, 3 interactions (schema 3)\n"
     assert captured.err.splitlines() == [
         f"{path}:3: warning: id {one.id} is also used on line 2",
         f"{path}:4: warning: the key is not the key of this request under match=normalized "

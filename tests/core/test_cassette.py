@@ -312,14 +312,14 @@ def test_bad_meta(obj: Any, message: str) -> None:
 
 
 def test_newer_schema_is_refused_with_an_upgrade_hint() -> None:
-    data = b'{"_meta":{"schema":3,"reel":"9.0"}}\n' + interaction().to_line()
+    data = b'{"_meta":{"schema":4,"reel":"9.0"}}\n' + interaction().to_line()
     for strict in (True, False):
         with pytest.raises(SchemaVersionError) as info:
             Cassette.loads(data, name="new.jsonl", strict=strict)
         err = info.value
         assert isinstance(err, CassetteError)
         assert err.line == 1
-        assert "cassette schema 3 (written by Reel 9.0) is newer" in err.reason
+        assert "cassette schema 4 (written by Reel 9.0) is newer" in err.reason
         assert "pip install -U 'reel-llm>=9.0'" in err.reason
         assert str(err).startswith("new.jsonl:1: ")
 
@@ -712,14 +712,14 @@ def test_a_line_whose_key_is_given_twice_is_refused_when_used() -> None:
         ("9.0", "upgrade with `pip install -U 'reel-llm>=9.0'`"),
         ("0.10.0rc1", "upgrade with `pip install -U 'reel-llm>=0.10.0rc1'`"),
         # the same version as ours (a hand-edited line): no pin that cannot help
-        (__version__, "it needs a Reel that reads schema 3"),
-        ("0.0.9", "it needs a Reel that reads schema 3"),
-        ("unknown", "it needs a Reel that reads schema 3"),
-        ("1.0; rm -rf /", "it needs a Reel that reads schema 3"),
+        (__version__, "it needs a Reel that reads schema 4"),
+        ("0.0.9", "it needs a Reel that reads schema 4"),
+        ("unknown", "it needs a Reel that reads schema 4"),
+        ("1.0; rm -rf /", "it needs a Reel that reads schema 4"),
     ],
 )
 def test_newer_schema_suggests_only_an_upgrade_that_can_help(writer: str, wanted: str) -> None:
-    data = json.dumps({"_meta": {"schema": 3, "reel": writer}}).encode() + b"\n"
+    data = json.dumps({"_meta": {"schema": 4, "reel": writer}}).encode() + b"\n"
     with pytest.raises(SchemaVersionError) as info:
         Cassette.loads(data, name="new.jsonl")
     reason = info.value.reason

@@ -156,7 +156,7 @@ def test_reexports_are_the_private_objects() -> None:
 
     assert reel_core.Session is _session.Session
     assert reel_core.Cassette is _cassette.Cassette
-    assert reel_core.SCHEMA_VERSION == 2
+    assert reel_core.SCHEMA_VERSION == 3
     assert isinstance(reel_core.__version__, str)
 
 

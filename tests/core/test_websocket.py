@@ -127,7 +127,7 @@ def test_schema_1_cassettes_are_still_read_and_new_ones_say_2() -> None:
     old = b'{"_meta":{"schema":1}}\n' + interaction().to_line()
     cassette = Cassette.loads(old, name="old.jsonl")
     assert cassette.meta.schema == 1
-    assert Cassette().meta.to_line().startswith(b'{"_meta":{"schema":2,')
+    assert Cassette().meta.to_line().startswith(b'{"_meta":{"schema":3,')
 
 
 def test_a_schema_1_reader_reports_a_websocket_line_as_bad() -> None:

@@ -12,6 +12,7 @@ spelling an upstream may echo them in.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import html.entities
 import itertools
@@ -35,9 +36,10 @@ from reel_core import (
 )
 from reel_core._match import MatchConfig
 from reel_core._redact import EMAIL_TLDS
-from reel_core.tools import TimingMode, match_key
+from reel_core.tools import TimingMode, WebSocketLog, WebSocketMessage, match_key
 
 __all__ = [
+    "ASSET_THRESHOLD",
     "ECHO_TRANSFORMS",
     "HIT_BODY",
     "HIT_PATH",
@@ -45,6 +47,7 @@ __all__ = [
     "PROVIDER_PATHS",
     "JSONValue",
     "SecretText",
+    "asset_interactions",
     "chunkings",
     "credential_values",
     "echoes",
@@ -1020,3 +1023,140 @@ def echoes(draw: st.DrawFn, value: str) -> tuple[str, str]:
     """A transform of the family, and ``value`` as it writes it."""
     name = draw(st.sampled_from(sorted(ECHO_TRANSFORMS)))
     return name, ECHO_TRANSFORMS[name](draw, value)
+
+
+# -- assets: large base64 payloads anywhere a line holds one ----------------------
+
+#: The threshold the asset properties split at: small, so payloads stay small.
+ASSET_THRESHOLD = 128
+
+
+def _payload_strings(data: bytes) -> st.SearchStrategy[str]:
+    """``data`` as a string a body carries it in: bare base64, a data URL,
+    base64 with line breaks (not canonical: stays inline), or glued to a
+    word (no run of its own)."""
+    text = base64.b64encode(data).decode("ascii")
+    return st.sampled_from(
+        (
+            text,
+            "data:image/png;base64," + text,
+            "data:audio/wav;codec=pcm;base64," + text,
+            text.rstrip("="),
+            "\n".join(text[i : i + 76] for i in range(0, len(text), 76)),
+            "x" + text,
+            "before " + text + " after " + text,
+        )
+    )
+
+
+_payloads = st.one_of(
+    st.binary(min_size=ASSET_THRESHOLD, max_size=4 * ASSET_THRESHOLD),
+    st.binary(max_size=ASSET_THRESHOLD // 2),
+    st.sampled_from((b"\x89PNG\r\n\x1a\n", b"RIFF\0\0\0\0WAVE", b"\xff\xd8\xff")).flatmap(
+        lambda magic: st.binary(min_size=ASSET_THRESHOLD).map(lambda rest: magic + rest)
+    ),
+)
+
+
+@st.composite
+def _with_payloads(draw: st.DrawFn) -> JSONValue:
+    """A JSON value with base64 payloads at random paths, beside the
+    fields vision and realtime requests name them with."""
+    leaves = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.text(max_size=10),
+        _payloads.flatmap(_payload_strings),
+    )
+    value = draw(
+        st.recursive(
+            leaves,
+            lambda inner: st.one_of(
+                st.lists(inner, max_size=3),
+                st.dictionaries(
+                    st.sampled_from(
+                        ("data", "url", "audio", "delta", "type", "mime_type", "x", "asset:")
+                    ),
+                    inner,
+                    max_size=4,
+                ),
+            ),
+            max_leaves=8,
+        )
+    )
+    return {"type": draw(st.sampled_from(("response.output_audio.delta", "image"))), "v": value}
+
+
+@st.composite
+def _payload_bodies(draw: st.DrawFn) -> bytes:
+    """A body that may carry payloads: JSON in any style, raw bytes (a file
+    upload), text holding base64 (an SSE event, a multipart part)."""
+    kind = draw(st.integers(0, 3))
+    if kind == 0:
+        return draw(json_bodies(_with_payloads()))
+    if kind == 1:
+        return draw(_payloads)
+    if kind == 2:
+        text = draw(_payloads.flatmap(_payload_strings))
+        return f'data: {{"delta":"{text}"}}\n\n'.encode()
+    part = draw(_payloads)
+    return (
+        b'--b\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\n'
+        b"content-type: image/png\r\n\r\n" + part + b"\r\n--b--\r\n"
+    )
+
+
+@st.composite
+def asset_interactions(draw: st.DrawFn) -> Interaction:
+    """Interactions whose bodies, stream frames and WebSocket messages hold
+    base64 payloads over and under :data:`ASSET_THRESHOLD`, at random paths."""
+    base = draw(interactions())
+    request = RecordedRequest(
+        base.request.method, base.request.path, base.request.query, draw(_payload_bodies())
+    )
+    if draw(st.booleans()):
+        messages = tuple(
+            WebSocketMessage(
+                draw(st.sampled_from(("client", "server"))),
+                float(i),
+                data,
+                binary=binary,
+            )
+            for i, (data, binary) in enumerate(
+                draw(
+                    st.lists(
+                        st.one_of(
+                            _payload_bodies().map(lambda b: (b, False)),
+                            _payloads.map(lambda b: (b, True)),
+                        ),
+                        max_size=3,
+                    )
+                )
+            )
+        )
+        # text messages are UTF-8
+        messages = tuple(
+            m if m.binary or _utf8(m.data) else WebSocketMessage(m.sender, m.at_ms, m.data, True)
+            for m in messages
+        )
+        response = RecordedResponse(101, (), stream="websocket")
+        return dataclasses.replace(
+            base, request=request, response=response, websocket=WebSocketLog(messages)
+        )
+    if draw(st.booleans()):
+        frames = tuple(
+            (float(i), body) for i, body in enumerate(draw(st.lists(_payload_bodies(), max_size=3)))
+        )
+        response = RecordedResponse(200, (), stream="sse", frames=frames, end_ms=float(len(frames)))
+    else:
+        response = RecordedResponse(200, (), body=draw(_payload_bodies()))
+    return dataclasses.replace(base, request=request, response=response)
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -191,16 +191,16 @@ async def test_appending_and_redacting_keep_every_line_they_cannot_read(tmp_path
         assert redacted[number - 1] == old[number - 1], number
 
 
-NEWER = b'{"_meta":{"schema":3,"reel":"9.0","match":"normalized"}}\n'
+NEWER = b'{"_meta":{"schema":4,"reel":"9.0","match":"normalized"}}\n'
 
 
 @pytest.mark.parametrize("mode", [Mode.REPLAY, Mode.AUTO, Mode.RECORD])
 def test_a_newer_schema_is_refused_and_never_overwritten(tmp_path: Path, mode: Mode) -> None:
     path = tmp_path / "newer.jsonl"
-    data = NEWER + b'{"key":"sha256:' + b"0" * 64 + b'","whatever":"schema 3 holds"}\n'
+    data = NEWER + b'{"key":"sha256:' + b"0" * 64 + b'","whatever":"schema 4 holds"}\n'
     path.write_bytes(data)
     for strict in (True, False):
-        with pytest.raises(SchemaVersionError, match=rf"^{path}:1: cassette schema 3 "):
+        with pytest.raises(SchemaVersionError, match=rf"^{path}:1: cassette schema 4 "):
             Proxy(options(mode, path).config(), cassette=path, strict=strict)
     with pytest.raises(SchemaVersionError):
         Transport(path, mode=mode)
@@ -216,7 +216,7 @@ def test_the_proxy_command_says_what_is_wrong_with_a_cassette(tmp_path: Path) ->
     broken.write_bytes(b'{"_meta":{"schema":"one"}}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("REEL_")}
     for path, args, message in (
-        (newer, ["--mode", "record"], f"{newer}:1: cassette schema 3 (written by Reel 9.0)"),
+        (newer, ["--mode", "record"], f"{newer}:1: cassette schema 4 (written by Reel 9.0)"),
         (broken, ["--mode", "replay"], f'{broken}:1: "_meta.schema" must be a positive integer'),
     ):
         done = subprocess.run(
@@ -261,7 +261,7 @@ async def test_a_bad_cassette_in_a_directory_is_500_and_the_others_serve(tmp_pat
             good = await fetch(client, Call(GOOD.path, GOOD.body, {"x-reel-cassette": "ok"}))
         assert fake.requests == []
     assert bad.status == again.status == 500
-    assert bad.json()["error"]["message"].startswith(f"{root / 'newer.jsonl'}:1: cassette schema 3")
+    assert bad.json()["error"]["message"].startswith(f"{root / 'newer.jsonl'}:1: cassette schema 4")
     assert good.status == 200
     assert (root / "newer.jsonl").read_bytes() == NEWER
 

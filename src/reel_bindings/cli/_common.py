@@ -21,6 +21,7 @@ from typing import Any, TextIO, TypeVar
 from reel_core import CassetteError, CassetteMeta, ConfigError, Interaction, Redactor, ReelError
 from reel_core.tools import decode_lines, is_meta_line, read_line
 
+from .._files import StoreAssets
 from .._settings import pii_from_env
 from .._store import FileStore, Store
 from .._store import atomic_write as replace_file
@@ -34,6 +35,7 @@ __all__ = [
     "CliError",
     "Line",
     "Progress",
+    "assets_of",
     "atomic_write",
     "check_output",
     "env_pii",
@@ -71,6 +73,15 @@ class CliError(Exception):
 #: The store the reading commands read from (``--store``, set by
 #: :mod:`._store`); ``None``: files.
 STORE: contextvars.ContextVar[Store | None] = contextvars.ContextVar("reel_store", default=None)
+
+
+def assets_of(path: Path) -> StoreAssets:
+    """The assets of the cassette ``path`` (in the command's store, else
+    beside the file), as the core reads them."""
+    store = STORE.get()
+    if store is not None:
+        return StoreAssets(store, path.as_posix())
+    return StoreAssets(FileStore(), str(path))
 
 
 def read_bytes(path: Path) -> bytes:
@@ -137,10 +148,11 @@ class CassetteLines:
         return [line for line in self.lines if line.error is not None]
 
 
-def parse_line(raw: bytes) -> Interaction:
-    """Parse one interaction line; ``ValueError`` says what is wrong (the
-    same checks as :meth:`reel_core.Cassette.loads`)."""
-    return read_line(raw)
+def parse_line(raw: bytes, path: Path | None = None) -> Interaction:
+    """Parse one interaction line of cassette ``path``, its assets put
+    back; ``ValueError`` says what is wrong (the same checks as
+    :meth:`reel_core.Cassette.loads`, a missing or corrupt asset too)."""
+    return read_line(raw, None if path is None else assets_of(path))
 
 
 def split_lines(data: bytes) -> list[bytes]:
@@ -169,7 +181,13 @@ def parse_cassette(
     it refuses (not UTF-8, no cassette at all, a bad ``_meta`` line unless
     ``tolerant_meta``) is a :class:`CliError`."""
     try:
-        decoded = decode_lines(data, str(path), tolerant_meta=tolerant_meta, meta_only=meta_only)
+        decoded = decode_lines(
+            data,
+            str(path),
+            tolerant_meta=tolerant_meta,
+            meta_only=meta_only,
+            assets=assets_of(path),
+        )
     except CassetteError as exc:
         raise CliError(str(exc)) from None
     return CassetteLines(

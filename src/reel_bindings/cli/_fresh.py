@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from reel_core import CassetteError, ReelError
-from reel_core.tools import Compaction, compact, decode_lines, lines_drift
+from reel_core.tools import Compaction, cassette_assets, compact, decode_lines, lines_drift
 
+from .._files import StoreAssets
 from .._store import FileStore, Store
-from ._common import EXIT_FINDINGS, EXIT_OK, STORE, CliError, read_bytes
+from ._common import EXIT_FINDINGS, EXIT_OK, STORE, CliError, assets_of, read_bytes
 from ._store import add_store_options
 
 __all__ = ["add_parsers"]
@@ -46,7 +47,9 @@ def add_parsers(commands: Any) -> None:
         help="rewrite a cassette without its superseded lines",
         description="Rewrite a cassette without the lines newer recordings of the same "
         "request superseded, atomically (a file: renamed in place; Redis: one script), "
-        "keeping every line appended meanwhile.",
+        "keeping every line appended meanwhile; then remove the assets no line refers to "
+        "(run it while nothing records into the cassette: a recording writes its assets "
+        "just before its line).",
     )
     comp.add_argument("cassette", type=Path, metavar="CASSETTE", help="a cassette (.jsonl)")
     comp.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
@@ -57,16 +60,25 @@ def add_parsers(commands: Any) -> None:
     comp.set_defaults(run=run_compact)
 
 
-def _decoded(data: bytes, name: str) -> Any:
+def _decoded(data: bytes, path: Path) -> Any:
     try:
-        return decode_lines(data, name)
+        return decode_lines(data, path.as_posix(), assets=assets_of(path))
     except CassetteError as exc:
         raise CliError(str(exc)) from None
 
 
+def _unreferenced(store: Store, name: str, data: bytes | None) -> list[str]:
+    """The assets of cassette ``name`` no line of ``data`` (``None``: what
+    the store holds now) refers to."""
+    if data is None:
+        data = store.read(name) or b""
+    referenced = cassette_assets(data)
+    return [digest for digest in store.assets(name) if digest not in referenced]
+
+
 def run_drift(ns: argparse.Namespace) -> int:
     name = ns.cassette.as_posix()
-    drifts = lines_drift(_decoded(read_bytes(ns.cassette), name).lines)
+    drifts = lines_drift(_decoded(read_bytes(ns.cassette), ns.cassette).lines)
     if ns.json:
         print(json.dumps({"cassette": name, "drift": [d.to_json() for d in drifts]}, indent=2))
     elif not drifts:
@@ -89,7 +101,7 @@ def run_compact(ns: argparse.Namespace) -> int:
 
     def change(data: bytes) -> bytes | None:
         try:
-            result = compact(data, name, drop_bad=ns.drop_bad)
+            result = compact(data, name, drop_bad=ns.drop_bad, assets=StoreAssets(store, name))
         except CassetteError as exc:
             raise CliError(str(exc)) from None
         done[:] = [result]
@@ -102,6 +114,11 @@ def run_compact(ns: argparse.Namespace) -> int:
         raise CliError(f"{name}: cannot rewrite: {exc}") from None
     result = done[0]
     verb = "would drop" if ns.dry_run else "dropped"
+    unreferenced = _unreferenced(store, name, result.data if ns.dry_run else None)
+    for digest in unreferenced:
+        if not ns.dry_run:
+            store.delete_asset(name, digest)
+        print(f"{verb} asset {store.describe_asset(name, digest)}: unreferenced")
     for line in result.superseded:
         assert line.interaction is not None
         i = line.interaction
@@ -122,5 +139,9 @@ def run_compact(ns: argparse.Namespace) -> int:
         summary += f" line(s) dropped, {result.kept} interaction(s) kept"
     else:
         summary += " lines: nothing to do"
+    if unreferenced:
+        summary += f"; {len(unreferenced)} unreferenced asset(s) " + (
+            "would go" if ns.dry_run else "removed"
+        )
     print(summary, file=sys.stderr)
     return EXIT_OK

@@ -22,6 +22,7 @@ both commands name it, for a person to re-record or edit.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import sys
 from collections import Counter
@@ -30,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from reel_core import CassetteMeta, ConfigError, Interaction, Limits, MatchConfig, Redactor
-from reel_core.tools import decode_content, not_a_cassette
+from reel_core.tools import cassette_assets, decode_content, not_a_cassette, split_line
 
 from .._settings import limits_from_env
+from .._store import FileStore
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -87,8 +89,11 @@ def add_parsers(commands: Any) -> None:
         "cassettes, with file, line, kind and place. `reel redact FILE` replaces them. A body "
         "stored in an encoding Reel could not decode (flagged on its line) fails the check: "
         "nothing can vouch for it. Compressed data is looked inside up to the body limit "
-        "(REEL_MAX_BODY).",
-        epilog="Exit status: 0 clean; 1 something found, or a body Reel could not decode; "
+        "(REEL_MAX_BODY). The assets beside each cassette are checked too: one its lines "
+        "refer to that is missing or corrupt fails the check, an unreferenced one is listed "
+        "(`reel compact` removes it).",
+        epilog="Exit status: 0 clean; 1 something found, a body Reel could not decode, or a "
+        "missing or corrupt asset; "
         "2 bad usage, or a file that is unreadable or no cassette (its secrets are still "
         "reported).",
     )
@@ -224,6 +229,9 @@ class FileReport:
     #: Why the file is no cassette (no ``_meta`` line, no line an interaction).
     junk: str | None = None
     output: bytes = b""
+    #: The assets the changed lines refer to (digest -> bytes), written
+    #: beside the file before it.
+    assets: dict[str, bytes] = field(default_factory=dict)
 
 
 def undecoded_bodies(ix: Interaction) -> list[tuple[str, str]]:
@@ -261,7 +269,7 @@ def process(path: Path, data: bytes, limit: int = INSIDE_LIMIT) -> FileReport:
             continue
         report.lines += 1
         try:
-            ix = parse_line(body)
+            ix = parse_line(body, path)
         except ValueError as exc:
             found: list[str] = []
             # the match key a line of Reel's starts with is a hash, not a secret
@@ -286,7 +294,10 @@ def process(path: Path, data: bytes, limit: int = INSIDE_LIMIT) -> FileReport:
         for where, kind in findings.items:
             report.kinds[kind] += 1
             report.findings.append((number, where, kind))
-        out.append(bom + new.to_line()[:-1] + end)
+        # written as a recording is: its large payloads kept beside it
+        written, assets = split_line(new.to_line(), meta.asset_threshold())
+        report.assets.update(assets)
+        out.append(bom + written[:-1] + end)
     report.output = b"".join(out)
     report.junk = not_a_cassette(parsed.has_meta, report.lines - len(report.bad), report.bad)
     return report
@@ -399,6 +410,8 @@ def run_redact(ns: argparse.Namespace) -> int:
             print("\n".join(left), end="\n" if left else "")
             continue
         try:
+            for digest, data in report.assets.items():
+                FileStore().write_asset(str(path), digest, data)
             links = path.stat().st_nlink
             atomic_write(path, report.output)
         except OSError as exc:
@@ -430,17 +443,21 @@ def run_check(ns: argparse.Namespace) -> int:
     by_hand = 0
     hidden = 0
     undecoded: list[Path] = []
+    broken: list[Path] = []
     limit = _limit("reel check")
     if limit is None:
         return EXIT_USAGE
     progress = Progress(len(files))
     for path in progress.track(files):
         try:
-            report = process(path, read_bytes(path), limit)
+            data = read_bytes(path)
+            report = process(path, data, limit)
         except CliError as exc:
             print(f"reel check: {exc}", file=sys.stderr)
             status = EXIT_USAGE
             continue
+        if _check_assets(path, data):
+            broken.append(path)
         found = report.findings + report.raw_findings
         if report.junk is not None:
             print(f"reel check: {path}: {report.junk}", file=sys.stderr)
@@ -480,6 +497,41 @@ def run_check(ns: argparse.Namespace) -> int:
             + UNDECODED_HINT,
             file=sys.stderr,
         )
-    if dirty or undecoded:
+    if broken:
+        print(
+            f"reel check: {len(broken)} of {plural(len(files), 'file')} refer to assets that "
+            "are missing or corrupt: their lines cannot be replayed; restore the assets (from "
+            "version control), or record those requests again",
+            file=sys.stderr,
+        )
+    if dirty or undecoded or broken:
         return max(status, EXIT_FINDINGS)
     return status
+
+
+def _check_assets(path: Path, data: bytes) -> bool:
+    """Print each asset of cassette ``path`` (bytes ``data``) that is
+    missing, corrupt (its bytes do not hash to its name) or unreferenced;
+    whether any is missing or corrupt (an unreferenced one harms no replay:
+    ``reel compact`` removes it)."""
+    store, name = FileStore(), str(path)
+    referenced = cassette_assets(data)
+    kept = set(store.assets(name))
+    broken = False
+    for digest, numbers in referenced.items():
+        where = store.describe_asset(name, digest)
+        lines = ", ".join(map(str, numbers))
+        if digest not in kept:
+            print(f"{path}:{lines}: asset {where} is missing")
+            broken = True
+            continue
+        found = hashlib.sha256(store.read_asset(name, digest) or b"").hexdigest()
+        if found != digest:
+            print(f"{path}:{lines}: asset {where} is corrupt (its bytes hash to sha256-{found})")
+            broken = True
+    for digest in sorted(kept - referenced.keys()):
+        print(
+            f"{path}: asset {store.describe_asset(name, digest)} is unreferenced "
+            f"(`reel compact {path}` removes it)"
+        )
+    return broken

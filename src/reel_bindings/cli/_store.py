@@ -5,7 +5,9 @@ that read cassettes take ``--store URL`` to read them from one.
 ``reel pull STORE CASSETTE -o FILE`` writes the cassette's bytes as the
 store holds them (for Redis: its list's values, joined); ``reel push FILE
 STORE [--as NAME] [--force]`` makes the file's bytes the cassette, in one
-atomic replace.  A pushed file pulled again is the same file.
+atomic replace.  A pushed file pulled again is the same file.  The assets
+its lines refer to go with it (pushed first, from beside the file; pulled
+to beside the output file).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from reel_core import CassetteError, ConfigError
+from reel_core.tools import cassette_assets
 
 from .._settings import store_from_env
-from .._store import Store, StoreUnavailableError, check_name
+from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import open_store
 from ._common import EXIT_OK, STORE, CliError, parse_cassette, read_bytes, write_output
 
@@ -121,9 +124,26 @@ def run_pull(ns: argparse.Namespace) -> int:
     if data is None:
         raise CliError(f"{store.describe(name)}: no such cassette (reel push FILE STORE adds one)")
     out: Path = ns.out or Path(Path(name).name)
+    missing = _copy_assets(data, store, name, FileStore(), str(out))
     write_output(out, data, force=ns.force)
+    for where in missing:
+        print(f"reel pull: asset {where} is missing in the store", file=sys.stderr)
     print(f"pulled {store.describe(name)} to {out} ({len(data)} bytes)", file=sys.stderr)
     return EXIT_OK
+
+
+def _copy_assets(data: bytes, source: Store, name: str, target: Store, to: str) -> list[str]:
+    """Copy the assets the lines of ``data`` refer to from cassette
+    ``name`` of ``source`` to cassette ``to`` of ``target``; those missing
+    in ``source``, as it names them."""
+    missing = []
+    for digest in cassette_assets(data):
+        asset = source.read_asset(name, digest)
+        if asset is None:
+            missing.append(source.describe_asset(name, digest))
+        else:
+            target.write_asset(to, digest, asset)
+    return missing
 
 
 def run_push(ns: argparse.Namespace) -> int:
@@ -135,6 +155,12 @@ def run_push(ns: argparse.Namespace) -> int:
         if store.exists(name) and not ns.force:
             raise CliError(
                 f"{store.describe(name)} exists: give --force to replace it, or --as another name"
+            )
+        missing = _copy_assets(data, FileStore(), str(ns.file), store, name)
+        if missing:
+            raise CliError(
+                f"asset {missing[0]} is missing ({len(missing)} in all): nothing was pushed; "
+                f"restore them, or record those requests again (`reel check {ns.file}` lists them)"
             )
         store.replace(name, data)
     except StoreUnavailableError as exc:

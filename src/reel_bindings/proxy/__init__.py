@@ -51,6 +51,7 @@ def _proxy(options: ProxyOptions) -> Proxy:
         store=store,
         strict=options.strict,
         client_timeout=options.client_timeout,
+        asset_threshold=options.asset_threshold,
         upstream=AsyncUpstream(
             connect_timeout=min(10.0, options.upstream_timeout),
             read_timeout=options.upstream_timeout,

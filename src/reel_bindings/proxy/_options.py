@@ -106,6 +106,9 @@ class ProxyOptions:
     #: Response headers never stored (``--drop-response-header``,
     #: ``REEL_DROP_RESPONSE_HEADERS``), besides those Reel never stores.
     drop_response_headers: tuple[str, ...] = ()
+    #: Base64 payloads this long or longer are kept beside the cassette
+    #: (``REEL_ASSET_THRESHOLD``); ``None``: the cassette's, or the default.
+    asset_threshold: int | None = None
 
     def config(self) -> Config:
         return Config(
@@ -399,6 +402,7 @@ def parse_options(
         max_age=settings.max_age,
         record_grace=settings.config().record_grace,
         drop_response_headers=settings.drop_response_headers,
+        asset_threshold=settings.asset_threshold,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
         ui=args.ui,
         ui_public=args.ui_public,

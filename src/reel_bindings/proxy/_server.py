@@ -89,12 +89,15 @@ class Proxy:
         upstream: AsyncUpstream | None = None,
         store: Store | None = None,
         report: bool = False,
+        asset_threshold: int | None = None,
     ) -> None:
         if store is not None and cassette_dir is not None:
             raise ValueError("give a store or a cassette_dir, not both")
         if store is None and (cassette is None) == (cassette_dir is None):
             raise ValueError("give exactly one of cassette and cassette_dir")
         self.config = config
+        #: ``REEL_ASSET_THRESHOLD`` (see :class:`~reel_bindings._files.CassetteFile`).
+        self.asset_threshold = asset_threshold
         self.cassette_dir = cassette_dir
         self.strict = strict
         self.client_timeout = client_timeout
@@ -191,6 +194,7 @@ class Proxy:
                 meta=meta,
                 hint=hint,
                 store=self.store,
+                asset_threshold=self.asset_threshold,
             )
             self._files[path] = file
             self._by_label[file.cassette.name] = file

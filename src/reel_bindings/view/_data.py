@@ -25,6 +25,7 @@ from reel_core.tools import CallError, load_json
 
 from .._figures import Figures, figures
 from .._text import assemble, frame_text
+from ._media import media
 from ._run import call_detail, timeline
 
 __all__ = [
@@ -269,6 +270,8 @@ def detail(ix: Interaction) -> dict[str, Any]:
         "meta": _jsonable(dict(ix.meta)),
         # a call line (a tool's): what was called and how it ended
         "call": None if ix.call is None else _jsonable(call_detail(ix.call, ix.meta)),
+        # the images and sounds the detail panel shows (see _media)
+        "media": media(ix),
     }
 
 

@@ -15,8 +15,9 @@ import threading
 from collections.abc import Callable, Sequence
 
 from reel_core import ReelError
-from reel_core.tools import decode_lines
+from reel_core.tools import AssetSource, decode_lines
 
+from .._files import StoreAssets
 from .._store import Store
 from ._data import Source
 from ._page import render_page
@@ -41,11 +42,12 @@ def store_version(store: Store, names: Sequence[str]) -> str:
     return hashlib.sha256(seen.encode()).hexdigest()[:16]
 
 
-def source_of_bytes(name: str, data: bytes) -> Source:
-    """A cassette's bytes as the page shows them: its interactions, and
-    the lines it could not read with why.  Raises
-    :class:`~reel_core.CassetteError` for bytes that are no cassette."""
-    decoded = decode_lines(data, name)
+def source_of_bytes(name: str, data: bytes, assets: AssetSource | None = None) -> Source:
+    """A cassette's bytes as the page shows them: its interactions (their
+    payloads read back from ``assets``), and the lines it could not read
+    with why.  Raises :class:`~reel_core.CassetteError` for bytes that are
+    no cassette."""
+    decoded = decode_lines(data, name, assets=assets)
     return Source(
         name,
         [(line.number, line.interaction) for line in decoded.lines if line.interaction],
@@ -103,7 +105,7 @@ class LivePage:
             for name in names:
                 data = self.store.read(name)
                 if data is not None:
-                    sources.append(source_of_bytes(name, data))
+                    sources.append(source_of_bytes(name, data, StoreAssets(self.store, name)))
         except ReelError as exc:  # CassetteError and StoreUnavailableError are ones
             error, sources = str(exc), []
         return render_page(sources, title=self.title(names), serve=serve, error=error)

@@ -22,7 +22,7 @@ GROUP = 100
 #: No request leaves the page: no network, no frame, no font, no form.
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-    "img-src data:; base-uri 'none'; form-action 'none'"
+    "img-src data:; media-src data:; base-uri 'none'; form-action 'none'"
 )
 #: Served by ``reel view --serve``: it may also ask its own server for the
 #: cassettes' version (the live reload), and nothing else.

@@ -295,6 +295,22 @@
   function fmtAxis(t) { return t >= 10000 ? (t / 1000).toFixed(0) + " s" : Math.round(t).toString(); }
 
   // -- one interaction in full -------------------------------------------------------
+  function mediaHtml(items) {
+    // the images and sounds the interaction carries (the server found them
+    // and made raw PCM a WAV): shown and played from data: URLs
+    if (!items || !items.length) return "";
+    const h = ['<h3>Media</h3><div class="media">'];
+    for (const m of items) {
+      let shown = '<span class="more">(too large to show here)</span>';
+      if (m.src && m.type.startsWith("image/")) shown = '<img src="' + esc(m.src) + '" alt="' + esc(m.where) + '">';
+      else if (m.src) shown = '<audio controls preload="metadata" src="' + esc(m.src) + '"></audio>';
+      const caption = esc(m.where) + " · " + esc(m.type) + " · " + m.bytes.toLocaleString("en") + " bytes";
+      h.push("<figure>" + shown + '<figcaption class="mono">' + caption + "</figcaption></figure>");
+    }
+    h.push("</div>");
+    return h.join("");
+  }
+
   function detailHtml(i, opts) {
     const r = rows[i];
     const d = detail(i);
@@ -359,6 +375,7 @@
       h.push("<h3>Body</h3>");
       h.push(bodyHtml(resp.body));
     }
+    h.push(mediaHtml(d.media));
     h.push("</div>");
     return h.join("");
   }
