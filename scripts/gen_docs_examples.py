@@ -267,13 +267,13 @@ def _rerecorded(out: Path) -> None:
 
     def call(cassette: Cassette, config: Config, now: float, status: int, body: bytes) -> None:
         engine = Engine(cassette, config)
-        engine.receive_request(request, now=now)
+        engine.receive_request(request, wall=now)
         event = engine.next_event()
         if isinstance(event, Forward):
             head = [(b"content-type", b"application/json")]
-            engine.upstream_head(status, head, now=0.0, sent_at=0.0, timestamp=now)
-            engine.upstream_data(body, now=0.2)
-            engine.upstream_end(now=0.2)
+            engine.upstream_head(status, head, mono=0.0, sent_at=0.0, wall=now)
+            engine.upstream_data(body, mono=0.2)
+            engine.upstream_end(mono=0.2)
         while not isinstance(engine.next_event(), Signal):
             pass
         engine.record()

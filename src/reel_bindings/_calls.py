@@ -317,7 +317,7 @@ def _decide(player: Player, call: Call) -> tuple[CallEngine, CallReplay | CallRu
     kept (the pytest plugin fails the test on it) and raised."""
     with player.lock:
         engine = _engine(player)
-        decision = engine.decide(call, now=time.time())
+        decision = engine.decide(call, wall=time.time())
         method, path, runlog = "CALL", f"{call.kind}:{call.name}", player.runlog
         if isinstance(decision, CallMiss):
             runlog.missed(decision.report)
@@ -340,7 +340,7 @@ def _finish(
 ) -> None:
     total_ms = (time.monotonic() - started) * 1000.0
     with player.lock:
-        recorded = engine.finish(run, outcome, total_ms=total_ms, timestamp=time.time())
+        recorded = engine.finish(run, outcome, total_ms=total_ms, wall=time.time())
         if recorded is not None:
             player.runlog.recorded(recorded)
     if recorded is not None:

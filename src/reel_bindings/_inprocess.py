@@ -219,14 +219,14 @@ class Player:
                 engine = Engine(self.file.cassette, replace(self.config, mode=Mode.LIVE))
             elif engine is None or engine.cassette is not self.file.cassette:
                 engine = Engine(self.file.cassette, self.config)
-            engine.receive_request(request, now=time.time())
+            engine.receive_request(request, wall=time.time())
             event = engine.next_event()
             if isinstance(event, Forward):
                 reason = self._store_down() if event.record else None
                 if reason is None:  # noted in the run log as it ends
                     return Upstreaming(self, engine, event)
                 # Its recording could not be kept: not forwarded, answered 502.
-                engine.upstream_error(Abort.STORE, reason, now=time.monotonic())
+                engine.upstream_error(Abort.STORE, reason, mono=time.monotonic())
                 event = engine.next_event()
             decision = event if isinstance(event, (Replay, Miss, Refused)) else None
             if isinstance(decision, Replay) and engine.replaying is not None:
@@ -289,26 +289,26 @@ class Upstreaming:
         self._engine.upstream_head(
             status,
             list(headers),
-            now=time.monotonic(),
+            mono=time.monotonic(),
             sent_at=self.sent_at,
-            timestamp=time.time(),
+            wall=time.time(),
         )
         self._drain()  # only events: a line comes after the end
 
     def data(self, chunk: bytes) -> None:
-        self._engine.upstream_data(chunk, now=time.monotonic())
+        self._engine.upstream_data(chunk, mono=time.monotonic())
         self._drain()
 
     def end(self) -> None:
-        self._engine.upstream_end(now=time.monotonic())
+        self._engine.upstream_end(mono=time.monotonic())
         self._record()
 
     def error(self, error: UpstreamError | Abort, detail: str) -> None:
-        self._engine.upstream_error(error, detail, now=time.monotonic())
+        self._engine.upstream_error(error, detail, mono=time.monotonic())
         self._record()
 
     def left(self, why: str) -> float:
-        return self._engine.client_left(why, now=time.monotonic())
+        return self._engine.client_left(why, mono=time.monotonic())
 
     def _drain(self) -> None:
         # The client gets the upstream's own bytes, not these events.

@@ -12,11 +12,11 @@ says), found near by :func:`~reel_core._fuzzy.nearest`, reported on by
 A binding (``reel_bindings.calls``) drives it::
 
     engine = CallEngine(cassette, config)
-    decision = engine.decide(Call("lookup_order", {"order_id": "A-1"}), now=time.time())
+    decision = engine.decide(Call("lookup_order", {"order_id": "A-1"}), wall=time.time())
     if isinstance(decision, CallReplay):   # return (or raise) decision.log.outcome
     elif isinstance(decision, CallMiss):   # raise MissError(decision.report)
     else:                                   # CallRun: call the function, then
-        recorded = engine.finish(decision, outcome, total_ms=..., timestamp=time.time())
+        recorded = engine.finish(decision, outcome, total_ms=..., wall=time.time())
         # append recorded.line when it is not None (live mode records nothing)
 
 The engine reads no clock: the wall-clock time comes with each call (for
@@ -119,9 +119,9 @@ class CallEngine:
         max_age = self.config.max_age
         self._max_age = max_age if max_age is not None else cassette.meta.max_age_seconds
 
-    def decide(self, call: Call, *, now: float | None = None) -> CallReplay | CallMiss | CallRun:
+    def decide(self, call: Call, *, wall: float | None = None) -> CallReplay | CallMiss | CallRun:
         """What to do with ``call`` (its arguments as the function got
-        them; they are redacted here, before the key).  ``now``, the
+        them; they are redacted here, before the key).  ``wall``, the
         wall-clock time, is needed when a ``max_age`` is in force."""
         mode = self.config.mode
         call = call.redacted(self.redactor)
@@ -133,7 +133,7 @@ class CallEngine:
             starts = self._max_age is not None and cassette.plays(key, keying) == 0
             interaction = cassette.play(key, keying, repeat=self._repeat)
             similarity = None
-            stale = None if interaction is None else self._staleness(key, now)
+            stale = None if interaction is None else self._staleness(key, wall)
             if stale is not None and interaction is not None and mode is Mode.AUTO and starts:
                 superseding = interaction.generation + 1  # recorded again from its start
                 interaction = None
@@ -171,7 +171,7 @@ class CallEngine:
 
             raise LocalProtocolError(
                 "a max_age is in force: hand the wall-clock time in with each call "
-                "(decide(call, now=time.time()))"
+                "(decide(call, wall=time.time()))"
             )
         from ._freshness import staleness
 
@@ -214,12 +214,12 @@ class CallEngine:
         outcome: CallResult | CallStream | CallError,
         *,
         total_ms: float,
-        timestamp: float | None = None,
+        wall: float | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> Recorded | None:
         """The call ``run`` ended with ``outcome`` (as the function gave it:
         it is redacted here) after ``total_ms``, at the wall-clock time
-        ``timestamp``: add its recording to the cassette and return the
+        ``wall``: add its recording to the cassette and return the
         line to append; ``None`` in live mode.  ``meta`` adds facts to the
         line's ``meta``."""
         if not run.record:
@@ -231,7 +231,7 @@ class CallEngine:
         facts.update(meta or {})
         cassette, stored = self.cassette, self.cassette.keying
         key = run.key if stored == self._keying else call_request(log.call).key(stored)
-        ts = format_timestamp(timestamp)
+        ts = format_timestamp(wall)
 
         def built() -> Steps[Interaction]:
             yield

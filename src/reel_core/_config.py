@@ -97,7 +97,7 @@ class Config:
     #: ``None``: the cassette's ``_meta`` ``max_age``, if any.  In auto mode
     #: a stale recording is forwarded and recorded again; in replay mode it
     #: is served, and the ``Replay`` says it is stale.  Needs the wall-clock
-    #: time with each request (``receive_request(now=...)``).
+    #: time with each request (``receive_request(wall=...)``).
     max_age: float | None = None
     #: In record and auto modes, how long (seconds) a forward reads its
     #: upstream on once the client stopped reading the response, so that a

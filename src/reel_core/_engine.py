@@ -210,16 +210,21 @@ class Engine:
 
     # -- client side ---------------------------------------------------------
 
-    def receive_request(self, request: Request, *, now: float | None = None) -> None:
-        """Hand over the next request, parsed (the body whole).  ``now`` is
+    def receive_request(self, request: Request, *, wall: float | None = None) -> None:
+        """Hand over the next request, parsed (the body whole).  ``wall`` is
         the wall-clock time (epoch seconds), which a ``max_age`` needs to
-        tell a stale recording."""
+        tell a stale recording.
+
+        Two clocks are named apart everywhere: ``wall`` is the wall clock
+        (``time.time()``: what a line's ``ts`` and a ``max_age`` read),
+        ``mono`` a monotonic one (``time.monotonic()`` or the event loop's:
+        what offsets and durations are measured on)."""
         if self.state is not State.IDLE or self._pending is not None:
             raise self._misuse(f"a request is already being served (state {self.state.value})")
         if len(request.body) > self.config.limits.max_body:
             raise self.config.limits.body_too_large(len(request.body), self.config.hints.max_body)
         self._pending = request
-        self._now = now
+        self._now = wall
 
     def next_event(self) -> Event | Signal:
         """The next event, or a :class:`Signal` saying what the engine waits
@@ -477,7 +482,7 @@ class Engine:
         if self._now is None:
             raise self._misuse(
                 "a max_age is in force: hand the wall-clock time in with each request "
-                "(receive_request(request, now=time.time()))"
+                "(receive_request(request, wall=time.time()))"
             )
         from ._freshness import staleness
 
@@ -625,40 +630,41 @@ class Engine:
         status: int,
         headers: Headers | list[tuple[bytes, bytes]],
         *,
-        now: float,
+        mono: float,
         sent_at: float | None = None,
-        timestamp: float | None = None,
+        wall: float | None = None,
         reason: bytes = b"",
     ) -> None:
         """The upstream answered ``status`` and ``headers`` at monotonic time
-        ``now``; ``sent_at`` is when the request went out (for time to first
-        byte) and ``timestamp`` the wall-clock time (epoch seconds) stored on
-        the line."""
+        ``mono``; ``sent_at`` is when the request went out (on the same
+        clock: the time to first byte) and ``wall`` the wall-clock time
+        (epoch seconds) stored on the line."""
         self._to(Input.UPSTREAM_HEAD)
         headers = normalize_headers(headers)
         passed = tuple((k, v) for k, v in headers if k not in HOP_BY_HOP)
         self._events.append(ResponseHead(status, passed, reason))
         if self._capture is not None:
-            self._capture.head = (status, headers, now, sent_at, timestamp)
+            self._capture.head = (status, headers, mono, sent_at, wall)
 
-    def upstream_data(self, data: bytes, *, now: float) -> None:
-        """A chunk of the upstream body (as received, still encoded)."""
+    def upstream_data(self, data: bytes, *, mono: float) -> None:
+        """A chunk of the upstream body (as received, still encoded), at
+        monotonic time ``mono``."""
         self._to(Input.UPSTREAM_DATA)
         if data:
             data = bytes(data)  # one copy at most (none for bytes), shared by both
             self._events.append(Frame(data))
             if self._capture is not None:
-                self._capture.chunks.append((data, now))
+                self._capture.chunks.append((data, mono))
 
-    def upstream_end(self, *, now: float) -> None:
-        """The upstream response ended cleanly."""
+    def upstream_end(self, *, mono: float) -> None:
+        """The upstream response ended cleanly, at monotonic time ``mono``."""
         self._to(Input.UPSTREAM_END)
         self._events.append(EndOfResponse())
         if self._capture is not None:
             capture, self._capture = self._capture, None
-            self._unstored = lambda: _built(capture, lambda recorder: recorder.ending(now))
+            self._unstored = lambda: _built(capture, lambda recorder: recorder.ending(mono))
 
-    def client_left(self, why: str, *, now: float) -> float:
+    def client_left(self, why: str, *, mono: float) -> float:
         """The client stopped reading a forwarded response before its end
         (``why``: it closed the response or the connection, or a write to
         it failed); the seconds the binding reads the upstream on, for the
@@ -682,19 +688,19 @@ class Engine:
         capture = self._capture
         if capture is None or self.state is not State.STREAMING:
             return 0.0
-        capture.left = (len(capture.chunks), why, now)
+        capture.left = (len(capture.chunks), why, mono)
         return self.config.record_grace
 
     def upstream_error(
-        self, error: UpstreamError | Abort, detail: str = "", *, now: float = 0.0
+        self, error: UpstreamError | Abort, detail: str = "", *, mono: float
     ) -> None:
         """The exchange with the upstream ended early: the upstream failed
         (an :class:`UpstreamError`), or the binding ended it (an
         :class:`Abort`: the client left, or the store cannot keep the
         recording, so the request was not forwarded).  Before the head: the
         client gets a 502 (504 for a timeout) saying what failed and
-        nothing is recorded.  After it: the stream is cut, and recorded as
-        cut."""
+        nothing is recorded.  After it: the stream is cut at monotonic time
+        ``mono``, and recorded as cut."""
         if not isinstance(error, (UpstreamError, Abort)):
             raise self._misuse(f"error must be an UpstreamError or an Abort, not {error!r}")
         if self.state is State.AWAIT_UPSTREAM:
@@ -729,7 +735,7 @@ class Engine:
         self._to(Input.UPSTREAM_ERROR)
         capture, self._capture = self._capture, None
         if capture is not None and capture.left is not None:  # what the client saw
-            seen, detail, now = capture.left
+            seen, detail, mono = capture.left
             del capture.chunks[seen:]
             error = Abort.CLIENT_CLOSED
         detail = self.redactor.text(detail)
@@ -737,7 +743,7 @@ class Engine:
         self._events.append(Cut(error.value, detail))
         if capture is not None:
             self._unstored = lambda: _built(
-                capture, lambda recorder: recorder.failing(error, detail, now)
+                capture, lambda recorder: recorder.failing(error, detail, mono)
             )
 
     @property

@@ -1,7 +1,7 @@
 """Freshness: is a recording older than its ``max_age``?
 
 The core never reads a clock: a binding hands the wall-clock time (epoch
-seconds) in with each request (``Engine.receive_request(now=...)``), and
+seconds) in with each request (``Engine.receive_request(wall=...)``), and
 this module compares it with the ``ts`` a recording carries.
 
 A recording whose time is unknown (no ``ts``, as some imported cassettes

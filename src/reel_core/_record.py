@@ -171,15 +171,16 @@ class Recorder:
         self,
         status: int,
         headers: Headers,
-        now: float,
+        mono: float,
         sent_at: float | None,
         wall: float | None = None,
     ) -> None:
-        """The head came at ``now``; ``wall``, the wall-clock time then
-        (epoch seconds), is stored as the line's timestamp when given."""
+        """The head came at monotonic time ``mono`` (``sent_at``: the
+        request went out, on the same clock); ``wall``, the wall-clock time
+        then (epoch seconds), is stored as the line's timestamp when given."""
         self._status = status
         self._raw_headers = headers
-        self._head_at = now
+        self._head_at = mono
         self._sent_at = sent_at
         if wall is not None:
             self._wall = wall

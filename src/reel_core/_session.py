@@ -218,12 +218,12 @@ class Session:
 
     # -- client side -----------------------------------------------------------
 
-    def receive_data(self, data: bytes, *, now: float | None = None) -> None:
+    def receive_data(self, data: bytes, *, wall: float | None = None) -> None:
         """Buffer raw request bytes from the client (``b""`` means EOF).
-        ``now`` is the wall-clock time (epoch seconds) they came at: the
+        ``wall`` is the wall-clock time (epoch seconds) they came at: the
         request they complete carries it (a ``max_age`` needs it)."""
-        if now is not None:
-            self._now = now
+        if wall is not None:
+            self._now = wall
         try:
             self._reader.receive_data(data)
         except LocalProtocolError:
@@ -247,7 +247,7 @@ class Session:
         if self._route is not None and self._route(request):
             self._routed = request
             return Routed(request)
-        self.engine.receive_request(request, now=self._now)
+        self.engine.receive_request(request, wall=self._now)
         return self.engine.next_event()
 
     def _next_request(self) -> Request | Signal | Continue:

@@ -137,13 +137,13 @@ class WebSocketRecorder:
         sent = RecordedRequest(request.method, request.path, request.query, first)
         return exchange_redactor(self.redactor, (), sent=sent)
 
-    def finish(self, upgrade: Interaction, *, now: float | None = None) -> Interaction:
+    def finish(self, upgrade: Interaction, *, mono: float | None = None) -> Interaction:
         """The session's recording: ``upgrade`` (the engine's recording of
         the upgrade and its 101) with the messages and the close, redacted,
         and the session's facts in ``meta``."""
         close = self._close
         if close is None:  # the binding recorded before an end: a drop, now
-            close = WebSocketClose(None, "", "client-dropped", self._at(now or self.opened))
+            close = WebSocketClose(None, "", "client-dropped", self._at(mono or self.opened))
         redactor = self._redactor()
         log = WebSocketLog(tuple(self._messages), close).redacted(redactor)
         response = upgrade.response

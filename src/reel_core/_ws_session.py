@@ -35,10 +35,10 @@ Record (and live), for a binding::
     send_upstream(handshake.data)
     answer = handshake.receive_data(upstream_bytes)   # until not None
     if answer.status != 101: feed it to the engine as any response
-    engine.upstream_head(101, answer.headers, now=now, sent_at=sent_at)
-    engine.upstream_end(now=now)           # the 101 is the upgrade's answer
+    engine.upstream_head(101, answer.headers, mono=now, sent_at=sent_at)
+    engine.upstream_end(mono=now)          # the 101 is the upgrade's answer
     upgrade = session.upgrade(decision.request)
-    ws = WebSocketSession.relay(engine, upgrade, decision, answer, now=now)
+    ws = WebSocketSession.relay(engine, upgrade, decision, answer, mono=now)
     out = ws.start(now)                    # to_client: the 101, ...
     # as bytes come: out = ws.receive_client(data, now) / ws.receive_upstream(data, now)
     # (b"" for a connection that ended); write out.to_client / out.to_upstream;
@@ -263,17 +263,18 @@ class WebSocketSession:
         decision: Forward,
         answer: UpstreamAnswer,
         *,
-        now: float,
+        mono: float,
     ) -> WebSocketSession:
         """Take over after a :class:`Forward` whose ``websocket`` is true,
-        once the upstream answered 101 (``answer``) at ``now``, which the
+        once the upstream answered 101 (``answer``) at monotonic time
+        ``mono``, which the
         engine was fed (its head and end) before the HTTP adapter made the
         ``upgrade`` of it."""
         if answer.status != 101:
             raise LocalProtocolError("relay() takes the upstream's 101: feed any other answer")
         recorder = None
         if decision.record:  # the upgrade's redactor: its credential values too
-            recorder = WebSocketRecorder(decision.request, engine.redactor, opened=now)
+            recorder = WebSocketRecorder(decision.request, engine.redactor, opened=mono)
         return cls(engine, upgrade, upstream=answer.data, recorder=recorder)
 
     # -- the connection ---------------------------------------------------------------
@@ -426,13 +427,14 @@ class WebSocketSession:
 
     # -- record -----------------------------------------------------------------------
 
-    def record(self, *, now: float | None = None) -> Recorded | None:
+    def record(self, *, mono: float | None = None) -> Recorded | None:
         """Store the recorded session (once it ended; a session not ended is
-        stored as dropped by the client at ``now``); the line to append.
+        stored as dropped by the client at monotonic time ``mono``); the
+        line to append.
         ``None`` for a replay or a live relay."""
         if self._recorder is None:
             return None
         recorder, self._recorder = self._recorder, None
         pending = self.engine.take_recording()
         assert pending is not None  # the binding fed the 101 and its end
-        return pending.amend(lambda upgrade: recorder.finish(upgrade, now=now)).record()
+        return pending.amend(lambda upgrade: recorder.finish(upgrade, mono=mono)).record()

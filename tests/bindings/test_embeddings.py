@@ -53,9 +53,9 @@ def test_fuzzy_session_uses_the_model(similarity: object) -> None:
     record = Engine(cassette, Config(mode=Mode.RECORD))
     record.receive_request(ask("How tall is the Eiffel Tower?"))
     record.next_event()
-    record.upstream_head(200, [(b"content-type", b"application/json")], now=0.0)
-    record.upstream_data(b'{"answer": "330 m"}', now=0.01)
-    record.upstream_end(now=0.02)
+    record.upstream_head(200, [(b"content-type", b"application/json")], mono=0.0)
+    record.upstream_data(b'{"answer": "330 m"}', mono=0.01)
+    record.upstream_end(mono=0.02)
     while not isinstance(record.next_event(), Signal):
         pass
     match = MatchConfig(MatchMode.FUZZY, threshold=0.8, similarity=similarity)

@@ -70,9 +70,9 @@ def gzip_line() -> bytes:
     engine.receive_request(Request("POST", CHAT, ((b"host", b"x"),), ZIPPED))
     engine.next_event()  # the forward
     headers = [(b"content-type", b"application/json"), (b"content-encoding", b"gzip")]
-    engine.upstream_head(200, headers, now=0.0)
-    engine.upstream_data(gzip.compress(b'{"text":"' + b"zipped " * 300 + b'"}'), now=0.0)
-    engine.upstream_end(now=0.0)
+    engine.upstream_head(200, headers, mono=0.0)
+    engine.upstream_data(gzip.compress(b'{"text":"' + b"zipped " * 300 + b'"}'), mono=0.0)
+    engine.upstream_end(mono=0.0)
     while not isinstance(engine.next_event(), Signal):
         pass
     recorded = engine.record()

@@ -171,13 +171,13 @@ def record(
     session.upstream_head(
         status,
         [(k.encode(), v.encode()) for k, v in headers],
-        now=t0,
+        mono=t0,
         sent_at=t0 - 0.05,
-        timestamp=1.767e9,
+        wall=1.767e9,
     )
     for at, data in chunks:
-        session.upstream_data(data, now=t0 + at)
-    session.upstream_end(now=t0 + (chunks[-1][0] if chunks else 0.0) + 0.001)
+        session.upstream_data(data, mono=t0 + at)
+    session.upstream_end(mono=t0 + (chunks[-1][0] if chunks else 0.0) + 0.001)
     events = []
     while not isinstance(event := session.next_event(), Signal):
         events.append(event)

@@ -390,9 +390,9 @@ def test_a_redacted_line_keeps_no_digest_of_what_it_held(tmp_path: Path) -> None
         engine.receive_request(Request("POST", "/v1/chat/completions", (), sent))
         while not isinstance(engine.next_event(), Signal):
             pass
-        engine.upstream_head(200, [(b"content-type", b"application/json")], now=0.0)
-        engine.upstream_data(b'{"ok":1}', now=0.0)
-        engine.upstream_end(now=0.0)
+        engine.upstream_head(200, [(b"content-type", b"application/json")], mono=0.0)
+        engine.upstream_data(b'{"ok":1}', mono=0.0)
+        engine.upstream_end(mono=0.0)
         while not isinstance(engine.next_event(), Signal):
             pass
         engine.record()

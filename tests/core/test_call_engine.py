@@ -46,7 +46,7 @@ def record(cassette: Cassette, call: Call, value: object, *, at: float = NOW) ->
     run = engine.decide(call)
     assert isinstance(run, CallRun)
     assert run.record
-    recorded = engine.finish(run, CallResult(value), total_ms=1.23456, timestamp=at)
+    recorded = engine.finish(run, CallResult(value), total_ms=1.23456, wall=at)
     assert recorded is not None
     return read_line(recorded.line[:-1])
 
@@ -93,18 +93,18 @@ def test_a_stale_recording_is_served_in_replay_and_recorded_again_in_auto() -> N
     cassette = Cassette(meta=CassetteMeta(max_age="1h"))
     old = record(cassette, LOOKUP, "old", at=NOW - 7200)
     replay = CallEngine(cassette, Config(mode=Mode.REPLAY))
-    served = replay.decide(LOOKUP, now=NOW)
+    served = replay.decide(LOOKUP, wall=NOW)
     assert isinstance(served, CallReplay)
     assert served.stale is not None
     auto = CallEngine(Cassette.loads(cassette.dumps()), Config(mode=Mode.AUTO))
-    run = auto.decide(LOOKUP, now=NOW)
+    run = auto.decide(LOOKUP, wall=NOW)
     assert isinstance(run, CallRun)
     assert run.superseding == old.generation + 1
-    recorded = auto.finish(run, CallResult("new"), total_ms=1.0, timestamp=NOW)
+    recorded = auto.finish(run, CallResult("new"), total_ms=1.0, wall=NOW)
     assert recorded is not None
     assert recorded.supersedes == old.id
     fresh = CallEngine(Cassette.loads(auto.cassette.dumps()), Config(mode=Mode.AUTO)).decide(
-        LOOKUP, now=NOW
+        LOOKUP, wall=NOW
     )
     assert isinstance(fresh, CallReplay)
     assert fresh.log.outcome == CallResult("new")

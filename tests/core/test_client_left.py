@@ -44,9 +44,9 @@ def forwarded(mode: Mode = Mode.RECORD, **config: float) -> tuple[Engine, Casset
 
 def streaming(frames: list[bytes], mode: Mode = Mode.RECORD, **config: float) -> Engine:
     engine, _ = forwarded(mode, **config)
-    engine.upstream_head(200, SSE, now=1.0, sent_at=0.9, timestamp=1_700_000_000.0)
+    engine.upstream_head(200, SSE, mono=1.0, sent_at=0.9, wall=1_700_000_000.0)
     for n, frame in enumerate(frames):
-        engine.upstream_data(frame, now=1.0 + (n + 1) / 10)
+        engine.upstream_data(frame, mono=1.0 + (n + 1) / 10)
     return engine
 
 
@@ -61,14 +61,14 @@ def frames_of(engine: Engine) -> tuple[bytes, ...]:
 @pytest.mark.parametrize("mode", [Mode.RECORD, Mode.AUTO])
 def test_the_grace_is_given_while_an_answer_is_recorded(mode: Mode) -> None:
     engine = streaming([b"data: 1\n\n"], mode)
-    assert engine.client_left(WHY, now=1.5) == RECORD_GRACE == 2.0
+    assert engine.client_left(WHY, mono=1.5) == RECORD_GRACE == 2.0
 
 
 def test_an_end_within_the_grace_records_the_answer_whole() -> None:
     engine = streaming([b"data: 1\n\n"], record_grace=0.5)
-    assert engine.client_left(WHY, now=1.15) == 0.5
-    engine.upstream_data(b"data: [DONE]\n\n", now=1.2)
-    engine.upstream_end(now=1.25)
+    assert engine.client_left(WHY, mono=1.15) == 0.5
+    engine.upstream_data(b"data: [DONE]\n\n", mono=1.2)
+    engine.upstream_end(mono=1.25)
     assert frames_of(engine) == (b"data: 1\n\n", b"data: [DONE]\n\n")
 
 
@@ -80,9 +80,9 @@ def test_a_cut_after_the_client_left_is_what_it_saw_cut_by_it(
     the line holds the chunks fed before the client left, cut by the
     client, when it left."""
     engine = streaming([b"data: 1\n\n", b"data: 2\n\n"])
-    engine.client_left(WHY, now=1.25)
-    engine.upstream_data(b"data: 3\n\n", now=1.3)  # read on, never seen by the client
-    engine.upstream_error(error, "whatever the binding says", now=3.25)
+    engine.client_left(WHY, mono=1.25)
+    engine.upstream_data(b"data: 3\n\n", mono=1.3)  # read on, never seen by the client
+    engine.upstream_error(error, "whatever the binding says", mono=3.25)
     events, _ = pull(engine)
     assert events[-1] == Cut("client-closed", WHY)
     recorded = engine.record()
@@ -97,13 +97,13 @@ def test_a_cut_after_the_client_left_is_what_it_saw_cut_by_it(
 
 def test_live_mode_closes_at_once() -> None:
     engine = streaming([b"data: 1\n\n"], Mode.LIVE)
-    assert engine.client_left(WHY, now=1.5) == 0.0
+    assert engine.client_left(WHY, mono=1.5) == 0.0
 
 
 def test_before_the_head_there_is_nothing_to_record() -> None:
     engine, cassette = forwarded()
-    assert engine.client_left(WHY, now=1.0) == 0.0
-    engine.upstream_error(Abort.CLIENT_CLOSED, WHY, now=1.0)
+    assert engine.client_left(WHY, mono=1.0) == 0.0
+    engine.upstream_error(Abort.CLIENT_CLOSED, WHY, mono=1.0)
     pull(engine)
     assert engine.record() is None
     assert len(cassette) == 0
@@ -111,8 +111,8 @@ def test_before_the_head_there_is_nothing_to_record() -> None:
 
 def test_no_grace_cuts_at_once() -> None:
     engine = streaming([b"data: 1\n\n"], record_grace=0.0)
-    assert engine.client_left(WHY, now=1.5) == 0.0
-    engine.upstream_error(Abort.CLIENT_CLOSED, WHY, now=1.5)
+    assert engine.client_left(WHY, mono=1.5) == 0.0
+    engine.upstream_error(Abort.CLIENT_CLOSED, WHY, mono=1.5)
     assert frames_of(engine) == (b"data: 1\n\n",)
 
 
@@ -127,13 +127,13 @@ def test_the_line_is_what_the_client_saw_or_the_whole(
     """Over any split of an answer into chunks seen, chunks read on, and an
     end or a cut: whole when it ended, else exactly the chunks seen."""
     engine = streaming(before)
-    engine.client_left(WHY, now=5.0)
+    engine.client_left(WHY, mono=5.0)
     for chunk in after:
-        engine.upstream_data(chunk, now=5.1)
+        engine.upstream_data(chunk, mono=5.1)
     if ended:
-        engine.upstream_end(now=5.2)
+        engine.upstream_end(mono=5.2)
     else:
-        engine.upstream_error(UpstreamError.CLOSED, "gone", now=5.2)
+        engine.upstream_error(UpstreamError.CLOSED, "gone", mono=5.2)
     kept = b"".join(frames_of(engine))
     assert kept == b"".join(before + after if ended else before)
 

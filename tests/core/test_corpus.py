@@ -241,10 +241,10 @@ def record(ex: Exchange, chunks: list[bytes], cassette: Cassette | None = None) 
     (forward,) = events
     assert isinstance(forward, Forward)
     assert forward.record
-    session.upstream_head(ex.status, list(ex.headers), now=T0, sent_at=T0 - 0.25, timestamp=1.7e9)
+    session.upstream_head(ex.status, list(ex.headers), mono=T0, sent_at=T0 - 0.25, wall=1.7e9)
     for i, chunk in enumerate(chunks):
-        session.upstream_data(chunk, now=T0 + 0.002 * (i + 1))
-    session.upstream_end(now=T0 + 0.002 * (len(chunks) + 1))
+        session.upstream_data(chunk, mono=T0 + 0.002 * (i + 1))
+    session.upstream_end(mono=T0 + 0.002 * (len(chunks) + 1))
     events, signal = pull(session)
     assert signal is Signal.PAUSED
     head, *body, end = events

@@ -218,9 +218,9 @@ def test_a_credential_field_keys_alike_whatever_its_value() -> None:
     record = Engine(cassette, Config(mode=Mode.RECORD))
     record.receive_request(Request("POST", "/v1/x", (), b'{"api_key": "real-secret-0001"}'))
     assert isinstance(record.next_event(), Forward)
-    record.upstream_head(200, [(b"content-type", b"text/plain")], now=0.0)
-    record.upstream_data(b"echo real\\u002Dsecret\\u002D0001", now=0.1)
-    record.upstream_end(now=0.2)
+    record.upstream_head(200, [(b"content-type", b"text/plain")], mono=0.0)
+    record.upstream_data(b"echo real\\u002Dsecret\\u002D0001", mono=0.1)
+    record.upstream_end(mono=0.2)
     pull(record)
     recorded = record.record()
     assert recorded is not None

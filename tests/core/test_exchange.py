@@ -47,10 +47,10 @@ def through_session(
     session = Engine(cassette, config)
     session.receive_request(request)
     pull(session)
-    session.upstream_head(status, headers, now=0.0, timestamp=timestamp)
+    session.upstream_head(status, headers, mono=0.0, wall=timestamp)
     for at, data in chunks:
-        session.upstream_data(data, now=at)
-    session.upstream_end(now=max((at for at, _ in chunks), default=0.0))
+        session.upstream_data(data, mono=at)
+    session.upstream_end(mono=max((at for at, _ in chunks), default=0.0))
     pull(session)
     recorded = session.record()
     assert isinstance(recorded, Recorded)

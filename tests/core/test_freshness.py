@@ -49,16 +49,16 @@ def run(
     answered ``answer``, stamped ``now``.  The decision, the recorded line
     (if any) and the body the client got."""
     engine = Engine(cassette, config)
-    engine.receive_request(request, now=now)
+    engine.receive_request(request, wall=now)
     decision = engine.next_event()
     assert isinstance(decision, (Replay, Forward, Miss))
     body = b""
     if isinstance(decision, Forward):
         status, data = answer
         head = [(b"content-type", b"application/json")]
-        engine.upstream_head(status, head, now=0.0, sent_at=0.0, timestamp=now)
-        engine.upstream_data(data, now=0.01)
-        engine.upstream_end(now=0.02)
+        engine.upstream_head(status, head, mono=0.0, sent_at=0.0, wall=now)
+        engine.upstream_data(data, mono=0.01)
+        engine.upstream_end(mono=0.02)
     while not isinstance(event := engine.next_event(), Signal):
         data = getattr(event, "data", b"")
         body += data if isinstance(data, bytes) else b""
@@ -305,7 +305,7 @@ def test_the_session_hands_the_time_of_the_bytes_to_the_engine() -> None:
         b"content-length: %d\r\n\r\n" % len(CHAT.body)
     )
     session = Session(cassette, Config(mode=Mode.REPLAY, max_age=DAY))
-    session.receive_data(head, now=T0 + 2 * DAY)
+    session.receive_data(head, wall=T0 + 2 * DAY)
     session.receive_data(CHAT.body)  # no time: the last one given stands
     decision = session.next_event()
     assert isinstance(decision, Replay)
@@ -322,7 +322,7 @@ def test_a_bad_first_line_of_a_sequence_counts_as_of_unknown_age() -> None:
     broken = first.replace(b'"status":429', b'"status":"429"')
     loaded = Cassette.loads(cassette.dumps().splitlines()[0] + b"\n" + broken + b"\n" + second)
     engine = Engine(loaded, Config(mode=Mode.REPLAY, max_age=DAY))
-    engine.receive_request(CHAT, now=T0)
+    engine.receive_request(CHAT, wall=T0)
     assert engine.next_event().__class__.__name__ == "Refused"  # the bad line, named
     decision, _, _ = run(loaded, Config(mode=Mode.REPLAY, max_age=DAY), T0)
     assert isinstance(decision, Replay)

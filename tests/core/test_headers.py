@@ -187,9 +187,9 @@ def _recorded(config: Config, cassette: Cassette) -> RecordedResponse:
     engine = Engine(cassette, config)
     engine.receive_request(Request("GET", "/doc", ((b"host", b"api.example.com"),)))
     assert isinstance(engine.next_event(), Forward)
-    engine.upstream_head(200, UPSTREAM, now=1.0)
-    engine.upstream_data(b"{}", now=1.1)
-    engine.upstream_end(now=1.2)
+    engine.upstream_head(200, UPSTREAM, mono=1.0)
+    engine.upstream_data(b"{}", mono=1.1)
+    engine.upstream_end(mono=1.2)
     pull(engine)
     recorded = engine.record()
     assert recorded is not None

@@ -65,7 +65,7 @@ def test_a_first_play_keeps_few_objects_a_collector_walks() -> None:
     engine = Engine(cassette, Config(mode=Mode.REPLAY))
 
     def play(n: int) -> None:
-        engine.receive_request(request(_body(n)), now=0.0)
+        engine.receive_request(request(_body(n)), wall=0.0)
         assert isinstance(engine.next_event(), Replay)
         engine.take_replay()
         engine.start_next_cycle()
@@ -109,7 +109,7 @@ def test_whole_bodies_replayed_share_one_end() -> None:
     engine = Engine(cassette, Config(mode=Mode.REPLAY))
     ends = []
     for n in range(2):
-        engine.receive_request(request(_body(n)), now=0.0)
+        engine.receive_request(request(_body(n)), wall=0.0)
         engine.next_event()
         events = engine.take_replay()
         assert events[-1] == EndOfResponse(0.0)

@@ -75,13 +75,13 @@ def record(
     session = session or Engine(Cassette("c"), Config(mode=Mode.RECORD))
     session.receive_request(req)
     events: list[object] = list(pull(session)[0])
-    session.upstream_head(status, headers or JSON, now=1.0, sent_at=0.9)
+    session.upstream_head(status, headers or JSON, mono=1.0, sent_at=0.9)
     for i, chunk in enumerate(chunks):
-        session.upstream_data(chunk, now=1.0 + 0.01 * (i + 1))
+        session.upstream_data(chunk, mono=1.0 + 0.01 * (i + 1))
     if fail is not None:
-        session.upstream_error(fail[0], fail[1], now=2.0)
+        session.upstream_error(fail[0], fail[1], mono=2.0)
     else:
-        session.upstream_end(now=2.0)
+        session.upstream_end(mono=2.0)
     events += pull(session)[0]
     sent = [e.data for e in events if isinstance(e, Frame)]
     recorded = session.record()
@@ -440,7 +440,7 @@ def test_an_upstream_error_before_the_head_is_scrubbed() -> None:
     session = Engine(Cassette("c"), Config(mode=Mode.RECORD))
     session.receive_request(azure(target=f"/v1/chat/completions?q={AZURE_KEY}"))
     pull(session)
-    session.upstream_error(UpstreamError.TLS, f"bad cert for {AZURE_KEY}")
+    session.upstream_error(UpstreamError.TLS, f"bad cert for {AZURE_KEY}", mono=0.0)
     events, _ = pull(session)
     body = b"".join(e.data for e in events if isinstance(e, Frame))
     assert KEY not in body
@@ -452,7 +452,7 @@ def test_a_store_that_cannot_keep_the_recording_is_said_not_the_upstream() -> No
     session.receive_request(azure(target=f"/v1/chat/completions?q={AZURE_KEY}"))
     pull(session)
     detail = f"the cassette store redis://h:1/0 cannot be reached ({AZURE_KEY})"
-    session.upstream_error(Abort.STORE, detail)
+    session.upstream_error(Abort.STORE, detail, mono=0.0)
     events, _ = pull(session)
     head = events[0]
     assert isinstance(head, ResponseHead)

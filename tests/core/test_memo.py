@@ -153,9 +153,9 @@ def test_a_cassette_that_grows_finds_a_remembered_request() -> None:
     engine.receive_request(req)
     forward, _ = pull(engine)
     assert isinstance(forward[0], Forward)
-    engine.upstream_head(200, [(b"content-type", b"application/json")], now=0.0)
-    engine.upstream_data(b'{"ok":1}', now=0.0)
-    engine.upstream_end(now=0.0)
+    engine.upstream_head(200, [(b"content-type", b"application/json")], mono=0.0)
+    engine.upstream_data(b'{"ok":1}', mono=0.0)
+    engine.upstream_end(mono=0.0)
     pull(engine)
     assert engine.record() is not None
     engine.start_next_cycle()

@@ -109,10 +109,10 @@ def test_the_engine_routes_records_and_reads_it(acme: Provider) -> None:
     forward = engine.next_event()
     assert isinstance(forward, Forward)
     assert forward.url == "https://api.acme.test" + PATH
-    engine.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0, sent_at=0.0)
+    engine.upstream_head(200, [(b"content-type", b"text/event-stream")], mono=0.0, sent_at=0.0)
     for i, chunk in enumerate(STREAM):
-        engine.upstream_data(chunk, now=0.1 * (i + 1))
-    engine.upstream_end(now=0.4)
+        engine.upstream_data(chunk, mono=0.1 * (i + 1))
+    engine.upstream_end(mono=0.4)
     pull(engine)
     recorded = engine.record()
     assert recorded is not None

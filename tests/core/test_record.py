@@ -108,7 +108,7 @@ def test_whole_body() -> None:
         (b"date", b"today"),
         (b"openai-organization-id", b"org sk-proj-abcdefghijklmnopqrstuvwxyz0123"),
     )
-    r.head(200, headers, now=10.0, sent_at=9.5)
+    r.head(200, headers, mono=10.0, sent_at=9.5)
     r.data(b'{"a":', 10.1)
     r.data(b"", 10.15)
     r.data(b"1}", 10.2)
@@ -136,7 +136,7 @@ def test_whole_body() -> None:
 
 def test_whole_body_is_redacted() -> None:
     r = recorder()
-    r.head(200, JSON, now=0.0, sent_at=None)
+    r.head(200, JSON, mono=0.0, sent_at=None)
     r.data(b'{"email": "ada@exam', 0.1)
     r.data(b'ple.org"}', 0.2)
     i = r.end(0.3)
@@ -146,7 +146,7 @@ def test_whole_body_is_redacted() -> None:
 
 def test_sse_frames_are_stamped_from_the_head() -> None:
     r = recorder(STREAM)
-    r.head(200, SSE, now=100.0, sent_at=99.0)
+    r.head(200, SSE, mono=100.0, sent_at=99.0)
     r.data(b"data: 1\n\nda", 100.010)
     r.data(b"ta: 2\n", 100.020)
     r.data(b"\ndata: [DONE]\n\n", 100.5)
@@ -169,7 +169,7 @@ def test_sse_frames_are_stamped_from_the_head() -> None:
 
 def test_sse_unterminated_last_event_is_kept() -> None:
     r = recorder()
-    r.head(200, SSE, now=0.0, sent_at=None)
+    r.head(200, SSE, mono=0.0, sent_at=None)
     r.data(b"data: 1\n\ndata: 2", 0.1)
     i = r.end(0.2)
     assert i.response.frames == ((100.0, b"data: 1\n\n"), (200.0, b"data: 2"))
@@ -178,7 +178,7 @@ def test_sse_unterminated_last_event_is_kept() -> None:
 def test_sse_frames_are_redacted_per_event() -> None:
     secret = b"sk-proj-abcdefghijklmnopqrstuvwxyz0123"
     r = recorder()
-    r.head(200, SSE, now=0.0, sent_at=None)
+    r.head(200, SSE, mono=0.0, sent_at=None)
     # the key arrives split over two chunks: the event is whole before redaction
     r.data(b"data: " + secret[:10], 0.1)
     r.data(secret[10:] + b"\n\n", 0.2)
@@ -188,7 +188,7 @@ def test_sse_frames_are_redacted_per_event() -> None:
 
 def test_time_never_goes_backwards() -> None:
     r = recorder(STREAM)
-    r.head(200, JSON, now=5.0, sent_at=None)
+    r.head(200, JSON, mono=5.0, sent_at=None)
     r.data(b"a", 5.2)
     r.data(b"b", 5.1)  # a clock that stepped back
     r.data(b"c", 4.0)  # before the head even
@@ -200,7 +200,7 @@ def test_time_never_goes_backwards() -> None:
 
 def test_chunks_keep_arrival_boundaries() -> None:
     r = recorder(STREAM)
-    r.head(200, ((b"content-type", b"application/x-ndjson"),), now=0.0, sent_at=None)
+    r.head(200, ((b"content-type", b"application/x-ndjson"),), mono=0.0, sent_at=None)
     r.data(b'{"a":1}\n{"b"', 0.001)
     r.data(b":2}\n", 0.002)
     i = r.end(0.003)
@@ -210,7 +210,7 @@ def test_chunks_keep_arrival_boundaries() -> None:
 
 def test_empty_stream() -> None:
     r = recorder(STREAM)
-    r.head(200, SSE, now=0.0, sent_at=None)
+    r.head(200, SSE, mono=0.0, sent_at=None)
     i = r.end(0.01)
     assert i.response.frames == ()
     assert i.response.end_ms == 10.0
@@ -221,7 +221,7 @@ def test_gzip_is_stored_decoded_without_the_header() -> None:
     body = b'{"text":"' + b"abc" * 1000 + b'"}'
     packed = gzip.compress(body)
     r = recorder()
-    r.head(200, ((b"content-encoding", b"gzip"), *JSON), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"gzip"), *JSON), mono=0.0, sent_at=None)
     for i in range(0, len(packed), 7):
         r.data(packed[i : i + 7], 0.001 * i)
     got = r.end(1.0)
@@ -234,7 +234,7 @@ def test_gzip_stream_is_decoded_into_frames() -> None:
     body = b"data: " + b"x" * 5000 + b"\n\ndata: [DONE]\n\n"
     packed = gzip.compress(body)
     r = recorder()
-    r.head(200, ((b"content-encoding", b"gzip"), *SSE), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"gzip"), *SSE), mono=0.0, sent_at=None)
     r.data(packed[:20], 0.1)
     r.data(packed[20:], 0.2)
     got = r.end(0.3)
@@ -247,7 +247,7 @@ def test_gzip_stream_is_decoded_into_frames() -> None:
 
 def test_unknown_encoding_is_kept_with_its_header_and_flagged() -> None:
     r = recorder()
-    r.head(200, ((b"content-encoding", b"compress"), *JSON), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"compress"), *JSON), mono=0.0, sent_at=None)
     r.data(b"\x1f\x9d\x90", 0.1)
     got = r.end(0.2)
     assert got.response.body == b"\x1f\x9d\x90"
@@ -262,7 +262,7 @@ def test_unknown_encoding_is_kept_with_its_header_and_flagged() -> None:
 
 def test_corrupt_encoding_becomes_a_protocol_cut() -> None:
     r = recorder()
-    r.head(200, ((b"content-encoding", b"gzip"), *JSON), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"gzip"), *JSON), mono=0.0, sent_at=None)
     good = gzip.compress(b"0123456789" * 50)
     r.data(good[:30], 0.1)
     r.data(b"\x00garbage\xff" * 4, 0.2)
@@ -278,7 +278,7 @@ def test_corrupt_encoding_becomes_a_protocol_cut() -> None:
 
 def test_a_truncated_deflate_body_is_a_protocol_cut() -> None:
     r = recorder()
-    r.head(200, ((b"content-encoding", b"deflate"), *JSON), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"deflate"), *JSON), mono=0.0, sent_at=None)
     r.data(zlib.compress(b"abc" * 100)[:-5], 0.1)
     got = r.end(0.5)
     assert got.response.cut == StreamCut(100.0, "protocol", "truncated deflate body")
@@ -286,7 +286,7 @@ def test_a_truncated_deflate_body_is_a_protocol_cut() -> None:
 
 def test_fail_after_head_records_a_cut() -> None:
     r = recorder()
-    r.head(200, SSE, now=0.0, sent_at=None)
+    r.head(200, SSE, mono=0.0, sent_at=None)
     r.data(b"data: 1\n\ndata: 2", 0.1)
     got = r.fail(UpstreamError.RESET, "connection reset", 0.25)
     assert got.response.stream == "sse"
@@ -296,7 +296,7 @@ def test_fail_after_head_records_a_cut() -> None:
 
 def test_fail_of_a_whole_body_becomes_chunks() -> None:
     r = recorder()
-    r.head(200, JSON, now=0.0, sent_at=None)
+    r.head(200, JSON, mono=0.0, sent_at=None)
     r.data(b'{"partial":', 0.1)
     got = r.fail(UpstreamError.TIMEOUT, "", 0.2)
     assert got.response.stream == "chunks"
@@ -307,7 +307,7 @@ def test_fail_of_a_whole_body_becomes_chunks() -> None:
 
 def test_fail_after_a_decode_error_keeps_the_first_failure() -> None:
     r = recorder()
-    r.head(200, ((b"content-encoding", b"gzip"), *JSON), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"gzip"), *JSON), mono=0.0, sent_at=None)
     r.data(b"not gzip", 0.1)
     got = r.fail(UpstreamError.CLOSED, "closed", 0.3)
     assert got.response.cut is not None
@@ -317,7 +317,7 @@ def test_fail_after_a_decode_error_keeps_the_first_failure() -> None:
 
 def test_error_statuses_are_whole_bodies() -> None:
     r = recorder(STREAM)
-    r.head(429, ((b"retry-after", b"2"), *JSON), now=0.0, sent_at=None)
+    r.head(429, ((b"retry-after", b"2"), *JSON), mono=0.0, sent_at=None)
     r.data(b'{"error":{"message":"slow down"}}', 0.01)
     got = r.end(0.02)
     assert got.response.status == 429
@@ -331,7 +331,7 @@ NDJSON: Headers = ((b"content-type", b"application/x-ndjson"),)
 
 def _chunks_of(chunks: list[bytes]) -> Interaction:
     r = recorder(STREAM)
-    r.head(200, NDJSON, now=0.0, sent_at=None)
+    r.head(200, NDJSON, mono=0.0, sent_at=None)
     for i, chunk in enumerate(chunks):
         r.data(chunk, 0.001 * (i + 1))
     return r.end(0.1)
@@ -415,7 +415,7 @@ def test_a_zstd_stream_is_decoded_into_its_events() -> None:
     packer = zstandard.ZstdCompressor().compressobj()
     events = [b"data: 1\n\n", b"data: 2\n\n"]
     r = recorder(STREAM)
-    r.head(200, ((b"content-encoding", b"zstd"), *SSE), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"zstd"), *SSE), mono=0.0, sent_at=None)
     r.data(packer.compress(events[0]) + packer.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK), 0.1)
     r.data(packer.compress(events[1]) + packer.flush(), 0.2)
     got = r.end(0.3)
@@ -436,7 +436,7 @@ def test_a_stream_over_the_limit_is_kept_as_it_came_and_flagged() -> None:
         redactor=Redactor(),
         max_body=1000,
     )
-    r.head(200, ((b"content-encoding", b"gzip"), *SSE), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"gzip"), *SSE), mono=0.0, sent_at=None)
     r.data(first, 0.1)
     r.data(second, 0.2)
     got = r.end(0.3)
@@ -455,7 +455,7 @@ def test_a_stream_over_the_limit_is_kept_as_it_came_and_flagged() -> None:
 def test_a_whole_body_over_the_limit_is_kept_compressed() -> None:
     packed = gzip.compress(b"0" * 10_000)
     r = Recorder(CHAT, key="sha256:" + "0" * 64, id="id0", redactor=Redactor(), max_body=1000)
-    r.head(200, ((b"content-encoding", b"gzip"), *JSON), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"gzip"), *JSON), mono=0.0, sent_at=None)
     r.data(packed, 0.1)
     got = r.end(0.2)
     assert got.response.stream is None
@@ -465,7 +465,7 @@ def test_a_whole_body_over_the_limit_is_kept_compressed() -> None:
 
 def test_a_flag_on_a_line_must_be_a_string() -> None:
     r = recorder()
-    r.head(200, JSON, now=0.0, sent_at=None)
+    r.head(200, JSON, mono=0.0, sent_at=None)
     r.data(b"{}", 0.1)
     line = json.loads(r.end(0.2).to_line())
     line["response"]["encoding_error"] = 3
@@ -475,7 +475,7 @@ def test_a_flag_on_a_line_must_be_a_string() -> None:
 
 def test_an_empty_body_in_any_coding_is_empty() -> None:
     r = recorder()
-    r.head(200, ((b"content-encoding", b"compress"), *JSON), now=0.0, sent_at=None)
+    r.head(200, ((b"content-encoding", b"compress"), *JSON), mono=0.0, sent_at=None)
     got = r.end(0.1)
     assert (got.response.body, got.response.encoding_error) == (b"", None)
     assert all(k != "content-encoding" for k, _ in got.response.headers)

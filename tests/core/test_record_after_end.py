@@ -40,15 +40,15 @@ def forwarded(cassette: Cassette, body: bytes = b'{"model":"m","stream":true}') 
     session = Engine(cassette, Config(mode=Mode.RECORD))
     session.receive_request(request(body))
     assert isinstance(session.next_event(), Forward)
-    session.upstream_head(200, SSE, now=1.0, sent_at=0.9, timestamp=1_700_000_000.0)
-    session.upstream_data(b"data: 1\n\n", now=1.1)
+    session.upstream_head(200, SSE, mono=1.0, sent_at=0.9, wall=1_700_000_000.0)
+    session.upstream_data(b"data: 1\n\n", mono=1.1)
     return session
 
 
 def test_the_end_comes_out_before_the_line_is_built() -> None:
     cassette = Cassette("c")
     session = forwarded(cassette)
-    session.upstream_end(now=1.2)
+    session.upstream_end(mono=1.2)
     assert isinstance(session.next_event(), ResponseHead)
     assert session.next_event() == Frame(b"data: 1\n\n")
     assert session.next_event() == EndOfResponse()
@@ -70,7 +70,7 @@ def test_the_end_comes_out_before_the_line_is_built() -> None:
 def test_a_cut_comes_out_before_the_line_is_built() -> None:
     cassette = Cassette("c")
     session = forwarded(cassette)
-    session.upstream_error(UpstreamError.RESET, "peer reset", now=1.3)
+    session.upstream_error(UpstreamError.RESET, "peer reset", mono=1.3)
     events, _ = pull(session)
     assert [type(e) for e in events] == [ResponseHead, Frame, Cut]
     recorded = session.record()
@@ -82,7 +82,7 @@ def test_a_cut_comes_out_before_the_line_is_built() -> None:
 
 def test_the_next_exchange_waits_for_the_line_to_be_recorded() -> None:
     session = forwarded(Cassette("c"))
-    session.upstream_end(now=1.2)
+    session.upstream_end(mono=1.2)
     for _ in range(3):  # head, frame, end
         session.next_event()
     with pytest.raises(LocalProtocolError, match=r"call record\(\) for the finished exchange"):
@@ -97,7 +97,7 @@ def test_a_failure_while_building_is_raised_by_record(monkeypatch: pytest.Monkey
     monkeypatch.setattr(Recorder, "_finish", broken)
     cassette = Cassette("c")
     session = forwarded(cassette)
-    session.upstream_end(now=1.2)
+    session.upstream_end(mono=1.2)
     events = [session.next_event() for _ in range(3)]
     assert isinstance(events[-1], EndOfResponse)  # the client's answer is whole
     assert session.next_event() is Signal.PAUSED  # pulling events never raises it
@@ -110,8 +110,8 @@ def test_a_failure_while_building_is_raised_by_record(monkeypatch: pytest.Monkey
 def test_identical_requests_finishing_together_are_numbered_when_stored() -> None:
     cassette = Cassette("c")
     first, second = forwarded(cassette), forwarded(cassette)  # both decided before either ends
-    first.upstream_end(now=1.2)
-    second.upstream_end(now=1.2)
+    first.upstream_end(mono=1.2)
+    second.upstream_end(mono=1.2)
     for s in (first, second):
         pull(s)
     lines = [r for s in (first, second) if (r := s.record()) is not None]
@@ -122,7 +122,7 @@ def test_identical_requests_finishing_together_are_numbered_when_stored() -> Non
 def test_a_chunk_is_passed_on_uncopied() -> None:
     session = forwarded(Cassette("c"))
     chunk = b"data: 2\n\n"
-    session.upstream_data(chunk, now=1.15)
+    session.upstream_data(chunk, mono=1.15)
     events, _ = pull(session)
     frame = events[-1]
     assert isinstance(frame, Frame)
@@ -141,9 +141,9 @@ def test_a_recording_taken_out_is_recorded_later_as_record_would_have() -> None:
         if session is engine:
             session.receive_request(request(b'{"model":"m","stream":true}'))
             assert isinstance(session.next_event(), Forward)
-            session.upstream_head(200, SSE, now=1.0, sent_at=0.9, timestamp=1_700_000_000.0)
-            session.upstream_data(b"data: 1\n\n", now=1.1)
-        session.upstream_end(now=1.2)
+            session.upstream_head(200, SSE, mono=1.0, sent_at=0.9, wall=1_700_000_000.0)
+            session.upstream_data(b"data: 1\n\n", mono=1.1)
+        session.upstream_end(mono=1.2)
         pull(session)
     pending = engine.take_recording()
     assert isinstance(pending, PendingRecording)
@@ -166,7 +166,7 @@ def test_recordings_taken_out_are_numbered_in_the_order_they_are_recorded() -> N
     cassette = Cassette("c")
     first, second = forwarded(cassette), forwarded(cassette)
     for s in (first, second):
-        s.upstream_end(now=1.2)
+        s.upstream_end(mono=1.2)
         pull(s)
     taken = [first.take_recording(), second.take_recording()]
     ids = [p.record().interaction_id for p in taken if p is not None]
@@ -180,7 +180,7 @@ def test_an_amended_recording_stores_what_the_change_made() -> None:
     once building began, a change comes too late."""
     cassette = Cassette("c")
     engine = forwarded(cassette)
-    engine.upstream_end(now=1.2)
+    engine.upstream_end(mono=1.2)
     pull(engine)
     pending = engine.take_recording()
     assert pending is not None
@@ -223,9 +223,9 @@ def test_a_forwards_credential_values_are_read_when_first_asked_for(
     engine.receive_request(request(body, headers=[(b"x-api-key", key[::-1])]))
     assert isinstance(engine.next_event(), Forward)
     assert made == []  # not on the request's way upstream
-    engine.upstream_head(200, [(b"content-type", b"application/json")], now=1.0)
-    engine.upstream_data(b'{"echo": "' + key[::-1] + b'"}', now=1.1)
-    engine.upstream_end(now=1.2)
+    engine.upstream_head(200, [(b"content-type", b"application/json")], mono=1.0)
+    engine.upstream_data(b'{"echo": "' + key[::-1] + b'"}', mono=1.1)
+    engine.upstream_end(mono=1.2)
     pull(engine)
     assert key[::-1].decode() not in engine.redactor.text(f"failed: {key[::-1].decode()}")
     assert engine.redactor is engine.redactor
@@ -244,9 +244,9 @@ def test_a_forwards_credential_values_are_read_when_first_asked_for(
 def _taken(cassette: Cassette, cut: bool = False) -> PendingRecording:
     session = forwarded(cassette)
     if cut:
-        session.upstream_error(UpstreamError.RESET, "peer reset", now=1.3)
+        session.upstream_error(UpstreamError.RESET, "peer reset", mono=1.3)
     else:
-        session.upstream_end(now=1.2)
+        session.upstream_end(mono=1.2)
     pull(session)
     pending = session.take_recording()
     assert pending is not None

@@ -322,8 +322,8 @@ def test_json_paths_from_the_cassettes_meta_make_a_live_request_match() -> None:
     record = Engine(cassette, Config(mode=Mode.RECORD))
     record.receive_request(Request("POST", "/v1/x", (), b'{"metadata":{"trace":"t-1"},"q":1}'))
     record.next_event()
-    record.upstream_head(200, [], now=0.0)
-    record.upstream_end(now=0.1)
+    record.upstream_head(200, [], mono=0.0)
+    record.upstream_end(mono=0.1)
     while not isinstance(record.next_event(), Signal):
         pass
     recorded = record.record()
@@ -683,9 +683,9 @@ def _exchange(
     session.receive_request(Request("POST", "/v1/chat/completions", (), body))
     decision = session.next_event()
     if isinstance(decision, Forward):
-        session.upstream_head(200, [(b"content-type", b"application/json")], now=0.0)
-        session.upstream_data(answer, now=0.01)
-        session.upstream_end(now=0.02)
+        session.upstream_head(200, [(b"content-type", b"application/json")], mono=0.0)
+        session.upstream_data(answer, mono=0.01)
+        session.upstream_end(mono=0.02)
     got = b""
     while not isinstance(event := session.next_event(), Signal):
         if isinstance(event, Frame):
@@ -791,8 +791,8 @@ def test_a_credential_in_a_query_or_field_never_stops_a_match() -> None:
         Request("POST", f"/v1beta/models/g:generateContent?key={real}", (), b"{}")
     )
     assert isinstance(session.next_event(), Forward)
-    session.upstream_head(200, [], now=0.0)
-    session.upstream_end(now=0.1)
+    session.upstream_head(200, [], mono=0.0)
+    session.upstream_end(mono=0.1)
     pull(session)
     session.record()
     replay = Engine(Cassette.loads(cassette.dumps()), Config(mode=Mode.REPLAY))

@@ -68,9 +68,9 @@ def record(req: Request, cassette: Cassette | None = None, **config: Any) -> Rec
     events, _ = pull(session)
     assert isinstance(events[0], Forward)
     assert events[0].request is req  # forwarded exactly as sent
-    session.upstream_head(200, [(b"content-type", b"application/json")], now=1.0)
-    session.upstream_data(b'{"ok":true}', now=1.0)
-    session.upstream_end(now=1.0)
+    session.upstream_head(200, [(b"content-type", b"application/json")], mono=1.0)
+    session.upstream_data(b'{"ok":true}', mono=1.0)
+    session.upstream_end(mono=1.0)
     _, signal = pull(session)
     assert signal is Signal.PAUSED
     recorded = session.record()

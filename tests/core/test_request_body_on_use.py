@@ -87,7 +87,7 @@ def test_a_replay_leaves_the_recorded_requests_body_unrendered() -> None:
     cassette = cassette_of(recorded)  # read from its line, as a file is
     engine = Engine(cassette, Config(mode=Mode.REPLAY))
     engine.receive_request(
-        Request("POST", "/v1/chat/completions", ((b"host", b"h"),), SENT[0]), now=0.0
+        Request("POST", "/v1/chat/completions", ((b"host", b"h"),), SENT[0]), wall=0.0
     )
     assert isinstance(engine.next_event(), Replay)
     (played,) = cassette

@@ -195,9 +195,9 @@ def test_a_gzip_recorded_body_is_sent_as_it_is_replayed() -> None:
     engine.receive_request(request(BODY))
     assert not isinstance(engine.next_event(), Signal)  # the forward
     headers = [(b"content-type", b"application/json"), (b"content-encoding", b"gzip")]
-    engine.upstream_head(200, headers, now=0.0)
-    engine.upstream_data(packed, now=0.0)
-    engine.upstream_end(now=0.0)
+    engine.upstream_head(200, headers, mono=0.0)
+    engine.upstream_data(packed, mono=0.0)
+    engine.upstream_end(mono=0.0)
     while not isinstance(engine.next_event(), Signal):
         pass
     recorded = engine.record()

@@ -56,9 +56,9 @@ def _record(cassette: Cassette, req: Request, config: Config | None = None) -> b
     engine.receive_request(req)
     events, _ = pull(engine)
     assert isinstance(events[0], Forward)
-    engine.upstream_head(200, [JSON], now=0.0, timestamp=1_700_000_000.0)
-    engine.upstream_data(b'{"ok":1}', now=0.0)
-    engine.upstream_end(now=0.0)
+    engine.upstream_head(200, [JSON], mono=0.0, wall=1_700_000_000.0)
+    engine.upstream_data(b'{"ok":1}', mono=0.0)
+    engine.upstream_end(mono=0.0)
     pull(engine)
     recorded = engine.record()
     assert recorded is not None
@@ -77,7 +77,7 @@ def _recorded(
 
 def _play(data: bytes, req: Request, config: Config | None = None, now: float | None = None) -> Any:
     engine = Engine(Cassette.loads(data, name="t.jsonl"), config or Config())
-    engine.receive_request(req, now=now)
+    engine.receive_request(req, wall=now)
     return pull(engine)[0][0]
 
 
@@ -223,9 +223,9 @@ def test_a_retried_request_gets_each_recording_in_turn() -> None:
         engine = Engine(cassette, Config(mode=Mode.RECORD))
         engine.receive_request(_req())
         pull(engine)
-        engine.upstream_head(200, [JSON], now=0.0)
-        engine.upstream_data(b'{"n":%d}' % n, now=0.0)
-        engine.upstream_end(now=0.0)
+        engine.upstream_head(200, [JSON], mono=0.0)
+        engine.upstream_data(b'{"n":%d}' % n, mono=0.0)
+        engine.upstream_end(mono=0.0)
         pull(engine)
         engine.record()
     data = cassette.dumps()
@@ -357,12 +357,12 @@ def test_a_rerecorded_generation_is_the_one_the_digest_finds() -> None:
     cassette = Cassette.loads(_recorded(_req()))
     config = Config(mode=Mode.AUTO, max_age=60.0)
     engine = Engine(cassette, config)
-    engine.receive_request(_req(), now=1_800_000_000.0)
+    engine.receive_request(_req(), wall=1_800_000_000.0)
     events, _ = pull(engine)
     assert isinstance(events[0], Forward)
-    engine.upstream_head(200, [JSON], now=0.0, timestamp=1_800_000_000.0)
-    engine.upstream_data(b'{"new":1}', now=0.0)
-    engine.upstream_end(now=0.0)
+    engine.upstream_head(200, [JSON], mono=0.0, wall=1_800_000_000.0)
+    engine.upstream_data(b'{"new":1}', mono=0.0)
+    engine.upstream_end(mono=0.0)
     pull(engine)
     assert engine.record() is not None
     data = cassette.dumps()

@@ -275,9 +275,9 @@ def _record_answer(session: Engine, req: Request, status: int, body: bytes) -> l
     events, _ = pull(session)
     if not isinstance(events[0], Forward):
         return events
-    session.upstream_head(status, [(b"content-type", b"application/json")], now=1.0)
-    session.upstream_data(body, now=1.1)
-    session.upstream_end(now=1.2)
+    session.upstream_head(status, [(b"content-type", b"application/json")], mono=1.0)
+    session.upstream_data(body, mono=1.1)
+    session.upstream_end(mono=1.2)
     more, _ = pull(session)
     session.record()
     return [events[0], *more]
@@ -383,13 +383,13 @@ def record_one(
     session.upstream_head(
         status,
         headers if headers is not None else [(b"Content-Type", b"application/json")],
-        now=10.0,
+        mono=10.0,
         sent_at=9.9,
-        timestamp=1_700_000_000.0,
+        wall=1_700_000_000.0,
     )
     for i, chunk in enumerate(chunks):
-        session.upstream_data(chunk, now=10.0 + 0.01 * (i + 1))
-    session.upstream_end(now=11.0)
+        session.upstream_data(chunk, mono=10.0 + 0.01 * (i + 1))
+    session.upstream_end(mono=11.0)
     more, signal = pull(session)
     assert signal is Signal.PAUSED
     assert state(session) is State.DONE
@@ -459,9 +459,9 @@ def test_record_keys_the_request_after_it_is_forwarded(keyed: list[str]) -> None
     forward = session.next_event()
     assert isinstance(forward, Forward)
     assert keyed == []
-    session.upstream_head(200, [(b"content-type", b"application/json")], now=1.0)
-    session.upstream_data(b"{}", now=1.1)
-    session.upstream_end(now=1.2)
+    session.upstream_head(200, [(b"content-type", b"application/json")], mono=1.0)
+    session.upstream_data(b"{}", mono=1.1)
+    session.upstream_end(mono=1.2)
     while not isinstance(session.next_event(), EndOfResponse):
         pass
     assert session.next_event() is Signal.PAUSED
@@ -524,10 +524,10 @@ def test_upstream_head_drops_hop_by_hop_headers_for_the_client() -> None:
     session.upstream_head(
         200,
         ((b"Transfer-Encoding", b"chunked"), (b"Connection", b"keep-alive"), (b"X-A", b" 1 ")),
-        now=0.0,
+        mono=0.0,
         reason=b"Fine",
     )
-    session.upstream_data(b"", now=0.0)  # nothing to forward
+    session.upstream_data(b"", mono=0.0)  # nothing to forward
     events, _ = pull(session)
     assert events == [ResponseHead(200, ((b"x-a", b"1"),), b"Fine")]
 
@@ -606,7 +606,7 @@ def test_upstream_failure_before_the_head_is_answered(error: UpstreamError, stat
     session = Engine(c, Config(mode=Mode.RECORD))
     session.receive_request(request(target="/v1/chat/completions?key=AIzaSecretValue"))
     pull(session)
-    session.upstream_error(error, "to sk-proj-abcdefghijklmnopqrstuvwxyz0123", now=1.0)
+    session.upstream_error(error, "to sk-proj-abcdefghijklmnopqrstuvwxyz0123", mono=1.0)
     assert state(session) is State.SERVING
     events, signal = pull(session)
     assert signal is Signal.PAUSED
@@ -637,7 +637,7 @@ def test_a_routed_upstream_failure_names_where_forwards_go() -> None:
         )
         session.receive_request(request())
         pull(session)
-        session.upstream_error(UpstreamError.REFUSED)
+        session.upstream_error(UpstreamError.REFUSED, mono=0.0)
         (_, frame, _), _ = pull(session)
         assert isinstance(frame, Frame)
         assert json.loads(frame.data)["error"]["message"] == (
@@ -651,7 +651,7 @@ def test_upstream_failure_without_detail() -> None:
     session = Engine(Cassette(), Config(mode=Mode.LIVE))
     session.receive_request(request())
     pull(session)
-    session.upstream_error(UpstreamError.DNS)
+    session.upstream_error(UpstreamError.DNS, mono=0.0)
     events, _ = pull(session)
     frame = events[1]
     assert isinstance(frame, Frame)
@@ -662,10 +662,10 @@ def test_upstream_failure_after_the_head_is_a_recorded_cut() -> None:
     session = Engine(Cassette(), Config(mode=Mode.RECORD))
     session.receive_request(request())
     pull(session)
-    session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
-    session.upstream_data(b"data: 1\n\ndata: 2", now=0.1)
+    session.upstream_head(200, [(b"content-type", b"text/event-stream")], mono=0.0)
+    session.upstream_data(b"data: 1\n\ndata: 2", mono=0.1)
     session.upstream_error(
-        UpstreamError.RESET, "reset by sk-ant-api03-abcdefghijklmnopqrst", now=0.2
+        UpstreamError.RESET, "reset by sk-ant-api03-abcdefghijklmnopqrst", mono=0.2
     )
     events, _ = pull(session)
     assert [type(e) for e in events] == [ResponseHead, Frame, Cut]
@@ -686,8 +686,8 @@ def test_live_failure_after_the_head_is_a_cut_only() -> None:
     session = Engine(Cassette(), Config(mode=Mode.LIVE))
     session.receive_request(request())
     pull(session)
-    session.upstream_head(200, [], now=0.0)
-    session.upstream_error(UpstreamError.CLOSED)
+    session.upstream_head(200, [], mono=0.0)
+    session.upstream_error(UpstreamError.CLOSED, mono=0.0)
     events, _ = pull(session)
     assert events == [ResponseHead(200, ()), Cut("closed", "")]
 
@@ -697,7 +697,7 @@ def test_upstream_error_must_be_an_upstream_error() -> None:
     session.receive_request(request())
     pull(session)
     with pytest.raises(LocalProtocolError, match="error must be an UpstreamError"):
-        session.upstream_error("reset")  # type: ignore[arg-type]
+        session.upstream_error("reset", mono=0.0)  # type: ignore[arg-type]
     assert state(session) is State.ERROR  # a caller bug: the connection must go
 
 
@@ -707,7 +707,7 @@ def test_upstream_error_must_be_an_upstream_error() -> None:
 def test_upstream_calls_out_of_turn_break_the_session() -> None:
     session = Session(Cassette())
     with pytest.raises(LocalProtocolError, match="UPSTREAM_HEAD is not allowed in state IDLE"):
-        session.engine.upstream_head(200, [], now=0.0)
+        session.engine.upstream_head(200, [], mono=0.0)
     assert state(session) is State.ERROR
     with pytest.raises(LocalProtocolError, match="the session failed earlier"):
         session.next_event()
@@ -719,12 +719,12 @@ def test_upstream_body_before_the_head_is_refused(call: str) -> None:
     session.receive_request(request())
     pull(session)
     if call == "error":
-        session.upstream_head(200, [], now=0.0)
-        session.upstream_end(now=0.0)
+        session.upstream_head(200, [], mono=0.0)
+        session.upstream_end(mono=0.0)
     calls = {
-        "data": lambda: session.upstream_data(b"x", now=0.0),
-        "end": lambda: session.upstream_end(now=0.0),
-        "error": lambda: session.upstream_error(UpstreamError.RESET),
+        "data": lambda: session.upstream_data(b"x", mono=0.0),
+        "end": lambda: session.upstream_end(mono=0.0),
+        "error": lambda: session.upstream_error(UpstreamError.RESET, mono=0.0),
     }
     with pytest.raises(LocalProtocolError, match="is not allowed in state"):
         calls[call]()
@@ -736,7 +736,7 @@ def test_a_replay_cannot_be_fed_upstream_data() -> None:
     session.receive_request(request())
     session.next_event()
     with pytest.raises(LocalProtocolError):
-        session.upstream_head(200, [], now=0.0)
+        session.upstream_head(200, [], mono=0.0)
 
 
 def test_bytes_go_to_the_session_and_parsed_requests_to_the_engine() -> None:
@@ -806,7 +806,7 @@ def test_signals() -> None:
     session.receive_request(request())
     assert isinstance(session.next_event(), Forward)
     assert session.next_event() is Signal.PAUSED
-    session.upstream_head(200, [], now=0.0)
+    session.upstream_head(200, [], mono=0.0)
     assert session.next_event() == ResponseHead(200, ())
     assert session.next_event() is Signal.PAUSED
 
@@ -1042,9 +1042,9 @@ def test_wire_forward_passes_the_upstream_through() -> None:
     session.receive_data(client_bytes())
     forward = session.next_event()
     assert isinstance(forward, Forward)
-    session.engine.upstream_head(299, [(b"content-type", b"text/plain")], now=0.0)
-    session.engine.upstream_data(b"hello", now=0.1)
-    session.engine.upstream_end(now=0.2)
+    session.engine.upstream_head(299, [(b"content-type", b"text/plain")], mono=0.0)
+    session.engine.upstream_data(b"hello", mono=0.1)
+    session.engine.upstream_end(mono=0.2)
     events, _ = pull(session)
     out = b"".join(
         session.send(e) for e in events if isinstance(e, (ResponseHead, Frame, EndOfResponse))
@@ -1233,7 +1233,7 @@ def test_a_head_refusal_and_upstream_failure_have_no_body() -> None:
     session = Engine(Cassette(), Config(mode=Mode.LIVE))
     session.receive_request(request(b"", "/v1/models", "HEAD"))
     pull(session)
-    session.upstream_error(UpstreamError.TIMEOUT)
+    session.upstream_error(UpstreamError.TIMEOUT, mono=0.0)
     events, _ = pull(session)
     assert [type(e) for e in events] == [ResponseHead, EndOfResponse]
     head = events[0]
@@ -1289,9 +1289,9 @@ def test_a_client_that_left_is_a_recorded_cut_of_its_own_kind() -> None:
     session = Engine(Cassette(), Config(mode=Mode.RECORD))
     session.receive_request(request(body=b'{"model":"m","stream":true}'))
     assert isinstance(session.next_event(), Forward)
-    session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
-    session.upstream_data(b"data: 1\n\n", now=0.1)
-    session.upstream_error(Abort.CLIENT_CLOSED, "the client closed", now=0.2)
+    session.upstream_head(200, [(b"content-type", b"text/event-stream")], mono=0.0)
+    session.upstream_data(b"data: 1\n\n", mono=0.1)
+    session.upstream_error(Abort.CLIENT_CLOSED, "the client closed", mono=0.2)
     events, _ = pull(session)
     assert events[-1] == Cut("client-closed", "the client closed")
     assert isinstance(session.record(), Recorded)
@@ -1315,9 +1315,9 @@ def test_the_http_session_hands_the_engines_forward_through() -> None:
     assert forward.key is None
     assert session.engine.forward_key().startswith("sha256:")
     assert not finished(session)  # the upstream has yet to answer
-    session.engine.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
-    session.engine.upstream_data(b"data: 1\n\n", now=0.1)
-    session.engine.upstream_error(UpstreamError.RESET, "gone", now=0.2)
+    session.engine.upstream_head(200, [(b"content-type", b"text/event-stream")], mono=0.0)
+    session.engine.upstream_data(b"data: 1\n\n", mono=0.1)
+    session.engine.upstream_error(UpstreamError.RESET, "gone", mono=0.2)
     events, signal = pull(session)
     assert isinstance(events[-1], Cut)
     assert signal is Signal.PAUSED

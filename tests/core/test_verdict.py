@@ -32,7 +32,7 @@ def test_a_replay_its_client_left_says_so_and_gives_no_grace() -> None:
     engine = Engine(cassette_of(HIT), Config(mode=Mode.REPLAY))
     engine.receive_request(request())
     assert isinstance(engine.next_event(), Replay)
-    assert engine.client_left("a write to the client failed", now=1.0) == 0.0
+    assert engine.client_left("a write to the client failed", mono=1.0) == 0.0
     pull(engine)
     assert (engine.verdict, engine.label) == (Verdict.HIT, "hit (client left)")
     engine.start_next_cycle()

@@ -191,7 +191,7 @@ def test_recorder_scrubs_secrets_split_across_frames_of_one_message() -> None:
 def test_recorder_without_an_end_records_a_client_drop() -> None:
     recorder = WebSocketRecorder(upgrade(), Redactor(), opened=1.0)
     recorder.server_message(b"\xff", True, 1.5)
-    done = recorder.finish(interaction(None), now=2.0)
+    done = recorder.finish(interaction(None), mono=2.0)
     assert done.websocket is not None
     assert done.websocket.close == WebSocketClose(None, "", "client-dropped", 1000.0)
     assert done.meta["bytes"] == 1

@@ -42,10 +42,10 @@ def relayed(
     engine, answer the client's upgrade on the HTTP side, and hand the
     engine and that upgrade to the WebSocket adapter."""
     engine = session.engine
-    engine.upstream_head(101, answer.headers, now=now, sent_at=sent_at)
-    engine.upstream_end(now=now)
+    engine.upstream_head(101, answer.headers, mono=now, sent_at=sent_at)
+    engine.upstream_end(mono=now)
     upgrade = session.upgrade(decision.request)
-    return WebSocketSession.relay(engine, upgrade, decision, answer, now=now)
+    return WebSocketSession.relay(engine, upgrade, decision, answer, mono=now)
 
 
 def replayed(session: Session, decision: Replay, timing: Timing | None = None) -> WebSocketSession:
@@ -409,7 +409,7 @@ def test_live_relay_fragments_drops_and_misuse() -> None:
     session, decision = forward(client, Mode.LIVE)
     with pytest.raises(LocalProtocolError, match="101"):
         WebSocketSession.relay(
-            session.engine, Upgrade(b""), decision, UpstreamAnswer(400, ()), now=0.0
+            session.engine, Upgrade(b""), decision, UpstreamAnswer(400, ()), mono=0.0
         )
     handshake = UpstreamHandshake(decision.request, "x")
     upstream.feed(handshake.data)

@@ -33,10 +33,10 @@ def upstream_reply(session: Session) -> None:
         (b"content-type", b"application/json"),
         (b"content-length", str(len(UPSTREAM_BODY)).encode()),
     ]
-    session.engine.upstream_head(200, headers, now=1.0, sent_at=0.5, timestamp=1_700_000_000.0)
+    session.engine.upstream_head(200, headers, mono=1.0, sent_at=0.5, wall=1_700_000_000.0)
     if not head_only:
-        session.engine.upstream_data(UPSTREAM_BODY, now=1.01)
-    session.engine.upstream_end(now=1.02)
+        session.engine.upstream_data(UPSTREAM_BODY, mono=1.01)
+    session.engine.upstream_end(mono=1.02)
 
 
 def pump(session: Session, decisions: list[Decision]) -> Signal:

@@ -139,10 +139,10 @@ def _cut(data: bytes, points: list[int]) -> list[bytes]:
 def _respond(
     engine: Engine, headers: Headers, chunks: list[bytes]
 ) -> list[ResponseHead | Frame | EndOfResponse | Cut]:
-    engine.upstream_head(200, headers, now=1.0, sent_at=0.9, timestamp=1_700_000_000.0)
+    engine.upstream_head(200, headers, mono=1.0, sent_at=0.9, wall=1_700_000_000.0)
     for i, chunk in enumerate(chunks):
-        engine.upstream_data(chunk, now=1.0 + 0.01 * (i + 1))
-    engine.upstream_end(now=2.0)
+        engine.upstream_data(chunk, mono=1.0 + 0.01 * (i + 1))
+    engine.upstream_end(mono=2.0)
     events = []
     while not isinstance(event := engine.next_event(), Signal):
         assert isinstance(event, ResponseHead | Frame | EndOfResponse | Cut)
@@ -208,10 +208,10 @@ def _websocket_line(source: str, secret: str, landing: str, echo: str, cut: int)
     )
     assert answer is not None
     engine = session.engine
-    engine.upstream_head(101, answer.headers, now=10.0, sent_at=9.9)
-    engine.upstream_end(now=10.0)
+    engine.upstream_head(101, answer.headers, mono=10.0, sent_at=9.9)
+    engine.upstream_end(mono=10.0)
     upgrade = session.upgrade(decision.request)
-    ws = WebSocketSession.relay(engine, upgrade, decision, answer, now=10.0)
+    ws = WebSocketSession.relay(engine, upgrade, decision, answer, mono=10.0)
     client.receive_data(ws.start(10.0).to_client)
     out = ws.receive_client(client.send(TextMessage(json.dumps(first))), 10.1)
     upstream.receive_data(out.to_upstream)

@@ -92,9 +92,9 @@ def _record(headers: list[tuple[str, str]], body: bytes) -> bytes:
         event = session.next_event()
         if isinstance(event, Signal) and session.engine.state is State.AWAIT_UPSTREAM:
             wire = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]
-            session.engine.upstream_head(200, wire, now=1.0)
-            session.engine.upstream_data(body, now=1.1)
-            session.engine.upstream_end(now=1.2)
+            session.engine.upstream_head(200, wire, mono=1.0)
+            session.engine.upstream_data(body, mono=1.1)
+            session.engine.upstream_end(mono=1.2)
         elif isinstance(event, (ResponseHead, Frame, EndOfResponse)):
             session.send(event)
     recorded = session.engine.record()

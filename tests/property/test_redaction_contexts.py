@@ -58,9 +58,9 @@ def test_no_secret_reaches_the_line_and_the_live_request_still_matches(
     record = Engine(cassette, Config(mode=Mode.RECORD))
     record.receive_request(request)
     record.next_event()
-    record.upstream_head(200, [(b"content-type", b"text/event-stream")], now=0.0)
-    record.upstream_data(sse, now=0.01)
-    record.upstream_end(now=0.02)
+    record.upstream_head(200, [(b"content-type", b"text/event-stream")], mono=0.0)
+    record.upstream_data(sse, mono=0.01)
+    record.upstream_end(mono=0.02)
     while not isinstance(record.next_event(), Signal):
         pass
     recorded = record.record()

@@ -115,13 +115,13 @@ def test_a_recorded_line_loads_as_the_interaction_recorded(
     session.receive_request(Request("POST", "/v1/chat/completions", (), b'{"stream":true}'))
     session.next_event()
     clock = itertools.cycle(nows)
-    session.upstream_head(status, [(b"content-type", content_type)], now=next(clock), sent_at=0.0)
+    session.upstream_head(status, [(b"content-type", content_type)], mono=next(clock), sent_at=0.0)
     for chunk in chunks:
-        session.upstream_data(chunk, now=next(clock))
+        session.upstream_data(chunk, mono=next(clock))
     if cut:
-        session.upstream_error(UpstreamError.RESET, "reset by peer", now=next(clock))
+        session.upstream_error(UpstreamError.RESET, "reset by peer", mono=next(clock))
     else:
-        session.upstream_end(now=next(clock))
+        session.upstream_end(mono=next(clock))
     while not isinstance(session.next_event(), Signal):
         pass
     recorded = session.record()

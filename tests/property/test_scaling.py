@@ -279,7 +279,7 @@ def _websocket(n: int) -> Interaction:
         RecordedRequest("GET", "/v1/realtime"),
         RecordedResponse(101),
     )
-    return recorder.finish(upgrade, now=1.0)
+    return recorder.finish(upgrade, mono=1.0)
 
 
 # -- redaction: runs of near-matches of every shape ------------------------------------

@@ -129,9 +129,9 @@ def _record(cassette: Cassette, request: Request, config: Config) -> None:
     engine = Engine(cassette, Config(mode=Mode.RECORD, pii=config.pii, match=config.match))
     engine.receive_request(request)
     assert isinstance(engine.next_event(), Forward)
-    engine.upstream_head(200, [JSON], now=0.0)
-    engine.upstream_data(b'{"ok":1}', now=0.0)
-    engine.upstream_end(now=0.0)
+    engine.upstream_head(200, [JSON], mono=0.0)
+    engine.upstream_data(b'{"ok":1}', mono=0.0)
+    engine.upstream_end(mono=0.0)
     while not isinstance(engine.next_event(), Signal):
         pass
     engine.record()

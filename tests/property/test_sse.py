@@ -136,10 +136,10 @@ def _record(body: bytes, chunks: list[bytes], mode: Mode) -> tuple[list[bytes], 
         Request("POST", "/v1/chat/completions", (), b'{"model":"m","stream":true}')
     )
     session.next_event()  # Forward
-    session.upstream_head(200, [(b"content-type", b"text/event-stream")], now=10.0)
+    session.upstream_head(200, [(b"content-type", b"text/event-stream")], mono=10.0)
     for i, chunk in enumerate(chunks):
-        session.upstream_data(chunk, now=10.0 + i / 100)
-    session.upstream_end(now=11.0)
+        session.upstream_data(chunk, mono=10.0 + i / 100)
+    session.upstream_end(mono=11.0)
     forwarded: list[bytes] = []
     line = b""
     while True:

@@ -212,18 +212,18 @@ class SessionMachine(RuleBasedStateMachine):
         kind = b"text/event-stream" if stream else b"application/json"
         call = self.session.upstream_head
         if not self.feed(Input.UPSTREAM_HEAD):
-            self.misuse(call, status, [(b"content-type", kind)], now=1.0)
+            self.misuse(call, status, [(b"content-type", kind)], mono=1.0)
             return
-        call(status, [(b"content-type", kind)], now=1.0)
+        call(status, [(b"content-type", kind)], mono=1.0)
         self.queue.append(ResponseHead)
         self.fed, self.sse = [], stream
 
     @rule(data=st.sampled_from((b"", b"data: 1\n\n", b'{"a":', b"\xff")))
     def upstream_data(self, data: bytes) -> None:
         if not self.feed(Input.UPSTREAM_DATA):
-            self.misuse(self.session.upstream_data, data, now=1.5)
+            self.misuse(self.session.upstream_data, data, mono=1.5)
             return
-        self.session.upstream_data(data, now=1.5)
+        self.session.upstream_data(data, mono=1.5)
         if data:
             self.queue.append(Frame)
             self.fed.append(data)
@@ -231,9 +231,9 @@ class SessionMachine(RuleBasedStateMachine):
     @rule()
     def upstream_end(self) -> None:
         if not self.feed(Input.UPSTREAM_END):
-            self.misuse(self.session.upstream_end, now=2.0)
+            self.misuse(self.session.upstream_end, mono=2.0)
             return
-        self.session.upstream_end(now=2.0)
+        self.session.upstream_end(mono=2.0)
         self.queue.append(EndOfResponse)
         self.finish_recording(cut=False)
 
@@ -241,9 +241,9 @@ class SessionMachine(RuleBasedStateMachine):
     def upstream_error(self, error: UpstreamError | Abort) -> None:
         before = self.state
         if not self.feed(Input.UPSTREAM_ERROR):
-            self.misuse(self.session.upstream_error, error, now=2.0)
+            self.misuse(self.session.upstream_error, error, mono=2.0)
             return
-        self.session.upstream_error(error, "it broke", now=2.0)
+        self.session.upstream_error(error, "it broke", mono=2.0)
         if before is State.AWAIT_UPSTREAM:  # answered with a 502/504, nothing recorded
             self.queue.extend((ResponseHead, Frame, EndOfResponse))
             self.recording = False

@@ -102,13 +102,13 @@ def test_recorded_stream_replays_monotone(
     session.receive_request(request)
     session.next_event()
     readings = itertools.cycle(nows)
-    session.upstream_head(200, [(b"content-type", b"application/x-ndjson")], now=next(readings))
+    session.upstream_head(200, [(b"content-type", b"application/x-ndjson")], mono=next(readings))
     for chunk in chunks:
-        session.upstream_data(chunk, now=next(readings))
+        session.upstream_data(chunk, mono=next(readings))
     if cut:
-        session.upstream_error(UpstreamError.RESET, "gone", now=next(readings))
+        session.upstream_error(UpstreamError.RESET, "gone", mono=next(readings))
     else:
-        session.upstream_end(now=next(readings))
+        session.upstream_end(mono=next(readings))
     while not isinstance(session.next_event(), Signal):
         pass
     recorded = session.record()

@@ -90,14 +90,14 @@ def cassette_for(case: Case) -> Cassette:
     if not case.recorded:
         return cassette
     engine = Engine(cassette, Config(mode=Mode.RECORD))
-    engine.receive_request(chat(RECORDED_BODY), now=T0)
+    engine.receive_request(chat(RECORDED_BODY), wall=T0)
     assert isinstance(engine.next_event(), Forward)
-    engine.upstream_head(200, SSE, now=1.0, sent_at=0.9, timestamp=T0)
-    engine.upstream_data(b"data: one\n\n", now=1.1)
+    engine.upstream_head(200, SSE, mono=1.0, sent_at=0.9, wall=T0)
+    engine.upstream_data(b"data: one\n\n", mono=1.1)
     if case.recorded_cut:
-        engine.upstream_error(UpstreamError.RESET, "reset by peer", now=1.2)
+        engine.upstream_error(UpstreamError.RESET, "reset by peer", mono=1.2)
     else:
-        engine.upstream_end(now=1.2)
+        engine.upstream_end(mono=1.2)
     while not isinstance(engine.next_event(), Signal):
         pass
     assert engine.record() is not None
@@ -132,24 +132,24 @@ def serve(engine: Engine, forward: Forward, ending: str, seen: Seen) -> None:
     if ending.startswith("failed:"):
         value = ending.split(":", 1)[1]
         seen.failure = Abort.STORE if value == Abort.STORE.value else UpstreamError(value)
-        engine.upstream_error(seen.failure, "it failed", now=1.0)
+        engine.upstream_error(seen.failure, "it failed", mono=1.0)
         return
     if ending == "left-before-head":
         seen.left = True
-        engine.client_left("the client closed the connection", now=1.0)
-        engine.upstream_error(Abort.CLIENT_CLOSED, "gone", now=1.0)
+        engine.client_left("the client closed the connection", mono=1.0)
+        engine.upstream_error(Abort.CLIENT_CLOSED, "gone", mono=1.0)
         return
-    engine.upstream_head(200, SSE, now=1.0, sent_at=0.9, timestamp=T0 + 30 * DAY)
+    engine.upstream_head(200, SSE, mono=1.0, sent_at=0.9, wall=T0 + 30 * DAY)
     pull(engine, seen)
-    engine.upstream_data(b"data: two\n\n", now=1.1)
+    engine.upstream_data(b"data: two\n\n", mono=1.1)
     if ending == "cut":
-        engine.upstream_error(UpstreamError.TIMEOUT, "no next chunk", now=1.2)
+        engine.upstream_error(UpstreamError.TIMEOUT, "no next chunk", mono=1.2)
     elif ending == "left-mid-stream":
         seen.left = True
-        engine.client_left("the client closed the connection", now=1.15)
-        engine.upstream_error(Abort.CLIENT_CLOSED, "gone", now=1.2)
+        engine.client_left("the client closed the connection", mono=1.15)
+        engine.upstream_error(Abort.CLIENT_CLOSED, "gone", mono=1.2)
     else:
-        engine.upstream_end(now=1.2)
+        engine.upstream_end(mono=1.2)
 
 
 def expected_verdict(seen: Seen) -> Verdict:
@@ -197,7 +197,7 @@ def test_the_verdict_and_label_say_what_the_engine_did(case: Case) -> None:
     nothing_said(engine)
     target = "/not/a/provider" if case.unroutable else "/v1/chat/completions"
     engine.receive_request(
-        chat(SIMILAR_BODY if case.similar else RECORDED_BODY, target), now=T0 + 30 * DAY
+        chat(SIMILAR_BODY if case.similar else RECORDED_BODY, target), wall=T0 + 30 * DAY
     )
     seen = Seen()
     pull(engine, seen)

@@ -61,14 +61,14 @@ def _answer(session: Session, forwarded: int) -> None:
     request = session.engine._request
     head_only = request is not None and request.method == "HEAD"
     if forwarded % 2:
-        session.engine.upstream_head(200, [(b"content-type", b"text/event-stream")], now=1.0)
+        session.engine.upstream_head(200, [(b"content-type", b"text/event-stream")], mono=1.0)
         for n, frame in enumerate(() if head_only else _SSE):
-            session.engine.upstream_data(frame, now=1.0 + n / 100)
+            session.engine.upstream_data(frame, mono=1.0 + n / 100)
     else:
-        session.engine.upstream_head(200, [(b"content-type", b"application/json")], now=1.0)
+        session.engine.upstream_head(200, [(b"content-type", b"application/json")], mono=1.0)
         if not head_only:
-            session.engine.upstream_data(_BODY, now=1.01)
-    session.engine.upstream_end(now=1.1)
+            session.engine.upstream_data(_BODY, mono=1.01)
+    session.engine.upstream_end(mono=1.1)
 
 
 def _pump(session: Session, forwards: list[Request], lines: list[bytes]) -> None:

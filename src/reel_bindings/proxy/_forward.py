@@ -133,7 +133,7 @@ class Forwarding:
         self.why = why
         now = anyio.current_time()
         engine = self.session.engine
-        grace = engine.client_left(why, now=now)
+        grace = engine.client_left(why, mono=now)
         if grace:
             target = self.forward.request.target
             self.place = self.host.recordings.reserve(engine.redactor, target)
@@ -155,7 +155,7 @@ class Forwarding:
             data = b""
             why = f"the client connection broke ({reason(exc)})"
         if data:
-            self.session.receive_data(data, now=time.time())
+            self.session.receive_data(data, wall=time.time())
             return
         self.left(why)
 
@@ -172,7 +172,7 @@ class Forwarding:
                 "the client closed the connection mid-exchange: the upstream was closed too%s",
                 " (recorded as far as the client read)" if forward.record else "",
             )
-            engine.upstream_error(Abort.CLIENT_CLOSED, self.why, now=anyio.current_time())
+            engine.upstream_error(Abort.CLIENT_CLOSED, self.why, mono=anyio.current_time())
         # nobody reads the rest: pull it, append the line
         while not isinstance(event := session.next_event(), Signal):
             if isinstance(event, Cut):
@@ -221,9 +221,9 @@ class Forwarding:
                 engine.upstream_head(
                     response.status,
                     response.headers,
-                    now=anyio.current_time(),
+                    mono=anyio.current_time(),
                     sent_at=sent_at,
-                    timestamp=time.time(),
+                    wall=time.time(),
                 )
                 await self._flush()
                 # closed however the loop ends (a client that left cancels
@@ -246,7 +246,7 @@ class Forwarding:
             else:
                 log.warning("upstream failed for %s: %s", where, engine.redactor.text(str(exc)))
             if engine.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
-                engine.upstream_error(exc.error, exc.detail, now=anyio.current_time())
+                engine.upstream_error(exc.error, exc.detail, mono=anyio.current_time())
         if engine.state is State.DONE:
             await self._flush()
 
@@ -261,13 +261,13 @@ class _Feed:
         self._engine = engine
 
     def data(self, chunk: bytes) -> None:
-        self._engine.upstream_data(chunk, now=anyio.current_time())
+        self._engine.upstream_data(chunk, mono=anyio.current_time())
 
     def end(self) -> None:
-        self._engine.upstream_end(now=anyio.current_time())
+        self._engine.upstream_end(mono=anyio.current_time())
 
     def error(self, error: UpstreamError | Abort, detail: str) -> None:
-        self._engine.upstream_error(error, detail, now=anyio.current_time())
+        self._engine.upstream_error(error, detail, mono=anyio.current_time())
 
 
 def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:

@@ -343,7 +343,7 @@ class HTTP11Connection:
             yield
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             why = f"a write to the client failed ({reason(exc)})"
-            self.session.engine.client_left(why, now=anyio.current_time())
+            self.session.engine.client_left(why, mono=anyio.current_time())
             self._log()
             raise
 
@@ -382,7 +382,7 @@ class HTTP11Connection:
                 data = b""
         if data and not exchange.first_byte:
             exchange.first_byte = proxy.now()
-        session.receive_data(data, now=time.time())
+        session.receive_data(data, wall=time.time())
         return True
 
     async def _quiet(self) -> bytes:

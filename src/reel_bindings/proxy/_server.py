@@ -400,7 +400,7 @@ class Proxy:
     def _record_websocket(self, engine: Engine, ws: WebSocketSession, target: str) -> None:
         """Append a relayed WebSocket session's line (see :meth:`record`)."""
         try:
-            recorded = ws.record(now=anyio.current_time())
+            recorded = ws.record(mono=anyio.current_time())
         except Exception:
             self._unwritten += 1
             log.exception(

@@ -198,7 +198,7 @@ async def relay_websocket(
         upstream, host = await context.upstream.dial(forward.url)
     except UpstreamFailure as exc:
         log.warning("upstream failed for %s: %s", where, engine.redactor.text(str(exc)))
-        engine.upstream_error(exc.error, exc.detail, now=anyio.current_time())
+        engine.upstream_error(exc.error, exc.detail, mono=anyio.current_time())
         await answer_http()
         return
     async with upstream:
@@ -223,25 +223,25 @@ async def relay_websocket(
         now = anyio.current_time()
         if answer is None:
             log.warning("upstream failed for %s: %s", where, engine.redactor.text(failure))
-            engine.upstream_error(UpstreamError.PROTOCOL, failure, now=now)
+            engine.upstream_error(UpstreamError.PROTOCOL, failure, mono=now)
             await answer_http()
             return
         # the upstream's answer, fed as any response: a refusal (401, 404...)
         # goes to the client, a 101 is the upgrade's (recorded with the session)
         engine.upstream_head(
-            answer.status, answer.headers, now=now, sent_at=sent_at, timestamp=time.time()
+            answer.status, answer.headers, mono=now, sent_at=sent_at, wall=time.time()
         )
         if answer.status != 101:
             if answer.data:
-                engine.upstream_data(answer.data, now=now)
-            engine.upstream_end(now=now)
+                engine.upstream_data(answer.data, mono=now)
+            engine.upstream_end(mono=now)
             exchange.status = answer.status
             await answer_http()
             return
-        engine.upstream_end(now=now)
+        engine.upstream_end(mono=now)
         exchange.status = 101
         ws = exchange.websocket = WebSocketSession.relay(
-            engine, upgrade(), forward, answer, now=now
+            engine, upgrade(), forward, answer, mono=now
         )
         try:
             await _relay(ws, stream, upstream)

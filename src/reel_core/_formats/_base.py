@@ -295,9 +295,7 @@ def _call(engine: CallEngine, item: CallEntry, tool: str) -> Interaction:
 
     run = engine.decide(item.call)
     assert isinstance(run, CallRun)  # record mode runs every call
-    recorded = engine.finish(
-        run, item.outcome, total_ms=item.total_ms or 0.0, timestamp=item.timestamp
-    )
+    recorded = engine.finish(run, item.outcome, total_ms=item.total_ms or 0.0, wall=item.timestamp)
     assert recorded is not None  # record mode records
     interaction = interaction_from_json(load_json(recorded.line))
     meta = dict(interaction.meta, imported=tool)
@@ -335,7 +333,7 @@ def _session(
     close = log.close
     if close is not None:
         recorder.closed(close.code, close.reason, close.by, close.at_ms / 1000)
-    session = recorder.finish(upgrade, now=last / 1000)
+    session = recorder.finish(upgrade, mono=last / 1000)
     if close is not None:
         return session
     assert session.websocket is not None  # finish() closed it as dropped: it was not
