@@ -59,6 +59,13 @@ class StoreAssets:
     def describe(self, digest: str) -> str:
         return self.store.describe_asset(self.name, digest)
 
+    @property
+    def mend(self) -> str:
+        return (
+            "restore it, or record the line again "
+            "(`reel check` lists every missing or corrupt asset)"
+        )
+
 
 def _salt_of(meta: CassetteMeta) -> Any:
     redact = meta.extra.get("redact")

@@ -32,6 +32,8 @@ _HINTS = Hints(
     ),
     max_head="raise the limit with the proxy's --max-head BYTES",
     bad_line="`reel validate {name}` lists every bad line",
+    ui_public="start the proxy with --ui-public",
+    ui_off="start the proxy without --ui",
 )
 
 

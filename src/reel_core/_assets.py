@@ -116,6 +116,12 @@ class AssetSource(Protocol):
         """Where asset ``digest`` lives, for an error message."""
         ...
 
+    @property
+    def mend(self) -> str:
+        """How to mend a missing or corrupt asset, in the binding's words
+        (a clause: the core names no command of its own)."""
+        ...
+
 
 class MemoryAssets(dict[str, bytes]):
     """Assets in a dict (digest -> bytes): what :func:`split_line` hands
@@ -126,6 +132,10 @@ class MemoryAssets(dict[str, bytes]):
 
     def describe(self, digest: str) -> str:
         return f"sha256-{digest}"
+
+    @property
+    def mend(self) -> str:
+        return "restore it, or record the line again"
 
 
 def sniff_media_type(data: bytes) -> str:
@@ -429,12 +439,12 @@ def _b64decode(text: str) -> bytes:
 
 def _read(source: AssetSource | None, digest: str) -> bytes:
     """The bytes of asset ``digest``, checked; ``ValueError`` says why not."""
-    fix = "restore it, or record the line again (`reel check` lists every missing or corrupt asset)"
     if source is None:
         raise ValueError(
             f"the line refers to asset sha256-{digest}, and it was read without its "
-            "assets: open the cassette through its store (its file, or --store)"
+            "assets: open the cassette through the store that keeps them"
         )
+    fix = source.mend
     data = source.read(digest)
     if data is None:
         raise ValueError(f"asset {source.describe(digest)} is missing: {fix}")

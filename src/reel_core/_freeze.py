@@ -285,5 +285,5 @@ def _bad(name: str, where: str, what: str) -> NoReturn:
         name,
         1,
         f'"_meta.freeze{where}" {what} (see docs/cassette-format.md; or record the cassette '
-        "again with REEL_MODE=record)",
+        "again, in record mode)",
     )

@@ -34,6 +34,11 @@ class Hints:
     max_body: str = "raise Limits.max_body"
     #: How to raise the largest request head (a 431).
     max_head: str = "raise Limits.max_head"
+    #: How to serve Reel's viewer to any host, not only loopback names.
+    ui_public: str = "make it with UiConfig(public=True)"
+    #: How to have ``/_reel/`` paths forwarded upstream, not answered by
+    #: the viewer.
+    ui_off: str = "leave Config.ui unset"
     #: How to list a cassette's bad lines (a line that does not parse);
     #: ``{name}`` stands for the cassette's name.  Empty: nothing to add.
     bad_line: str = ""

@@ -25,9 +25,12 @@ import enum
 import ipaddress
 from dataclasses import dataclass
 
+from ._hints import Hints
 from ._http import Request
 
 __all__ = ["UI_PREFIX", "UiConfig", "UiRefusal", "UiResource", "ui_request"]
+
+_HINTS = Hints()
 
 #: Where the viewer is served (``/_reel/`` the page, ``/_reel/version``...).
 UI_PREFIX = "/_reel"
@@ -80,9 +83,12 @@ def _loopback_host(host: bytes | None) -> bool:
         return False
 
 
-def ui_request(request: Request, ui: UiConfig) -> UiResource | UiRefusal | None:
+def ui_request(
+    request: Request, ui: UiConfig, hints: Hints = _HINTS
+) -> UiResource | UiRefusal | None:
     """What ``request`` asks of the viewer: a resource to answer with, a
-    refusal, or ``None`` for a request that is not for the viewer."""
+    refusal (what to do instead worded by ``hints``), or ``None`` for a
+    request that is not for the viewer."""
     path = request.path
     if path != UI_PREFIX and not path.startswith(UI_PREFIX + "/"):
         return None
@@ -90,15 +96,15 @@ def ui_request(request: Request, ui: UiConfig) -> UiResource | UiRefusal | None:
         return UiRefusal(
             403,
             "Reel's viewer answers only requests for localhost, 127.0.0.1 or [::1] (this one "
-            "names another host). Open it at http://127.0.0.1:PORT/_reel/, or start the proxy "
-            "with --ui-public to serve it to any host.",
+            "names another host). Open it at http://127.0.0.1:PORT/_reel/, or, to serve it "
+            f"to any host, {hints.ui_public}.",
         )
     resource = _RESOURCES.get(path[len(UI_PREFIX) :])
     if resource is None:
         return UiRefusal(
             404,
-            f"Reel's viewer has no {path}: the page is {UI_PREFIX}/. Start the proxy without "
-            "--ui to forward /_reel/ paths upstream.",
+            f"Reel's viewer has no {path}: the page is {UI_PREFIX}/. To forward /_reel/ paths "
+            f"upstream, {hints.ui_off}.",
         )
     if request.method not in ("GET", "HEAD"):
         return UiRefusal(

@@ -180,7 +180,7 @@ def test_a_missing_asset_is_a_bad_line_naming_it_and_what_to_do() -> None:
     with pytest.raises(CassetteError) as info:
         cassette.interactions()
     assert info.value.line == 2
-    assert "`reel check` lists every missing or corrupt asset" in str(info.value)
+    assert "is missing: restore it, or record the line again" in str(info.value)
 
 
 def test_a_corrupt_asset_is_never_served() -> None:

@@ -100,7 +100,7 @@ def test_a_bad_freeze_object_says_what_is_wrong(value: Any, says: str) -> None:
     message = str(caught.value)
     assert message.startswith("run.jsonl:1: ")
     assert says in message
-    assert "record the cassette again with REEL_MODE=record" in message
+    assert "record the cassette again, in record mode" in message
 
 
 def test_check_features() -> None:

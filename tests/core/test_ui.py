@@ -12,6 +12,7 @@ from reel_core import (
     Config,
     Engine,
     Forward,
+    Hints,
     LocalProtocolError,
     Miss,
     Mode,
@@ -26,6 +27,9 @@ from reel_core.tools import UiConfig, UiRefusal, UiResource, ui_request
 from ._helpers import cassette_of, finished, interaction, parse_response, state
 
 LOCAL = ((b"host", b"127.0.0.1:7878"),)
+
+#: The proxy's wording of the viewer's hints.
+PROXY = Hints(ui_public="start the proxy with --ui-public", ui_off="start the proxy without --ui")
 
 
 def get(target: str, host: bytes | None = b"127.0.0.1:7878", method: str = "GET") -> Request:
@@ -87,15 +91,18 @@ def test_loopback_hosts_are_answered(host: bytes) -> None:
     ],
 )
 def test_other_hosts_are_refused_unless_public(host: bytes | None) -> None:
-    refusal = ui_request(get("/_reel/", host), UiConfig())
+    refusal = ui_request(get("/_reel/", host), UiConfig(), PROXY)
     assert isinstance(refusal, UiRefusal)
     assert refusal.status == 403
-    assert "--ui-public" in refusal.message
+    assert "--ui-public" in refusal.message  # the binding's words
+    plain = ui_request(get("/_reel/", host), UiConfig())
+    assert isinstance(plain, UiRefusal)
+    assert "UiConfig(public=True)" in plain.message  # the core names no flag
     assert ui_request(get("/_reel/", host), UiConfig(public=True)) is UiResource.PAGE
 
 
 def test_an_unknown_viewer_path_is_404_and_other_methods_405() -> None:
-    missing = ui_request(get("/_reel/nope"), UiConfig())
+    missing = ui_request(get("/_reel/nope"), UiConfig(), PROXY)
     assert isinstance(missing, UiRefusal)
     assert missing.status == 404
     assert "/_reel/nope" in missing.message

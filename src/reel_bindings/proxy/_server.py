@@ -264,7 +264,7 @@ class Proxy:
         (drawn in a worker thread: a big cassette takes a while, and the
         proxy keeps serving meanwhile), or the refusal saying why not."""
         assert self.config.ui is not None
-        asked = ui_request(routed.request, self.config.ui)
+        asked = ui_request(routed.request, self.config.ui, self.config.hints)
         assert asked is not None  # routed by _route
         if isinstance(asked, UiRefusal):
             return asked
