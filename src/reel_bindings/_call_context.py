@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._files import CassetteFile
-    from ._inprocess import Player
 
 __all__ = ["ACTIVE", "RUNNING", "active", "running_on", "use_for_test"]
 
-ACTIVE: contextvars.ContextVar[Player | None] = contextvars.ContextVar(
+#: The player boundaries record with (a ``reel_bindings._inprocess.Player``:
+#: held as an ``object`` here, so this room knows none of the bindings).
+ACTIVE: contextvars.ContextVar[object | None] = contextvars.ContextVar(
     "reel_active_cassette", default=None
 )
 RUNNING: contextvars.ContextVar[CassetteFile | None] = contextvars.ContextVar(
@@ -40,12 +41,12 @@ RUNNING: contextvars.ContextVar[CassetteFile | None] = contextvars.ContextVar(
 
 #: How to get the test's player (the pytest plugin's, made on first use),
 #: where no ``calls_on`` block says; then the player, once made.
-_for_test: list[Callable[[], Player]] = []
-_made: list[Player] = []
+_for_test: list[Callable[[], object]] = []
+_made: list[object] = []
 _making = threading.Lock()
 
 
-def active() -> Player | None:
+def active() -> object | None:
     """The player boundaries use here: the innermost ``calls_on`` block's,
     else the running test's, else ``None`` (a boundary just runs)."""
     player = ACTIVE.get()
@@ -57,7 +58,7 @@ def active() -> Player | None:
         return _made[-1]
 
 
-def use_for_test(player: Callable[[], Player] | None) -> None:
+def use_for_test(player: Callable[[], object] | None) -> None:
     """Make ``player()`` (called when a boundary first needs it) the
     fallback for the test being run; ``None``: no test's."""
     _for_test.clear()

@@ -21,7 +21,7 @@ import sys
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar, cast, overload
 
 from reel_core import CallEngine, CassetteError
 from reel_core.tools import (
@@ -37,7 +37,8 @@ from reel_core.tools import (
     check_json,
 )
 
-from ._call_context import ACTIVE, RUNNING, active
+from ._call_context import ACTIVE, RUNNING
+from ._call_context import active as _active_player
 from ._inprocess import Player
 
 if TYPE_CHECKING:
@@ -72,6 +73,11 @@ _ARGUMENT_FIX = (
     'leave it out of the recording with ignore=("{name}",) (it is then not matched), or pass '
     "codec= to the boundary: a reel_bindings.calls.Codec whose encode() turns it into JSON"
 )
+
+
+def active() -> Player | None:
+    """The player boundaries record with here (see ``_call_context.active``)."""
+    return cast("Player | None", _active_player())
 
 
 class Codec:

@@ -49,7 +49,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reel_core import CassetteError, Freeze, Mode
 from reel_core.tools import check_features, uuid_ints
@@ -58,7 +58,6 @@ from ._files import CassetteFile
 from ._settings import Settings
 
 if TYPE_CHECKING:
-    from ._inprocess import Binding
     from ._store import Store
 
 __all__ = ["Frozen", "freeze", "frozen_for", "real_time"]
@@ -415,8 +414,22 @@ def frozen_for(file: CassetteFile, features: Iterable[str]) -> Frozen:
     return Frozen(file.keep_freeze(filled), features)
 
 
+class _Plays(Protocol):
+    """A player (``reel_bindings._inprocess.Player``): its cassette file."""
+
+    @property
+    def file(self) -> CassetteFile: ...
+
+
+class _Binds(Protocol):
+    """A binding (a transport, the requests adapter): its player."""
+
+    @property
+    def player(self) -> _Plays: ...
+
+
 def freeze(
-    cassette: str | os.PathLike[str] | CassetteFile | Binding,
+    cassette: str | os.PathLike[str] | CassetteFile | _Binds | _Plays,
     features: Iterable[str],
     *,
     mode: Mode | str | None = None,
@@ -432,14 +445,16 @@ def freeze(
     take it; the mode is ``mode``, else ``$REEL_MODE``), an open
     :class:`~reel_bindings.CassetteFile`, or a binding (a transport or
     adapter: its cassette)."""
-    from ._inprocess import Binding, Player
-
-    if isinstance(cassette, Binding):
-        return frozen_for(cassette.player.file, features)
-    if isinstance(cassette, Player):
-        return frozen_for(cassette.file, features)
     if isinstance(cassette, CassetteFile):
         return frozen_for(cassette, features)
+    player = getattr(cassette, "player", cassette)  # a binding's, or a player
+    file = getattr(player, "file", None)
+    if isinstance(file, CassetteFile):
+        return frozen_for(file, features)
+    if not isinstance(cassette, (str, os.PathLike)):
+        raise TypeError(
+            f"freeze() takes a cassette's path, a CassetteFile or a binding, not {cassette!r}"
+        )
     settings = Settings.from_env(mode=mode, store=store if isinstance(store, str) else None)
     if store is None or isinstance(store, str):
         store = settings.open_store()

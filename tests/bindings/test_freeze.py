@@ -580,3 +580,8 @@ def test_every_function_of_the_random_module_draws_from_the_seed() -> None:
         model.seed(42)
         assert random.sample(range(100), 5) == model.sample(range(100), 5)
     assert random.getstate() != model.getstate()
+
+
+def test_freeze_of_something_that_is_no_cassette_says_what_it_takes() -> None:
+    with pytest.raises(TypeError, match="a cassette's path, a CassetteFile or a binding"):
+        reel_bindings.freeze(42, ["clock"])  # type: ignore[arg-type]
