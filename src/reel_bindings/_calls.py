@@ -449,6 +449,18 @@ class _Yields:
         return CallStream(tuple(self.items), max(self.ms(), last), error)
 
 
+def _replay_stream(
+    player: Player, spec: _Spec, decision: CallReplay
+) -> tuple[list[Any], BaseException | None]:
+    """A recorded generator's values as the caller gets them, and the
+    exception it raised after them (``None``: it ended)."""
+    stream = decision.log.outcome
+    if not isinstance(stream, CallStream):
+        _mismatch(player, spec, decision, stream=True)
+    values = [spec.replayed(value) for _, value in stream.items]
+    return values, None if stream.error is None else spec.exception(stream.error)
+
+
 def _sync_gen(fn: Callable[P, Iterator[Any]], spec: _Spec) -> Callable[P, Iterator[Any]]:
     @functools.wraps(fn)
     def boundary(*args: P.args, **kwargs: P.kwargs) -> Generator[Any, Any, None]:
@@ -458,13 +470,10 @@ def _sync_gen(fn: Callable[P, Iterator[Any]], spec: _Spec) -> Callable[P, Iterat
             return
         engine, decision = _decide(player, spec.call(args, kwargs))
         if isinstance(decision, CallReplay):
-            stream = decision.log.outcome
-            if not isinstance(stream, CallStream):
-                _mismatch(player, spec, decision, stream=True)
-            for _, value in stream.items:
-                yield spec.replayed(value)
-            if stream.error is not None:
-                raise spec.exception(stream.error)
+            values, error = _replay_stream(player, spec, decision)
+            yield from values
+            if error is not None:
+                raise error
             return
         inner = iter(fn(*args, **kwargs))
         seen = _Yields(spec, decision.record)
@@ -503,13 +512,11 @@ def _async_gen(fn: Callable[P, AsyncIterator[Any]], spec: _Spec) -> Callable[P, 
             return
         engine, decision = _decide(player, spec.call(args, kwargs))
         if isinstance(decision, CallReplay):
-            stream = decision.log.outcome
-            if not isinstance(stream, CallStream):
-                _mismatch(player, spec, decision, stream=True)
-            for _, value in stream.items:
-                yield spec.replayed(value)
-            if stream.error is not None:
-                raise spec.exception(stream.error)
+            values, error = _replay_stream(player, spec, decision)
+            for value in values:
+                yield value
+            if error is not None:
+                raise error
             return
         inner = aiter(fn(*args, **kwargs))
         seen = _Yields(spec, decision.record)

@@ -27,7 +27,7 @@ the binding's to measure.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._calls import Call, CallError, CallLog, CallResult, CallStream
@@ -179,33 +179,18 @@ class CallEngine:
         return staleness(first.timestamp if first else None, self._max_age, now)
 
     def _miss_report(self, call: Call, key: str) -> MissReport:
-        from ._fuzzy import nearest
-        from ._miss import build_miss_report
+        from ._miss import report_miss
 
-        recorded = call_request(call)
-        reason = "no recording matches"
-        count = self.cassette.count(key, self._keying)
-        closest = None
-        if self.match.mode is MatchMode.FUZZY:
-            closest = nearest(recorded, self.cassette, replace(self.match, threshold=0.0))
-            reason = f"no recording reaches the fuzzy threshold {self.match.threshold:g}"
-        if count:
-            times = "once" if count == 1 else f"{count} times"
-            reason = (
-                f"this call was recorded {times} and each recording was already served: "
-                f"this is call {count + 1}, past the recorded count, and repeat is off "
-                '(set "repeat": true in the cassette\'s _meta line to serve the last one again)'
-            )
-        return build_miss_report(
-            recorded,
+        return report_miss(
+            call_request(call),
             key,
             self.cassette,
+            self._keying,
             self.match,
             mode=self.config.mode.value,
-            reason=reason,
             hint=self.config.hints.miss,
-            nearest=closest,
-            served=count,
+            what="call",
+            nth="call",
         )
 
     def finish(

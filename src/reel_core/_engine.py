@@ -544,32 +544,16 @@ class Engine:
         return self._request is not None and self._request.method == "HEAD"
 
     def _miss_report(self, recorded: RecordedRequest, key: str) -> MissReport:
-        from ._fuzzy import nearest
-        from ._miss import build_miss_report
+        from ._miss import report_miss
 
-        reason = "no recording matches"
-        count = self.cassette.count(key, self._keying)
-        closest = None
-        if self.match.mode is MatchMode.FUZZY:
-            closest = nearest(recorded, self.cassette, replace(self.match, threshold=0.0))
-            reason = f"no recording reaches the fuzzy threshold {self.match.threshold:g}"
-        if count:
-            times = "once" if count == 1 else f"{count} times"
-            reason = (
-                f"this request was recorded {times} and each recording was already served: "
-                f"this is repeat {count + 1}, past the recorded count, and repeat is off "
-                '(set "repeat": true in the cassette\'s _meta line to serve the last one again)'
-            )
-        return build_miss_report(
+        return report_miss(
             recorded,
             key,
             self.cassette,
+            self._keying,
             self.match,
             mode=self.config.mode.value,
-            reason=reason,
             hint=self.config.hints.miss,
-            nearest=closest,
-            served=count,
         )
 
     def forward_key(self) -> str:

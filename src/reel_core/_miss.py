@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ._body import parse_json
@@ -39,6 +39,7 @@ __all__ = [
     "body_diff",
     "build_miss_report",
     "diff_row",
+    "report_miss",
     "request_diff",
     "shorten",
 ]
@@ -359,6 +360,51 @@ def closest_to(
         if best is None or score > best[1]:
             best = (interaction, score)
     return best
+
+
+def report_miss(
+    recorded: RecordedRequest,
+    key: str,
+    cassette: Cassette,
+    keying: MatchConfig,
+    match: MatchConfig,
+    *,
+    mode: str,
+    hint: str,
+    what: str = "request",
+    nth: str = "repeat",
+) -> MissReport:
+    """The report of an engine's miss (a request's, or a call's: ``what``
+    names it, ``nth`` one past its recorded count): why nothing answered
+    it, under ``keying`` (the cassette's index) and ``match`` (the match
+    settings; a fuzzy match's closest is its best candidate, whatever its
+    score), and ``hint``, how to record it."""
+    from ._fuzzy import nearest
+
+    reason = "no recording matches"
+    count = cassette.count(key, keying)
+    closest = None
+    if match.mode is MatchMode.FUZZY:
+        closest = nearest(recorded, cassette, replace(match, threshold=0.0))
+        reason = f"no recording reaches the fuzzy threshold {match.threshold:g}"
+    if count:
+        times = "once" if count == 1 else f"{count} times"
+        reason = (
+            f"this {what} was recorded {times} and each recording was already served: "
+            f"this is {nth} {count + 1}, past the recorded count, and repeat is off "
+            '(set "repeat": true in the cassette\'s _meta line to serve the last one again)'
+        )
+    return build_miss_report(
+        recorded,
+        key,
+        cassette,
+        match,
+        mode=mode,
+        reason=reason,
+        hint=hint,
+        nearest=closest,
+        served=count,
+    )
 
 
 def build_miss_report(

@@ -23,6 +23,7 @@ from reel_core import (
     RecordedRequest,
     RecordedResponse,
     Redactor,
+    Verdict,
 )
 from reel_core._interaction import call_request
 from reel_core._miss import closest_to
@@ -238,3 +239,25 @@ def test_http_exporters_leave_calls_out_and_say_so() -> None:
     assert vcr_export.losses(both) == ["1 tool call: NOT exported (vcrpy holds HTTP only)"]
     assert b"/v1/models" in vcr_export.export(both)
     assert b"lookup_order" not in vcr_export.export(both)
+
+
+@pytest.mark.parametrize(
+    ("mode", "recorded", "verdict"),
+    [
+        (Mode.REPLAY, True, Verdict.HIT),
+        (Mode.REPLAY, False, Verdict.MISS),
+        (Mode.AUTO, False, Verdict.RECORDED),
+        (Mode.RECORD, True, Verdict.RECORDED),
+        (Mode.LIVE, True, Verdict.LIVE),
+    ],
+)
+def test_the_core_says_what_happened_to_a_call(
+    mode: Mode, recorded: bool, verdict: Verdict
+) -> None:
+    """A call's decision carries its verdict, as an HTTP exchange's does:
+    the bindings count it, never label it themselves."""
+    cassette = Cassette()
+    if recorded:
+        record(cassette, LOOKUP, 1)
+    decision = CallEngine(Cassette.loads(cassette.dumps()), Config(mode=mode)).decide(LOOKUP)
+    assert decision.verdict is verdict

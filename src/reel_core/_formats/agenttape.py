@@ -226,14 +226,7 @@ def _entry(
     kind = item.get("kind")
     if kind not in ("llm", "http"):
         return _call(i, item, kind, name, when)
-    found = find_unsupported(item)
-    if found:
-        raise Skip(
-            found.reason
-            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build a "
-            "Python object)"
-        )
-    _no_markers(item, name)
+    _loadable(item, name)
     req = item.get("request")
     if not isinstance(req, Mapping):
         raise Skip(f"the request is a {type(req).__name__}, not a mapping")
@@ -251,6 +244,19 @@ def _entry(
     if isinstance(key, str) and key.startswith("sha256:"):
         req, said = _as_called(req, key, answers)
     return _llm(i, req, item.get("response"), error, ttfb, when, said)
+
+
+def _loadable(item: Mapping[str, Any], name: str) -> None:
+    """Refuse an interaction holding what Reel does not load: a YAML tag
+    that would build a Python object, or a marker of AgentTape's own."""
+    found = find_unsupported(item)
+    if found:
+        raise Skip(
+            found.reason
+            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build a "
+            "Python object)"
+        )
+    _no_markers(item, name)
 
 
 def _no_markers(value: Any, name: str, where: str = "") -> None:
@@ -287,14 +293,7 @@ def _call(i: int, item: Mapping[str, Any], kind: Any, name: str, when: float | N
     boundary = item.get("boundary")
     req = item.get("request")
     label = f"a {kind!r} interaction" + (f" ({boundary})" if isinstance(boundary, str) else "")
-    found = find_unsupported(item)
-    if found:
-        raise Skip(
-            found.reason
-            or f"it holds a {found.tag} YAML tag, which Reel does not load (it would build a "
-            "Python object)"
-        )
-    _no_markers(item, name)
+    _loadable(item, name)
     if not isinstance(req, Mapping):
         raise Skip(f"{label}: the request is a {type(req).__name__}, not a mapping")
     call_name = boundary if isinstance(boundary, str) and boundary else req.get("name")
