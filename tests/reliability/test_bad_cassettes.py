@@ -297,7 +297,8 @@ BIG_MB = 100
 GENERATE = """
 import json, sys
 from reel_core import CassetteMeta, Interaction, MatchConfig, RecordedRequest
-from reel_core import RecordedResponse, match_key
+from reel_core import RecordedResponse
+from reel_core.tools import match_key
 
 def line(prompt, body):
     request = json.dumps({"model": "m", "messages": [{"role": "user", "content": prompt}]})
