@@ -19,15 +19,10 @@ import pytest
 
 from reel_bindings.cli import main
 from reel_core import Cassette
+from tests.browser import chromium
 from tests.core.formats.test_har_export import SSE, exchange, recorded
-from tests.programs import in_ci, need_program
 
 from .helpers import DEMO, write
-
-if in_ci():  # CI installs playwright with the test extra: never skip there
-    import playwright.sync_api as sync_api
-else:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 
 # The page the fetches run from, served at each API host so they are same-origin.
 PAGE = "/__reel_page__"
@@ -47,11 +42,8 @@ FETCH = """async ([url, method, body, type]) => {
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    chromium = need_program("chromium")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def export(cassette: Path, tmp_path: Path) -> Path:

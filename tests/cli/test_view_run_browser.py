@@ -14,24 +14,16 @@ import pytest
 from reel_bindings.cli import main
 from reel_core import RecordedResponse
 from reel_core.tools import CallError, CallResult, CallStream, WebSocketClose
-from tests.programs import in_ci, need_program
+from tests.browser import chromium
 
 from .helpers import write
 from .test_view_run import call, http, session
 
-if in_ci():  # CI installs playwright with the test extra: never skip there
-    import playwright.sync_api as sync_api
-else:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    chromium = need_program("chromium")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
