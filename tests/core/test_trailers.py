@@ -223,3 +223,15 @@ def test_bad_trailers_on_a_line_are_refused(value: object) -> None:
     line["response"]["trailers"] = value
     with pytest.raises(ValueError, match=r'"response.trailers" must be a list'):
         Interaction.from_json(line)
+
+
+def test_live_mode_hands_trailers_on_and_records_nothing() -> None:
+    engine = Engine(Cassette("c"), Config(mode=Mode.LIVE))
+    engine.receive_request(request())
+    pull(engine)
+    engine.upstream_head(200, GRPC, mono=1.0)
+    engine.upstream_trailers([(b"Grpc-Status", b"0")], mono=1.1)
+    engine.upstream_end(mono=1.2)
+    events, _ = pull(engine)
+    assert events[1:] == [Trailers(((b"grpc-status", b"0"),)), EndOfResponse()]
+    assert engine.record() is None
