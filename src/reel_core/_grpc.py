@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ._errors import RemoteProtocolError
+from ._hints import Hints
 from ._http import Headers, Limits
 
 __all__ = [
@@ -96,11 +97,9 @@ def grpc_frame(message: bytes, *, compressed: bool = False) -> bytes:
     return bytes([compressed]) + len(message).to_bytes(4, "big") + message
 
 
-def _too_large(length: int, limit: int) -> RemoteProtocolError:
+def _too_large(length: int, limit: int, hint: str) -> RemoteProtocolError:
     return RemoteProtocolError(
-        f"gRPC message of {length} bytes is over the {limit}-byte body limit: "
-        "raise REEL_MAX_BODY if the message is genuine",
-        413,
+        f"gRPC message of {length} bytes is over the {limit}-byte body limit: {hint}", 413
     )
 
 
@@ -115,11 +114,13 @@ class GrpcSplitter:
     Linear in the bytes fed, however they are cut: the unfinished tail is
     one growing buffer, and a message's length is read once, when its
     prefix is whole; a message over ``max_message`` bytes raises
-    :class:`~reel_core.RemoteProtocolError` as soon as its prefix says so.
+    :class:`~reel_core.RemoteProtocolError` as soon as its prefix says so
+    (``hint`` says how to raise the limit).
     """
 
-    def __init__(self, max_message: int = Limits.max_body) -> None:
+    def __init__(self, max_message: int = Limits.max_body, hint: str = Hints.max_body) -> None:
         self._max = max_message
+        self._hint = hint
         self._buf = bytearray()
         self._need = GRPC_PREFIX  # buffered bytes that complete the next step
         self._prefixed = False  # the buffered prefix was read (_need is the whole)
@@ -134,7 +135,7 @@ class GrpcSplitter:
             if not self._prefixed:
                 length = int.from_bytes(buf[pos + 1 : pos + GRPC_PREFIX], "big")
                 if length > self._max:
-                    raise _too_large(length, self._max)
+                    raise _too_large(length, self._max, self._hint)
                 self._need = GRPC_PREFIX + length
                 self._prefixed = True
                 continue
@@ -155,10 +156,13 @@ class GrpcSplitter:
         return rest
 
 
-def grpc_messages(body: bytes, max_message: int = Limits.max_body) -> list[bytes]:
+def grpc_messages(
+    body: bytes, max_message: int = Limits.max_body, hint: str = Hints.max_body
+) -> list[bytes]:
     """The messages of a whole gRPC body, each without its prefix.  A body
     that ends inside a message, or holds one over ``max_message`` bytes,
-    raises :class:`~reel_core.RemoteProtocolError` saying so."""
+    raises :class:`~reel_core.RemoteProtocolError` saying so (``hint``: how
+    to raise the limit, as :attr:`~reel_core.Hints.max_body` words it)."""
     messages = []
     pos, size = 0, len(body)
     while pos < size:
@@ -170,7 +174,7 @@ def grpc_messages(body: bytes, max_message: int = Limits.max_body) -> list[bytes
             )
         length = int.from_bytes(body[pos + 1 : pos + GRPC_PREFIX], "big")
         if length > max_message:
-            raise _too_large(length, max_message)
+            raise _too_large(length, max_message, hint)
         end = pos + GRPC_PREFIX + length
         if end > size:
             raise RemoteProtocolError(

@@ -107,8 +107,8 @@ def test_a_message_over_the_limit_is_refused_at_its_prefix() -> None:
     with pytest.raises(RemoteProtocolError, match="1000 bytes is over the 999-byte") as e:
         grpc_messages(prefix + b"x" * 1000, max_message=999)
     assert e.value.status == 413
-    splitter = GrpcSplitter(max_message=999)
-    with pytest.raises(RemoteProtocolError, match="REEL_MAX_BODY"):
+    splitter = GrpcSplitter(max_message=999, hint="raise it with --max-body")
+    with pytest.raises(RemoteProtocolError, match="999-byte body limit: raise it with --max-body"):
         splitter.feed(prefix)  # before any of its bytes came
     assert grpc_messages(prefix + b"x" * 1000, max_message=1000) == [b"x" * 1000]
 
