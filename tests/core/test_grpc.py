@@ -20,6 +20,7 @@ from reel_core import (
     Frame,
     Interaction,
     MatchConfig,
+    Miss,
     Mode,
     RecordedRequest,
     RecordedResponse,
@@ -307,3 +308,20 @@ def grpc_request() -> Request:
 
 def request_key() -> str:
     return match_key("POST", "/xai_api.Chat/GetCompletion", (), CALL.body, MatchConfig())
+
+
+def test_the_engine_answers_a_grpc_miss_with_its_status() -> None:
+    engine = Engine(Cassette("c"), Config(mode=Mode.REPLAY))
+    engine.receive_request(grpc_request())
+    events, _ = pull(engine)
+    miss, head, trailers, end = events
+    assert isinstance(miss, Miss)
+    assert isinstance(head, ResponseHead)
+    assert isinstance(trailers, Trailers)
+    assert end == EndOfResponse(0.0)
+    status, headers, expected = grpc_miss_answer(miss.report)
+    assert head.status == status == 200
+    assert head.headers[0] == headers[0]
+    assert dict(head.headers)[b"x-reel-miss"].startswith(b"sha256:")
+    assert trailers.headers == expected
+    assert dict(trailers.headers)[b"grpc-status"] == b"5"
