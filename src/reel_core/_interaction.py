@@ -261,8 +261,12 @@ class RecordedResponse:
             )
 
         fields: dict[str, Any] = {"headers": scrubbed("headers", kept)}
-        if self.trailers:
-            fields["trailers"] = scrubbed("trailers", self.trailers)
+        if self.trailers:  # the same rule as the headers: kept ones, redacted
+            kept_trailers, dropped = stored_headers(self.trailers, drop)
+            if found is not None:
+                for name in dropped:
+                    found(f"response.trailers.{name}", [UNSAFE_HEADER])
+            fields["trailers"] = scrubbed("trailers", kept_trailers)
         if self.stream is None:
             kinds: list[str] | None = None if found is None else []
             fields["body"] = redactor.data(self.body, kinds)

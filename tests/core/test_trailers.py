@@ -310,3 +310,26 @@ def test_a_credential_echoed_in_any_trailer_is_never_stored(
     )
     assert token not in got.to_line().decode()
     assert len(got.response.trailers) == len(pairs)
+
+
+def test_trailers_keep_what_headers_keep() -> None:
+    # a set-cookie, a hop-by-hop name and one the user drops are not stored
+    response = RecordedResponse(
+        200,
+        trailers=(
+            ("grpc-status", "0"),
+            ("set-cookie", "session=1"),
+            ("connection", "close"),
+            ("x-debug", "1"),
+        ),
+    )
+    found: list[tuple[str, list[str]]] = []
+    redacted = response.redacted(
+        Redactor(), lambda where, kinds: found.append((where, kinds)), drop=frozenset({"x-debug"})
+    )
+    assert redacted.trailers == (("grpc-status", "0"),)
+    assert [where for where, kinds in found if kinds == ["unsafe-header"]] == [
+        "response.trailers.set-cookie",
+        "response.trailers.connection",
+        "response.trailers.x-debug",
+    ]
