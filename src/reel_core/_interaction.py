@@ -591,7 +591,10 @@ def interaction_line(interaction: Interaction) -> bytes:
         response["body"] = encode_body(resp.body)
     else:
         response["stream"] = resp.stream
-        response["frames"] = [[at, _frame_out(data)] for at, data in resp.frames]
+        if resp.stream == "grpc":  # binary messages behind a binary prefix
+            response["frames"] = [[at, _base64_out(data)] for at, data in resp.frames]
+        else:
+            response["frames"] = [[at, _frame_out(data)] for at, data in resp.frames]
         if resp.cut is None:
             response["end"] = {"at": resp.end_ms}
         else:
@@ -856,7 +859,11 @@ def _frame_out(data: bytes) -> Any:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
+        return _base64_out(data)
+
+
+def _base64_out(data: bytes) -> dict[str, str]:
+    return {"base64": base64.b64encode(data).decode("ascii")}
 
 
 def _frames(value: Any) -> tuple[tuple[float, bytes], ...]:

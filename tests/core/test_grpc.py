@@ -325,3 +325,9 @@ def test_the_engine_answers_a_grpc_miss_with_its_status() -> None:
     assert dict(head.headers)[b"x-reel-miss"].startswith(b"sha256:")
     assert trailers.headers == expected
     assert dict(trailers.headers)[b"grpc-status"] == b"5"
+
+
+def test_grpc_frames_are_written_base64_even_when_they_are_text() -> None:
+    got = record([(0.01, grpc_frame(b"plain text"))])
+    frames = json.loads(got.to_line())["response"]["frames"]
+    assert frames == [[10.0, {"base64": base64.b64encode(grpc_frame(b"plain text")).decode()}]]
