@@ -30,7 +30,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,6 +44,7 @@ from ._redact import Redactor
 
 __all__ = [
     "CALL_RESPONSE",
+    "STREAM_KINDS",
     "UNSAFE_HEADER",
     "WS_CLOSERS",
     "WS_SENDERS",
@@ -61,6 +62,10 @@ __all__ = [
     "interaction_line",
     "redact_chunks",
 ]
+
+#: The kinds of a stored stream (``response.stream``) besides
+#: ``"websocket"``: byte-exact SSE events, timed chunks, whole gRPC messages.
+STREAM_KINDS = ("sse", "chunks", "grpc")
 
 #: What :meth:`RecordedResponse.redacted` reports for a header it drops
 #: (``set-cookie``, one of a hop, the framing, one the user names).
@@ -202,6 +207,10 @@ class RecordedResponse:
     #: read, or more decoded bytes than the body limit.  ``reel check``
     #: fails on it.
     encoding_error: str | None = None
+    #: The response's trailers (HTTP/2; a gRPC call's ``grpc-status`` and
+    #: ``grpc-message``), ``(name, value)`` as the headers; replayed after
+    #: the last frame, before the end.
+    trailers: tuple[tuple[str, str], ...] = ()
 
     @property
     def content(self) -> bytes:
@@ -237,18 +246,27 @@ class RecordedResponse:
         if found is not None:
             for name in dropped:
                 found(f"response.headers.{name}", [UNSAFE_HEADER])
-        headers = tuple(
-            (
-                name,
-                scrub(
-                    f"response.headers.{name.lower()}",
-                    value,
-                    functools.partial(scrub_value, redactor, name),
-                ),
+
+        def scrubbed(where: str, pairs: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+            return tuple(
+                (
+                    name,
+                    scrub(
+                        f"response.{where}.{name.lower()}",
+                        value,
+                        functools.partial(scrub_value, redactor, name),
+                    ),
+                )
+                for name, value in pairs
             )
-            for name, value in kept
-        )
-        fields: dict[str, Any] = {"headers": headers}
+
+        fields: dict[str, Any] = {"headers": scrubbed("headers", kept)}
+        if self.trailers:  # the same rule as the headers: kept ones, redacted
+            kept_trailers, dropped = stored_headers(self.trailers, drop)
+            if found is not None:
+                for name in dropped:
+                    found(f"response.trailers.{name}", [UNSAFE_HEADER])
+            fields["trailers"] = scrubbed("trailers", kept_trailers)
         if self.stream is None:
             kinds: list[str] | None = None if found is None else []
             fields["body"] = redactor.data(self.body, kinds)
@@ -267,6 +285,16 @@ class RecordedResponse:
             elif not redactor.keeps(*(frame for _, frame in frames)):
                 frames = tuple((at, redactor.data(frame)) for at, frame in frames)
             fields["frames"] = frames
+        elif self.stream == "grpc":  # each message scrubbed, its prefix kept true
+            from ._grpc import rescrubbed
+
+            grpc_kinds: list[str] | None = None if found is None else []
+            fields["frames"] = tuple(
+                (at, rescrubbed(frame, lambda data: redactor.data(data, grpc_kinds)))
+                for at, frame in self.frames
+            )
+            if found is not None and grpc_kinds is not None:
+                found("response.frames", grpc_kinds)
         else:
             kinds = None if found is None else []
             fields["frames"] = tuple(redact_chunks(self.frames, redactor, kinds))
@@ -563,7 +591,10 @@ def interaction_line(interaction: Interaction) -> bytes:
         response["body"] = encode_body(resp.body)
     else:
         response["stream"] = resp.stream
-        response["frames"] = [[at, _frame_out(data)] for at, data in resp.frames]
+        if resp.stream == "grpc":  # binary messages behind a binary prefix
+            response["frames"] = [[at, _base64_out(data)] for at, data in resp.frames]
+        else:
+            response["frames"] = [[at, _frame_out(data)] for at, data in resp.frames]
         if resp.cut is None:
             response["end"] = {"at": resp.end_ms}
         else:
@@ -572,6 +603,8 @@ def interaction_line(interaction: Interaction) -> bytes:
                 "error": resp.cut.error,
                 "detail": resp.cut.detail,
             }
+    if resp.trailers:
+        response["trailers"] = [list(pair) for pair in resp.trailers]
     if resp.encoding is not None:
         response["encoding"] = resp.encoding
     if resp.encoding_error is not None:
@@ -658,7 +691,7 @@ def interaction_from_json(obj: Any) -> Interaction:
         raise ValueError('a line with "websocket" needs "response.stream": "websocket"')
     elif stream is None:
         fields["body"] = _body(resp, "response.body")
-    elif stream in ("sse", "chunks"):
+    elif stream in STREAM_KINDS:
         fields["stream"] = stream
         fields["frames"] = _frames(resp.get("frames"))
         if "cut" in resp:
@@ -673,8 +706,13 @@ def interaction_from_json(obj: Any) -> Interaction:
             fields["end_ms"] = _ms(end.get("at"), "response.end.at")
     else:
         raise ValueError(
-            f'"response.stream" must be "sse", "chunks" or "websocket", not {stream!r}'
+            f'"response.stream" must be "sse", "chunks", "grpc" or "websocket", not {stream!r}'
         )
+    if "trailers" in resp:
+        trailers = resp["trailers"]
+        if not isinstance(trailers, list) or not all(_is_pair(p) for p in trailers):
+            raise ValueError('"response.trailers" must be a list of [name, value] string pairs')
+        fields["trailers"] = tuple((t[0], t[1]) for t in trailers)
     if "encoding_error" in resp or "encoding" in resp:  # a body Reel could not decode
         fields["encoding"] = _optional_str(resp, "encoding", "response.")
         fields["encoding_error"] = _optional_str(resp, "encoding_error", "response.")
@@ -821,7 +859,11 @@ def _frame_out(data: bytes) -> Any:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
+        return _base64_out(data)
+
+
+def _base64_out(data: bytes) -> dict[str, str]:
+    return {"base64": base64.b64encode(data).decode("ascii")}
 
 
 def _frames(value: Any) -> tuple[tuple[float, bytes], ...]:

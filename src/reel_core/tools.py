@@ -95,6 +95,15 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
     from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
     from ._freshness import Staleness, format_age, recorded_epoch, staleness
     from ._generations import Compaction, compact, lines_drift, superseded
+    from ._grpc import (
+        GrpcSplitter,
+        GrpcStatus,
+        grpc_frame,
+        grpc_messages,
+        grpc_miss_answer,
+        is_grpc,
+        percent_encode,
+    )
     from ._miss import Closest, body_diff, diff_row, request_diff, shorten
     from ._prices import PRICES_CHECKED, cost_usd, resolve_model
     from ._report import (
@@ -152,6 +161,8 @@ __all__ = [
     "Drift",
     "Exchange",
     "FieldDiff",
+    "GrpcSplitter",
+    "GrpcStatus",
     "ImportReport",
     "Input",
     "LineSource",
@@ -213,12 +224,16 @@ __all__ = [
     "extract_usage",
     "format_age",
     "format_instant",
+    "grpc_frame",
+    "grpc_messages",
+    "grpc_miss_answer",
     "import_exchanges",
     "import_formats",
     "import_refusal",
     "import_source",
     "import_sources",
     "is_credential_name",
+    "is_grpc",
     "is_meta_line",
     "is_sse_stream",
     "join_line",
@@ -233,6 +248,7 @@ __all__ = [
     "parse_duration",
     "parse_multipart",
     "parse_sse_event",
+    "percent_encode",
     "read_line",
     "record_exchange",
     "recorded_epoch",
@@ -282,6 +298,15 @@ _ROOMS = {
     "_frames": ("SSEEvent", "SSESplitter", "is_sse_stream", "looks_like_sse", "parse_sse_event"),
     "_freshness": ("Staleness", "format_age", "recorded_epoch", "staleness"),
     "_generations": ("Compaction", "compact", "lines_drift", "superseded"),
+    "_grpc": (
+        "GrpcSplitter",
+        "GrpcStatus",
+        "grpc_frame",
+        "grpc_messages",
+        "grpc_miss_answer",
+        "is_grpc",
+        "percent_encode",
+    ),
     "_miss": ("Closest", "body_diff", "diff_row", "request_diff", "shorten"),
     "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
     "_run": ("LineTime", "line_times"),
