@@ -95,6 +95,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
     from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
     from ._freshness import Staleness, format_age, recorded_epoch, staleness
     from ._generations import Compaction, compact, lines_drift, superseded
+    from ._h2_session import H2Event, H2Refused, H2Session
     from ._miss import Closest, body_diff, diff_row, request_diff, shorten
     from ._prices import PRICES_CHECKED, cost_usd, resolve_model
     from ._report import (
@@ -152,6 +153,9 @@ __all__ = [
     "Drift",
     "Exchange",
     "FieldDiff",
+    "H2Event",
+    "H2Refused",
+    "H2Session",
     "ImportReport",
     "Input",
     "LineSource",
@@ -282,6 +286,8 @@ _ROOMS = {
     "_frames": ("SSEEvent", "SSESplitter", "is_sse_stream", "looks_like_sse", "parse_sse_event"),
     "_freshness": ("Staleness", "format_age", "recorded_epoch", "staleness"),
     "_generations": ("Compaction", "compact", "lines_drift", "superseded"),
+    # h2 is an extra: importing the room without it says how to install it
+    "_h2_session": ("H2Event", "H2Refused", "H2Session"),
     "_miss": ("Closest", "body_diff", "diff_row", "request_diff", "shorten"),
     "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
     "_run": ("LineTime", "line_times"),
