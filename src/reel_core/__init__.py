@@ -50,6 +50,7 @@ from ._events import (
     ResponseHead,
     Routed,
     Signal,
+    Trailers,
     Upgrade,
 )
 from ._freeze import Freeze
@@ -117,6 +118,7 @@ __all__ = [
     "Step",
     "StreamCut",
     "Timing",
+    "Trailers",
     "Upgrade",
     "UpstreamError",
     "Verdict",

@@ -39,6 +39,7 @@ from ._events import (
     Replay,
     ResponseHead,
     Signal,
+    Trailers,
 )
 from ._exchange import new_recorder, plain_request
 from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
@@ -155,6 +156,9 @@ class Engine:
         self._failure: UpstreamError | Abort | None = None
         self._cut: str | None = None
         self._left = False
+        #: The upstream response being fed had its trailers (nothing follows
+        #: them but its end or a failure).
+        self._trailed = False
 
     def _use(self, cassette: Cassette) -> None:
         self.cassette = cassette
@@ -604,7 +608,10 @@ class Engine:
             cut = response.cut
             events.append(Cut(cut.error, cut.detail, timing.schedule(cut.at_ms / 1000.0)))
         else:
-            events.append(EndOfResponse(timing.schedule(response.end_ms / 1000.0)))
+            end = timing.schedule(response.end_ms / 1000.0)
+            if response.trailers:
+                events.append(Trailers(_wire_headers(response.trailers), end))
+            events.append(EndOfResponse(end))
         return events
 
     # -- upstream side -------------------------------------------------------
@@ -624,6 +631,7 @@ class Engine:
         clock: the time to first byte) and ``wall`` the wall-clock time
         (epoch seconds) stored on the line."""
         self._to(Input.UPSTREAM_HEAD)
+        self._trailed = False
         headers = normalize_headers(headers)
         passed = tuple((k, v) for k, v in headers if k not in HOP_BY_HOP)
         self._events.append(ResponseHead(status, passed, reason))
@@ -633,12 +641,31 @@ class Engine:
     def upstream_data(self, data: bytes, *, mono: float) -> None:
         """A chunk of the upstream body (as received, still encoded), at
         monotonic time ``mono``."""
+        if self._trailed:
+            raise self._misuse("upstream_data() after upstream_trailers(): trailers come last")
         self._to(Input.UPSTREAM_DATA)
         if data:
             data = bytes(data)  # one copy at most (none for bytes), shared by both
             self._events.append(Frame(data))
             if self._capture is not None:
                 self._capture.chunks.append((data, mono))
+
+    def upstream_trailers(
+        self, trailers: Headers | list[tuple[bytes, bytes]], *, mono: float
+    ) -> None:
+        """The upstream response's trailers (HTTP/2; gRPC's ``grpc-status``
+        and ``grpc-message``), at monotonic time ``mono``: after its last
+        :meth:`upstream_data`, before :meth:`upstream_end`, at most once.
+        Handed on as a :class:`Trailers` event and recorded with the
+        response (redacted as its headers are)."""
+        if self._trailed:
+            raise self._misuse("upstream_trailers() twice: a response has one set of trailers")
+        self._to(Input.UPSTREAM_TRAILERS)
+        self._trailed = True
+        trailers = normalize_headers(trailers)
+        self._events.append(Trailers(trailers))
+        if self._capture is not None:
+            self._capture.trailers = trailers
 
     def upstream_end(self, *, mono: float) -> None:
         """The upstream response ended cleanly, at monotonic time ``mono``."""
@@ -961,6 +988,8 @@ class _Capture:
         self.head: tuple[int, Headers, float, float | None, float | None] = (0, (), 0.0, None, None)
         #: ``(chunk, arrival)`` of each body chunk, in order.
         self.chunks: list[tuple[bytes, float]] = []
+        #: The response's trailers, if it had any.
+        self.trailers: Headers = ()
         #: Once the client left (:meth:`Engine.client_left`): how many
         #: chunks it was sent, why it left, and when.
         self.left: tuple[int, str, float] | None = None
@@ -971,4 +1000,6 @@ class _Capture:
         recorder.head(*self.head)
         for chunk, now in self.chunks:
             recorder.data(chunk, now)
+        if self.trailers:
+            recorder.trailers(self.trailers)
         return recorder

@@ -2,7 +2,8 @@
 
 Decisions come first (:class:`Replay`, :class:`Forward`, :class:`Miss` or
 :class:`Refused`), then the response as :class:`ResponseHead`,
-:class:`Frame` events and an :class:`EndOfResponse` or a :class:`Cut`.  A
+:class:`Frame` events, the :class:`Trailers` if it has any, and an
+:class:`EndOfResponse` or a :class:`Cut`.  A
 forwarded exchange that is being recorded is written by an explicit call
 after its end, :meth:`reel_core.Engine.record`, which returns
 :class:`Recorded`, the cassette line to append.  A client that waits for
@@ -39,6 +40,7 @@ __all__ = [
     "ResponseHead",
     "Routed",
     "Signal",
+    "Trailers",
     "Upgrade",
 ]
 
@@ -308,6 +310,24 @@ class Frame(_Value):
         _set(self, "at", at)
 
 
+class Trailers(_Value):
+    """The response's trailers (HTTP/2; a gRPC call's ``grpc-status`` and
+    ``grpc-message``), after its last :class:`Frame` and before its
+    :class:`EndOfResponse`.  A replay sends them at ``at``, like a frame
+    (``None``: at once).  An HTTP/1.1 :class:`reel_core.Session` sends
+    nothing for them (see :meth:`reel_core.Session.send`)."""
+
+    __match_args__ = ("headers", "at")
+    __slots__ = __match_args__
+
+    headers: Headers
+    at: float | None
+
+    def __init__(self, headers: Headers, at: float | None = None) -> None:
+        _set(self, "headers", headers)
+        _set(self, "at", at)
+
+
 class EndOfResponse(_Value):
     """The response is complete (a replay sends it at ``at``, like a frame)."""
 
@@ -385,6 +405,7 @@ Event = (
     | Routed
     | ResponseHead
     | Frame
+    | Trailers
     | EndOfResponse
     | Cut
 )

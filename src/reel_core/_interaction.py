@@ -30,7 +30,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,6 +44,7 @@ from ._redact import Redactor
 
 __all__ = [
     "CALL_RESPONSE",
+    "STREAM_KINDS",
     "UNSAFE_HEADER",
     "WS_CLOSERS",
     "WS_SENDERS",
@@ -61,6 +62,10 @@ __all__ = [
     "interaction_line",
     "redact_chunks",
 ]
+
+#: The kinds of a stored stream (``response.stream``) besides
+#: ``"websocket"``: byte-exact SSE events, timed chunks, whole gRPC messages.
+STREAM_KINDS = ("sse", "chunks", "grpc")
 
 #: What :meth:`RecordedResponse.redacted` reports for a header it drops
 #: (``set-cookie``, one of a hop, the framing, one the user names).
@@ -202,6 +207,10 @@ class RecordedResponse:
     #: read, or more decoded bytes than the body limit.  ``reel check``
     #: fails on it.
     encoding_error: str | None = None
+    #: The response's trailers (HTTP/2; a gRPC call's ``grpc-status`` and
+    #: ``grpc-message``), ``(name, value)`` as the headers; replayed after
+    #: the last frame, before the end.
+    trailers: tuple[tuple[str, str], ...] = ()
 
     @property
     def content(self) -> bytes:
@@ -237,18 +246,23 @@ class RecordedResponse:
         if found is not None:
             for name in dropped:
                 found(f"response.headers.{name}", [UNSAFE_HEADER])
-        headers = tuple(
-            (
-                name,
-                scrub(
-                    f"response.headers.{name.lower()}",
-                    value,
-                    functools.partial(scrub_value, redactor, name),
-                ),
+
+        def scrubbed(where: str, pairs: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+            return tuple(
+                (
+                    name,
+                    scrub(
+                        f"response.{where}.{name.lower()}",
+                        value,
+                        functools.partial(scrub_value, redactor, name),
+                    ),
+                )
+                for name, value in pairs
             )
-            for name, value in kept
-        )
-        fields: dict[str, Any] = {"headers": headers}
+
+        fields: dict[str, Any] = {"headers": scrubbed("headers", kept)}
+        if self.trailers:
+            fields["trailers"] = scrubbed("trailers", self.trailers)
         if self.stream is None:
             kinds: list[str] | None = None if found is None else []
             fields["body"] = redactor.data(self.body, kinds)
@@ -572,6 +586,8 @@ def interaction_line(interaction: Interaction) -> bytes:
                 "error": resp.cut.error,
                 "detail": resp.cut.detail,
             }
+    if resp.trailers:
+        response["trailers"] = [list(pair) for pair in resp.trailers]
     if resp.encoding is not None:
         response["encoding"] = resp.encoding
     if resp.encoding_error is not None:
@@ -658,7 +674,7 @@ def interaction_from_json(obj: Any) -> Interaction:
         raise ValueError('a line with "websocket" needs "response.stream": "websocket"')
     elif stream is None:
         fields["body"] = _body(resp, "response.body")
-    elif stream in ("sse", "chunks"):
+    elif stream in STREAM_KINDS:
         fields["stream"] = stream
         fields["frames"] = _frames(resp.get("frames"))
         if "cut" in resp:
@@ -673,8 +689,13 @@ def interaction_from_json(obj: Any) -> Interaction:
             fields["end_ms"] = _ms(end.get("at"), "response.end.at")
     else:
         raise ValueError(
-            f'"response.stream" must be "sse", "chunks" or "websocket", not {stream!r}'
+            f'"response.stream" must be "sse", "chunks", "grpc" or "websocket", not {stream!r}'
         )
+    if "trailers" in resp:
+        trailers = resp["trailers"]
+        if not isinstance(trailers, list) or not all(_is_pair(p) for p in trailers):
+            raise ValueError('"response.trailers" must be a list of [name, value] string pairs')
+        fields["trailers"] = tuple((t[0], t[1]) for t in trailers)
     if "encoding_error" in resp or "encoding" in resp:  # a body Reel could not decode
         fields["encoding"] = _optional_str(resp, "encoding", "response.")
         fields["encoding_error"] = _optional_str(resp, "encoding_error", "response.")

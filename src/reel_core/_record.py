@@ -166,6 +166,7 @@ class Recorder:
         self._last_ms = 0.0
         self._size = 0
         self._broken: StreamCut | None = None
+        self._trailers: Headers = ()
 
     def head(
         self,
@@ -188,6 +189,10 @@ class Recorder:
     def data(self, chunk: bytes, now: float) -> None:
         if chunk:
             self._received.append((now, chunk))
+
+    def trailers(self, trailers: Headers) -> None:
+        """The response's trailers (stored redacted, as its headers are)."""
+        self._trailers = trailers
 
     def _read_head(self) -> None:
         headers = self._raw_headers
@@ -340,6 +345,14 @@ class Recorder:
             )
         if encoding is not None:
             response = replace(response, encoding=encoding, encoding_error=self._undecoded)
+        if self._trailers:
+            trailers = tuple(
+                [
+                    (n.decode("latin-1"), self._literals.data(v).decode("latin-1"))
+                    for n, v in self._trailers
+                ]
+            )
+            response = replace(response, trailers=trailers)
         # the request's credential values are gone: now the one rule of
         # what of a response is stored and scrubbed (the end-to-end headers,
         # each SSE event whole, chunks so that no secret straddles two)

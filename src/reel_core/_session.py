@@ -39,6 +39,7 @@ from ._events import (
     ResponseHead,
     Routed,
     Signal,
+    Trailers,
     Upgrade,
 )
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
@@ -293,7 +294,8 @@ class Session:
         """Serialize a response event for the client.
 
         After a :class:`Cut` the bytes are empty and the connection must be
-        closed without finishing the response.
+        closed without finishing the response.  :class:`Trailers` are
+        HTTP/2's: nothing is sent for them over HTTP/1.1.
         """
         if isinstance(event, Frame):
             if not event.data:
@@ -308,6 +310,10 @@ class Session:
             h11_event = _END
         elif isinstance(event, Cut):
             self._reader.send_failed()
+            return b""
+        elif isinstance(event, Trailers):
+            # HTTP/1.1 clients do not ask for them (``TE: trailers``) and
+            # a replayed head has a Content-Length or none: not sent.
             return b""
         elif isinstance(event, Continue):
             return self._reader.send_continue()

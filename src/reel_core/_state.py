@@ -8,8 +8,9 @@ recording), MISS (answer the 404 report), FORWARD (send it upstream, and
 record it in auto/record mode) or REFUSE (a request the engine cannot serve
 at all: answered with an error).  Replays and misses move to SERVING, where
 the binding pulls the response events; FORWARD moves to AWAIT_UPSTREAM until
-the binding feeds the upstream response head (STREAMING), its body, and its
-end or a failure.  A failure before the head is answered with a 502/504
+the binding feeds the upstream response head (STREAMING), its body, its
+trailers if any (the engine refuses data after them), and its end or a
+failure.  A failure before the head is answered with a 502/504
 (SERVING again); after the head it is a cut.  When the last event of the
 response was pulled the engine is DONE, and ``start_next_cycle`` makes it
 IDLE for the next request on the same connection.  The client closing an
@@ -68,6 +69,9 @@ class Input(enum.Enum):
     UPSTREAM_HEAD = "UPSTREAM_HEAD"
     #: A chunk of the upstream response body arrived.
     UPSTREAM_DATA = "UPSTREAM_DATA"
+    #: The upstream response's trailers arrived (HTTP/2, gRPC's status):
+    #: after its last data, before its end.
+    UPSTREAM_TRAILERS = "UPSTREAM_TRAILERS"
     #: The upstream response ended cleanly.
     UPSTREAM_END = "UPSTREAM_END"
     #: The upstream failed (refused, timeout, reset...).
@@ -95,6 +99,7 @@ TRANSITIONS: dict[tuple[State, Input], State] = {
     (S.AWAIT_UPSTREAM, In.UPSTREAM_HEAD): S.STREAMING,
     (S.AWAIT_UPSTREAM, In.UPSTREAM_ERROR): S.SERVING,
     (S.STREAMING, In.UPSTREAM_DATA): S.STREAMING,
+    (S.STREAMING, In.UPSTREAM_TRAILERS): S.STREAMING,
     (S.STREAMING, In.UPSTREAM_END): S.DONE,
     (S.STREAMING, In.UPSTREAM_ERROR): S.DONE,
     (S.SERVING, In.SERVED): S.DONE,

@@ -19,6 +19,7 @@ from reel_core import (
     ResponseHead,
     Routed,
     Signal,
+    Trailers,
 )
 
 from ._helpers import request
@@ -34,6 +35,7 @@ def test_event_union_lists_every_event() -> None:
         Routed,
         ResponseHead,
         Frame,
+        Trailers,
         EndOfResponse,
         Cut,
     }

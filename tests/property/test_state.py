@@ -37,6 +37,7 @@ from reel_core import (
     ResponseHead,
     Signal,
     State,
+    Trailers,
     UpstreamError,
 )
 from reel_core._state import TRANSITIONS, transition
@@ -125,6 +126,8 @@ class SessionMachine(RuleBasedStateMachine):
         }
         self.fed: list[bytes] = []
         self.sse = False
+        #: The upstream response being fed had its trailers.
+        self.trailed = False
 
     @initialize(mode=st.sampled_from(list(Mode)))
     def start(self, mode: Mode) -> None:
@@ -216,10 +219,13 @@ class SessionMachine(RuleBasedStateMachine):
             return
         call(status, [(b"content-type", kind)], mono=1.0)
         self.queue.append(ResponseHead)
-        self.fed, self.sse = [], stream
+        self.fed, self.sse, self.trailed = [], stream, False
 
     @rule(data=st.sampled_from((b"", b"data: 1\n\n", b'{"a":', b"\xff")))
     def upstream_data(self, data: bytes) -> None:
+        if self.trailed and self.state is State.STREAMING:  # trailers come last
+            self.misuse(self.session.upstream_data, data, mono=1.5)
+            return
         if not self.feed(Input.UPSTREAM_DATA):
             self.misuse(self.session.upstream_data, data, mono=1.5)
             return
@@ -227,6 +233,19 @@ class SessionMachine(RuleBasedStateMachine):
         if data:
             self.queue.append(Frame)
             self.fed.append(data)
+
+    @rule()
+    def upstream_trailers(self) -> None:
+        trailers = [(b"grpc-status", b"0")]
+        if self.trailed and self.state is State.STREAMING:  # one set a response
+            self.misuse(self.session.upstream_trailers, trailers, mono=1.7)
+            return
+        if not self.feed(Input.UPSTREAM_TRAILERS):
+            self.misuse(self.session.upstream_trailers, trailers, mono=1.7)
+            return
+        self.session.upstream_trailers(trailers, mono=1.7)
+        self.queue.append(Trailers)
+        self.trailed = True
 
     @rule()
     def upstream_end(self) -> None:
@@ -261,13 +280,19 @@ class SessionMachine(RuleBasedStateMachine):
     def replay_of_recording(self, *, cut: bool) -> tuple[EventType, ...]:
         """What a replay of the exchange just recorded hands out."""
         end: EventType = Cut if cut else EndOfResponse
+        if self.trailed and not cut:
+            return (*self.replay_of_body(cut=cut), Trailers, end)
+        return (*self.replay_of_body(cut=cut), end)
+
+    def replay_of_body(self, *, cut: bool) -> tuple[EventType, ...]:
+        """The head and frames of that replay."""
         if self.sse:
             splitter = SSESplitter()
             frames = splitter.feed(b"".join(self.fed)) + splitter.close()
-            return (ResponseHead, *[Frame] * len(frames), end)
+            return (ResponseHead, *[Frame] * len(frames))
         if cut:  # a body cut short replays as the chunks that came
-            return (ResponseHead, *[Frame] * len(self.fed), Cut)
-        return (ResponseHead, *[Frame] * bool(self.fed), EndOfResponse)
+            return (ResponseHead, *[Frame] * len(self.fed))
+        return (ResponseHead, *[Frame] * bool(self.fed))
 
     @rule()
     def record(self) -> None:
