@@ -16,7 +16,8 @@ client's bytes with :meth:`H2Session.receive_data`, writes what
 - :class:`H2Event` ``(stream_id, event, engine)``: one of a stream's
   engine's events (its decision, then its response), which the binding acts
   on as it would on the HTTP/1.1 session's, sending each response event
-  with :meth:`H2Session.send`.  For a ``Forward`` the binding feeds the
+  with :meth:`H2Session.send` (a ``Trailers`` goes out as a HEADERS frame
+  ending the stream, after the body).  For a ``Forward`` the binding feeds the
   upstream's answer to ``engine`` (``upstream_head``, ``upstream_data``,
   ``upstream_end``) and the events it hands back come out here too.  Once
   the exchange is over, ``event`` is ``Signal.PAUSED``: the binding calls
@@ -64,7 +65,7 @@ except ImportError as exc:  # the h2 extra is not installed
 
 from ._engine import Engine, error_body
 from ._errors import LocalProtocolError, RemoteProtocolError
-from ._events import Cut, EndOfResponse, Event, Frame, ResponseHead, Signal
+from ._events import Cut, EndOfResponse, Event, Frame, ResponseHead, Signal, Trailers
 from ._http import HOP_BY_HOP, Request
 from ._state import State
 
@@ -112,6 +113,8 @@ class _Stream:
     queued: deque[bytes] = field(default_factory=deque)
     #: The response ended: END_STREAM goes out once ``queued`` is empty.
     ending: bool = False
+    #: The response's trailers, sent with its END_STREAM.
+    trailers: list[tuple[bytes, bytes]] | None = None
 
 
 def _header_size(headers: list[tuple[bytes, bytes]]) -> int:
@@ -321,7 +324,7 @@ class H2Session:
         """Send a response event of stream ``stream_id``'s exchange: its
         bytes join :meth:`data_to_send` (a body's may wait for the client's
         window).  Nothing is sent on a stream the client reset."""
-        if not isinstance(event, (ResponseHead, Frame, EndOfResponse, Cut)):
+        if not isinstance(event, (ResponseHead, Frame, Trailers, EndOfResponse, Cut)):
             raise LocalProtocolError(f"{type(event).__name__} is not sent to the client")
         stream = self._streams.get(stream_id)
         if stream is None:  # reset by the client, or the connection ended
@@ -334,6 +337,8 @@ class H2Session:
             if event.data:
                 stream.queued.append(event.data)
                 self._flush(stream_id)
+        elif isinstance(event, Trailers):  # they end the stream, behind its data
+            stream.trailers = [(k, v) for k, v in event.headers if k not in _NOT_SENT]
         elif isinstance(event, EndOfResponse):
             stream.ending = True
             self._flush(stream_id)
@@ -357,7 +362,10 @@ class H2Session:
                 queued.appendleft(rest)
             conn.send_data(sid, data)
         if stream.ending:
-            conn.end_stream(sid)
+            if stream.trailers is not None:
+                conn.send_headers(sid, stream.trailers, end_stream=True)
+            else:
+                conn.end_stream(sid)
             del self._streams[sid]
 
     def data_to_send(self) -> bytes:
