@@ -66,7 +66,7 @@ except ImportError as exc:  # the h2 extra is not installed
 from ._engine import Engine, error_body
 from ._errors import LocalProtocolError, RemoteProtocolError
 from ._events import Cut, EndOfResponse, Event, Frame, ResponseHead, Signal, Trailers
-from ._http import HOP_BY_HOP, Request
+from ._http import HOP_BY_HOP, Headers, Request
 from ._state import State
 
 __all__ = ["MAX_CONCURRENT_STREAMS", "H2Event", "H2Refused", "H2Session"]
@@ -115,6 +115,14 @@ class _Stream:
     ending: bool = False
     #: The response's trailers, sent with its END_STREAM.
     trailers: list[tuple[bytes, bytes]] | None = None
+
+
+def _sent(headers: Headers) -> list[tuple[bytes, bytes]]:
+    """The fields of ``headers`` an HTTP/2 response may carry: no hop-by-hop
+    field, no empty name (h2 fails on one), and no pseudo-header (a HAR of
+    an HTTP/2 page imported with its ``:status``, say): the adapter writes
+    its own."""
+    return [(k, v) for k, v in headers if k and k not in _NOT_SENT and not k.startswith(b":")]
 
 
 def _header_size(headers: list[tuple[bytes, bytes]]) -> int:
@@ -174,6 +182,11 @@ class H2Session:
                 self._conn.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR)
             self._close()
             raise RemoteProtocolError(f"the client broke the HTTP/2 protocol: {exc}") from None
+        if any(isinstance(event, h2.events.ConnectionTerminated) for event in events):
+            # the client's GOAWAY: h2 sends nothing after it, not even on the
+            # streams it opened before, so every exchange ends here
+            self._close()
+            return
         for event in events:
             self._on(event)
 
@@ -181,9 +194,6 @@ class H2Session:
         if isinstance(event, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
             for open_sid in list(self._streams):  # a window opened, or every window moved
                 self._flush(open_sid)
-            return
-        if isinstance(event, h2.events.ConnectionTerminated):
-            self._close()
             return
         sid: int | None = getattr(event, "stream_id", None)
         if sid is None:  # pings, settings acknowledged: h2's own business
@@ -331,14 +341,19 @@ class H2Session:
             return
         if isinstance(event, ResponseHead):
             headers = [(b":status", str(event.status).encode())]
-            headers += [(k, v) for k, v in event.headers if k not in _NOT_SENT]
-            self._conn.send_headers(stream_id, headers)
+            headers += _sent(event.headers)
+            try:
+                self._conn.send_headers(stream_id, headers)
+            except h2.exceptions.ProtocolError as exc:  # a second head, say
+                del self._streams[stream_id]
+                self._conn.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+                raise LocalProtocolError(f"h2 refused the response head: {exc}") from None
         elif isinstance(event, Frame):
             if event.data:
                 stream.queued.append(event.data)
                 self._flush(stream_id)
         elif isinstance(event, Trailers):  # they end the stream, behind its data
-            stream.trailers = [(k, v) for k, v in event.headers if k not in _NOT_SENT]
+            stream.trailers = _sent(event.headers)
         elif isinstance(event, EndOfResponse):
             stream.ending = True
             self._flush(stream_id)

@@ -385,12 +385,16 @@ def test_eof_ends_the_connection() -> None:
 
 
 def test_a_client_goaway_ends_the_connection() -> None:
-    session = replay_session()
+    session = replay_session(mode=Mode.RECORD)
     client = Client()
+    sid = client.request()
     pump(session, client)
     client.conn.close_connection()
-    pump(session, client)
-    assert session.next_event() is Signal.CLOSED
+    closed = pump(session, client)
+    assert [(e.stream_id, e.event) for e in closed if isinstance(e, H2Event)] == [
+        (sid, Signal.CLOSED)
+    ]
+    assert session.next_event() is Signal.NEED_DATA  # the forward is the binding's to end
 
 
 # -- forward -------------------------------------------------------------------
@@ -505,6 +509,47 @@ def test_a_cut_resets_the_stream() -> None:
     assert isinstance(seen[-2].event, Cut)
     assert client.answers[sid].reset == h2.errors.ErrorCodes.INTERNAL_ERROR
     assert not client.answers[sid].ended
+
+
+def test_pseudo_and_hop_by_hop_fields_are_not_sent() -> None:
+    session = replay_session(mode=Mode.RECORD)
+    client = Client()
+    sid = client.request()
+    forward = pump(session, client)[0]
+    assert isinstance(forward, H2Event)
+    head = ((b":status", b"500"), (b"x-kept", b"1"), (b"transfer-encoding", b"chunked"))
+    session.send(sid, ResponseHead(200, head, b""))
+    session.send(sid, Trailers(((b":path", b"/x"), (b"grpc-status", b"0"))))
+    session.send(sid, EndOfResponse(None))
+    client.receive(session.data_to_send())
+    assert client.answers[sid].headers == [(b":status", b"200"), (b"x-kept", b"1")]
+    assert client.answers[sid].trailers == [(b"grpc-status", b"0")]
+
+
+def test_a_head_h2_refuses_is_a_local_error_and_a_reset() -> None:
+    session = replay_session(mode=Mode.RECORD)
+    client = Client()
+    sid = client.request()
+    pump(session, client)
+    session.send(sid, ResponseHead(200, ((b"", b"no name"),), b""))
+    with pytest.raises(LocalProtocolError, match="h2 refused the response head"):
+        session.send(sid, ResponseHead(200, (), b""))  # a second head
+    client.receive(session.data_to_send())
+    assert client.answers[sid].headers == [(b":status", b"200")]
+    assert client.answers[sid].reset == h2.errors.ErrorCodes.INTERNAL_ERROR
+    session.send(sid, EndOfResponse(None))  # the stream is gone: nothing more
+    assert session.data_to_send() == b""
+
+
+def test_a_goaway_in_the_same_bytes_as_requests_ends_them_quietly() -> None:
+    session = replay_session(interaction(), limits=Limits(max_head=300))
+    client = Client()
+    ok = client.request()
+    big = client.request(extra=((b"x-big", b"v" * 300),))
+    client.conn.close_connection()
+    session.receive_data(client.wire())  # no error: h2 can send nothing now
+    assert session.next_event() is Signal.CLOSED
+    assert (ok, big) == (1, 3)
 
 
 def test_only_response_events_are_sent() -> None:
