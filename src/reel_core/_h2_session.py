@@ -69,10 +69,17 @@ from ._events import Cut, EndOfResponse, Event, Frame, ResponseHead, Signal, Tra
 from ._http import HOP_BY_HOP, Headers, Request
 from ._state import State
 
-__all__ = ["MAX_CONCURRENT_STREAMS", "H2Event", "H2Refused", "H2Session"]
+__all__ = ["HEAD_FENCE", "MAX_CONCURRENT_STREAMS", "H2Event", "H2Refused", "H2Session"]
 
 #: How many streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
 MAX_CONCURRENT_STREAMS = 100
+
+#: The most bytes of decoded header list h2 takes on any stream (an HPACK
+#: bomb's bound: past it the connection fails, GOAWAY), above any
+#: ``Limits.max_head`` a stream's engine has: a head over that one, below
+#: this, is its own stream's 431.  (h2's own default, 64 KiB, is
+#: ``Limits``' default, and would fail the connection first.)
+HEAD_FENCE = 1024 * 1024
 
 #: Headers HTTP/2 forbids on a response (RFC 9113, 8.2.2), never sent.
 _NOT_SENT = HOP_BY_HOP | {b"host"}
@@ -150,6 +157,7 @@ class H2Session:
                 h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: max_concurrent_streams,
             },
         )
+        self._conn.decoder.max_header_list_size = HEAD_FENCE
         self._conn.initiate_connection()
         self._streams: dict[int, _Stream] = {}
         #: Streams whose exchange's events are handed out, in turn.

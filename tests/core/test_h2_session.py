@@ -13,7 +13,9 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.settings
+import hpack
 import pytest
+from hyperframe.frame import HeadersFrame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +38,7 @@ from reel_core import (
     State,
     Trailers,
 )
-from reel_core._h2_session import H2Event, H2Refused, H2Session
+from reel_core._h2_session import HEAD_FENCE, H2Event, H2Refused, H2Session
 
 from ._helpers import cassette_of, interaction
 
@@ -588,6 +590,36 @@ def test_a_head_over_the_limit_is_a_431_on_its_stream() -> None:
     assert [(e.stream_id, e.error.status) for e in seen if isinstance(e, H2Refused)] == [(sid, 431)]
     assert client.answers[sid].status == 431
     assert client.answers[sid].ended
+
+
+def test_a_head_over_the_default_limit_is_its_streams_431() -> None:
+    # h2's own fence (64 KiB) equals Limits' default: without the adapter's
+    # higher one the connection would fail instead
+    session = replay_session(interaction())
+    client = Client()
+    big = client.request(extra=((b"x-big", b"v" * 70_000),))
+    small = client.request()
+    pump(session, client)
+    assert client.answers[big].status == 431
+    assert client.answers[small].status == 200
+
+
+def test_a_head_past_the_fence_fails_the_connection() -> None:
+    # an HPACK bomb: one 4 KB field indexed, then named 300 times (about
+    # 1.2 MB decoded from a block of about 4.3 KB); built by hand, as h2's
+    # client would refuse to
+    session = replay_session()
+    head = [(b":method", b"GET"), (b":path", b"/"), (b":scheme", b"http"), (b":authority", b"a")]
+    block = hpack.Encoder().encode([*head, *[(b"x-big", b"v" * 4000)] * 300], huffman=False)
+    assert len(block) < 5000
+    frame = HeadersFrame(1, data=block, flags=["END_STREAM", "END_HEADERS"])
+    with pytest.raises(RemoteProtocolError, match="Oversized header block"):
+        session.receive_data(Client().wire() + frame.serialize())
+    client = Client()
+    client.receive(session.data_to_send())
+    assert client.goaway is not None
+    assert client.goaway.error_code == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM
+    assert HEAD_FENCE < 300 * 4000
 
 
 def test_a_reset_after_the_refusal_is_let_go() -> None:
