@@ -732,3 +732,45 @@ def test_any_cutting_of_the_clients_bytes_gives_the_same_answers(cuts: list[int]
     assert whole[ids[2]][0] == 404
     assert whole[ids[2]][2]
     assert _answers(cuts)[0] == whole
+
+
+# -- any interleaving of concurrent streams -------------------------------------
+
+#: Recorded answers by request body; any other body is a miss.
+RECORDED = {b'{"n":1}': b"A" * 3000, b'{"n":2}': b'{"a":2}', b'{"n":3}': b""}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from([*RECORDED, b'{"n":9}']), min_size=1, max_size=4),
+    st.lists(st.integers(min_value=0, max_value=3), max_size=40),
+    st.integers(min_value=1, max_value=8),
+)
+def test_each_stream_gets_its_own_answer_whatever_the_interleaving(
+    bodies: list[bytes], order: list[int], chunk: int
+) -> None:
+    recorded = [
+        interaction(id=f"r{i}", body=body, response_body=answer)
+        for i, (body, answer) in enumerate(RECORDED.items())
+    ]
+    session = replay_session(*recorded, mode=Mode.REPLAY)
+    client = Client()
+    ids = [client.request(body=b"", end=False) for _ in bodies]
+    left = [[body[i : i + chunk] for i in range(0, len(body), chunk)] for body in bodies]
+    # the body pieces of every stream in the drawn order (each stream's own in
+    # its order), then whatever the draw left, then each stream's end
+    for pick in [*order, *list(range(len(bodies))) * 8]:
+        k = pick % len(bodies)
+        if left[k]:
+            client.conn.send_data(ids[k], left[k].pop(0))
+            pump(session, client)
+    for sid in ids:
+        client.conn.end_stream(sid)
+        pump(session, client)
+    for sid, body in zip(ids, bodies, strict=True):
+        answer = client.answers[sid]
+        assert answer.ended
+        if body in RECORDED:
+            assert (answer.status, answer.data) == (200, RECORDED[body])
+        else:
+            assert answer.status == 404
