@@ -280,7 +280,7 @@ class H2Session:
 
     def _refuse(self, sid: int, error: RemoteProtocolError) -> None:
         """Answer the request on ``sid`` with ``error`` (scrubbed by its
-        engine, which is done), and ask the client to stop sending it."""
+        engine, which is done); what more the client sends of it is let go."""
         stream = self._streams[sid]
         stream.started = True
         error = stream.engine.client_error(error)
