@@ -42,6 +42,7 @@ from ._events import (
     Trailers,
 )
 from ._exchange import new_recorder, plain_request
+from ._grpc import grpc_miss_answer, is_grpc
 from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
@@ -419,12 +420,23 @@ class Engine:
                 self._to(Input.MISS)
                 self._decision = Miss(request, report)
                 self._events.append(self._decision)
+                marker = ((MISS_HEADER, key.encode("ascii")),)
+                if is_grpc(request.header("content-type")):  # a gRPC status, not a 404
+                    status, headers, trailers = grpc_miss_answer(report)
+                    self._events.extend(
+                        (
+                            ResponseHead(status, headers + marker),
+                            Trailers(trailers, 0.0),
+                            _ENDED_AT_ONCE,
+                        )
+                    )
+                    return
                 self._events.extend(
                     json_response(
                         404,
                         report.to_bytes(),
                         head_only=request.method == "HEAD",
-                        extra=((MISS_HEADER, key.encode("ascii")),),
+                        extra=marker,
                     )
                 )
                 return

@@ -116,6 +116,7 @@ def record_exchange(
     limits: Limits = _LIMITS,
     hints: Hints = _HINTS,
     timestamp: float | None = None,
+    trailers: Iterable[tuple[str | bytes, str | bytes]] = (),
 ) -> Interaction:
     """The recording of a finished exchange: ``request`` answered with
     ``status``, response ``headers`` (as sent: a ``content-encoding`` body
@@ -130,7 +131,9 @@ def record_exchange(
     are scrubbed besides the usual ones (``authorization``...);
     ``drop_response_headers`` response headers not stored, besides those
     Reel never stores and those the cassette's ``_meta`` names.
-    ``timestamp`` (epoch seconds) is stored as the line's ``ts``.  A body
+    ``timestamp`` (epoch seconds) is stored as the line's ``ts``;
+    ``trailers``, the response's (HTTP/2, gRPC's status), are stored
+    redacted as its headers are.  A body
     over ``limits.max_body`` raises :class:`~reel_core.RemoteProtocolError`
     (413; ``hints.max_body`` says how to raise it), as it does for a
     session; a response body that decodes to more is stored as it came,
@@ -156,4 +159,7 @@ def record_exchange(
     recorder.head(status, normalize_headers(headers), 0.0, None, timestamp)
     for at, data in chunks:
         recorder.data(data, at)
+    trailing = normalize_headers(trailers)
+    if trailing:
+        recorder.trailers(trailing)
     return recorder.end(max((at for at, _ in chunks), default=0.0))

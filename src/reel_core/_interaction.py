@@ -281,6 +281,16 @@ class RecordedResponse:
             elif not redactor.keeps(*(frame for _, frame in frames)):
                 frames = tuple((at, redactor.data(frame)) for at, frame in frames)
             fields["frames"] = frames
+        elif self.stream == "grpc":  # each message scrubbed, its prefix kept true
+            from ._grpc import rescrubbed
+
+            grpc_kinds: list[str] | None = None if found is None else []
+            fields["frames"] = tuple(
+                (at, rescrubbed(frame, lambda data: redactor.data(data, grpc_kinds)))
+                for at, frame in self.frames
+            )
+            if found is not None and grpc_kinds is not None:
+                found("response.frames", grpc_kinds)
         else:
             kinds = None if found is None else []
             fields["frames"] = tuple(redact_chunks(self.frames, redactor, kinds))

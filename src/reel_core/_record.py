@@ -20,7 +20,9 @@ from typing import Any, TypeAlias, TypeVar
 
 from ._body import parse_json
 from ._decode import DecodeError, Failure, codings_of, decode_chunks
+from ._errors import RemoteProtocolError
 from ._frames import SSESplitter, sse_event_ends
+from ._grpc import GrpcSplitter, is_grpc, rescrubbed
 from ._http import Headers, Limits, header_value
 from ._interaction import (
     Interaction,
@@ -60,9 +62,12 @@ def _ms(seconds: float) -> float:
 
 
 def stream_kind(request: RecordedRequest, status: int, content_type: str) -> str | None:
-    """``"sse"``, ``"chunks"`` or ``None`` (a whole body) for a response."""
+    """``"sse"``, ``"grpc"``, ``"chunks"`` or ``None`` (a whole body) for a
+    response."""
     if content_type.startswith("text/event-stream"):
         return "sse"
+    if is_grpc(content_type):
+        return "grpc"
     if status >= 400:
         return None
     if content_type.startswith(("application/x-ndjson", "application/jsonl", "application/ndjson")):
@@ -76,12 +81,12 @@ def stream_kind(request: RecordedRequest, status: int, content_type: str) -> str
 
 
 def response_shape(response: RecordedResponse, content_type: str) -> str:
-    """What a response body is: ``sse``, ``json-array-stream`` (Gemini's
+    """What a response body is: ``sse``, ``grpc``, ``json-array-stream`` (Gemini's
     streamed JSON array), ``ndjson``, ``chunks`` (another stream), ``json``,
     ``text``, ``binary`` or ``empty``."""
     content = response.content
-    if response.stream == "sse":
-        return "sse"
+    if response.stream in ("sse", "grpc"):
+        return response.stream
     if response.stream == "chunks":
         if "ndjson" in content_type or "jsonl" in content_type:
             return "ndjson"
@@ -160,6 +165,7 @@ class Recorder:
         #: Why the body is kept as it came (a coding not read here, too big).
         self._undecoded: str | None = None
         self._splitter = SSESplitter()
+        self._grpc = GrpcSplitter(max_body)
         self._frames: list[tuple[float, bytes]] = []
         self._head_at = 0.0
         self._sent_at: float | None = None
@@ -237,7 +243,7 @@ class Recorder:
         self._splitter = SSESplitter()
         self._size = 0
         self._last_ms = 0.0
-        if self._kind == "sse":
+        if self._kind in ("sse", "grpc"):
             self._kind = "chunks"  # compressed bytes hold no events to cut
         for at, chunk in self._received:
             self._frames.append((self._stamp(at), chunk))
@@ -249,6 +255,12 @@ class Recorder:
         self._size += len(decoded)
         if self._kind == "sse":
             self._frames.extend((at, frame) for frame in self._splitter.feed(decoded))
+        elif self._kind == "grpc":
+            try:
+                self._frames.extend((at, message) for message in self._grpc.feed(decoded))
+            except RemoteProtocolError:  # a message over the body limit: timed chunks
+                self._kind = "chunks"
+                self._frames.append((at, self._grpc.close()))
         else:
             self._frames.append((at, decoded))
 
@@ -292,6 +304,12 @@ class Recorder:
         if self._kind == "sse":
             self._frames.extend((at, frame) for frame in self._splitter.close())
             self._frames = self._literals.frames(self._frames)
+        elif self._kind == "grpc":
+            rest = self._grpc.close()
+            if rest:  # a message that never completed: a frame of its own
+                self._frames.append((at, rest))
+            scrub = self._literals.data
+            self._frames = [(when, rescrubbed(frame, scrub)) for when, frame in self._frames]
 
     def end(self, now: float) -> Interaction:
         """The upstream response ended cleanly."""

@@ -95,6 +95,15 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
     from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
     from ._freshness import Staleness, format_age, recorded_epoch, staleness
     from ._generations import Compaction, compact, lines_drift, superseded
+    from ._grpc import (
+        GrpcSplitter,
+        GrpcStatus,
+        grpc_frame,
+        grpc_messages,
+        grpc_miss_answer,
+        is_grpc,
+        percent_encode,
+    )
     from ._h2_session import H2Event, H2Refused, H2Session
     from ._miss import Closest, body_diff, diff_row, request_diff, shorten
     from ._prices import PRICES_CHECKED, cost_usd, resolve_model
@@ -153,6 +162,8 @@ __all__ = [
     "Drift",
     "Exchange",
     "FieldDiff",
+    "GrpcSplitter",
+    "GrpcStatus",
     "H2Event",
     "H2Refused",
     "H2Session",
@@ -217,12 +228,16 @@ __all__ = [
     "extract_usage",
     "format_age",
     "format_instant",
+    "grpc_frame",
+    "grpc_messages",
+    "grpc_miss_answer",
     "import_exchanges",
     "import_formats",
     "import_refusal",
     "import_source",
     "import_sources",
     "is_credential_name",
+    "is_grpc",
     "is_meta_line",
     "is_sse_stream",
     "join_line",
@@ -237,6 +252,7 @@ __all__ = [
     "parse_duration",
     "parse_multipart",
     "parse_sse_event",
+    "percent_encode",
     "read_line",
     "record_exchange",
     "recorded_epoch",
@@ -286,6 +302,15 @@ _ROOMS = {
     "_frames": ("SSEEvent", "SSESplitter", "is_sse_stream", "looks_like_sse", "parse_sse_event"),
     "_freshness": ("Staleness", "format_age", "recorded_epoch", "staleness"),
     "_generations": ("Compaction", "compact", "lines_drift", "superseded"),
+    "_grpc": (
+        "GrpcSplitter",
+        "GrpcStatus",
+        "grpc_frame",
+        "grpc_messages",
+        "grpc_miss_answer",
+        "is_grpc",
+        "percent_encode",
+    ),
     # h2 is an extra: importing the room without it says how to install it
     "_h2_session": ("H2Event", "H2Refused", "H2Session"),
     "_miss": ("Closest", "body_diff", "diff_row", "request_diff", "shorten"),

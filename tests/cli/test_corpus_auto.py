@@ -25,7 +25,6 @@ ENTRIES = [json.loads(line) for line in (CORPUS / "MANIFEST.jsonl").read_text().
 
 #: What a refusal is called here, by a phrase of its one-line reason.
 REFUSALS = {
-    "grpc": "a gRPC call recorded by pydantic-ai's xAI tests",
     "lone response": "a lone HTTP response (status 200, headers, body) with no request",
     "llama stack index": "its responses/, as the llamastack format",
     "sdk call": "is an SDK call, not an HTTP request",
@@ -41,7 +40,7 @@ EXPECTED_FILES = {
     "har": {"har": 20},
     "resp_json": {"lone response": 3},
     "pydantic-ws": {"pydantic-ws": 3},
-    "pydantic-xai-grpc": {"grpc": 2},
+    "pydantic-xai-grpc": {"pydantic-xai-grpc": 2},
     "llamastack-index": {"llama stack index": 1},
 }
 #: manifest format -> interactions imported (every one of its files' own).
@@ -52,6 +51,7 @@ EXPECTED_INTERACTIONS = {
     "httprr": 38,
     "har": 22,
     "pydantic-ws": 3,  # one session per file
+    "pydantic-xai-grpc": 2,  # one unary call per file
 }
 
 _IMPORTED = re.compile(

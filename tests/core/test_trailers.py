@@ -26,14 +26,18 @@ from reel_core import (
     RecordedResponse,
     Redactor,
     Replay,
+    Request,
     ResponseHead,
     Session,
+    Signal,
     State,
     Timing,
     Trailers,
+    replay_schedule,
 )
+from reel_core.tools import record_exchange
 
-from ._helpers import cassette_of, interaction, pull, request
+from ._helpers import cassette_of, client_bytes, interaction, parse_response, pull, request
 
 GRPC = [(b"content-type", b"application/grpc")]
 SECRET = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 3
@@ -223,3 +227,86 @@ def test_bad_trailers_on_a_line_are_refused(value: object) -> None:
     line["response"]["trailers"] = value
     with pytest.raises(ValueError, match=r'"response.trailers" must be a list'):
         Interaction.from_json(line)
+
+
+def test_live_mode_hands_trailers_on_and_records_nothing() -> None:
+    engine = Engine(Cassette("c"), Config(mode=Mode.LIVE))
+    engine.receive_request(request())
+    pull(engine)
+    engine.upstream_head(200, GRPC, mono=1.0)
+    engine.upstream_trailers([(b"Grpc-Status", b"0")], mono=1.1)
+    engine.upstream_end(mono=1.2)
+    events, _ = pull(engine)
+    assert events[1:] == [Trailers(((b"grpc-status", b"0"),)), EndOfResponse()]
+    assert engine.record() is None
+
+
+def grpc_cassette() -> Cassette:
+    base = interaction()
+    response = RecordedResponse(
+        200,
+        (("content-type", "application/grpc"),),
+        stream="grpc",
+        frames=((1.0, b"\x00\x00\x00\x00\x01a"), (2.0, b"\x00\x00\x00\x00\x01b")),
+        end_ms=3.0,
+        trailers=(("grpc-status", "0"),),
+    )
+    return cassette_of(Interaction(key=base.key, id="g", request=base.request, response=response))
+
+
+def test_an_http1_replay_with_trailers_is_the_body_whole() -> None:
+    # no whole serialization for it (a Trailers event), then event by event
+    session = Session(grpc_cassette(), Config(mode=Mode.REPLAY))
+    session.receive_data(client_bytes())
+    decision = session.next_event()
+    assert isinstance(decision, Replay)
+    assert session.send_replay() is None
+    out = b""
+    while not isinstance(event := session.next_event(), Signal):
+        out += session.send(event)
+    head, body, ended = parse_response(out)
+    assert head.status_code == 200
+    assert body == b"\x00\x00\x00\x00\x01a\x00\x00\x00\x00\x01b"
+    assert ended
+
+
+def test_the_replay_schedule_steps_over_trailers() -> None:
+    # The schedule's steps are the body's (frames, then the end): an HTTP/1.1
+    # binding sends no trailers; an HTTP/2 one takes them from the events.
+    events = replay_events(
+        RecordedResponse(
+            200,
+            stream="grpc",
+            frames=((1.0, b"\x00\x00\x00\x00\x00"),),
+            end_ms=2.0,
+            trailers=(("grpc-status", "0"),),
+        )
+    )
+    steps = list(replay_schedule(events[1:]))
+    assert [type(step.event) for step in steps] == [Frame, EndOfResponse]
+
+
+@given(
+    st.lists(st.tuples(_TOKEN, _VALUE), min_size=1, max_size=4),
+    st.integers(0, 3),
+    st.integers(0, 40),
+    st.from_regex(re.compile(r"[A-Za-z0-9]{24,40}"), fullmatch=True),
+)
+def test_a_credential_echoed_in_any_trailer_is_never_stored(
+    pairs: list[tuple[str, str]], which: int, at: int, token: str
+) -> None:
+    name, value = pairs[which % len(pairs)]
+    at = min(at, len(value))
+    pairs[which % len(pairs)] = (name, value[:at] + token + value[at:])
+    got = record_exchange(
+        Request(
+            "POST", "/xai_api.Chat/GetCompletion", ((b"authorization", f"Bearer {token}".encode()),)
+        ),
+        200,
+        GRPC,
+        b"\x00\x00\x00\x00\x00",
+        redactor=Redactor(),
+        trailers=pairs,
+    )
+    assert token not in got.to_line().decode()
+    assert len(got.response.trailers) == len(pairs)

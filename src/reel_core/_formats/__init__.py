@@ -31,6 +31,7 @@ from . import (
     nock,
     otel_export,
     pydantic_ws,
+    pydantic_xai_grpc,
     reyn,
     ruby_vcr,
     vcr,
@@ -69,7 +70,18 @@ _HINTS = Hints()
 #: tries them (the most specific first).
 FORMATS: dict[str, ModuleType] = {
     module.NAME: module
-    for module in (nock, reyn, llamastack, har, httprr, ruby_vcr, agenttape, pydantic_ws, vcr)
+    for module in (
+        nock,
+        reyn,
+        llamastack,
+        har,
+        httprr,
+        ruby_vcr,
+        agenttape,
+        pydantic_ws,
+        pydantic_xai_grpc,
+        vcr,
+    )
 }
 
 

@@ -85,6 +85,8 @@ class Exchange:
     #: A WebSocket session: the messages after the upgrade (``status``
     #: 101, ``body`` empty), their offsets in ms from it, and its close.
     websocket: WebSocketLog | None = None
+    #: The response's trailers (a gRPC call's ``grpc-status``), if any.
+    trailers: Pairs = ()
 
     @property
     def timed(self) -> bool:
@@ -266,6 +268,7 @@ def import_exchanges(
                 timestamp=item.timestamp,
                 limits=limits,
                 hints=hints,
+                trailers=_wire(item.trailers),
             )
             if item.websocket is not None:
                 interaction = _session(item, item.websocket, interaction, redactor)

@@ -19,8 +19,6 @@ from .._nesting import load_json
 __all__ = ["refusal"]
 
 _SQLITE = b"SQLite format 3\x00"
-_URI = re.compile(rb"^[ \t]*(?:-[ \t]+)?uri:", re.M)
-_GRPC = re.compile(rb"^-[ \t]+request_sample:[ \t]*$", re.M)
 #: A JSON object whose first key is a response's (other formats' JSON
 #: files open with ``log``, ``request``, ``interactions``, ``_meta``...).
 _RESPONSE_START = re.compile(rb'\s*\{\s*"(?:status|statusText|headers|body)"\s*:')
@@ -42,13 +40,6 @@ def refusal(data: bytes) -> str | None:
         return None
     if _RESPONSE_START.match(head):
         return _lone_response(data)
-    if b"interactions:" not in head or _URI.search(data):
-        return None
-    if _GRPC.search(head):
-        return (
-            "a gRPC call recorded by pydantic-ai's xAI tests (protobuf request_sample and "
-            "response_sample), no HTTP exchange: Reel records and replays HTTP only"
-        )
     return None
 
 

@@ -28,10 +28,6 @@ RESPONSE = json.dumps(
 ).encode()
 INDEX = b"SQLite format 3\x00" + b"\x00" * 3000 + b"CREATE TABLE recordings (request_hash TEXT"
 
-GRPC_WHY = (
-    "a gRPC call recorded by pydantic-ai's xAI tests (protobuf request_sample and "
-    "response_sample), no HTTP exchange: Reel records and replays HTTP only"
-)
 RESPONSE_WHY = (
     "a lone HTTP response (status 200, headers, body) with no request: nothing says what was "
     "asked, so it could never match one; record the test again with Reel"
@@ -44,7 +40,7 @@ INDEX_WHY = (
 
 @pytest.mark.parametrize(
     ("data", "why"),
-    [(GRPC, GRPC_WHY), (RESPONSE, RESPONSE_WHY), (INDEX, INDEX_WHY)],
+    [(RESPONSE, RESPONSE_WHY), (INDEX, INDEX_WHY)],
 )
 def test_a_known_recording_without_http_is_refused_whatever_format_is_named(
     data: bytes, why: str
@@ -68,7 +64,9 @@ def test_a_known_recording_without_http_is_refused_whatever_format_is_named(
         b'[{"status": 200, "body": "x"}]',  # not an object
         b'{"log": {"status": 200, "body": "x"}}',  # another format's first key
         GRPC + b"- request:\n    uri: https://api.x.ai/v1/chat\n",  # an HTTP interaction too
-        # pydantic-ai's WebSocket sessions import now (``pydantic-ws``)
+        # pydantic-ai's WebSocket sessions and xAI gRPC calls import now
+        # (``pydantic-ws``, ``pydantic-xai-grpc``)
+        GRPC,
         b"version: 1\ninteractions:\n- kind: message\n  direction: sent\n  data: {setup: {}}\n",
         GRPC.replace(b"interactions:", b"samples:"),
         b"interactions:\n- request:\n    body: request_sample\n",
