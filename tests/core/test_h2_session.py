@@ -39,6 +39,7 @@ from reel_core import (
     Trailers,
 )
 from reel_core._h2_session import HEAD_FENCE, H2Event, H2Refused, H2Session
+from reel_core.tools import grpc_frame
 
 from ._helpers import cassette_of, interaction
 
@@ -446,8 +447,8 @@ GRPC_TRAILERS = [(b"grpc-status", b"0"), (b"grpc-message", b"")]
 
 def test_trailers_end_the_stream_recorded_then_replayed() -> None:
     cassette = Cassette()
-    # a stream (the engine replays a streamed response's trailers; a whole
-    # body's are not replayed yet: the gRPC work's, see the branch report)
+    # an SSE stream with trailers (gRPC's: the tests below); the engine
+    # replays the trailers of a streamed response
     grpc = (b"content-type", b"text/event-stream")
     message = b"data: hi\n\n" * 28  # 280 bytes, past the window below
     session = H2Session(lambda: Engine(cassette, Config(mode=Mode.AUTO)))
@@ -493,6 +494,57 @@ def test_trailers_end_the_stream_recorded_then_replayed() -> None:
     assert client.answers[again].data == message
     assert client.answers[again].trailers == GRPC_TRAILERS
     assert client.answers[again].ended
+
+
+GRPC = (b"content-type", b"application/grpc")
+GRPC_PATH = b"/xai_api.Chat/GetCompletion"
+
+
+def test_a_grpc_call_recorded_then_replayed_with_its_status() -> None:
+    cassette = Cassette()
+    request = grpc_frame(b"\x0a\x02hi")
+    answer = [grpc_frame(b"\x0a\x05hello"), grpc_frame(b"\x0a\x03bye")]
+    trailers = [(b"grpc-status", b"0"), (b"grpc-message", b"")]
+    session = H2Session(lambda: Engine(cassette, Config(mode=Mode.RECORD)))
+    client = Client()
+    sid = client.request(body=request, path=GRPC_PATH, extra=(GRPC, (b"te", b"trailers")))
+    forward = pump(session, client)[0]
+    assert isinstance(forward, H2Event)
+    assert isinstance(forward.event, Forward)
+    assert forward.event.request.body == request
+    engine = forward.engine
+    engine.upstream_head(200, [GRPC], mono=1.0)
+    joined = b"".join(answer)
+    engine.upstream_data(joined[:7], mono=1.1)  # cut mid-message, as a socket may
+    engine.upstream_data(joined[7:], mono=1.2)
+    engine.upstream_trailers(trailers, mono=1.3)
+    engine.upstream_end(mono=1.3)
+    done = pump(session, client)[-1]
+    assert isinstance(done, H2Event)
+    assert done.engine.record() is not None
+    assert client.answers[sid].data == joined
+    assert client.answers[sid].trailers == trailers
+    # replayed: the same messages, then the same status, ending the stream
+    session = H2Session(lambda: Engine(cassette, Config(mode=Mode.REPLAY)))
+    client = Client()
+    sid = client.request(body=request, path=GRPC_PATH, extra=(GRPC,))
+    pump(session, client)
+    assert client.answers[sid].frames == answer
+    assert client.answers[sid].trailers == trailers
+    assert client.answers[sid].ended
+
+
+def test_a_grpc_miss_is_not_found_in_the_trailers() -> None:
+    session = replay_session(mode=Mode.REPLAY)
+    client = Client()
+    sid = client.request(body=grpc_frame(b"\x0a\x02no"), path=GRPC_PATH, extra=(GRPC,))
+    pump(session, client)
+    answer = client.answers[sid]
+    assert answer.status == 200
+    assert b"x-reel-miss" in dict(answer.headers)
+    assert answer.trailers is not None
+    assert dict(answer.trailers)[b"grpc-status"] == b"5"
+    assert answer.ended
 
 
 def test_a_cut_resets_the_stream() -> None:
