@@ -104,6 +104,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         is_grpc,
         percent_encode,
     )
+    from ._h2_session import H2Event, H2Refused, H2Session
     from ._miss import Closest, body_diff, diff_row, request_diff, shorten
     from ._prices import PRICES_CHECKED, cost_usd, resolve_model
     from ._report import (
@@ -163,6 +164,9 @@ __all__ = [
     "FieldDiff",
     "GrpcSplitter",
     "GrpcStatus",
+    "H2Event",
+    "H2Refused",
+    "H2Session",
     "ImportReport",
     "Input",
     "LineSource",
@@ -307,6 +311,8 @@ _ROOMS = {
         "is_grpc",
         "percent_encode",
     ),
+    # h2 is an extra: importing the room without it says how to install it
+    "_h2_session": ("H2Event", "H2Refused", "H2Session"),
     "_miss": ("Closest", "body_diff", "diff_row", "request_diff", "shorten"),
     "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
     "_run": ("LineTime", "line_times"),

@@ -53,11 +53,26 @@ def test_h11_is_imported_by_the_byte_reader_only() -> None:
     assert [m for m in loaded if m.split(".")[0] in FORBIDDEN] == []
 
 
+#: Rooms whose library imports ``logging``, and so ``threading`` for its
+#: locks, starting no thread: the HTTP/2 adapter's h2.  Probed apart.
+LOGGING_ROOMS = ("reel_core._h2_session",)
+
+
 def test_every_private_module_imports_no_io_module() -> None:
     names = [m.name for m in pkgutil.walk_packages(reel_core.__path__, "reel_core.")]
+    names = [n for n in names if n not in LOGGING_ROOMS]
     loaded = _modules_after("\n".join(f"import {n}" for n in names))
     assert set(names) <= set(loaded)
     assert [m for m in loaded if m.split(".")[0] in FORBIDDEN] == []
+
+
+@pytest.mark.parametrize("room", LOGGING_ROOMS)
+def test_a_logging_room_imports_no_io_module_beyond_logging(room: str) -> None:
+    # h2 logs through the standard library's logging, whose module-level
+    # lock imports threading; beyond what logging itself loads, nothing.
+    beyond = set(_modules_after(f"import {room}")) - set(_modules_after("import logging"))
+    assert room in beyond
+    assert [m for m in beyond if m.split(".")[0] in FORBIDDEN] == []
 
 
 def test_the_probe_would_notice_a_forbidden_import() -> None:

@@ -1,0 +1,402 @@
+"""The HTTP/2 adapter: a sibling of the HTTP/1.1 :class:`~reel_core.Session`.
+
+Theory of operation.  An :class:`H2Session` serves one client connection
+that speaks HTTP/2 from its first byte (h2c with prior knowledge: the
+client's preface, no ``Upgrade: h2c``).  python-hyper's ``h2``, sans-IO
+like h11, parses the frames and keeps one state machine per stream; this
+adapter keeps, per stream, one exchange with an :class:`~reel_core.Engine`
+of its own, made by the binding's ``new_engine`` (the same cassette,
+config and choice of cassette its HTTP/1.1 sessions get), so the
+concurrent streams of a connection are independent exchanges.
+
+Like :class:`~reel_core.Session` it only buffers: the binding feeds the
+client's bytes with :meth:`H2Session.receive_data`, writes what
+:meth:`H2Session.data_to_send` gives, and pulls :meth:`H2Session.next_event`:
+
+- :class:`H2Event` ``(stream_id, event, engine)``: one of a stream's
+  engine's events (its decision, then its response), which the binding acts
+  on as it would on the HTTP/1.1 session's, sending each response event
+  with :meth:`H2Session.send` (a ``Trailers`` goes out as a HEADERS frame
+  ending the stream, after the body).  For a ``Forward`` the binding feeds the
+  upstream's answer to ``engine`` (``upstream_head``, ``upstream_data``,
+  ``upstream_end``) and the events it hands back come out here too.  Once
+  the exchange is over, ``event`` is ``Signal.PAUSED``: the binding calls
+  ``engine.record()``; the adapter is done with the engine.  ``event`` is
+  ``Signal.CLOSED`` when the client reset the stream (or the connection
+  ended): nothing more is sent on it and its response events are no longer
+  handed out; a forward's binding tells the engine as the h11 side does for
+  a client that left (``client_left``, then ``upstream_error(
+  Abort.CLIENT_CLOSED)`` once its grace ran out), and ``PAUSED`` follows
+  when its exchange is over.
+- :class:`H2Refused` ``(stream_id, error)``: a request the adapter refused
+  itself (a head or body over the :class:`~reel_core.Limits`, a request
+  with no path): its answer (the error's status, Reel's JSON error body) is
+  already in :meth:`H2Session.data_to_send`; for the binding's log.
+- ``Signal.NEED_DATA`` (read on) or ``Signal.CLOSED`` (the client ended
+  the connection and every exchange was handed out).
+
+A client that breaks the protocol gets a GOAWAY and
+:meth:`H2Session.receive_data` raises :class:`RemoteProtocolError`: write
+what :meth:`H2Session.data_to_send` holds, then close.
+
+Flow control is the adapter's: a ``Frame`` sent on a stream goes out in
+DATA frames no larger than the client's window and frame size allow, the
+rest is queued until the client's WINDOW_UPDATE opens the window, and an
+``EndOfResponse`` waits behind the queued data.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+try:
+    import h2.config
+    import h2.connection
+    import h2.errors
+    import h2.events
+    import h2.exceptions
+    import h2.settings
+except ImportError as exc:  # the h2 extra is not installed
+    raise ImportError(
+        "Reel's HTTP/2 adapter needs the h2 package: pip install 'reel-llm[h2]'"
+    ) from exc
+
+from ._engine import Engine, error_body
+from ._errors import LocalProtocolError, RemoteProtocolError
+from ._events import Cut, EndOfResponse, Event, Frame, ResponseHead, Signal, Trailers
+from ._http import HOP_BY_HOP, Headers, Request
+from ._state import State
+
+__all__ = ["HEAD_FENCE", "MAX_CONCURRENT_STREAMS", "H2Event", "H2Refused", "H2Session"]
+
+#: How many streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
+MAX_CONCURRENT_STREAMS = 100
+
+#: The most bytes of decoded header list h2 takes on any stream (an HPACK
+#: bomb's bound: past it the connection fails, GOAWAY), above any
+#: ``Limits.max_head`` a stream's engine has: a head over that one, below
+#: this, is its own stream's 431.  (h2's own default, 64 KiB, is
+#: ``Limits``' default, and would fail the connection first.)
+HEAD_FENCE = 1024 * 1024
+
+#: Headers HTTP/2 forbids on a response (RFC 9113, 8.2.2), never sent.
+_NOT_SENT = HOP_BY_HOP | {b"host"}
+
+
+@dataclass(frozen=True)
+class H2Event:
+    """One of stream ``stream_id``'s exchange events, and the engine deciding
+    it (the binding calls it for everything that is not bytes)."""
+
+    stream_id: int
+    event: Event | Signal
+    engine: Engine
+
+
+@dataclass(frozen=True)
+class H2Refused:
+    """A request on ``stream_id`` the adapter answered itself with ``error``'s
+    status and message (the answer is in ``data_to_send``)."""
+
+    stream_id: int
+    error: RemoteProtocolError
+
+
+@dataclass(eq=False)
+class _Stream:
+    """What the adapter keeps of one stream."""
+
+    engine: Engine
+    headers: list[tuple[bytes, bytes]]
+    body: list[bytes] = field(default_factory=list)
+    size: int = 0
+    #: The request went to the engine; its events are handed out.
+    started: bool = False
+    #: The client reset the stream (or the connection ended): nothing is sent.
+    reset: bool = False
+    #: Response bytes waiting for the client's window.
+    queued: deque[bytes] = field(default_factory=deque)
+    #: The response ended: END_STREAM goes out once ``queued`` is empty.
+    ending: bool = False
+    #: The response's trailers, sent with its END_STREAM.
+    trailers: list[tuple[bytes, bytes]] | None = None
+
+
+def _sent(headers: Headers) -> list[tuple[bytes, bytes]]:
+    """The fields of ``headers`` an HTTP/2 response may carry: no hop-by-hop
+    field, no empty name (h2 fails on one), and no pseudo-header (a HAR of
+    an HTTP/2 page imported with its ``:status``, say): the adapter writes
+    its own."""
+    return [(k, v) for k, v in headers if k and k not in _NOT_SENT and not k.startswith(b":")]
+
+
+def _header_size(headers: list[tuple[bytes, bytes]]) -> int:
+    """The size of a decoded header list as RFC 9113 counts it (each field's
+    name and value, plus 32)."""
+    return sum([len(k) + len(v) + 32 for k, v in headers])
+
+
+class H2Session:
+    """One HTTP/2 client connection (h2c with prior knowledge), each stream
+    an exchange of its own engine, made by ``new_engine``."""
+
+    def __init__(
+        self,
+        new_engine: Callable[[], Engine],
+        *,
+        max_concurrent_streams: int = MAX_CONCURRENT_STREAMS,
+    ) -> None:
+        self._new_engine = new_engine
+        config = h2.config.H2Configuration(client_side=False, header_encoding=None)
+        self._conn = h2.connection.H2Connection(config=config)
+        self._conn.local_settings = h2.settings.Settings(
+            client=False,
+            initial_values={
+                h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: max_concurrent_streams,
+            },
+        )
+        self._conn.decoder.max_header_list_size = HEAD_FENCE
+        self._conn.initiate_connection()
+        self._streams: dict[int, _Stream] = {}
+        #: Streams whose exchange's events are handed out, in turn.
+        self._ready: dict[int, _Stream] = {}
+        self._handed: deque[H2Event | H2Refused] = deque()
+        self._closed = False
+        self._wall: float | None = None
+
+    # -- client side -----------------------------------------------------------
+
+    def receive_data(self, data: bytes, *, wall: float | None = None) -> None:
+        """Feed raw bytes from the client (``b""`` means EOF).  ``wall`` is
+        the wall-clock time (epoch seconds) they came at: the requests they
+        complete carry it.
+
+        Raises :class:`RemoteProtocolError` when the client broke the
+        protocol: a GOAWAY is in :meth:`data_to_send`; close after it."""
+        if wall is not None:
+            self._wall = wall
+        if not data:
+            self._close()
+            return
+        if self._closed:
+            return
+        try:
+            events = self._conn.receive_data(data)
+        except h2.exceptions.ProtocolError as exc:
+            # h2 queued its GOAWAY, except for a bad preface (read before its frames)
+            if self._conn.state_machine.state is not h2.connection.ConnectionState.CLOSED:
+                self._conn.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR)
+            self._close()
+            raise RemoteProtocolError(f"the client broke the HTTP/2 protocol: {exc}") from None
+        if any(isinstance(event, h2.events.ConnectionTerminated) for event in events):
+            # the client's GOAWAY: h2 sends nothing after it, not even on the
+            # streams it opened before, so every exchange ends here
+            self._close()
+            return
+        for event in events:
+            self._on(event)
+
+    def _on(self, event: h2.events.Event) -> None:
+        if isinstance(event, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
+            for open_sid in list(self._streams):  # a window opened, or every window moved
+                self._flush(open_sid)
+            return
+        sid: int | None = getattr(event, "stream_id", None)
+        if sid is None:  # pings, settings acknowledged: h2's own business
+            return
+        if isinstance(event, h2.events.RequestReceived):
+            self._open(sid, [(bytes(k), bytes(v)) for k, v in event.headers or ()])
+            return
+        if isinstance(event, h2.events.StreamReset):
+            self._reset(sid)
+            return
+        stream = self._streams.get(sid)
+        if isinstance(event, h2.events.DataReceived):
+            self._conn.acknowledge_received_data(event.flow_controlled_length or 0, sid)
+            if stream is not None and not stream.started:
+                self._take(sid, stream, event.data or b"")
+        elif isinstance(event, h2.events.StreamEnded) and stream is not None and not stream.started:
+            self._start(sid, stream)
+
+    def _open(self, sid: int, headers: list[tuple[bytes, bytes]]) -> None:
+        """A request's head came on ``sid``: its exchange's engine is made."""
+        stream = self._streams[sid] = _Stream(self._new_engine(), headers)
+        config = stream.engine.config
+        size = _header_size(headers)
+        if size > config.limits.max_head:
+            message = (
+                f"request head of {size} bytes is over the {config.limits.max_head}-byte "
+                f"limit: {config.hints.max_head}"
+            )
+            self._refuse(sid, RemoteProtocolError(message, 431))
+
+    def _take(self, sid: int, stream: _Stream, data: bytes) -> None:
+        """A piece of the request body on ``sid``, within ``max_body``."""
+        stream.body.append(data)
+        stream.size += len(data)
+        config = stream.engine.config
+        if stream.size > config.limits.max_body:
+            self._refuse(sid, config.limits.body_too_large(None, config.hints.max_body))
+
+    def _start(self, sid: int, stream: _Stream) -> None:
+        """The request on ``sid`` is whole: hand it to its engine."""
+        stream.started = True
+        try:
+            request = self._request(stream.headers, b"".join(stream.body))
+        except RemoteProtocolError as exc:
+            self._refuse(sid, exc)
+            return
+        stream.body.clear()
+        stream.engine.receive_request(request, wall=self._wall)
+        self._ready[sid] = stream
+
+    @staticmethod
+    def _request(headers: list[tuple[bytes, bytes]], body: bytes) -> Request:
+        """The :class:`Request` of a stream's header list: ``:path`` its
+        target, ``:authority`` its ``host`` (unless it has one), ``cookie``
+        fields joined with ``; `` as HTTP/1.1 sends them (RFC 9113, 8.2.3)."""
+        pseudo: dict[bytes, bytes] = {}
+        plain: list[tuple[bytes, bytes]] = []
+        cookies: list[bytes] = []
+        for name, value in headers:
+            if name.startswith(b":"):
+                pseudo[name] = value
+            elif name == b"cookie":
+                cookies.append(value)
+            else:
+                plain.append((name, value))
+        method = pseudo[b":method"].decode("latin-1")  # h2 checks it is there
+        path = pseudo.get(b":path")
+        if path is None:  # CONNECT: Reel forwards no tunnel
+            raise RemoteProtocolError(f"Reel does not serve {method} requests", 405)
+        authority = pseudo.get(b":authority")
+        if authority is not None and not any(name == b"host" for name, _ in plain):
+            plain.insert(0, (b"host", authority))
+        if cookies:
+            plain.append((b"cookie", b"; ".join(cookies)))
+        return Request(method, path.decode("latin-1"), tuple(plain), body)
+
+    def _refuse(self, sid: int, error: RemoteProtocolError) -> None:
+        """Answer the request on ``sid`` with ``error`` (scrubbed by its
+        engine, which is done); what more the client sends of it is let go."""
+        stream = self._streams[sid]
+        stream.started = True
+        error = stream.engine.client_error(error)
+        body = error_body("reel_bad_request", str(error))
+        headers = [
+            (b":status", str(error.status).encode()),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        self._conn.send_headers(sid, headers)
+        stream.queued.append(body)
+        stream.ending = True
+        self._flush(sid)
+        self._handed.append(H2Refused(sid, error))
+
+    def _reset(self, sid: int) -> None:
+        """The client reset ``sid``: its exchange ends, the others go on."""
+        stream = self._streams.pop(sid, None)
+        if stream is None:
+            return
+        stream.reset = True
+        stream.queued.clear()
+        if stream.started and sid in self._ready:
+            self._handed.append(H2Event(sid, Signal.CLOSED, stream.engine))
+
+    def _close(self) -> None:
+        """The connection ended: every stream's exchange with it."""
+        self._closed = True
+        for sid in list(self._streams):
+            self._reset(sid)
+
+    # -- events ----------------------------------------------------------------
+
+    def next_event(self) -> H2Event | H2Refused | Signal:
+        """The next stream event, or a :class:`Signal`: ``NEED_DATA`` (read
+        on), ``CLOSED`` (the connection is over and so is every exchange)."""
+        if self._handed:
+            return self._handed.popleft()
+        for sid, stream in list(self._ready.items()):
+            event = stream.engine.next_event()
+            if stream.reset:  # nothing more goes to the client
+                while isinstance(event, Event):
+                    event = stream.engine.next_event()
+            if isinstance(event, Event):
+                # the stream's turn is over: the others' come first
+                del self._ready[sid]
+                self._ready[sid] = stream
+                return H2Event(sid, event, stream.engine)
+            if event is Signal.PAUSED and stream.engine.state is State.DONE:
+                del self._ready[sid]
+                return H2Event(sid, Signal.PAUSED, stream.engine)
+        if self._closed and not self._ready:
+            return Signal.CLOSED
+        return Signal.NEED_DATA
+
+    # -- wire output -----------------------------------------------------------
+
+    def send(self, stream_id: int, event: Event) -> None:
+        """Send a response event of stream ``stream_id``'s exchange: its
+        bytes join :meth:`data_to_send` (a body's may wait for the client's
+        window).  Nothing is sent on a stream the client reset."""
+        if not isinstance(event, (ResponseHead, Frame, Trailers, EndOfResponse, Cut)):
+            raise LocalProtocolError(f"{type(event).__name__} is not sent to the client")
+        stream = self._streams.get(stream_id)
+        if stream is None:  # reset by the client, or the connection ended
+            return
+        if isinstance(event, ResponseHead):
+            headers = [(b":status", str(event.status).encode())]
+            headers += _sent(event.headers)
+            try:
+                self._conn.send_headers(stream_id, headers)
+            except h2.exceptions.ProtocolError as exc:  # a second head, say
+                del self._streams[stream_id]
+                self._conn.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+                raise LocalProtocolError(f"h2 refused the response head: {exc}") from None
+        elif isinstance(event, Frame):
+            if event.data:
+                stream.queued.append(event.data)
+                self._flush(stream_id)
+        elif isinstance(event, Trailers):  # they end the stream, behind its data
+            stream.trailers = _sent(event.headers)
+        elif isinstance(event, EndOfResponse):
+            stream.ending = True
+            self._flush(stream_id)
+        else:  # a Cut: the client must not take the body for whole
+            del self._streams[stream_id]
+            self._conn.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+
+    def _flush(self, sid: int) -> None:
+        """Send what the client's window lets through of ``sid``'s queue,
+        and its END_STREAM once the queue is empty."""
+        stream = self._streams[sid]
+        conn = self._conn
+        queued = stream.queued
+        while queued:
+            room = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
+            if room <= 0:
+                return
+            data = queued.popleft()
+            if len(data) > room:
+                data, rest = data[:room], data[room:]
+                queued.appendleft(rest)
+            conn.send_data(sid, data)
+        if stream.ending:
+            if stream.trailers is not None:
+                conn.send_headers(sid, stream.trailers, end_stream=True)
+            else:
+                conn.end_stream(sid)
+            del self._streams[sid]
+
+    def data_to_send(self) -> bytes:
+        """The bytes to write to the client now."""
+        return self._conn.data_to_send()
+
+    def buffered(self, stream_id: int) -> int:
+        """How many of a stream's body bytes wait for the client's window: a
+        binding may stop pulling that stream's events while it grows."""
+        stream = self._streams.get(stream_id)
+        return 0 if stream is None else sum([len(data) for data in stream.queued])
