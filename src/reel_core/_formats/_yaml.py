@@ -31,7 +31,7 @@ from typing import Any, TypeAlias
 from .._errors import CassetteError, ConfigError
 from .._nesting import MAX_DEPTH, TooDeep, load_json
 
-__all__ = ["EXPANSION", "Unsupported", "find_unsupported", "load"]
+__all__ = ["EXPANSION", "Unsupported", "find_unsupported", "load", "load_interactions"]
 
 #: How much larger than its file a YAML document may be, aliases expanded
 #: (counting a node as one and a scalar as its characters), beyond a first
@@ -277,3 +277,24 @@ def find_unsupported(value: Any) -> Unsupported | None:
             if found:
                 return found
     return None
+
+
+def load_interactions(data: bytes, name: str, what: str) -> list[Any]:
+    """The ``interactions`` list of a version-1 cassette of pydantic-ai's
+    kind (``what`` names it in the errors): :class:`CassetteError` for a
+    document without one, or of another version."""
+    doc = load(data, name)
+    items = doc.get("interactions") if isinstance(doc, Mapping) else None
+    if not isinstance(items, list):
+        raise CassetteError(
+            name,
+            None,
+            f'not a {what} cassette: no "interactions" list at the top '
+            f"(found {type(doc).__name__})",
+        )
+    version = doc.get("version", 1)
+    if str(version) != "1":
+        raise CassetteError(
+            name, None, f"{what} cassette version {version!r}: Reel reads version 1 only"
+        )
+    return items

@@ -37,11 +37,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._errors import CassetteError
 from .._interaction import WebSocketLog, WebSocketMessage
 from ._base import Exchange, Skipped
 from ._fields import Skip, text_bytes
-from ._yaml import Unsupported, find_unsupported, load
+from ._yaml import Unsupported, find_unsupported, load_interactions
 
 __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
 
@@ -72,22 +71,7 @@ def sniff(data: bytes) -> bool:
 
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
-    doc = load(data, name)
-    items = doc.get("interactions") if isinstance(doc, Mapping) else None
-    if not isinstance(items, list):
-        raise CassetteError(
-            name,
-            None,
-            'not a pydantic-ai WebSocket cassette: no "interactions" list at the top '
-            f"(found {type(doc).__name__})",
-        )
-    version = doc.get("version", 1)
-    if str(version) != "1":
-        raise CassetteError(
-            name,
-            None,
-            f"pydantic-ai WebSocket cassette version {version!r}: Reel reads version 1 only",
-        )
+    items = load_interactions(data, name, "pydantic-ai WebSocket")
     try:
         return [_session(items)]
     except Skip as exc:

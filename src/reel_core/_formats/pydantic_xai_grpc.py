@@ -28,11 +28,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._errors import CassetteError
 from .._grpc import grpc_frame
 from ._base import Exchange, Skipped
 from ._fields import Skip
-from ._yaml import Unsupported, load
+from ._yaml import Unsupported, load_interactions
 
 __all__ = ["DESCRIPTION", "NAME", "TOOL", "parse", "sniff"]
 
@@ -59,22 +58,7 @@ def sniff(data: bytes) -> bool:
 
 
 def parse(data: bytes, name: str) -> list[Exchange | Skipped]:
-    doc = load(data, name)
-    items = doc.get("interactions") if isinstance(doc, Mapping) else None
-    if not isinstance(items, list):
-        raise CassetteError(
-            name,
-            None,
-            'not a pydantic-ai xAI gRPC cassette: no "interactions" list at the top '
-            f"(found {type(doc).__name__})",
-        )
-    version = doc.get("version", 1)
-    if str(version) != "1":
-        raise CassetteError(
-            name,
-            None,
-            f"pydantic-ai xAI gRPC cassette version {version!r}: Reel reads version 1 only",
-        )
+    items = load_interactions(data, name, "pydantic-ai xAI gRPC")
     out: list[Exchange | Skipped] = []
     for i, item in enumerate(items):
         try:
