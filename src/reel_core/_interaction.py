@@ -719,15 +719,7 @@ def interaction_from_json(obj: Any) -> Interaction:
     response = RecordedResponse(
         status=status, headers=tuple((h[0], h[1]) for h in headers), **fields
     )
-    ts = o.get("ts")
-    if ts is not None and not isinstance(ts, str):
-        raise ValueError('"ts" must be a string or null')
-    meta = o.get("meta", {})
-    if not isinstance(meta, dict):
-        raise ValueError('"meta" must be an object')
-    gen = o.get("gen", 0)
-    if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
-        raise ValueError('"gen" must be a whole number, 0 or more')
+    ts, meta, gen = _line_facts(o)
     sent = o.get("sent")
     if sent is not None and not (
         isinstance(sent, str) and sent.isascii() and _HEX.fullmatch(sent.encode("ascii"))
@@ -748,14 +740,8 @@ def interaction_from_json(obj: Any) -> Interaction:
     )
 
 
-def _call_from_json(o: dict[str, Any]) -> Interaction:
-    """A call line (``call``, then ``result`` or ``error``) read back."""
-    if "request" in o or "response" in o:
-        raise ValueError('a call line has "call" and no "request" or "response"')
-    key = _str(o, "key")
-    if not key.startswith("sha256:") or not _HEX.fullmatch(key[7:].encode()):
-        raise ValueError('"key" must be "sha256:" and 64 lowercase hex digits')
-    log = call_from_json(o)
+def _line_facts(o: dict[str, Any]) -> tuple[str | None, dict[str, Any], int]:
+    """A line's ``ts``, ``meta`` and ``gen``, checked (any kind of line)."""
     ts = o.get("ts")
     if ts is not None and not isinstance(ts, str):
         raise ValueError('"ts" must be a string or null')
@@ -765,6 +751,18 @@ def _call_from_json(o: dict[str, Any]) -> Interaction:
     gen = o.get("gen", 0)
     if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
         raise ValueError('"gen" must be a whole number, 0 or more')
+    return ts, meta, gen
+
+
+def _call_from_json(o: dict[str, Any]) -> Interaction:
+    """A call line (``call``, then ``result`` or ``error``) read back."""
+    if "request" in o or "response" in o:
+        raise ValueError('a call line has "call" and no "request" or "response"')
+    key = _str(o, "key")
+    if not key.startswith("sha256:") or not _HEX.fullmatch(key[7:].encode()):
+        raise ValueError('"key" must be "sha256:" and 64 lowercase hex digits')
+    log = call_from_json(o)
+    ts, meta, gen = _line_facts(o)
     request = call_request(log.call)
     return Interaction(  # as call_interaction, but for the key the line gives
         key=key,
