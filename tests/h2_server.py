@@ -1,0 +1,259 @@
+"""A tiny HTTP/2 server for the tests: h2 over anyio sockets (asyncio or
+trio), h2c with prior knowledge or TLS with ALPN ``h2``.
+
+It answers every request ``200`` with ``content-type: application/octet-stream``
+and a body that names the request (``<path> <body length> <body's first 32
+bytes>``), unless the request's headers ask otherwise:
+
+===========================  ==============================================
+``x-h2-size: N``             a body of ``N`` bytes (a repeating pattern,
+                             :func:`pattern`) instead, in DATA frames as the
+                             client's window allows
+``x-h2-chunks: N``           the body in ``N`` writes (a stream), each after
+                             ``x-h2-delay-ms`` (default 0)
+``x-h2-trailers: a=1,b=2``   trailers after the body
+``x-h2-status: N``           that status
+``x-h2-reset-after: N``      ``RST_STREAM`` (``INTERNAL_ERROR``) after ``N``
+                             bytes of the body
+``x-h2-goaway-after: N``     ``GOAWAY`` (``NO_ERROR``, last stream: this one)
+                             after ``N`` bytes, then the connection closed
+``x-h2-goaway-first: 1``     ``GOAWAY`` before answering, the last stream id
+                             one below this one, then the connection closed
+===========================  ==============================================
+
+What it saw is kept: ``server.seen`` (each request's headers, body and
+stream), ``server.connections`` (how many were made), ``server.sent`` (bytes
+of body sent, by stream), ``server.preface`` (each connection's first bytes
+were the HTTP/2 preface).  The benchmark may reuse it::
+
+    async with serve_h2() as server:  # server.url: http://127.0.0.1:PORT
+        ...
+    async with serve_h2(tls=ca) as server:  # https://localhost:PORT, a trustme CA
+        ...
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+import anyio.streams.tls
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+
+if TYPE_CHECKING:
+    import trustme
+
+__all__ = ["H2Server", "Seen", "pattern", "serve_h2"]
+
+_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def pattern(size: int, offset: int = 0) -> bytes:
+    """``size`` bytes of the body ``x-h2-size`` asks for, from ``offset``."""
+    block = bytes(range(251))  # a prime length: a cut at any place shows
+    start = offset % 251
+    whole = block[start:] + block * (size // 251 + 2)
+    return whole[:size]
+
+
+@dataclass
+class Seen:
+    """A request the server received."""
+
+    stream_id: int
+    headers: dict[bytes, bytes]
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        return self.headers[b":path"].decode()
+
+
+@dataclass
+class H2Server:
+    url: str
+    seen: list[Seen] = field(default_factory=list)
+    connections: int = 0
+    preface: list[bool] = field(default_factory=list)
+    alpn: list[str | None] = field(default_factory=list)
+    sent: dict[tuple[int, int], int] = field(default_factory=dict)
+
+
+class _Connection:
+    def __init__(self, server: H2Server, stream: anyio.abc.ByteStream, number: int) -> None:
+        self.server = server
+        self.stream = stream
+        self.number = number
+        config = h2.config.H2Configuration(client_side=False, header_encoding=None)
+        self.h2 = h2.connection.H2Connection(config)
+        self.requests: dict[int, tuple[list[tuple[bytes, bytes]], bytearray]] = {}
+        self.window = anyio.Event()
+        self.lock = anyio.Lock()
+        self.closed = False
+
+    async def flush(self) -> None:
+        async with self.lock:
+            data = self.h2.data_to_send()
+            if data and not self.closed:
+                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    await self.stream.send(data)
+
+    async def run(self) -> None:
+        self.h2.initiate_connection()
+        await self.flush()
+        first = True
+        async with anyio.create_task_group() as tg:
+            while not self.closed:
+                try:
+                    data = await self.stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    break
+                if first:
+                    self.server.preface.append(data.startswith(_PREFACE[: len(data)]))
+                    first = False
+                try:
+                    events = self.h2.receive_data(data)
+                except h2.exceptions.ProtocolError:
+                    await self.flush()
+                    break
+                for event in events:
+                    self.handle(event, tg)
+                await self.flush()
+            tg.cancel_scope.cancel()
+
+    def handle(self, event: h2.events.Event, tg: anyio.abc.TaskGroup) -> None:
+        if isinstance(event, h2.events.RequestReceived):
+            assert event.stream_id is not None
+            self.requests[event.stream_id] = (list(event.headers or []), bytearray())
+        elif isinstance(event, h2.events.DataReceived):
+            assert event.stream_id is not None and event.data is not None
+            self.requests[event.stream_id][1].extend(event.data)
+            self.h2.acknowledge_received_data(event.flow_controlled_length or 0, event.stream_id)
+        elif isinstance(event, h2.events.StreamEnded):
+            assert event.stream_id is not None
+            tg.start_soon(self.respond, event.stream_id)
+        elif isinstance(event, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
+            self.window.set()
+            self.window = anyio.Event()
+
+    async def send_body(self, stream_id: int, body: bytes) -> None:
+        """``body`` in DATA frames as the client's windows allow."""
+        key = (self.number, stream_id)
+        view, sent = memoryview(body), 0
+        while sent < len(body):
+            window = min(self.h2.local_flow_control_window(stream_id), len(body) - sent)
+            if window <= 0:
+                await self.window.wait()
+                continue
+            while window > 0:
+                size = min(window, self.h2.max_outbound_frame_size)
+                self.h2.send_data(stream_id, view[sent : sent + size].tobytes())
+                sent += size
+                window -= size
+            self.server.sent[key] = sent
+            await self.flush()
+
+    async def goaway(self, last: int) -> None:
+        self.h2.close_connection(h2.errors.ErrorCodes.NO_ERROR, last_stream_id=last)
+        await self.flush()
+        self.closed = True
+        await anyio.aclose_forcefully(self.stream)
+
+    async def respond(self, stream_id: int) -> None:
+        pairs, body = self.requests.pop(stream_id)
+        headers = dict(pairs)
+        self.server.seen.append(Seen(stream_id, headers, bytes(body)))
+        try:
+            await self._respond(stream_id, headers, bytes(body))
+        except h2.exceptions.StreamClosedError:
+            pass  # the client reset the stream
+
+    async def _respond(self, stream_id: int, headers: dict[bytes, bytes], body: bytes) -> None:
+        if b"x-h2-goaway-first" in headers:
+            await self.goaway(stream_id - 2)
+            return
+        size = headers.get(b"x-h2-size")
+        if size is not None:
+            answer = pattern(int(size))
+        else:
+            answer = b"%s %d %s" % (headers[b":path"], len(body), body[:32])
+        status = headers.get(b"x-h2-status", b"200")
+        head = [(b":status", status), (b"content-type", b"application/octet-stream")]
+        if size is None:
+            head.append((b"content-length", b"%d" % len(answer)))
+        self.h2.send_headers(stream_id, head)
+        await self.flush()
+        chunks = int(headers.get(b"x-h2-chunks", b"1"))
+        delay = int(headers.get(b"x-h2-delay-ms", b"0")) / 1000
+        reset = headers.get(b"x-h2-reset-after")
+        goaway = headers.get(b"x-h2-goaway-after")
+        cut = int(reset or goaway or -1)
+        if cut >= 0:
+            await self.send_body(stream_id, answer[:cut])
+            if reset is not None:
+                self.h2.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+                await self.flush()
+            else:
+                await self.goaway(stream_id)
+            return
+        step = -(-len(answer) // chunks) if answer else 0
+        for start in range(0, len(answer), step or 1):
+            if delay and start:
+                await anyio.sleep(delay)
+            await self.send_body(stream_id, answer[start : start + step])
+        trailers = headers.get(b"x-h2-trailers")
+        if trailers:
+            pairs = [tuple(pair.split(b"=", 1)) for pair in trailers.split(b",")]
+            self.h2.send_headers(stream_id, [(k, v) for k, v in pairs], end_stream=True)
+        else:
+            self.h2.send_data(stream_id, b"", end_stream=True)
+        await self.flush()
+
+
+@asynccontextmanager
+async def serve_h2(
+    tls: trustme.CA | None = None, alpn: tuple[str, ...] = ("h2",)
+) -> AsyncIterator[H2Server]:
+    """An HTTP/2 server on 127.0.0.1: h2c, or TLS (a certificate for
+    ``localhost`` from the trustme CA ``tls``) offering ``alpn``."""
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    context: ssl.SSLContext | None = None
+    if tls is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.issue_cert("localhost", "127.0.0.1").configure_cert(context)
+        context.set_alpn_protocols(list(alpn))
+    server = H2Server(f"{'https' if tls else 'http'}://127.0.0.1:{port}")
+
+    async def serve(client: anyio.abc.SocketStream) -> None:
+        stream: anyio.abc.ByteStream = client
+        number = server.connections
+        server.connections += 1
+        async with client:
+            if context is not None:
+                try:
+                    wrapped = await anyio.streams.tls.TLSStream.wrap(
+                        client, server_side=True, ssl_context=context
+                    )
+                except (ssl.SSLError, anyio.BrokenResourceError, OSError):
+                    return
+                server.alpn.append(wrapped.extra(anyio.streams.tls.TLSAttribute.alpn_protocol))
+                stream = wrapped
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await _Connection(server, stream, number).run()
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, serve)
+        try:
+            yield server
+        finally:
+            tg.cancel_scope.cancel()
