@@ -35,7 +35,7 @@ were the HTTP/2 preface).  The benchmark may reuse it::
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     import trustme
 
 __all__ = ["H2Server", "Seen", "pattern", "serve_h2"]
+
+#: A response body: its ``n`` bytes from ``offset``.
+_Body = Callable[[int, int], bytes]
 
 _PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -135,7 +138,8 @@ class _Connection:
             assert event.stream_id is not None
             self.requests[event.stream_id] = (list(event.headers or []), bytearray())
         elif isinstance(event, h2.events.DataReceived):
-            assert event.stream_id is not None and event.data is not None
+            assert event.stream_id is not None
+            assert event.data is not None
             self.requests[event.stream_id][1].extend(event.data)
             self.h2.acknowledge_received_data(event.flow_controlled_length or 0, event.stream_id)
         elif isinstance(event, h2.events.StreamEnded):
@@ -145,18 +149,19 @@ class _Connection:
             self.window.set()
             self.window = anyio.Event()
 
-    async def send_body(self, stream_id: int, body: bytes) -> None:
-        """``body`` in DATA frames as the client's windows allow."""
+    async def send_body(self, stream_id: int, body: _Body, start: int, end: int) -> None:
+        """``body``'s bytes ``start`` to ``end`` in DATA frames as the
+        client's windows allow."""
         key = (self.number, stream_id)
-        view, sent = memoryview(body), 0
-        while sent < len(body):
-            window = min(self.h2.local_flow_control_window(stream_id), len(body) - sent)
+        sent = start
+        while sent < end:
+            window = min(self.h2.local_flow_control_window(stream_id), end - sent)
             if window <= 0:
                 await self.window.wait()
                 continue
             while window > 0:
                 size = min(window, self.h2.max_outbound_frame_size)
-                self.h2.send_data(stream_id, view[sent : sent + size].tobytes())
+                self.h2.send_data(stream_id, body(sent, size))
                 sent += size
                 window -= size
             self.server.sent[key] = sent
@@ -172,24 +177,31 @@ class _Connection:
         pairs, body = self.requests.pop(stream_id)
         headers = dict(pairs)
         self.server.seen.append(Seen(stream_id, headers, bytes(body)))
-        try:
+        with suppress(h2.exceptions.StreamClosedError):  # the client reset the stream
             await self._respond(stream_id, headers, bytes(body))
-        except h2.exceptions.StreamClosedError:
-            pass  # the client reset the stream
 
     async def _respond(self, stream_id: int, headers: dict[bytes, bytes], body: bytes) -> None:
         if b"x-h2-goaway-first" in headers:
-            await self.goaway(stream_id - 2)
+            await self.goaway(max(stream_id - 2, 0))
             return
         size = headers.get(b"x-h2-size")
-        if size is not None:
-            answer = pattern(int(size))
+        answer: _Body
+        if size is not None:  # made a frame at a time: never held whole
+            length = int(size)
+
+            def answer(offset: int, n: int) -> bytes:
+                return pattern(n, offset)
         else:
-            answer = b"%s %d %s" % (headers[b":path"], len(body), body[:32])
+            whole = b"%s %d %s" % (headers[b":path"], len(body), body[:32])
+            length = len(whole)
+
+            def answer(offset: int, n: int) -> bytes:
+                return whole[offset : offset + n]
+
         status = headers.get(b"x-h2-status", b"200")
         head = [(b":status", status), (b"content-type", b"application/octet-stream")]
         if size is None:
-            head.append((b"content-length", b"%d" % len(answer)))
+            head.append((b"content-length", b"%d" % length))
         self.h2.send_headers(stream_id, head)
         await self.flush()
         chunks = int(headers.get(b"x-h2-chunks", b"1"))
@@ -198,18 +210,18 @@ class _Connection:
         goaway = headers.get(b"x-h2-goaway-after")
         cut = int(reset or goaway or -1)
         if cut >= 0:
-            await self.send_body(stream_id, answer[:cut])
+            await self.send_body(stream_id, answer, 0, cut)
             if reset is not None:
                 self.h2.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
                 await self.flush()
             else:
                 await self.goaway(stream_id)
             return
-        step = -(-len(answer) // chunks) if answer else 0
-        for start in range(0, len(answer), step or 1):
+        step = max(-(-length // chunks), 1)
+        for start in range(0, length, step):
             if delay and start:
                 await anyio.sleep(delay)
-            await self.send_body(stream_id, answer[start : start + step])
+            await self.send_body(stream_id, answer, start, min(start + step, length))
         trailers = headers.get(b"x-h2-trailers")
         if trailers:
             pairs = [tuple(pair.split(b"=", 1)) for pair in trailers.split(b",")]
@@ -221,16 +233,18 @@ class _Connection:
 
 @asynccontextmanager
 async def serve_h2(
-    tls: trustme.CA | None = None, alpn: tuple[str, ...] = ("h2",)
+    tls: trustme.CA | None = None,
+    alpn: tuple[str, ...] = ("h2",),
+    names: tuple[str, ...] = ("localhost", "127.0.0.1"),
 ) -> AsyncIterator[H2Server]:
     """An HTTP/2 server on 127.0.0.1: h2c, or TLS (a certificate for
-    ``localhost`` from the trustme CA ``tls``) offering ``alpn``."""
+    ``names`` from the trustme CA ``tls``) offering ``alpn``."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     context: ssl.SSLContext | None = None
     if tls is not None:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        tls.issue_cert("localhost", "127.0.0.1").configure_cert(context)
+        tls.issue_cert(*names).configure_cert(context)
         context.set_alpn_protocols(list(alpn))
     server = H2Server(f"{'https' if tls else 'http'}://127.0.0.1:{port}")
 
