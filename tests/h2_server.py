@@ -12,6 +12,8 @@ bytes>``), unless the request's headers ask otherwise:
 ``x-h2-chunks: N``           the body in ``N`` writes (a stream), each after
                              ``x-h2-delay-ms`` (default 0)
 ``x-h2-trailers: a=1,b=2``   trailers after the body
+``x-h2-grpc: N``             ``N`` gRPC messages (``content-type:
+                             application/grpc``), each naming the request
 ``x-h2-status: N``           that status
 ``x-h2-reset-after: N``      ``RST_STREAM`` (``INTERNAL_ERROR``) after ``N``
                              bytes of the body
@@ -66,6 +68,10 @@ def pattern(size: int, offset: int = 0) -> bytes:
     start = offset % 251
     whole = block[start:] + block * (size // 251 + 2)
     return whole[:size]
+
+
+def _grpc_frame(message: bytes) -> bytes:
+    return b"\0" + len(message).to_bytes(4, "big") + message
 
 
 @dataclass
@@ -185,8 +191,18 @@ class _Connection:
             await self.goaway(max(stream_id - 2, 0))
             return
         size = headers.get(b"x-h2-size")
+        messages = headers.get(b"x-h2-grpc")
         answer: _Body
-        if size is not None:  # made a frame at a time: never held whole
+        if messages is not None:  # gRPC messages, each naming the request
+            whole = b"".join(
+                _grpc_frame(b"%s reply %d to %d bytes" % (headers[b":path"], i, len(body)))
+                for i in range(int(messages))
+            )
+            length = len(whole)
+
+            def answer(offset: int, n: int) -> bytes:
+                return whole[offset : offset + n]
+        elif size is not None:  # made a frame at a time: never held whole
             length = int(size)
 
             def answer(offset: int, n: int) -> bytes:
@@ -199,8 +215,9 @@ class _Connection:
                 return whole[offset : offset + n]
 
         status = headers.get(b"x-h2-status", b"200")
-        head = [(b":status", status), (b"content-type", b"application/octet-stream")]
-        if size is None:
+        kind = b"application/grpc" if messages is not None else b"application/octet-stream"
+        head = [(b":status", status), (b"content-type", kind)]
+        if size is None and messages is None:
             head.append((b"content-length", b"%d" % length))
         self.h2.send_headers(stream_id, head)
         await self.flush()
