@@ -60,10 +60,11 @@ except ImportError as exc:  # the h2 extra is not installed
     ) from exc
 
 from reel_core import UpstreamError
+from reel_core.tools import is_grpc
 
 from ._upstream import UpstreamFailure, _Once, _Origin, _readable
 
-__all__ = ["CONNECTION_WINDOW", "STREAM_WINDOW", "H2Pool", "h2_headers"]
+__all__ = ["CONNECTION_WINDOW", "STREAM_WINDOW", "H2Pool", "h2_headers", "trailers_only"]
 
 #: Bytes asked of the socket per read.
 _READ_SIZE = 65536
@@ -416,6 +417,28 @@ class _Connection:
             await anyio.aclose_forcefully(self.stream)
 
 
+#: The fields of a gRPC status, which end a call (its trailers).
+_STATUS_FIELDS = frozenset({b"grpc-status", b"grpc-message", b"grpc-status-details-bin"})
+
+
+def trailers_only(
+    headers: list[tuple[bytes, bytes]],
+) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+    """A response whose head ended its stream, as head and trailers.  A
+    gRPC call that fails before any message answers in one HEADERS frame
+    ("Trailers-Only"), its status among the headers; its status fields are
+    its trailers, as in every other gRPC response, so a recording holds a
+    call's status in one place (and the core's own gRPC answers do too).
+    Any other response is left as it came."""
+    content_type = next((v for k, v in headers if k == b"content-type"), None)
+    if not is_grpc(content_type) or not any(k == b"grpc-status" for k, _ in headers):
+        return headers, []
+    return (
+        [(k, v) for k, v in headers if k not in _STATUS_FIELDS],
+        [(k, v) for k, v in headers if k in _STATUS_FIELDS],
+    )
+
+
 class _Response:
     """An HTTP/2 response: its head, its body read with :meth:`chunks`,
     its trailers once that is read to its end."""
@@ -437,6 +460,9 @@ class _Response:
         self.headers = [(k, v) for k, v in head if not k.startswith(b":")]
         self.trailers: list[tuple[bytes, bytes]] = []
         self.complete = False
+        state = connection.streams[stream_id]
+        if state.ended and not state.data and not state.trailers:
+            self.headers, state.trailers = trailers_only(self.headers)
         self._connection = connection
         self._stream_id = stream_id
         self._timeout = timeout
