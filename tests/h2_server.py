@@ -50,6 +50,7 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
+import h11
 
 if TYPE_CHECKING:
     import trustme
@@ -208,7 +209,7 @@ class _Connection:
             def answer(offset: int, n: int) -> bytes:
                 return pattern(n, offset)
         else:
-            whole = b"%s %d %s" % (headers[b":path"], len(body), body[:32])
+            whole = _named(headers[b":path"], body)
             length = len(whole)
 
             def answer(offset: int, n: int) -> bytes:
@@ -248,6 +249,48 @@ class _Connection:
         await self.flush()
 
 
+def _named(path: bytes, body: bytes) -> bytes:
+    """The plain answer: names the request."""
+    return b"%s %d %s" % (path, len(body), body[:32])
+
+
+async def _serve_h11(server: H2Server, stream: anyio.abc.ByteStream) -> None:
+    """HTTP/1.1, when ALPN agreed on it: the plain answer only, its header
+    names capitalized (HTTP/2's are lower-case)."""
+    conn = h11.Connection(h11.SERVER)
+    head: h11.Request | None = None
+    body = bytearray()
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            try:
+                conn.receive_data(await stream.receive())
+            except anyio.EndOfStream:
+                conn.receive_data(b"")
+        elif isinstance(event, h11.Request):
+            head, body = event, bytearray()
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            assert head is not None
+            headers = {k.lower(): v for k, v in head.headers.raw_items()}
+            headers |= {b":method": head.method, b":path": head.target}
+            server.seen.append(Seen(0, headers, bytes(body)))
+            answer = _named(head.target, bytes(body))
+            fields = [
+                (b"Content-Type", b"application/octet-stream"),
+                (b"Content-Length", b"%d" % len(answer)),
+            ]
+            out = conn.send(h11.Response(status_code=200, headers=fields)) or b""
+            out += (conn.send(h11.Data(data=answer)) or b"") + (
+                conn.send(h11.EndOfMessage()) or b""
+            )
+            await stream.send(out)
+            conn.start_next_cycle()
+        else:  # ConnectionClosed
+            return
+
+
 @asynccontextmanager
 async def serve_h2(
     tls: trustme.CA | None = None,
@@ -255,7 +298,8 @@ async def serve_h2(
     names: tuple[str, ...] = ("localhost", "127.0.0.1"),
 ) -> AsyncIterator[H2Server]:
     """An HTTP/2 server on 127.0.0.1: h2c, or TLS (a certificate for
-    ``names`` from the trustme CA ``tls``) offering ``alpn``."""
+    ``names`` from the trustme CA ``tls``) offering ``alpn`` (where it
+    agrees on ``http/1.1``, it answers plain requests over HTTP/1.1)."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     context: ssl.SSLContext | None = None
@@ -277,8 +321,13 @@ async def serve_h2(
                     )
                 except (ssl.SSLError, anyio.BrokenResourceError, OSError):
                     return
-                server.alpn.append(wrapped.extra(anyio.streams.tls.TLSAttribute.alpn_protocol))
+                agreed = wrapped.extra(anyio.streams.tls.TLSAttribute.alpn_protocol)
+                server.alpn.append(agreed)
                 stream = wrapped
+                if agreed == "http/1.1":
+                    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        await _serve_h11(server, stream)
+                    return
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 await _Connection(server, stream, number).run()
 
