@@ -25,12 +25,14 @@ bytes>``), unless the request's headers ask otherwise:
 
 What it saw is kept: ``server.seen`` (each request's headers, body and
 stream), ``server.connections`` (how many were made), ``server.sent`` (bytes
-of body sent, by stream), ``server.preface`` (each connection's first bytes
+of body sent, by connection and stream), ``server.resets`` (the streams the
+client reset), ``server.most_open`` (the most streams open at once),
+``server.preface`` (each connection's first bytes
 were the HTTP/2 preface).  The benchmark may reuse it::
 
     async with serve_h2() as server:  # server.url: http://127.0.0.1:PORT
         ...
-    async with serve_h2(tls=ca) as server:  # https://localhost:PORT, a trustme CA
+    async with serve_h2(tls=ca) as server:  # https://127.0.0.1:PORT, a trustme CA
         ...
 """
 
@@ -50,6 +52,7 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
+import h2.settings
 import h11
 
 if TYPE_CHECKING:
@@ -96,15 +99,24 @@ class H2Server:
     preface: list[bool] = field(default_factory=list)
     alpn: list[str | None] = field(default_factory=list)
     sent: dict[tuple[int, int], int] = field(default_factory=dict)
+    resets: list[int] = field(default_factory=list)
+    #: The most streams open at once on a connection.
+    most_open: int = 0
 
 
 class _Connection:
-    def __init__(self, server: H2Server, stream: anyio.abc.ByteStream, number: int) -> None:
+    def __init__(
+        self, server: H2Server, stream: anyio.abc.ByteStream, number: int, max_streams: int
+    ) -> None:
         self.server = server
         self.stream = stream
         self.number = number
         config = h2.config.H2Configuration(client_side=False, header_encoding=None)
         self.h2 = h2.connection.H2Connection(config)
+        self.h2.local_settings = h2.settings.Settings(
+            client=False,
+            initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: max_streams},
+        )
         self.requests: dict[int, tuple[list[tuple[bytes, bytes]], bytearray]] = {}
         self.window = anyio.Event()
         self.lock = anyio.Lock()
@@ -152,6 +164,9 @@ class _Connection:
         elif isinstance(event, h2.events.StreamEnded):
             assert event.stream_id is not None
             tg.start_soon(self.respond, event.stream_id)
+        elif isinstance(event, h2.events.StreamReset):
+            assert event.stream_id is not None
+            self.server.resets.append(event.stream_id)
         elif isinstance(event, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
             self.window.set()
             self.window = anyio.Event()
@@ -181,6 +196,7 @@ class _Connection:
         await anyio.aclose_forcefully(self.stream)
 
     async def respond(self, stream_id: int) -> None:
+        self.server.most_open = max(self.server.most_open, self.h2.open_inbound_streams)
         pairs, body = self.requests.pop(stream_id)
         headers = dict(pairs)
         self.server.seen.append(Seen(stream_id, headers, bytes(body)))
@@ -296,10 +312,12 @@ async def serve_h2(
     tls: trustme.CA | None = None,
     alpn: tuple[str, ...] = ("h2",),
     names: tuple[str, ...] = ("localhost", "127.0.0.1"),
+    max_streams: int = 100,
 ) -> AsyncIterator[H2Server]:
     """An HTTP/2 server on 127.0.0.1: h2c, or TLS (a certificate for
     ``names`` from the trustme CA ``tls``) offering ``alpn`` (where it
-    agrees on ``http/1.1``, it answers plain requests over HTTP/1.1)."""
+    agrees on ``http/1.1``, it answers plain requests over HTTP/1.1), each
+    connection taking ``max_streams`` streams at once."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     context: ssl.SSLContext | None = None
@@ -329,7 +347,7 @@ async def serve_h2(
                         await _serve_h11(server, stream)
                     return
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                await _Connection(server, stream, number).run()
+                await _Connection(server, stream, number, max_streams).run()
 
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(listener.serve, serve)

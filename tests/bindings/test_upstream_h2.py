@@ -4,8 +4,11 @@ HTTP/2 upstream fails mapped onto an :class:`UpstreamError`."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 import tracemalloc
 from collections.abc import Callable
+from contextlib import aclosing
 from pathlib import Path
 
 import anyio
@@ -359,3 +362,64 @@ def test_concurrent_forwards_share_one_connection_and_nothing_crosses_streams(
             assert seen.body == pattern(sent, tag)
 
     anyio.run(main, backend=backend)
+
+
+async def test_a_response_left_before_its_end_resets_only_its_stream() -> None:
+    async with serve_h2() as server:
+        upstream = AsyncUpstream(read_timeout=10)
+        request = grpc("/long", size="200000", chunks="50", delay_ms="10")
+        async with (
+            upstream.send(request, server.url + "/long") as response,
+            aclosing(response.chunks()) as chunks,
+        ):
+            await anext(chunks)  # the caller leaves after the first chunk
+        after = await fetch(upstream, server, grpc("/after"))
+        with anyio.fail_after(5):
+            while not server.resets:
+                await anyio.sleep(0.01)
+        await upstream.aclose()
+    assert server.resets == [1]  # /long's stream, not /after's
+    assert after[1] == b"/after 0 "
+    assert server.connections == 1
+
+
+async def test_streams_wait_for_the_upstreams_limit() -> None:
+    async with serve_h2(max_streams=2) as server:
+        upstream = AsyncUpstream(read_timeout=10)
+        await fetch(upstream, server, grpc("/warm"))  # the server's SETTINGS are known
+        got: list[bytes] = []
+
+        async def one(index: int) -> None:
+            request = grpc(f"/s{index}", size="3000", chunks="3", delay_ms="20")
+            got.append((await fetch(upstream, server, request))[1])
+
+        async with anyio.create_task_group() as tg:
+            for index in range(6):
+                tg.start_soon(one, index)
+        await upstream.aclose()
+    assert got == [pattern(3000)] * 6
+    assert server.most_open <= 2
+    assert server.connections == 1
+
+
+async def test_without_h2_a_grpc_request_is_a_clear_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # as if h2 were missing
+    monkeypatch.delitem(sys.modules, "reel_bindings._upstream_h2", raising=False)
+    monkeypatch.setitem(sys.modules, "h2", None)
+    monkeypatch.setitem(sys.modules, "h2.config", None)
+    upstream = AsyncUpstream(read_timeout=10)
+    with pytest.raises(UpstreamFailure) as caught:
+        async with upstream.send(grpc(), "http://127.0.0.1:9/pkg.Service/Method"):
+            pass
+    assert caught.value.error is UpstreamError.PROTOCOL
+    assert "pip install" in caught.value.detail
+
+
+def test_the_h2_module_names_the_extra_when_h2_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "reel_bindings._upstream_h2", raising=False)
+    monkeypatch.setitem(sys.modules, "h2", None)
+    monkeypatch.setitem(sys.modules, "h2.config", None)
+    with pytest.raises(ImportError, match=r"pip install 'reel-llm\[h2\]'"):
+        importlib.import_module("reel_bindings._upstream_h2")
