@@ -19,6 +19,8 @@ bytes>``), unless the request's headers ask otherwise:
                              bytes of the body
 ``x-h2-goaway-after: N``     ``GOAWAY`` (``NO_ERROR``, last stream: this one)
                              after ``N`` bytes, then the connection closed
+``x-h2-goaway-idle: 1``     after the answer, ``GOAWAY`` (``NO_ERROR``) and
+                             the connection closed
 ``x-h2-goaway-first: 1``     ``GOAWAY`` before answering, the last stream id
                              one below this one, then the connection closed
 ===========================  ==============================================
@@ -263,6 +265,8 @@ class _Connection:
         else:
             self.h2.send_data(stream_id, b"", end_stream=True)
         await self.flush()
+        if b"x-h2-goaway-idle" in headers:  # the connection ends once idle
+            await self.goaway(stream_id)
 
 
 def _named(path: bytes, body: bytes) -> bytes:

@@ -74,6 +74,8 @@ STREAM_WINDOW = 1 << 20
 #: The connection's window: at most this much of all its streams' responses
 #: waits in Reel unread.
 CONNECTION_WINDOW = 1 << 24
+#: How long an idle connection's pending bytes are read for before reuse.
+_REFRESH_WAIT = 0.1
 #: The largest header list taken from the upstream (as the h11 client's head).
 _MAX_HEADER_LIST = 100 * 1024
 
@@ -177,7 +179,10 @@ class _Connection:
         if not self._reading and self._readable is not None and self._readable():
             self._reading = True
             try:
-                await self._read()
+                # bounded: a readable TLS socket may hold a record that is
+                # no data (a session ticket), and the read would wait on
+                with anyio.move_on_after(_REFRESH_WAIT):
+                    await self._read()
             finally:
                 self._reading = False
                 self._notify()

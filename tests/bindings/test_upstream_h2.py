@@ -423,3 +423,15 @@ def test_the_h2_module_names_the_extra_when_h2_is_missing(monkeypatch: pytest.Mo
     monkeypatch.setitem(sys.modules, "h2.config", None)
     with pytest.raises(ImportError, match=r"pip install 'reel-llm\[h2\]'"):
         importlib.import_module("reel_bindings._upstream_h2")
+
+
+async def test_a_connection_the_upstream_ended_while_idle_is_not_reused() -> None:
+    async with serve_h2() as server:
+        upstream = AsyncUpstream(read_timeout=10)
+        first = await fetch(upstream, server, grpc("/first", goaway_idle="1"))
+        await anyio.sleep(0.2)  # the GOAWAY and the close wait on the idle connection
+        second = await fetch(upstream, server, grpc("/second"))
+        await upstream.aclose()
+    assert first[1] == b"/first 0 "
+    assert second[1] == b"/second 0 "  # not a failure: a new connection carried it
+    assert server.connections == 2
