@@ -19,6 +19,8 @@ bytes>``), unless the request's headers ask otherwise:
                              bytes of the body
 ``x-h2-goaway-after: N``     ``GOAWAY`` (``NO_ERROR``, last stream: this one)
                              after ``N`` bytes, then the connection closed
+``x-h2-early: 1``            ``200`` ``early`` before reading the request's
+                             body, then ``RST_STREAM`` ``NO_ERROR``
 ``x-h2-goaway-idle: 1``     after the answer, ``GOAWAY`` (``NO_ERROR``) and
                              the connection closed
 ``x-h2-goaway-first: 1``     ``GOAWAY`` before answering, the last stream id
@@ -123,6 +125,7 @@ class _Connection:
         self.window = anyio.Event()
         self.lock = anyio.Lock()
         self.closed = False
+        self.early: set[int] = set()
 
     async def flush(self) -> None:
         async with self.lock:
@@ -158,14 +161,20 @@ class _Connection:
         if isinstance(event, h2.events.RequestReceived):
             assert event.stream_id is not None
             self.requests[event.stream_id] = (list(event.headers or []), bytearray())
+            if (b"x-h2-early", b"1") in (event.headers or []):
+                self.early.add(event.stream_id)
+                tg.start_soon(self.answer_early, event.stream_id)
         elif isinstance(event, h2.events.DataReceived):
             assert event.stream_id is not None
             assert event.data is not None
+            if event.stream_id in self.early:
+                return  # never read: the client's window stays shut
             self.requests[event.stream_id][1].extend(event.data)
             self.h2.acknowledge_received_data(event.flow_controlled_length or 0, event.stream_id)
         elif isinstance(event, h2.events.StreamEnded):
             assert event.stream_id is not None
-            tg.start_soon(self.respond, event.stream_id)
+            if event.stream_id not in self.early:
+                tg.start_soon(self.respond, event.stream_id)
         elif isinstance(event, h2.events.StreamReset):
             assert event.stream_id is not None
             self.server.resets.append(event.stream_id)
@@ -190,6 +199,14 @@ class _Connection:
                 window -= size
             self.server.sent[key] = sent
             await self.flush()
+
+    async def answer_early(self, stream_id: int) -> None:
+        """Answer before the request's body, then refuse the rest of it
+        (``RST_STREAM`` ``NO_ERROR``, as RFC 9113 8.1 allows)."""
+        self.h2.send_headers(stream_id, [(b":status", b"200"), (b"content-length", b"5")])
+        self.h2.send_data(stream_id, b"early", end_stream=True)
+        self.h2.reset_stream(stream_id, h2.errors.ErrorCodes.NO_ERROR)
+        await self.flush()
 
     async def goaway(self, last: int) -> None:
         self.h2.close_connection(h2.errors.ErrorCodes.NO_ERROR, last_stream_id=last)

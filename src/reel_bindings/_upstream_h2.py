@@ -191,15 +191,19 @@ class _Connection:
         self, headers: list[tuple[bytes, bytes]], body: bytes, hook: _Once, limit: float
     ) -> int:
         """Start a stream for a request (its head and the body within the
-        windows, in one write), calls ``hook`` once it is written, then
-        sends the rest of the body as the windows open.  Waits at most
-        ``limit`` seconds for the upstream to allow one more stream."""
+        windows, in one write), calls ``hook`` once it is written (or
+        before it waits for a stream), then sends the rest of the body as
+        the windows open.  Waits at most ``limit`` seconds for the
+        upstream to allow one more stream."""
+
+        def free() -> bool:
+            settings = self.h2.remote_settings
+            return self.h2.open_outbound_streams < settings.max_concurrent_streams
+
+        if not free():
+            hook()
         with anyio.move_on_after(limit) as waited:
-            await self._until(
-                lambda: (
-                    self.h2.open_outbound_streams < self.h2.remote_settings.max_concurrent_streams
-                ),
-            )
+            await self._until(free)
         if waited.cancelled_caught:
             raise UpstreamFailure(
                 UpstreamError.TIMEOUT,
@@ -261,7 +265,7 @@ class _Connection:
             self.h2.acknowledge_received_data(length, stream_id)
             await self._flush()
             return chunk
-        if state.failure is not None:
+        if state.failure is not None and not state.ended:
             raise state.failure
         return None
 
@@ -363,7 +367,9 @@ class _Connection:
             state.trailers = list(event.headers or [])
         elif isinstance(event, h2.events.StreamEnded):
             state.ended = True
-        elif isinstance(event, h2.events.StreamReset):
+        elif isinstance(event, h2.events.StreamReset) and not state.ended:
+            # (after the end, a reset is the upstream's way of refusing the
+            # rest of a request body it answered without: no failure)
             state.failure = UpstreamFailure(
                 UpstreamError.RESET,
                 f"the upstream reset the stream (RST_STREAM {_code(event.error_code)})",

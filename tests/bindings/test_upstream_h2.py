@@ -435,3 +435,15 @@ async def test_a_connection_the_upstream_ended_while_idle_is_not_reused() -> Non
     assert first[1] == b"/first 0 "
     assert second[1] == b"/second 0 "  # not a failure: a new connection carried it
     assert server.connections == 2
+
+
+async def test_an_answer_before_the_request_body_is_whole_then_a_no_error_reset() -> None:
+    async with serve_h2() as server:
+        upstream = AsyncUpstream(read_timeout=10)
+        big = grpc("/early", pattern(500_000), early="1")  # past the server's window
+        got = await fetch(upstream, server, big)
+        after = await fetch(upstream, server, grpc("/after"))
+        await upstream.aclose()
+    assert got == (200, b"early", [])  # whole: the reset after the end is no failure
+    assert after[1] == b"/after 0 "
+    assert server.connections == 1
