@@ -15,6 +15,7 @@ import httpx
 import httpx2
 import pytest
 
+from reel_bindings import sdk
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
 from reel_core import Cassette
@@ -95,3 +96,21 @@ async def test_http2_forwards_record_what_http11_records_and_replay_both_ways(
 def test_the_requests_adapter_refuses_http2(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"HTTP/1\.1 only.*httpx transports"):
         Adapter(tmp_path / "c.jsonl", http2=True)
+
+
+async def test_the_sdk_helpers_pass_http2_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ca = LocalCA.make(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca.pem))
+    cassette = tmp_path / "sdk.jsonl"
+    async with serve_h2(tls=ca.ca, alpn=("h2", "http/1.1")) as server:
+        client = sdk.async_openai_client(
+            cassette, mode="record", http2=True, api_key="sk-h2", base_url=server.url + "/v1"
+        )
+        raw = await client.models.with_raw_response.list()
+        await client.close()
+    assert server.alpn == ["h2"]
+    assert raw.http_response.http_version == "HTTP/2"
+    assert raw.http_response.content == b"/v1/models 0 "
+    assert server.seen[0].path == "/v1/models"
