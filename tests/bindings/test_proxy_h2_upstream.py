@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from reel_core import Mode
+from tests.fakes.upstream import serve_fake
 from tests.h2_server import serve_h2
 
 from .proxy_support import interactions, options, proxied
@@ -68,3 +69,19 @@ async def test_a_stream_reset_mid_body_is_recorded_cut(tmp_path: Path) -> None:
     assert cut.error == "reset"
     assert "RST_STREAM INTERNAL_ERROR" in cut.detail
     assert interaction.response.trailers == ()
+
+
+async def test_an_upstream_that_does_not_speak_http2_is_a_502_that_says_so(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    async with (
+        serve_fake() as fake,
+        proxied(options(Mode.RECORD, cassette, upstream=fake.url)) as client,
+    ):
+        answer = await client.post(PATH, content=frame(b"x"), headers=HEADERS)
+    assert answer.status_code == 502
+    message = answer.json()["error"]["message"]
+    assert "does not speak HTTP/2" in message
+    assert "HTTP/1.1 404" in message  # what it answered instead
+    assert interactions(cassette) == []  # nothing recorded
