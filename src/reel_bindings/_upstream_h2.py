@@ -34,6 +34,15 @@ taken the stream; an upstream that closes the connection, a
 (it answers the preface in HTTP/1.1, or ALPN picks another protocol), a
 :attr:`~reel_core.UpstreamError.PROTOCOL`.  What a stream read before its
 failure is handed out first, then the failure: a cut recording holds it.
+An answer that ends before the request body does, then ``RST_STREAM
+NO_ERROR``, is whole (RFC 9113 8.1).
+
+A gRPC call that fails before any message is answered in one HEADERS
+frame (Trailers-Only): its status fields are handed out as its trailers
+(:func:`trailers_only`), where every other call has them.  The pool's
+connections are not counted in ``AsyncUpstream``'s ``max_connections``
+(one per origin; the upstream's ``SETTINGS_MAX_CONCURRENT_STREAMS`` bounds
+its streams).
 """
 
 from __future__ import annotations
