@@ -1,0 +1,469 @@
+"""The sync gRPC channel: grpcio's ``grpc.Channel`` with Reel in front.
+
+:class:`Channel` wraps a channel (yours, or one an SDK built, interceptors
+and all) and hands out multicallables that hold the method's serializers:
+a call's request is serialized with the method's own serializer, asked of
+the :class:`~reel_bindings._inprocess.Player` (the one engine decision
+path every in-process binding takes), and answered either from the
+cassette (the recorded messages deserialized with the method's own
+deserializer, at their recorded offsets, then the recorded status) or by
+the wrapped channel, called with raw bytes, its answer fed to the engine
+as it comes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from reel_core import Mode
+
+from ._clock import sleep_until_sync
+from ._files import CassetteFile
+from ._grpc_call import (
+    CLIENT_STREAMING,
+    CallFeed,
+    Metadata,
+    Outcome,
+    Replayed,
+    call_request,
+    replayed,
+)
+from ._inprocess import Binding, Upstreaming
+from ._options import Options
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._options import BindingOptions
+
+import grpc  # after _grpc_call, which says what to install without it
+
+__all__ = ["Channel", "ReplayedCall", "refuse_upstream"]
+
+Serializer = Callable[[Any], bytes] | None
+Deserializer = Callable[[bytes], Any] | None
+
+
+def refuse_upstream(options: Options) -> None:
+    """A gRPC channel forwards through the channel it wraps: ``upstream=``
+    has no meaning for it."""
+    if options.upstream is not None:
+        raise TypeError(
+            "a Reel gRPC channel forwards through the channel it wraps: "
+            f"upstream= is not taken (got {options.upstream!r})"
+        )
+
+
+class ReplayedCall(grpc.RpcError, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
+    """A replayed call, as grpcio's own calls are: its metadata, code and
+    details; raised when its status is not ``OK``; a server stream's
+    messages when iterated, each at its recorded offset."""
+
+    def __init__(
+        self,
+        replay: Replayed,
+        deserialize: Deserializer = None,
+        start: float | None = None,
+    ) -> None:
+        super().__init__()
+        self._replay = replay
+        self._deserialize = deserialize
+        self._start = time.monotonic() if start is None else start
+        self._next = 0
+        self._done = False
+        self._outcome = replay.outcome
+        self._callbacks: list[Callable[[], None]] = []
+
+    # -- grpc.Call ------------------------------------------------------------
+
+    def initial_metadata(self) -> Metadata:
+        return self._replay.initial
+
+    def trailing_metadata(self) -> Metadata:
+        return self._outcome.trailing
+
+    def code(self) -> grpc.StatusCode:
+        return self._outcome.code
+
+    def details(self) -> str:
+        return self._outcome.details
+
+    def debug_error_string(self) -> str:
+        return f"replayed by Reel: {self._outcome.code.name}"
+
+    def is_active(self) -> bool:
+        return not self._done
+
+    def time_remaining(self) -> float | None:
+        return None
+
+    def cancel(self) -> bool:
+        if self._done:
+            return False
+        self._outcome = Outcome(grpc.StatusCode.CANCELLED, "Locally cancelled by application!")
+        self._finish()
+        return True
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        if self._done:
+            return False
+        self._callbacks.append(callback)
+        return True
+
+    def _finish(self) -> None:
+        self._done = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    # -- a server stream ------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        messages = self._replay.messages
+        if not self._done and self._next < len(messages):
+            at, data = messages[self._next]
+            self._next += 1
+            if at:
+                sleep_until_sync(self._start + at)
+            return data if self._deserialize is None else self._deserialize(data)
+        self.wait()
+        if not self._outcome.ok:
+            raise self
+        raise StopIteration
+
+    def wait(self) -> None:
+        """Wait until the recorded call ended (its end's offset)."""
+        if not self._done:
+            if self._replay.end:
+                sleep_until_sync(self._start + self._replay.end)
+            self._finish()
+
+    def __repr__(self) -> str:
+        return f"<ReplayedCall {self._outcome.code.name}: {self._outcome.details!r}>"
+
+    __str__ = __repr__
+
+
+class _Completed(grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
+    """What ``future()`` returns: a call that already ended (the in-process
+    channel runs it before it returns)."""
+
+    def __init__(self, call: Any, response: Any = None, error: BaseException | None = None):
+        self._call = call
+        self._response = response
+        self._error = error
+
+    def cancel(self) -> bool:
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def running(self) -> bool:
+        return False
+
+    def done(self) -> bool:
+        return True
+
+    def result(self, timeout: float | None = None) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._response
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self._error
+
+    def traceback(self, timeout: float | None = None) -> Any:
+        return None if self._error is None else self._error.__traceback__
+
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
+        fn(self)
+
+    def initial_metadata(self) -> Any:
+        return self._call.initial_metadata()
+
+    def trailing_metadata(self) -> Any:
+        return self._call.trailing_metadata()
+
+    def code(self) -> Any:
+        return self._call.code()
+
+    def details(self) -> Any:
+        return self._call.details()
+
+    def is_active(self) -> bool:
+        return False
+
+    def time_remaining(self) -> float | None:
+        return None
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        return False
+
+
+class _ForwardedStream(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
+    """A server stream read from the wrapped channel: each message fed to
+    the engine as the caller reads it, the status when it ends."""
+
+    def __init__(self, raw: Any, feed: CallFeed, deserialize: Deserializer) -> None:
+        self._raw = raw
+        self._feed = feed
+        self._deserialize = deserialize
+        self._messages = self._relay()
+
+    def _relay(self) -> Iterator[Any]:
+        raw, feed = self._raw, self._feed
+        try:
+            for data in raw:
+                feed.head(raw.initial_metadata())
+                feed.message(data)
+                yield data if self._deserialize is None else self._deserialize(data)
+        except grpc.RpcError as exc:
+            feed.ended_by(exc)
+            raise
+        except GeneratorExit:  # dropped before its end
+            raw.cancel()
+            feed.left("the caller stopped reading the stream")
+            raise
+        except BaseException as exc:
+            raw.cancel()
+            feed.failed(exc)
+            raise
+        feed.ended_by(raw)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._messages)
+
+    def initial_metadata(self) -> Any:
+        return self._raw.initial_metadata()
+
+    def trailing_metadata(self) -> Any:
+        return self._raw.trailing_metadata()
+
+    def code(self) -> Any:
+        return self._raw.code()
+
+    def details(self) -> Any:
+        return self._raw.details()
+
+    def is_active(self) -> bool:
+        return bool(self._raw.is_active())
+
+    def time_remaining(self) -> float | None:
+        remaining: float | None = self._raw.time_remaining()
+        return remaining
+
+    def cancel(self) -> bool:
+        return bool(self._raw.cancel())
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        return bool(self._raw.add_callback(callback))
+
+    def __getattr__(self, name: str) -> Any:  # debug_error_string, the Future's methods
+        return getattr(self._raw, name)
+
+
+class _Method:
+    """What both multicallables hold: the channel, the method and its
+    serializers, and the wrapped channel's raw-bytes multicallable, made
+    when a call is first forwarded."""
+
+    kind = "unary_unary"
+
+    def __init__(
+        self,
+        owner: Channel,
+        method: str,
+        serialize: Serializer,
+        deserialize: Deserializer,
+        registered: bool,
+    ) -> None:
+        self._owner = owner
+        self._method = method
+        self._serialize = serialize
+        self._deserialize = deserialize
+        self._registered = registered
+        self._forwarder: Any = None
+
+    def _raw(self) -> Any:
+        if self._forwarder is None:
+            factory = getattr(self._owner.channel, self.kind)
+            extra = {"_registered_method": True} if self._registered else {}
+            self._forwarder = factory(self._method, None, None, **extra)
+        return self._forwarder
+
+    def _decide(self, request: Any, metadata: Any) -> tuple[bytes, Any]:
+        message = request if self._serialize is None else self._serialize(request)
+        decision = self._owner.player.decide(call_request(self._method, metadata, message))
+        if not isinstance(decision, Upstreaming):
+            self._owner._check(decision)
+        return message, decision
+
+
+class _UnaryUnary(_Method, grpc.UnaryUnaryMultiCallable):  # type: ignore[misc]
+    def __call__(self, request: Any, timeout: float | None = None, metadata: Any = None, **kwargs: Any) -> Any:
+        return self.with_call(request, timeout, metadata, **kwargs)[0]
+
+    def with_call(
+        self, request: Any, timeout: float | None = None, metadata: Any = None, **kwargs: Any
+    ) -> tuple[Any, Any]:
+        message, decision = self._decide(request, metadata)
+        if isinstance(decision, Upstreaming):
+            return self._forward(CallFeed(decision), message, timeout, metadata, kwargs)
+        call = ReplayedCall(replayed(decision), self._deserialize)
+        call.wait()
+        messages = call._replay.messages
+        if call.code() is grpc.StatusCode.OK and len(messages) != 1:
+            wrong = Outcome(
+                grpc.StatusCode.INTERNAL,
+                f"Reel: the recorded unary call {self._method} has {len(messages)} messages, not 1",
+            )
+            call = ReplayedCall(Replayed(call.initial_metadata(), (), None, wrong))
+            call.wait()
+        if call.code() is not grpc.StatusCode.OK:
+            raise call
+        data = messages[0][1]
+        return (data if self._deserialize is None else self._deserialize(data)), call
+
+    def _forward(
+        self, feed: CallFeed, message: bytes, timeout: float | None, metadata: Any, kwargs: Any
+    ) -> tuple[Any, Any]:
+        try:
+            data, call = self._raw().with_call(message, timeout, metadata, **kwargs)
+        except grpc.RpcError as exc:
+            if isinstance(exc, grpc.Call):
+                feed.ended_by(exc)
+            else:
+                feed.failed(exc)
+            raise
+        except BaseException as exc:
+            feed.failed(exc)
+            raise
+        feed.head(call.initial_metadata())
+        feed.message(data)
+        feed.ended_by(call)
+        return (data if self._deserialize is None else self._deserialize(data)), call
+
+    def future(
+        self, request: Any, timeout: float | None = None, metadata: Any = None, **kwargs: Any
+    ) -> Any:
+        try:
+            response, call = self.with_call(request, timeout, metadata, **kwargs)
+        except grpc.RpcError as exc:
+            return _Completed(exc, error=exc)
+        return _Completed(call, response)
+
+
+class _UnaryStream(_Method, grpc.UnaryStreamMultiCallable):  # type: ignore[misc]
+    kind = "unary_stream"
+
+    def __call__(
+        self, request: Any, timeout: float | None = None, metadata: Any = None, **kwargs: Any
+    ) -> Any:
+        message, decision = self._decide(request, metadata)
+        if isinstance(decision, Upstreaming):
+            feed = CallFeed(decision)
+            try:
+                raw = self._raw()(message, timeout, metadata, **kwargs)
+            except BaseException as exc:
+                feed.failed(exc)
+                raise
+            return _ForwardedStream(raw, feed, self._deserialize)
+        return ReplayedCall(replayed(decision), self._deserialize)
+
+
+class _Refused(grpc.UnaryUnaryMultiCallable, grpc.StreamStreamMultiCallable):  # type: ignore[misc]
+    """A client-streaming or bidirectional method outside live mode."""
+
+    def __init__(self, method: str, mode: str) -> None:
+        self._why = CLIENT_STREAMING.format(method=method, mode=mode)
+
+    def _refuse(self) -> ReplayedCall:
+        outcome = Outcome(grpc.StatusCode.UNIMPLEMENTED, self._why)
+        return ReplayedCall(Replayed((), (), None, outcome))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse()
+
+    with_call = __call__
+
+    def future(self, *args: Any, **kwargs: Any) -> Any:
+        call = self._refuse()
+        return _Completed(call, error=call)
+
+
+class Channel(Binding, grpc.Channel):  # type: ignore[misc]  # grpcio is untyped
+    """A ``grpc.Channel`` whose unary-unary and unary-stream calls are
+    recorded to and replayed from ``cassette``: build your stubs on it.
+    ``channel`` is the channel it forwards through (record, auto and live
+    modes; a replay never touches it).  The options are every in-process
+    binding's (``mode=``, ``timing=``, ``strict=``...)."""
+
+    def __init__(
+        self,
+        channel: Any,
+        cassette: str | os.PathLike[str] | CassetteFile,
+        options: Options | None = None,
+        **kwargs: Unpack[BindingOptions],
+    ) -> None:
+        given = Options.of(kwargs, options)
+        refuse_upstream(given)
+        super().__init__(cassette, given)
+        #: The channel calls are forwarded through.
+        self.channel = channel
+
+    def unary_unary(
+        self,
+        method: str,
+        request_serializer: Serializer = None,
+        response_deserializer: Deserializer = None,
+        _registered_method: bool = False,
+    ) -> Any:
+        return _UnaryUnary(self, method, request_serializer, response_deserializer, _registered_method)
+
+    def unary_stream(
+        self,
+        method: str,
+        request_serializer: Serializer = None,
+        response_deserializer: Deserializer = None,
+        _registered_method: bool = False,
+    ) -> Any:
+        return _UnaryStream(self, method, request_serializer, response_deserializer, _registered_method)
+
+    def _streaming(self, kind: str, method: str, args: tuple[Any, ...], kwargs: Any) -> Any:
+        mode = self.player.mode
+        if mode is Mode.LIVE:  # nothing is recorded: the call passes through
+            return getattr(self.channel, kind)(method, *args, **kwargs)
+        return _Refused(method, mode.value)
+
+    def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return self._streaming("stream_unary", method, args, kwargs)
+
+    def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return self._streaming("stream_stream", method, args, kwargs)
+
+    def subscribe(self, callback: Callable[[Any], None], try_to_connect: bool = False) -> None:
+        self.channel.subscribe(callback, try_to_connect)
+
+    def unsubscribe(self, callback: Callable[[Any], None]) -> None:
+        self.channel.unsubscribe(callback)
+
+    def close(self) -> None:
+        """Close the wrapped channel; the binding's ``freeze=`` ends."""
+        self._unfreeze()
+        self.channel.close()
+
+    def __enter__(self) -> Channel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
