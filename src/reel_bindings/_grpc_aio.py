@@ -76,6 +76,7 @@ class _Call:
                 self._queue.put_nowait(message)
         except grpc.aio.AioRpcError as exc:
             self.error = exc
+            self.initial = tuple(exc.initial_metadata() or ())
             self.outcome = Outcome(exc.code(), exc.details() or "", tuple(exc.trailing_metadata()))
         except asyncio.CancelledError:
             self.outcome = Outcome(grpc.StatusCode.CANCELLED, "Locally cancelled by application!")
