@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from reel_core import Mode
@@ -195,13 +195,13 @@ class _Method:
     def _source(self, request: Any, kwargs: dict[str, Any]) -> Callable[[_Call], AsyncIterator[Any]]:
         """The call's messages, from the cassette or the wrapped channel."""
         message = request if self._serialize is None else self._serialize(request)
-        decision = self._owner.player.decide(
-            call_request(self._method, kwargs.get("metadata"), message)
-        )
+        owner = self._owner
+        request = call_request(self._method, kwargs.get("metadata"), message, owner.channel_metadata)
+        decision = owner.player.decide(request)
         if isinstance(decision, Upstreaming):
             feed = CallFeed(decision)
             return lambda call: self._forward(call, feed, message, kwargs)
-        self._owner._check(decision)
+        owner._check(decision)
         replay = replayed(decision)
         start = asyncio.get_running_loop().time()
 
@@ -288,6 +288,8 @@ class AioChannel(Binding, grpc.aio.Channel):  # type: ignore[misc]  # grpcio is 
         channel: Any,
         cassette: str | os.PathLike[str] | CassetteFile,
         options: Options | None = None,
+        *,
+        channel_metadata: Iterable[tuple[str, str | bytes]] = (),
         **kwargs: Unpack[BindingOptions],
     ) -> None:
         given = Options.of(kwargs, options)
@@ -295,6 +297,8 @@ class AioChannel(Binding, grpc.aio.Channel):  # type: ignore[misc]  # grpcio is 
         super().__init__(cassette, given)
         #: The channel calls are forwarded through.
         self.channel = channel
+        #: What the wrapped channel adds to every call (see :func:`reel_bindings.grpc.channel`).
+        self.channel_metadata: Metadata = tuple(channel_metadata)
 
     def unary_unary(
         self,

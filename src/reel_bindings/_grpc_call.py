@@ -105,9 +105,22 @@ def _metadata(headers: Iterable[tuple[bytes, bytes]]) -> Metadata:
     return tuple(pairs)
 
 
-def call_request(method: str, metadata: Iterable[tuple[str, str | bytes]] | None, message: bytes) -> Request:
-    """The core's request for a call of ``method`` (``/pkg.Service/Method``)."""
-    headers = [(b"content-type", b"application/grpc"), (b"te", b"trailers"), *_headers(metadata)]
+def call_request(
+    method: str,
+    metadata: Iterable[tuple[str, str | bytes]] | None,
+    message: bytes,
+    added: Metadata = (),
+) -> Request:
+    """The core's request for a call of ``method`` (``/pkg.Service/Method``)
+    with the call's ``metadata``, then what the wrapped channel ``added``
+    to it (its interceptors' and call credentials' metadata, which goes
+    out on the wire after the call's)."""
+    headers = [
+        (b"content-type", b"application/grpc"),
+        (b"te", b"trailers"),
+        *_headers(metadata),
+        *_headers(added),
+    ]
     return Request("POST", method, tuple(headers), grpc_frame(message))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from reel_core import Mode
@@ -303,7 +303,9 @@ class _Method:
 
     def _decide(self, request: Any, metadata: Any) -> tuple[bytes, Any]:
         message = request if self._serialize is None else self._serialize(request)
-        decision = self._owner.player.decide(call_request(self._method, metadata, message))
+        owner = self._owner
+        request = call_request(self._method, metadata, message, owner.channel_metadata)
+        decision = owner.player.decide(request)
         if not isinstance(decision, Upstreaming):
             self._owner._check(decision)
         return message, decision
@@ -413,6 +415,8 @@ class Channel(Binding, grpc.Channel):  # type: ignore[misc]  # grpcio is untyped
         channel: Any,
         cassette: str | os.PathLike[str] | CassetteFile,
         options: Options | None = None,
+        *,
+        channel_metadata: Iterable[tuple[str, str | bytes]] = (),
         **kwargs: Unpack[BindingOptions],
     ) -> None:
         given = Options.of(kwargs, options)
@@ -420,6 +424,8 @@ class Channel(Binding, grpc.Channel):  # type: ignore[misc]  # grpcio is untyped
         super().__init__(cassette, given)
         #: The channel calls are forwarded through.
         self.channel = channel
+        #: What the wrapped channel adds to every call (see :func:`reel_bindings.grpc.channel`).
+        self.channel_metadata: Metadata = tuple(channel_metadata)
 
     def unary_unary(
         self,

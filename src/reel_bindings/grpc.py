@@ -21,10 +21,12 @@ either replays what the other recorded.  A replayed status other than
 (``UNIMPLEMENTED``) outside live mode: they are not recorded yet.
 
 Reel sees a call as the application makes it, above the wrapped channel's
-own interceptors and call credentials: metadata they add (an SDK's
-``authorization``) is sent upstream but never reaches Reel.  Metadata given
-with the call is matched on nothing and never written (the core stores no
-request header), and its credential values are scrubbed from all that is.
+own interceptors and call credentials.  What they add to every call (an
+SDK's ``authorization``) is sent by the channel, not by Reel; name it in
+``channel_metadata=`` and Reel reads each call with it, as it goes out on
+the wire: its credential values are then scrubbed from all that is written
+for the call (an answer that echoes the key).  Metadata is matched on
+nothing and never written (the core stores no request header).
 
 Needs grpcio (``pip install 'reel-llm[grpc]'``).
 """
@@ -32,6 +34,7 @@ Needs grpcio (``pip install 'reel-llm[grpc]'``).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ._files import CassetteFile
@@ -49,18 +52,23 @@ __all__ = ["AioChannel", "Channel", "ReplayedCall", "aio_channel", "channel"]
 def channel(
     channel: Any,
     cassette: str | os.PathLike[str] | CassetteFile,
+    *,
+    channel_metadata: Iterable[tuple[str, str | bytes]] = (),
     **options: Unpack[BindingOptions],
 ) -> Channel:
     """``channel`` (a ``grpc.Channel``) with its unary calls recorded to and
-    replayed from ``cassette``; close the result to close ``channel``."""
-    return Channel(channel, cassette, **options)
+    replayed from ``cassette``; close the result to close ``channel``.
+    ``channel_metadata``: what ``channel`` itself adds to every call."""
+    return Channel(channel, cassette, channel_metadata=channel_metadata, **options)
 
 
 def aio_channel(
     channel: Any,
     cassette: str | os.PathLike[str] | CassetteFile,
+    *,
+    channel_metadata: Iterable[tuple[str, str | bytes]] = (),
     **options: Unpack[BindingOptions],
 ) -> AioChannel:
     """``channel`` (a ``grpc.aio.Channel``) with its unary calls recorded to
     and replayed from ``cassette``; ``await close()`` closes ``channel``."""
-    return AioChannel(channel, cassette, **options)
+    return AioChannel(channel, cassette, channel_metadata=channel_metadata, **options)

@@ -34,7 +34,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -623,22 +623,36 @@ class ReelCassette:
 
     # -- gRPC (reel_bindings.grpc) and xAI's SDK on it --
 
-    def grpc_channel(self, channel: Any, **kwargs: Unpack[BindingOptions]) -> Channel:
+    def grpc_channel(
+        self,
+        channel: Any,
+        *,
+        channel_metadata: Iterable[tuple[str, str | bytes]] = (),
+        **kwargs: Unpack[BindingOptions],
+    ) -> Channel:
         """``channel`` (a ``grpc.Channel``) with its calls on this cassette;
         closed with the test."""
         from reel_bindings.grpc import Channel
 
-        wrapped = Channel(channel, self.file, self._options(kwargs))
+        options = self._options(kwargs)
+        wrapped = Channel(channel, self.file, options, channel_metadata=channel_metadata)
         self._adopt(wrapped.player)
         self._stack.callback(wrapped.close)
         return wrapped
 
-    def aio_grpc_channel(self, channel: Any, **kwargs: Unpack[BindingOptions]) -> AioChannel:
+    def aio_grpc_channel(
+        self,
+        channel: Any,
+        *,
+        channel_metadata: Iterable[tuple[str, str | bytes]] = (),
+        **kwargs: Unpack[BindingOptions],
+    ) -> AioChannel:
         """``channel`` (a ``grpc.aio.Channel``) with its calls on this
         cassette (``await`` its ``close()`` yourself, in the test's loop)."""
         from reel_bindings.grpc import AioChannel
 
-        wrapped = AioChannel(channel, self.file, self._options(kwargs))
+        options = self._options(kwargs)
+        wrapped = AioChannel(channel, self.file, options, channel_metadata=channel_metadata)
         self._adopt(wrapped.player)
         return wrapped
 
@@ -646,8 +660,8 @@ class ReelCassette:
         """An ``xai_sdk.Client``; ``kwargs`` go to it (``api_host``, ...)."""
         from reel_bindings.sdk import xai_on
 
-        def wrap(channel: Any) -> Channel:
-            return self.grpc_channel(channel, strict=strict)
+        def wrap(channel: Any, added: tuple[tuple[str, str], ...]) -> Channel:
+            return self.grpc_channel(channel, channel_metadata=added, strict=strict)
 
         return xai_on(wrap, self.mode, is_async=False, **kwargs)
 
@@ -655,8 +669,8 @@ class ReelCassette:
         """An ``xai_sdk.AsyncClient`` (asyncio)."""
         from reel_bindings.sdk import xai_on
 
-        def wrap(channel: Any) -> AioChannel:
-            return self.aio_grpc_channel(channel, strict=strict)
+        def wrap(channel: Any, added: tuple[tuple[str, str], ...]) -> AioChannel:
+            return self.aio_grpc_channel(channel, channel_metadata=added, strict=strict)
 
         return xai_on(wrap, self.mode, is_async=True, **kwargs)
 

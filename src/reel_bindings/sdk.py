@@ -117,19 +117,29 @@ def genai_on(transport: Transport, async_transport: AsyncTransport, **kwargs: An
 XAI_KEY_VARIABLES = ("XAI_API_KEY",)
 
 
-def xai_on(wrap: Callable[[Any], Any], mode: Mode, *, is_async: bool, **kwargs: Any) -> Any:
+#: A channel the xAI SDK built, and the metadata it adds to every call.
+XaiWrap = Callable[[Any, tuple[tuple[str, str], ...]], Any]
+
+
+def xai_on(wrap: XaiWrap, mode: Mode, *, is_async: bool, **kwargs: Any) -> Any:
     """An ``xai_sdk.Client`` (``xai_sdk.AsyncClient`` when ``is_async``)
-    whose channels are ``wrap(channel)``: each channel the SDK builds (in
-    ``_make_grpc_channel``: the API's, and the management API's when it has
-    a key), interceptors and credentials included, is wrapped as it is
-    made.  ``kwargs`` go to the SDK client; in replay ``mode`` with no key
-    set, a placeholder key is passed."""
+    whose channels are ``wrap(channel, metadata)``: each channel the SDK
+    builds (in ``_make_grpc_channel``: the API's, and the management API's
+    when it has a key), interceptors and credentials included, is wrapped
+    as it is made, with the metadata the SDK adds to every call on it (its
+    ``authorization``, its version: see ``channel_metadata=`` in
+    :mod:`reel_bindings.grpc`).  ``kwargs`` go to the SDK client; in replay
+    ``mode`` with no key set, a placeholder key is passed."""
     xai_sdk = _import("xai_sdk", "xai-sdk")
     base = xai_sdk.AsyncClient if is_async else xai_sdk.Client
 
     class ReelXaiClient(base):  # type: ignore[misc, valid-type]  # the SDK is untyped
-        def _make_grpc_channel(self, *args: Any, **kw: Any) -> Any:
-            return wrap(super()._make_grpc_channel(*args, **kw))
+        def _make_grpc_channel(
+            self, api_key: str, api_host: str, metadata: Any, *args: Any, **kw: Any
+        ) -> Any:
+            made = super()._make_grpc_channel(api_key, api_host, metadata, *args, **kw)
+            added = (("authorization", f"Bearer {api_key}"), *(metadata or ()))
+            return wrap(made, added)
 
     kwargs["api_key"] = _key(XAI_KEY_VARIABLES, mode, kwargs.get("api_key"))
     return ReelXaiClient(**kwargs)
@@ -144,7 +154,11 @@ def _xai(cassette: CassetteLike, kwargs: dict[str, Any], *, is_async: bool) -> A
     from .grpc import AioChannel, Channel
 
     kind = AioChannel if is_async else Channel
-    return xai_on(lambda channel: kind(channel, cassette, options), mode, is_async=is_async, **rest)
+
+    def wrap(channel: Any, added: tuple[tuple[str, str], ...]) -> Any:
+        return kind(channel, cassette, options, channel_metadata=added)
+
+    return xai_on(wrap, mode, is_async=is_async, **rest)
 
 
 def xai_client(cassette: CassetteLike, **kwargs: Any) -> Any:

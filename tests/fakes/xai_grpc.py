@@ -14,7 +14,10 @@ use_insecure_channel=True)`` talks to it.  It serves ``xai_api.Chat``:
 Every call must carry ``authorization: Bearer <key>`` (the SDK's own
 interceptor sends it): another key is answered ``UNAUTHENTICATED``.  A user
 text containing ``"fail"`` is answered ``INVALID_ARGUMENT`` with trailing
-metadata ``x-fake-reason: asked``.  :attr:`FakeXai.calls` counts the calls
+metadata ``x-fake-reason: asked``; one containing ``"echo-key"`` is
+answered with the ``authorization`` it came with, in the answer's text (a
+stream's last chunk holds it whole) and in the trailing metadata ``x-echo``
+(an upstream that echoes a credential).  :attr:`FakeXai.calls` counts the calls
 per method (unauthenticated ones too), :attr:`FakeXai.metadata` keeps each
 call's metadata.
 
@@ -85,7 +88,8 @@ class _Chat(chat_pb2_grpc.ChatServicer):  # type: ignore[misc]  # grpcio is unty
         self._fake = fake
 
     def _check(self, method: str, context: Any) -> str:
-        """Count the call, keep its metadata; abort one without the key."""
+        """Count the call, keep its metadata; abort one without the key.
+        The ``authorization`` it came with."""
         metadata = tuple(context.invocation_metadata())
         with self._fake.lock:
             self._fake.calls[method] += 1
@@ -93,10 +97,19 @@ class _Chat(chat_pb2_grpc.ChatServicer):  # type: ignore[misc]  # grpcio is unty
         given = dict(metadata).get("authorization")
         if given != f"Bearer {self._fake.key}":
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "the fake wants its key")
-        return method
+        return str(given)
+
+    def _answer(self, request: Any, given: str, context: Any) -> list[str]:
+        """The answer's pieces: its text, the echoed key whole in the last."""
+        text = _last_user_text(request)
+        echo = ""
+        if "echo-key" in text:
+            context.set_trailing_metadata((("x-echo", given),))
+            echo = f" with {given}"
+        return [*[p for p in [answer(text)] if p], echo] if echo else [answer(text)]
 
     def GetCompletion(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
-        self._check("GetCompletion", context)
+        given = self._check("GetCompletion", context)
         text = _last_user_text(request)
         if "fail" in text:
             context.set_trailing_metadata((("x-fake-reason", "asked"),))
@@ -111,7 +124,8 @@ class _Chat(chat_pb2_grpc.ChatServicer):  # type: ignore[misc]  # grpcio is unty
             message = chat_pb2.CompletionMessage(role=chat_pb2.ROLE_ASSISTANT, tool_calls=[call])
             reason = sample_pb2.REASON_TOOL_CALLS
         else:
-            message = chat_pb2.CompletionMessage(role=chat_pb2.ROLE_ASSISTANT, content=answer(text))
+            content = "".join(self._answer(request, given, context))
+            message = chat_pb2.CompletionMessage(role=chat_pb2.ROLE_ASSISTANT, content=content)
             reason = sample_pb2.REASON_STOP
         output = chat_pb2.CompletionOutput(index=0, finish_reason=reason, message=message)
         return chat_pb2.GetChatCompletionResponse(
@@ -119,8 +133,10 @@ class _Chat(chat_pb2_grpc.ChatServicer):  # type: ignore[misc]  # grpcio is unty
         )
 
     def GetCompletionChunk(self, request: Any, context: Any) -> Iterator[Any]:  # noqa: N802
-        self._check("GetCompletionChunk", context)
-        pieces = _pieces(answer(_last_user_text(request)), CHUNKS)
+        given = self._check("GetCompletionChunk", context)
+        text, *echo = self._answer(request, given, context)
+        pieces = _pieces(text, CHUNKS)
+        pieces[-1] += "".join(echo)  # a key echoed whole, in one message
         for i, piece in enumerate(pieces):
             if i:
                 time.sleep(GAP)
