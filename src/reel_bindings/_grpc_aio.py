@@ -141,7 +141,9 @@ class _UnaryCall(_Call, grpc.aio.UnaryUnaryCall):  # type: ignore[misc]  # grpci
     def __await__(self) -> Generator[Any, None, Any]:
         message = yield from self._next().__await__()
         if message is _END:
-            outcome = Outcome(grpc.StatusCode.INTERNAL, "Reel: the recorded unary call has no message")
+            outcome = Outcome(
+                grpc.StatusCode.INTERNAL, "Reel: the recorded unary call has no message"
+            )
             raise _error(self.initial, outcome)
         return message
 
@@ -192,11 +194,15 @@ class _Method:
     def _read(self, data: bytes) -> Any:
         return data if self._deserialize is None else self._deserialize(data)
 
-    def _source(self, request: Any, kwargs: dict[str, Any]) -> Callable[[_Call], AsyncIterator[Any]]:
+    def _source(
+        self, request: Any, kwargs: dict[str, Any]
+    ) -> Callable[[_Call], AsyncIterator[Any]]:
         """The call's messages, from the cassette or the wrapped channel."""
         message = request if self._serialize is None else self._serialize(request)
         owner = self._owner
-        request = call_request(self._method, kwargs.get("metadata"), message, owner.channel_metadata)
+        request = call_request(
+            self._method, kwargs.get("metadata"), message, owner.channel_metadata
+        )
         decision = owner.player.decide(request)
         if isinstance(decision, Upstreaming):
             feed = CallFeed(decision)
@@ -222,11 +228,8 @@ class _Method:
     ) -> AsyncIterator[Any]:
         raw = self._raw()(message, **kwargs)
         try:
-            if self.kind == "unary_unary":
-                datas = [await raw]
-            else:
-                datas = raw
-            async for data in _each(datas):
+            messages = [await raw] if self.kind == "unary_unary" else raw
+            async for data in _each(messages):
                 feed.head(await raw.initial_metadata())
                 feed.message(data)
                 yield self._read(data)
@@ -242,7 +245,11 @@ class _Method:
             feed.failed(exc)
             raise
         call.initial = tuple(await raw.initial_metadata())
-        code, details, trailing = await raw.code(), await raw.details(), await raw.trailing_metadata()
+        code, details, trailing = (
+            await raw.code(),
+            await raw.details(),
+            await raw.trailing_metadata(),
+        )
         feed.end(call.initial, code, details, trailing)
         call.outcome = Outcome(code, details or "", tuple(trailing))
 

@@ -184,7 +184,9 @@ def replayed(decision: Decision) -> Replayed:
     """The call ``decision`` answers: a replay, a miss (``NOT_FOUND``, the
     miss report whole in the details) or a refusal."""
     head = decision.head
-    initial = _metadata((k, v) for k, v in head.headers if k not in _FRAMING and not k.startswith(b"grpc-"))
+    initial = _metadata(
+        (k, v) for k, v in head.headers if k not in _FRAMING and not k.startswith(b"grpc-")
+    )
     splitter = GrpcSplitter()
     messages: list[tuple[float | None, bytes]] = []
     body: list[bytes] = []
@@ -206,7 +208,8 @@ def replayed(decision: Decision) -> Replayed:
         elif isinstance(event, Cut):
             end = event.at
             outcome = Outcome(
-                grpc.StatusCode.UNAVAILABLE, f"Reel: the recorded call broke off ({event.error}: {event.detail})"
+                grpc.StatusCode.UNAVAILABLE,
+                f"Reel: the recorded call broke off ({event.error}: {event.detail})",
             )
         elif isinstance(event, EndOfResponse):
             end = event.at

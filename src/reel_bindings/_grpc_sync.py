@@ -312,7 +312,9 @@ class _Method:
 
 
 class _UnaryUnary(_Method, grpc.UnaryUnaryMultiCallable):  # type: ignore[misc]
-    def __call__(self, request: Any, timeout: float | None = None, metadata: Any = None, **kwargs: Any) -> Any:
+    def __call__(
+        self, request: Any, timeout: float | None = None, metadata: Any = None, **kwargs: Any
+    ) -> Any:
         return self.with_call(request, timeout, metadata, **kwargs)[0]
 
     def with_call(
@@ -434,7 +436,9 @@ class Channel(Binding, grpc.Channel):  # type: ignore[misc]  # grpcio is untyped
         response_deserializer: Deserializer = None,
         _registered_method: bool = False,
     ) -> Any:
-        return _UnaryUnary(self, method, request_serializer, response_deserializer, _registered_method)
+        return _UnaryUnary(
+            self, method, request_serializer, response_deserializer, _registered_method
+        )
 
     def unary_stream(
         self,
@@ -443,7 +447,9 @@ class Channel(Binding, grpc.Channel):  # type: ignore[misc]  # grpcio is untyped
         response_deserializer: Deserializer = None,
         _registered_method: bool = False,
     ) -> Any:
-        return _UnaryStream(self, method, request_serializer, response_deserializer, _registered_method)
+        return _UnaryStream(
+            self, method, request_serializer, response_deserializer, _registered_method
+        )
 
     def _streaming(self, kind: str, method: str, args: tuple[Any, ...], kwargs: Any) -> Any:
         mode = self.player.mode

@@ -25,7 +25,7 @@ import pytest
 
 grpc = pytest.importorskip("grpc", reason="the gRPC binding's tests need grpcio")
 
-__all__ = ["UNARY", "STREAM", "UPLOAD", "Script", "ScriptedServer"]
+__all__ = ["STREAM", "UNARY", "UPLOAD", "Script", "ScriptedServer"]
 
 UNARY = "/test.Scripted/Unary"
 STREAM = "/test.Scripted/Stream"

@@ -7,6 +7,7 @@ a miss as the SDK raises it; no key on disk."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -55,7 +56,9 @@ def conversation(client: Any) -> dict[str, Any]:
     said = chat.sample()
     start = time.monotonic()
     chunks, times = [], []
-    for _response, chunk in client.chat.create(model="grok-4", messages=[user("Stream it")]).stream():
+    for _response, chunk in client.chat.create(
+        model="grok-4", messages=[user("Stream it")]
+    ).stream():
         chunks.append(chunk.content)
         times.append(time.monotonic() - start)
     called = client.chat.create(
@@ -104,7 +107,7 @@ def _same(recorded: dict[str, Any], replayed: dict[str, Any]) -> None:
     assert len(recorded["chunks"]) == CHUNKS
     assert recorded["tool"] == ("get_weather", {"city": "Paris"})
     # the stream replays on its recorded schedule: a sleep never ends early
-    assert all(b - a >= GAP * 0.8 for a, b in zip(times, times[1:]))
+    assert all(b - a >= GAP * 0.8 for a, b in itertools.pairwise(times))
 
 
 def test_sync_client_records_then_replays_with_the_server_gone(
@@ -244,17 +247,21 @@ def test_no_key_on_disk_even_when_the_server_echoes_it(
         try:
             said = (await client.chat.create(model="grok-4", messages=prompt).sample()).content
             streamed = ""
-            async for response, _chunk in client.chat.create(model="grok-4", messages=prompt).stream():
+            async for response, _chunk in client.chat.create(
+                model="grok-4", messages=prompt
+            ).stream():
                 streamed = response.content
             return said, streamed
         finally:
             await client.close()
 
     said, streamed = run_sync() if kind == "sync" else asyncio.run(run_aio())
-    assert GRPC_KEY in said and GRPC_KEY in streamed  # the echo came
+    assert GRPC_KEY in said  # the echo came
+    assert GRPC_KEY in streamed
     written = cassette.read_bytes()
     assert recoverable(GRPC_KEY, written) == []
     assert written.count(b"[REDACTED:credential]") >= 2  # the trailers' echoes
     lines = [json.loads(line) for line in written.splitlines()[1:]]
     frames = [f for line in lines for _, f in line["response"]["frames"]]
-    assert len(lines) == 2 and len(frames) == 1 + CHUNKS
+    assert len(lines) == 2
+    assert len(frames) == 1 + CHUNKS

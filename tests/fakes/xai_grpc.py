@@ -24,8 +24,7 @@ call's metadata.
 Use it as a context manager (it starts on a free port and stops at the end)::
 
     with FakeXai() as fake:
-        client = xai_sdk.Client(api_key=fake.key, api_host=fake.address,
-                                use_insecure_channel=True)
+        client = xai_sdk.Client(api_key=fake.key, api_host=fake.address, use_insecure_channel=True)
 """
 
 from __future__ import annotations
@@ -108,7 +107,7 @@ class _Chat(chat_pb2_grpc.ChatServicer):  # type: ignore[misc]  # grpcio is unty
             echo = f" with {given}"
         return [*[p for p in [answer(text)] if p], echo] if echo else [answer(text)]
 
-    def GetCompletion(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
+    def GetCompletion(self, request: Any, context: Any) -> Any:
         given = self._check("GetCompletion", context)
         text = _last_user_text(request)
         if "fail" in text:
@@ -132,7 +131,7 @@ class _Chat(chat_pb2_grpc.ChatServicer):  # type: ignore[misc]  # grpcio is unty
             id="fake-1", model=MODEL, outputs=[output], usage=_usage()
         )
 
-    def GetCompletionChunk(self, request: Any, context: Any) -> Iterator[Any]:  # noqa: N802
+    def GetCompletionChunk(self, request: Any, context: Any) -> Iterator[Any]:
         given = self._check("GetCompletionChunk", context)
         text, *echo = self._answer(request, given, context)
         pieces = _pieces(text, CHUNKS)
