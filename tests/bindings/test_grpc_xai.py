@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -265,3 +267,32 @@ def test_no_key_on_disk_even_when_the_server_echoes_it(
     frames = [f for line in lines for _, f in line["response"]["frames"]]
     assert len(lines) == 2
     assert len(frames) == 1 + CHUNKS
+
+
+def test_an_imported_pydantic_ai_cassette_replays_through_the_sdks_stubs(tmp_path: Path) -> None:
+    """A cassette in the proxy's shape (``reel import pydantic-xai-grpc``,
+    the corpus copy) replays through the in-process channel and the SDK's
+    own stubs: the request the SDK serializes is the one recorded."""
+    from xai_sdk.proto.v6 import chat_pb2, chat_pb2_grpc
+
+    from reel_bindings.grpc import channel
+    from tests.core.formats.test_pydantic_xai_grpc import FILES, REQUEST_RAW
+
+    source = FILES[0]
+    cassette = tmp_path / "imported.jsonl"
+    reel = [sys.executable, "-c", "from reel_bindings._cli import main; main()"]
+    done = subprocess.run(
+        [*reel, "import", "pydantic-xai-grpc", str(source), "-o", str(cassette)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    chan = channel(grpc.insecure_channel("127.0.0.1:9"), cassette, mode="replay")
+    stub = chat_pb2_grpc.ChatStub(chan)
+    request = chat_pb2.GetCompletionsRequest.FromString(REQUEST_RAW)
+    assert request.SerializeToString() == REQUEST_RAW
+    response, call = stub.GetCompletion.with_call(request)
+    chan.close()
+    assert response.outputs[0].message.content.startswith("Paris is the capital of France.")
+    assert call.code() is grpc.StatusCode.OK
