@@ -28,6 +28,7 @@ from ._grpc_call import (
     Outcome,
     call_request,
     replayed,
+    unary,
 )
 from ._grpc_sync import Deserializer, Serializer, refuse_upstream
 from ._inprocess import Binding, Upstreaming
@@ -140,11 +141,7 @@ class _Call:
 class _UnaryCall(_Call, grpc.aio.UnaryUnaryCall):  # type: ignore[misc]  # grpcio is untyped
     def __await__(self) -> Generator[Any, None, Any]:
         message = yield from self._next().__await__()
-        if message is _END:
-            outcome = Outcome(
-                grpc.StatusCode.INTERNAL, "Reel: the recorded unary call has no message"
-            )
-            raise _error(self.initial, outcome)
+        assert message is not _END  # a unary call ends with its message or an error
         return message
 
 
@@ -209,6 +206,8 @@ class _Method:
             return lambda call: self._forward(call, feed, message, kwargs)
         owner._check(decision)
         replay = replayed(decision)
+        if self.kind == "unary_unary":
+            replay = unary(replay, self._method)
         start = asyncio.get_running_loop().time()
 
         async def play(call: _Call) -> AsyncIterator[Any]:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from reel_core import Abort, Cut, EndOfResponse, Frame, Request, Trailers, UpstreamError
-from reel_core.tools import GrpcSplitter, grpc_frame, percent_encode
+from reel_core.tools import GrpcSplitter, grpc_frame, grpc_messages, percent_encode
 
 from ._inprocess import Decision, Upstreaming
 
@@ -43,6 +44,7 @@ __all__ = [
     "Replayed",
     "call_request",
     "replayed",
+    "unary",
 ]
 
 #: A call's metadata as grpcio hands it: ``(key, value)`` pairs, a ``-bin``
@@ -168,8 +170,9 @@ def _status(trailers: Sequence[tuple[bytes, bytes]]) -> tuple[Outcome, bool]:
 
 
 def _refusal(status: int, body: bytes) -> Outcome:
-    """A non-200 answer (a refusal Reel made) as gRPC reads it, its JSON
-    error's message the details."""
+    """A non-200 answer (a refusal Reel made, or one recorded from a
+    gateway in front of the server) as gRPC reads it, its JSON error's
+    message the details."""
     code = _HTTP_CODES.get(status, grpc.StatusCode.UNKNOWN)
     text = body.decode("utf-8", "replace")
     try:
@@ -177,7 +180,7 @@ def _refusal(status: int, body: bytes) -> Outcome:
         text = error.get("message", text) if isinstance(error, dict) else text
     except (ValueError, AttributeError):
         pass
-    return Outcome(code, f"Reel answered HTTP {status}: {text}")
+    return Outcome(code, f"HTTP {status}: {text}")
 
 
 def replayed(decision: Decision) -> Replayed:
@@ -187,23 +190,26 @@ def replayed(decision: Decision) -> Replayed:
     initial = _metadata(
         (k, v) for k, v in head.headers if k not in _FRAMING and not k.startswith(b"grpc-")
     )
-    splitter = GrpcSplitter()
+    # what was recorded is replayed, however large (the limit was the recording's)
+    splitter = GrpcSplitter(max_message=sys.maxsize)
     messages: list[tuple[float | None, bytes]] = []
     body: list[bytes] = []
+    broken: Outcome | None = None  # a recording grpcio could not have read
     outcome: Outcome | None = None
     end: float | None = None
     for event in decision.events:
         if isinstance(event, Frame):
             body.append(event.data)
             for whole in splitter.feed(event.data):
-                if whole[0]:  # the compressed flag: Reel keeps what it cannot read as it came
-                    outcome = Outcome(
+                if whole[0] and broken is None:  # compressed: kept as it came
+                    broken = Outcome(
                         grpc.StatusCode.INTERNAL,
                         f"Reel: message {len(messages) + 1} of the recorded call is compressed "
                         "(grpc-encoding): the in-process channel replays uncompressed messages",
                     )
-                messages.append((event.at, whole[5:]))
-        elif isinstance(event, Trailers) and outcome is None:
+                (message,) = grpc_messages(whole, sys.maxsize)
+                messages.append((event.at, message))
+        elif isinstance(event, Trailers):
             outcome, _ = _status(event.headers)
         elif isinstance(event, Cut):
             end = event.at
@@ -213,13 +219,43 @@ def replayed(decision: Decision) -> Replayed:
             )
         elif isinstance(event, EndOfResponse):
             end = event.at
+    if splitter.close() and broken is None:
+        broken = Outcome(
+            grpc.StatusCode.INTERNAL,
+            "Reel: the recorded call ends inside a message (its last frame is not whole)",
+        )
     if head.status != 200:
         outcome, messages = _refusal(head.status, b"".join(body)), []
+    elif broken is not None:
+        outcome = broken
     elif outcome is None:
         outcome, _ = _status(())
     if decision.miss is not None:  # the report whole, not its one line
         outcome = Outcome(grpc.StatusCode.NOT_FOUND, decision.miss.render(), outcome.trailing)
     return Replayed(initial, tuple(messages), end, outcome)
+
+
+def _grpc_message(details: str) -> bytes:
+    """``details`` as a ``grpc-message`` value: percent-encoded, its leading
+    and trailing spaces too (a header value loses them: RFC 9110, 5.5)."""
+    value = percent_encode(details)
+    inner = value.strip(b" ")
+    lead = len(value) - len(value.lstrip(b" "))
+    trail = len(value) - len(value.rstrip(b" ")) if inner else 0
+    return b"%20" * lead + inner + b"%20" * trail
+
+
+def unary(replay: Replayed, method: str) -> Replayed:
+    """``replay`` as a unary call's: one message, or an ``INTERNAL`` error
+    (a recording of another kind of call: nothing else is a right answer)."""
+    count = len(replay.messages)
+    if not replay.outcome.ok or count == 1:
+        return replay
+    wrong = Outcome(
+        grpc.StatusCode.INTERNAL,
+        f"Reel: the recorded unary call {method} has {count} messages, not 1",
+    )
+    return Replayed(replay.initial, (), replay.end, wrong)
 
 
 #: Statuses grpcio reports for a call that never reached the server: no
@@ -271,7 +307,7 @@ class CallFeed:
         self.head(initial)
         trailers = [(b"grpc-status", b"%d" % code.value[0])]
         if details:
-            trailers.append((b"grpc-message", percent_encode(details)))
+            trailers.append((b"grpc-message", _grpc_message(details)))
         self._up.trailers([*trailers, *_headers(trailing)])
         self._up.end()
 

@@ -30,6 +30,7 @@ from ._grpc_call import (
     Replayed,
     call_request,
     replayed,
+    unary,
 )
 from ._inprocess import Binding, Upstreaming
 from ._options import Options
@@ -118,6 +119,11 @@ class ReplayedCall(grpc.RpcError, grpc.Call):  # type: ignore[misc]  # grpcio is
         callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback()
+
+    @property
+    def messages(self) -> tuple[tuple[float | None, bytes], ...]:
+        """The recorded messages (serialized), each with its deadline."""
+        return self._replay.messages
 
     # -- a server stream ------------------------------------------------------
 
@@ -323,16 +329,9 @@ class _UnaryUnary(_Method, grpc.UnaryUnaryMultiCallable):  # type: ignore[misc]
         message, decision = self._decide(request, metadata)
         if isinstance(decision, Upstreaming):
             return self._forward(CallFeed(decision), message, timeout, metadata, kwargs)
-        call = ReplayedCall(replayed(decision), self._deserialize)
+        call = ReplayedCall(unary(replayed(decision), self._method), self._deserialize)
         call.wait()
-        messages = call._replay.messages
-        if call.code() is grpc.StatusCode.OK and len(messages) != 1:
-            wrong = Outcome(
-                grpc.StatusCode.INTERNAL,
-                f"Reel: the recorded unary call {self._method} has {len(messages)} messages, not 1",
-            )
-            call = ReplayedCall(Replayed(call.initial_metadata(), (), None, wrong))
-            call.wait()
+        messages = call.messages
         if call.code() is not grpc.StatusCode.OK:
             raise call
         data = messages[0][1]
@@ -385,7 +384,7 @@ class _UnaryStream(_Method, grpc.UnaryStreamMultiCallable):  # type: ignore[misc
         return ReplayedCall(replayed(decision), self._deserialize)
 
 
-class _Refused(grpc.UnaryUnaryMultiCallable, grpc.StreamStreamMultiCallable):  # type: ignore[misc]
+class _Refused(grpc.StreamUnaryMultiCallable, grpc.StreamStreamMultiCallable):  # type: ignore[misc]
     """A client-streaming or bidirectional method outside live mode."""
 
     def __init__(self, method: str, mode: str) -> None:

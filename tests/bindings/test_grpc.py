@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.bindings.grpc_server import STREAM, UNARY, UPLOAD, Script, ScriptedServer
@@ -198,6 +198,8 @@ def test_a_call_replays_as_it_was_recorded(
         suppress_health_check=[HealthCheck.too_slow],
     )
     @given(script=scripts(method))
+    @example(script=Script(messages=(b"",), code=2, details="  padded  "))  # a header strips spaces
+    @example(script=Script(messages=(b"",), code=13, details="caf\u00e9 100% \x00\n"))
     def check(script: Script) -> None:
         cassette = root / f"{uuid.uuid4().hex}.jsonl"
         bare = both(kind, server.address, None, method, script)
@@ -231,6 +233,96 @@ def test_a_call_is_written_as_the_proxy_writes_it(server: ScriptedServer, tmp_pa
     frames = [base64.b64decode(frame[1]["base64"]) for frame in response["frames"]]
     assert frames == [grpc_frame(b"one"), grpc_frame(b"two")]
     assert response["trailers"] == [["grpc-status", "0"], ["x-t", "v"], ["x-b-bin", "AP8"]]
+
+
+# -- a recording grpcio could not have made -------------------------------------
+
+
+def _frame_b64(data: bytes) -> dict[str, str]:
+    return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def _no_status(response: dict[str, Any]) -> None:
+    del response["trailers"]
+
+
+def _bad_status(response: dict[str, Any]) -> None:
+    response["trailers"] = [["grpc-status", "x"]]
+
+
+def _compressed(response: dict[str, Any]) -> None:
+    response["frames"][0][1] = _frame_b64(b"\x01" + grpc_frame(b"one")[1:])
+
+
+def _truncated(response: dict[str, Any]) -> None:
+    response["frames"][-1][1] = _frame_b64(grpc_frame(b"two")[:-1])
+
+
+def _cut(response: dict[str, Any]) -> None:
+    response["cut"] = {"at": response.pop("end")["at"], "error": "reset", "detail": "boom"}
+    del response["trailers"]
+
+
+def _gateway_error(response: dict[str, Any]) -> None:
+    response.clear()
+    response.update(
+        status=503,
+        headers=[["content-type", "application/json"]],
+        body={"text": json.dumps({"error": {"message": "overloaded"}})},
+    )
+
+
+#: A recorded stream, changed; the status and details it replays as.
+BROKEN = {
+    "no status": (_no_status, grpc.StatusCode.UNKNOWN, "the recorded call has no grpc-status"),
+    "bad status": (_bad_status, grpc.StatusCode.UNKNOWN, "the recorded call has grpc-status"),
+    "compressed": (
+        _compressed,
+        grpc.StatusCode.INTERNAL,
+        "message 1 of the recorded call is compressed",
+    ),
+    "truncated": (_truncated, grpc.StatusCode.INTERNAL, "ends inside a message"),
+    "cut": (_cut, grpc.StatusCode.UNAVAILABLE, "the recorded call broke off (reset: boom)"),
+    "gateway": (_gateway_error, grpc.StatusCode.UNAVAILABLE, "HTTP 503: overloaded"),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+def test_a_recording_grpcio_could_not_read_replays_as_a_clear_error(
+    kind: str, broken: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """Never a wrong answer: a recorded stream with no status, a bad one, a
+    compressed or unfinished message, a cut, a gateway's HTTP error replays
+    as the gRPC error saying so."""
+    change, code, details = BROKEN[broken]
+    cassette = tmp_path / "broken.jsonl"
+    script = Script(messages=(b"one", b"two"))
+    both(kind, server.address, cassette, STREAM, script, mode="record")
+    meta, line = cassette.read_text().splitlines()
+    recorded = json.loads(line)
+    change(recorded["response"])
+    cassette.write_text(meta + "\n" + json.dumps(recorded) + "\n")
+    got = both(kind, GONE, cassette, STREAM, script, mode="replay", timing="fast")
+    assert got[1] is code
+    assert details in got[2]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("count", [0, 2])
+def test_a_unary_recording_without_one_message_is_an_error(
+    kind: str, count: int, server: ScriptedServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "count.jsonl"
+    script = Script(messages=(b"only",))
+    both(kind, server.address, cassette, UNARY, script, mode="record")
+    meta, line = cassette.read_text().splitlines()
+    recorded = json.loads(line)
+    recorded["response"]["frames"] = recorded["response"]["frames"] * count
+    cassette.write_text(meta + "\n" + json.dumps(recorded) + "\n")
+    got = both(kind, GONE, cassette, UNARY, script, mode="replay")
+    assert got[:2] == ((), grpc.StatusCode.INTERNAL)
+    assert f"has {count} messages, not 1" in got[2]
 
 
 # -- server streams on their schedule ------------------------------------------
