@@ -139,10 +139,13 @@ class _Call:
 
 
 class _UnaryCall(_Call, grpc.aio.UnaryUnaryCall):  # type: ignore[misc]  # grpcio is untyped
+    #: The answer, once taken off the queue (awaiting the call again gives it again).
+    _answer: Any = _END
+
     def __await__(self) -> Generator[Any, None, Any]:
-        message = yield from self._next().__await__()
-        assert message is not _END  # a unary call ends with its message or an error
-        return message
+        if self._answer is _END:  # the first await; an error is raised each time
+            self._answer = yield from self._next().__await__()
+        return self._answer
 
 
 class _StreamCall(_Call, grpc.aio.UnaryStreamCall):  # type: ignore[misc]
@@ -225,7 +228,11 @@ class _Method:
     async def _forward(
         self, call: _Call, feed: CallFeed, message: bytes, kwargs: dict[str, Any]
     ) -> AsyncIterator[Any]:
-        raw = self._raw()(message, **kwargs)
+        try:
+            raw = self._raw()(message, **kwargs)
+        except Exception as exc:  # grpcio refused the call's arguments
+            feed.failed(exc)
+            raise
         try:
             messages = [await raw] if self.kind == "unary_unary" else raw
             async for data in _each(messages):
