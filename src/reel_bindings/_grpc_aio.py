@@ -29,6 +29,7 @@ from ._grpc_call import (
     call_request,
     replayed,
     unary,
+    within,
 )
 from ._grpc_sync import Deserializer, Serializer, refuse_upstream
 from ._inprocess import Binding, Upstreaming
@@ -208,7 +209,7 @@ class _Method:
             feed = CallFeed(decision)
             return lambda call: self._forward(call, feed, message, kwargs)
         owner._check(decision)
-        replay = replayed(decision)
+        replay = within(replayed(decision), kwargs.get("timeout"))
         if self.kind == "unary_unary":
             replay = unary(replay, self._method)
         start = asyncio.get_running_loop().time()

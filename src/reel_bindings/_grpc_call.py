@@ -45,6 +45,7 @@ __all__ = [
     "call_request",
     "replayed",
     "unary",
+    "within",
 ]
 
 #: A call's metadata as grpcio hands it: ``(key, value)`` pairs, a ``-bin``
@@ -256,6 +257,20 @@ def unary(replay: Replayed, method: str) -> Replayed:
         f"Reel: the recorded unary call {method} has {count} messages, not 1",
     )
     return Replayed(replay.initial, (), replay.end, wrong)
+
+
+def within(replay: Replayed, timeout: float | None) -> Replayed:
+    """``replay`` as a caller with a deadline ``timeout`` seconds away sees
+    it: what would come after the deadline never comes, and the call ends
+    ``DEADLINE_EXCEEDED`` at it, as grpcio's own deadline ends it."""
+    if timeout is None:
+        return replay
+    late = (replay.end or 0.0) > timeout or any((at or 0.0) > timeout for at, _ in replay.messages)
+    if not late:
+        return replay
+    kept = tuple((at, message) for at, message in replay.messages if (at or 0.0) <= timeout)
+    expired = Outcome(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+    return Replayed(replay.initial, kept, timeout, expired)
 
 
 #: Statuses grpcio reports for a call that never reached the server: no

@@ -31,6 +31,7 @@ from ._grpc_call import (
     call_request,
     replayed,
     unary,
+    within,
 )
 from ._inprocess import Binding, Upstreaming
 from ._options import Options
@@ -329,7 +330,8 @@ class _UnaryUnary(_Method, grpc.UnaryUnaryMultiCallable):  # type: ignore[misc]
         message, decision = self._decide(request, metadata)
         if isinstance(decision, Upstreaming):
             return self._forward(CallFeed(decision), message, timeout, metadata, kwargs)
-        call = ReplayedCall(unary(replayed(decision), self._method), self._deserialize)
+        replay = unary(within(replayed(decision), timeout), self._method)
+        call = ReplayedCall(replay, self._deserialize)
         call.wait()
         messages = call.messages
         if call.code() is not grpc.StatusCode.OK:
@@ -381,7 +383,7 @@ class _UnaryStream(_Method, grpc.UnaryStreamMultiCallable):  # type: ignore[misc
                 feed.failed(exc)
                 raise
             return _ForwardedStream(raw, feed, self._deserialize)
-        return ReplayedCall(replayed(decision), self._deserialize)
+        return ReplayedCall(within(replayed(decision), timeout), self._deserialize)
 
 
 class _Refused(grpc.StreamUnaryMultiCallable, grpc.StreamStreamMultiCallable):  # type: ignore[misc]

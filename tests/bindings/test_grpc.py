@@ -54,12 +54,16 @@ def _md(metadata: Any) -> tuple[tuple[str, Any], ...]:
     return tuple((m[0], m[1]) for m in metadata or ())
 
 
-def observe(chan: Any, method: str, script: Script, metadata: Any = None) -> Observed:
+def observe(
+    chan: Any, method: str, script: Script, metadata: Any = None, timeout: float | None = None
+) -> Observed:
     """A call through a sync channel, as its caller sees it."""
     request = script.request()
     if method == UNARY:
         try:
-            response, call = chan.unary_unary(UNARY).with_call(request, metadata=metadata)
+            response, call = chan.unary_unary(UNARY).with_call(
+                request, metadata=metadata, timeout=timeout
+            )
         except grpc.RpcError as error:
             return (
                 (),
@@ -75,7 +79,7 @@ def observe(chan: Any, method: str, script: Script, metadata: Any = None) -> Obs
             _md(call.trailing_metadata()),
             _md(call.initial_metadata()),
         )
-    stream = chan.unary_stream(STREAM)(request, metadata=metadata)
+    stream = chan.unary_stream(STREAM)(request, metadata=metadata, timeout=timeout)
     got = []
     try:
         for message in stream:
@@ -91,16 +95,18 @@ def observe(chan: Any, method: str, script: Script, metadata: Any = None) -> Obs
     )
 
 
-async def aobserve(chan: Any, method: str, script: Script, metadata: Any = None) -> Observed:
+async def aobserve(
+    chan: Any, method: str, script: Script, metadata: Any = None, timeout: float | None = None
+) -> Observed:
     """A call through a grpc.aio channel, as its caller sees it."""
     request = script.request()
     got: list[bytes] = []
     if method == UNARY:
-        call = chan.unary_unary(UNARY)(request, metadata=metadata)
+        call = chan.unary_unary(UNARY)(request, metadata=metadata, timeout=timeout)
         with contextlib.suppress(grpc.aio.AioRpcError):
             got.append(await call)
     else:
-        call = chan.unary_stream(STREAM)(request, metadata=metadata)
+        call = chan.unary_stream(STREAM)(request, metadata=metadata, timeout=timeout)
         try:
             async for message in call:
                 got.append(message)
@@ -355,6 +361,33 @@ def test_a_server_stream_replays_at_its_recorded_offsets(
     # (measured from before the call; a loaded machine only makes them later)
     assert len(offsets) == 3
     assert all(got >= due for got, due in zip(offsets, recorded, strict=True))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_deadline_ends_a_replay_where_it_would_end_the_call(
+    kind: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "deadline.jsonl"
+    script = Script(messages=(b"a", b"b", b"c"), gap=0.3, tag="deadline")
+    both(kind, server.address, cassette, STREAM, script, mode="record")
+
+    def run_sync(chan: Any) -> Observed:
+        return observe(chan, STREAM, script, timeout=0.45)
+
+    async def run_aio(chan: Any) -> Observed:
+        return await aobserve(chan, STREAM, script, timeout=0.45)
+
+    if kind == "sync":
+        bare = sync_run(server.address, None, run_sync)
+        got = sync_run(GONE, cassette, run_sync, mode="replay")
+        fast = sync_run(GONE, cassette, run_sync, mode="replay", timing="fast")
+    else:
+        bare = aio_run(server.address, None, run_aio)
+        got = aio_run(GONE, cassette, run_aio, mode="replay")
+        fast = aio_run(GONE, cassette, run_aio, mode="replay", timing="fast")
+    assert got[:3] == ((b"a", b"b"), grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+    assert bare[:2] == got[:2]  # as the call itself ends (grpcio words its details its own way)
+    assert fast[:2] == ((b"a", b"b", b"c"), grpc.StatusCode.OK)  # nothing waits: all in time
 
 
 # -- misses --------------------------------------------------------------------
