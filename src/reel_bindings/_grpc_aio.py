@@ -24,14 +24,16 @@ from ._files import CassetteFile
 from ._grpc_call import (
     CLIENT_STREAMING,
     CallFeed,
+    Deserializer,
     Metadata,
     Outcome,
+    Serializer,
     call_request,
+    refuse_upstream,
     replayed,
     unary,
     within,
 )
-from ._grpc_sync import Deserializer, Serializer, refuse_upstream
 from ._inprocess import Binding, Upstreaming
 from ._options import Options
 
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
 
     from ._options import BindingOptions
 
-import grpc  # after _grpc_call, which says what to install without it
+import grpc
 import grpc.aio
 
 __all__ = ["AioChannel"]

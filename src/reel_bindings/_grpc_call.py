@@ -19,7 +19,7 @@ import base64
 import binascii
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -28,6 +28,7 @@ from reel_core import Abort, Cut, EndOfResponse, Frame, Request, Trailers, Upstr
 from reel_core.tools import GrpcSplitter, grpc_frame, grpc_messages, percent_encode
 
 from ._inprocess import Decision, Upstreaming
+from ._options import Options
 
 try:
     import grpc
@@ -39,10 +40,13 @@ except ImportError as exc:  # the grpc extra is not installed
 __all__ = [
     "CLIENT_STREAMING",
     "CallFeed",
+    "Deserializer",
     "Metadata",
     "Outcome",
     "Replayed",
+    "Serializer",
     "call_request",
+    "refuse_upstream",
     "replayed",
     "unary",
     "within",
@@ -51,6 +55,11 @@ __all__ = [
 #: A call's metadata as grpcio hands it: ``(key, value)`` pairs, a ``-bin``
 #: key's value bytes.
 Metadata = tuple[tuple[str, "str | bytes"], ...]
+
+#: A method's request serializer and response deserializer, as the stubs
+#: give them (``None``: bytes as they are).
+Serializer = Callable[[Any], bytes] | None
+Deserializer = Callable[[bytes], Any] | None
 
 #: Why a client-streaming or bidirectional call is refused outside live mode.
 CLIENT_STREAMING = (
@@ -76,6 +85,16 @@ _HTTP_CODES = {
     503: grpc.StatusCode.UNAVAILABLE,
     504: grpc.StatusCode.UNAVAILABLE,
 }
+
+
+def refuse_upstream(options: Options) -> None:
+    """A gRPC channel forwards through the channel it wraps: ``upstream=``
+    has no meaning for it."""
+    if options.upstream is not None:
+        raise TypeError(
+            "a Reel gRPC channel forwards through the channel it wraps: "
+            f"upstream= is not taken (got {options.upstream!r})"
+        )
 
 
 def _headers(metadata: Iterable[tuple[str, str | bytes]] | None) -> list[tuple[bytes, bytes]]:

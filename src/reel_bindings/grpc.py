@@ -37,9 +37,17 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+try:
+    import grpc  # noqa: F401 - the extra's check, before the rooms that use it
+except ImportError as exc:  # the grpc extra is not installed
+    raise ImportError(
+        "Reel's gRPC binding needs grpcio and protobuf: pip install 'reel-llm[grpc]'"
+    ) from exc
+
 from ._files import CassetteFile
 from ._grpc_aio import AioChannel
-from ._grpc_sync import Channel, ReplayedCall
+from ._grpc_calls import ReplayedCall
+from ._grpc_sync import Channel
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
