@@ -69,6 +69,8 @@ class _Call:
         self._source = source
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self.initial: Metadata = ()
+        #: Set once ``initial`` is known (before the first message, or at the end).
+        self.headed = asyncio.Event()
         self.outcome: Outcome | None = None
         #: The wrapped channel's error, raised as it came.
         self.error: BaseException | None = None
@@ -88,6 +90,7 @@ class _Call:
             self.error = exc
             self.outcome = Outcome(grpc.StatusCode.UNKNOWN, f"{type(exc).__name__}: {exc}")
         finally:
+            self.headed.set()
             self._queue.put_nowait(_END)
 
     async def _next(self) -> Any:
@@ -110,7 +113,7 @@ class _Call:
     # -- grpc.aio.Call --------------------------------------------------------
 
     async def initial_metadata(self) -> grpc.aio.Metadata:
-        await self._ended()
+        await self.headed.wait()
         return grpc.aio.Metadata(*self.initial)
 
     async def trailing_metadata(self) -> grpc.aio.Metadata:
@@ -218,6 +221,7 @@ class _Method:
 
         async def play(call: _Call) -> AsyncIterator[Any]:
             call.initial = replay.initial
+            call.headed.set()
             for at, data in replay.messages:
                 if at:
                     await sleep_until(start + at)
@@ -239,7 +243,10 @@ class _Method:
         try:
             messages = [await raw] if self.kind == "unary_unary" else raw
             async for data in _each(messages):
-                feed.head(await raw.initial_metadata())
+                if not call.headed.is_set():
+                    call.initial = tuple(await raw.initial_metadata())
+                    call.headed.set()
+                    feed.head(call.initial)
                 feed.message(data)
                 yield self._read(data)
         except grpc.aio.AioRpcError as exc:

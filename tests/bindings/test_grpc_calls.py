@@ -206,6 +206,8 @@ def test_aio_calls(recorded: Path) -> None:
             await asyncio.sleep(0)
             assert seen == [call]
             stream = chan.unary_stream(STREAM)(STREAMED.request())
+            assert await stream.initial_metadata() == grpc.aio.Metadata()  # before the end
+            assert not stream.done()
             assert await stream.read() == b"a"
             assert stream.cancel()
             with pytest.raises(grpc.aio.AioRpcError) as raised:
