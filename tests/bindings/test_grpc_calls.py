@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,18 @@ def test_aio_forwards_cancelled_and_refused(server: ScriptedServer, tmp_path: Pa
     asyncio.run(run())
     lines = [json.loads(x) for x in cassette.read_text().splitlines()[1:]]
     assert all(line["response"].get("cut") for line in lines)
+
+
+def test_freeze_holds_while_the_channel_is_open(server: ScriptedServer, tmp_path: Path) -> None:
+    cassette = tmp_path / "frozen.jsonl"
+    chan = channel(grpc.insecure_channel(server.address), cassette, mode="record", freeze=["clock"])
+    frozen = time.time()
+    chan.unary_unary(UNARY)(Script(tag=f"at {frozen}").request())  # the frozen time in the call
+    time.sleep(0.01)
+    assert time.time() == frozen
+    chan.close()
+    assert time.time() != frozen
+    chan = channel(grpc.insecure_channel(GONE), cassette, mode="replay", freeze=["clock"])
+    assert time.time() == frozen  # the cassette's base again: the call matches
+    assert chan.unary_unary(UNARY)(Script(tag=f"at {time.time()}").request()) == b"ok"
+    chan.close()
