@@ -356,7 +356,7 @@ def test_a_server_stream_replays_at_its_recorded_offsets(
         offsets = aio_run(GONE, cassette, timed_aio, mode="replay")
     (line,) = [json.loads(x) for x in cassette.read_text().splitlines()[1:]]
     recorded = [at / 1000 for at, _ in line["response"]["frames"]]
-    assert recorded[2] - recorded[0] >= 2 * script.gap  # the recording saw the gaps
+    assert recorded[2] - recorded[0] >= script.gap  # recorded gaps (arrivals may bunch)
     # a sleep never ends early: each message no sooner than its recorded offset
     # (measured from before the call; a loaded machine only makes them later)
     assert len(offsets) == 3
