@@ -368,14 +368,14 @@ def test_a_deadline_ends_a_replay_where_it_would_end_the_call(
     kind: str, server: ScriptedServer, tmp_path: Path
 ) -> None:
     cassette = tmp_path / "deadline.jsonl"
-    script = Script(messages=(b"a", b"b", b"c"), gap=0.3, tag="deadline")
+    script = Script(messages=(b"a", b"b", b"c"), gap=0.5, tag="deadline")
     both(kind, server.address, cassette, STREAM, script, mode="record")
 
     def run_sync(chan: Any) -> Observed:
-        return observe(chan, STREAM, script, timeout=0.45)
+        return observe(chan, STREAM, script, timeout=0.75)
 
     async def run_aio(chan: Any) -> Observed:
-        return await aobserve(chan, STREAM, script, timeout=0.45)
+        return await aobserve(chan, STREAM, script, timeout=0.75)
 
     if kind == "sync":
         bare = sync_run(server.address, None, run_sync)
