@@ -78,12 +78,15 @@ class _Method:
         return self._forwarder
 
     def _decide(self, request: Any, metadata: Any) -> tuple[bytes, Any]:
+        """The serialized request and the player's answer to it (a
+        ``Decision``, or the ``Upstreaming`` of a forward); a miss is raised
+        here when the channel is strict."""
         message = request if self._serialize is None else self._serialize(request)
         owner = self._owner
         request = call_request(self._method, metadata, message, owner.channel_metadata)
         decision = owner.player.decide(request)
         if not isinstance(decision, Upstreaming):
-            self._owner._check(decision)
+            owner._check(decision)
         return message, decision
 
 
@@ -130,6 +133,7 @@ class _UnaryUnary(_Method, grpc.UnaryUnaryMultiCallable):  # type: ignore[misc]
     def future(
         self, request: Any, timeout: float | None = None, metadata: Any = None, **kwargs: Any
     ) -> Any:
+        """The call as a ``grpc.Future``, run before it returns."""
         try:
             response, call = self.with_call(request, timeout, metadata, **kwargs)
         except grpc.RpcError as exc:
