@@ -74,6 +74,7 @@ class _Call:
         self.outcome: Outcome | None = None
         #: The wrapped channel's error, raised as it came.
         self.error: BaseException | None = None
+        self._cancelled = False  # by the caller (cancel())
         self._task = asyncio.ensure_future(self._pump())
 
     async def _pump(self) -> None:
@@ -99,6 +100,8 @@ class _Call:
             self._queue.put_nowait(_END)  # for the next reader
             await self._task
             assert self.outcome is not None
+            if self.cancelled():  # as grpc.aio: the caller's own cancel, raised as such
+                raise asyncio.CancelledError
             if self.error is not None:
                 raise self.error
             if not self.outcome.ok:
@@ -129,7 +132,7 @@ class _Call:
         return None
 
     def cancelled(self) -> bool:
-        return self.outcome is not None and self.outcome.code is grpc.StatusCode.CANCELLED
+        return self._cancelled
 
     def done(self) -> bool:
         return self._task.done()
@@ -138,6 +141,9 @@ class _Call:
         return None
 
     def cancel(self) -> bool:
+        if self._task.done():
+            return False
+        self._cancelled = True
         return self._task.cancel()
 
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:

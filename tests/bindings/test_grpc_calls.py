@@ -211,9 +211,8 @@ def test_aio_calls(recorded: Path) -> None:
             assert not stream.done()
             assert await stream.read() == b"a"
             assert stream.cancel()
-            with pytest.raises(grpc.aio.AioRpcError) as raised:
+            with pytest.raises(asyncio.CancelledError):  # as grpc.aio raises it
                 await stream.read()
-            assert raised.value.code() is grpc.StatusCode.CANCELLED
             assert stream.cancelled()
             assert await stream.code() is grpc.StatusCode.CANCELLED
             with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -234,7 +233,7 @@ def test_aio_forwards_cancelled_and_refused(server: ScriptedServer, tmp_path: Pa
         stream = chan.unary_stream(STREAM)(slow.request())
         assert await stream.read() == b"1"
         stream.cancel()
-        with pytest.raises(grpc.aio.AioRpcError):
+        with pytest.raises(asyncio.CancelledError):
             await stream.read()
         with pytest.raises(KeyError):  # grpcio's own error, passed on
             await chan.unary_unary(UNARY)(Script().request(), compression="nope")
