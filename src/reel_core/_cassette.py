@@ -50,7 +50,7 @@ from ._match import MatchConfig
 from ._memo import KeyMemo
 from ._meta import CassetteMeta
 from ._sent import SENT_AT, SENT_FIELD
-from ._ws_pool import SessionPool, WebSocketLease, grpc_clients, websocket_clients
+from ._ws_pool import SessionPool, WebSocketLease, grpc_clients
 
 __all__ = [
     "Cassette",
@@ -511,8 +511,8 @@ class Cassette:
         generation = self.generation(key, config)
         pool = self._pools.get((kind, config, key, generation))
         if pool is None:
-            clients = grpc_clients if kind == "grpc" else websocket_clients
-            pool = self._pools[(kind, config, key, generation)] = SessionPool(clients)
+            made = SessionPool(grpc_clients, "gRPC") if kind == "grpc" else SessionPool()
+            pool = self._pools[(kind, config, key, generation)] = made
         positions = self._current(config, key)
         pool.add((p, i) for p in positions if (i := self._parsed_or_none(p)) is not None)
         return pool.lease()

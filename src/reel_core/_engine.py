@@ -160,6 +160,9 @@ class Engine:
         #: The upstream response being fed had its trailers (nothing follows
         #: them but its end or a failure).
         self._trailed = False
+        #: The exchange is a gRPC call decided at its first message
+        #: (:meth:`streams_call`): its recording plays as a session.
+        self._streamed = False
 
     def _use(self, cassette: Cassette) -> None:
         self.cassette = cassette
@@ -312,6 +315,7 @@ class Engine:
         self._keyed = None
         self._superseding = 0
         self._scrub = self._redactor
+        self._streamed = False
 
     # -- decisions -----------------------------------------------------------
 
@@ -321,9 +325,19 @@ class Engine:
         whole, at the end of its stream: in record and live modes always
         (the call may turn out a session, whose messages go upstream as
         they come), in replay and auto modes when the recordings of its
-        path are sessions (:func:`reel_core._grpc_session.plays_as_session`).
+        path are sessions (:func:`reel_core._grpc_rule.plays_as_session`).
         ``False`` for any other request.  A cassette that cannot be chosen
-        for it says ``False``: the request, whole, is refused as usual."""
+        for it says ``False``: the request, whole, is refused as usual.
+
+        When it says ``True``, this exchange's recording plays as a
+        session: one that is no session (recorded whole, or imported) as
+        the session it was (:func:`~reel_core._grpc_rule.as_session`),
+        so a client that sends more than it did gets NOT_FOUND, not its
+        answer."""
+        self._streamed = self._streams(head)
+        return self._streamed
+
+    def _streams(self, head: Request) -> bool:
         if not is_grpc(head.header("content-type")):
             return False
         if self.config.mode in (Mode.RECORD, Mode.LIVE):
@@ -334,7 +348,7 @@ class Engine:
                 cassette = self._select(head)
             except (RemoteProtocolError, CassetteError):
                 return False
-        from ._grpc_session import plays_as_session
+        from ._grpc_rule import plays_as_session
 
         return plays_as_session(cassette, head.method, head.path)
 
@@ -426,6 +440,10 @@ class Engine:
                     elif interaction.grpc is not None:
                         lease = self.cassette.grpc_lease(key, self._keying)
                         interaction = lease.interaction
+                if self._streamed and interaction.grpc is None and interaction.websocket is None:
+                    from ._grpc_rule import as_session
+
+                    interaction = as_session(interaction)
                 session = interaction.grpc is not None
                 self._decision = Replay(
                     request,

@@ -46,15 +46,17 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ._engine import Engine
 from ._errors import LocalProtocolError
 from ._events import Cut, EndOfResponse, Event, Frame, Recorded, Signal, Trailers
 from ._exchange import interaction_id
 from ._grpc import GrpcStatus, percent_encode
 from ._grpc_log import GRPC_SESSION, GrpcLog, GrpcMessage, scrub_message
+from ._grpc_rule import is_session
 from ._hints import Hints
 from ._interaction import Interaction, StreamCut
 from ._match import FieldDiff, MatchConfig, MatchMode, canonical_body
@@ -65,16 +67,9 @@ from ._ws_pool import WebSocketLease
 
 if TYPE_CHECKING:
     from ._cassette import Cassette
-    from ._engine import Engine
     from ._events import Replay
 
-__all__ = [
-    "GrpcCallRecorder",
-    "GrpcCallReplay",
-    "is_session",
-    "plays_as_session",
-    "session_miss",
-]
+__all__ = ["Decode", "GrpcCallRecorder", "GrpcCallReplay", "session_miss"]
 
 #: Reads a gRPC message (as on the wire, its 5-byte prefix included) as a
 #: JSON value; raises ``ValueError`` for bytes it cannot read.
@@ -85,36 +80,6 @@ Report = Callable[[str, tuple[FieldDiff, ...], Interaction], MissReport]
 
 def _ms(seconds: float) -> float:
     return round(max(seconds, 0.0) * 1000.0, 3)
-
-
-def is_session(messages: Sequence[GrpcMessage]) -> bool:
-    """Whether a call that went so is a session: the one rule.  Its client
-    sent more than one message, or the server answered (a message, or the
-    call's end) before the client ended its stream.  Else (at most one
-    message, then the client's end, then the answer) it is an ordinary
-    unary or server-streaming exchange."""
-    for i, message in enumerate(messages):  # every entry before ``i`` is a client message
-        if message.sender == "server":
-            return True  # the server answered with the client's stream open
-        if message.end:
-            return False  # the client ended after at most one message
-        if i:
-            return True  # its second message
-    return False  # nothing from the server, the client's stream open: at most one message
-
-
-def plays_as_session(cassette: Cassette, method: str, path: str) -> bool:
-    """Whether a call to ``method`` ``path`` plays from ``cassette`` as a
-    session: when a recording of that path is one (the call is then decided
-    on its first message, the rest gated).  Worked out once for each path
-    and size of the cassette."""
-    cache = cassette.cache("grpc-sessions")
-    known = cache.get((method, path))
-    if known is not None and known[0] == len(cassette):
-        return bool(known[1])
-    found = any(i.grpc is not None for i in cassette.same_endpoint(method, path))
-    cache[(method, path)] = (len(cassette), found)
-    return found
 
 
 # -- recording -------------------------------------------------------------------

@@ -65,8 +65,10 @@ class SessionPool:
     holds each.  ``clients`` reads a recording's client messages (WebSocket
     sessions' by default); lines it gives ``None`` for are left out."""
 
-    def __init__(self, clients: Clients = websocket_clients) -> None:
+    def __init__(self, clients: Clients = websocket_clients, kind: str = "WebSocket") -> None:
         self._of = clients
+        #: What the pool's sessions are, in words (``"WebSocket"``, ``"gRPC"``).
+        self.kind = kind
         self._order: list[int] = []
         self._recordings: dict[int, Interaction] = {}
         self._clients: dict[int, Sequence[Any]] = {}
@@ -96,7 +98,7 @@ class SessionPool:
         (every one held: a repeat) the last, unheld.  At least one
         WebSocket session must be filed."""
         if not self._order:
-            raise LocalProtocolError("no session is recorded under this key")
+            raise LocalProtocolError(f"no {self.kind} session is recorded under this key")
         free = next((p for p in self._order if p not in self.holders), None)
         lease = WebSocketLease(
             self, self._order[-1] if free is None else free, held=free is not None
