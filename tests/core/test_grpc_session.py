@@ -174,6 +174,25 @@ def frames(events: Sequence[Event]) -> list[bytes]:
     return [e.data for e in events if isinstance(e, Frame)]
 
 
+def deadlines(
+    events: Sequence[Event], kinds: tuple[type, ...] = (Frame, Trailers, EndOfResponse)
+) -> list[float]:
+    """The deadlines of ``events`` of ``kinds`` (a replay's are never ``None``)."""
+    out = []
+    for e in events:
+        if isinstance(e, kinds):
+            assert isinstance(e, (Frame, Trailers, EndOfResponse, Cut))
+            assert e.at is not None
+            out.append(e.at)
+    return out
+
+
+def trailer(events: Sequence[Event], name: bytes) -> bytes:
+    found = [dict(e.headers)[name] for e in events if isinstance(e, Trailers)]
+    assert len(found) == 1
+    return found[0]
+
+
 def status_of(events: Sequence[Event]) -> int | None:
     for e in events:
         if isinstance(e, Trailers):
@@ -348,7 +367,7 @@ def test_one_message_more_than_recorded_is_not_found() -> None:
     assert status_of(events) == GrpcStatus.NOT_FOUND
     assert replay.miss is not None
     assert "one more than the recording holds (2 from the client)" in replay.miss.summary()
-    grpc_message = dict(events[0].headers)[b"grpc-message"]  # type: ignore[attr-defined]
+    grpc_message = trailer(events, b"grpc-message")
     assert grpc_message.startswith(b"Reel miss: gRPC session ")
     assert grpc_message.isascii()
 
@@ -430,7 +449,7 @@ def test_deadlines_count_from_the_gating_client_message(timing: str, expected: l
     second, _ = drain(replay)
     replay.client_end(clock + 0.6)
     rest, _ = drain(replay)
-    ats = [e.at for e in [*first, *second, *rest] if isinstance(e, (Frame, Trailers))]
+    ats = deadlines([*first, *second, *rest], (Frame, Trailers))
     assert ats == pytest.approx(expected)
     assert isinstance(rest[-1], EndOfResponse)
     assert rest[-1].at == pytest.approx(expected[-1])
@@ -442,7 +461,7 @@ def test_a_client_slower_than_recorded_never_makes_a_deadline_go_back() -> None:
     replay.client_message(grpc_frame(b"2"), 0.0)  # faster than recorded: the 10 ms one first
     replay.client_end(0.0)
     events, _ = drain(replay)
-    ats = [e.at for e in events if isinstance(e, (Frame, Trailers, EndOfResponse))]
+    ats = deadlines(events)
     assert ats == sorted(ats)
     assert frames(events) == [grpc_frame(b"a"), grpc_frame(b"b"), grpc_frame(b"c")]
 
@@ -728,7 +747,7 @@ def test_a_recording_that_is_no_session_plays_as_the_session_it_was() -> None:
     events, signal = drain(replay)
     assert frames(events) == [grpc_frame(b"a"), grpc_frame(b"b")]
     # the response's offsets count from its first byte, which came 10 ms in
-    assert [e.at for e in events] == pytest.approx([1.0, 1.02, 1.03, 1.03])
+    assert deadlines(events) == pytest.approx([1.0, 1.02, 1.03, 1.03])
     assert signal is Signal.CLOSED
     # a client that sends one message more gets NOT_FOUND, not the answer
     again = replay_of(cassette, grpc_frame(b"q"))
@@ -914,3 +933,23 @@ def test_streams_call_asks_the_mode_and_the_cassette() -> None:
         raise RemoteProtocolError("no such cassette", 400)
 
     assert not Engine(unchosen, Config(mode=Mode.REPLAY)).streams_call(head)
+
+
+def test_a_log_without_its_end_ends_after_its_last_entry() -> None:
+    """A hand-written line (an import) may hold no end and no trailers:
+    the call ends after its last entry, with no trailers."""
+    from reel_core import RecordedRequest
+
+    log = GrpcLog((GrpcMessage("client", 0.0, grpc_frame(b"1")), GrpcMessage("server", 5.0, b"x")))
+    bare = Interaction(
+        "sha256:" + "0" * 64,
+        "bare",
+        RecordedRequest("POST", PATH, (), grpc_frame(b"1")),
+        RecordedResponse(200, (), stream=GRPC_SESSION),
+        grpc=log,
+    )
+    replay = GrpcCallReplay(bare, timing=Timing.parse("realtime"))
+    replay.open(0.0)
+    events, signal = drain(replay)
+    assert events == [Frame(b"x", 0.005), EndOfResponse(0.005)]
+    assert signal is Signal.CLOSED
