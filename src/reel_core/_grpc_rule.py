@@ -2,7 +2,7 @@
 
 Nothing tells a proxy whether a method is unary, server-streaming,
 client-streaming or bidirectional (no descriptor is needed), so what
-crossed decides.  Record side, :func:`is_session`: a call is a session
+crossed decides.  Record side, :func:`is_grpc_session`: a call is a session
 when its client sent more than one message, or had not ended its stream
 when the server answered (a message, or the call's end); else it is an
 ordinary exchange, whole at the client's end.  Replay side, the cassette
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 
     from ._cassette import Cassette
 
-__all__ = ["as_session", "is_session", "plays_as_session"]
+__all__ = ["as_session", "is_grpc_session", "plays_as_session"]
 
 
-def is_session(messages: Sequence[GrpcMessage]) -> bool:
+def is_grpc_session(messages: Sequence[GrpcMessage]) -> bool:
     """Whether a call that went so is a session: the one rule.  Its client
     sent more than one message, or the server answered (a message, or the
     call's end) before the client ended its stream.  Else (at most one

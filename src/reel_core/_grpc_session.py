@@ -7,7 +7,7 @@ while the server answers cannot wait for the request's end, and its
 answers may depend on each message; it is recorded as a *session*, the
 way a WebSocket session is (:mod:`reel_core._websocket`).  Nothing tells a
 proxy which kind a method is (no descriptor is needed), so the
-conversation decides, in one place, :func:`is_session`: a call is a
+conversation decides, in one place, :func:`is_grpc_session`: a call is a
 session when its client sent more than one message, or had not ended its
 stream when the server answered (a message, or the call's end).  The
 replay side follows what the recording side decided: a call plays as a
@@ -56,7 +56,7 @@ from ._events import Cut, EndOfResponse, Event, Frame, Recorded, Signal, Trailer
 from ._exchange import interaction_id
 from ._grpc import GrpcStatus, percent_encode
 from ._grpc_log import GRPC_SESSION, GrpcLog, GrpcMessage, scrub_message
-from ._grpc_rule import is_session
+from ._grpc_rule import is_grpc_session
 from ._hints import Hints
 from ._interaction import Interaction, StreamCut
 from ._match import FieldDiff, MatchConfig, MatchMode, canonical_body
@@ -131,8 +131,8 @@ class GrpcCallRecorder:
 
     @property
     def session(self) -> bool:
-        """Whether the call, so far, is a session (:func:`is_session`)."""
-        return is_session(self._messages)
+        """Whether the call, so far, is a session (:func:`is_grpc_session`)."""
+        return is_grpc_session(self._messages)
 
     def finish(
         self, recording: Interaction, cassette: Cassette, *, mono: float | None = None

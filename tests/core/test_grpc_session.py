@@ -39,7 +39,7 @@ from reel_core import (
     Trailers,
 )
 from reel_core._grpc_log import GRPC_SESSION, GrpcLog, GrpcMessage, grpc_in, scrub_message
-from reel_core._grpc_rule import as_session, is_session, plays_as_session
+from reel_core._grpc_rule import as_session, is_grpc_session, plays_as_session
 from reel_core._grpc_session import GrpcCallRecorder, GrpcCallReplay, session_miss
 from reel_core._interaction import interaction_from_json
 from reel_core.tools import GrpcStatus, grpc_frame
@@ -239,7 +239,7 @@ ANOTHER_SESSION = [c(b"another session" * 2, 0.0), c(b"2", 0.0), s_end(0.01)]
 
 
 def oracle(conversation: Sequence[Entry]) -> bool:
-    """Whether a call is a session, said otherwise than ``is_session``:
+    """Whether a call is a session, said otherwise than ``is_grpc_session``:
     more than one client message, or a server entry before the client's end."""
     sent = len(client_messages(conversation))
     ends = [i for i, e in enumerate(conversation) if e.sender == "client" and e.end]
@@ -254,10 +254,10 @@ def log_of(conversation: Sequence[Entry]) -> list[GrpcMessage]:
 
 @given(conversations(first=False))
 def test_a_call_is_a_session_by_the_one_rule(conversation: list[Entry]) -> None:
-    assert is_session(log_of(conversation)) is oracle(conversation)
+    assert is_grpc_session(log_of(conversation)) is oracle(conversation)
     # and any prefix of it (the call as it stood at any moment) too
     for n in range(len(conversation)):
-        assert is_session(log_of(conversation[:n])) is oracle(conversation[:n])
+        assert is_grpc_session(log_of(conversation[:n])) is oracle(conversation[:n])
 
 
 def test_the_rules_examples() -> None:
@@ -266,12 +266,12 @@ def test_the_rules_examples() -> None:
     client_streaming = [c(b"1", 0.0), c(b"2", 0.01), c_end(0.02), s(b"sum", 0.03), s_end(0.03)]
     bidi = [c(b"1", 0.0), s(b"a", 0.01), s_end(0.03)]
     aborted = [c(b"1", 0.0), s_end(0.01)]  # the server ended it with the client's stream open
-    assert not is_session(log_of(unary))
-    assert not is_session(log_of(server_streaming))
-    assert is_session(log_of(client_streaming))
-    assert is_session(log_of(bidi))
-    assert is_session(log_of(aborted))
-    assert not is_session([])
+    assert not is_grpc_session(log_of(unary))
+    assert not is_grpc_session(log_of(server_streaming))
+    assert is_grpc_session(log_of(client_streaming))
+    assert is_grpc_session(log_of(bidi))
+    assert is_grpc_session(log_of(aborted))
+    assert not is_grpc_session([])
 
 
 @settings(max_examples=60, deadline=None)
