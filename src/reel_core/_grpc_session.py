@@ -74,8 +74,9 @@ __all__ = ["Decode", "GrpcCallRecorder", "GrpcCallReplay", "session_miss"]
 #: Reads a gRPC message (as on the wire, its 5-byte prefix included) as a
 #: JSON value; raises ``ValueError`` for bytes it cannot read.
 Decode = Callable[[bytes], object]
-#: Builds a session's miss report: its reason, its diffs, the recording left.
-Report = Callable[[str, tuple[FieldDiff, ...], Interaction], MissReport]
+#: Builds a session's miss report: its reason, its diffs, the recording
+#: left, and the share of its client messages the call matched.
+Report = Callable[[str, tuple[FieldDiff, ...], Interaction, float], MissReport]
 
 
 def _ms(seconds: float) -> float:
@@ -87,8 +88,9 @@ def _ms(seconds: float) -> float:
 
 class GrpcCallRecorder:
     """Keeps what crossed in a forwarded gRPC call, then builds its
-    recording (:meth:`finish`).  ``opened`` is when the call started (its
-    head came); every offset counts from it.  ``redactor`` is the
+    recording (:meth:`finish`).  ``opened`` is when the call started (over
+    HTTP/2, :meth:`~reel_core.tools.H2Session.started_at`: its first
+    message came); every offset counts from it.  ``redactor`` is the
     exchange's (``engine.redactor`` once the call was decided: it scrubs
     the request's credential values too)."""
 
@@ -258,11 +260,14 @@ class GrpcCallReplay:
             raise LocalProtocolError("this replay is not a gRPC session's")
         cassette, config = engine.cassette, engine.config
 
-        def report(reason: str, diffs: tuple[FieldDiff, ...], played: Interaction) -> MissReport:
+        def report(
+            reason: str, diffs: tuple[FieldDiff, ...], played: Interaction, score: float
+        ) -> MissReport:
             return session_miss(
                 reason,
                 diffs,
                 played,
+                score=score,
                 match=engine.match.mode.value,
                 cassette=cassette.name,
                 mode=config.mode.value,
@@ -320,7 +325,7 @@ class GrpcCallReplay:
             held = len(self._client)
             self._mismatch(
                 f"client message {k} is one more than the recording holds ({held} from the client)",
-                (),
+                (FieldDiff("message", "added", None, _digest(seen)),),
                 now,
             )
             return
@@ -343,10 +348,11 @@ class GrpcCallReplay:
         if self._done or self._client_end is not None:
             return
         if self.received < len(self._client):
+            missing = _digest(self._client[self.received][1].data)
             self._mismatch(
                 f"the client ended its stream after {self.received} of the "
                 f"{len(self._client)} messages recorded from it",
-                (),
+                (FieldDiff("message", "removed", missing, None),),
                 now,
             )
             return
@@ -375,10 +381,13 @@ class GrpcCallReplay:
 
     def _mismatch(self, reason: str, diffs: tuple[FieldDiff, ...], now: float) -> None:
         """The call leaves the recording: it ends at once, NOT_FOUND."""
+        score = self.received / len(self._client) if self._client else 0.0
         if self._report is not None:
-            report = self._report(reason, diffs, self.recording)
+            report = self._report(reason, diffs, self.recording, score)
         else:
-            report = session_miss(reason, diffs, self.recording, match=self.match.mode.value)
+            report = session_miss(
+                reason, diffs, self.recording, score=score, match=self.match.mode.value
+            )
         self.miss = report
         at = max(self._waited, self._since(now))
         self._queue.clear()
@@ -478,6 +487,7 @@ def session_miss(
     diffs: tuple[FieldDiff, ...],
     played: Interaction,
     *,
+    score: float,
     match: str,
     cassette: str = "<memory>",
     mode: str = "replay",
@@ -486,9 +496,11 @@ def session_miss(
 ) -> MissReport:
     """The miss report of a session that left ``played`` (its ``reason``
     names the message), as every miss is reported: the recording it left
-    is the closest, and ``diffs`` say where."""
+    is the closest (``score``: the share of its client messages the call
+    matched), and ``diffs`` say where (the message changed, added past
+    the recorded ones, or missing at the client's end)."""
     request = played.request
-    closest = Closest(played.id, request.method, request.path, 0.0 if diffs else 1.0, diffs)
+    closest = Closest(played.id, request.method, request.path, score, diffs)
     return MissReport(
         cassette=cassette,
         mode=mode,

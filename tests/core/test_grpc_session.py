@@ -366,7 +366,11 @@ def test_one_message_more_than_recorded_is_not_found() -> None:
     assert frames(events) == []
     assert status_of(events) == GrpcStatus.NOT_FOUND
     assert replay.miss is not None
-    assert "one more than the recording holds (2 from the client)" in replay.miss.summary()
+    summary = replay.miss.summary()
+    assert "one more than the recording holds (2 from the client)" in summary
+    assert "(similarity 1.00) differs at message" in summary
+    assert replay.miss.closest is not None
+    assert replay.miss.closest.diffs[0].kind == "added"
     grpc_message = trailer(events, b"grpc-message")
     assert grpc_message.startswith(b"Reel miss: gRPC session ")
     assert grpc_message.isascii()
@@ -382,6 +386,9 @@ def test_an_end_before_the_recorded_messages_is_not_found() -> None:
     assert status_of(events) == GrpcStatus.NOT_FOUND
     assert replay.miss is not None
     assert "ended its stream after 1 of the 2 messages" in replay.miss.reason
+    assert replay.miss.closest is not None
+    assert replay.miss.closest.score == 0.5
+    assert replay.miss.closest.diffs[0].kind == "removed"
 
 
 def test_a_message_the_recorded_server_never_heard_changes_nothing() -> None:
@@ -903,6 +910,7 @@ def test_a_bare_replay_reports_its_miss_without_a_cassette() -> None:
         replay.miss.reason.split(": ", 1)[1],
         replay.miss.closest.diffs if replay.miss.closest else (),
         cassette.interactions()[0],
+        score=0.5,
         match="normalized",
     )
 
