@@ -35,6 +35,36 @@ client's bytes with :meth:`H2Session.receive_data`, writes what
 - ``Signal.NEED_DATA`` (read on) or ``Signal.CLOSED`` (the client ended
   the connection and every exchange was handed out).
 
+A gRPC call (``content-type: application/grpc``) the engine says to
+stream (:meth:`Engine.streams_call`, asked at its head: always in record
+and live modes, in replay and auto modes when the recordings of its path
+are sessions, see :mod:`reel_core._grpc_rule`) goes to its engine at its
+first whole message, not at END_STREAM (:meth:`H2Session.streamed` says
+so; :meth:`H2Session.started_at` is the ``mono`` reading that message
+came with).  Its later messages go where the decision says:
+
+- a ``Replay`` whose ``grpc`` is set: the adapter plays the session
+  itself (:class:`~reel_core.tools.GrpcCallReplay`): after the engine's
+  ``Replay`` and ``ResponseHead``, the session's ``Frame``, ``Trailers``
+  and ``EndOfResponse`` come out as :class:`H2Event` as the client's
+  messages release them, each ``at`` counting from ``started_at``; the
+  binding sends each at its deadline as for any replay, and reads on
+  meanwhile (``NEED_DATA`` while every stream waits on its client).  A
+  client message the recording does not have hands out
+  :class:`H2SessionMiss` (for the run log), then the NOT_FOUND trailers;
+  ``PAUSED`` ends the exchange as for any replay.
+- a ``Forward``: the request's body is the first message only and the
+  upstream stream stays open; :class:`H2ClientMessage` hands out each
+  later message (send it upstream) and :class:`H2ClientEnd` the client's
+  END_STREAM, in order after the ``Forward``.  A recording binding feeds
+  a :class:`~reel_core.tools.GrpcCallRecorder` (``opened`` and the first
+  message at ``started_at``, each ``H2ClientMessage`` and ``H2ClientEnd``
+  at its ``at``, each upstream message as its bytes complete, the end at
+  the upstream's trailers or failure) and stores the call with
+  ``recorder.record(engine)`` instead of ``engine.record()``: a call that
+  turned out no session is stored as the engine recorded it.
+- a miss or a refusal: they are let go.
+
 A client that breaks the protocol gets a GOAWAY and
 :meth:`H2Session.receive_data` raises :class:`RemoteProtocolError`: write
 what :meth:`H2Session.data_to_send` holds, then close.
