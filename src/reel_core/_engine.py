@@ -325,7 +325,8 @@ class Engine:
         whole, at the end of its stream: in record and live modes always
         (the call may turn out a session, whose messages go upstream as
         they come), in replay and auto modes when the recordings of its
-        path are sessions (:func:`reel_core._grpc_rule.plays_as_session`).
+        path are sessions (:func:`reel_core._grpc_rule.plays_as_session`),
+        and in auto mode when its path has none (it will be forwarded).
         ``False`` for any other request.  A cassette that cannot be chosen
         for it says ``False``: the request, whole, is refused as usual.
 
@@ -350,7 +351,8 @@ class Engine:
                 return False
         from ._grpc_rule import plays_as_session
 
-        return plays_as_session(cassette, head.method, head.path)
+        forwards = self.config.mode is Mode.AUTO
+        return plays_as_session(cassette, head.method, head.path, forwards=forwards)
 
     def recorded_request(self, request: Request) -> RecordedRequest:
         """The redacted form of ``request`` that is keyed and stored (its

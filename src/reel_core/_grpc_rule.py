@@ -45,18 +45,26 @@ def is_grpc_session(messages: Sequence[GrpcMessage]) -> bool:
     return False  # nothing from the server, the client's stream open: at most one message
 
 
-def plays_as_session(cassette: Cassette, method: str, path: str) -> bool:
+def plays_as_session(cassette: Cassette, method: str, path: str, *, forwards: bool = False) -> bool:
     """Whether a call to ``method`` ``path`` plays from ``cassette`` as a
     session: when a recording of that path is one (the call is then decided
-    on its first message, the rest gated).  Worked out once for each path
-    and size of the cassette."""
+    on its first message, the rest gated).  ``forwards``: a miss is
+    forwarded (auto mode), so a path with no recording at all streams too,
+    as in record mode (held whole, a bidirectional call whose client waits
+    for an answer before it ends its stream would never be forwarded).
+    Worked out once for each path and size of the cassette."""
     cache = cassette.cache("grpc-sessions")
     known = cache.get((method, path))
-    if known is not None and known[0] == len(cassette):
-        return bool(known[1])
-    found = any(i.grpc is not None for i in cassette.same_endpoint(method, path))
-    cache[(method, path)] = (len(cassette), found)
-    return found
+    if known is None or known[0] != len(cassette):
+        recorded = sessions = False
+        for interaction in cassette.same_endpoint(method, path):
+            recorded = True
+            if interaction.grpc is not None:
+                sessions = True
+                break
+        known = cache[(method, path)] = (len(cassette), recorded, sessions)
+    _, recorded, sessions = known
+    return bool(sessions or (forwards and not recorded))
 
 
 def as_session(recording: Interaction) -> Interaction:

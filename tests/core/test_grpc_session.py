@@ -961,3 +961,18 @@ def test_a_log_without_its_end_ends_after_its_last_entry() -> None:
     events, signal = drain(replay)
     assert events == [Frame(b"x", 0.005), EndOfResponse(0.005)]
     assert signal is Signal.CLOSED
+
+
+def test_auto_mode_streams_a_path_it_has_never_recorded() -> None:
+    """A miss in auto mode is forwarded: a call on a path with no recording
+    streams, as in record mode (held whole, a bidirectional client waiting
+    for an answer would never be forwarded); a path recorded only whole
+    stays whole."""
+    head = Request("POST", PATH, HEADERS, b"")
+    empty = Cassette("c.jsonl")
+    assert Engine(empty, Config(mode=Mode.AUTO)).streams_call(head)
+    assert not Engine(empty, Config(mode=Mode.REPLAY)).streams_call(head)
+    unary = record([c(b"q", 0.0), c_end(0.0), s(b"a", 0.01), s_end(0.02)])[0]
+    assert not Engine(unary, Config(mode=Mode.AUTO)).streams_call(head)
+    assert not plays_as_session(unary, "POST", PATH, forwards=True)
+    assert plays_as_session(unary, "POST", "/pkg.Chat/Other", forwards=True)
