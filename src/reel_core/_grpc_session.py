@@ -92,7 +92,10 @@ class GrpcCallRecorder:
     HTTP/2, :meth:`~reel_core.tools.H2Session.started_at`: its first
     message came); every offset counts from it.  ``redactor`` is the
     exchange's (``engine.redactor`` once the call was decided: it scrubs
-    the request's credential values too)."""
+    the request's credential values too).  The upstream's head, messages,
+    trailers and end are fed to the engine as for any forward (they are
+    passed on from there, and its recording keeps the status, headers,
+    trailers and a cut); the recorder keeps the order and the offsets."""
 
     def __init__(self, redactor: Redactor, *, opened: float) -> None:
         self.redactor = redactor
@@ -140,13 +143,14 @@ class GrpcCallRecorder:
         self, recording: Interaction, cassette: Cassette, *, mono: float | None = None
     ) -> Interaction:
         """The call's recording: ``recording`` (the engine's) as it is when
-        the call is no session; else the session's, its request's body the
+        the call is no session, or its answer no gRPC one (an HTTP error
+        page is kept as the engine stored it); else the session's, its request's body the
         first client message (keyed again under ``cassette``'s keying when
         the engine had the whole body), its response's head, trailers and
         cut, and the conversation.  A call not ended is stored as ended at
         monotonic time ``mono`` (else at its last entry)."""
-        if not self.session:
-            return recording
+        if not self.session or recording.response.stream != "grpc":
+            return recording  # no session, or no gRPC answer (an HTTP error): as it came
         if not self._ended:
             self.ended(self.opened if mono is None else mono)
         log = GrpcLog(tuple(self._messages)).redacted(self.redactor)

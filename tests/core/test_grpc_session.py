@@ -976,3 +976,23 @@ def test_auto_mode_streams_a_path_it_has_never_recorded() -> None:
     assert not Engine(unary, Config(mode=Mode.AUTO)).streams_call(head)
     assert not plays_as_session(unary, "POST", PATH, forwards=True)
     assert plays_as_session(unary, "POST", "/pkg.Chat/Other", forwards=True)
+
+
+def test_a_session_answered_with_no_grpc_is_kept_as_it_came() -> None:
+    cassette = Cassette("c.jsonl")
+    engine = Engine(cassette, Config(mode=Mode.RECORD))
+    engine.receive_request(Request("POST", PATH, HEADERS, grpc_frame(b"1")))
+    pull(engine)
+    recorder = GrpcCallRecorder(engine.redactor, opened=0.0)
+    recorder.client_message(grpc_frame(b"1"), 0.0)
+    recorder.client_message(grpc_frame(b"2"), 0.0)
+    engine.upstream_head(404, ((b"content-type", b"text/html"),), mono=0.01)
+    engine.upstream_data(b"<h1>no</h1>", mono=0.01)
+    engine.upstream_end(mono=0.02)
+    recorder.ended(0.02)
+    pull(engine)
+    assert recorder.session
+    assert recorder.record(engine) is not None
+    stored = cassette.interactions()[0]
+    assert stored.grpc is None
+    assert stored.response.body == b"<h1>no</h1>"
