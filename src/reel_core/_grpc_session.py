@@ -7,20 +7,22 @@ while the server answers cannot wait for the request's end, and its
 answers may depend on each message; it is recorded as a *session*, the
 way a WebSocket session is (:mod:`reel_core._websocket`).  Nothing tells a
 proxy which kind a method is (no descriptor is needed), so the
-conversation decides, in one place, :func:`is_grpc_session`: a call is a
+conversation decides, in one place,
+:func:`~reel_core._grpc_rule.is_grpc_session`: a call is a
 session when its client sent more than one message, or had not ended its
 stream when the server answered (a message, or the call's end).  The
 replay side follows what the recording side decided: a call plays as a
 session when the recordings of its path are sessions
-(:func:`plays_as_session`); it is then decided on its first message, and
-the rest is gated.
+(:func:`~reel_core._grpc_rule.plays_as_session`); it is then decided on
+its first message, and the rest is gated.
 
 - :class:`GrpcCallRecorder` is fed each whole message as it crossed
   (``client_message``, ``server_message``: prefix included), the client's
   END_STREAM (``client_end``) and the call's end (``ended``), with ``now``
   readings.  :meth:`GrpcCallRecorder.finish` turns the engine's recording
-  of the call into the session's (a call that is no session is left as
-  the engine recorded it): the request's body is the first client
+  of the call into the session's (a call that is no session, or was
+  answered with no gRPC, is left as the engine recorded it): the
+  request's body is the first client
   message (what the call is keyed and matched on, as a unary call's), the
   response keeps its head and trailers, and :class:`~reel_core._grpc_log.GrpcLog`
   holds the conversation, every message scrubbed as a unit by the
@@ -44,6 +46,7 @@ the rest is gated.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import deque
 from collections.abc import Callable
@@ -477,8 +480,6 @@ def _wire(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[bytes, bytes], ...]
 
 
 def _digest(data: bytes) -> str:
-    import hashlib
-
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 

@@ -77,6 +77,7 @@ rest is queued until the client's WINDOW_UPDATE opens the window, and an
 
 from __future__ import annotations
 
+import enum
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -192,6 +193,18 @@ class H2SessionMiss:
 _Handed = H2Event | H2Refused | H2ClientMessage | H2ClientEnd | H2SessionMiss
 
 
+class _Route(enum.Enum):
+    """Where a streamed gRPC call's later client messages go, once decided."""
+
+    #: Handed out (``H2ClientMessage``, ``H2ClientEnd``): the binding sends
+    #: them upstream.
+    FORWARD = "forward"
+    #: To the call's :class:`~reel_core.tools.GrpcCallReplay`.
+    REPLAY = "replay"
+    #: Let go: the call was answered otherwise (a miss, a refusal).
+    DROP = "drop"
+
+
 @dataclass(eq=False)
 class _Stream:
     """What the adapter keeps of one stream."""
@@ -212,9 +225,8 @@ class _Stream:
     #: Such a call's later client messages (``None``: its end, with the
     #: bytes of an unfinished message), until its decision is handed out.
     inbox: list[tuple[bytes | None, bytes, float]] = field(default_factory=list)
-    #: Where its later messages go once decided: ``"forward"`` (handed out),
-    #: ``"replay"`` (to ``replay``), ``"drop"`` (a miss, a refusal).
-    route: str | None = None
+    #: Where its later messages go once decided (``None``: not yet).
+    route: _Route | None = None
     #: The replay of a gRPC session, once decided.
     replay: GrpcCallReplay | None = None
     #: The engine's response events are handed out; the replay's follow.
@@ -406,12 +418,12 @@ class H2Session:
         come at ``now``, where its decision says."""
         if stream.route is None:
             stream.inbox.append((message, rest, now))
-        elif stream.route == "forward":
+        elif stream.route is _Route.FORWARD:
             if message is None:
                 self._handed.append(H2ClientEnd(sid, rest, now))
             else:
                 self._handed.append(H2ClientMessage(sid, message, now))
-        elif stream.route == "replay":
+        elif stream.route is _Route.REPLAY:
             replay = stream.replay
             assert replay is not None
             if message is None:
@@ -551,14 +563,14 @@ class H2Session:
         if stream.route is not None:
             return
         if isinstance(event, Forward):
-            stream.route = "forward"
+            stream.route = _Route.FORWARD
         elif isinstance(event, Replay) and event.grpc is not None:
-            stream.route = "replay"
+            stream.route = _Route.REPLAY
             decode = self._decode(event.request.path) if self._decode is not None else None
             stream.replay = GrpcCallReplay.for_engine(stream.engine, event, decode=decode)
             stream.replay.open(stream.opened, first=bool(event.request.body))
-        else:  # a miss, a refusal, a recording that is no session: the rest is let go
-            stream.route = "drop"
+        else:  # a miss, a refusal: the rest is let go
+            stream.route = _Route.DROP
         inbox, stream.inbox = stream.inbox, []
         for message, rest, now in inbox:
             self._more(sid, stream, message, rest, now)
