@@ -138,8 +138,10 @@ class WebSocketLease:
 
     @property
     def log(self) -> WebSocketLog:
+        """The WebSocket session played (a WebSocket pool's lease; a gRPC
+        replay reads :attr:`interaction`)."""
         log = self.interaction.websocket
-        assert log is not None  # the pool files WebSocket sessions only
+        assert log is not None  # a WebSocket pool files WebSocket sessions only
         return log
 
     def client_message(self, k: int, same: Callable[[Any], bool]) -> None:
