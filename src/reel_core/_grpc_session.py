@@ -36,9 +36,9 @@ its first message, and the rest is gated.
   client message is compared with the recorded one (its bytes; the JSON
   values a ``decode`` seam reads, outside exact mode).  A mismatch, one
   message more than recorded, or an end before the recorded messages
-  ends the call at once with ``grpc-status: 5`` (NOT_FOUND) and the miss
-  report's line in ``grpc-message``; nothing recorded after that point
-  is handed out, and :attr:`GrpcCallReplay.miss` is the
+  ends the call there: what the matching messages released still goes
+  out, then ``grpc-status: 5`` (NOT_FOUND) with the miss report's line in
+  ``grpc-message``; nothing recorded after that point is handed out, and :attr:`GrpcCallReplay.miss` is the
   :class:`~reel_core.MissReport`.  With a lease (several recordings share
   the first message), the recording played follows the client's messages
   (:mod:`reel_core._ws_pool`).
@@ -251,6 +251,10 @@ class GrpcCallReplay:
         self._waited = 0.0
         self._queue: deque[Event] = deque()
         self._done = False
+        #: After a miss: where in the log the call stops (the client entry
+        #: it did not match), and when the miss came.
+        self._stop: int | None = None
+        self._stop_at = 0.0
         #: Set when the client's messages left the recording (the call
         #: then ended with NOT_FOUND).
         self.miss: MissReport | None = None
@@ -321,19 +325,23 @@ class GrpcCallReplay:
 
     def client_message(self, data: bytes, now: float) -> None:
         """A whole client message (its prefix included) came at ``now``."""
-        if self._done:
+        if self._done or self.miss is not None:
             return
+        if self._client_end is not None:
+            raise LocalProtocolError("a client message after the client ended its stream")
         k = self.received
         seen = self._seen(data)
         self._lease_saw(k, lambda recorded: not self._differ(recorded.data, seen))
         if k >= len(self._client) and not self._client_ends:
             return  # the recorded call ended with its client's stream open: unheard
-        if self._client_end is not None or k >= len(self._client):
+        if k >= len(self._client):
             held = len(self._client)
+            end = next(i for i, m in enumerate(self.log.messages) if m.sender == "client" and m.end)
             self._mismatch(
                 f"client message {k} is one more than the recording holds ({held} from the client)",
                 (FieldDiff("message", "added", None, _digest(seen)),),
                 now,
+                end,
             )
             return
         position, recorded = self._client[k]
@@ -343,6 +351,7 @@ class GrpcCallReplay:
                 f"client message {k} (grpc.messages[{position}]) does not match the recording",
                 tuple(diffs),
                 now,
+                position,
             )
             return
         self.received += 1
@@ -352,15 +361,16 @@ class GrpcCallReplay:
 
     def client_end(self, now: float) -> None:
         """The client ended its stream (END_STREAM) at ``now``."""
-        if self._done or self._client_end is not None:
+        if self._done or self.miss is not None or self._client_end is not None:
             return
         if self.received < len(self._client):
-            missing = _digest(self._client[self.received][1].data)
+            position, recorded = self._client[self.received]
             self._mismatch(
                 f"the client ended its stream after {self.received} of the "
                 f"{len(self._client)} messages recorded from it",
-                (FieldDiff("message", "removed", missing, None),),
+                (FieldDiff("message", "removed", _digest(recorded.data), None),),
                 now,
+                position,
             )
             return
         self._client_end = self._since(now)
@@ -386,8 +396,11 @@ class GrpcCallReplay:
         ours, theirs = canonical_body(ours, config), canonical_body(theirs, config)
         return [] if ours == theirs else body_diff(ours, theirs, "message")
 
-    def _mismatch(self, reason: str, diffs: tuple[FieldDiff, ...], now: float) -> None:
-        """The call leaves the recording: it ends at once, NOT_FOUND."""
+    def _mismatch(self, reason: str, diffs: tuple[FieldDiff, ...], now: float, stop: int) -> None:
+        """The call leaves the recording at log entry ``stop`` (the client
+        entry it did not match): what was recorded before it still goes
+        out (it answered messages that matched), then NOT_FOUND; nothing
+        after it."""
         score = self.received / len(self._client) if self._client else 0.0
         if self._report is not None:
             report = self._report(reason, diffs, self.recording, score)
@@ -396,14 +409,22 @@ class GrpcCallReplay:
                 reason, diffs, self.recording, score=score, match=self.match.mode.value
             )
         self.miss = report
-        at = max(self._waited, self._since(now))
-        self._queue.clear()
+        self._stop, self._stop_at = stop, self._since(now)
+        if self._lease is not None:
+            self._lease.end()
+
+    def _not_found(self) -> Event:
+        """The end of a call that left its recording: NOT_FOUND, the miss
+        report's line in ``grpc-message``, after what went out before."""
+        assert self.miss is not None
+        at = self._waited = max(self._waited, self._stop_at)
         trailers = (
             (b"grpc-status", b"%d" % GrpcStatus.NOT_FOUND),
-            (b"grpc-message", percent_encode(report.summary())),
+            (b"grpc-message", percent_encode(self.miss.summary())),
         )
-        self._queue.extend((Trailers(trailers, at), EndOfResponse(at)))
+        self._queue.append(EndOfResponse(at))
         self._finish()
+        return Trailers(trailers, at)
 
     def _finish(self) -> None:
         self._done = True
@@ -435,6 +456,8 @@ class GrpcCallReplay:
             return Signal.CLOSED
         messages = self.log.messages
         while self._pos < len(messages):
+            if self._pos == self._stop:
+                return self._not_found()
             message = messages[self._pos]
             if message.sender == "client":
                 if message.end:

@@ -310,6 +310,17 @@ def test_a_replay_with_the_same_client_messages_gives_the_recorded_answers_gated
     assert status_of(events) == 0
     assert isinstance(events[-1], EndOfResponse)
     assert replay.miss is None
+    # a client that sends everything before pulling anything gets the same
+    eager = replay_of(reloaded(cassette), client_messages(conversation)[0])
+    for e in conversation[1:]:
+        if e.sender == "client":
+            if e.end:
+                eager.client_end(1.0)
+            else:
+                eager.client_message(e.data, 1.0)
+    events, signal = drain(eager)
+    assert frames(events) == server_so_far
+    assert status_of(events) == 0
 
 
 @settings(max_examples=60, deadline=None)
@@ -321,6 +332,7 @@ def test_a_changed_client_message_gets_not_found_there_and_nothing_after(
     if len(sent) < 2:
         return
     k = data.draw(st.integers(1, len(sent) - 1))
+    eager = data.draw(st.booleans())  # the client sends before pulling what is due
     cassette = Cassette("c.jsonl")
     record(ANOTHER_SESSION, cassette)
     cassette, _ = record(conversation, cassette)
@@ -333,8 +345,9 @@ def test_a_changed_client_message_gets_not_found_there_and_nothing_after(
             if not e.end and seen < k:
                 before.append(e.data)
             continue
-        events, _ = drain(replay)
-        got += frames(events)
+        if not eager:
+            events, _ = drain(replay)
+            got += frames(events)
         if e.end:
             replay.client_end(1.0)
             continue
@@ -345,7 +358,8 @@ def test_a_changed_client_message_gets_not_found_there_and_nothing_after(
         replay.client_message(e.data, 1.0)
     events, signal = drain(replay)
     got += frames(events)
-    assert got == before  # nothing recorded after the changed message
+    # what answered the messages that matched, and nothing recorded after
+    assert got == before
     assert signal is Signal.CLOSED
     assert status_of(events) == GrpcStatus.NOT_FOUND
     assert replay.miss is not None
@@ -354,6 +368,29 @@ def test_a_changed_client_message_gets_not_found_there_and_nothing_after(
     replay.client_message(sent[-1], 2.0)
     replay.client_end(2.0)
     assert replay.next_event() is Signal.CLOSED
+
+
+def test_what_answered_the_matching_messages_goes_out_before_not_found() -> None:
+    """The client sends a changed message before the binding pulled what
+    the matching ones released: those answers go out, then NOT_FOUND."""
+    conversation = [c(b"1", 0.0), s(b"a", 0.01), c(b"2", 0.02), s(b"b", 0.03), s_end(0.04)]
+    cassette, _ = record(conversation)
+    replay = replay_of(reloaded(cassette), grpc_frame(b"1"), timing="realtime")
+    replay.client_message(grpc_frame(b"two"), 0.001)
+    events, signal = drain(replay)
+    assert frames(events) == [grpc_frame(b"a")]
+    assert status_of(events) == GrpcStatus.NOT_FOUND
+    assert deadlines(events) == pytest.approx([0.01, 0.01, 0.01])
+    assert signal is Signal.CLOSED
+
+
+def test_a_client_message_after_the_clients_end_is_a_binding_error() -> None:
+    cassette, _ = record([c(b"1", 0.0), c_end(0.0), s_end(0.01)])
+    replay = GrpcCallReplay(as_session(cassette.interactions()[0]))
+    replay.open(0.0)
+    replay.client_end(0.0)
+    with pytest.raises(LocalProtocolError, match="after the client ended"):
+        replay.client_message(grpc_frame(b"2"), 0.0)
 
 
 def test_one_message_more_than_recorded_is_not_found() -> None:
