@@ -1,7 +1,7 @@
 """The conversation of a gRPC session, and its form on a cassette line.
 
 A client-streaming or bidirectional gRPC call (a *session*, see
-:func:`reel_core._grpc_session.is_grpc_session`) is one interaction, as a
+:func:`reel_core._grpc_rule.is_grpc_session`) is one interaction, as a
 WebSocket session is: its request is the call's ``POST /pkg.Service/Method``
 with its first client message as the body (what it is keyed and matched
 on), its response the status, headers and trailers, and

@@ -139,7 +139,7 @@ class GrpcCallRecorder:
 
     @property
     def session(self) -> bool:
-        """Whether the call, so far, is a session (:func:`is_grpc_session`)."""
+        """Whether the call, so far, is a session (:func:`~reel_core._grpc_rule.is_grpc_session`)."""
         return is_grpc_session(self._messages)
 
     def finish(
