@@ -38,10 +38,10 @@ its first message, and the rest is gated.
   message more than recorded, or an end before the recorded messages
   ends the call there: what the matching messages released still goes
   out, then ``grpc-status: 5`` (NOT_FOUND) with the miss report's line in
-  ``grpc-message``; nothing recorded after that point is handed out, and :attr:`GrpcCallReplay.miss` is the
-  :class:`~reel_core.MissReport`.  With a lease (several recordings share
-  the first message), the recording played follows the client's messages
-  (:mod:`reel_core._ws_pool`).
+  ``grpc-message``; nothing recorded after that point is handed out,
+  and :attr:`GrpcCallReplay.miss` is the :class:`~reel_core.MissReport`.
+  With a lease (several recordings share the first message), the
+  recording played follows the client's messages (:mod:`reel_core._ws_pool`).
 """
 
 from __future__ import annotations
@@ -139,7 +139,8 @@ class GrpcCallRecorder:
 
     @property
     def session(self) -> bool:
-        """Whether the call, so far, is a session (:func:`~reel_core._grpc_rule.is_grpc_session`)."""
+        """Whether the call, so far, is a session (the one rule:
+        :func:`~reel_core._grpc_rule.is_grpc_session`)."""
         return is_grpc_session(self._messages)
 
     def finish(
