@@ -19,6 +19,7 @@ import base64
 import binascii
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -359,8 +360,11 @@ class CallFeed:
 
     def __init__(self, upstreaming: Upstreaming, *, whole: bool = False) -> None:
         self._up = upstreaming
-        #: The call's conversation, when the core may store it as a session.
+        #: The call's conversation, when the core may store it as a session:
+        #: fed from the caller's thread and grpcio's request thread, in the
+        #: order (and at the times) the lock lets them by.
         self._recorder = upstreaming.recorder
+        self._lock = threading.Lock()
         self._headed = False
         self._ended = False
         if whole:  # its one message went with the head, then the client's end
@@ -369,16 +373,19 @@ class CallFeed:
     def client_message(self, data: bytes) -> None:
         """A later client message, as it goes upstream."""
         if self._recorder is not None:
-            self._recorder.client_message(grpc_frame(data), time.monotonic())
+            with self._lock:
+                self._recorder.client_message(grpc_frame(data), time.monotonic())
 
     def client_end(self) -> None:
         """The client ended its stream (it sends no more)."""
         if self._recorder is not None:
-            self._recorder.client_end(time.monotonic())
+            with self._lock:
+                self._recorder.client_end(time.monotonic())
 
     def _over(self) -> None:
         if self._recorder is not None:
-            self._recorder.ended(time.monotonic())
+            with self._lock:
+                self._recorder.ended(time.monotonic())
 
     def head(self, initial: Iterable[tuple[str, str | bytes]] | None) -> None:
         if not self._headed:
@@ -388,7 +395,8 @@ class CallFeed:
     def message(self, data: bytes) -> None:
         framed = grpc_frame(data)
         if self._recorder is not None:
-            self._recorder.server_message(framed, time.monotonic())
+            with self._lock:
+                self._recorder.server_message(framed, time.monotonic())
         self._up.data(framed)
 
     def end(

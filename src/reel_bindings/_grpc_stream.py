@@ -170,7 +170,8 @@ class SessionPlay(grpc.RpcError, grpc.Call):  # type: ignore[misc]  # grpcio is 
             if event is None or (self._timeout is not None and at > self._timeout):
                 sleep_until_sync(self._start + (self._timeout or 0.0))
                 self._end(Outcome(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded"))
-            elif at:
+                continue  # what was due after the deadline never comes
+            if at:
                 sleep_until_sync(self._start + at)
             if isinstance(event, Frame):
                 self._count += 1

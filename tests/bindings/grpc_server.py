@@ -101,10 +101,13 @@ class Turn:
     details: str = ""
     #: Anything, to tell two messages apart.
     tag: str = ""
+    #: How long the server thinks before it answers this turn (seconds).
+    gap: float = 0.0
 
     def message(self) -> bytes:
         return json.dumps(
             {
+                "gap": self.gap,
                 "reply": [m.hex() for m in self.reply],
                 "stop": list(self.stop) if self.stop is not None else None,
                 "final": [m.hex() for m in self.final],
@@ -125,6 +128,7 @@ class Turn:
             data["code"],
             data["details"],
             data["tag"],
+            data["gap"],
         )
 
 
@@ -188,6 +192,8 @@ class ScriptedServer:
         for message in requests:
             turn = Turn.of(message)
             first = first or turn
+            if turn.gap:
+                time.sleep(turn.gap)
             yield from turn.reply
             if turn.stop is not None:
                 code, details = turn.stop
