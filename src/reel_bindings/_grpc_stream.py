@@ -289,6 +289,8 @@ class StreamCall(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
         self._start_call = start
         self._call: Any = None
         self._error: BaseException | None = None
+        #: Held while the call is started (or settled without a start).
+        self._deciding = threading.Lock()
         self._decided = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True, name="reel-grpc-requests")
         self._thread.start()
@@ -306,16 +308,20 @@ class StreamCall(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
                 if self._streamed:
                     break
         except Exception:  # the caller's iterator or serializer raised: as grpcio ends it
-            self._call = ReplayedCall(Replayed((), (), None, requests_failed))
-            self._decided.set()
+            self._settle(requests_failed)
             return
-        try:
-            self._call, sink = self._start_call(taken, not self._streamed or not taken, messages)
-        except BaseException as exc:  # a strict miss, say: raised to the caller
-            self._error = exc
+        with self._deciding:
+            if self._decided.is_set():  # cancelled meanwhile: never started
+                return
+            try:
+                self._call, sink = self._start_call(
+                    taken, not self._streamed or not taken, messages
+                )
+            except BaseException as exc:  # a strict miss, say: raised to the caller
+                self._error = exc
+                self._decided.set()
+                return
             self._decided.set()
-            return
-        self._decided.set()
         if sink is None:
             return
         try:
@@ -326,6 +332,17 @@ class StreamCall(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
             sink.client_end(failed=True)
             return
         sink.client_end()
+
+    def _settle(self, outcome: Outcome) -> bool:
+        """End the call with ``outcome`` if it was not started; whether it
+        was so ended."""
+        with self._deciding:
+            if self._decided.is_set():
+                return False
+            self._call = ReplayedCall(Replayed((), (), None, outcome))
+            self._call.wait()
+            self._decided.set()
+            return True
 
     def _target(self) -> Any:
         self._decided.wait()
@@ -361,7 +378,10 @@ class StreamCall(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
         return remaining
 
     def cancel(self) -> bool:
-        return bool(self._target().cancel())
+        """Cancel the call: one that waits for its first message is never
+        started (nor is what the iterator yields later sent anywhere)."""
+        cancelled = Outcome(grpc.StatusCode.CANCELLED, "Locally cancelled by application!")
+        return self._settle(cancelled) or bool(self._target().cancel())
 
     def add_callback(self, callback: Callable[[], None]) -> bool:
         return bool(self._target().add_callback(callback))

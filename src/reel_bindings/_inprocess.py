@@ -219,7 +219,10 @@ class Player:
         client's end: the engine's one answer, :meth:`Engine.streams_call`
         (asked of an engine of its own: the question sets up an exchange)."""
         with self.lock:
-            return Engine(self.file.cassette, self.config).streams_call(head)
+            config = self.config
+            if running_on(self.file):  # as decide(): inside a call recorded on this cassette
+                config = replace(config, mode=Mode.LIVE)
+            return Engine(self.file.cassette, config).streams_call(head)
 
     def decide(self, request: Request, *, streamed: bool = False) -> Decision | Upstreaming:
         """The answer to ``request``, or (to send it upstream) the feed of

@@ -601,3 +601,29 @@ def open_chat(client: Any, first: bytes) -> int:
     client.conn.send_headers(sid, head)
     client.conn.send_data(sid, first)
     return sid
+
+
+def test_a_call_cancelled_before_its_first_message_never_starts(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "cancelled.jsonl"
+    hold = threading.Event()
+
+    def requests() -> Iterator[bytes]:
+        hold.wait(PATIENCE)
+        yield CHATTY[0].message()
+
+    before = server.calls["Chat"]
+    chan = channel(grpc.insecure_channel(server.address), cassette, mode="record")
+    call = chan.stream_stream(CHAT)(requests())
+    assert call.is_active()
+    assert call.cancel()  # at once: the call waits on no message
+    assert not call.cancel()
+    hold.set()
+    with pytest.raises(grpc.RpcError):
+        list(call)
+    assert call.code() is grpc.StatusCode.CANCELLED
+    assert not call.is_active()
+    chan.close()
+    assert server.calls["Chat"] == before  # never sent
+    assert len(cassette.read_text().splitlines()) == 1  # nothing recorded
