@@ -367,8 +367,18 @@ class _StreamStream(_Streaming, grpc.aio.StreamStreamMultiCallable):  # type: ig
 
 
 class _StreamUnaryCall(StreamingCall, _UnaryCall, grpc.aio.StreamUnaryCall):  # type: ignore[misc]
-    """A client-streaming call: awaited for its answer; ``write()`` and
-    ``done_writing()`` send when no request iterator was given."""
+    """A client-streaming call: awaited for its answer (its one message,
+    once the call ended: a replayed session's count is known at its end);
+    ``write()`` and ``done_writing()`` send when no request iterator was
+    given."""
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if self._answer is _END:  # the first await; an error is raised each time
+            answer = yield from self._next().__await__()
+            while (yield from self._next().__await__()) is not _END:
+                pass  # more than one: the end says so (INTERNAL)
+            self._answer = answer
+        return self._answer
 
 
 class _StreamStreamCall(StreamingCall, _StreamCall, grpc.aio.StreamStreamCall):  # type: ignore[misc]

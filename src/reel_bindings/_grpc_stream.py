@@ -389,6 +389,13 @@ class StreamCall(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
     def __getattr__(self, name: str) -> Any:  # debug_error_string, the Future's methods
         return getattr(self._target(), name)
 
+    def __repr__(self) -> str:
+        if not self._decided.is_set():
+            return "<StreamCall waiting for its first message>"
+        return repr(self._call if self._error is None else self._error)
+
+    __str__ = __repr__
+
 
 class OneAnswer:
     """A forwarded stream-unary call (grpcio's future) read as a stream of

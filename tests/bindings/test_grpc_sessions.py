@@ -627,3 +627,112 @@ def test_a_call_cancelled_before_its_first_message_never_starts(
     chan.close()
     assert server.calls["Chat"] == before  # never sent
     assert len(cassette.read_text().splitlines()) == 1  # nothing recorded
+
+
+# -- the calls, as grpcio's own ----------------------------------------------------------
+
+
+def test_a_replayed_session_is_a_call(server: ScriptedServer, tmp_path: Path) -> None:
+    cassette = tmp_path / "call.jsonl"
+    both("sync", server.address, cassette, CHATTY, lockstep=True, mode="record")
+    chan = channel(grpc.insecure_channel(GONE), cassette, mode="replay", timing="fast")
+    call = chan.stream_stream(CHAT)(iter(_messages(CHATTY, {})), timeout=30)
+    ended: list[str] = []
+    assert call.add_callback(lambda: ended.append("done"))
+    assert call.is_active()
+    assert 0 < call.time_remaining() <= 30
+    assert call.initial_metadata() == ()
+    assert next(call) == b"one"
+    assert call.code() is grpc.StatusCode.OK  # waits for the end, as grpcio's
+    assert ended == ["done"]
+    assert not call.is_active()
+    assert not call.cancel()  # over already
+    assert not call.add_callback(print)
+    assert call.trailing_metadata() == ()
+    assert call.debug_error_string() == "replayed by Reel: OK"
+    assert "OK" in repr(call)
+    cancelled = chan.stream_stream(CHAT)(iter(_messages(CHATTY, {})))
+    assert next(cancelled) == b"one"
+    assert "active" in repr(cancelled)
+    assert cancelled.cancel()
+    with pytest.raises(grpc.RpcError):
+        next(cancelled)
+    assert cancelled.code() is grpc.StatusCode.CANCELLED
+    assert cancelled.time_remaining() is None
+    chan.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_session_replayed_to_a_client_stream_needs_one_answer(
+    kind: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """A client-streaming caller waits for one answer: a recording with
+    more (made by a bidirectional call of the same path) is an error
+    saying so, never the first of them."""
+    cassette = tmp_path / "one.jsonl"
+    both(kind, server.address, cassette, CHATTY[:2], lockstep=True, mode="record")
+    sent = _messages(CHATTY[:2], {})
+
+    def run(chan: Any) -> Any:
+        future = chan.stream_unary(CHAT).future(iter(sent))
+        return future.exception()
+
+    async def arun(chan: Any) -> Any:
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await chan.stream_unary(CHAT)(iter(sent))
+        return raised.value
+
+    error = (sync_run if kind == "sync" else aio_run)(
+        GONE, cassette, run if kind == "sync" else arun, mode="replay", timing="fast"
+    )
+    assert error.code() is grpc.StatusCode.INTERNAL
+    assert f"the recorded call {CHAT} has 4 messages, not 1" in error.details()
+
+
+def test_the_aio_writer_api(server: ScriptedServer, tmp_path: Path) -> None:
+    cassette = tmp_path / "writer.jsonl"
+    both("aio", server.address, cassette, CHATTY[:2], lockstep=True, mode="record")
+
+    async def run(chan: Any) -> None:
+        call = chan.stream_stream(CHAT)()
+        await call.write(CHATTY[0].message())
+        assert await call.initial_metadata() == grpc.aio.Metadata()
+        assert await call.read() == b"one"
+        await call.write(CHATTY[1].message())
+        await call.done_writing()
+        await call.done_writing()  # once is enough: again is nothing
+        with pytest.raises(asyncio.InvalidStateError):
+            await call.write(b"late")
+        assert [await call.read() for _ in range(3)] == [b"two", b"three", b"bye"]
+        assert await call.read() is grpc.aio.EOF
+        assert await call.code() is grpc.StatusCode.OK
+        mixed = chan.stream_stream(CHAT)(iter(_messages(CHATTY[:2], {})))
+        with pytest.raises(grpc.aio.UsageError):
+            await mixed.write(b"more")
+        assert await mixed.read() == b"one"
+        assert mixed.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await mixed.read()
+
+    aio_run(GONE, cassette, run, mode="replay", timing="fast")
+
+
+def test_a_failing_aio_request_iterator_cancels_the_call(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "afailing.jsonl"
+    both("aio", server.address, cassette, CHATTY, lockstep=True, mode="record")
+
+    async def requests() -> AsyncIterator[bytes]:
+        yield CHATTY[0].message()
+        raise RuntimeError("the caller's own bug")
+
+    async def run(chan: Any) -> Any:
+        call = chan.stream_stream(CHAT)(requests())
+        with pytest.raises(grpc.aio.AioRpcError):
+            async for _ in call:
+                pass
+        return await call.code()
+
+    # as grpc.aio: a request iterator that raises cancels the call
+    assert aio_run(GONE, cassette, run, mode="replay", timing="fast") is grpc.StatusCode.CANCELLED
