@@ -52,6 +52,7 @@ from ._inprocess import Decision, Player
 
 __all__ = [
     "OneAnswer",
+    "RunningCall",
     "SessionPlay",
     "StreamCall",
     "forwarded",
@@ -395,6 +396,90 @@ class StreamCall(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
         return repr(self._call if self._error is None else self._error)
 
     __str__ = __repr__
+
+
+class RunningCall(grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
+    """What a client-streaming call's ``future()`` returns: the call's
+    answer read in a thread of its own, as grpcio's future is (its request
+    iterator may wait on what the caller does once it has the future)."""
+
+    def __init__(self, call: StreamCall, answer: Callable[[], Any]) -> None:
+        self._call = call
+        self._response: Any = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[Any], None]] = []
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        threading.Thread(target=self._run, args=(answer,), daemon=True).start()
+
+    def _run(self, answer: Callable[[], Any]) -> None:
+        try:
+            self._response = answer()
+        except BaseException as exc:  # the call's error, raised by result()
+            self._error = exc
+        with self._lock:
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def cancel(self) -> bool:
+        return not self._done.is_set() and self._call.cancel()
+
+    def cancelled(self) -> bool:
+        return self._done.is_set() and self._call.code() is grpc.StatusCode.CANCELLED
+
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def _wait(self, timeout: float | None) -> None:
+        if not self._done.wait(timeout):
+            raise grpc.FutureTimeoutError
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self._response
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        return self._error
+
+    def traceback(self, timeout: float | None = None) -> Any:
+        self._wait(timeout)
+        return None if self._error is None else self._error.__traceback__
+
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def initial_metadata(self) -> Any:
+        return self._call.initial_metadata()
+
+    def trailing_metadata(self) -> Any:
+        return self._call.trailing_metadata()
+
+    def code(self) -> Any:
+        return self._call.code()
+
+    def details(self) -> Any:
+        return self._call.details()
+
+    def is_active(self) -> bool:
+        return self._call.is_active()
+
+    def time_remaining(self) -> float | None:
+        return self._call.time_remaining()
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        return self._call.add_callback(callback)
 
 
 class OneAnswer:

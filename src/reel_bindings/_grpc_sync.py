@@ -35,6 +35,7 @@ from ._grpc_call import (
 from ._grpc_calls import Completed, ForwardedStream, ReplayedCall
 from ._grpc_stream import (
     OneAnswer,
+    RunningCall,
     SessionPlay,
     StreamCall,
     forwarded,
@@ -233,7 +234,10 @@ class _StreamUnary(_Streaming, grpc.StreamUnaryMultiCallable):  # type: ignore[m
         metadata: Any = None,
         **kwargs: Any,
     ) -> tuple[Any, Any]:
-        call = self._begin(request_iterator, timeout, metadata, kwargs)
+        return self._answer(self._begin(request_iterator, timeout, metadata, kwargs))
+
+    def _answer(self, call: StreamCall) -> tuple[Any, Any]:
+        """The call's one answer, once it ended."""
         answers = list(call)  # an error status is raised here
         if len(answers) != 1:
             wrong = Outcome(
@@ -250,12 +254,9 @@ class _StreamUnary(_Streaming, grpc.StreamUnaryMultiCallable):  # type: ignore[m
         metadata: Any = None,
         **kwargs: Any,
     ) -> Any:
-        """The call as a ``grpc.Future``, run before it returns."""
-        try:
-            response, call = self.with_call(request_iterator, timeout, metadata, **kwargs)
-        except grpc.RpcError as exc:
-            return Completed(exc, error=exc)
-        return Completed(call, response)
+        """The call as a ``grpc.Future``, its answer read in a thread."""
+        call = self._begin(request_iterator, timeout, metadata, kwargs)
+        return RunningCall(call, lambda: self._answer(call)[0])
 
 
 class _StreamStream(_Streaming, grpc.StreamStreamMultiCallable):  # type: ignore[misc]

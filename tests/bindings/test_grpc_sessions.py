@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import queue
 import threading
 import time
 import uuid
@@ -737,3 +738,114 @@ def test_a_failing_aio_request_iterator_cancels_the_call(
 
     # as grpc.aio: a request iterator that raises cancels the call
     assert aio_run(GONE, cassette, run, mode="replay", timing="fast") is grpc.StatusCode.CANCELLED
+
+
+# -- a recording grpcio could not have made ---------------------------------------------
+
+
+def _compressed(line: dict[str, Any]) -> None:
+    entries = line["grpc"]["messages"]
+    first = next(e for e in entries if e["from"] == "server" and "base64" in e)
+    data = base64.b64decode(first["base64"])
+    first["base64"] = base64.b64encode(b"\x01" + data[1:]).decode("ascii")
+
+
+def _cut(line: dict[str, Any]) -> None:
+    response = line["response"]
+    at = response.pop("end")["at"]
+    del response["trailers"]
+    response["cut"] = {"at": at, "error": "reset", "detail": "boom"}
+
+
+def _no_status(line: dict[str, Any]) -> None:
+    del line["response"]["trailers"]
+
+
+BROKEN = {
+    "compressed": (
+        _compressed,
+        grpc.StatusCode.INTERNAL,
+        "message 1 of the recorded call is compressed",
+    ),
+    "cut": (_cut, grpc.StatusCode.UNAVAILABLE, "the recorded call broke off (reset: boom)"),
+    "no status": (_no_status, grpc.StatusCode.UNKNOWN, "the recorded call has no grpc-status"),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+def test_a_session_grpcio_could_not_read_replays_as_a_clear_error(
+    kind: str, broken: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """Never a wrong answer: a recorded session with a compressed message,
+    that broke off, or with no status replays as the gRPC error saying so."""
+    change, code, details = BROKEN[broken]
+    cassette = tmp_path / "broken.jsonl"
+    both(kind, server.address, cassette, CHATTY[:2], lockstep=True, mode="record")
+    meta, line = cassette.read_text().splitlines()
+    recorded = json.loads(line)
+    change(recorded)
+    cassette.write_text(meta + "\n" + json.dumps(recorded) + "\n")
+    got = both(kind, GONE, cassette, CHATTY[:2], lockstep=True, mode="replay", timing="fast")
+    assert got[1] is code
+    assert details in got[2]
+
+
+def test_a_client_stream_future_runs_while_the_caller_feeds_it(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    """``future()`` returns at once, as grpcio's: the caller feeds the
+    request iterator after it has the future, and nothing hangs."""
+    cassette = tmp_path / "future.jsonl"
+
+    def run(chan: Any) -> Any:
+        fed: queue.Queue[bytes | None] = queue.Queue()
+        future = chan.stream_unary(UPLOAD).future(iter(fed.get, None))
+        assert future.running()
+        assert not future.done()
+        with pytest.raises(grpc.FutureTimeoutError):
+            future.result(timeout=0.05)
+        seen: list[Any] = []
+        future.add_done_callback(seen.append)
+        for message in (b"a", b"b", None):
+            fed.put(message)
+        answer = future.result(timeout=PATIENCE)
+        assert future.done()
+        assert seen == [future]
+        future.add_done_callback(seen.append)  # done already: called at once
+        assert seen == [future, future]
+        assert future.exception() is None
+        assert future.traceback() is None
+        assert not future.cancel()
+        assert not future.cancelled()
+        assert not future.is_active()
+        return answer, future.code(), future.details() or ""
+
+    assert sync_run(server.address, cassette, run, mode="record") == (
+        b"a+b",
+        grpc.StatusCode.OK,
+        "",
+    )
+    assert sync_run(GONE, cassette, run, mode="replay") == (b"a+b", grpc.StatusCode.OK, "")
+
+
+def test_a_client_stream_future_cancelled_and_failed(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "future-cancel.jsonl"
+    cassette.write_text('{"_meta":{"schema":3}}\n')
+    chan = channel(grpc.insecure_channel(GONE), cassette, mode="replay")
+    fed: queue.Queue[bytes | None] = queue.Queue()
+    future = chan.stream_unary(UPLOAD).future(iter(fed.get, None))
+    assert future.cancel()  # before its first message: never started
+    with pytest.raises(grpc.RpcError):
+        future.result(timeout=PATIENCE)
+    assert future.cancelled()
+    assert future.code() is grpc.StatusCode.CANCELLED
+    fed.put(None)
+    missed = chan.stream_unary(UPLOAD).future(iter([b"never recorded"]))
+    error = missed.exception(timeout=PATIENCE)
+    assert error is not None
+    assert missed.traceback() is not None
+    assert missed.code() is grpc.StatusCode.NOT_FOUND
+    chan.close()
