@@ -33,6 +33,7 @@ from typing import Any
 import grpc
 
 from reel_core import Cut, EndOfResponse, Frame, Signal, Trailers
+from reel_core.tools import grpc_frame
 
 from ._clock import sleep_until_sync
 from ._grpc_call import (
@@ -45,21 +46,11 @@ from ._grpc_call import (
     replayed,
     status,
     unframed,
-    within,
 )
-from ._grpc_calls import ForwardedStream, ReplayedCall
+from ._grpc_calls import ReplayedCall
 from ._inprocess import Decision, Player
 
-__all__ = [
-    "OneAnswer",
-    "RunningCall",
-    "SessionPlay",
-    "StreamCall",
-    "forwarded",
-    "relayed",
-    "replay_of",
-    "requests_failed",
-]
+__all__ = ["SessionPlay", "StreamCall", "relayed", "requests_failed"]
 
 #: How grpcio ends a call whose request iterator raised.
 requests_failed = Outcome(grpc.StatusCode.UNKNOWN, "Exception iterating requests!")
@@ -105,8 +96,6 @@ class SessionPlay(grpc.RpcError, grpc.Call):  # type: ignore[misc]  # grpcio is 
     def client_message(self, data: bytes) -> bool:
         """A client message (serialized) came now; ``False``: the call is
         over, read no more."""
-        from reel_core.tools import grpc_frame
-
         with self._changed:
             if self._outcome is not None:
                 return False
@@ -398,111 +387,6 @@ class StreamCall(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
     __str__ = __repr__
 
 
-class RunningCall(grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
-    """What a client-streaming call's ``future()`` returns: the call's
-    answer read in a thread of its own, as grpcio's future is (its request
-    iterator may wait on what the caller does once it has the future)."""
-
-    def __init__(self, call: StreamCall, answer: Callable[[], Any]) -> None:
-        self._call = call
-        self._response: Any = None
-        self._error: BaseException | None = None
-        self._callbacks: list[Callable[[Any], None]] = []
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        threading.Thread(target=self._run, args=(answer,), daemon=True).start()
-
-    def _run(self, answer: Callable[[], Any]) -> None:
-        try:
-            self._response = answer()
-        except BaseException as exc:  # the call's error, raised by result()
-            self._error = exc
-        with self._lock:
-            self._done.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback(self)
-
-    def cancel(self) -> bool:
-        return not self._done.is_set() and self._call.cancel()
-
-    def cancelled(self) -> bool:
-        return self._done.is_set() and self._call.code() is grpc.StatusCode.CANCELLED
-
-    def running(self) -> bool:
-        return not self._done.is_set()
-
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def _wait(self, timeout: float | None) -> None:
-        if not self._done.wait(timeout):
-            raise grpc.FutureTimeoutError
-
-    def result(self, timeout: float | None = None) -> Any:
-        self._wait(timeout)
-        if self._error is not None:
-            raise self._error
-        return self._response
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        self._wait(timeout)
-        return self._error
-
-    def traceback(self, timeout: float | None = None) -> Any:
-        self._wait(timeout)
-        return None if self._error is None else self._error.__traceback__
-
-    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
-        with self._lock:
-            if not self._done.is_set():
-                self._callbacks.append(fn)
-                return
-        fn(self)
-
-    def initial_metadata(self) -> Any:
-        return self._call.initial_metadata()
-
-    def trailing_metadata(self) -> Any:
-        return self._call.trailing_metadata()
-
-    def code(self) -> Any:
-        return self._call.code()
-
-    def details(self) -> Any:
-        return self._call.details()
-
-    def is_active(self) -> bool:
-        return self._call.is_active()
-
-    def time_remaining(self) -> float | None:
-        return self._call.time_remaining()
-
-    def add_callback(self, callback: Callable[[], None]) -> bool:
-        return self._call.add_callback(callback)
-
-
-class OneAnswer:
-    """A forwarded stream-unary call (grpcio's future) read as a stream of
-    its one answer, so it is relayed as a stream is
-    (:class:`~reel_bindings._grpc_calls.ForwardedStream`)."""
-
-    def __init__(self, future: Any) -> None:
-        self._future = future
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield self._future.result()
-
-    def __getattr__(self, name: str) -> Any:  # the call's methods
-        return getattr(self._future, name)
-
-
-def forwarded(raw: Any, feed: CallFeed, deserialize: Deserializer) -> ForwardedStream:
-    """The answers of a forwarded call (a stream, or :class:`OneAnswer`),
-    each fed to the engine as the caller reads it."""
-    return ForwardedStream(raw, feed, deserialize)
-
-
 def relayed(messages: Iterator[bytes], first: list[bytes], feed: CallFeed) -> Iterator[bytes]:
     """What goes upstream: the messages taken, then the rest of the
     caller's, each fed to the recorder as grpcio takes it, then the end."""
@@ -511,8 +395,3 @@ def relayed(messages: Iterator[bytes], first: list[bytes], feed: CallFeed) -> It
         feed.client_message(data)
         yield data
     feed.client_end()
-
-
-def replay_of(decision: Decision, deserialize: Deserializer, timeout: float | None) -> ReplayedCall:
-    """A decision that is no session's, as a call."""
-    return ReplayedCall(within(replayed(decision), timeout), deserialize)

@@ -32,16 +32,8 @@ from ._grpc_call import (
     unary,
     within,
 )
-from ._grpc_calls import Completed, ForwardedStream, ReplayedCall
-from ._grpc_stream import (
-    OneAnswer,
-    RunningCall,
-    SessionPlay,
-    StreamCall,
-    forwarded,
-    relayed,
-    replay_of,
-)
+from ._grpc_calls import Completed, ForwardedStream, OneAnswer, ReplayedCall, RunningCall
+from ._grpc_stream import SessionPlay, StreamCall, relayed
 from ._inprocess import Binding, Upstreaming
 from ._options import Options
 
@@ -193,7 +185,7 @@ class _Streaming(_Method):
             if decision.session is not None:
                 play = SessionPlay(decision, player, self._deserialize, timeout, first=bool(taken))
                 return play, play
-            return replay_of(decision, self._deserialize, timeout), None
+            return ReplayedCall(within(replayed(decision), timeout), self._deserialize), None
 
         serialize = self._serialize if self._serialize is not None else bytes
         return StreamCall(iter(requests), serialize, streamed, start)
@@ -206,7 +198,7 @@ class _Streaming(_Method):
         except BaseException as exc:
             feed.failed(exc)
             raise
-        return forwarded(raw, feed, self._deserialize), None
+        return ForwardedStream(raw, feed, self._deserialize), None
 
     def _raw_call(self, upstream: Any, timeout: float | None, metadata: Any, kwargs: Any) -> Any:
         return self._raw()(upstream, timeout, metadata, **kwargs)
