@@ -849,3 +849,15 @@ def test_a_client_stream_future_cancelled_and_failed(
     assert missed.traceback() is not None
     assert missed.code() is grpc.StatusCode.NOT_FOUND
     chan.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_live_mode_passes_a_session_through_and_keeps_nothing(
+    kind: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "live.jsonl"
+    before = server.calls["Chat"]
+    got = both(kind, server.address, cassette, CHATTY, lockstep=True, mode="live")
+    assert got == ((b"one", b"two", b"three", b"four", b"bye"), grpc.StatusCode.OK, "")
+    assert server.calls["Chat"] == before + 1
+    assert not cassette.exists() or len(cassette.read_text().splitlines()) <= 1
