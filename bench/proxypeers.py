@@ -40,7 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._common import ROOT, Row, median, percentile, pin_to_cpu, spawn, us
-from ._data import PATH, REQUEST_HEADERS, STREAM_FRAMES, answer_body, request_body, sse_frames
+from ._data import (
+    PATH,
+    REQUEST_HEADERS,
+    STREAM_FRAMES,
+    answer_body,
+    is_stream,
+    request_body,
+    sse_frames,
+)
 from ._loadgen import LoadResult, connect, load, post_bytes, read_response
 from ._peer_install import Peer, find
 from .proxy import SERVER_CPU, _added, _interleaved
@@ -66,6 +74,8 @@ class PeerPlan:
     record_requests: int
     #: Install a missing peer (a full run) or say it is not installed (--quick).
     install: bool
+    #: Reel's rows: its proxy on each of these backends.
+    backends: tuple[str, ...] = ("asyncio", "trio")
 
 
 @dataclass
@@ -210,12 +220,12 @@ def _serving(tool: _Tool, upstream: str, mode: str) -> Iterator[_Server]:
         yield server
 
 
-def _tools(work: Path, install: bool) -> list[_Tool]:
+def _tools(work: Path, plan: PeerPlan) -> list[_Tool]:
     import importlib.metadata
 
     reel = importlib.metadata.version("reel-llm")
-    tools = [_Tool(f"reel ({b})", reel, "reel", backend=b) for b in ("asyncio", "trio")]
-    peers: list[Peer] = find(install)
+    tools = [_Tool(f"reel ({b})", reel, "reel", backend=b) for b in plan.backends]
+    peers: list[Peer] = find(plan.install)
     tools += [
         _Tool(p.name, p.version, p.name, command=p.command, failed=_why(p.missing)) for p in peers
     ]
@@ -430,18 +440,28 @@ def _row(tool: _Tool) -> Row:
 
 def peer_rows(work: Path, plan: PeerPlan) -> list[Row]:
     """One row per tool: Reel's proxy on each backend, mitmproxy, talkback."""
-    tools = _tools(work, plan.install)
-    indices = [i for i in range(plan.interactions) if i % 5 != STREAM_INDEX]
+    tools = _tools(work, plan)
+    indices = [i for i in range(plan.interactions) if not is_stream(i)]
+    started = time.perf_counter()
     with spawn(["-m", "bench._corpus_upstream"]) as upstream:
         for tool in tools:
             _guard(tool, "record", _record, tool, upstream.url, indices)
+    _log(f"recorded {len(indices) + 1} interactions each", started)
     _replay(tools, upstream.url, indices, plan)
+    _log("replayed", started)
     _record_overhead(tools, plan.record_requests, plan.rounds)
+    _log("record overhead measured", started)
     load_now = round(os.getloadavg()[0], 2)
     rows = [_row(t) for t in tools]
     for row in rows:
         row["load_1m"] = load_now
     return rows
+
+
+def _log(what: str, since: float) -> None:
+    seconds = time.perf_counter() - since
+    stamp = time.strftime("%H:%M:%S")
+    print(f"[bench {stamp}] proxypeers: {what} ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
 
 def lead(rows: list[Row]) -> list[tuple[str, str, bool | None]]:

@@ -133,7 +133,13 @@ QUICK = Plan(
     ws_fast_seconds=0.4,
     import_repeat=3,
     peers_proxy=proxypeers.PeerPlan(
-        interactions=100, seconds=0.3, rounds=1, streams=1, record_requests=30, install=False
+        interactions=50,
+        seconds=0.3,
+        rounds=1,
+        streams=1,
+        record_requests=10,
+        install=False,
+        backends=("asyncio",),
     ),
 )
 
