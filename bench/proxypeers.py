@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -230,7 +231,7 @@ def _tools(work: Path, plan: PeerPlan) -> list[_Tool]:
         _Tool(p.name, p.version, p.name, command=p.command, failed=_why(p.missing)) for p in peers
     ]
     for tool in tools:
-        tool.files = work / "proxypeers" / tool.name.replace(" ", "").strip("()")
+        tool.files = work / "proxypeers" / re.sub(r"\W+", "-", tool.name).strip("-")
         tool.files.mkdir(parents=True, exist_ok=True)
     return tools
 

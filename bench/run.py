@@ -90,7 +90,7 @@ class Plan:
     #: Proxy peers (mitmproxy, talkback): what they record and replay, and
     #: whether a missing one is installed (a full run) or its row says so.
     peers_proxy: proxypeers.PeerPlan = proxypeers.PeerPlan(
-        interactions=1_000, seconds=2.0, rounds=3, streams=3, record_requests=300, install=True
+        interactions=1_000, seconds=2.0, rounds=3, streams=3, record_requests=150, install=True
     )
 
 
