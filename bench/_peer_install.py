@@ -53,8 +53,9 @@ def _run(command: list[str]) -> str:
     if out.returncode == 0:
         return ""
     lines = [line for line in (out.stderr + out.stdout).splitlines() if line.strip()]
-    errors = [line for line in lines if "error" in line.lower()]
-    return (errors or lines or [f"exit {out.returncode}"])[-1].strip()[:200]
+    # the first error line says why (npm's last one only where its log went)
+    errors = [line for line in lines if "error" in line.lower() and "log" not in line.lower()]
+    return (errors or lines[-1:] or [f"exit {out.returncode}"])[0].strip()[:200]
 
 
 def _mitmproxy(install: bool) -> Peer:

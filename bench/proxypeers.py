@@ -250,7 +250,8 @@ def _guard(tool: _Tool, step: str, fn: Callable[..., object], *args: object) -> 
     except Exception as exc:
         if tool.kind == "reel":
             raise
-        tool.failed = f"failed to {step}: {type(exc).__name__}: {exc}"[:300]
+        said = " ".join(str(exc).split()).replace("|", "/")  # one table cell
+        tool.failed = f"failed to {step}: {type(exc).__name__}: {said}"[:300]
 
 
 def _start(
