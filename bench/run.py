@@ -469,8 +469,8 @@ CAPTIONS = {
     "connections (medians of interleaved rounds); peak RSS of the replaying process tree; "
     "bodies replayed byte for byte as recorded; a 40-frame SSE stream: frames whole, separate "
     "arrivals, |offset - recorded| and the gap error; record mode's added TTFB and total "
-    "(p50, vs straight to the fake upstream, interleaved). A peer not installed or failing "
-    "says why.",
+    "(p50, vs straight to the fake upstream, interleaved); record_s: starting the tool and "
+    "recording the corpus through it. A peer not installed or failing says why.",
     "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served requests "
     "from it, vs the same proxy on a 10-interaction cassette.",
 }
