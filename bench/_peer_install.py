@@ -1,6 +1,8 @@
 """Where the proxy peers live: mitmproxy in a virtualenv of its own and
-talkback in an npm prefix, both under ``bench/.peers/`` (git-ignored;
-``REEL_BENCH_PEERS`` moves it).
+talkback in an npm prefix, both in the user's cache directory,
+``${XDG_CACHE_HOME:-~/.cache}/reel-bench/peers`` (``REEL_BENCH_PEERS`` moves
+it): outside the work tree, which tools walk for ``.py`` files (mitmproxy's
+virtualenv holds 130 MB of them), and shared by every checkout.
 
 mitmproxy pins its own h11, h2 and wsproto, so it never shares an
 environment with Reel: it gets a virtualenv of its own, made the first time
@@ -38,8 +40,10 @@ class Peer:
 
 
 def _root() -> Path:
-    default = Path(__file__).resolve().parent / ".peers"
-    return Path(os.environ.get("REEL_BENCH_PEERS", default))
+    if os.environ.get("REEL_BENCH_PEERS"):
+        return Path(os.environ["REEL_BENCH_PEERS"])
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "reel-bench" / "peers"
 
 
 def _run(command: list[str]) -> str:

@@ -22,8 +22,8 @@ Per tool, in this order:
    ``bench/proxy.py``'s record figure does for Reel and the bare relay).
 
 A peer that is not installed (``--quick`` installs nothing; a full run
-installs them under ``bench/.peers/``) or that fails gets a row saying why;
-the run goes on.
+installs them in the user's cache, ``bench/_peer_install.py``) or that
+fails gets a row saying why; the run goes on.
 """
 
 from __future__ import annotations
