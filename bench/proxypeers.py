@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reel_core import __version__
+
 from ._common import ROOT, Row, median, percentile, pin_to_cpu, spawn, us
 from ._data import (
     PATH,
@@ -222,10 +224,7 @@ def _serving(tool: _Tool, upstream: str, mode: str) -> Iterator[_Server]:
 
 
 def _tools(work: Path, plan: PeerPlan) -> list[_Tool]:
-    import importlib.metadata
-
-    reel = importlib.metadata.version("reel-llm")
-    tools = [_Tool(f"reel ({b})", reel, "reel", backend=b) for b in plan.backends]
+    tools = [_Tool(f"reel ({b})", __version__, "reel", backend=b) for b in plan.backends]
     peers: list[Peer] = find(plan.install)
     tools += [
         _Tool(p.name, p.version, p.name, command=p.command, failed=_why(p.missing)) for p in peers
