@@ -31,18 +31,16 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import socket
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from reel_core import __version__
 
-from ._common import ROOT, Row, median, percentile, pin_to_cpu, spawn, us
+from ._common import Row, median, percentile, spawn, us
 from ._data import (
     PATH,
     REQUEST_HEADERS,
@@ -52,9 +50,10 @@ from ._data import (
     request_body,
     sse_frames,
 )
-from ._loadgen import LoadResult, connect, load, post_bytes, read_response
+from ._loadgen import connect, load, post_bytes, read_response
 from ._peer_install import Peer, find
-from .proxy import SERVER_CPU, _added, _interleaved
+from ._peer_tools import Server, Tool, serving
+from .proxy import _added, _interleaved
 from .streaming import _frame_times_wire
 
 __all__ = ["PeerPlan", "lead", "peer_rows"]
@@ -81,153 +80,11 @@ class PeerPlan:
     backends: tuple[str, ...] = ("asyncio", "trio")
 
 
-@dataclass
-class _Tool:
-    """One row: how to start it recording and replaying, and its figures."""
-
-    name: str
-    version: str
-    kind: str  # "reel", "mitmproxy" or "talkback"
-    command: tuple[str, ...] = ()
-    backend: str = "asyncio"
-    #: Why the row has no figures (not installed, or failed), or "".
-    failed: str = ""
-    files: Path = Path()
-    loads: dict[int, list[LoadResult]] = field(default_factory=dict)
-    figures: Row = field(default_factory=dict)
-
-
-class _Server:
-    """A tool's server in a child process, pinned to the server core."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
-        self.proc = proc
-        self.url = url
-        self.log = log
-
-    def peak_rss_kb(self) -> int:
-        """Peak resident memory of the process and its descendants (VmHWM summed)."""
-        return sum(_vm_hwm(pid) for pid in [self.proc.pid, *_descendants(self.proc.pid)])
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def _launch(command: Sequence[str], port: int, log: Path) -> Iterator[_Server]:
-    """Start ``command`` (which listens on ``port``), wait until it accepts
-    a connection, SIGTERM it on leaving."""
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            list(command),
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            preexec_fn=lambda: pin_to_cpu(SERVER_CPU),
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                tail = log.read_text(errors="replace")[-600:]
-                raise RuntimeError(f"exited with {proc.returncode} before listening: {tail}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("did not listen within 60 s") from None
-                time.sleep(0.05)
-        yield _Server(proc, f"http://127.0.0.1:{port}", log)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _vm_hwm(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(parent, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-# -- how each tool records and replays ----------------------------------------
-
-
-def _command(tool: _Tool, port: int, upstream: str, mode: str) -> list[str]:
-    """``mode``: "record" (everything, afresh: the corpus), "overhead" (the
-    same, into files of its own), "replay" (the corpus, as fast as it can)
-    or "realtime" (Reel's recorded timing; the peers have none)."""
-    record = mode in ("record", "overhead")
-    files = tool.files / ("overhead" if mode == "overhead" else "corpus")
-    files.mkdir(parents=True, exist_ok=True)
-    if tool.kind == "reel":
-        args = [sys.executable, "-m", "bench._servers", "proxy", "--cpu", str(SERVER_CPU)]
-        args += ["--backend", tool.backend, "--cassette", str(files / "reel.jsonl")]
-        args += ["--port", str(port), "-q"]
-        if record:
-            return [*args, "--mode", "record", "--upstream", upstream]
-        return [*args, "--timing", "realtime" if mode == "realtime" else "fast"]
-    if tool.kind == "mitmproxy":
-        args = [*tool.command, "-q", "--listen-host", "127.0.0.1", "--listen-port", str(port)]
-        args += ["--mode", f"reverse:{upstream}", "--set", f"confdir={tool.files / 'conf'}"]
-        if record:
-            return [*args, "-w", str(files / "flows.mitm")]
-        # lazy: a replayed request never connects upstream (eager connects
-        # for each client connection, to the upstream that is gone)
-        args += ["--server-replay", str(files / "flows.mitm"), "--server-replay-reuse"]
-        return [*args, "--server-replay-extra", "kill", "--set", "connection_strategy=lazy"]
-    talkback_mode = "OVERWRITE" if record else "DISABLED"
-    return [*tool.command, str(port), upstream, str(files / "tapes"), talkback_mode]
-
-
-@contextlib.contextmanager
-def _serving(tool: _Tool, upstream: str, mode: str) -> Iterator[_Server]:
-    port = _free_port()
-    log = tool.files / f"{mode}.log"
-    with _launch(_command(tool, port, upstream, mode), port, log) as server:
-        yield server
-
-
-def _tools(work: Path, plan: PeerPlan) -> list[_Tool]:
-    tools = [_Tool(f"reel ({b})", __version__, "reel", backend=b) for b in plan.backends]
+def _tools(work: Path, plan: PeerPlan) -> list[Tool]:
+    tools = [Tool(f"reel ({b})", __version__, "reel", backend=b) for b in plan.backends]
     peers: list[Peer] = find(plan.install)
     tools += [
-        _Tool(p.name, p.version, p.name, command=p.command, failed=_why(p.missing)) for p in peers
+        Tool(p.name, p.version, p.name, command=p.command, failed=_why(p.missing)) for p in peers
     ]
     for tool in tools:
         tool.files = work / "proxypeers" / re.sub(r"\W+", "-", tool.name).strip("-")
@@ -239,7 +96,7 @@ def _why(missing: str) -> str:
     return f"not run: {missing}" if missing else ""
 
 
-def _guard(tool: _Tool, step: str, fn: Callable[..., object], *args: object) -> None:
+def _guard(tool: Tool, step: str, fn: Callable[..., object], *args: object) -> None:
     """``fn(*args)`` for ``tool``; a peer's failure becomes its row's
     reason.  Reel's own failures are raised: the benchmark must not hide them."""
     if tool.failed:
@@ -254,9 +111,9 @@ def _guard(tool: _Tool, step: str, fn: Callable[..., object], *args: object) -> 
 
 
 def _start(
-    stack: contextlib.ExitStack, servers: dict[str, _Server], tool: _Tool, upstream: str, mode: str
+    stack: contextlib.ExitStack, servers: dict[str, Server], tool: Tool, upstream: str, mode: str
 ) -> None:
-    servers[tool.name] = stack.enter_context(_serving(tool, upstream, mode))
+    servers[tool.name] = stack.enter_context(serving(tool, upstream, mode))
 
 
 # -- the measurements ----------------------------------------------------------
@@ -270,9 +127,9 @@ def _send(sock: socket.socket, url: str, body: bytes) -> bytes:
     return response
 
 
-def _record(tool: _Tool, upstream: str, indices: list[int]) -> None:
+def _record(tool: Tool, upstream: str, indices: list[int]) -> None:
     start = time.perf_counter()
-    with _serving(tool, upstream, "record") as server:
+    with serving(tool, upstream, "record") as server:
         sock = connect(server.url)
         try:
             for i in indices:
@@ -298,7 +155,7 @@ def _body(response: bytes) -> bytes:
         body = rest[size + 2 :]
 
 
-def _bodies(tool: _Tool, url: str, indices: list[int]) -> None:
+def _bodies(tool: Tool, url: str, indices: list[int]) -> None:
     step = max(1, len(indices) // BODY_CHECKS)
     checked = indices[::step][:BODY_CHECKS]
     sock = connect(url)
@@ -309,7 +166,7 @@ def _bodies(tool: _Tool, url: str, indices: list[int]) -> None:
     tool.figures["bodies_as_recorded"] = f"{same}/{len(checked)}"
 
 
-def _stream(tool: _Tool, url: str, streams: int) -> None:
+def _stream(tool: Tool, url: str, streams: int) -> None:
     recorded = [at for at, _ in sse_frames(STREAM_INDEX, STREAM_FRAMES)]
     body = request_body(STREAM_INDEX, stream=True)
     offsets: list[float] = []
@@ -333,16 +190,16 @@ def _stream(tool: _Tool, url: str, streams: int) -> None:
     tool.figures["gap_err_p50_ms"] = round(percentile(gaps, 50), 3)
 
 
-def _load(tool: _Tool, url: str, requests: list[bytes], conns: int, seconds: float) -> None:
+def _load(tool: Tool, url: str, requests: list[bytes], conns: int, seconds: float) -> None:
     result = load(url, requests, connections=conns, duration=seconds)
     if result.errors:
         raise RuntimeError(f"{result.errors} of {len(result.latencies)} answers were not 200")
     tool.loads.setdefault(conns, []).append(result)
 
 
-def _replay(tools: list[_Tool], upstream: str, indices: list[int], plan: PeerPlan) -> None:
+def _replay(tools: list[Tool], upstream: str, indices: list[int], plan: PeerPlan) -> None:
     with contextlib.ExitStack() as stack:
-        servers: dict[str, _Server] = {}
+        servers: dict[str, Server] = {}
         for tool in tools:
             _guard(tool, "start replaying", _start, stack, servers, tool, upstream, "replay")
         live = [t for t in tools if not t.failed]
@@ -370,7 +227,7 @@ def _replay(tools: list[_Tool], upstream: str, indices: list[int], plan: PeerPla
                 tool.figures["peak_rss_mb"] = round(server.peak_rss_kb() / 1024, 1)
     for tool in tools:  # Reel's stream: realtime timing, a server of its own
         if tool.kind == "reel":
-            with _serving(tool, upstream, "realtime") as server:
+            with serving(tool, upstream, "realtime") as server:
                 _frame_times_wire(server.url, request_body(STREAM_INDEX, stream=True))  # warm
                 _stream(tool, server.url, plan.streams)
 
@@ -382,10 +239,10 @@ def _pass(passes: list[_Times], direct: str, proxy: str, body: bytes, requests: 
     passes.append(_interleaved(direct, proxy, body, requests))
 
 
-def _record_overhead(tools: list[_Tool], requests: int, rounds: int) -> None:
+def _record_overhead(tools: list[Tool], requests: int, rounds: int) -> None:
     upstream_args = ["-m", "tests.fakes.upstream", "--port", "0", "--frame-delay", "0.001"]
     with spawn(upstream_args) as upstream, contextlib.ExitStack() as stack:
-        servers: dict[str, _Server] = {}
+        servers: dict[str, Server] = {}
         for tool in tools:
             _guard(tool, "start recording", _start, stack, servers, tool, upstream.url, "overhead")
         samples: dict[tuple[str, bool], list[_Times]] = {}
@@ -411,7 +268,7 @@ def _record_overhead(tools: list[_Tool], requests: int, rounds: int) -> None:
                 tool.figures[f"record_added_total_{what}_us"] = us(_added((direct, through), 1)[1])
 
 
-def _row(tool: _Tool) -> Row:
+def _row(tool: Tool) -> Row:
     row: Row = {"tool": tool.name, "version": tool.version}
     if tool.failed:
         row["requests_per_s_1"] = tool.failed
