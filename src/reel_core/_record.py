@@ -309,7 +309,10 @@ class Recorder:
             if rest:  # a message that never completed: a frame of its own
                 self._frames.append((at, rest))
             scrub = self._literals.data
-            self._frames = [(when, rescrubbed(frame, scrub)) for when, frame in self._frames]
+            self._frames = [
+                (when, rescrubbed(frame, scrub, limit=self.max_body))
+                for when, frame in self._frames
+            ]
 
     def end(self, now: float) -> Interaction:
         """The upstream response ended cleanly."""
