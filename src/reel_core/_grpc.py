@@ -321,7 +321,8 @@ def rescrubbed(
                 notes.append(
                     (
                         message_coding(message),
-                        f"a compressed gRPC message kept as it came, not scanned for secrets: {exc}",
+                        "a compressed gRPC message kept as it came, not scanned for "
+                        f"secrets: {exc}",
                     )
                 )
         else:

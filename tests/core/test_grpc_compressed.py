@@ -25,6 +25,7 @@ from reel_core.tools import grpc_frame, record_exchange
 
 SECRET = "sk-proj-" + "Hq7Vn3Tz8Wm2Lp5Rx9" * 2
 PATH = "/xai_api.Chat/GetCompletion"
+REDACTOR = Redactor()
 GRPC = ((b"content-type", b"application/grpc"), (b"grpc-encoding", b"gzip"))
 
 
