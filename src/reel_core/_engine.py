@@ -954,7 +954,15 @@ def _new_recorder(
     redactor = scrub if isinstance(scrub, Redactor) else scrub()
     drop = cassette.meta.drop_response_headers.union(config.drop_response_headers)
     return new_recorder(
-        request, recorded, stored_key, seen, redactor, digest, drop=drop, max_body=max_body
+        request,
+        recorded,
+        stored_key,
+        seen,
+        redactor,
+        digest,
+        drop=drop,
+        max_body=max_body,
+        proto=config.proto,
     )
 
 

@@ -4,6 +4,7 @@
   embeddings) and OpenAI-compatible servers;
 - :mod:`.anthropic` -- Anthropic messages (and legacy complete);
 - :mod:`.gemini` -- Gemini (AI Studio, Vertex AI);
+- :mod:`.xai` -- xAI's gRPC API (``xai-sdk``), read through a descriptor set;
 - :mod:`.generic` -- requests for no known provider, and Ollama's own API;
 - :mod:`._base` -- the :class:`Provider` record and what the modules share.
 
@@ -31,7 +32,7 @@ from typing import TypeVar
 
 from .._http import Headers
 from .._nesting import load_json
-from . import anthropic, gemini, generic, openai
+from . import anthropic, gemini, generic, openai, xai
 from ._base import (
     AnswerReader,
     Claim,
@@ -160,13 +161,13 @@ def on_register(hook: Callable[[], object]) -> None:
 
 def routed_titles() -> str:
     """The providers Reel routes to their own host, for a message:
-    ``"Anthropic, Gemini or OpenAI"``."""
+    ``"Anthropic, Gemini, xAI or OpenAI"``."""
     titles = [p.title for p in PROVIDERS.values() if p.host]
     return " or ".join([", ".join(titles[:-1]), titles[-1]] if len(titles) > 1 else titles)
 
 
 # Reel's own (in any order: each provider's rank places it)
-for _module in (anthropic, gemini, generic, openai):
+for _module in (anthropic, gemini, generic, openai, xai):
     _REGISTERED[_module.PROVIDER.name] = _module.PROVIDER
 del _module
 _derive()
@@ -254,7 +255,7 @@ def prompt_text(body: object) -> str:
 
 
 def guess_provider(path: str, host: str | None = None, headers: Headers = ()) -> str:
-    """``openai``, ``anthropic``, ``gemini`` or ``generic``."""
+    """``openai``, ``anthropic``, ``gemini``, ``xai`` or ``generic``."""
     lowered = (host or "").lower()
     # ``generic`` recognizes anything: the default is never used.
     return next((p.name for p in PROVIDERS.values() if p.recognizes(path, lowered, headers)), "")
