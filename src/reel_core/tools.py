@@ -57,6 +57,7 @@ from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
 from ._literals import exchange_redactor
 from ._match import FieldDiff, match_key
 from ._nesting import MAX_DEPTH, TooDeep, load_json
+from ._protobuf import ProtoSchema, SchemaNote, body_value, grpc_method
 from ._providers import (
     PROVIDERS,
     Claim,
@@ -177,9 +178,11 @@ __all__ = [
     "Part",
     "Piece",
     "Price",
+    "ProtoSchema",
     "Provider",
     "SSEEvent",
     "SSESplitter",
+    "SchemaNote",
     "Shape",
     "Skipped",
     "Staleness",
@@ -208,6 +211,7 @@ __all__ = [
     "asset_digests",
     "asset_name",
     "body_diff",
+    "body_value",
     "cassette_assets",
     "check_features",
     "check_json",
@@ -230,6 +234,7 @@ __all__ = [
     "format_instant",
     "grpc_frame",
     "grpc_messages",
+    "grpc_method",
     "grpc_miss_answer",
     "import_exchanges",
     "import_formats",
