@@ -57,7 +57,10 @@ VALUES: dict[str, tuple[tuple[object, object, str, object], object]] = {
     "record_grace": ((1, "2", "3", "4"), "-1"),
     "asset_threshold": ((100, 200, "300", "400"), "big"),
     "drop_response_headers": ((["x-m"], ["x-f"], "x-e", ["x-i"]), "a b"),
-    "proto_descriptor": (tuple(_descriptor_set(p) for p in "mfei"), "no/such/set.pb"),
+    "proto_descriptor": (
+        (_descriptor_set("m"), _descriptor_set("f"), _descriptor_set("e"), _descriptor_set("i")),
+        "no/such/set.pb",
+    ),
     "cassette": (("m.jsonl", "f.jsonl", "e.jsonl", "i.jsonl"), None),
     "cassette_dir": (("m", "f", "e", "i"), None),
     "host": (("m", "f", "e", "i"), None),
