@@ -27,6 +27,7 @@ locks, so the core imports it only then.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib
 from collections.abc import Sequence
@@ -40,12 +41,21 @@ from ._http import Limits
 
 __all__ = [
     "INSTALL",
+    "MAX_SHOWN",
+    "NO_SCHEMA",
     "ProtoSchema",
     "SchemaNote",
     "body_value",
     "grpc_method",
     "load_protobuf",
+    "request_frames",
+    "shown_messages",
 ]
+
+#: Bytes of a message shown (as base64) when it is shown as bytes.
+MAX_SHOWN = 4096
+#: What is said of messages shown as bytes for want of a schema.
+NO_SCHEMA = "no descriptor set given: the messages are shown as bytes"
 
 #: What to install for descriptor sets.
 INSTALL = "pip install 'reel-llm[grpc]'"
@@ -219,3 +229,43 @@ def body_value(body: bytes, path: str, schema: ProtoSchema | None) -> tuple[bool
         if value is not None:
             return True, value
     return parse_json(body)
+
+
+def _as_bytes(frame: bytes) -> dict[str, Any]:
+    whole = len(whole_frames(frame) or ()) == 1
+    data = frame[5:] if whole else frame
+    shown: dict[str, Any] = {"bytes": len(data)}
+    if whole:
+        shown["compressed"] = bool(frame[0])
+    else:
+        shown["unfinished"] = True  # the tail of a stream cut inside a message
+    shown["base64"] = base64.b64encode(data[:MAX_SHOWN]).decode("ascii")
+    if len(data) > MAX_SHOWN:
+        shown["shown"] = MAX_SHOWN
+    return shown
+
+
+def request_frames(path: str, body: bytes) -> list[bytes] | None:
+    """The messages of a gRPC call's request body (a ``/pkg.Service/Method``
+    path, a body of whole messages), else ``None``."""
+    return whole_frames(body) if grpc_method(path) is not None else None
+
+
+def shown_messages(
+    frames: Sequence[bytes],
+    path: str,
+    schema: ProtoSchema | None,
+    *,
+    response: bool = False,
+) -> tuple[list[Any], str | None]:
+    """gRPC messages (whole frames) as a viewer shows them, and a note:
+    each as its JSON when ``schema`` reads them all (no note), else each as
+    ``{"bytes": n, "compressed": bool, "base64": ...}`` (the first
+    :data:`MAX_SHOWN` bytes; ``"shown"`` says how many when cut) and the
+    note saying why.  Nothing here changes what is stored."""
+    if schema is not None:
+        try:
+            return schema.read(path, frames, response=response), None
+        except SchemaNote as note:
+            return [_as_bytes(f) for f in frames], str(note)
+    return [_as_bytes(f) for f in frames], NO_SCHEMA

@@ -57,7 +57,14 @@ from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
 from ._literals import exchange_redactor
 from ._match import FieldDiff, match_key
 from ._nesting import MAX_DEPTH, TooDeep, load_json
-from ._protobuf import ProtoSchema, SchemaNote, body_value, grpc_method
+from ._protobuf import (
+    ProtoSchema,
+    SchemaNote,
+    body_value,
+    grpc_method,
+    request_frames,
+    shown_messages,
+)
 from ._providers import (
     PROVIDERS,
     Claim,
@@ -265,6 +272,7 @@ __all__ = [
     "render_report",
     "report_json",
     "request_diff",
+    "request_frames",
     "request_model",
     "resolve_model",
     "response_shape",
@@ -274,6 +282,7 @@ __all__ = [
     "sent_digest",
     "shape_changes",
     "shorten",
+    "shown_messages",
     "shown_url",
     "sniff_format",
     "sniff_media_type",
