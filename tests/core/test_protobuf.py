@@ -6,6 +6,7 @@ xai-sdk's own descriptors and a tiny set built in the test."""
 
 from __future__ import annotations
 
+import base64
 import zlib
 from typing import Any
 
@@ -27,11 +28,15 @@ from reel_core import (
     Request,
 )
 from reel_core._protobuf import (
+    MAX_SHOWN,
+    NO_SCHEMA,
     ProtoSchema,
     SchemaNote,
     body_value,
     grpc_method,
     load_protobuf,
+    request_frames,
+    shown_messages,
 )
 from reel_core.tools import grpc_frame, match_key
 from tests.protos import TINY_METHOD, tiny_messages, tiny_set, xai_set
@@ -279,3 +284,35 @@ def test_keys_through_a_schema_are_equal_exactly_when_the_messages_are(
     assert match_key("POST", TINY_METHOD, (), body, config) == key_a
     key_b = match_key("POST", TINY_METHOD, (), grpc_frame(ask(**b)), config)
     assert (key_a == key_b) == (Ask(**a) == Ask(**b))
+
+
+# -- what a viewer shows ---------------------------------------------------------------
+
+
+def test_shown_messages_are_json_through_a_schema_else_bytes_with_a_note() -> None:
+    frames = [grpc_frame(ask(model="m")), grpc_frame(gzip(ask(model="n")), compressed=True)]
+    assert shown_messages(frames, TINY_METHOD, TINY) == ([{"model": "m"}, {"model": "n"}], None)
+    bare, note = shown_messages(frames, TINY_METHOD, None)
+    assert note == NO_SCHEMA
+    assert bare[0] == {
+        "bytes": len(ask(model="m")),
+        "compressed": False,
+        "base64": base64.b64encode(ask(model="m")).decode(),
+    }
+    assert bare[1]["compressed"] is True
+    other, note = shown_messages(frames, "/tiny.Talk/Shout", TINY)
+    assert "does not describe /tiny.Talk/Shout" in (note or "")
+    assert other == bare
+    # a stream's unfinished tail, a message longer than is shown
+    big = grpc_frame(b"x" * (MAX_SHOWN + 10))
+    (tail, cut), _ = shown_messages([big[:20], big], TINY_METHOD, None)
+    assert tail == {"bytes": 20, "unfinished": True, "base64": base64.b64encode(big[:20]).decode()}
+    assert (cut["bytes"], cut["shown"]) == (MAX_SHOWN + 10, MAX_SHOWN)
+    assert base64.b64decode(cut["base64"]) == b"x" * MAX_SHOWN
+
+
+def test_request_frames_are_a_grpc_paths_whole_messages() -> None:
+    body = grpc_frame(ask(model="m"))
+    assert request_frames(TINY_METHOD, body) == [body]
+    assert request_frames("/v1/chat/completions", body) is None
+    assert request_frames(TINY_METHOD, b'{"model": "m"}') is None

@@ -154,7 +154,20 @@ def test_the_answer_and_tool_calls_are_read() -> None:
     assert [p.text for p in pieces if p.text] == ["4"]
     assert [p.tool for p in pieces if p.tool] == [("", "add", '{"a":2}')]
     assert xai.answer_pieces({"outputs": [1, {"delta": "x"}]}, None) == []
+    odd = {"outputs": [{"message": {"tool_calls": [1, {"function": "f"}]}}]}
+    assert xai.answer_pieces(odd, None) == []
     assert xai.answer_pieces({"id": "not xai"}, None) is None
+
+
+def test_usage_without_output_counts_leaves_output_unknown() -> None:
+    from reel_core._providers import Tally
+
+    tally = Tally()
+    usage = {"usage": {"prompt_text_tokens": 3, "prompt_tokens": 3}}
+    assert xai.read_usage(tally, usage, None) is False  # claimed, no content
+    assert tally.input == 3
+    assert tally.output is None
+    assert xai.read_usage(Tally(), {"id": "not xai"}, None) is None
 
 
 def test_the_user_field_drifts_as_openais_does() -> None:
