@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
 from ._interaction import RecordedResponse
 from ._nesting import check_depth, load_json
-from ._providers import USAGE_READERS, Tally, request_model
+from ._providers import USAGE_READERS, Tally, model_of, request_model
 
 if TYPE_CHECKING:
     from ._protobuf import ProtoSchema
@@ -183,10 +183,7 @@ def _read_grpc(
 
 def _grpc_model(proto: ProtoSchema, path: str, body: bytes) -> str | None:
     """The ``model`` of a gRPC request's first message, read through ``proto``."""
-    value = proto.request_json(path, body)
-    messages = value["messages"] if value is not None else []
-    model = messages[0].get("model") if messages and isinstance(messages[0], dict) else None
-    return model if isinstance(model, str) and model else None
+    return model_of(path, proto.request_json(path, body)) or None
 
 
 def _looks_like_sse(frames: tuple[tuple[float, bytes], ...]) -> bool:

@@ -198,3 +198,42 @@ def test_an_engine_records_through_its_configs_descriptor() -> None:
     assert line["meta"]["tokens_out"] == 25
     # stored under the key of its bytes: a replay without the descriptor finds it
     assert line["key"] == match_key("POST", PATH, (), call(), MatchConfig())
+
+
+def prompt(text: str, model: str = "grok-4") -> bytes:
+    request = chat_pb2.GetCompletionsRequest(
+        model=model,
+        messages=[chat_pb2.Message(role=chat_pb2.ROLE_USER, content=[chat_pb2.Content(text=text)])],
+    )
+    return grpc_frame(request.SerializeToString())
+
+
+def test_fuzzy_matching_reads_the_prompt_and_model_through_the_descriptor() -> None:
+    from reel_core import MatchMode, Miss, Replay
+
+    from ._helpers import cassette_of, interaction
+
+    stored = interaction(
+        path=PATH, body=prompt("What is the capital of France?"), stream="grpc", frames=[(1.0, b"")]
+    )
+    fuzzy = MatchConfig(MatchMode.FUZZY, threshold=0.8)
+
+    def served(body: bytes, proto: ProtoSchema | None) -> object:
+        engine = Engine(cassette_of(stored), Config(match=fuzzy, proto=proto))
+        engine.receive_request(Request("POST", PATH, GRPC, body))
+        return engine.next_event()
+
+    near = prompt("What's the capital of France?")
+    assert isinstance(served(near, XAI), Replay)
+    assert isinstance(served(near, None), Miss)  # bytes: no prompt to be near
+    assert isinstance(served(prompt("What's the capital of France?", "grok-3"), XAI), Miss)
+    assert isinstance(served(prompt("How tall is Everest?"), XAI), Miss)
+
+
+def test_the_model_of_a_grpc_request_is_its_first_messages() -> None:
+    from reel_core._providers import model_of
+
+    assert model_of(PATH, {"messages": [{"model": "grok-4"}, {"model": "x"}]}) == "grok-4"
+    assert model_of(PATH, {"messages": []}) is None
+    assert model_of(PATH, {"messages": "not a list"}) is None
+    assert model_of(PATH, None) is None

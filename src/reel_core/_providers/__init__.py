@@ -32,6 +32,7 @@ from typing import TypeVar
 
 from .._http import Headers
 from .._nesting import load_json
+from .._protobuf import grpc_method
 from . import anthropic, gemini, generic, openai, xai
 from ._base import (
     AnswerReader,
@@ -186,11 +187,17 @@ def endpoint_family(path: str) -> str | None:
 
 
 def model_of(path: str, body: object) -> str | None:
-    """The model a request asks for: the body's ``model``, or Gemini's
-    ``models/{model}:method`` path segment."""
+    """The model a request asks for: the body's ``model``, the first
+    message's of a gRPC call read through a descriptor set
+    (``{"messages": [...]}``), or Gemini's ``models/{model}:method`` path
+    segment."""
     model = body_model(body)
     if model is not None:
         return model
+    if grpc_method(path) is not None and isinstance(body, dict):
+        messages = body.get("messages")
+        if isinstance(messages, list) and messages:
+            return body_model(messages[0])
     return gemini.path_model(path)
 
 
@@ -229,7 +236,10 @@ def _texts(value: object) -> list[str]:
         return [t for item in value for t in _texts(item)]
     if isinstance(value, dict):
         out: list[str] = []
-        for key in ("role", "text", "content", "parts", "input", "prompt", "system"):
+        # "messages": a gRPC call's request read through a descriptor set
+        # holds its prompt one level down (xAI's {"messages": [{"messages": ...}]})
+        keys = ("role", "text", "content", "parts", "input", "prompt", "system", "messages")
+        for key in keys:
             item = value.get(key)
             if key == "role":
                 if isinstance(item, str):
