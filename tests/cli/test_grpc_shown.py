@@ -7,6 +7,7 @@ descriptor set: exit 2 naming the flag.  Nothing on disk changes."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,21 @@ def test_reel_view_writes_the_page_through_the_descriptor(
     assert main(argv) == 0
     assert "1 interaction" in capsys.readouterr().out
     assert out.is_file()
+
+
+def test_the_proxys_viewer_shows_them_through_its_descriptor(files: dict[str, Path]) -> None:
+    from reel_bindings._store import MemoryStore
+    from reel_bindings.view._live import LivePage
+    from reel_bindings.view._page import unpack
+
+    store = MemoryStore({"c.jsonl": files["cassette"].read_bytes()})
+
+    def details(proto: ProtoSchema | None) -> Any:
+        page = LivePage(store, lambda: ["c.jsonl"], title=str, proto=proto).page()[1]
+        blocks = re.findall(r'id="reel-z-\d+">([^<]*)</script>', page)  # the packed details
+        return [d for block in blocks for d in unpack(block)]
+
+    (shown,) = details(ProtoSchema(xai_set()))
+    assert shown["request"]["body"]["json"]["messages"][0]["model"] == "grok-4"
+    (bare,) = details(None)
+    assert "no descriptor set given" in bare["request"]["grpc_note"]

@@ -241,7 +241,7 @@ def live_page(ns: argparse.Namespace, report: Any, poll_ms: int = 1000) -> Page:
                 miss=miss if not error else None,
                 serve=serve,
                 error=error or None,
-                proto=ns.proto,
+                proto=getattr(ns, "proto", None),
             )
             drawn["version"] = version
         return drawn["version"], drawn["html"]
