@@ -20,6 +20,7 @@ import json
 import zlib
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ from reel_core.tools import grpc_frame, record_exchange
 from tests.secrets import recoverable
 
 from .strategies import secret_texts
+from .test_scaling import RATIO, Case, scaling_ratio
 
 #: The codings a compressed message comes in: (name, wbits of zlib).
 CODINGS = (("gzip", zlib.MAX_WBITS | 16), ("zlib", zlib.MAX_WBITS), ("raw", -zlib.MAX_WBITS))
@@ -141,3 +143,49 @@ def test_a_secret_anywhere_in_a_compressed_message_never_reaches_the_line(
         assert recoverable(secret, inflated) == []
     assert got.response.encoding_error is None
     assert got.request.encoding_error is None
+
+
+# -- linear in the message ---------------------------------------------------------------
+
+
+def _binary_message(n: int) -> bytes:
+    """A protobuf-like message of about ``n`` bytes: text runs between bytes
+    that are not UTF-8, a secret among them."""
+    run = b"some words of a prompt \xc8\x01"
+    body = run * (n // len(run)) + f" {TOKEN} ".encode()
+    return grpc_frame(body)
+
+
+def _compressed_message(n: int) -> bytes:
+    return grpc_frame(compress(_binary_message(n)[5:], zlib.MAX_WBITS | 16), compressed=True)
+
+
+def _many_messages(n: int) -> bytes:
+    frames = [
+        grpc_frame(b"\x0a\x02hi"),
+        grpc_frame(compress(b"\x0a\x02yo", -zlib.MAX_WBITS), compressed=True),
+    ]
+    return b"".join(frames) * (n // 20)
+
+
+def _scrubbed(data: bytes) -> object:
+    from reel_core._grpc import rescrubbed_body
+
+    return rescrubbed_body(data, Redactor().data)
+
+
+SCALING = {
+    "binary-message": Case(_binary_message, _scrubbed, 20_000),
+    "compressed-message": Case(_compressed_message, _scrubbed, 20_000),
+    "many-messages": Case(_many_messages, _scrubbed, 20_000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALING))
+def test_scanning_a_grpc_body_is_linear(name: str) -> None:
+    """Reading a message's text runs, inflating it, and walking a body of
+    many messages cost time linear in the bytes (the scaling family of
+    docs/reliability.md, "Every parser is linear and bounded")."""
+    assert SCALING[name].run(SCALING[name].make(100)) is not None
+    ratio = scaling_ratio(SCALING[name])
+    assert ratio < RATIO, f"{name}: time(10 x input) / time(input) = {ratio:.1f}"
