@@ -6,6 +6,7 @@ descriptor set: exit 2 naming the flag.  Nothing on disk changes."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -182,3 +183,30 @@ def test_the_proxys_viewer_shows_them_through_its_descriptor(files: dict[str, Pa
     assert shown["request"]["body"]["json"]["messages"][0]["model"] == "grok-4"
     (bare,) = details(None)
     assert "no descriptor set given" in bare["request"]["grpc_note"]
+
+
+def test_reel_diff_names_the_fields_of_the_messages(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = json.loads(files["cassette"].read_bytes().splitlines()[1])
+    answer = chat_pb2.GetChatCompletionResponse(
+        id="r1",
+        model="grok-4",
+        outputs=[chat_pb2.CompletionOutput(message=chat_pb2.CompletionMessage(content="5"))],
+        usage=usage_pb2.SamplingUsage(prompt_tokens=9, completion_tokens=1),
+    )
+    frame = base64.b64encode(grpc_frame(answer.SerializeToString())).decode()
+    line["response"]["frames"][0][1] = {"base64": frame}
+    other = tmp_path / "other.jsonl"
+    head = files["cassette"].read_bytes().splitlines()[0]
+    other.write_bytes(head + b"\n" + json.dumps(line).encode() + b"\n")
+    argv = ["diff", str(files["cassette"]), str(other), "--json"]
+    assert main([*argv, "--proto-descriptor", str(files["xai"])]) == 1
+    (changed,) = json.loads(capsys.readouterr().out)["changed"]
+    assert changed["response"]["text"] == ["4", "5"]
+    assert changed["response"]["body"] == [
+        {"path": "messages[0].outputs[0].message.content", "kind": "changed", "a": "4", "b": "5"}
+    ]
+    assert main(argv) == 1  # without one: the frames differ, no field named
+    (changed,) = json.loads(capsys.readouterr().out)["changed"]
+    assert "body" not in changed["response"]
