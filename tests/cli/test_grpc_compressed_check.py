@@ -12,8 +12,15 @@ from pathlib import Path
 import pytest
 
 from reel_bindings.cli import main
-from reel_core import CassetteMeta, Interaction, RecordedRequest, RecordedResponse
-from reel_core.tools import grpc_frame
+from reel_core import (
+    CassetteMeta,
+    Interaction,
+    RecordedRequest,
+    RecordedResponse,
+    Redactor,
+    Request,
+)
+from reel_core.tools import grpc_frame, record_exchange
 
 SECRET = "sk-proj-" + "Hq7Vn3Tz8Wm2Lp5Rx9" * 2
 
@@ -47,3 +54,24 @@ def test_a_secret_in_a_compressed_message_is_found_and_redacted(
     plain = zlib.decompress(stored[5:], zlib.MAX_WBITS | 16)  # still a gzip message
     assert SECRET.encode() not in plain
     assert plain.startswith(b"\x0a\x30key ")
+
+
+def test_a_message_that_does_not_decompress_fails_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    packer = zlib.compressobj(9, wbits=zlib.MAX_WBITS | 16)
+    bomb = b"".join(packer.compress(bytes(1 << 20)) for _ in range(40)) + packer.flush()
+    grpc = ((b"content-type", b"application/grpc"),)
+    ix = record_exchange(
+        Request("POST", "/xai_api.Chat/GetCompletion", grpc, grpc_frame(b"q")),
+        200,
+        grpc,
+        [(0.01, grpc_frame(bomb, compressed=True))],
+        redactor=Redactor(),
+    )
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(CassetteMeta().to_line() + ix.to_line())
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "a compressed gRPC message kept as it came, not scanned for secrets" in out
+    assert "decodes to over 33554432 bytes" in out
