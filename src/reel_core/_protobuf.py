@@ -190,8 +190,8 @@ class ProtoSchema:
 def _not_a_set(name: str, why: str) -> ConfigError:
     return ConfigError(
         f"{name} is not a descriptor set (a serialized FileDescriptorSet): {why}; write one "
-        "with protoc --descriptor_set_out=FILE --include_imports (or grpcio-tools' "
-        "python -m grpc_tools.protoc)"
+        "with protoc (or grpcio-tools' grpc_tools.protoc), its descriptor_set_out and "
+        "include_imports options"
     )
 
 
@@ -206,7 +206,8 @@ def _add_in_order(pool: Any, protos: list[Any], name: str) -> None:
         if not ready:
             missing = sorted({d for p in waiting for d in p.dependency} - given)
             why = (
-                f"{', '.join(missing)} is imported and not in it (pass --include_imports)"
+                f"{', '.join(missing)} is imported and not in it "
+                "(protoc's include_imports option adds it)"
                 if missing
                 else "its files import each other in a cycle"
             )

@@ -54,7 +54,7 @@ def test_a_bad_file_is_a_usage_error_naming_the_flag(
     err = capsys.readouterr().err
     assert f"--proto-descriptor {str(path)!r}" in err or f"--proto-descriptor: {said}" in err
     assert said in err
-    assert "--include_imports" in err
+    assert "include_imports" in err
     assert "Traceback" not in err
 
 

@@ -92,7 +92,7 @@ def test_the_marker_wins_and_the_run_s_setting_serves_the_rest(
     # without a descriptor the other bytes miss (and a miss fails its test)
     result.assert_outcomes(passed=1, failed=1, errors=1)
     result.stdout.fnmatch_lines(
-        ["*@pytest.mark.reel: proto_descriptor=*is not a descriptor set*--include_imports*"]
+        ["*@pytest.mark.reel: proto_descriptor=*is not a descriptor set*include_imports*"]
     )
     pytester.makepyfile(test_grpc=inner_tests(project, missing=False))
     flag = ["--reel-proto-descriptor", str(project["descriptor"])]
