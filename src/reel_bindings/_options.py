@@ -47,6 +47,7 @@ class BindingOptions(TypedDict, total=False):
     upstream: object
     freeze: Iterable[str] | None
     proto_descriptor: ProtoSchema | str | os.PathLike[str] | None
+    http2: bool
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,12 @@ class Options:
     #: A descriptor set file (or its schema): gRPC messages are matched
     #: through it as JSON (``None``: ``$REEL_PROTO_DESCRIPTOR``, else bytes).
     proto_descriptor: ProtoSchema | str | os.PathLike[str] | None = None
+    #: Forwards (record, auto, live) go upstream over HTTP/2 where the
+    #: upstream offers it (ALPN over TLS), as ``httpx.Client(http2=True)``
+    #: does: the httpx transports only (their pools are made with
+    #: ``http2=True``; httpx's ``h2`` is needed).  A recording is the same
+    #: either way; a replay has no wire, and reports ``HTTP/1.1``.
+    http2: bool = False
 
     @classmethod
     def of(cls, options: Mapping[str, Any], base: Options | None = None) -> Options:

@@ -38,7 +38,7 @@ from reel_core import (
 )
 
 from .._async.relay import arelay
-from .._upstream import UpstreamFailure
+from .._upstream import UpstreamFailure, UpstreamResponse
 from ._context import Context, Exchange
 from ._recordings import Place, RecordingQueue
 
@@ -228,7 +228,8 @@ class Forwarding:
                 await self._flush()
                 # closed however the loop ends (a client that left cancels
                 # it; run() records why)
-                relayed = arelay(response.chunks(), _Feed(engine), _failure, read_on=False)
+                feed = _Feed(engine, response)
+                relayed = arelay(response.chunks(), feed, _failure, read_on=False)
                 async with aclosing(relayed):
                     async for _chunk in relayed:
                         await self._flush()
@@ -253,18 +254,23 @@ class Forwarding:
 
 class _Feed:
     """The relay's feed: the engine, at the loop's clock (no ``left``: the
-    relay does not read on, :meth:`Forwarding.left` does)."""
+    relay does not read on, :meth:`Forwarding.left` does).  At the end, the
+    response's trailers (HTTP/2: set once its body is read) go first."""
 
-    __slots__ = ("_engine",)
+    __slots__ = ("_engine", "_response")
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, response: UpstreamResponse) -> None:
         self._engine = engine
+        self._response = response
 
     def data(self, chunk: bytes) -> None:
         self._engine.upstream_data(chunk, mono=anyio.current_time())
 
     def end(self) -> None:
-        self._engine.upstream_end(mono=anyio.current_time())
+        now = anyio.current_time()
+        if self._response.trailers:
+            self._engine.upstream_trailers(self._response.trailers, mono=now)
+        self._engine.upstream_end(mono=now)
 
     def error(self, error: UpstreamError | Abort, detail: str) -> None:
         self._engine.upstream_error(error, detail, mono=anyio.current_time())
