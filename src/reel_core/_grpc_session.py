@@ -160,7 +160,9 @@ class GrpcCallRecorder:
         log = GrpcLog(tuple(self._messages)).redacted(self.redactor)
         first = next((m.data for m in self._messages if m.sender == "client" and not m.end), b"")
         request, key, ix_id, sent = recording.request, recording.key, recording.id, recording.sent
-        body = self.redactor.data(first)  # as the engine redacts a request's body
+        # as the engine redacts a request's body: the one rule (a compressed
+        # message scanned decompressed, see ``rescrubbed``)
+        body = replace(request, body=first).redacted(self.redactor).body
         if request.body != body:  # the engine had the whole body: keyed on the first message
             request, sent = replace(request, body=body), None
             key = request.key(cassette.keying)

@@ -161,3 +161,44 @@ def test_whole_frames_and_what_is_not_a_grpc_body() -> None:
     assert not has_compressed(one)
     assert not has_compressed(b"\x01 not grpc")
     assert rescrubbed_body(b"plain text", Redactor().data) is None
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_sessions_compressed_first_message_is_stored_scrubbed(whole: bool) -> None:
+    """A client-streaming call's request body is its first message, kept as
+    the engine redacts a request body: a secret compressed inside it is
+    scrubbed there too, whether the engine had the first message or all."""
+    from reel_core import Cassette, Config, Engine, Forward, Mode
+    from reel_core._grpc_session import GrpcCallRecorder
+
+    from ._helpers import pull
+    from .test_grpc_session import HEADERS, OK, PATH, TOKEN
+
+    first = grpc_frame(pack(f"\x0a\x40note {TOKEN} end".encode()), compressed=True)
+    second = grpc_frame(b"\x0a\x02hi")
+    cassette = Cassette("c.jsonl")
+    engine = Engine(cassette, Config(mode=Mode.RECORD))
+    engine.receive_request(Request("POST", PATH, HEADERS, first + second if whole else first))
+    assert isinstance(engine.next_event(), Forward)
+    recorder = GrpcCallRecorder(engine.redactor, opened=0.0)
+    recorder.client_message(first, 0.0)
+    recorder.client_message(second, 0.01)
+    recorder.client_end(0.02)
+    engine.upstream_head(200, GRPC[:1], mono=0.03, sent_at=0.0)
+    engine.upstream_data(grpc_frame(b"ok"), mono=0.03)
+    recorder.server_message(grpc_frame(b"ok"), 0.03)
+    engine.upstream_trailers(OK, mono=0.04)
+    engine.upstream_end(mono=0.04)
+    recorder.ended(0.04)
+    pull(engine)
+    assert recorder.record(engine) is not None
+    (ix,) = cassette.interactions()
+    body = ix.request.body
+    frames = whole_frames(body)
+    assert frames is not None
+    assert TOKEN.encode() not in message_payload(frames[0][5:], True)
+    assert ix.grpc is not None
+    for message in ix.grpc.messages:
+        if message.data:
+            payload = message_payload(message.data[5:], bool(message.data[0]))
+            assert TOKEN.encode() not in payload
