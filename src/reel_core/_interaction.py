@@ -462,7 +462,15 @@ class Interaction:
             request = req.redacted(redactor, heard)
         response = self.response.redacted(redactor, heard, drop=drop)
         websocket = None if self.websocket is None else self.websocket.redacted(redactor, heard)
-        grpc = None if self.grpc is None else self.grpc.redacted(redactor, heard)
+        notes: list[tuple[str, str]] = []
+        grpc = None if self.grpc is None else self.grpc.redacted(redactor, heard, notes)
+        if notes and response.encoding_error is None:  # a message kept compressed, unscanned
+            response = replace(response, encoding=notes[0][0], encoding_error=notes[0][1])
+        # a body newly flagged as not scanned (a compressed gRPC message) is a change too
+        changed = changed or (request.encoding_error, response.encoding_error) != (
+            req.encoding_error,
+            self.response.encoding_error,
+        )
         endpoint = self.endpoint
         if endpoint == f"{req.method} {req.path}":
             endpoint = f"{request.method} {request.path}"

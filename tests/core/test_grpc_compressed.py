@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from reel_core import Redactor, Request
+from reel_core import MatchConfig, Redactor, Request
 from reel_core._decode import DecodeError
 from reel_core._grpc import (
     has_compressed,
@@ -202,3 +202,56 @@ def test_a_sessions_compressed_first_message_is_stored_scrubbed(whole: bool) -> 
         if message.data:
             payload = message_payload(message.data[5:], bool(message.data[0]))
             assert TOKEN.encode() not in payload
+
+
+def test_a_sessions_message_that_does_not_decompress_is_flagged() -> None:
+    from reel_core import Cassette, Config, Engine, Forward, Mode
+    from reel_core._grpc_session import GrpcCallRecorder
+
+    from ._helpers import pull
+    from .test_grpc_session import HEADERS, OK, PATH
+
+    cassette = Cassette("c.jsonl")
+    engine = Engine(cassette, Config(mode=Mode.RECORD))
+    first = grpc_frame(b"\x0a\x02hi")
+    corrupt = grpc_frame(b"\x1f\x8bnot gzip", compressed=True)
+    engine.receive_request(Request("POST", PATH, HEADERS, first))
+    assert isinstance(engine.next_event(), Forward)
+    recorder = GrpcCallRecorder(engine.redactor, opened=0.0)
+    recorder.client_message(first, 0.0)
+    recorder.client_message(corrupt, 0.01)
+    recorder.client_end(0.02)
+    engine.upstream_head(200, GRPC[:1], mono=0.03, sent_at=0.0)
+    recorder.server_message(grpc_frame(b"ok"), 0.03)
+    engine.upstream_data(grpc_frame(b"ok"), mono=0.03)
+    engine.upstream_trailers(OK, mono=0.04)
+    engine.upstream_end(mono=0.04)
+    recorder.ended(0.04)
+    pull(engine)
+    assert recorder.record(engine) is not None
+    (ix,) = cassette.interactions()
+    assert ix.response.encoding == "gzip"
+    assert "not scanned for secrets" in (ix.response.encoding_error or "")
+    # ``reel redact`` (the interaction's redaction) flags a line that lacks it
+    from dataclasses import replace as with_
+
+    bare = with_(ix, response=with_(ix.response, encoding=None, encoding_error=None))
+    again = bare.redacted(Redactor(), MatchConfig())
+    assert "not scanned for secrets" in (again.response.encoding_error or "")
+
+
+def test_reel_redact_flags_a_line_whose_message_does_not_decompress() -> None:
+    from reel_core import Interaction, RecordedRequest, RecordedResponse
+
+    corrupt = grpc_frame(b"\x1f\x8bnot gzip", compressed=True)
+    line = Interaction(
+        key="sha256:" + "0" * 64,
+        id="a",
+        request=RecordedRequest("POST", PATH, (), corrupt),
+        response=RecordedResponse(200, stream="grpc", frames=((1.0, corrupt),)),
+    )
+    again = line.redacted(Redactor(), MatchConfig())
+    assert again is not line
+    assert "corrupt gzip body" in (again.request.encoding_error or "")
+    assert "corrupt gzip body" in (again.response.encoding_error or "")
+    assert again.redacted(Redactor(), MatchConfig()) is again  # flagged once: no change after
