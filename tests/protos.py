@@ -54,6 +54,24 @@ def _tiny_file() -> Any:
     ask.field.add(name="big_number", number=3, type=T.TYPE_INT64, label=T.LABEL_OPTIONAL)
     ask.field.add(name="blob", number=4, type=T.TYPE_BYTES, label=T.LABEL_OPTIONAL)
     ask.field.add(name="seed", number=5, type=T.TYPE_UINT32, label=T.LABEL_OPTIONAL)
+    inner = ".tiny.Inner"
+    message, repeated = T.TYPE_MESSAGE, T.LABEL_REPEATED
+    ask.field.add(name="parts", number=6, type=message, type_name=inner, label=repeated)
+    for name, number, held in (("tags", 7, True), ("labels", 9, False)):
+        entry = ask.nested_type.add(name=name.capitalize() + "Entry")
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+        value = entry.field.add(name="value", number=2, label=T.LABEL_OPTIONAL)
+        if held:
+            value.type, value.type_name = message, inner
+        else:
+            value.type = T.TYPE_STRING
+        type_name = f".tiny.Ask.{entry.name}"
+        ask.field.add(name=name, number=number, type=message, type_name=type_name, label=repeated)
+    ask.field.add(name="single", number=8, type=message, type_name=inner, label=T.LABEL_OPTIONAL)
+    f.message_type.add(name="Inner").field.add(
+        name="note", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL
+    )
     answer = f.message_type.add(name="Answer")
     answer.field.add(name="text", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
     answer.field.add(name="tokens", number=2, type=T.TYPE_INT32, label=T.LABEL_OPTIONAL)
@@ -64,7 +82,9 @@ def _tiny_file() -> Any:
 
 def tiny_set() -> bytes:
     """The tiny set: ``tiny.Talk/Say`` takes an ``Ask`` (model, words,
-    big_number int64, blob bytes, seed) and answers an ``Answer``."""
+    big_number int64, blob bytes, seed; parts, tags and single: ``Inner``
+    messages, repeated, in a map and alone; labels, a map of strings) and
+    answers an ``Answer``."""
     data: bytes = descriptor_pb2.FileDescriptorSet(file=[_tiny_file()]).SerializeToString()
     return data
 

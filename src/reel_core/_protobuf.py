@@ -61,20 +61,50 @@ NO_SCHEMA = "no descriptor set given: the messages are shown as bytes"
 INSTALL = "pip install 'reel-llm[grpc]'"
 
 
-def load_protobuf() -> tuple[Any, Any, Any, Any]:
-    """protobuf's ``descriptor_pb2``, ``descriptor_pool``, ``json_format``
-    and ``message_factory``; an :class:`ImportError` naming the extra to
-    install when protobuf is missing."""
+#: The protobuf modules a schema uses.
+_MODULES = ("descriptor_pb2", "descriptor_pool", "json_format", "message_factory", "unknown_fields")
+
+
+def load_protobuf() -> tuple[Any, Any, Any, Any, Any]:
+    """protobuf's ``descriptor_pb2``, ``descriptor_pool``, ``json_format``,
+    ``message_factory`` and ``unknown_fields``; an :class:`ImportError`
+    naming the extra to install when protobuf is missing."""
     try:
-        modules = tuple(
-            importlib.import_module(f"google.protobuf.{name}")
-            for name in ("descriptor_pb2", "descriptor_pool", "json_format", "message_factory")
-        )
+        modules = tuple(importlib.import_module(f"google.protobuf.{name}") for name in _MODULES)
     except ImportError as exc:
         raise ImportError(
             f"reading gRPC messages with a descriptor set needs protobuf: {INSTALL}"
         ) from exc
-    return modules[0], modules[1], modules[2], modules[3]
+    return modules[0], modules[1], modules[2], modules[3], modules[4]
+
+
+def _unknown_numbers(unknown_fields: Any, message: Any) -> list[int]:
+    """The numbers of the fields ``message`` (and every message inside it)
+    holds that its type does not describe."""
+    numbers = [field.field_number for field in unknown_fields.UnknownFieldSet(message)]
+    for field, value in message.ListFields():
+        kind = field.message_type
+        if kind is None:
+            continue
+        if kind.GetOptions().map_entry:
+            held = kind.fields_by_name["value"].message_type is not None
+            inner = list(value.values()) if held else []
+        elif _repeated(field):
+            inner = list(value)
+        else:
+            inner = [value]
+        for item in inner:
+            numbers += _unknown_numbers(unknown_fields, item)
+    return numbers
+
+
+def _repeated(field: Any) -> bool:
+    """Whether a field is repeated (``is_repeated`` since protobuf 6, its
+    ``label`` before)."""
+    repeated = getattr(field, "is_repeated", None)
+    if repeated is None:  # pragma: no cover - protobuf before 6
+        return bool(field.label == field.LABEL_REPEATED)
+    return bool(repeated)
 
 
 def grpc_method(path: str) -> tuple[str, str] | None:
@@ -100,7 +130,7 @@ class ProtoSchema:
         (``name`` says where it came from in messages).  Not one, or one
         whose files import a file it does not hold: :class:`ConfigError`
         saying so; protobuf missing: :class:`ImportError`."""
-        pb2, pools, self._json, self._factory = load_protobuf()
+        pb2, pools, self._json, self._factory, self._unknown = load_protobuf()
         self.digest = "sha256:" + hashlib.sha256(data).hexdigest()
         self.name = name
         files = pb2.FileDescriptorSet()
@@ -167,13 +197,21 @@ class ProtoSchema:
         try:
             message = self._factory.GetMessageClass(kind)()
             message.ParseFromString(payload)
-            return self._json.MessageToDict(
+            unknown = _unknown_numbers(self._unknown, message)
+            value = self._json.MessageToDict(
                 message, preserving_proto_field_name=True, descriptor_pool=self._pool
             )
         except Exception as exc:  # protobuf's own error types
             raise SchemaNote(
                 f"message {i} does not parse as {kind.full_name} ({exc}): shown as bytes"
             ) from None
+        if unknown:  # its JSON would leave them out: two other messages would read alike
+            numbers = ", ".join(str(n) for n in sorted(set(unknown)))
+            raise SchemaNote(
+                f"message {i} has fields {kind.full_name} does not describe (numbers "
+                f"{numbers}; a newer schema?): shown as bytes"
+            )
+        return value
 
     def request_json(self, path: str, body: bytes) -> dict[str, Any] | None:
         """A request body of whole messages as ``{"messages": [...]}``, or

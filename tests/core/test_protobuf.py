@@ -316,3 +316,47 @@ def test_request_frames_are_a_grpc_paths_whole_messages() -> None:
     assert request_frames(TINY_METHOD, body) == [body]
     assert request_frames("/v1/chat/completions", body) is None
     assert request_frames(TINY_METHOD, b'{"model": "m"}') is None
+
+
+# -- fields the descriptor set does not describe ----------------------------------------
+
+
+def with_unknown(message: bytes) -> bytes:
+    """``message`` with field 15 (a varint), which no tiny type describes."""
+    return message + b"\x78\x07"
+
+
+def test_a_field_the_set_does_not_describe_leaves_the_message_bytes() -> None:
+    Inner = Ask.DESCRIPTOR.fields_by_name["single"].message_type
+    assert Inner.full_name == "tiny.Inner"
+    inner = with_unknown(b"\x0a\x01n")  # an Inner: note "n", and field 15
+    cases = {
+        "top": with_unknown(ask(model="m")),
+        "repeated": ask(model="m") + b"\x32" + bytes([len(inner)]) + inner,
+        "single": ask(model="m") + b"\x42" + bytes([len(inner)]) + inner,
+        "map": ask(model="m")
+        + b"\x3a"
+        + bytes([len(inner) + 5])
+        + b"\x0a\x01k\x12"
+        + bytes([len(inner)])
+        + inner,
+    }
+    for where, message in cases.items():
+        with pytest.raises(SchemaNote, match=r"message 0 has fields .* does not describe .*15"):
+            TINY.read(TINY_METHOD, [grpc_frame(message)])
+        # so two requests that differ only there never match as one
+        config = MatchConfig(proto=TINY)
+        keyed = [
+            match_key("POST", TINY_METHOD, (), grpc_frame(m), config)
+            for m in (message, ask(model="m"))
+        ]
+        assert keyed[0] != keyed[1], where
+    described = ask(model="m", labels={"a": "b"}, tags={"k": {"note": "n"}}, parts=[{"note": "p"}])
+    assert TINY.read(TINY_METHOD, [grpc_frame(described)]) == [
+        {
+            "model": "m",
+            "labels": {"a": "b"},
+            "tags": {"k": {"note": "n"}},
+            "parts": [{"note": "p"}],
+        }
+    ]
