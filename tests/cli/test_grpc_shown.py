@@ -210,3 +210,16 @@ def test_reel_diff_names_the_fields_of_the_messages(
     assert main(argv) == 1  # without one: the frames differ, no field named
     (changed,) = json.loads(capsys.readouterr().out)["changed"]
     assert "body" not in changed["response"]
+
+
+def test_reel_cost_reads_a_grpc_calls_usage_through_the_descriptor(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["cost", str(files["cassette"]), "--json"]
+    assert main([*argv, "--proto-descriptor", str(files["xai"])]) == 0
+    (group,) = json.loads(capsys.readouterr().out)["unknown"]  # xAI has no prices yet
+    assert (group["provider"], group["model"]) == ("xai", "grok-4")
+    assert (group["tokens_in"], group["tokens_out"]) == (9, 1)
+    assert main(argv) == 0
+    (bare,) = json.loads(capsys.readouterr().out)["unknown"]
+    assert (bare["provider"], bare["tokens_in"]) == ("xai", None)
