@@ -166,6 +166,7 @@ class Player:
             max_age=None if given.max_age is None else parse_duration(given.max_age),
             record_grace=given.record_grace,
             drop_response_headers=given.drop_response_headers,
+            proto_descriptor=given.proto_descriptor,
         )
         if isinstance(cassette, CassetteFile):
             self.file = cassette
