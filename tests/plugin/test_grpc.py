@@ -6,10 +6,12 @@ test swallows still fails it."""
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.plugin.test_misses import GRPC_BINDINGS
 from tests.secrets import GRPC_KEY, recoverable
 
 pytest.importorskip("grpc", reason="the plugin's gRPC helpers need grpcio")
@@ -54,19 +56,60 @@ def test_grpc_channel(reel):
     assert channel.player in reel._players
 """
 
+#: One test per gRPC binding of the ``reel`` fixture, each swallowing the
+#: ``grpc.RpcError`` its miss raises (its name is the binding's; the
+#: fixture's other bindings have theirs in test_misses.py, which holds
+#: these names too).
+SWALLOWERS = {
+    "xai": """
+        def test_xai(reel):
+            client = reel.xai(api_host=os.environ["XAI_HOST"], use_insecure_channel=True)
+            with swallowed(grpc.RpcError):
+                client.chat.create(model="grok-4", messages=[user("never recorded")]).sample()
+        """,
+    "async_xai": """
+        def test_async_xai(reel):
+            async def run():
+                client = reel.async_xai(api_host=os.environ["XAI_HOST"], use_insecure_channel=True)
+                try:
+                    with swallowed(grpc.RpcError):
+                        chat = client.chat.create(model="grok-4", messages=[user("never")])
+                        await chat.sample()
+                finally:
+                    await client.close()
+
+            asyncio.run(run())
+        """,
+    "grpc_channel": """
+        def test_grpc_channel(reel):
+            channel = reel.grpc_channel(grpc.insecure_channel(os.environ["XAI_HOST"]))
+            with swallowed(grpc.RpcError):
+                channel.unary_unary("/pkg.Service/Method")(b"never recorded")
+        """,
+    "aio_grpc_channel": """
+        def test_aio_grpc_channel(reel):
+            async def run():
+                channel = reel.aio_grpc_channel(grpc.aio.insecure_channel(os.environ["XAI_HOST"]))
+                try:
+                    with swallowed(grpc.RpcError):
+                        await channel.unary_unary("/pkg.Service/Method")(b"never recorded")
+                finally:
+                    await channel.close()
+
+            asyncio.run(run())
+        """,
+}
+
 SWALLOWED = """
+import asyncio
 import contextlib
 import os
 
 import grpc
 from xai_sdk.chat import user
 
-
-def test_swallows_the_miss(reel):
-    client = reel.xai(api_host=os.environ["XAI_HOST"], use_insecure_channel=True)
-    with contextlib.suppress(grpc.RpcError):  # a fallback, a retry, a friendly message
-        client.chat.create(model="grok-4", messages=[user("never recorded")]).sample()
-"""
+swallowed = contextlib.suppress  # a fallback, a retry, a friendly message
+""" + "".join("\n\n" + textwrap.dedent(test) for test in SWALLOWERS.values())
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -97,13 +140,20 @@ def test_xai_records_then_replays_without_the_server(
 def test_a_swallowed_grpc_miss_fails_the_test(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every gRPC binding of the fixture: a miss its test swallows still
+    fails the test, naming the call."""
+    assert set(SWALLOWERS) == GRPC_BINDINGS
     pytester.makepyfile(test_swallowed=SWALLOWED)
     monkeypatch.setenv("XAI_HOST", "127.0.0.1:9")
     cassettes = pytester.path / "tests/cassettes/test_swallowed"
     cassettes.mkdir(parents=True)
-    (cassettes / "test_swallows_the_miss.jsonl").write_text('{"_meta":{"schema":3}}\n')
+    for name in SWALLOWERS:
+        (cassettes / f"test_{name}.jsonl").write_text('{"_meta":{"schema":3}}\n')
     result = pytester.runpytest_subprocess()
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*Reel: 1 request missed cassette*", "*/xai_api.Chat/GetCompletion*"]
-    )
+    result.assert_outcomes(failed=len(SWALLOWERS))
+    output = result.stdout.str()
+    for name in SWALLOWERS:
+        missed = f"tests/cassettes/test_swallowed/test_{name}.jsonl"
+        assert f"Reel: 1 request missed cassette {missed}" in output, name
+    assert output.count("/xai_api.Chat/GetCompletion") >= 2
+    assert output.count("/pkg.Service/Method") >= 2
