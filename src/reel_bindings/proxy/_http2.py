@@ -1,0 +1,398 @@
+"""The proxy's HTTP/2 connection: a pump around the core's ``H2Session``.
+
+The sibling of ``_http11.py``, for a client that speaks HTTP/2 (h2c with
+prior knowledge, or h2 chosen by ALPN on the ``--tls`` listener): the
+listener hands it the connection and the bytes its first read gave.
+Every decision is the session's and its engines' (one per stream); this
+pump moves bytes and time.
+
+Theory of operation.  One task reads the client (:meth:`HTTP2Connection._pump`):
+each read is fed to the session, then the session's events are handed
+out (:meth:`~HTTP2Connection.drain`) to the stream each belongs to, and
+what the session has to send is written.  A stream's decision starts a
+task of its own, so the streams of a connection are served concurrently,
+each on its own schedule:
+
+- a response the core answers (a replay, a miss, a refusal) is played as
+  the HTTP/1.1 pump plays it: its head, then each frame at its deadline
+  after the head (``replay_schedule``), its trailers with the end;
+- a forward is ``_forward.py``'s :class:`~._forward.Forwarding`, the one
+  the HTTP/1.1 pump uses, the stream (:class:`_Stream`) its
+  :class:`~._forward.Downstream`: the same relay, the same recording path;
+- the client resetting the stream (or leaving, or breaking the protocol,
+  answered with a GOAWAY) is the session's ``Signal.CLOSED``: a replay
+  stops, a forward is told its client left (its grace, as on HTTP/1.1).
+
+All writes go through :meth:`HTTP2Connection.write`, under one lock: the
+session's bytes are taken and written in the order they were made.  Flow
+control is the session's (a body waits in it for the client's window); a
+forward whose stream holds more than :data:`BUFFERED_MAX` bytes waits for
+the client to read before it reads its upstream on.
+
+The proxy's timer closes the connection once it has had no exchange under
+way for the client timeout (a request arriving piecemeal counts from the
+moment the connection fell idle).  A viewer's request (``--ui``) is
+refused by the cassette choice (``route``) before the engine looks at
+it, and answered here with the page.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+
+import anyio
+import anyio.abc
+import attrs
+
+from reel_core import (
+    EndOfResponse,
+    Engine,
+    Event,
+    Forward,
+    Frame,
+    Miss,
+    Refused,
+    RemoteProtocolError,
+    Replay,
+    Request,
+    ResponseHead,
+    Routed,
+    Signal,
+    Trailers,
+    replay_schedule,
+)
+from reel_core.tools import H2Event, H2Refused, H2Session, UiRefusal, routed_verdict
+
+from .._clock import sleep_until
+from ._context import Exchange
+from ._forward import Forwarding, reason
+from ._http11 import SETTLE_AFTER, Listener
+
+__all__ = ["BUFFERED_MAX", "HTTP2Connection"]
+
+log = logging.getLogger("reel.proxy")
+
+#: The most response bytes a forwarded stream may hold waiting for the
+#: client's window before its upstream is read on.
+BUFFERED_MAX = 1024 * 1024
+
+
+def error_body(kind: str, message: str) -> bytes:
+    """Reel's JSON error shape, as the engine's refusals have it."""
+    error = {"type": kind, "code": kind, "message": message}
+    return json.dumps({"error": error}, ensure_ascii=False).encode() + b"\n"
+
+
+#: A decision: what starts a stream's exchange.
+_DECISIONS = (Replay, Miss, Refused, Forward)
+
+
+@attrs.define(eq=False)
+class _Stream:
+    """One stream's exchange: the engine's events handed to it, in order
+    (the :class:`~._forward.Downstream` of a forward)."""
+
+    conn: HTTP2Connection
+    sid: int
+    engine: Engine
+    exchange: Exchange = attrs.Factory(Exchange)
+    events: deque[Event | Signal] = attrs.Factory(deque)
+    #: Why the client left the stream ("" while it is there).
+    why: str = ""
+    #: A forward's, once decided.
+    forwarding: Forwarding | None = None
+    #: A response the core answers: cancelled when the client leaves.
+    scope: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
+
+    def next_event(self) -> Event | Signal:
+        """The stream's next event (``Signal.NEED_DATA``: none yet)."""
+        if not self.events:
+            self.conn.drain()
+        return self.events.popleft() if self.events else Signal.NEED_DATA
+
+    def send(self, event: Event) -> bytes:
+        """Hand ``event`` to the session (its bytes go out with :meth:`write`)."""
+        self.conn.session.send(self.sid, event)
+        return b""
+
+    async def write(self, data: bytes) -> None:
+        """Write what the session holds; a forward whose answer piles up
+        in the session waits for the client to read (``data`` is always
+        empty: :meth:`send` returned it)."""
+        conn = self.conn
+        await conn.write()
+        while conn.session.buffered(self.sid) > BUFFERED_MAX:
+            await conn.client_moved()
+
+    async def watch(self) -> str:
+        """The connection's reader watches the client: its reset comes as
+        the session's ``Signal.CLOSED`` (:meth:`HTTP2Connection.left`)."""
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def left(self, why: str) -> None:
+        """The client reset the stream, or left the connection."""
+        if self.why:
+            return
+        self.why = why
+        if self.forwarding is not None:
+            self.forwarding.left(why)
+        else:
+            self.engine.client_left(why, mono=anyio.current_time())
+            self.scope.cancel()
+
+    def pulled(self) -> Iterator[Event]:
+        """A core-made response's events until its exchange is over; its
+        trailers go to the session as met (they go out with its end)."""
+        while not isinstance(event := self.next_event(), Signal):
+            if isinstance(event, Trailers):
+                self.send(event)
+            yield event
+
+
+@attrs.define(eq=False)
+class HTTP2Connection:
+    """One HTTP/2 client connection: its session, its streams' exchanges,
+    and the scope that closes it once it stays idle too long."""
+
+    proxy: Listener
+    stream: anyio.abc.ByteStream
+    session: H2Session
+    #: Whether a request is the viewer's (``--ui``), answered here.
+    route: Callable[[Request], bool] | None = None
+    #: What the connection's first reads gave (the listener's sniff).
+    first: bytes = b""
+    #: Cancelled by the proxy's timer once ``deadline`` passed with no
+    #: exchange under way (or by ``Proxy.shutdown_idle``).
+    guard: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
+    #: When the connection, idle, is closed (on the proxy's clock; no
+    #: deadline while an exchange is under way).
+    deadline: float = float("inf")
+    _streams: dict[int, _Stream] = attrs.Factory(dict)
+    #: Streams the client reset before their decision was handed out.
+    _reset_early: set[int] = attrs.Factory(set)
+    _lock: anyio.Lock = attrs.Factory(anyio.Lock)
+    _tasks: anyio.abc.TaskGroup | None = None
+    #: Set (and replaced) each time the client's bytes came: a window moved.
+    _moved: anyio.Event = attrs.Factory(anyio.Event)
+    #: The session said the connection is over.
+    _over: bool = False
+    #: A write to the client failed.
+    _broken: bool = False
+    #: Why the client is gone, once it is ("": it is there).
+    _gone: str = ""
+
+    @property
+    def idle(self) -> bool:
+        """No exchange under way: :meth:`Proxy.shutdown_idle` may close it."""
+        return not self._streams
+
+    async def serve(self) -> None:
+        """Serve the connection until it ends (and its exchanges with it:
+        a forward whose client left reads on for its grace)."""
+        self.deadline = self.proxy.now() + self.proxy.client_timeout
+        with self.guard:
+            async with anyio.create_task_group() as tasks:
+                self._tasks = tasks
+                await self._pump()
+        if self.guard.cancelled_caught and self.proxy.now() >= self.deadline:
+            log.debug("HTTP/2 client idle for %ss: closing", self.proxy.client_timeout)
+
+    # -- the pump ------------------------------------------------------------
+
+    async def _pump(self) -> None:
+        """Read the client, feed the session, hand out its events, write."""
+        if self.first:
+            self._feed(self.first)
+        while True:
+            self.drain()
+            with suppress(anyio.BrokenResourceError):  # the session ends it
+                await self.write()
+            if self._over:
+                return
+            self._feed(await self._receive())
+
+    def _feed(self, data: bytes) -> None:
+        if not data:
+            self._gone = self._gone or "the client closed the connection"
+        try:
+            self.session.receive_data(data, wall=time.time())
+        except RemoteProtocolError as exc:  # its GOAWAY is in data_to_send
+            self._gone = "the client broke the HTTP/2 protocol"
+            log.warning("bad HTTP/2 from a client: %s (GOAWAY, connection closed)", exc)
+        moved, self._moved = self._moved, anyio.Event()
+        moved.set()
+
+    async def client_moved(self) -> None:
+        """Until the client's next bytes (a WINDOW_UPDATE, say) or its end."""
+        if not self._over:
+            await self._moved.wait()
+
+    async def _receive(self) -> bytes:
+        """The client's next bytes (``b""``: it is gone), the timer
+        watching the connection's deadline meanwhile."""
+        proxy = self.proxy
+        if proxy.closing and self.idle:
+            return b""
+        with proxy.awaiting(self):
+            try:
+                if proxy.recordings:
+                    with anyio.move_on_after(SETTLE_AFTER):
+                        return await self.stream.receive()
+                    proxy.settle()
+                return await self.stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                return b""
+
+    def drain(self) -> None:
+        """Hand each event the session has to its stream (a decision
+        starts the stream's exchange)."""
+        session = self.session
+        while True:
+            item = session.next_event()
+            if isinstance(item, H2Event):
+                self._hand(item)
+            elif isinstance(item, H2Refused):
+                log.warning(
+                    "bad HTTP/2 request from client on stream %d: %s (answered %d)",
+                    item.stream_id,
+                    item.error,
+                    item.error.status,
+                )
+            else:
+                self._over = item is Signal.CLOSED
+                return
+
+    def _hand(self, item: H2Event) -> None:
+        sid, event = item.stream_id, item.event
+        stream = self._streams.get(sid)
+        if stream is not None:
+            if event is Signal.CLOSED:
+                stream.left(self._gone or "the client reset the stream")
+            else:
+                stream.events.append(event)
+        elif isinstance(event, _DECISIONS):
+            assert self._tasks is not None
+            stream = self._streams[sid] = _Stream(self, sid, item.engine)
+            self.deadline = float("inf")
+            self._tasks.start_soon(self._exchange, stream, event)
+            if sid in self._reset_early:
+                self._reset_early.discard(sid)
+                stream.left("the client reset the stream")
+        elif event is Signal.CLOSED:
+            self._reset_early.add(sid)
+
+    async def write(self) -> None:
+        """Write what the session has to send, in the order it was made.
+        Raises ``anyio.BrokenResourceError`` once the client is gone."""
+        async with self._lock:
+            if self._broken:
+                raise anyio.BrokenResourceError
+            data = self.session.data_to_send()
+            if not data:
+                return
+            try:
+                await self.stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                self._broken = True
+                self._gone = f"a write to the client failed ({reason(exc)})"
+                log.debug("%s", self._gone)
+                raise anyio.BrokenResourceError from exc
+
+    # -- one stream's exchange -------------------------------------------------
+
+    async def _exchange(self, stream: _Stream, decision: Event) -> None:
+        """Serve one stream's exchange, from its decision to its end."""
+        try:
+            if isinstance(decision, Forward):
+                await self._forward(stream, decision)
+            else:
+                assert isinstance(decision, (Replay, Miss, Refused))
+                await self._answer(stream, decision)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the client is gone: the reader ends the connection
+        finally:
+            del self._streams[stream.sid]
+            if self.idle:
+                self.deadline = self.proxy.now() + self.proxy.client_timeout
+                if self.proxy.closing:
+                    self.guard.cancel()
+
+    def _decided(self, stream: _Stream, event: Replay | Miss | Refused | Forward) -> Exchange:
+        exchange = stream.exchange
+        exchange.method = event.request.method
+        exchange.target = event.request.target  # redacted when logged
+        exchange.path = event.request.path
+        exchange.started = self.proxy.now()
+        return exchange
+
+    async def _forward(self, stream: _Stream, event: Forward) -> None:
+        exchange = self._decided(stream, event)
+        exchange.forwarded = True  # its key is computed when logged
+        forwarding = stream.forwarding = Forwarding(self.proxy, stream, exchange, event)
+        if stream.why:
+            forwarding.left(stream.why)
+        await forwarding.run()
+
+    async def _answer(self, stream: _Stream, event: Replay | Miss | Refused) -> None:
+        """A response the core answers, played on its schedule (or the
+        viewer's page, for a request the cassette choice refused as one)."""
+        exchange = self._decided(stream, event)
+        runlog = self.proxy.runlog
+        if isinstance(event, Replay):
+            exchange.key = event.key
+            if event.stale is not None:
+                runlog.stale_served(event.request.method, event.request.path, event.stale)
+        elif isinstance(event, Miss):
+            exchange.key = event.report.key
+            runlog.missed(event.report)
+            log.debug("%s", event.report.render())
+        elif self.route is not None and self.route(event.request):
+            await self._view(stream, event.request)
+            return
+        else:
+            log.debug("refused: %s", event.message)
+        with stream.scope:
+            await self._play(stream)
+        self.proxy.context.log(stream.engine, exchange)
+
+    async def _play(self, stream: _Stream) -> None:
+        """Send the head, then each event at its deadline after it."""
+        head = stream.next_event()
+        if not isinstance(head, ResponseHead):  # the client reset the stream
+            return
+        stream.exchange.status = head.status
+        stream.send(head)
+        start = anyio.current_time()  # the head goes out now: deadlines count from it
+        for step in replay_schedule(stream.pulled()):
+            if step.until is not None and start + step.until > anyio.current_time():
+                await self.write()
+                await sleep_until(start + step.until)
+            stream.send(step.event)
+        await self.write()
+        for _ in stream.pulled():  # the exchange is over: the session's PAUSED
+            pass
+
+    async def _view(self, stream: _Stream, request: Request) -> None:
+        """A request for the viewer (``--ui``), answered with its page: the
+        refusal the engine made of it is dropped."""
+        exchange = stream.exchange
+        for _ in stream.pulled():
+            pass
+        answer = await self.proxy.view(Routed(request))
+        if isinstance(answer, UiRefusal):
+            status, body = answer.status, error_body("reel_ui", answer.message)
+            headers = [(b"content-type", b"application/json")]
+        else:
+            status, headers, body = answer
+        exchange.status = status
+        exchange.routed = routed_verdict(status)
+        for event in (ResponseHead(status, tuple(headers)), Frame(body, None), EndOfResponse()):
+            stream.send(event)
+        await self.write()
+        self.proxy.context.log(stream.engine, exchange)
