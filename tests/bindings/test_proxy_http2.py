@@ -1,0 +1,434 @@
+"""The proxy speaks HTTP/2 (issue 35, item 3): h2c with prior knowledge on
+the plain port, h2 by ALPN on ``--tls``, HTTP/1.1 on the same port.
+
+The class of defect: a connection served with the wrong protocol, or a
+stream of it answered with another stream's exchange.  The invariants
+(docs/reliability.md, "HTTP/2 on the proxy's port"): the protocol is
+decided by the connection's first bytes however they are split; every
+stream of a connection gets exactly its own exchange, on its own schedule,
+whatever the others do (end, reset, wait).  Both are checked on generated
+input: every split of the first bytes, and mixes of 1 to 50 streams with
+resets.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import ssl
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import httpx
+import pytest
+
+from reel_bindings.proxy import _http2, running
+from reel_bindings.proxy._http11 import H2_PREFACE
+from reel_bindings.proxy._tls import local_certificate
+from reel_core import (
+    CassetteMeta,
+    Interaction,
+    MatchConfig,
+    Mode,
+    RecordedRequest,
+    RecordedResponse,
+)
+from reel_core.tools import grpc_frame, match_key
+from tests.fakes.upstream import serve_fake
+
+from .h2_client import H2Client
+from .proxy_support import chat_call, fetch, interactions, options
+from .timing import assert_not_early, spy_sleeps
+
+pytestmark = pytest.mark.anyio
+
+SSE = "text/event-stream"
+
+
+def recording(
+    body: bytes,
+    *,
+    path: str = "/v1/chat/completions",
+    frames: Sequence[tuple[float, bytes]] = (),
+    response_body: bytes = b'{"ok":true}',
+    content_type: str = "application/json",
+    stream: str | None = None,
+    trailers: tuple[tuple[str, str], ...] = (),
+    id: str = "rec",
+) -> Interaction:
+    """One stored exchange, keyed as the proxy keys its request."""
+    if frames and stream is None:
+        stream = "sse"
+    response = RecordedResponse(
+        200,
+        (("content-type", content_type),),
+        body=b"" if stream else response_body,
+        stream=stream,
+        frames=tuple(frames),
+        end_ms=max((at for at, _ in frames), default=0.0) + 1.0,
+        trailers=trailers,
+    )
+    request = RecordedRequest("POST", path, (), body)
+    key = match_key("POST", path, (), body, MatchConfig())
+    return Interaction(key=key, id=id, request=request, response=response)
+
+
+def write_cassette(path: Path, *recorded: Interaction) -> Path:
+    path.write_bytes(CassetteMeta().to_line() + b"".join(i.to_line() for i in recorded))
+    return path
+
+
+def body_of(n: int) -> bytes:
+    return json.dumps({"model": "m", "messages": [{"role": "user", "content": f"n={n}"}]}).encode()
+
+
+def h2_client(url: str, **kwargs: object) -> httpx.AsyncClient:
+    """An httpx client speaking HTTP/2 only (prior knowledge over http://)."""
+    return httpx.AsyncClient(
+        base_url=url,
+        http1=False,
+        http2=True,
+        timeout=30,
+        trust_env=False,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+# -- httpx, http2=True -----------------------------------------------------------
+
+
+async def test_record_then_replay_over_http2(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    calls = [chat_call("Hello over h2"), chat_call("A stream over h2", stream=True)]
+    async with serve_fake() as fake:
+        async with running(options(Mode.RECORD, cassette, upstream=fake.url)) as url:
+            async with h2_client(url) as client:
+                recorded = [await fetch(client, call) for call in calls]
+        assert len(fake.requests) == 2  # forwarded upstream over HTTP/1.1
+    assert [r.status for r in recorded] == [200, 200]
+    stored = interactions(cassette)
+    assert [json.loads(i.request.body) for i in stored] == [c.body for c in calls]
+    assert stored[1].response.stream == "sse"
+    async with running(options(Mode.REPLAY, cassette, timing="fast")) as url:
+        async with h2_client(url) as client:
+            replayed = [await fetch(client, call) for call in calls]
+            response = await client.post("/v1/chat/completions", content=calls[0].content)
+    assert response.http_version == "HTTP/2"
+    assert [r.body for r in replayed] == [r.body for r in recorded]
+    assert replayed[1].events == recorded[1].events
+    assert replayed[1].headers["content-type"].startswith(SSE)
+
+
+async def test_a_streamed_replay_keeps_its_timing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    offsets = [0.0, 120.0, 300.0]
+    frames = [(at, f"data: {i}\n\n".encode()) for i, at in enumerate(offsets)]
+    call = chat_call("timed", stream=True)
+    cassette = write_cassette(
+        tmp_path / "c.jsonl", recording(call.content, frames=frames, content_type=SSE)
+    )
+    spy = spy_sleeps(monkeypatch, _http2, "sleep_until")
+    async with running(options(Mode.REPLAY, cassette)) as url, h2_client(url) as client:
+        got = await fetch(client, call)
+    assert got.body == b"".join(data for _, data in frames)
+    # the first frame is due with the head; the end a millisecond after the last
+    spy.assert_spaced([at / 1000 for at in [*offsets[1:], offsets[-1] + 1.0]])
+    assert_not_early(got.since_sent(), [at / 1000 for at in offsets])
+
+
+async def test_a_miss_is_a_404_saying_so(tmp_path: Path) -> None:
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    async with running(options(Mode.REPLAY, cassette)) as url, h2_client(url) as client:
+        response = await client.post("/v1/chat/completions", content=body_of(2))
+    assert response.http_version == "HTTP/2"
+    assert response.status_code == 404
+    error = response.json()["error"]
+    assert error["type"] == "reel_miss"
+    assert "n=2" in json.dumps(error["closest"]["diff"])
+
+
+async def test_http1_and_http2_clients_share_the_port(tmp_path: Path) -> None:
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        async with h2_client(url) as two, httpx.AsyncClient(base_url=url, trust_env=False) as one:
+            r2 = await two.post("/v1/chat/completions", content=body_of(1))
+            r1 = await one.post("/v1/chat/completions", content=body_of(1))
+    assert (r1.http_version, r2.http_version) == ("HTTP/1.1", "HTTP/2")
+    assert r1.content == r2.content == b'{"ok":true}'
+
+
+# -- many streams on one connection ------------------------------------------------
+
+
+def _stream_of(n: int, rng: random.Random) -> list[tuple[float, bytes]]:
+    count = rng.randint(1, 4)
+    at = sorted(rng.uniform(0, 80) for _ in range(count))
+    return [(ms, f"data: stream {n} event {i}\n\n".encode()) for i, ms in enumerate(at)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_concurrent_streams_each_get_their_own_replay(tmp_path: Path, seed: int) -> None:
+    """A generated mix of 1-50 streams on one connection, some reset by the
+    client at once or after their head: every other stream gets exactly
+    its own recording, whole; the connection serves on afterwards."""
+    rng = random.Random(seed)
+    count = rng.randint(1, 50) if seed else 50
+    streams = {n: _stream_of(n, rng) for n in range(count)}
+    cassette = write_cassette(
+        tmp_path / "c.jsonl",
+        *(
+            recording(body_of(n), frames=f, content_type=SSE, id=f"r{n}")
+            for n, f in streams.items()
+        ),
+    )
+    fate = {n: rng.choice(["whole", "whole", "reset-at-once", "reset-after-head"]) for n in streams}
+    async with running(options(Mode.REPLAY, cassette)) as url, H2Client(url) as client:
+        sids = {client.request(body_of(n)): n for n in streams}
+        for sid, n in sids.items():
+            if fate[n] == "reset-at-once":
+                client.reset(sid)
+        await client.flush()
+        while not all(client.answers[sid].done for sid in sids) and not client.closed:
+            await client.receive()
+            for sid, n in sids.items():
+                answer = client.answers[sid]
+                if fate[n] == "reset-after-head" and answer.headers and not answer.done:
+                    client.reset(sid)
+            await client.flush()
+        assert not client.closed
+        assert client.goaway is None
+        for sid, n in sids.items():
+            answer = client.answers[sid]
+            whole = b"".join(data for _, data in streams[n])
+            if fate[n] == "whole":
+                assert answer.status == 200
+                assert answer.ended
+                assert answer.data == whole, n
+            else:
+                assert whole.startswith(answer.data), n  # its own, as far as it read
+        # the connection lives on: one more stream, answered
+        last = client.request(body_of(0))
+        await client.flush()
+        await client.until_done(last)
+        assert client.answers[last].data == b"".join(data for _, data in streams[0])
+
+
+async def test_concurrent_forwards_are_each_recorded_as_their_own(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    count = 20
+    async with serve_fake() as fake:
+        async with running(options(Mode.RECORD, cassette, upstream=fake.url)) as url:
+            async with h2_client(url) as client:
+                got: dict[int, bytes] = {}
+
+                async def one(n: int) -> None:
+                    response = await client.post("/v1/chat/completions", content=body_of(n))
+                    got[n] = response.content
+
+                async with anyio.create_task_group() as tg:
+                    for n in range(count):
+                        tg.start_soon(one, n)
+    stored = {json.loads(i.request.body)["messages"][0]["content"]: i for i in interactions(cassette)}
+    assert sorted(stored) == sorted(f"n={n}" for n in range(count))
+    async with running(options(Mode.REPLAY, cassette)) as url, h2_client(url) as client:
+        for n in range(count):
+            response = await client.post("/v1/chat/completions", content=body_of(n))
+            assert response.content == got[n]
+
+
+# -- the first bytes decide ---------------------------------------------------------
+
+
+def _splits(data: bytes, rng: random.Random) -> list[bytes]:
+    cuts = sorted(rng.sample(range(1, len(data)), k=min(len(data) - 1, rng.randint(0, 6))))
+    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_the_first_bytes_decide_however_they_are_split(tmp_path: Path, seed: int) -> None:
+    """The preface in pieces (a byte at a time at worst) is HTTP/2; an
+    HTTP/1.1 request in pieces, even one starting like the preface
+    (``P``...), is HTTP/1.1."""
+    rng = random.Random(seed)
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        # HTTP/2: the client's preface and first frames, split
+        async with H2Client(url) as probe:
+            pass
+        client = H2Client(url)
+        client.conn.initiate_connection()
+        sid = client.request(body_of(1))
+        wire = client.conn.data_to_send()
+        assert wire.startswith(H2_PREFACE)
+        pieces = [*_splits(H2_PREFACE, rng), wire[len(H2_PREFACE) :]]
+        if seed == 0:
+            pieces = [bytes([b]) for b in H2_PREFACE] + pieces[-1:]
+        host, port = probe.host, probe.port
+        async with await anyio.connect_tcp(host, port) as raw:
+            client._stream = raw
+            for piece in pieces:
+                await raw.send(piece)
+                await anyio.sleep(0.002)
+            await client.until_done(sid)
+        assert client.answers[sid].data == b'{"ok":true}'
+        # HTTP/1.1, split the same way
+        body = body_of(1)
+        request = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)
+        ) + body
+        async with await anyio.connect_tcp(host, port) as raw:
+            for piece in _splits(request, rng):
+                await raw.send(piece)
+                await anyio.sleep(0.002)
+            answer = b""
+            with pytest.raises(anyio.EndOfStream):
+                while True:
+                    answer += await raw.receive()
+        assert answer.startswith(b"HTTP/1.1 200")
+        assert answer.endswith(b'{"ok":true}')
+
+
+async def test_garbage_after_the_preface_is_a_goaway_and_the_proxy_lives_on(
+    tmp_path: Path,
+) -> None:
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        async with H2Client(url) as bad:
+            await bad.send_raw(b"\x00\x00\x01\x00\x00\x00\x00\x00\x00x" * 3)  # DATA on stream 0
+            while not bad.closed:
+                await bad.receive()
+        assert bad.goaway is not None
+        assert bad.goaway.error_code == 1  # PROTOCOL_ERROR
+        async with H2Client(url) as good:
+            sid = good.request(body_of(1))
+            await good.flush()
+            await good.until_done(sid)
+        assert good.answers[sid].data == b'{"ok":true}'
+
+
+async def test_an_idle_http2_connection_is_closed_after_the_client_timeout(
+    tmp_path: Path,
+) -> None:
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    async with running(options(Mode.REPLAY, cassette, client_timeout=0.3)) as url:
+        async with H2Client(url) as client:
+            sid = client.request(body_of(1))
+            await client.flush()
+            await client.until_done(sid)
+            with anyio.fail_after(10):
+                while not client.closed:
+                    await client.receive()
+        assert client.answers[sid].ended
+
+
+async def test_the_viewer_answers_over_http2(tmp_path: Path) -> None:
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    async with running(options(Mode.REPLAY, cassette, ui=True)) as url, h2_client(url) as client:
+        page = await client.get("/_reel/")
+        replay = await client.post("/v1/chat/completions", content=body_of(1))
+    assert page.http_version == "HTTP/2"
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert replay.content == b'{"ok":true}'
+    assert len(interactions(cassette)) == 1  # the viewer's request is never recorded
+
+
+# -- TLS: ALPN chooses ----------------------------------------------------------------
+
+
+async def test_tls_alpn_h2_and_http1_on_the_same_port(tmp_path: Path) -> None:
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    tls_dir = tmp_path / "tls"
+    files = local_certificate(tls_dir)
+    assert files.ca is not None
+    trust = ssl.create_default_context(cafile=str(files.ca))
+    opts = options(Mode.REPLAY, cassette, tls=True, tls_dir=tls_dir)
+    async with running(opts) as url:
+        assert url.startswith("https://")
+        async with httpx.AsyncClient(
+            base_url=url, http2=True, verify=trust, trust_env=False
+        ) as two, httpx.AsyncClient(base_url=url, verify=trust, trust_env=False) as one:
+            r2 = await two.post("/v1/chat/completions", content=body_of(1))
+            r1 = await one.post("/v1/chat/completions", content=body_of(1))
+            miss = await two.post("/v1/chat/completions", content=body_of(2))
+    assert (r2.http_version, r1.http_version) == ("HTTP/2", "HTTP/1.1")
+    assert r1.content == r2.content == b'{"ok":true}'
+    assert miss.status_code == 404
+
+
+# -- gRPC, a real grpcio client ------------------------------------------------------
+
+GRPC_PATH = "/reel.test.Echo/Say"
+GRPC_STREAM_PATH = "/reel.test.Echo/Count"
+
+
+def _grpc_cassette(path: Path) -> Path:
+    head = "application/grpc"
+    unary = recording(
+        grpc_frame(b"hello"),
+        path=GRPC_PATH,
+        frames=[(5.0, grpc_frame(b"hello back"))],
+        content_type=head,
+        stream="grpc",
+        trailers=(("grpc-status", "0"), ("x-served-by", "reel")),
+        id="unary",
+    )
+    counting = recording(
+        grpc_frame(b"count"),
+        path=GRPC_STREAM_PATH,
+        frames=[(0.0, grpc_frame(b"one")), (100.0, grpc_frame(b"two")), (200.0, grpc_frame(b""))],
+        content_type=head,
+        stream="grpc",
+        trailers=(("grpc-status", "0"),),
+        id="counting",
+    )
+    return write_cassette(path, unary, counting)
+
+
+async def test_grpc_unary_and_server_streaming_replay_to_grpcio(tmp_path: Path) -> None:
+    grpc = pytest.importorskip("grpc", reason="gRPC replay needs grpcio: pip install grpcio")
+    cassette = _grpc_cassette(tmp_path / "grpc.jsonl")
+
+    def calls(target: str) -> tuple[object, ...]:
+        with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
+            say = channel.unary_unary(GRPC_PATH)
+            reply, call = say.with_call(b"hello", timeout=10)
+            count = channel.unary_stream(GRPC_STREAM_PATH)
+            stream = count(b"count", timeout=10)
+            messages = list(stream)
+            return reply, call.code(), dict(call.trailing_metadata()), messages, stream.code()
+
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        target = url.removeprefix("http://")
+        reply, code, trailing, messages, stream_code = await anyio.to_thread.run_sync(
+            calls, target
+        )
+    assert reply == b"hello back"
+    assert code == grpc.StatusCode.OK
+    assert trailing["x-served-by"] == "reel"
+    assert messages == [b"one", b"two", b""]
+    assert stream_code == grpc.StatusCode.OK
+
+
+async def test_a_grpc_miss_is_not_found_to_grpcio(tmp_path: Path) -> None:
+    grpc = pytest.importorskip("grpc", reason="gRPC replay needs grpcio: pip install grpcio")
+    cassette = _grpc_cassette(tmp_path / "grpc.jsonl")
+
+    def call(target: str) -> tuple[object, str]:
+        with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
+            say = channel.unary_unary(GRPC_PATH)
+            try:
+                say(b"goodbye", timeout=10)
+            except grpc.RpcError as exc:
+                return exc.code(), exc.details()
+        raise AssertionError("the miss was answered as a hit")
+
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        code, details = await anyio.to_thread.run_sync(call, url.removeprefix("http://"))
+    assert code == grpc.StatusCode.NOT_FOUND
+    assert "Reel miss" in details
+    assert "unary" in details  # the closest recording, named
