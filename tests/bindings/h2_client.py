@@ -50,7 +50,8 @@ class H2Client:
 
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
-        assert parts.hostname is not None and parts.port is not None
+        assert parts.hostname is not None
+        assert parts.port is not None
         self.host, self.port = parts.hostname, parts.port
         config = h2.config.H2Configuration(client_side=True, header_encoding=None)
         self.conn = h2.connection.H2Connection(config=config)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import httpx
 import pytest
@@ -36,7 +37,7 @@ from reel_core import (
     RecordedResponse,
 )
 from reel_core.tools import grpc_frame, match_key
-from tests.fakes.upstream import serve_fake
+from tests.fakes.upstream import FRAME_DELAY_HEADER, serve_fake
 
 from .h2_client import H2Client
 from .proxy_support import chat_call, fetch, interactions, options
@@ -102,19 +103,23 @@ def h2_client(url: str, **kwargs: object) -> httpx.AsyncClient:
 async def test_record_then_replay_over_http2(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
     calls = [chat_call("Hello over h2"), chat_call("A stream over h2", stream=True)]
-    async with serve_fake() as fake:
-        async with running(options(Mode.RECORD, cassette, upstream=fake.url)) as url:
-            async with h2_client(url) as client:
-                recorded = [await fetch(client, call) for call in calls]
+    async with (
+        serve_fake() as fake,
+        running(options(Mode.RECORD, cassette, upstream=fake.url)) as url,
+        h2_client(url) as client,
+    ):
+        recorded = [await fetch(client, call) for call in calls]
         assert len(fake.requests) == 2  # forwarded upstream over HTTP/1.1
     assert [r.status for r in recorded] == [200, 200]
     stored = interactions(cassette)
     assert [json.loads(i.request.body) for i in stored] == [c.body for c in calls]
     assert stored[1].response.stream == "sse"
-    async with running(options(Mode.REPLAY, cassette, timing="fast")) as url:
-        async with h2_client(url) as client:
-            replayed = [await fetch(client, call) for call in calls]
-            response = await client.post("/v1/chat/completions", content=calls[0].content)
+    async with (
+        running(options(Mode.REPLAY, cassette, timing="fast")) as url,
+        h2_client(url) as client,
+    ):
+        replayed = [await fetch(client, call) for call in calls]
+        response = await client.post("/v1/chat/completions", content=calls[0].content)
     assert response.http_version == "HTTP/2"
     assert [r.body for r in replayed] == [r.body for r in recorded]
     assert replayed[1].events == recorded[1].events
@@ -152,10 +157,13 @@ async def test_a_miss_is_a_404_saying_so(tmp_path: Path) -> None:
 
 async def test_http1_and_http2_clients_share_the_port(tmp_path: Path) -> None:
     cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
-    async with running(options(Mode.REPLAY, cassette)) as url:
-        async with h2_client(url) as two, httpx.AsyncClient(base_url=url, trust_env=False) as one:
-            r2 = await two.post("/v1/chat/completions", content=body_of(1))
-            r1 = await one.post("/v1/chat/completions", content=body_of(1))
+    async with (
+        running(options(Mode.REPLAY, cassette)) as url,
+        h2_client(url) as two,
+        httpx.AsyncClient(base_url=url, trust_env=False) as one,
+    ):
+        r2 = await two.post("/v1/chat/completions", content=body_of(1))
+        r1 = await one.post("/v1/chat/completions", content=body_of(1))
     assert (r1.http_version, r2.http_version) == ("HTTP/1.1", "HTTP/2")
     assert r1.content == r2.content == b'{"ok":true}'
 
@@ -219,24 +227,62 @@ async def test_concurrent_streams_each_get_their_own_replay(tmp_path: Path, seed
 async def test_concurrent_forwards_are_each_recorded_as_their_own(tmp_path: Path) -> None:
     cassette = tmp_path / "c.jsonl"
     count = 20
-    async with serve_fake() as fake:
-        async with running(options(Mode.RECORD, cassette, upstream=fake.url)) as url:
-            async with h2_client(url) as client:
-                got: dict[int, bytes] = {}
+    got: dict[int, bytes] = {}
+    async with (
+        serve_fake() as fake,
+        running(options(Mode.RECORD, cassette, upstream=fake.url)) as url,
+        h2_client(url) as client,
+    ):
 
-                async def one(n: int) -> None:
-                    response = await client.post("/v1/chat/completions", content=body_of(n))
-                    got[n] = response.content
+        async def one(n: int) -> None:
+            response = await client.post("/v1/chat/completions", content=body_of(n))
+            got[n] = response.content
 
-                async with anyio.create_task_group() as tg:
-                    for n in range(count):
-                        tg.start_soon(one, n)
-    stored = {json.loads(i.request.body)["messages"][0]["content"]: i for i in interactions(cassette)}
+        async with anyio.create_task_group() as tg:
+            for n in range(count):
+                tg.start_soon(one, n)
+    stored = {
+        json.loads(i.request.body)["messages"][0]["content"]: i for i in interactions(cassette)
+    }
     assert sorted(stored) == sorted(f"n={n}" for n in range(count))
     async with running(options(Mode.REPLAY, cassette)) as url, h2_client(url) as client:
         for n in range(count):
             response = await client.post("/v1/chat/completions", content=body_of(n))
             assert response.content == got[n]
+
+
+async def test_a_forwarded_stream_the_client_resets_is_recorded_and_the_rest_go_on(
+    tmp_path: Path,
+) -> None:
+    """The client resets a stream mid-answer: the forward reads its
+    upstream on for the grace (the answer is recorded whole), and the
+    connection's other stream is forwarded and answered meanwhile."""
+    cassette = tmp_path / "c.jsonl"
+    streamed = chat_call("a long stream", stream=True, headers={FRAME_DELAY_HEADER: "20"})
+    async with (
+        serve_fake() as fake,
+        running(options(Mode.RECORD, cassette, upstream=fake.url)) as url,
+        H2Client(url) as client,
+    ):
+        extra = tuple((k.encode(), v.encode()) for k, v in streamed.headers.items())
+        headers = ((b"content-type", b"application/json"), *extra)
+        left = client.request(streamed.content, headers=headers)
+        await client.flush()
+        while not client.answers[left].frames:
+            await client.receive()
+        client.reset(left)
+        other = client.request(body_of(7))
+        await client.flush()
+        await client.until_done(other)
+        assert client.answers[other].status == 200
+    assert len(fake.requests) == 2
+    stored = {
+        json.loads(i.request.body)["messages"][0]["content"]: i for i in interactions(cassette)
+    }
+    assert sorted(stored) == ["a long stream", "n=7"]
+    whole = stored["a long stream"].response
+    assert whole.cut is None  # the upstream ended within the grace: recorded whole
+    assert b"[DONE]" in b"".join(data for _, data in whole.frames)
 
 
 # -- the first bytes decide ---------------------------------------------------------
@@ -284,12 +330,18 @@ async def test_the_first_bytes_decide_however_they_are_split(tmp_path: Path, see
             for piece in _splits(request, rng):
                 await raw.send(piece)
                 await anyio.sleep(0.002)
-            answer = b""
-            with pytest.raises(anyio.EndOfStream):
-                while True:
-                    answer += await raw.receive()
+            answer = await _read_to_end(raw)
         assert answer.startswith(b"HTTP/1.1 200")
         assert answer.endswith(b'{"ok":true}')
+
+
+async def _read_to_end(stream: anyio.abc.ByteStream) -> bytes:
+    data = b""
+    while True:
+        try:
+            data += await stream.receive()
+        except anyio.EndOfStream:
+            return data
 
 
 async def test_garbage_after_the_preface_is_a_goaway_and_the_proxy_lives_on(
@@ -349,9 +401,10 @@ async def test_tls_alpn_h2_and_http1_on_the_same_port(tmp_path: Path) -> None:
     opts = options(Mode.REPLAY, cassette, tls=True, tls_dir=tls_dir)
     async with running(opts) as url:
         assert url.startswith("https://")
-        async with httpx.AsyncClient(
-            base_url=url, http2=True, verify=trust, trust_env=False
-        ) as two, httpx.AsyncClient(base_url=url, verify=trust, trust_env=False) as one:
+        async with (
+            httpx.AsyncClient(base_url=url, http2=True, verify=trust, trust_env=False) as two,
+            httpx.AsyncClient(base_url=url, verify=trust, trust_env=False) as one,
+        ):
             r2 = await two.post("/v1/chat/completions", content=body_of(1))
             r1 = await one.post("/v1/chat/completions", content=body_of(1))
             miss = await two.post("/v1/chat/completions", content=body_of(2))
@@ -393,7 +446,7 @@ async def test_grpc_unary_and_server_streaming_replay_to_grpcio(tmp_path: Path) 
     grpc = pytest.importorskip("grpc", reason="gRPC replay needs grpcio: pip install grpcio")
     cassette = _grpc_cassette(tmp_path / "grpc.jsonl")
 
-    def calls(target: str) -> tuple[object, ...]:
+    def calls(target: str) -> tuple[bytes, object, dict[str, str], list[bytes], object]:
         with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
             say = channel.unary_unary(GRPC_PATH)
             reply, call = say.with_call(b"hello", timeout=10)
@@ -404,9 +457,7 @@ async def test_grpc_unary_and_server_streaming_replay_to_grpcio(tmp_path: Path) 
 
     async with running(options(Mode.REPLAY, cassette)) as url:
         target = url.removeprefix("http://")
-        reply, code, trailing, messages, stream_code = await anyio.to_thread.run_sync(
-            calls, target
-        )
+        reply, code, trailing, messages, stream_code = await anyio.to_thread.run_sync(calls, target)
     assert reply == b"hello back"
     assert code == grpc.StatusCode.OK
     assert trailing["x-served-by"] == "reel"
