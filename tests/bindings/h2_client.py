@@ -48,7 +48,7 @@ class Answer:
 class H2Client:
     """One HTTP/2 connection to ``url`` (``async with H2Client(url) as c``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, reads: bool = True) -> None:
         parts = urlsplit(url)
         assert parts.hostname is not None
         assert parts.port is not None
@@ -58,12 +58,16 @@ class H2Client:
         self.answers: dict[int, Answer] = {}
         self.goaway: h2.events.ConnectionTerminated | None = None
         self.closed = False
+        #: Whether the client gives the server's window back as it reads
+        #: (False: a client that stops reading, the default 64 KiB window).
+        self.reads = reads
         self._stream: anyio.abc.SocketStream | None = None
 
     async def __aenter__(self) -> H2Client:
         self._stream = await anyio.connect_tcp(self.host, self.port)
         self.conn.initiate_connection()
-        self.conn.increment_flow_control_window(1 << 24)  # the client reads at once
+        if self.reads:
+            self.conn.increment_flow_control_window(1 << 24)  # the client reads at once
         await self.flush()
         return self
 
@@ -136,7 +140,8 @@ class H2Client:
                 answer.data += data
                 if data:
                     answer.frames.append((now - answer.head_at, data))
-                self.conn.acknowledge_received_data(event.flow_controlled_length or 0, sid)
+                if self.reads:
+                    self.conn.acknowledge_received_data(event.flow_controlled_length or 0, sid)
             elif isinstance(event, h2.events.TrailersReceived):
                 answer.trailers = [(bytes(k), bytes(v)) for k, v in event.headers or ()]
             elif isinstance(event, h2.events.StreamEnded):
@@ -145,6 +150,13 @@ class H2Client:
                 answer.reset = event.error_code
         await self.flush()
         return events
+
+    async def read_on(self, sid: int) -> None:
+        """Start reading: give the server a window for all it holds."""
+        self.reads = True
+        self.conn.increment_flow_control_window(1 << 24)
+        self.conn.increment_flow_control_window(1 << 24, stream_id=sid)
+        await self.flush()
 
     async def until_done(self, *sids: int) -> None:
         """Read until every stream of ``sids`` (all by default) ended or was

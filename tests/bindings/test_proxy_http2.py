@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import random
 import ssl
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -25,7 +26,7 @@ import anyio.to_thread
 import httpx
 import pytest
 
-from reel_bindings.proxy import _http2, running
+from reel_bindings.proxy import Proxy, ProxyOptions, _http2, running
 from reel_bindings.proxy._http11 import H2_PREFACE
 from reel_bindings.proxy._tls import local_certificate
 from reel_core import (
@@ -35,6 +36,7 @@ from reel_core import (
     Mode,
     RecordedRequest,
     RecordedResponse,
+    Request,
 )
 from reel_core.tools import grpc_frame, match_key
 from tests.fakes.upstream import FRAME_DELAY_HEADER, serve_fake
@@ -285,6 +287,119 @@ async def test_a_forwarded_stream_the_client_resets_is_recorded_and_the_rest_go_
     assert b"[DONE]" in b"".join(data for _, data in whole.frames)
 
 
+class SeamUpstream:
+    """An upstream client standing for the HTTP/2 one (``AsyncUpstream.send``
+    giving ``UpstreamResponse.trailers``, read after ``chunks()`` ends):
+    every request is answered with ``chunks`` and ``trailers``; ``yielded``
+    counts the chunks the proxy read."""
+
+    def __init__(
+        self,
+        chunks: Sequence[bytes],
+        trailers: list[tuple[bytes, bytes]],
+        content_type: bytes = b"application/grpc",
+    ) -> None:
+        self.chunks_ = list(chunks)
+        self.trailers = trailers
+        self.content_type = content_type
+        self.yielded = 0
+        self.requests: list[Request] = []
+
+    @asynccontextmanager
+    async def send(
+        self, request: Request, url: str, *, waiting: Callable[[], object] | None = None
+    ) -> AsyncIterator[SeamUpstream]:
+        self.requests.append(request)
+        if waiting is not None:
+            waiting()
+        yield self
+
+    @property
+    def status(self) -> int:
+        return 200
+
+    @property
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [(b"content-type", self.content_type)]
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        for chunk in self.chunks_:
+            await anyio.sleep(0)
+            self.yielded += 1
+            yield chunk
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _proxy_with(upstream: SeamUpstream, opts: ProxyOptions) -> Proxy:
+    assert opts.cassette is not None
+    return Proxy(opts.config(), cassette=opts.cassette, upstream=upstream)  # type: ignore[arg-type]
+
+
+async def test_a_grpc_call_recorded_with_its_trailers_replays_to_grpcio(tmp_path: Path) -> None:
+    """Through the upstream seam: a response's trailers (the HTTP/2
+    upstream's) are fed to the engine before its end, recorded, and
+    replayed to a real grpcio client as its status and trailing metadata."""
+    grpc = pytest.importorskip("grpc", reason="gRPC replay needs grpcio: pip install grpcio")
+    cassette = tmp_path / "grpc.jsonl"
+    upstream = SeamUpstream(
+        [grpc_frame(b"first")[:3], grpc_frame(b"first")[3:] + grpc_frame(b"second")],
+        [(b"grpc-status", b"0"), (b"x-upstream", b"yes")],
+    )
+
+    def call(target: str) -> tuple[list[bytes], object, dict[str, str]]:
+        with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
+            stream = channel.unary_stream(GRPC_STREAM_PATH)(b"count", timeout=10)
+            messages = list(stream)
+            return messages, stream.code(), dict(stream.trailing_metadata())
+
+    record = options(Mode.RECORD, cassette, upstream="http://127.0.0.1:9")
+    async with running(record, proxy=_proxy_with(upstream, record)) as url:
+        live = await anyio.to_thread.run_sync(call, url.removeprefix("http://"))
+    [stored] = interactions(cassette)
+    assert stored.response.stream == "grpc"
+    assert stored.response.trailers == (("grpc-status", "0"), ("x-upstream", "yes"))
+    assert upstream.requests[0].header("content-type") == b"application/grpc"
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        replayed = await anyio.to_thread.run_sync(call, url.removeprefix("http://"))
+    assert live == replayed
+    messages, code, trailing = replayed
+    assert messages == [b"first", b"second"]
+    assert code == grpc.StatusCode.OK
+    assert trailing["x-upstream"] == "yes"
+
+
+async def test_a_forward_waits_for_a_client_that_stops_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forwarded answer larger than the client's window waits in the
+    session up to ``BUFFERED_MAX``: the upstream is not read on while the
+    client reads nothing, and the answer is whole once it reads."""
+    cassette = tmp_path / "c.jsonl"
+    piece = bytes(range(256)) * 256  # 64 KiB
+    monkeypatch.setattr(_http2, "BUFFERED_MAX", 4 * len(piece))
+    upstream = SeamUpstream([piece] * 64, [], content_type=b"application/octet-stream")
+    record = options(Mode.RECORD, cassette, upstream="http://127.0.0.1:9")
+    async with (
+        running(record, proxy=_proxy_with(upstream, record)) as url,
+        H2Client(url, reads=False) as client,
+    ):
+        sid = client.request(body_of(1))
+        await client.flush()
+        while len(client.answers[sid].data) < 65535:
+            await client.receive()
+        await anyio.sleep(0.2)  # time for the proxy to read on, were it to
+        held = upstream.yielded
+        assert held <= 4 + 3, held  # what it holds, and what was in flight
+        await client.read_on(sid)
+        await client.until_done(sid)
+    assert client.answers[sid].data == piece * 64
+    assert upstream.yielded == 64
+    [stored] = interactions(cassette)
+    assert stored.response.body == piece * 64
+
+
 # -- the first bytes decide ---------------------------------------------------------
 
 
@@ -381,10 +496,13 @@ async def test_the_viewer_answers_over_http2(tmp_path: Path) -> None:
     cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
     async with running(options(Mode.REPLAY, cassette, ui=True)) as url, h2_client(url) as client:
         page = await client.get("/_reel/")
+        nothing = await client.get("/_reel/nothing")
         replay = await client.post("/v1/chat/completions", content=body_of(1))
     assert page.http_version == "HTTP/2"
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
+    assert nothing.status_code == 404
+    assert nothing.json()["error"]["type"] == "reel_ui"
     assert replay.content == b'{"ok":true}'
     assert len(interactions(cassette)) == 1  # the viewer's request is never recorded
 
