@@ -17,7 +17,7 @@ import json
 import random
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -490,6 +490,24 @@ async def test_an_idle_http2_connection_is_closed_after_the_client_timeout(
                 while not client.closed:
                     await client.receive()
         assert client.answers[sid].ended
+
+
+async def test_the_proxy_stops_at_once_with_an_idle_http2_connection(tmp_path: Path) -> None:
+    """Shutdown closes an HTTP/2 connection with no exchange under way, as
+    an idle HTTP/1.1 one: the proxy does not wait out its grace for it."""
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    grace = 20.0
+    async with AsyncExitStack() as stack:
+        with anyio.fail_after(grace / 2):
+            async with running(options(Mode.REPLAY, cassette, grace=grace)) as url:
+                client = await stack.enter_async_context(H2Client(url))
+                sid = client.request(body_of(1))
+                await client.flush()
+                await client.until_done(sid)
+            # the block is left: the proxy stopped (well within its grace)
+            while not client.closed:
+                await client.receive()
+    assert client.answers[sid].ended
 
 
 async def test_the_viewer_answers_over_http2(tmp_path: Path) -> None:
