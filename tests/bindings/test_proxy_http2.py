@@ -38,7 +38,7 @@ from reel_core import (
     RecordedResponse,
     Request,
 )
-from reel_core.tools import grpc_frame, match_key
+from reel_core.tools import WebSocketLog, WebSocketMessage, grpc_frame, match_key
 from tests.fakes.upstream import FRAME_DELAY_HEADER, serve_fake
 
 from .h2_client import H2Client
@@ -155,6 +155,28 @@ async def test_a_miss_is_a_404_saying_so(tmp_path: Path) -> None:
     error = response.json()["error"]
     assert error["type"] == "reel_miss"
     assert "n=2" in json.dumps(error["closest"]["diff"])
+
+
+async def test_a_recorded_websocket_session_is_refused_over_http2(tmp_path: Path) -> None:
+    """HTTP/2 has no upgrade: a GET matching a recorded WebSocket session is
+    a 400 saying so, never its 101; the connection goes on."""
+    path = "/v1/realtime"
+    session = WebSocketLog((WebSocketMessage("server", 5.0, b'{"type":"session.created"}'),))
+    upgrade = Interaction(
+        key=match_key("GET", path, (), b"", MatchConfig()),
+        id="ws",
+        request=RecordedRequest("GET", path, (), b""),
+        response=RecordedResponse(101, (("upgrade", "websocket"),)),
+        websocket=session,
+    )
+    cassette = write_cassette(tmp_path / "c.jsonl", upgrade, recording(body_of(1)))
+    async with running(options(Mode.REPLAY, cassette)) as url, h2_client(url) as client:
+        refused = await client.get(path)
+        replay = await client.post("/v1/chat/completions", content=body_of(1))
+    assert refused.status_code == 400
+    assert refused.json()["error"]["type"] == "reel_websocket_over_http2"
+    assert "HTTP/1.1" in refused.json()["error"]["message"]
+    assert replay.content == b'{"ok":true}'
 
 
 async def test_http1_and_http2_clients_share_the_port(tmp_path: Path) -> None:

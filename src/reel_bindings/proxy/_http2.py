@@ -55,6 +55,7 @@ from reel_core import (
     Event,
     Forward,
     Frame,
+    LocalProtocolError,
     Miss,
     Refused,
     RemoteProtocolError,
@@ -131,7 +132,7 @@ class _Stream:
 
     async def watch(self) -> str:
         """The connection's reader watches the client: its reset comes as
-        the session's ``Signal.CLOSED`` (:meth:`HTTP2Connection.left`)."""
+        the session's ``Signal.CLOSED`` (:meth:`left`)."""
         await anyio.sleep_forever()
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -178,8 +179,9 @@ class HTTP2Connection:
     _reset_early: set[int] = attrs.Factory(set)
     _lock: anyio.Lock = attrs.Factory(anyio.Lock)
     _tasks: anyio.abc.TaskGroup | None = None
-    #: Set (and replaced) each time the client's bytes came: a window moved.
-    _moved: anyio.Event = attrs.Factory(anyio.Event)
+    #: Set once the client's next bytes came (a window may have moved),
+    #: made when a forward waits for them.
+    _moved: anyio.Event | None = None
     #: The session said the connection is over.
     _over: bool = False
     #: A write to the client failed.
@@ -225,12 +227,15 @@ class HTTP2Connection:
         except RemoteProtocolError as exc:  # its GOAWAY is in data_to_send
             self._gone = "the client broke the HTTP/2 protocol"
             log.warning("bad HTTP/2 from a client: %s (GOAWAY, connection closed)", exc)
-        moved, self._moved = self._moved, anyio.Event()
-        moved.set()
+        if self._moved is not None:
+            self._moved.set()
+            self._moved = None
 
     async def client_moved(self) -> None:
         """Until the client's next bytes (a WINDOW_UPDATE, say) or its end."""
         if not self._over:
+            if self._moved is None:
+                self._moved = anyio.Event()
             await self._moved.wait()
 
     async def _receive(self) -> bytes:
@@ -246,7 +251,12 @@ class HTTP2Connection:
                         return await self.stream.receive()
                     proxy.settle()
                 return await self.stream.receive()
-            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            except (
+                anyio.EndOfStream,
+                anyio.BrokenResourceError,
+                anyio.ClosedResourceError,
+                OSError,
+            ):
                 return b""
 
     def drain(self) -> None:
@@ -316,6 +326,12 @@ class HTTP2Connection:
                 await self._answer(stream, decision)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the client is gone: the reader ends the connection
+        except LocalProtocolError as exc:  # h2 refused what Reel sent: the stream was reset
+            log.error(
+                "could not answer HTTP/2 stream %d (%s): reset; please report it",
+                stream.sid,
+                exc,
+            )
         finally:
             del self._streams[stream.sid]
             if self.idle:
@@ -344,6 +360,9 @@ class HTTP2Connection:
         viewer's page, for a request the cassette choice refused as one)."""
         exchange = self._decided(stream, event)
         runlog = self.proxy.runlog
+        if isinstance(event, Replay) and event.websocket is not None:
+            await self._no_websocket(stream, event)
+            return
         if isinstance(event, Replay):
             exchange.key = event.key
             if event.stale is not None:
@@ -381,7 +400,6 @@ class HTTP2Connection:
     async def _view(self, stream: _Stream, request: Request) -> None:
         """A request for the viewer (``--ui``), answered with its page: the
         refusal the engine made of it is dropped."""
-        exchange = stream.exchange
         for _ in stream.pulled():
             pass
         answer = await self.proxy.view(Routed(request))
@@ -390,9 +408,30 @@ class HTTP2Connection:
             headers = [(b"content-type", b"application/json")]
         else:
             status, headers, body = answer
-        exchange.status = status
-        exchange.routed = routed_verdict(status)
+        stream.exchange.routed = routed_verdict(status)
+        await self._respond(stream, status, headers, body)
+
+    async def _no_websocket(self, stream: _Stream, event: Replay) -> None:
+        """A WebSocket session recorded for the request: HTTP/2 has no
+        upgrade to replay it over (its 101 and messages are dropped)."""
+        for _ in stream.pulled():
+            pass
+        if event.lease is not None:
+            event.lease.end()
+        message = (
+            f"{event.request.target} is a recorded WebSocket session: it is replayed over "
+            "HTTP/1.1 only (an Upgrade request); connect without HTTP/2"
+        )
+        log.warning("refused over HTTP/2: %s", stream.engine.redactor.text(message))
+        body = error_body("reel_websocket_over_http2", message)
+        await self._respond(stream, 400, [(b"content-type", b"application/json")], body)
+
+    async def _respond(
+        self, stream: _Stream, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        """Answer the stream with a response the pump made (not the engine's)."""
+        stream.exchange.status = status
         for event in (ResponseHead(status, tuple(headers)), Frame(body, None), EndOfResponse()):
             stream.send(event)
         await self.write()
-        self.proxy.context.log(stream.engine, exchange)
+        self.proxy.context.log(stream.engine, stream.exchange)
