@@ -422,6 +422,73 @@ async def test_a_forward_waits_for_a_client_that_stops_reading(
     assert stored.response.body == piece * 64
 
 
+async def test_a_client_leaving_mid_answer_costs_nothing_but_its_exchanges(
+    tmp_path: Path,
+) -> None:
+    """The client closes the connection while a forward streams and a
+    replay waits on its schedule: the forward is recorded (read on for the
+    grace), the replay stops, and the proxy serves the next connection."""
+    cassette = tmp_path / "c.jsonl"
+    replayed = chat_call("replayed slowly", stream=True)
+    frames = [(0.0, b"data: 1\n\n"), (20_000.0, b"data: 2\n\n")]
+    write_cassette(cassette, recording(replayed.content, frames=frames, content_type=SSE))
+    streamed = chat_call("forwarded", stream=True, headers={FRAME_DELAY_HEADER: "20"})
+    head = ((b"content-type", b"application/json"), (FRAME_DELAY_HEADER.encode(), b"20"))
+    with anyio.fail_after(10):  # the replay's 20 s schedule stops with its client
+        async with (
+            serve_fake() as fake,
+            running(options(Mode.AUTO, cassette, upstream=fake.url)) as url,
+        ):
+            await _leave_mid_answer(url, replayed.content, streamed.content, head)
+    assert len(fake.requests) == 2
+    stored = {
+        json.loads(i.request.body)["messages"][0]["content"]: i for i in interactions(cassette)
+    }
+    assert sorted(stored) == ["forwarded", "n=3", "replayed slowly"]
+    forwarded = stored["forwarded"].response
+    assert b"[DONE]" in b"".join(data for _, data in forwarded.frames)
+
+
+async def test_a_replay_the_client_resets_stops_at_once(tmp_path: Path) -> None:
+    """A reset while a replay waits on its schedule ends it: the connection
+    is idle at once (the proxy stops without waiting out the replay)."""
+    call = chat_call("replayed slowly", stream=True)
+    frames = [(0.0, b"data: 1\n\n"), (20_000.0, b"data: 2\n\n")]
+    cassette = write_cassette(
+        tmp_path / "c.jsonl", recording(call.content, frames=frames, content_type=SSE)
+    )
+    async with AsyncExitStack() as stack:
+        with anyio.fail_after(10):
+            async with running(options(Mode.REPLAY, cassette, grace=20.0)) as url:
+                client = await stack.enter_async_context(H2Client(url))
+                sid = client.request(call.content)
+                await client.flush()
+                while not client.answers[sid].frames:
+                    await client.receive()
+                client.reset(sid)
+                await client.flush()
+    assert client.answers[sid].data == b"data: 1\n\n"
+
+
+async def _leave_mid_answer(
+    url: str, replayed: bytes, streamed: bytes, head: tuple[tuple[bytes, bytes], ...]
+) -> None:
+    """One client leaves while a replay and a forward are under way; the
+    next is served."""
+    async with H2Client(url) as client:
+        slow = client.request(replayed)
+        live = client.request(streamed, headers=head)
+        await client.flush()
+        while not (client.answers[slow].frames and client.answers[live].frames):
+            await client.receive()
+    # gone: the proxy serves on
+    async with H2Client(url) as again:
+        sid = again.request(body_of(3))
+        await again.flush()
+        await again.until_done(sid)
+        assert again.answers[sid].status == 200
+
+
 # -- the first bytes decide ---------------------------------------------------------
 
 

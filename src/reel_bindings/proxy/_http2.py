@@ -175,8 +175,6 @@ class HTTP2Connection:
     #: deadline while an exchange is under way).
     deadline: float = float("inf")
     _streams: dict[int, _Stream] = attrs.Factory(dict)
-    #: Streams the client reset before their decision was handed out.
-    _reset_early: set[int] = attrs.Factory(set)
     _lock: anyio.Lock = attrs.Factory(anyio.Lock)
     _tasks: anyio.abc.TaskGroup | None = None
     #: Set once the client's next bytes came (a window may have moved),
@@ -291,11 +289,7 @@ class HTTP2Connection:
             stream = self._streams[sid] = _Stream(self, sid, item.engine)
             self.deadline = float("inf")
             self._tasks.start_soon(self._exchange, stream, event)
-            if sid in self._reset_early:
-                self._reset_early.discard(sid)
-                stream.left("the client reset the stream")
-        elif event is Signal.CLOSED:
-            self._reset_early.add(sid)
+        # else: the end of an exchange already served (a reset after it, its PAUSED)
 
     async def write(self) -> None:
         """Write what the session has to send, in the order it was made.
