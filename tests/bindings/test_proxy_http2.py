@@ -179,6 +179,22 @@ async def test_a_recorded_websocket_session_is_refused_over_http2(tmp_path: Path
     assert replay.content == b'{"ok":true}'
 
 
+async def test_a_body_over_the_limit_is_its_streams_413(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    async with (
+        running(options(Mode.REPLAY, cassette, max_body=len(body_of(1)))) as url,
+        h2_client(url) as client,
+    ):
+        big = await client.post("/v1/chat/completions", content=body_of(1) + b" " * 10)
+        fits = await client.post("/v1/chat/completions", content=body_of(1))
+    assert big.status_code == 413
+    assert "--max-body" in big.json()["error"]["message"]
+    assert fits.content == b'{"ok":true}'
+    assert "answered 413" in caplog.text
+
+
 async def test_http1_and_http2_clients_share_the_port(tmp_path: Path) -> None:
     cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
     async with (
@@ -667,9 +683,12 @@ def _grpc_cassette(path: Path) -> Path:
     return write_cassette(path, unary, counting)
 
 
-async def test_grpc_unary_and_server_streaming_replay_to_grpcio(tmp_path: Path) -> None:
+async def test_grpc_unary_and_server_streaming_replay_to_grpcio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     grpc = pytest.importorskip("grpc", reason="gRPC replay needs grpcio: pip install grpcio")
     cassette = _grpc_cassette(tmp_path / "grpc.jsonl")
+    spy = spy_sleeps(monkeypatch, _http2, "sleep_until")
 
     def calls(target: str) -> tuple[bytes, object, dict[str, str], list[bytes], object]:
         with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
@@ -688,6 +707,11 @@ async def test_grpc_unary_and_server_streaming_replay_to_grpcio(tmp_path: Path) 
     assert trailing["x-served-by"] == "reel"
     assert messages == [b"one", b"two", b""]
     assert stream_code == grpc.StatusCode.OK
+    # each call on its recorded schedule: the unary one's message at 5 ms
+    # (and its end), the stream's messages at 100 and 200 ms (and its end)
+    unary, streaming = spy.deadlines[:2], spy.deadlines[2:]
+    assert unary[1] - unary[0] == pytest.approx(0.001, abs=1e-6)
+    assert [t - streaming[0] for t in streaming] == pytest.approx([0.0, 0.1, 0.101], abs=1e-6)
 
 
 async def test_a_grpc_miss_is_not_found_to_grpcio(tmp_path: Path) -> None:
