@@ -60,8 +60,10 @@ def recording(
     stream: str | None = None,
     trailers: tuple[tuple[str, str], ...] = (),
     id: str = "rec",
+    end_after: float = 1.0,
 ) -> Interaction:
-    """One stored exchange, keyed as the proxy keys its request."""
+    """One stored exchange, keyed as the proxy keys its request (its end
+    ``end_after`` ms after its last frame)."""
     if frames and stream is None:
         stream = "sse"
     response = RecordedResponse(
@@ -70,7 +72,7 @@ def recording(
         body=b"" if stream else response_body,
         stream=stream,
         frames=tuple(frames),
-        end_ms=max((at for at, _ in frames), default=0.0) + 1.0,
+        end_ms=max((at for at, _ in frames), default=0.0) + end_after,
         trailers=trailers,
     )
     request = RecordedRequest("POST", path, (), body)
@@ -135,14 +137,15 @@ async def test_a_streamed_replay_keeps_its_timing(
     frames = [(at, f"data: {i}\n\n".encode()) for i, at in enumerate(offsets)]
     call = chat_call("timed", stream=True)
     cassette = write_cassette(
-        tmp_path / "c.jsonl", recording(call.content, frames=frames, content_type=SSE)
+        tmp_path / "c.jsonl",
+        recording(call.content, frames=frames, content_type=SSE, end_after=50.0),
     )
     spy = spy_sleeps(monkeypatch, _http2, "sleep_until")
     async with running(options(Mode.REPLAY, cassette)) as url, h2_client(url) as client:
         got = await fetch(client, call)
     assert got.body == b"".join(data for _, data in frames)
-    # the first frame is due with the head; the end a millisecond after the last
-    spy.assert_spaced([at / 1000 for at in [*offsets[1:], offsets[-1] + 1.0]])
+    # the first frame is due with the head; the end 50 ms after the last
+    spy.assert_spaced([at / 1000 for at in [*offsets[1:], offsets[-1] + 50.0]])
     assert_not_early(got.since_sent(), [at / 1000 for at in offsets])
 
 
@@ -665,11 +668,12 @@ def _grpc_cassette(path: Path) -> Path:
     unary = recording(
         grpc_frame(b"hello"),
         path=GRPC_PATH,
-        frames=[(5.0, grpc_frame(b"hello back"))],
+        frames=[(50.0, grpc_frame(b"hello back"))],
         content_type=head,
         stream="grpc",
         trailers=(("grpc-status", "0"), ("x-served-by", "reel")),
         id="unary",
+        end_after=50.0,
     )
     counting = recording(
         grpc_frame(b"count"),
@@ -679,6 +683,7 @@ def _grpc_cassette(path: Path) -> Path:
         stream="grpc",
         trailers=(("grpc-status", "0"),),
         id="counting",
+        end_after=50.0,
     )
     return write_cassette(path, unary, counting)
 
@@ -707,11 +712,11 @@ async def test_grpc_unary_and_server_streaming_replay_to_grpcio(
     assert trailing["x-served-by"] == "reel"
     assert messages == [b"one", b"two", b""]
     assert stream_code == grpc.StatusCode.OK
-    # each call on its recorded schedule: the unary one's message at 5 ms
+    # each call on its recorded schedule: the unary one's message at 50 ms
     # (and its end), the stream's messages at 100 and 200 ms (and its end)
     unary, streaming = spy.deadlines[:2], spy.deadlines[2:]
-    assert unary[1] - unary[0] == pytest.approx(0.001, abs=1e-6)
-    assert [t - streaming[0] for t in streaming] == pytest.approx([0.0, 0.1, 0.101], abs=1e-6)
+    assert unary[1] - unary[0] == pytest.approx(0.05, abs=1e-6)
+    assert [t - streaming[0] for t in streaming] == pytest.approx([0.0, 0.1, 0.15], abs=1e-6)
 
 
 async def test_a_grpc_miss_is_not_found_to_grpcio(tmp_path: Path) -> None:

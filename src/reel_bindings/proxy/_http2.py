@@ -9,9 +9,11 @@ pump moves bytes and time.
 Theory of operation.  One task reads the client (:meth:`HTTP2Connection._pump`):
 each read is fed to the session, then the session's events are handed
 out (:meth:`~HTTP2Connection.drain`) to the stream each belongs to, and
-what the session has to send is written.  A stream's decision starts a
-task of its own, so the streams of a connection are served concurrently,
-each on its own schedule:
+what the session has to send is written.  A stream's decision starts its
+exchange: what is due at once (a miss, a replay in fast timing, a head and
+the frames due with it) is sent there and goes out with that write, and
+what must wait goes on in a task of the stream's own, so the streams of a
+connection are served concurrently, each on its own schedule:
 
 - a response the core answers (a replay, a miss, a refusal) is played as
   the HTTP/1.1 pump plays it: its head, then each frame at its deadline
@@ -42,7 +44,7 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import suppress
 
 import anyio
@@ -64,6 +66,7 @@ from reel_core import (
     ResponseHead,
     Routed,
     Signal,
+    Step,
     Trailers,
     replay_schedule,
 )
@@ -109,6 +112,11 @@ class _Stream:
     forwarding: Forwarding | None = None
     #: A response the core answers: cancelled when the client leaves.
     scope: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
+    #: A response the core answers: its steps after the head (``None``
+    #: until the head is sent), when the head went out, the step waited for.
+    steps: Iterator[Step] | None = None
+    start: float = 0.0
+    waiting: Step | None = None
 
     def next_event(self) -> Event | Signal:
         """The stream's next event (``Signal.NEED_DATA``: none yet)."""
@@ -175,6 +183,8 @@ class HTTP2Connection:
     #: deadline while an exchange is under way).
     deadline: float = float("inf")
     _streams: dict[int, _Stream] = attrs.Factory(dict)
+    #: Streams decided while the session's events were handed out.
+    _decided: deque[tuple[_Stream, Event]] = attrs.Factory(deque)
     _lock: anyio.Lock = attrs.Factory(anyio.Lock)
     _tasks: anyio.abc.TaskGroup | None = None
     #: Set once the client's next bytes came (a window may have moved),
@@ -210,7 +220,7 @@ class HTTP2Connection:
         if self.first:
             self._feed(self.first)
         while True:
-            self.drain()
+            self.drain(writing=True)
             with suppress(anyio.BrokenResourceError):  # the session ends it
                 await self.write()
             if self._over:
@@ -257,9 +267,10 @@ class HTTP2Connection:
             ):
                 return b""
 
-    def drain(self) -> None:
-        """Hand each event the session has to its stream (a decision
-        starts the stream's exchange)."""
+    def drain(self, *, writing: bool = False) -> None:
+        """Hand each event the session has to its stream, then start the
+        exchanges decided meanwhile (see :meth:`_begin`; ``writing``: the
+        caller writes what the session holds next, the reader does)."""
         session = self.session
         while True:
             item = session.next_event()
@@ -274,7 +285,9 @@ class HTTP2Connection:
                 )
             else:
                 self._over = item is Signal.CLOSED
-                return
+                break
+        while self._decided:
+            self._begin(*self._decided.popleft(), writing=writing)
 
     def _hand(self, item: H2Event) -> None:
         sid, event = item.stream_id, item.event
@@ -285,10 +298,9 @@ class HTTP2Connection:
             else:
                 stream.events.append(event)
         elif isinstance(event, _DECISIONS):
-            assert self._tasks is not None
             stream = self._streams[sid] = _Stream(self, sid, item.engine)
             self.deadline = float("inf")
-            self._tasks.start_soon(self._exchange, stream, event)
+            self._decided.append((stream, event))
         # else: the end of an exchange already served (a reset after it, its PAUSED)
 
     async def write(self) -> None:
@@ -310,86 +322,129 @@ class HTTP2Connection:
 
     # -- one stream's exchange -------------------------------------------------
 
-    async def _exchange(self, stream: _Stream, decision: Event) -> None:
-        """Serve one stream's exchange, from its decision to its end."""
-        try:
-            if isinstance(decision, Forward):
-                await self._forward(stream, decision)
-            else:
-                assert isinstance(decision, (Replay, Miss, Refused))
-                await self._answer(stream, decision)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the client is gone: the reader ends the connection
-        except LocalProtocolError as exc:  # h2 refused what Reel sent: the stream was reset
-            log.error(
-                "could not answer HTTP/2 stream %d (%s): reset; please report it",
-                stream.sid,
-                exc,
-            )
-        finally:
-            del self._streams[stream.sid]
-            if self.idle:
-                self.deadline = self.proxy.now() + self.proxy.client_timeout
-                if self.proxy.closing:
-                    self.guard.cancel()
-
-    def _decided(self, stream: _Stream, event: Replay | Miss | Refused | Forward) -> Exchange:
+    def _begin(self, stream: _Stream, decision: Event, *, writing: bool) -> None:
+        """A stream's exchange starts.  A response the core answers is sent
+        as far as it is due at once, when the caller writes next (a replay
+        in fast timing, a miss: no task, and its bytes go out with the
+        reader's next write); what waits (a frame's deadline, a forward,
+        the viewer's page) goes on in a task of its own."""
+        assert isinstance(decision, _DECISIONS)
         exchange = stream.exchange
-        exchange.method = event.request.method
-        exchange.target = event.request.target  # redacted when logged
-        exchange.path = event.request.path
+        exchange.method = decision.request.method
+        exchange.target = decision.request.target  # redacted when logged
+        exchange.path = decision.request.path
         exchange.started = self.proxy.now()
-        return exchange
+        if isinstance(decision, Forward):
+            self._start(stream, self._forward(stream, decision))
+        elif isinstance(decision, Replay) and decision.websocket is not None:
+            self._start(stream, self._no_websocket(stream, decision))
+        elif (
+            isinstance(decision, Refused)
+            and self.route is not None
+            and self.route(decision.request)
+        ):
+            self._start(stream, self._view(stream, decision.request))
+        else:
+            self._note(exchange, decision)
+            try:
+                if writing and self._play_due(stream):
+                    self._ended(stream)
+                    return
+            except LocalProtocolError as exc:
+                self._refused(stream, exc)
+                return
+            self._start(stream, self._play(stream))
+
+    def _start(self, stream: _Stream, exchange: Awaitable[None]) -> None:
+        assert self._tasks is not None
+        self._tasks.start_soon(self._exchange, stream, exchange)
+
+    async def _exchange(self, stream: _Stream, exchange: Awaitable[None]) -> None:
+        """Serve the rest of one stream's exchange, to its end."""
+        try:
+            await exchange
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._ended(stream)  # the client is gone: the reader ends the connection
+        except LocalProtocolError as exc:
+            self._refused(stream, exc)
+        else:
+            self._ended(stream)
+
+    def _refused(self, stream: _Stream, exc: LocalProtocolError) -> None:
+        """h2 refused what Reel sent on the stream: it was reset (a bug)."""
+        log.error(
+            "could not answer HTTP/2 stream %d (%s): reset; please report it", stream.sid, exc
+        )
+        self._ended(stream)
+
+    def _ended(self, stream: _Stream) -> None:
+        """The stream's exchange is over: once the last one is, the
+        connection's idle deadline runs (or, the proxy closing, it ends)."""
+        del self._streams[stream.sid]
+        if self.idle:
+            self.deadline = self.proxy.now() + self.proxy.client_timeout
+            if self.proxy.closing:
+                self.guard.cancel()
 
     async def _forward(self, stream: _Stream, event: Forward) -> None:
-        exchange = self._decided(stream, event)
-        exchange.forwarded = True  # its key is computed when logged
-        forwarding = stream.forwarding = Forwarding(self.proxy, stream, exchange, event)
+        stream.exchange.forwarded = True  # its key is computed when logged
+        forwarding = stream.forwarding = Forwarding(self.proxy, stream, stream.exchange, event)
         if stream.why:
             forwarding.left(stream.why)
         await forwarding.run()
 
-    async def _answer(self, stream: _Stream, event: Replay | Miss | Refused) -> None:
-        """A response the core answers, played on its schedule (or the
-        viewer's page, for a request the cassette choice refused as one)."""
-        exchange = self._decided(stream, event)
-        runlog = self.proxy.runlog
-        if isinstance(event, Replay) and event.websocket is not None:
-            await self._no_websocket(stream, event)
-            return
+    def _note(self, exchange: Exchange, event: Replay | Miss | Refused) -> None:
+        """What the run log and the log keep of a response the core answers."""
         if isinstance(event, Replay):
             exchange.key = event.key
             if event.stale is not None:
-                runlog.stale_served(event.request.method, event.request.path, event.stale)
+                self.proxy.runlog.stale_served(
+                    event.request.method, event.request.path, event.stale
+                )
         elif isinstance(event, Miss):
             exchange.key = event.report.key
-            runlog.missed(event.report)
+            self.proxy.runlog.missed(event.report)
             log.debug("%s", event.report.render())
-        elif self.route is not None and self.route(event.request):
-            await self._view(stream, event.request)
-            return
         else:
             log.debug("refused: %s", event.message)
-        with stream.scope:
-            await self._play(stream)
-        self.proxy.context.log(stream.engine, exchange)
+
+    def _play_due(self, stream: _Stream) -> bool:
+        """Send a response the core answers as far as it is due now: its
+        head, then each event whose deadline (after the head) passed.  True
+        once it is all sent (logged then); else ``stream.waiting`` is the
+        step to wait for."""
+        if stream.steps is None:
+            head = stream.next_event()
+            if not isinstance(head, ResponseHead):  # the client reset the stream
+                return True
+            stream.exchange.status = head.status
+            stream.send(head)
+            stream.start = anyio.current_time()  # the head goes out now: deadlines count from it
+            stream.steps = replay_schedule(stream.pulled())
+        while True:
+            step = stream.waiting or next(stream.steps, None)
+            stream.waiting = None
+            if step is None:
+                self.proxy.context.log(stream.engine, stream.exchange)
+                return True
+            if step.until is not None and stream.start + step.until > anyio.current_time():
+                stream.waiting = step
+                return False
+            stream.send(step.event)
 
     async def _play(self, stream: _Stream) -> None:
-        """Send the head, then each event at its deadline after it."""
-        head = stream.next_event()
-        if not isinstance(head, ResponseHead):  # the client reset the stream
-            return
-        stream.exchange.status = head.status
-        stream.send(head)
-        start = anyio.current_time()  # the head goes out now: deadlines count from it
-        for step in replay_schedule(stream.pulled()):
-            if step.until is not None and start + step.until > anyio.current_time():
+        """Send the rest of a response the core answers on its schedule
+        (a reset stops it: logged then)."""
+        with stream.scope:
+            while not self._play_due(stream):
                 await self.write()
-                await sleep_until(start + step.until)
-            stream.send(step.event)
-        await self.write()
-        for _ in stream.pulled():  # the exchange is over: the session's PAUSED
-            pass
+                step = stream.waiting
+                assert step is not None
+                assert step.until is not None
+                await sleep_until(stream.start + step.until)
+            await self.write()
+        if stream.scope.cancelled_caught:
+            self.proxy.context.log(stream.engine, stream.exchange)
 
     async def _view(self, stream: _Stream, request: Request) -> None:
         """A request for the viewer (``--ui``), answered with its page: the
