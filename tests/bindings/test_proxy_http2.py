@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import random
 import ssl
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -28,7 +30,7 @@ import pytest
 
 from reel_bindings.proxy import Proxy, ProxyOptions, _http2, running
 from reel_bindings.proxy._http11 import H2_PREFACE
-from reel_bindings.proxy._tls import local_certificate
+from reel_bindings.proxy._tls import alpn_protocols, local_certificate
 from reel_core import (
     CassetteMeta,
     Interaction,
@@ -631,6 +633,31 @@ async def test_the_viewer_answers_over_http2(tmp_path: Path) -> None:
     assert nothing.json()["error"]["type"] == "reel_ui"
     assert replay.content == b'{"ok":true}'
     assert len(interactions(cassette)) == 1  # the viewer's request is never recorded
+
+
+async def test_without_h2_an_http2_client_is_turned_away_saying_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The h2 extra missing: the preface is answered by a closed connection
+    and a log line naming the install; HTTP/1.1 is served as ever, and
+    ALPN offers only http/1.1."""
+    import reel_core.tools
+
+    monkeypatch.setitem(sys.modules, "h2", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "reel_core._h2_session")
+    monkeypatch.delitem(sys.modules, "reel_bindings.proxy._http2")
+    monkeypatch.delattr(reel_core.tools, "H2Session", raising=False)
+    assert alpn_protocols() == ["http/1.1"]
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        host, port = urlsplit(url).hostname or "", urlsplit(url).port or 0
+        async with await anyio.connect_tcp(host, port) as raw:
+            await raw.send(H2_PREFACE + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+            assert await _read_to_end(raw) == b""
+        async with httpx.AsyncClient(base_url=url, trust_env=False) as one:
+            response = await one.post("/v1/chat/completions", content=body_of(1))
+    assert response.content == b'{"ok":true}'
+    assert "pip install 'reel-llm[h2]'" in caplog.text
 
 
 # -- TLS: ALPN chooses ----------------------------------------------------------------
