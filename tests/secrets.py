@@ -36,6 +36,7 @@ __all__ = [
     "FRAMEWORK_KEY",
     "GATEWAY_TOKEN",
     "GEMINI_KEY",
+    "GRPC_KEY",
     "INPROCESS_KEY",
     "OPENAI_KEY",
     "PLUGIN_KEY",
@@ -73,6 +74,10 @@ INPROCESS_KEY = "inp0" + "4b8d1e6a" * 3
 #: The key the framework matrix (tests/frameworks) gives every framework.
 FRAMEWORK_KEY = "fwk0" + "9e2c5a7b" * 3
 
+#: The key gRPC calls send as metadata (``authorization: Bearer``,
+#: ``x-api-key``) and the fake xAI server expects (no known shape).
+GRPC_KEY = "grpc0" + "3e7b1d9f" * 3
+
 #: An ``x-api-key`` with a ``+`` and a ``/`` (an upstream may echo them
 #: ``\\u002B`` and ``\\/``), no known shape.
 ESCAPED_KEY = "xak1+Hq7/Vn3+Tz8Wm"
@@ -94,6 +99,7 @@ SECRETS: Mapping[str, str] = {
     "plugin-key": PLUGIN_KEY,
     "inprocess-key": INPROCESS_KEY,
     "framework-key": FRAMEWORK_KEY,
+    "grpc-key": GRPC_KEY,
     "escaped-key": ESCAPED_KEY,
     "query-key": QUERY_KEY,
 }

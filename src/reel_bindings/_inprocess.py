@@ -299,6 +299,11 @@ class Upstreaming:
         self._engine.upstream_data(chunk, mono=time.monotonic())
         self._drain()
 
+    def trailers(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
+        """The response's trailers (a gRPC call's status), after its data."""
+        self._engine.upstream_trailers(list(headers), mono=time.monotonic())
+        self._drain()
+
     def end(self) -> None:
         self._engine.upstream_end(mono=time.monotonic())
         self._record()

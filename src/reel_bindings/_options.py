@@ -44,6 +44,7 @@ class BindingOptions(TypedDict, total=False):
     drop_response_headers: Sequence[str] | None
     upstream: object
     freeze: Iterable[str] | None
+    http2: bool
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,12 @@ class Options:
     #: Pin these (``"clock"``, ``"uuid"``, ``"random"``) to the cassette's
     #: base values while the binding is open (see ``reel_bindings._freeze``).
     freeze: Iterable[str] | None = None
+    #: Forwards (record, auto, live) go upstream over HTTP/2 where the
+    #: upstream offers it (ALPN over TLS), as ``httpx.Client(http2=True)``
+    #: does: the httpx transports only (their pools are made with
+    #: ``http2=True``; httpx's ``h2`` is needed).  A recording is the same
+    #: either way; a replay has no wire, and reports ``HTTP/1.1``.
+    http2: bool = False
 
     @classmethod
     def of(cls, options: Mapping[str, Any], base: Options | None = None) -> Options:

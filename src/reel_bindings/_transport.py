@@ -276,10 +276,10 @@ def ssl_context(family: ModuleType) -> Any:
 _POOLS: PerProcess[Any] = PerProcess(lambda pool: pool.close())
 
 
-def process_pool(family: ModuleType, proxy: str, verify: Any) -> Any:
+def process_pool(family: ModuleType, proxy: str, verify: Any, http2: bool = False) -> Any:
     """The process's pool of ``family``'s sync connections through
-    ``proxy`` (``""``: direct) with SSL context ``verify``, shared by every
-    sync transport.
+    ``proxy`` (``""``: direct) with SSL context ``verify`` (and HTTP/2
+    offered, ``http2``), shared by every sync transport.
 
     An SDK client makes a transport of its own, and a test suite makes a
     client per test (or per call): with a pool each, every recorded
@@ -297,13 +297,28 @@ def process_pool(family: ModuleType, proxy: str, verify: Any) -> Any:
     limits = family.Limits(max_connections=None, max_keepalive_connections=20)
 
     def make() -> Any:
-        made = family.HTTPTransport
-        if proxy:
-            return made(proxy=proxy, verify=verify, limits=limits)
-        return made(verify=verify, limits=limits)
+        return _made(family.HTTPTransport, proxy, verify=verify, limits=limits, http2=http2)
 
     # the context itself in the key (hashed by identity): alive as long as its pool
-    return _POOLS.get((family.__name__, proxy, verify), make)
+    return _POOLS.get((family.__name__, proxy, verify, http2), make)
+
+
+def _made(make: Any, proxy: str, **kwargs: Any) -> Any:
+    """A pool from ``make`` (``HTTPTransport``, ``AsyncHTTPTransport``)
+    through ``proxy`` (``""``: direct); one asked for HTTP/2 without the h2
+    package is an ``ImportError`` saying what to install."""
+    if proxy:
+        kwargs["proxy"] = proxy
+    if not kwargs.get("http2"):
+        kwargs.pop("http2", None)  # as before: a family that predates the keyword
+        return make(**kwargs)
+    try:
+        return make(**kwargs)
+    except ImportError as exc:
+        raise ImportError(
+            "http2=True forwards over HTTP/2 with httpx's h2 package: "
+            "pip install 'reel-llm[h2]' (or 'httpx[http2]')"
+        ) from exc
 
 
 def _from_template(
@@ -456,19 +471,21 @@ class Base(Binding):
         names for its URL, if any (``HTTPS_PROXY``, ``HTTP_PROXY``,
         ``ALL_PROXY``, ``NO_PROXY``): the process's for a sync transport
         (:func:`process_pool`), else an ``AsyncHTTPTransport`` of the
-        transport's own."""
+        transport's own; made with ``http2=True`` when the binding was
+        asked for HTTP/2 (``http2=``)."""
         given = self._given.get(family.__name__)
         if given is not None:
             return given
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
         proxy = proxy_for(url.scheme, url.host, port, self._proxies) or ""
+        http2 = self.player.options.http2
         if self._process_pools:
-            return process_pool(family, proxy, ssl_context(family))
+            return process_pool(family, proxy, ssl_context(family), http2)
         upstream = self._upstreams.get((family.__name__, proxy))
         if upstream is None:
-            make, verify = family.AsyncHTTPTransport, ssl_context(family)
-            made = make(proxy=proxy, verify=verify) if proxy else make(verify=verify)
+            verify = ssl_context(family)
+            made = _made(family.AsyncHTTPTransport, proxy, verify=verify, http2=http2)
             # setdefault: threads racing here share one pool (another one
             # would hold connections that close() never closes)
             upstream = self._upstreams.setdefault((family.__name__, proxy), made)

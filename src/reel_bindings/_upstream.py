@@ -14,6 +14,13 @@ locks, trace hooks and one event-loop pass per write, and it wrote the
 request head and body apart, which costs the upstream a second wake-up.
 Here the request goes out in one write and nothing waits on the loop
 before it does.
+
+A request that needs HTTP/2 (gRPC: :func:`reel_core.tools.is_grpc` on its
+``content-type``) goes through ``_upstream_h2.py`` instead (the ``h2``
+extra): one multiplexed connection per origin, h2c with prior knowledge for
+``http://``, ALPN ``h2`` over TLS for ``https://``, and a ``CONNECT`` tunnel
+through a proxy in the way for both (no proxy forwards h2c in absolute
+form).  Its responses carry their trailers (:attr:`UpstreamResponse.trailers`).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import unquote, urlsplit
 
 import anyio
@@ -36,10 +43,13 @@ import anyio.streams.tls
 import h11
 
 from reel_core import Abort, Request, UpstreamError
-from reel_core.tools import HOP_BY_HOP, accept_encoding, shown_url
+from reel_core.tools import HOP_BY_HOP, accept_encoding, is_grpc, shown_url
 
 from ._failures import CONNECT_CAUSES, Rule, classify
 from ._proxy_env import environment_proxies, proxy_for
+
+if TYPE_CHECKING:
+    from ._upstream_h2 import H2Pool
 
 __all__ = [
     "TLS_HINT",
@@ -89,8 +99,13 @@ def forward_headers(request: Request, url: str) -> list[tuple[bytes, bytes]]:
 
 
 class UpstreamResponse(Protocol):
+    """An upstream's response: its head, and its body read with ``chunks()``."""
+
     status: int
     headers: list[tuple[bytes, bytes]]
+    #: The response's trailers (HTTP/2), set once ``chunks()`` is read to its
+    #: end; empty for HTTP/1.1 and when none came.
+    trailers: list[tuple[bytes, bytes]]
 
     def chunks(self) -> AsyncGenerator[bytes, None]: ...
 
@@ -130,10 +145,13 @@ TLS_HINT = (
 )
 
 
-def ssl_context(ca: str | os.PathLike[str] | None = None) -> ssl.SSLContext:
+def ssl_context(
+    ca: str | os.PathLike[str] | None = None, *, alpn: str = "http/1.1"
+) -> ssl.SSLContext:
     """What upstream certificates are checked against: the system's CAs
     (OpenSSL reads ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` for them),
-    certifi's bundle, and ``ca`` (a PEM file) when given."""
+    certifi's bundle, and ``ca`` (a PEM file) when given; ``alpn`` the one
+    protocol offered (``h2`` for HTTP/2)."""
     context = ssl.create_default_context()
     try:
         import certifi
@@ -143,7 +161,7 @@ def ssl_context(ca: str | os.PathLike[str] | None = None) -> ssl.SSLContext:
         context.load_verify_locations(certifi.where())
     if ca is not None:
         context.load_verify_locations(os.fspath(ca))
-    context.set_alpn_protocols(["http/1.1"])
+    context.set_alpn_protocols([alpn])
     return context
 
 
@@ -320,6 +338,7 @@ class _Response:
     def __init__(self, connection: _Connection, head: h11.Response, read_timeout: float) -> None:
         self.status = head.status_code
         self.headers = list(head.headers.raw_items())
+        self.trailers: list[tuple[bytes, bytes]] = []  # HTTP/1.1: none
         self._connection = connection
         self._timeout = read_timeout
         self.complete = False
@@ -392,6 +411,8 @@ class AsyncUpstream:
         self._open = 0
         self._freed: anyio.Event | None = None
         self._ssl: ssl.SSLContext | None = None
+        self._ssl_h2: ssl.SSLContext | None = None
+        self._h2: H2Pool | None = None
 
     def _route(self, origin: _Origin) -> tuple[_Proxy, str] | None:
         """The proxy to reach ``origin`` through, and the variable naming it."""
@@ -402,15 +423,34 @@ class AsyncUpstream:
         variable = _VARIABLES[scheme if self.proxies.get(scheme) else "all"]
         return _Proxy(url), variable
 
-    def _context(self) -> ssl.SSLContext:
-        if self._ssl is None:
+    def _context(self, alpn: str = "http/1.1") -> ssl.SSLContext:
+        context = self._ssl if alpn == "http/1.1" else self._ssl_h2
+        if context is None:
             try:
-                self._ssl = ssl_context(self.ca)
+                context = ssl_context(self.ca, alpn=alpn)
             except (OSError, ssl.SSLError) as exc:
                 raise UpstreamFailure(
                     UpstreamError.TLS, f"cannot load the CA bundle {self.ca} (--ca): {exc}"
                 ) from None
-        return self._ssl
+            if alpn == "http/1.1":
+                self._ssl = context
+            else:
+                self._ssl_h2 = context
+        return context
+
+    def _h2_pool(self) -> H2Pool:
+        """The HTTP/2 connections (made on the first request that needs one)."""
+        if self._h2 is None:
+            try:
+                from ._upstream_h2 import H2Pool
+            except ImportError as exc:
+                raise UpstreamFailure(UpstreamError.PROTOCOL, str(exc)) from None
+            self._h2 = H2Pool(
+                functools.partial(self._open_stream, alpn="h2"),
+                connect_timeout=self.connect_timeout,
+                read_timeout=self.read_timeout,
+            )
+        return self._h2
 
     @asynccontextmanager
     async def send(
@@ -428,6 +468,12 @@ class AsyncUpstream:
         timeout, ``read_timeout``: one cancel scope, not two."""
         origin, target = _origin(url)
         headers = forward_headers(request, url)
+        if is_grpc(request.header("content-type")):  # HTTP/2 only
+            pool = self._h2_pool()
+            hook = _Once(waiting)
+            async with pool.send(request.method, origin, target, headers, request.body, hook) as h2:
+                yield h2
+            return
         route = self._route(origin)
         if route is not None and origin[0] == "http":
             # through an HTTP proxy: the absolute form, and its credentials
@@ -476,8 +522,16 @@ class AsyncUpstream:
         environment (always a ``CONNECT`` tunnel: an upgraded connection is
         not an exchange a proxy can forward).  Raises :class:`UpstreamFailure`."""
         origin, _target = _origin(url)
+        return await self._open_stream(origin), urlsplit(url).netloc.rpartition("@")[2]
+
+    async def _open_stream(
+        self, origin: _Origin, *, alpn: str = "http/1.1"
+    ) -> anyio.abc.ByteStream:
+        """A connection to ``origin`` of the caller's own (:meth:`dial`, the
+        HTTP/2 pool): TLS offering ``alpn`` for ``https``, a proxy from the
+        environment always through a ``CONNECT`` tunnel.  Raises
+        :class:`UpstreamFailure`."""
         scheme, host, port = origin
-        authority = urlsplit(url).netloc.rpartition("@")[2]
         route = self._route(origin)
         where = "" if route is None else f" (through the proxy {route[0].url}, from {route[1]})"
         with anyio.move_on_after(self.connect_timeout):
@@ -496,14 +550,14 @@ class AsyncUpstream:
                         await _tunnel(stream, proxy, where, host, port)
                         if scheme == "https":
                             stream = await anyio.streams.tls.TLSStream.wrap(
-                                stream, hostname=host, ssl_context=self._context()
+                                stream, hostname=host, ssl_context=self._context(alpn)
                             )
                     except BaseException:
                         await anyio.aclose_forcefully(stream)
                         raise
                 elif scheme == "https":
                     stream = await anyio.connect_tcp(
-                        host, port, ssl_context=self._context(), tls_hostname=host
+                        host, port, ssl_context=self._context(alpn), tls_hostname=host
                     )
                 else:
                     stream = await anyio.connect_tcp(host, port)
@@ -512,7 +566,7 @@ class AsyncUpstream:
                 if failure is None:
                     raise  # a cancellation (the connect timeout's own), or a bug
                 raise failure from None
-            return stream, authority
+            return stream
         raise UpstreamFailure(
             UpstreamError.TIMEOUT, f"connecting to {host}:{port} timed out{where}"
         )
@@ -612,6 +666,8 @@ class AsyncUpstream:
         await connection.aclose()
 
     async def aclose(self) -> None:
+        if self._h2 is not None:
+            await self._h2.aclose()
         idle = [c for connections in self._idle.values() for c in connections]
         self._idle.clear()
         for connection in idle:

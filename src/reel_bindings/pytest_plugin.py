@@ -34,7 +34,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from reel_bindings._runlog import RunLog
     from reel_bindings._settings import Settings
     from reel_bindings._store import Store
+    from reel_bindings.grpc import AioChannel, Channel
     from reel_bindings.httpcore import AsyncTransport, Transport
     from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
@@ -619,6 +620,59 @@ class ReelCassette:
         return genai_on(
             self.transport(strict=strict), self.async_transport(strict=strict), **kwargs
         )
+
+    # -- gRPC (reel_bindings.grpc) and xAI's SDK on it --
+
+    def grpc_channel(
+        self,
+        channel: Any,
+        *,
+        channel_metadata: Iterable[tuple[str, str | bytes]] = (),
+        **kwargs: Unpack[BindingOptions],
+    ) -> Channel:
+        """``channel`` (a ``grpc.Channel``) with its calls on this cassette;
+        closed with the test."""
+        from reel_bindings.grpc import Channel
+
+        options = self._options(kwargs)
+        wrapped = Channel(channel, self.file, options, channel_metadata=channel_metadata)
+        self._adopt(wrapped.player)
+        self._stack.callback(wrapped.close)
+        return wrapped
+
+    def aio_grpc_channel(
+        self,
+        channel: Any,
+        *,
+        channel_metadata: Iterable[tuple[str, str | bytes]] = (),
+        **kwargs: Unpack[BindingOptions],
+    ) -> AioChannel:
+        """``channel`` (a ``grpc.aio.Channel``) with its calls on this
+        cassette (``await`` its ``close()`` yourself, in the test's loop)."""
+        from reel_bindings.grpc import AioChannel
+
+        options = self._options(kwargs)
+        wrapped = AioChannel(channel, self.file, options, channel_metadata=channel_metadata)
+        self._adopt(wrapped.player)
+        return wrapped
+
+    def xai(self, *, strict: bool = False, **kwargs: Any) -> Any:
+        """An ``xai_sdk.Client``; ``kwargs`` go to it (``api_host``, ...)."""
+        from reel_bindings.sdk import xai_on
+
+        def wrap(channel: Any, added: tuple[tuple[str, str], ...]) -> Channel:
+            return self.grpc_channel(channel, channel_metadata=added, strict=strict)
+
+        return xai_on(wrap, self.mode, is_async=False, **kwargs)
+
+    def async_xai(self, *, strict: bool = False, **kwargs: Any) -> Any:
+        """An ``xai_sdk.AsyncClient`` (asyncio)."""
+        from reel_bindings.sdk import xai_on
+
+        def wrap(channel: Any, added: tuple[tuple[str, str], ...]) -> AioChannel:
+            return self.aio_grpc_channel(channel, channel_metadata=added, strict=strict)
+
+        return xai_on(wrap, self.mode, is_async=True, **kwargs)
 
     # -- boundaries (reel_bindings.calls) --
 

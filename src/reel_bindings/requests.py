@@ -229,6 +229,11 @@ class Adapter(Binding, BaseAdapter):
         **kwargs: Unpack[BindingOptions],
     ) -> None:
         given = Options.of(kwargs, options)
+        if given.http2:
+            raise ValueError(
+                "the requests adapter speaks HTTP/1.1 only (urllib3 has no HTTP/2): "
+                "http2=True is for the httpx transports (reel_bindings.httpcore)"
+            )
         upstream = given.upstream
         base, pool = given_upstream(
             upstream,

@@ -6,7 +6,9 @@
     client.chat.completions.create(model="gpt-4o-mini", messages=[...])
 
 Each helper builds the SDK's own client on an ``httpx2`` client whose
-transport is Reel's (:mod:`reel_bindings.httpcore`), so nothing is patched.
+transport is Reel's (:mod:`reel_bindings.httpcore`), so nothing is patched;
+xAI's SDK, which speaks gRPC, gets Reel's channel (:mod:`reel_bindings.grpc`)
+around the one it builds.
 In replay mode no API key is needed: a placeholder is passed when the SDK's
 key variable is unset.  The in-process bindings' options (``mode=``,
 ``timing=``, ``store=``...) are Reel's; any other keyword argument goes to
@@ -23,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +42,13 @@ __all__ = [
     "anthropic_client",
     "async_anthropic_client",
     "async_openai_client",
+    "async_xai_client",
     "client_on",
     "genai_client",
     "genai_on",
     "openai_client",
+    "xai_client",
+    "xai_on",
 ]
 
 #: The placeholder key passed in replay mode when no real key is set.
@@ -105,6 +111,67 @@ def genai_on(transport: Transport, async_transport: AsyncTransport, **kwargs: An
     variables = PROVIDERS["gemini"].key_variables
     key = _key(variables, transport.player.mode, kwargs.pop("api_key", None))
     return genai.Client(api_key=key, http_options=http_options, **kwargs)
+
+
+#: The xAI SDK's key variable (it reads no other).
+XAI_KEY_VARIABLES = ("XAI_API_KEY",)
+
+
+#: A channel the xAI SDK built, and the metadata it adds to every call.
+XaiWrap = Callable[[Any, tuple[tuple[str, str], ...]], Any]
+
+
+def xai_on(wrap: XaiWrap, mode: Mode, *, is_async: bool, **kwargs: Any) -> Any:
+    """An ``xai_sdk.Client`` (``xai_sdk.AsyncClient`` when ``is_async``)
+    whose channels are ``wrap(channel, metadata)``: each channel the SDK
+    builds (in ``_make_grpc_channel``: the API's, and the management API's
+    when it has a key), interceptors and credentials included, is wrapped
+    as it is made, with the metadata the SDK adds to every call on it (its
+    ``authorization``, its version: see ``channel_metadata=`` in
+    :mod:`reel_bindings.grpc`).  ``kwargs`` go to the SDK client; in replay
+    ``mode`` with no key set, a placeholder key is passed."""
+    xai_sdk = _import("xai_sdk", "xai-sdk")
+    base = xai_sdk.AsyncClient if is_async else xai_sdk.Client
+
+    class ReelXaiClient(base):  # type: ignore[misc, valid-type]  # the SDK is untyped
+        def _make_grpc_channel(
+            self, api_key: str, api_host: str, metadata: Any, *args: Any, **kw: Any
+        ) -> Any:
+            made = super()._make_grpc_channel(api_key, api_host, metadata, *args, **kw)
+            added = (("authorization", f"Bearer {api_key}"), *(metadata or ()))
+            return wrap(made, added)
+
+    kwargs["api_key"] = _key(XAI_KEY_VARIABLES, mode, kwargs.get("api_key"))
+    return ReelXaiClient(**kwargs)
+
+
+def _xai(cassette: CassetteLike, kwargs: dict[str, Any], *, is_async: bool) -> Any:
+    options, rest = Options.split(kwargs)
+    mode = mode_from_env(options.mode)
+    options = dataclasses.replace(options, mode=mode)
+    if not isinstance(cassette, CassetteFile) and options.store is None:
+        cassette = CassetteFile(Path(cassette), mode=mode)  # one file for both channels
+    from .grpc import AioChannel, Channel
+
+    kind = AioChannel if is_async else Channel
+
+    def wrap(channel: Any, added: tuple[tuple[str, str], ...]) -> Any:
+        return kind(channel, cassette, options, channel_metadata=added)
+
+    return xai_on(wrap, mode, is_async=is_async, **rest)
+
+
+def xai_client(cassette: CassetteLike, **kwargs: Any) -> Any:
+    """An ``xai_sdk.Client`` recording to / replaying from ``cassette``
+    (its gRPC channel wrapped by :class:`reel_bindings.grpc.Channel`).
+    Reel's options are split from the SDK's arguments (``api_host=``,
+    ``use_insecure_channel=``...) as for the other helpers."""
+    return _xai(cassette, kwargs, is_async=False)
+
+
+def async_xai_client(cassette: CassetteLike, **kwargs: Any) -> Any:
+    """An ``xai_sdk.AsyncClient`` (asyncio: grpc.aio) on ``cassette``."""
+    return _xai(cassette, kwargs, is_async=True)
 
 
 def _transport(

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import aclosing
-from typing import Protocol, TypeAlias
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -306,9 +306,8 @@ class Forwarding:
 
 class _Feed:
     """The relay's feed: the engine, at the loop's clock (no ``left``: the
-    relay does not read on, :meth:`Forwarding.left` does).  The response's
-    trailers (an HTTP/2 upstream's: a gRPC call's status), read once its
-    body ended, are fed before its end."""
+    relay does not read on, :meth:`Forwarding.left` does).  At the end, the
+    response's trailers (HTTP/2: set once its body is read) go first."""
 
     __slots__ = ("_engine", "_response")
 
@@ -320,10 +319,10 @@ class _Feed:
         self._engine.upstream_data(chunk, mono=anyio.current_time())
 
     def end(self) -> None:
-        trailers: Trailed = getattr(self._response, "trailers", [])
-        if trailers:
-            self._engine.upstream_trailers(trailers, mono=anyio.current_time())
-        self._engine.upstream_end(mono=anyio.current_time())
+        now = anyio.current_time()
+        if self._response.trailers:
+            self._engine.upstream_trailers(self._response.trailers, mono=now)
+        self._engine.upstream_end(mono=now)
 
     def error(self, error: UpstreamError | Abort, detail: str) -> None:
         self._engine.upstream_error(error, detail, mono=anyio.current_time())
@@ -332,11 +331,6 @@ class _Feed:
 def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:
     """What the relay feeds for an exception: the upstream client's failures."""
     return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
-
-
-#: An upstream response's trailers (``UpstreamResponse.trailers``, where
-#: the upstream client gives them).
-Trailed: TypeAlias = list[tuple[bytes, bytes]]
 
 
 def _awaits_upstream(engine: Engine) -> bool:
