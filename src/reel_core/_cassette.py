@@ -50,7 +50,7 @@ from ._match import MatchConfig
 from ._memo import KeyMemo
 from ._meta import CassetteMeta
 from ._sent import SENT_AT, SENT_FIELD
-from ._ws_pool import SessionPool, WebSocketLease
+from ._ws_pool import SessionPool, WebSocketLease, grpc_clients
 
 __all__ = [
     "Cassette",
@@ -174,8 +174,8 @@ class Cassette:
         self.keying = self.meta.match.keying()
         self._indexes: dict[MatchConfig, KeyIndex] = {self.keying: KeyIndex()}
         self._cursor = Cursor()
-        #: The WebSocket recordings of each upgrade key replayed so far.
-        self._pools: dict[tuple[MatchConfig, str, int], SessionPool] = {}
+        #: The session recordings (WebSocket, gRPC) of each key replayed so far.
+        self._pools: dict[tuple[str, MatchConfig, str, int], SessionPool] = {}
         self._memos: dict[Hashable, KeyMemo[Any]] = {}
         self._caches: dict[Hashable, dict[Any, Any]] = {}
         #: Each key's lines grouped by generation, per match settings: kept
@@ -499,8 +499,20 @@ class Cassette:
         messages come (:mod:`reel_core._ws_pool`), among the sessions of
         the key's newest generation.  Raises
         :class:`~reel_core.LocalProtocolError` when none of them is a WebSocket session."""
+        return self._lease("websocket", key, config)
+
+    def grpc_lease(self, key: str, config: MatchConfig) -> WebSocketLease:
+        """A lease on one of the gRPC sessions recorded for ``key`` (their
+        first client message), as :meth:`websocket_lease`: which one plays
+        follows the call's later client messages."""
+        return self._lease("grpc", key, config)
+
+    def _lease(self, kind: str, key: str, config: MatchConfig) -> WebSocketLease:
         generation = self.generation(key, config)
-        pool = self._pools.setdefault((config, key, generation), SessionPool())
+        pool = self._pools.get((kind, config, key, generation))
+        if pool is None:
+            made = SessionPool(grpc_clients, "gRPC") if kind == "grpc" else SessionPool()
+            pool = self._pools[(kind, config, key, generation)] = made
         positions = self._current(config, key)
         pool.add((p, i) for p in positions if (i := self._parsed_or_none(p)) is not None)
         return pool.lease()

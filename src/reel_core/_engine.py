@@ -160,6 +160,9 @@ class Engine:
         #: The upstream response being fed had its trailers (nothing follows
         #: them but its end or a failure).
         self._trailed = False
+        #: The exchange is a gRPC call decided at its first message
+        #: (:meth:`streams_call`): its recording plays as a session.
+        self._streamed = False
 
     def _use(self, cassette: Cassette) -> None:
         self.cassette = cassette
@@ -312,8 +315,44 @@ class Engine:
         self._keyed = None
         self._superseding = 0
         self._scrub = self._redactor
+        self._streamed = False
 
     # -- decisions -----------------------------------------------------------
+
+    def streams_call(self, head: Request) -> bool:
+        """Whether the gRPC call whose head is ``head`` (its body not come
+        yet) goes to the engine at its first client message rather than
+        whole, at the end of its stream: in record and live modes always
+        (the call may turn out a session, whose messages go upstream as
+        they come), in replay and auto modes when the recordings of its
+        path are sessions (:func:`reel_core._grpc_rule.plays_as_session`),
+        and in auto mode when its path has none (it will be forwarded).
+        ``False`` for any other request.  A cassette that cannot be chosen
+        for it says ``False``: the request, whole, is refused as usual.
+
+        When it says ``True``, this exchange's recording plays as a
+        session: one that is no session (recorded whole, or imported) as
+        the session it was (:func:`~reel_core._grpc_rule.as_session`),
+        so a client that sends more than it did gets NOT_FOUND, not its
+        answer."""
+        self._streamed = self._streams(head)
+        return self._streamed
+
+    def _streams(self, head: Request) -> bool:
+        if not is_grpc(head.header("content-type")):
+            return False
+        if self.config.mode in (Mode.RECORD, Mode.LIVE):
+            return True
+        cassette = self.cassette
+        if self._select is not None:
+            try:
+                cassette = self._select(head)
+            except (RemoteProtocolError, CassetteError):
+                return False
+        from ._grpc_rule import plays_as_session
+
+        forwards = self.config.mode is Mode.AUTO
+        return plays_as_session(cassette, head.method, head.path, forwards=forwards)
 
     def recorded_request(self, request: Request) -> RecordedRequest:
         """The redacted form of ``request`` that is keyed and stored (its
@@ -396,9 +435,18 @@ class Engine:
             if interaction is not None:
                 self._to(Input.HIT)
                 lease = None
-                if interaction.websocket is not None and similarity is None:
-                    lease = self.cassette.websocket_lease(key, self._keying)
-                    interaction = lease.interaction
+                if similarity is None:
+                    if interaction.websocket is not None:
+                        lease = self.cassette.websocket_lease(key, self._keying)
+                        interaction = lease.interaction
+                    elif interaction.grpc is not None:
+                        lease = self.cassette.grpc_lease(key, self._keying)
+                        interaction = lease.interaction
+                if self._streamed and interaction.grpc is None and interaction.websocket is None:
+                    from ._grpc_rule import as_session
+
+                    interaction = as_session(interaction)
+                session = interaction.grpc is not None
                 self._decision = Replay(
                     request,
                     interaction.id,
@@ -408,12 +456,13 @@ class Engine:
                     interaction.provider,
                     stale,
                     lease,
+                    interaction if session else None,
                 )
                 self._events.append(self._decision)
                 events = self._replay(interaction, head_only=request.method == "HEAD")
                 self._events.extend(events)
-                if interaction.websocket is None:  # a session's adapter takes over after the 101
-                    self._replaying = events
+                if interaction.websocket is None and not session:
+                    self._replaying = events  # a session's adapter takes over after the head
                 return
             if mode is Mode.REPLAY:
                 report = self._miss_report(recorded, key)
@@ -604,6 +653,8 @@ class Engine:
         headers = _wire_headers(response.headers)
         timing = self.config.timing
         events: list[Event] = []
+        if interaction.grpc is not None:  # its replay plays the rest (GrpcCallReplay)
+            return [ResponseHead(response.status, headers), _ENDED_AT_ONCE]
         if response.stream is None:
             body = response.body
             headers += ((b"content-length", str(len(body)).encode()),)

@@ -21,7 +21,7 @@ from ._http import Headers, Request
 
 if TYPE_CHECKING:
     from ._freshness import Staleness
-    from ._interaction import WebSocketLog
+    from ._interaction import Interaction, WebSocketLog
     from ._miss import MissReport
     from ._shape import Drift
     from ._ws_pool import WebSocketLease
@@ -120,6 +120,7 @@ class Replay(_Value):
         "provider",
         "stale",
         "lease",
+        "grpc",
     )
     __slots__ = __match_args__
 
@@ -141,8 +142,14 @@ class Replay(_Value):
     #: For a WebSocket session: which of the recordings of its upgrade it
     #: plays, decided as the client's messages come (two identical upgrades
     #: at once are told apart by what their clients say).  ``websocket`` is
-    #: the recording chosen at the upgrade.
+    #: the recording chosen at the upgrade.  For a gRPC session, the same
+    #: over the recordings of its first message.
     lease: WebSocketLease | None
+    #: The recording is a gRPC session (a client-streaming or bidirectional
+    #: call): the recording itself.  Its head follows; the session's replay
+    #: (:class:`reel_core.tools.GrpcCallReplay`) plays its messages and
+    #: trailers, gated by the client's messages.
+    grpc: Interaction | None
 
     def __init__(
         self,
@@ -154,6 +161,7 @@ class Replay(_Value):
         provider: str = "generic",
         stale: Staleness | None = None,
         lease: WebSocketLease | None = None,
+        grpc: Interaction | None = None,
     ) -> None:
         _set(self, "request", request)
         _set(self, "interaction_id", interaction_id)
@@ -163,6 +171,7 @@ class Replay(_Value):
         _set(self, "provider", provider)
         _set(self, "stale", stale)
         _set(self, "lease", lease)
+        _set(self, "grpc", grpc)
 
 
 class Forward(_Value):

@@ -36,6 +36,36 @@ client's bytes with :meth:`H2Session.receive_data`, writes what
 - ``Signal.NEED_DATA`` (read on) or ``Signal.CLOSED`` (the client ended
   the connection and every exchange was handed out).
 
+A gRPC call (``content-type: application/grpc``) the engine says to
+stream (:meth:`Engine.streams_call`, asked at its head: always in record
+and live modes, in replay and auto modes when the recordings of its path
+are sessions, see :mod:`reel_core._grpc_rule`) goes to its engine at its
+first whole message, not at END_STREAM (:meth:`H2Session.streamed` says
+so; :meth:`H2Session.started_at` is the ``mono`` reading that message
+came with).  Its later messages go where the decision says:
+
+- a ``Replay`` whose ``grpc`` is set: the adapter plays the session
+  itself (:class:`~reel_core.tools.GrpcCallReplay`): after the engine's
+  ``Replay`` and ``ResponseHead``, the session's ``Frame``, ``Trailers``
+  and ``EndOfResponse`` come out as :class:`H2Event` as the client's
+  messages release them, each ``at`` counting from ``started_at``; the
+  binding sends each at its deadline as for any replay, and reads on
+  meanwhile (``NEED_DATA`` while every stream waits on its client).  A
+  client message the recording does not have hands out
+  :class:`H2SessionMiss` (for the run log), then the NOT_FOUND trailers;
+  ``PAUSED`` ends the exchange as for any replay.
+- a ``Forward``: the request's body is the first message only and the
+  upstream stream stays open; :class:`H2ClientMessage` hands out each
+  later message (send it upstream) and :class:`H2ClientEnd` the client's
+  END_STREAM, in order after the ``Forward``.  A recording binding feeds
+  a :class:`~reel_core.tools.GrpcCallRecorder` (``opened`` and the first
+  message at ``started_at``, each ``H2ClientMessage`` and ``H2ClientEnd``
+  at its ``at``, each upstream message as its bytes complete, the end at
+  the upstream's trailers or failure) and stores the call with
+  ``recorder.record(engine)`` instead of ``engine.record()``: a call that
+  turned out no session is stored as the engine recorded it.
+- a miss or a refusal: they are let go.
+
 A client that breaks the protocol gets a GOAWAY and
 :meth:`H2Session.receive_data` raises :class:`RemoteProtocolError`: write
 what :meth:`H2Session.data_to_send` holds, then close.
@@ -48,6 +78,7 @@ rest is queued until the client's WINDOW_UPDATE opens the window, and an
 
 from __future__ import annotations
 
+import enum
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,11 +97,33 @@ except ImportError as exc:  # the h2 extra is not installed
 
 from ._engine import Engine, error_body
 from ._errors import LocalProtocolError, RemoteProtocolError
-from ._events import Cut, EndOfResponse, Event, Frame, ResponseHead, Signal, Trailers
+from ._events import (
+    Cut,
+    EndOfResponse,
+    Event,
+    Forward,
+    Frame,
+    Replay,
+    ResponseHead,
+    Signal,
+    Trailers,
+)
+from ._grpc import GrpcSplitter
+from ._grpc_session import Decode, GrpcCallReplay
 from ._http import HOP_BY_HOP, Headers, Request
+from ._miss import MissReport
 from ._state import State
 
-__all__ = ["HEAD_FENCE", "MAX_CONCURRENT_STREAMS", "H2Event", "H2Refused", "H2Session"]
+__all__ = [
+    "HEAD_FENCE",
+    "MAX_CONCURRENT_STREAMS",
+    "H2ClientEnd",
+    "H2ClientMessage",
+    "H2Event",
+    "H2Refused",
+    "H2Session",
+    "H2SessionMiss",
+]
 
 #: How many streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
 MAX_CONCURRENT_STREAMS = 100
@@ -105,6 +158,54 @@ class H2Refused:
     error: RemoteProtocolError
 
 
+@dataclass(frozen=True)
+class H2ClientMessage:
+    """A whole client message of a gRPC call forwarded at its first one
+    (after its :class:`~reel_core.Forward`): send ``data`` upstream on the
+    call's stream (a recording's :class:`~reel_core.tools.GrpcCallRecorder`
+    takes it too).  ``at`` is the ``mono`` reading it came with."""
+
+    stream_id: int
+    data: bytes
+    at: float
+
+
+@dataclass(frozen=True)
+class H2ClientEnd:
+    """The client ended the stream of a gRPC call forwarded at its first
+    message: send ``rest`` (bytes of an unfinished message, normally none)
+    and END_STREAM upstream.  ``at`` is the ``mono`` reading it came with."""
+
+    stream_id: int
+    rest: bytes
+    at: float
+
+
+@dataclass(frozen=True)
+class H2SessionMiss:
+    """A replayed gRPC session left its recording on ``stream_id``: the call
+    ends with ``grpc-status: 5`` (its events follow); ``report`` is the
+    miss, for the binding's run log."""
+
+    stream_id: int
+    report: MissReport
+
+
+_Handed = H2Event | H2Refused | H2ClientMessage | H2ClientEnd | H2SessionMiss
+
+
+class _Route(enum.Enum):
+    """Where a streamed gRPC call's later client messages go, once decided."""
+
+    #: Handed out (``H2ClientMessage``, ``H2ClientEnd``): the binding sends
+    #: them upstream.
+    FORWARD = "forward"
+    #: To the call's :class:`~reel_core.tools.GrpcCallReplay`.
+    REPLAY = "replay"
+    #: Let go: the call was answered otherwise (a miss, a refusal).
+    DROP = "drop"
+
+
 @dataclass(eq=False)
 class _Stream:
     """What the adapter keeps of one stream."""
@@ -117,6 +218,24 @@ class _Stream:
     started: bool = False
     #: Its engine's events are handed out (a ``CLOSED`` ends them).
     handed: bool = False
+    #: A gRPC call that goes to the engine at its first message
+    #: (:meth:`Engine.streams_call`), not at its end.
+    streamed: bool = False
+    #: Such a call's messages, as they complete, until the client's end.
+    splitter: GrpcSplitter | None = None
+    #: When its first message came (``mono``), for such a call.
+    opened: float = 0.0
+    #: Such a call's later client messages (``None``: its end, with the
+    #: bytes of an unfinished message), until its decision is handed out.
+    inbox: list[tuple[bytes | None, bytes, float]] = field(default_factory=list)
+    #: Where its later messages go once decided (``None``: not yet).
+    route: _Route | None = None
+    #: The replay of a gRPC session, once decided.
+    replay: GrpcCallReplay | None = None
+    #: The engine's response events are handed out; the replay's follow.
+    replaying: bool = False
+    #: The replay's miss was handed out.
+    missed: bool = False
     #: The client reset the stream (or the connection ended): nothing is sent.
     reset: bool = False
     #: Response bytes waiting for the client's window.
@@ -150,8 +269,12 @@ class H2Session:
         new_engine: Callable[[], Engine],
         *,
         max_concurrent_streams: int = MAX_CONCURRENT_STREAMS,
+        decode: Callable[[str], Decode | None] | None = None,
     ) -> None:
         self._new_engine = new_engine
+        #: A replayed gRPC session's message reader for a call's path (a
+        #: descriptor set's, see :class:`~reel_core.tools.GrpcCallReplay`).
+        self._decode = decode
         config = h2.config.H2Configuration(client_side=False, header_encoding=None)
         self._conn = h2.connection.H2Connection(config=config)
         self._conn.local_settings = h2.settings.Settings(
@@ -165,21 +288,28 @@ class H2Session:
         self._streams: dict[int, _Stream] = {}
         #: Streams whose exchange's events are handed out, in turn.
         self._ready: dict[int, _Stream] = {}
-        self._handed: deque[H2Event | H2Refused] = deque()
+        self._handed: deque[_Handed] = deque()
         self._closed = False
         self._wall: float | None = None
+        self._mono = 0.0
 
     # -- client side -----------------------------------------------------------
 
-    def receive_data(self, data: bytes, *, wall: float | None = None) -> None:
+    def receive_data(
+        self, data: bytes, *, wall: float | None = None, mono: float | None = None
+    ) -> None:
         """Feed raw bytes from the client (``b""`` means EOF).  ``wall`` is
         the wall-clock time (epoch seconds) they came at: the requests they
-        complete carry it.
+        complete carry it.  ``mono`` is the monotonic time then: a gRPC
+        session's replay counts its deadlines from it (without it, every
+        client message counts as come at its call's start).
 
         Raises :class:`RemoteProtocolError` when the client broke the
         protocol: a GOAWAY is in :meth:`data_to_send`; close after it."""
         if wall is not None:
             self._wall = wall
+        if mono is not None:
+            self._mono = mono
         if not data:
             self._close()
             return
@@ -218,10 +348,15 @@ class H2Session:
         stream = self._streams.get(sid)
         if isinstance(event, h2.events.DataReceived):
             self._conn.acknowledge_received_data(event.flow_controlled_length or 0, sid)
-            if stream is not None and not stream.started:
+            if stream is not None and stream.splitter is not None:
+                self._message_bytes(sid, stream, event.data or b"")
+            elif stream is not None and not stream.started:
                 self._take(sid, stream, event.data or b"")
-        elif isinstance(event, h2.events.StreamEnded) and stream is not None and not stream.started:
-            self._start(sid, stream)
+        elif isinstance(event, h2.events.StreamEnded) and stream is not None:
+            if stream.splitter is not None:
+                self._client_ended(sid, stream)
+            elif not stream.started:
+                self._start(sid, stream)
 
     def _open(self, sid: int, headers: list[tuple[bytes, bytes]]) -> None:
         """A request's head came on ``sid``: its exchange's engine is made."""
@@ -234,6 +369,79 @@ class H2Session:
                 f"limit: {config.hints.max_head}"
             )
             self._refuse(sid, RemoteProtocolError(message, 431))
+            return
+        try:
+            head = self._request(headers, b"")
+        except RemoteProtocolError:
+            return  # refused whole, at its end
+        if stream.engine.streams_call(head):
+            stream.streamed = True
+            stream.splitter = GrpcSplitter(config.limits.max_body, config.hints.max_body)
+
+    def _message_bytes(self, sid: int, stream: _Stream, data: bytes) -> None:
+        """A piece of a streamed gRPC call's body: its first whole message
+        starts the exchange, each later one goes where the decision says."""
+        assert stream.splitter is not None
+        try:
+            messages = stream.splitter.feed(data)
+        except RemoteProtocolError as exc:  # a message over the body limit
+            if stream.started:  # the call is under way: it is cut, as the stream breaks
+                self._break(sid, stream)
+            else:
+                self._refuse(sid, exc)
+            return
+        for message in messages:
+            if not stream.started:
+                stream.opened = self._mono
+                self._start(sid, stream, message)
+            else:
+                self._more(sid, stream, message, b"", self._mono)
+
+    def _client_ended(self, sid: int, stream: _Stream) -> None:
+        """A streamed gRPC call's client ended its stream."""
+        assert stream.splitter is not None
+        rest = stream.splitter.close()
+        stream.splitter = None
+        if stream.started:
+            self._more(sid, stream, None, rest, self._mono)
+        elif rest:
+            error = RemoteProtocolError(
+                f"gRPC body truncated: {len(rest)} bytes end in no whole message", 400
+            )
+            self._refuse(sid, error)
+        else:  # a call with no message: decided on its end
+            stream.opened = self._mono
+            self._start(sid, stream)
+            stream.inbox.append((None, b"", self._mono))
+
+    def _more(
+        self, sid: int, stream: _Stream, message: bytes | None, rest: bytes, now: float
+    ) -> None:
+        """A later client message of a streamed call (``None``: its end),
+        come at ``now``, where its decision says."""
+        if stream.route is None:
+            stream.inbox.append((message, rest, now))
+        elif stream.route is _Route.FORWARD:
+            if message is None:
+                self._handed.append(H2ClientEnd(sid, rest, now))
+            else:
+                self._handed.append(H2ClientMessage(sid, message, now))
+        elif stream.route is _Route.REPLAY:
+            replay = stream.replay
+            assert replay is not None
+            if message is None:
+                replay.client_end(now)
+            else:
+                replay.client_message(message, now)
+            if replay.miss is not None and not stream.missed:  # it left its recording
+                stream.missed = True
+                self._handed.append(H2SessionMiss(sid, replay.miss))
+
+    def _break(self, sid: int, stream: _Stream) -> None:
+        """A streamed call that cannot go on: reset, its exchange ended."""
+        self._conn.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        stream.splitter = None
+        self._reset(sid)
 
     def _take(self, sid: int, stream: _Stream, data: bytes) -> None:
         """A piece of the request body on ``sid``, within ``max_body``."""
@@ -243,11 +451,12 @@ class H2Session:
         if stream.size > config.limits.max_body:
             self._refuse(sid, config.limits.body_too_large(None, config.hints.max_body))
 
-    def _start(self, sid: int, stream: _Stream) -> None:
-        """The request on ``sid`` is whole: hand it to its engine."""
+    def _start(self, sid: int, stream: _Stream, body: bytes | None = None) -> None:
+        """The request on ``sid`` is whole (or, for a streamed gRPC call,
+        its first message is ``body``): hand it to its engine."""
         stream.started = True
         try:
-            request = self._request(stream.headers, b"".join(stream.body))
+            request = self._request(stream.headers, b"".join(stream.body) if body is None else body)
         except RemoteProtocolError as exc:
             self._refuse(sid, exc)
             return
@@ -287,6 +496,7 @@ class H2Session:
         engine, which is done); what more the client sends of it is let go."""
         stream = self._streams[sid]
         stream.started = True
+        stream.splitter = None
         error = stream.engine.client_error(error)
         body = error_body("reel_bad_request", str(error))
         headers = [
@@ -318,17 +528,27 @@ class H2Session:
 
     # -- events ----------------------------------------------------------------
 
-    def next_event(self) -> H2Event | H2Refused | Signal:
+    def next_event(self) -> _Handed | Signal:
         """The next stream event, or a :class:`Signal`: ``NEED_DATA`` (read
         on), ``CLOSED`` (the connection is over and so is every exchange)."""
         if self._handed:
             return self._handed.popleft()
         for sid, stream in list(self._ready.items()):
+            if stream.replaying and not stream.reset:
+                out = self._session_event(sid, stream)
+                if out is None:
+                    continue  # waiting on its client
+                return out
             event = stream.engine.next_event()
             if stream.reset:  # nothing more goes to the client
                 while isinstance(event, Event):
                     event = stream.engine.next_event()
             if isinstance(event, Event):
+                if stream.streamed:
+                    self._decided(sid, stream, event)
+                if stream.replay is not None and isinstance(event, EndOfResponse):
+                    stream.replaying = True  # the engine's end: the session's events follow
+                    return self.next_event()
                 # the stream's turn is over: the others' come first
                 del self._ready[sid]
                 self._ready[sid] = stream
@@ -339,6 +559,58 @@ class H2Session:
         if self._closed and not self._ready:
             return Signal.CLOSED
         return Signal.NEED_DATA
+
+    def _decided(self, sid: int, stream: _Stream, event: Event) -> None:
+        """A streamed gRPC call's decision is handed out: its later client
+        messages go where it says from now on, those that came already
+        first."""
+        if stream.route is not None:
+            return
+        if isinstance(event, Forward):
+            stream.route = _Route.FORWARD
+        elif isinstance(event, Replay) and event.grpc is not None:
+            stream.route = _Route.REPLAY
+            decode = self._decode(event.request.path) if self._decode is not None else None
+            stream.replay = GrpcCallReplay.for_engine(stream.engine, event, decode=decode)
+            stream.replay.open(stream.opened, first=bool(event.request.body))
+        else:  # a miss, a refusal: the rest is let go
+            stream.route = _Route.DROP
+        inbox, stream.inbox = stream.inbox, []
+        for message, rest, now in inbox:
+            self._more(sid, stream, message, rest, now)
+
+    def _session_event(self, sid: int, stream: _Stream) -> H2Event | None:
+        """The next event of a replayed gRPC session on ``sid`` (``None``:
+        it waits on its client)."""
+        replay = stream.replay
+        assert replay is not None
+        event = replay.next_event()
+        if event is Signal.NEED_DATA:
+            return None
+        del self._ready[sid]
+        if event is Signal.CLOSED:
+            stream.replaying = False
+            return H2Event(sid, Signal.PAUSED, stream.engine)
+        assert isinstance(event, Event)
+        self._ready[sid] = stream
+        return H2Event(sid, event, stream.engine)
+
+    def streamed(self, stream_id: int) -> bool:
+        """Whether the call on ``stream_id`` went to its engine at its first
+        message (a gRPC call, see :meth:`Engine.streams_call`): a
+        ``Forward``'s request body is then that message only, its stream
+        stays open upstream, and :class:`H2ClientMessage` and
+        :class:`H2ClientEnd` follow."""
+        stream = self._streams.get(stream_id)
+        return stream is not None and stream.streamed
+
+    def started_at(self, stream_id: int) -> float | None:
+        """When a streamed call's first message came (the ``mono`` reading
+        handed with it): a replayed session's deadlines count from it, and
+        a recording's :class:`~reel_core.tools.GrpcCallRecorder` takes its
+        first message then.  ``None`` for any other stream."""
+        stream = self._streams.get(stream_id)
+        return stream.opened if stream is not None and stream.streamed else None
 
     # -- wire output -----------------------------------------------------------
 

@@ -37,6 +37,7 @@ from typing import Any
 from ._body import cheap_body, decode_body, encode_body
 from ._calls import Call, CallLog, call_fields, call_from_json, call_target
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
+from ._grpc_log import GRPC_SESSION, GrpcLog, grpc_in, grpc_out
 from ._headers import scrub_value, stored_headers
 from ._literals import ExchangeRedactor
 from ._match import MatchConfig, match_key
@@ -406,6 +407,11 @@ class Interaction:
     #: ``request`` is then the call as keyed (:func:`call_request`) and
     #: ``response`` an empty 200.  ``None`` for an HTTP exchange.
     call: CallLog | None = None
+    #: The conversation of a gRPC session (a client-streaming or
+    #: bidirectional call: :mod:`reel_core._grpc_session`), both ways; the
+    #: request's body is its first client message, the response its head
+    #: and trailers.  ``None`` for any other exchange.
+    grpc: GrpcLog | None = None
 
     def redacted(
         self,
@@ -440,6 +446,7 @@ class Interaction:
             request = req.redacted(redactor, heard)
         response = self.response.redacted(redactor, heard, drop=drop)
         websocket = None if self.websocket is None else self.websocket.redacted(redactor, heard)
+        grpc = None if self.grpc is None else self.grpc.redacted(redactor, heard)
         endpoint = self.endpoint
         if endpoint == f"{req.method} {req.path}":
             endpoint = f"{request.method} {request.path}"
@@ -463,6 +470,7 @@ class Interaction:
             meta=meta,
             websocket=websocket,
             call=call,
+            grpc=grpc,
         )
 
     def to_line(self) -> bytes:
@@ -587,6 +595,16 @@ def interaction_line(interaction: Interaction) -> bytes:
     if interaction.websocket is not None:
         response["stream"] = "websocket"
         websocket = _websocket_out(interaction.websocket)
+    elif interaction.grpc is not None:  # the messages are the session's
+        response["stream"] = GRPC_SESSION
+        if resp.cut is None:
+            response["end"] = {"at": resp.end_ms}
+        else:
+            response["cut"] = {
+                "at": resp.cut.at_ms,
+                "error": resp.cut.error,
+                "detail": resp.cut.detail,
+            }
     elif resp.stream is None:
         response["body"] = encode_body(resp.body)
     else:
@@ -622,6 +640,8 @@ def interaction_line(interaction: Interaction) -> bytes:
     }
     if websocket is not None:
         obj["websocket"] = websocket
+    if interaction.grpc is not None:
+        obj["grpc"] = grpc_out(interaction.grpc)
     obj["meta"] = dict(interaction.meta)
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     # A lone surrogate (read from a "\ud800" escape) is written back as one.
@@ -684,16 +704,21 @@ def interaction_from_json(obj: Any) -> Interaction:
         raise ValueError('"response.headers" must be a list of [name, value] string pairs')
     stream = resp.get("stream")
     fields: dict[str, Any] = {}
-    websocket = None
+    websocket = grpc = None
+    if "grpc" in o and stream != GRPC_SESSION:
+        raise ValueError(f'a line with "grpc" needs "response.stream": "{GRPC_SESSION}"')
     if stream == "websocket":
         websocket = _websocket_in(o.get("websocket"))
     elif "websocket" in o:
         raise ValueError('a line with "websocket" needs "response.stream": "websocket"')
     elif stream is None:
         fields["body"] = _body(resp, "response.body")
-    elif stream in STREAM_KINDS:
+    elif stream in STREAM_KINDS or stream == GRPC_SESSION:
         fields["stream"] = stream
-        fields["frames"] = _frames(resp.get("frames"))
+        if stream == GRPC_SESSION:
+            grpc = grpc_in(o.get("grpc"), _ms)
+        else:
+            fields["frames"] = _frames(resp.get("frames"))
         if "cut" in resp:
             cut = _obj(resp["cut"], "response.cut")
             fields["cut"] = StreamCut(
@@ -706,7 +731,8 @@ def interaction_from_json(obj: Any) -> Interaction:
             fields["end_ms"] = _ms(end.get("at"), "response.end.at")
     else:
         raise ValueError(
-            f'"response.stream" must be "sse", "chunks", "grpc" or "websocket", not {stream!r}'
+            '"response.stream" must be "sse", "chunks", "grpc", "grpc-session" or '
+            f'"websocket", not {stream!r}'
         )
     if "trailers" in resp:
         trailers = resp["trailers"]
@@ -737,6 +763,7 @@ def interaction_from_json(obj: Any) -> Interaction:
         meta=meta,
         websocket=websocket,
         generation=gen,
+        grpc=grpc,
     )
 
 

@@ -1,4 +1,4 @@
-"""Which recording a replayed WebSocket session plays, when several answer its upgrade.
+"""Which recording a replayed session plays, when several answer its request.
 
 Theory of operation.  An upgrade ``GET`` carries no body: two sessions to
 the same path and query (the same ``?model=``) share one match key, and a
@@ -26,38 +26,67 @@ The server messages sent before the move came from the recording played
 then; :class:`~reel_core.WebSocketReplay` goes on in the new one from the
 same place (after the same client message, as many server messages on).
 A lease stops moving (and stops being swapped) when its session ended.
+
+A gRPC session (:mod:`reel_core._grpc_session`) is leased the same way:
+its calls share a key when their first client messages match (what the
+call is keyed on), and its later client messages tell the recordings
+apart.  A pool holds one kind of session; ``clients`` reads a recording's
+client messages (:func:`websocket_clients`, :func:`grpc_clients`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ._errors import LocalProtocolError
-from ._interaction import Interaction, WebSocketLog, WebSocketMessage
+from ._interaction import Interaction, WebSocketLog
 
-__all__ = ["SessionPool", "WebSocketLease"]
+__all__ = ["SessionPool", "WebSocketLease", "grpc_clients", "websocket_clients"]
+
+#: A recording's client messages, or ``None`` for a line of another kind.
+Clients = Callable[[Interaction], Sequence[Any] | None]
+
+
+def websocket_clients(interaction: Interaction) -> Sequence[Any] | None:
+    """A WebSocket session's client messages."""
+    log = interaction.websocket
+    return None if log is None else [m for m in log.messages if m.sender == "client"]
+
+
+def grpc_clients(interaction: Interaction) -> Sequence[Any] | None:
+    """A gRPC session's client messages (its end left out)."""
+    log = interaction.grpc
+    return None if log is None else [m for _, m in log.client_messages()]
 
 
 class SessionPool:
-    """The WebSocket recordings of one upgrade key, by line position, and
-    which lease holds each."""
+    """The session recordings of one key, by line position, and which lease
+    holds each.  ``clients`` reads a recording's client messages (WebSocket
+    sessions' by default); lines it gives ``None`` for are left out."""
 
-    def __init__(self) -> None:
+    def __init__(self, clients: Clients = websocket_clients, kind: str = "WebSocket") -> None:
+        self._of = clients
+        #: What the pool's sessions are, in words (``"WebSocket"``, ``"gRPC"``).
+        self.kind = kind
         self._order: list[int] = []
         self._recordings: dict[int, Interaction] = {}
-        self._clients: dict[int, list[WebSocketMessage]] = {}
+        self._clients: dict[int, Sequence[Any]] = {}
         self.holders: dict[int, WebSocketLease] = {}
 
     def add(self, recordings: Iterable[tuple[int, Interaction]]) -> None:
         """File the key's recordings not filed yet (``(position, interaction)``,
-        in recorded order); lines that are no WebSocket session are left out."""
+        in recorded order); lines that are no session of the pool's kind
+        are left out."""
         for position, interaction in recordings:
-            log = interaction.websocket
-            if position in self._recordings or log is None:
+            if position in self._recordings:
+                continue
+            clients = self._of(interaction)
+            if clients is None:
                 continue
             self._order.append(position)
             self._recordings[position] = interaction
-            self._clients[position] = [m for m in log.messages if m.sender == "client"]
+            self._clients[position] = clients
 
     @property
     def positions(self) -> list[int]:
@@ -69,7 +98,7 @@ class SessionPool:
         (every one held: a repeat) the last, unheld.  At least one
         WebSocket session must be filed."""
         if not self._order:
-            raise LocalProtocolError("no WebSocket session is recorded under this key")
+            raise LocalProtocolError(f"no {self.kind} session is recorded under this key")
         free = next((p for p in self._order if p not in self.holders), None)
         lease = WebSocketLease(
             self, self._order[-1] if free is None else free, held=free is not None
@@ -81,7 +110,7 @@ class SessionPool:
     def recording(self, position: int) -> Interaction:
         return self._recordings[position]
 
-    def agrees(self, position: int, k: int, same: Callable[[WebSocketMessage], bool]) -> bool:
+    def agrees(self, position: int, k: int, same: Callable[[Any], bool]) -> bool:
         """Whether the recording at ``position`` has a client message ``k``
         that ``same`` accepts."""
         clients = self._clients[position]
@@ -109,11 +138,13 @@ class WebSocketLease:
 
     @property
     def log(self) -> WebSocketLog:
+        """The WebSocket session played (a WebSocket pool's lease; a gRPC
+        replay reads :attr:`interaction`)."""
         log = self.interaction.websocket
-        assert log is not None  # the pool files WebSocket sessions only
+        assert log is not None  # a WebSocket pool files WebSocket sessions only
         return log
 
-    def client_message(self, k: int, same: Callable[[WebSocketMessage], bool]) -> None:
+    def client_message(self, k: int, same: Callable[[Any], bool]) -> None:
         """The client's message ``k`` came: ``same(recorded)`` says whether
         a recorded client message matches it.  Narrow, then move or swap if
         the recording played no longer fits."""

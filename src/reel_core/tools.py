@@ -51,6 +51,7 @@ from ._duration import parse_duration
 from ._exchange import record_exchange
 from ._forms import Part, parse_multipart
 from ._freeze import FREEZABLE, check_features, format_instant, uuid_ints
+from ._grpc_log import GrpcLog, GrpcMessage
 from ._headers import keep_response_header
 from ._http import HOP_BY_HOP, MISS_HEADER
 from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
@@ -104,7 +105,16 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         is_grpc,
         percent_encode,
     )
-    from ._h2_session import H2Event, H2Refused, H2Session
+    from ._grpc_rule import is_grpc_session
+    from ._grpc_session import GrpcCallRecorder, GrpcCallReplay
+    from ._h2_session import (
+        H2ClientEnd,
+        H2ClientMessage,
+        H2Event,
+        H2Refused,
+        H2Session,
+        H2SessionMiss,
+    )
     from ._miss import Closest, body_diff, diff_row, request_diff, shorten
     from ._prices import PRICES_CHECKED, cost_usd, resolve_model
     from ._report import (
@@ -162,11 +172,18 @@ __all__ = [
     "Drift",
     "Exchange",
     "FieldDiff",
+    "GrpcCallRecorder",
+    "GrpcCallReplay",
+    "GrpcLog",
+    "GrpcMessage",
     "GrpcSplitter",
     "GrpcStatus",
+    "H2ClientEnd",
+    "H2ClientMessage",
     "H2Event",
     "H2Refused",
     "H2Session",
+    "H2SessionMiss",
     "ImportReport",
     "Input",
     "LineSource",
@@ -238,6 +255,7 @@ __all__ = [
     "import_sources",
     "is_credential_name",
     "is_grpc",
+    "is_grpc_session",
     "is_meta_line",
     "is_sse_stream",
     "join_line",
@@ -312,7 +330,16 @@ _ROOMS = {
         "percent_encode",
     ),
     # h2 is an extra: importing the room without it says how to install it
-    "_h2_session": ("H2Event", "H2Refused", "H2Session"),
+    "_grpc_rule": ("is_grpc_session",),
+    "_grpc_session": ("GrpcCallRecorder", "GrpcCallReplay"),
+    "_h2_session": (
+        "H2ClientEnd",
+        "H2ClientMessage",
+        "H2Event",
+        "H2Refused",
+        "H2Session",
+        "H2SessionMiss",
+    ),
     "_miss": ("Closest", "body_diff", "diff_row", "request_diff", "shorten"),
     "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
     "_run": ("LineTime", "line_times"),

@@ -187,7 +187,8 @@ BAD_LINES = [
     (
         "response.stream",
         "ws",
-        '"response.stream" must be "sse", "chunks", "grpc" or "websocket", not \'ws\'',
+        '"response.stream" must be "sse", "chunks", "grpc", "grpc-session" or "websocket", '
+        "not 'ws'",
     ),
     ("response.frames", {}, '"response.frames" must be a list'),
     ("response.frames", [[0]], '"response.frames[0]" must be an [offset_ms, data] pair'),

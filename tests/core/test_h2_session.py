@@ -38,10 +38,21 @@ from reel_core import (
     State,
     Trailers,
 )
-from reel_core._h2_session import HEAD_FENCE, H2Event, H2Refused, H2Session
+from reel_core._h2_session import (
+    HEAD_FENCE,
+    H2ClientEnd,
+    H2ClientMessage,
+    H2Event,
+    H2Refused,
+    H2Session,
+    H2SessionMiss,
+)
 from reel_core.tools import grpc_frame
 
 from ._helpers import cassette_of, interaction
+
+#: What the adapter hands out besides a signal.
+Item = H2Event | H2Refused | H2ClientMessage | H2ClientEnd | H2SessionMiss
 
 BODY = b'{"model":"m","messages":[]}'
 SSE = ((0.0, b"data: 1\n\n"), (250.0, b"data: 2\n\n"), (1000.0, b"data: [DONE]\n\n"))
@@ -135,10 +146,10 @@ class Client:
                 self.goaway = event
 
 
-def pump(session: H2Session, client: Client, *, mono: float = 0.0) -> list[H2Event | H2Refused]:
+def pump(session: H2Session, client: Client, *, mono: float = 0.0) -> list[Item]:
     """Move bytes both ways until neither side has any, serving every
     response event the session hands out (a forward is left waiting)."""
-    seen: list[H2Event | H2Refused] = []
+    seen: list[Item] = []
     while True:
         data = client.wire()
         if data:
@@ -151,8 +162,8 @@ def pump(session: H2Session, client: Client, *, mono: float = 0.0) -> list[H2Eve
             return seen
 
 
-def serve(session: H2Session) -> list[H2Event | H2Refused]:
-    seen: list[H2Event | H2Refused] = []
+def serve(session: H2Session) -> list[Item]:
+    seen: list[Item] = []
     while not isinstance(item := session.next_event(), Signal):
         seen.append(item)
         if isinstance(item, H2Event) and isinstance(

@@ -52,6 +52,7 @@ import anyio.abc
 import attrs
 
 from reel_core import (
+    Cut,
     EndOfResponse,
     Engine,
     Event,
@@ -70,7 +71,16 @@ from reel_core import (
     Trailers,
     replay_schedule,
 )
-from reel_core.tools import H2Event, H2Refused, H2Session, UiRefusal, routed_verdict
+from reel_core.tools import (
+    H2ClientEnd,
+    H2ClientMessage,
+    H2Event,
+    H2Refused,
+    H2Session,
+    H2SessionMiss,
+    UiRefusal,
+    routed_verdict,
+)
 
 from .._clock import sleep_until
 from ._context import Exchange
@@ -113,10 +123,18 @@ class _Stream:
     #: A response the core answers: cancelled when the client leaves.
     scope: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
     #: A response the core answers: its steps after the head (``None``
-    #: until the head is sent), when the head went out, the step waited for.
+    #: until the head is sent), when its deadlines count from (the head
+    #: went out; a replayed gRPC session's first message came), the step
+    #: waited for, whether its end was sent.
     steps: Iterator[Step] | None = None
     start: float = 0.0
     waiting: Step | None = None
+    ended: bool = False
+    #: The session handed the exchange's end (``PAUSED``).
+    over: bool = False
+    #: Set when events come for the stream (a replayed gRPC session's, as
+    #: its client's messages release them), made when its player waits.
+    more: anyio.Event | None = None
 
     def next_event(self) -> Event | Signal:
         """The stream's next event (``Signal.NEED_DATA``: none yet)."""
@@ -155,13 +173,29 @@ class _Stream:
             self.engine.client_left(why, mono=anyio.current_time())
             self.scope.cancel()
 
+    def take(self, event: Event | Signal) -> None:
+        """One of the stream's events, handed out by the session."""
+        self.events.append(event)
+        if self.more is not None:
+            self.more.set()
+            self.more = None
+
+    async def wait_for_events(self) -> None:
+        """Until the session hands the stream more events."""
+        if not self.events:
+            self.more = anyio.Event()
+            await self.more.wait()
+
     def pulled(self) -> Iterator[Event]:
-        """A core-made response's events until its exchange is over; its
-        trailers go to the session as met (they go out with its end)."""
+        """A core-made response's events as far as they came (to its
+        exchange's end: :attr:`over`); its trailers go to the session as
+        met (they go out with its end)."""
         while not isinstance(event := self.next_event(), Signal):
             if isinstance(event, Trailers):
                 self.send(event)
             yield event
+        if event is not Signal.NEED_DATA:
+            self.over = True
 
 
 @attrs.define(eq=False)
@@ -231,7 +265,7 @@ class HTTP2Connection:
         if not data:
             self._gone = self._gone or "the client closed the connection"
         try:
-            self.session.receive_data(data, wall=time.time())
+            self.session.receive_data(data, wall=time.time(), mono=anyio.current_time())
         except RemoteProtocolError as exc:  # its GOAWAY is in data_to_send
             self._gone = "the client broke the HTTP/2 protocol"
             log.warning("bad HTTP/2 from a client: %s (GOAWAY, connection closed)", exc)
@@ -283,6 +317,13 @@ class HTTP2Connection:
                     item.error,
                     item.error.status,
                 )
+            elif isinstance(item, H2SessionMiss):  # its NOT_FOUND trailers follow
+                self.proxy.runlog.missed(item.report)
+                log.debug("%s", item.report.render())
+            elif isinstance(item, H2ClientMessage):
+                self._more_messages(item.stream_id)
+            elif isinstance(item, H2ClientEnd):
+                pass  # the forward sent the call's END_STREAM with its first message
             else:
                 self._over = item is Signal.CLOSED
                 break
@@ -296,12 +337,30 @@ class HTTP2Connection:
             if event is Signal.CLOSED:
                 stream.left(self._gone or "the client reset the stream")
             else:
-                stream.events.append(event)
+                stream.take(event)
         elif isinstance(event, _DECISIONS):
             stream = self._streams[sid] = _Stream(self, sid, item.engine)
             self.deadline = float("inf")
             self._decided.append((stream, event))
         # else: the end of an exchange already served (a reset after it, its PAUSED)
+
+    def _more_messages(self, sid: int) -> None:
+        """A forwarded gRPC call sent a second message: a client-streaming
+        or bidirectional call, which the upstream client cannot carry (it
+        sent the call with its first message and END_STREAM).  Its answer
+        would be to another call: it is abandoned, nothing recorded, and
+        the client's stream reset."""
+        stream = self._streams.get(sid)
+        if stream is None or stream.forwarding is None or stream.forwarding.abandoned:
+            return
+        log.warning(
+            "%s streams client messages: the proxy forwards a gRPC call's first message "
+            "only, so the call was reset and NOT recorded (record it in process with "
+            "reel_bindings.grpc, or in live mode)",
+            stream.engine.redactor.target(stream.exchange.target),
+        )
+        stream.forwarding.abandon("a client-streaming gRPC call")
+        stream.send(Cut("client-streaming", "the proxy forwards one client message"))
 
     async def write(self) -> None:
         """Write what the session has to send, in the order it was made.
@@ -335,7 +394,9 @@ class HTTP2Connection:
         exchange.path = decision.request.path
         exchange.started = self.proxy.now()
         if isinstance(decision, Forward):
-            self._start(stream, self._forward(stream, decision))
+            exchange.forwarded = True  # its key is computed when logged
+            stream.forwarding = Forwarding(self.proxy, stream, exchange, decision)
+            self._start(stream, stream.forwarding.run())
         elif isinstance(decision, Replay) and decision.websocket is not None:
             self._start(stream, self._no_websocket(stream, decision))
         elif (
@@ -346,6 +407,9 @@ class HTTP2Connection:
             self._start(stream, self._view(stream, decision.request))
         else:
             self._note(exchange, decision)
+            if isinstance(decision, Replay) and decision.grpc is not None:
+                # a gRPC session: its deadlines count from its first message
+                stream.start = self.session.started_at(stream.sid) or anyio.current_time()
             try:
                 if writing and self._play_due(stream):
                     self._ended(stream)
@@ -386,13 +450,6 @@ class HTTP2Connection:
             if self.proxy.closing:
                 self.guard.cancel()
 
-    async def _forward(self, stream: _Stream, event: Forward) -> None:
-        stream.exchange.forwarded = True  # its key is computed when logged
-        forwarding = stream.forwarding = Forwarding(self.proxy, stream, stream.exchange, event)
-        if stream.why:
-            forwarding.left(stream.why)
-        await forwarding.run()
-
     def _note(self, exchange: Exchange, event: Replay | Miss | Refused) -> None:
         """What the run log and the log keep of a response the core answers."""
         if isinstance(event, Replay):
@@ -410,27 +467,35 @@ class HTTP2Connection:
 
     def _play_due(self, stream: _Stream) -> bool:
         """Send a response the core answers as far as it is due now: its
-        head, then each event whose deadline (after the head) passed.  True
-        once it is all sent (logged then); else ``stream.waiting`` is the
-        step to wait for."""
+        head, then each event whose deadline passed.  True once it is all
+        sent (logged then); else ``stream.waiting`` is the step to wait
+        for, or (``None``) the stream waits for more events (a replayed
+        gRPC session's, released by its client's messages)."""
         if stream.steps is None:
             head = stream.next_event()
             if not isinstance(head, ResponseHead):  # the client reset the stream
                 return True
             stream.exchange.status = head.status
             stream.send(head)
-            stream.start = anyio.current_time()  # the head goes out now: deadlines count from it
+            if not stream.start:  # the head goes out now: deadlines count from it
+                stream.start = anyio.current_time()
             stream.steps = replay_schedule(stream.pulled())
         while True:
             step = stream.waiting or next(stream.steps, None)
             stream.waiting = None
             if step is None:
-                self.proxy.context.log(stream.engine, stream.exchange)
-                return True
+                if stream.ended or stream.over:
+                    self.proxy.context.log(stream.engine, stream.exchange)
+                    return True
+                if not stream.events:
+                    return False  # more come as the client's messages release them
+                stream.steps = replay_schedule(stream.pulled())
+                continue
             if step.until is not None and stream.start + step.until > anyio.current_time():
                 stream.waiting = step
                 return False
             stream.send(step.event)
+            stream.ended = step.last
 
     async def _play(self, stream: _Stream) -> None:
         """Send the rest of a response the core answers on its schedule
@@ -439,9 +504,11 @@ class HTTP2Connection:
             while not self._play_due(stream):
                 await self.write()
                 step = stream.waiting
-                assert step is not None
-                assert step.until is not None
-                await sleep_until(stream.start + step.until)
+                if step is None:
+                    await stream.wait_for_events()
+                else:
+                    assert step.until is not None
+                    await sleep_until(stream.start + step.until)
             await self.write()
         if stream.scope.cancelled_caught:
             self.proxy.context.log(stream.engine, stream.exchange)
