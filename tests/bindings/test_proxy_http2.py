@@ -32,6 +32,7 @@ from reel_bindings.proxy import Proxy, ProxyOptions, _http2, running
 from reel_bindings.proxy._http11 import H2_PREFACE
 from reel_bindings.proxy._tls import alpn_protocols, local_certificate
 from reel_core import (
+    Cassette,
     CassetteMeta,
     Interaction,
     MatchConfig,
@@ -764,3 +765,88 @@ async def test_a_grpc_miss_is_not_found_to_grpcio(tmp_path: Path) -> None:
     assert code == grpc.StatusCode.NOT_FOUND
     assert "Reel miss" in details
     assert "unary" in details  # the closest recording, named
+
+
+# -- gRPC sessions (client-streaming, bidirectional) ------------------------------------
+
+SESSION_PATH = "/pkg.Chat/Talk"
+
+
+def _session_cassette(path: Path, messages: list[bytes], answers: list[bytes], bidi: bool) -> Path:
+    """A client-streaming or bidirectional call recorded as a session,
+    through the core's seam (tests/core/test_h2_grpc_session.py)."""
+    from tests.core.test_h2_grpc_session import record_through_h2
+
+    cassette = Cassette("c.jsonl")
+    record_through_h2(cassette, messages, answers, bidi=bidi)
+    assert cassette.interactions()[0].grpc is not None
+    path.write_bytes(cassette.dumps())
+    return path
+
+
+async def test_grpc_sessions_replay_to_grpcio_gated_by_its_messages(tmp_path: Path) -> None:
+    """A client-streaming call answers after its last message, a
+    bidirectional one message by message, as recorded; a message the
+    recording does not have ends the call NOT_FOUND."""
+    grpc = pytest.importorskip("grpc", reason="gRPC replay needs grpcio: pip install grpcio")
+    summed = _session_cassette(tmp_path / "sum.jsonl", [b"1", b"2", b"3"], [b"sum=6"], False)
+    talked = _session_cassette(tmp_path / "talk.jsonl", [b"hi", b"bye"], [b"A", b"B"], True)
+
+    def calls(target: str, bidi: bool) -> tuple[object, ...]:
+        with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
+            if not bidi:
+                summing = channel.stream_unary(SESSION_PATH)
+                total, call = summing.with_call(iter([b"1", b"2", b"3"]), timeout=10)
+                return total, call.code()
+            talk = channel.stream_stream(SESSION_PATH)
+            answers = list(talk(iter([b"hi", b"bye"]), timeout=10))
+            try:
+                list(talk(iter([b"hi", b"who?"]), timeout=10))
+            except grpc.RpcError as exc:
+                return answers, exc.code(), exc.details()
+            raise AssertionError("a changed message was answered")
+
+    async with running(options(Mode.REPLAY, summed)) as url:
+        total, code = await anyio.to_thread.run_sync(calls, url.removeprefix("http://"), False)
+    assert (total, code) == (b"sum=6", grpc.StatusCode.OK)
+    async with running(options(Mode.REPLAY, talked)) as url:
+        answers, code, details = await anyio.to_thread.run_sync(
+            calls, url.removeprefix("http://"), True
+        )
+    assert answers == [b"A", b"B"]
+    assert code == grpc.StatusCode.NOT_FOUND
+    assert details.startswith("Reel miss: gRPC session")
+
+
+async def test_a_client_streaming_call_is_refused_not_forwarded_nor_recorded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The upstream client sends a call whole: a call that streams client
+    messages is answered UNIMPLEMENTED saying so; nothing goes upstream,
+    nothing is recorded, and a unary call on the same channel still is."""
+    grpc = pytest.importorskip("grpc", reason="gRPC needs grpcio: pip install grpcio")
+    cassette = tmp_path / "c.jsonl"
+    upstream = SeamUpstream([grpc_frame(b"pong")], [(b"grpc-status", b"0")])
+
+    def calls(target: str) -> tuple[object, str, bytes]:
+        with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
+            try:
+                channel.stream_unary(SESSION_PATH)(iter([b"1", b"2"]), timeout=10)
+            except grpc.RpcError as exc:
+                refused = (exc.code(), exc.details())
+            else:
+                raise AssertionError("a client-streaming call was forwarded")
+            pong = channel.unary_unary(GRPC_PATH)(b"ping", timeout=10)
+            return refused[0], refused[1], pong
+
+    record = options(Mode.RECORD, cassette, upstream="http://127.0.0.1:9")
+    async with running(record, proxy=_proxy_with(upstream, record)) as url:
+        code, details, pong = await anyio.to_thread.run_sync(calls, url.removeprefix("http://"))
+    assert code == grpc.StatusCode.UNIMPLEMENTED
+    assert "streams client messages" in details
+    assert "reel_bindings.grpc" in details
+    assert pong == b"pong"
+    assert [r.path for r in upstream.requests] == [GRPC_PATH]  # the unary call only
+    [stored] = interactions(cassette)
+    assert stored.request.path == GRPC_PATH
+    assert "streams client messages" in caplog.text

@@ -146,19 +146,13 @@ class Forwarding:
     #: The recording's place in the queue, held from the moment the client
     #: left (its exchange ended then, for the client) while the grace runs.
     place: Place | None = None
-    #: Why the exchange cannot be forwarded truthfully ("" while it can):
-    #: see :meth:`abandon`.
-    abandoned: str = ""
 
     async def run(self) -> None:
         """Forward, pass the answer on, and record it; raises
         ``anyio.BrokenResourceError`` once the client left (the connection
         is over)."""
-        if not self.why and not self.abandoned:  # (an HTTP/2 stream may end at once)
+        if not self.why:  # (a client may leave before: an HTTP/2 stream reset at once)
             await self._run()
-        if self.abandoned:
-            self._ended_abandoned()
-            return
         if self.why:
             self._ended_without_client()
             raise anyio.BrokenResourceError
@@ -193,19 +187,11 @@ class Forwarding:
                 self._ended_without_client()
             raise
 
-    def abandon(self, why: str) -> None:
-        """The upstream does not get the request the client is sending (an
-        HTTP/2 gRPC call streaming more client messages than the one it was
-        forwarded with): its answer is no truth to pass on or record.  The
-        upstream is closed, nothing more is written, nothing is recorded."""
-        self.abandoned = self.abandoned or why
-        self.stop.cancel()
-
     def left(self, why: str) -> None:
         """The client left: the forward stops writing to it, and stops
         reading its upstream after the grace the core gives (at once in
         live mode, or before the answer's head)."""
-        if self.why or self.abandoned:
+        if self.why:
             return
         self.why = why
         now = anyio.current_time()
@@ -246,14 +232,6 @@ class Forwarding:
         self._log()  # (once: an end or cut already sent was)
         self.host.record(engine, forward.request.target, place=self.place)
 
-    def _ended_abandoned(self) -> None:
-        """An abandoned forward ends: its engine is told (so its adapter is
-        done with it), and nothing is written or recorded."""
-        engine = self.client.engine
-        if engine.state in (State.AWAIT_UPSTREAM, State.STREAMING):
-            engine.upstream_error(Abort.CLIENT_CLOSED, self.abandoned, mono=anyio.current_time())
-        self._log()
-
     def _log(self) -> None:
         self.host.context.log(self.client.engine, self.exchange)
 
@@ -266,8 +244,6 @@ class Forwarding:
                 return
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
-            if self.abandoned:
-                return
             data = client.send(event)
             if isinstance(event, Cut):
                 self._log()

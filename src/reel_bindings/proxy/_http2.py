@@ -52,7 +52,7 @@ import anyio.abc
 import attrs
 
 from reel_core import (
-    Cut,
+    Abort,
     EndOfResponse,
     Engine,
     Event,
@@ -72,6 +72,7 @@ from reel_core import (
     replay_schedule,
 )
 from reel_core.tools import (
+    GrpcStatus,
     H2ClientEnd,
     H2ClientMessage,
     H2Event,
@@ -79,6 +80,7 @@ from reel_core.tools import (
     H2Session,
     H2SessionMiss,
     UiRefusal,
+    percent_encode,
     routed_verdict,
 )
 
@@ -132,6 +134,10 @@ class _Stream:
     ended: bool = False
     #: The session handed the exchange's end (``PAUSED``).
     over: bool = False
+    #: A gRPC call forwarded at its first message (``H2Session.streamed``):
+    #: set once its client ended it, or sent another message (``more``).
+    call_end: anyio.Event | None = None
+    more_messages: bool = False
     #: Set when events come for the stream (a replayed gRPC session's, as
     #: its client's messages release them), made when its player waits.
     more: anyio.Event | None = None
@@ -320,10 +326,8 @@ class HTTP2Connection:
             elif isinstance(item, H2SessionMiss):  # its NOT_FOUND trailers follow
                 self.proxy.runlog.missed(item.report)
                 log.debug("%s", item.report.render())
-            elif isinstance(item, H2ClientMessage):
-                self._more_messages(item.stream_id)
-            elif isinstance(item, H2ClientEnd):
-                pass  # the forward sent the call's END_STREAM with its first message
+            elif isinstance(item, (H2ClientMessage, H2ClientEnd)):
+                self._call_went_on(item)
             else:
                 self._over = item is Signal.CLOSED
                 break
@@ -340,27 +344,20 @@ class HTTP2Connection:
                 stream.take(event)
         elif isinstance(event, _DECISIONS):
             stream = self._streams[sid] = _Stream(self, sid, item.engine)
+            if isinstance(event, Forward) and self.session.streamed(sid):
+                stream.call_end = anyio.Event()  # its client's end follows, or more
             self.deadline = float("inf")
             self._decided.append((stream, event))
         # else: the end of an exchange already served (a reset after it, its PAUSED)
 
-    def _more_messages(self, sid: int) -> None:
-        """A forwarded gRPC call sent a second message: a client-streaming
-        or bidirectional call, which the upstream client cannot carry (it
-        sent the call with its first message and END_STREAM).  Its answer
-        would be to another call: it is abandoned, nothing recorded, and
-        the client's stream reset."""
-        stream = self._streams.get(sid)
-        if stream is None or stream.forwarding is None or stream.forwarding.abandoned:
+    def _call_went_on(self, item: H2ClientMessage | H2ClientEnd) -> None:
+        """A gRPC call forwarded at its first message went on: its client
+        ended it (the forward goes), or sent another (it is refused)."""
+        stream = self._streams.get(item.stream_id)
+        if stream is None or stream.call_end is None:
             return
-        log.warning(
-            "%s streams client messages: the proxy forwards a gRPC call's first message "
-            "only, so the call was reset and NOT recorded (record it in process with "
-            "reel_bindings.grpc, or in live mode)",
-            stream.engine.redactor.target(stream.exchange.target),
-        )
-        stream.forwarding.abandon("a client-streaming gRPC call")
-        stream.send(Cut("client-streaming", "the proxy forwards one client message"))
+        stream.more_messages = stream.more_messages or isinstance(item, H2ClientMessage)
+        stream.call_end.set()
 
     async def write(self) -> None:
         """Write what the session has to send, in the order it was made.
@@ -396,7 +393,7 @@ class HTTP2Connection:
         if isinstance(decision, Forward):
             exchange.forwarded = True  # its key is computed when logged
             stream.forwarding = Forwarding(self.proxy, stream, exchange, decision)
-            self._start(stream, stream.forwarding.run())
+            self._start(stream, self._forward(stream))
         elif isinstance(decision, Replay) and decision.websocket is not None:
             self._start(stream, self._no_websocket(stream, decision))
         elif (
@@ -449,6 +446,55 @@ class HTTP2Connection:
             self.deadline = self.proxy.now() + self.proxy.client_timeout
             if self.proxy.closing:
                 self.guard.cancel()
+
+    async def _forward(self, stream: _Stream) -> None:
+        """Forward the stream's request; a gRPC call decided at its first
+        message goes once its client ended it (unary and server-streaming
+        calls end with their one message), as the upstream client sends a
+        whole request."""
+        forwarding = stream.forwarding
+        assert forwarding is not None
+        if stream.call_end is not None and not stream.why:
+            timeout = self.proxy.client_timeout
+            with anyio.move_on_after(timeout):
+                await stream.call_end.wait()
+            if stream.more_messages or not stream.call_end.is_set():
+                why = (
+                    "it streams client messages"
+                    if stream.more_messages
+                    else f"its client did not end it within {timeout:g} s (--client-timeout)"
+                )
+                await self._refuse_call(stream, why)
+                return
+        await forwarding.run()
+
+    async def _refuse_call(self, stream: _Stream, why: str) -> None:
+        """A gRPC call the proxy cannot forward whole: answered
+        ``UNIMPLEMENTED`` saying why, never sent upstream, never recorded."""
+        target = stream.engine.redactor.target(stream.exchange.target)
+        message = (
+            f"Reel's proxy forwards a gRPC call once its client ended it, and {target} was "
+            f"not: {why}. Client-streaming and bidirectional calls are recorded in process "
+            "(reel_bindings.grpc)"
+        )
+        log.warning("%s", message)
+        engine = stream.engine
+        engine.upstream_error(Abort.CLIENT_CLOSED, why, mono=anyio.current_time())
+        for _ in stream.pulled():  # the engine's own answer (a 502) is dropped
+            pass
+        stream.exchange.status = 200
+        trailers = (
+            (b"grpc-status", b"%d" % GrpcStatus.UNIMPLEMENTED),
+            (b"grpc-message", percent_encode(message)),
+        )
+        for event in (
+            ResponseHead(200, ((b"content-type", b"application/grpc"),)),
+            Trailers(trailers, None),
+            EndOfResponse(),
+        ):
+            stream.send(event)
+        await self.write()
+        self.proxy.context.log(engine, stream.exchange)
 
     def _note(self, exchange: Exchange, event: Replay | Miss | Refused) -> None:
         """What the run log and the log keep of a response the core answers."""
