@@ -815,7 +815,7 @@ async def test_grpc_sessions_replay_to_grpcio_gated_by_its_messages(tmp_path: Pa
         )
     assert answers == [b"A", b"B"]
     assert code == grpc.StatusCode.NOT_FOUND
-    assert details.startswith("Reel miss: gRPC session")
+    assert str(details).startswith("Reel miss: gRPC session")
 
 
 async def test_a_client_streaming_call_is_refused_not_forwarded_nor_recorded(
