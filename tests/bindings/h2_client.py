@@ -86,8 +86,10 @@ class H2Client:
         path: str = "/v1/chat/completions",
         *,
         headers: tuple[tuple[bytes, bytes], ...] = ((b"content-type", b"application/json"),),
+        end: bool = True,
     ) -> int:
-        """Open a stream with a POST of ``body`` (sent on :meth:`flush`)."""
+        """Open a stream with a POST of ``body`` (sent on :meth:`flush`;
+        ``end``: the request ends there)."""
         sid: int = self.conn.get_next_available_stream_id()
         head = [
             (b":method", b"POST"),
@@ -97,7 +99,7 @@ class H2Client:
             *headers,
         ]
         self.conn.send_headers(sid, head)
-        self.conn.send_data(sid, body, end_stream=True)
+        self.conn.send_data(sid, body, end_stream=end)
         self.answers[sid] = Answer()
         return sid
 

@@ -850,3 +850,24 @@ async def test_a_client_streaming_call_is_refused_not_forwarded_nor_recorded(
     [stored] = interactions(cassette)
     assert stored.request.path == GRPC_PATH
     assert "streams client messages" in caplog.text
+
+
+async def test_a_grpc_call_reset_before_its_end_is_neither_forwarded_nor_waited_for(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "c.jsonl"
+    upstream = SeamUpstream([grpc_frame(b"pong")], [(b"grpc-status", b"0")])
+    record = options(Mode.RECORD, cassette, upstream="http://127.0.0.1:9", grace=20.0)
+    head = ((b"content-type", b"application/grpc"), (b"te", b"trailers"))
+    async with AsyncExitStack() as stack:
+        with anyio.fail_after(10):  # not the client timeout (60 s), nor the grace
+            async with running(record, proxy=_proxy_with(upstream, record)) as url:
+                client = await stack.enter_async_context(H2Client(url))
+                sid = client.request(grpc_frame(b"1"), path=GRPC_PATH, headers=head, end=False)
+                await client.flush()
+                await anyio.sleep(0.1)  # decided at its first message, waiting for its end
+                client.reset(sid)
+                await client.flush()
+                await anyio.sleep(0.1)
+    assert upstream.requests == []
+    assert interactions(cassette) == []

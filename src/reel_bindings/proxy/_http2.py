@@ -173,6 +173,8 @@ class _Stream:
         if self.why:
             return
         self.why = why
+        if self.call_end is not None:  # a call waiting for its end: it will not come
+            self.call_end.set()
         if self.forwarding is not None:
             self.forwarding.left(why)
         else:
@@ -458,7 +460,7 @@ class HTTP2Connection:
             timeout = self.proxy.client_timeout
             with anyio.move_on_after(timeout):
                 await stream.call_end.wait()
-            if stream.more_messages or not stream.call_end.is_set():
+            if not stream.why and (stream.more_messages or not stream.call_end.is_set()):
                 why = (
                     "it streams client messages"
                     if stream.more_messages
