@@ -363,7 +363,13 @@ class HTTP2Connection:
 
     async def write(self) -> None:
         """Write what the session has to send, in the order it was made.
-        Raises ``anyio.BrokenResourceError`` once the client is gone."""
+        Raises ``anyio.BrokenResourceError`` once the client is gone.
+
+        The bytes taken are every stream's: they go out whole even when
+        the task writing them is cancelled meanwhile (its stream reset, its
+        forward's grace over), or another stream's answer would lose
+        them.  A client that reads none of them for the client timeout is
+        gone."""
         async with self._lock:
             if self._broken:
                 raise anyio.BrokenResourceError
@@ -371,8 +377,14 @@ class HTTP2Connection:
             if not data:
                 return
             try:
-                await self.stream.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                with anyio.CancelScope(shield=True), anyio.fail_after(self.proxy.client_timeout):
+                    await self.stream.send(data)
+            except (
+                anyio.BrokenResourceError,
+                anyio.ClosedResourceError,
+                OSError,
+                TimeoutError,
+            ) as exc:
                 self._broken = True
                 self._gone = f"a write to the client failed ({reason(exc)})"
                 log.debug("%s", self._gone)
