@@ -30,7 +30,17 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import http2, imports, inprocess, opening, proxy, stores, streaming, websocket
+from bench import (
+    http2,
+    imports,
+    inprocess,
+    opening,
+    proxy,
+    proxypeers,
+    stores,
+    streaming,
+    websocket,
+)
 from bench._common import ROOT, Row, machine, pinned
 from bench._data import Corpus
 
@@ -52,6 +62,7 @@ SECTIONS = (
     "inrecord",
     "memory",
     "stores",
+    "proxypeers",
 )
 
 
@@ -88,6 +99,11 @@ class Plan:
     ws_fast_seconds: float = 2.0
     #: Fresh interpreters per module in the import section (the best counts).
     import_repeat: int = 10
+    #: Proxy peers (mitmproxy, talkback): what they record and replay, and
+    #: whether a missing one is installed (a full run) or its row says so.
+    peers_proxy: proxypeers.PeerPlan = proxypeers.PeerPlan(
+        interactions=1_000, seconds=2.0, rounds=3, streams=3, record_requests=150, install=True
+    )
 
 
 FULL = Plan(
@@ -128,6 +144,15 @@ QUICK = Plan(
     ws_rounds=1,
     ws_fast_seconds=0.4,
     import_repeat=3,
+    peers_proxy=proxypeers.PeerPlan(
+        interactions=50,
+        seconds=0.3,
+        rounds=1,
+        streams=1,
+        record_requests=10,
+        install=False,
+        backends=("asyncio",),
+    ),
 )
 
 
@@ -254,6 +279,7 @@ def measure(run: Run) -> None:
             "memory",
             lambda: [proxy.memory(run.corpus(n), run.corpus(10), 2000) for n in plan.memory_sizes],
         )
+        run.section("proxypeers", lambda: proxypeers.peer_rows(run.work, plan.peers_proxy))
 
 
 # -- targets -------------------------------------------------------------------
@@ -399,6 +425,10 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
             f"{worst}x (files of {sizes})",
             worst <= 0.25,
         )
+    out += [
+        {"section": "proxypeers", "target": t, "figure": f, "met": m}
+        for t, f, m in proxypeers.lead(results.get("proxypeers", []))
+    ]
     return out
 
 
@@ -463,6 +493,16 @@ CAPTIONS = {
     "through a new Reel transport each time (as an SDK helper makes a client of its own; "
     "the transport's first request included) vs the same request straight to the same local "
     "upstream on a long-lived httpx client, interleaved.",
+    "proxypeers": "9. Proxy peers: Reel's proxy (fast timing; realtime for the stream), "
+    "mitmproxy (mitmdump reverse proxy: -w to record, --server-replay with reuse and kill "
+    "to replay) and talkback (npm; OVERWRITE to record, DISABLED to replay), each on its own "
+    "recording of the same interactions from the same local upstream, server on one core and "
+    "the raw-socket client on the other. requests/s, p50 and p99 at 1 and 16 keep-alive "
+    "connections (medians of interleaved rounds); peak RSS of the replaying process tree; "
+    "bodies replayed byte for byte as recorded; a 40-frame SSE stream: frames whole, separate "
+    "arrivals, |offset - recorded| and the gap error; record mode's added TTFB and total "
+    "(p50, vs straight to the fake upstream, interleaved); record_s: starting the tool and "
+    "recording the corpus through it. A peer not installed or failing says why.",
     "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served requests "
     "from it, vs the same proxy on a 10-interaction cassette.",
 }

@@ -15,6 +15,7 @@ from reel_core import Interaction
 from reel_core.tools import (
     PRICES_CHECKED,
     PROVIDERS,
+    ProtoSchema,
     Usage,
     cost_usd,
     extract_usage,
@@ -46,7 +47,9 @@ class Figures:
     tokens_audio_out: int | None = None
 
 
-def figures(interaction: Interaction) -> Figures:
+def figures(interaction: Interaction, proto: ProtoSchema | None = None) -> Figures:
+    """The figures of ``interaction``: its line's ``meta``, else read from
+    the response (a gRPC call's through ``proto``, a descriptor set)."""
     meta = interaction.meta
     response = interaction.response
     usage: Usage | None = None
@@ -59,7 +62,11 @@ def figures(interaction: Interaction) -> Figures:
             )
         elif usage is None:
             usage = extract_usage(
-                interaction.provider, interaction.request.path, interaction.request.body, response
+                interaction.provider,
+                interaction.request.path,
+                interaction.request.body,
+                response,
+                proto,
             )
         return usage
 

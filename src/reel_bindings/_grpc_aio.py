@@ -17,12 +17,10 @@ import os
 from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
-from reel_core import Mode
-
 from ._async.clock import sleep_until
 from ._files import CassetteFile
+from ._grpc_aio_stream import Requests, StreamingCall, played
 from ._grpc_call import (
-    CLIENT_STREAMING,
     CallFeed,
     Deserializer,
     Metadata,
@@ -31,10 +29,11 @@ from ._grpc_call import (
     call_request,
     refuse_upstream,
     replayed,
+    settled,
     unary,
     within,
 )
-from ._inprocess import Binding, Upstreaming
+from ._inprocess import Binding, Decision, Upstreaming
 from ._options import Options
 
 if TYPE_CHECKING:
@@ -215,13 +214,20 @@ class _Method:
         request = call_request(
             self._method, kwargs.get("metadata"), message, owner.channel_metadata
         )
-        decision = owner.player.decide(request)
+        decision = owner.player.decide(request, streamed=True)
         if isinstance(decision, Upstreaming):
-            feed = CallFeed(decision)
+            feed = CallFeed(decision, whole=True)  # its one message went with the head
             return lambda call: self._forward(call, feed, message, kwargs)
+        decision = settled(decision, owner.player)
         owner._check(decision)
+        return self._play(decision, kwargs)
+
+    def _play(
+        self, decision: Decision, kwargs: dict[str, Any]
+    ) -> Callable[[_Call], AsyncIterator[Any]]:
+        """A decision that is no session's, played on its schedule."""
         replay = within(replayed(decision), kwargs.get("timeout"))
-        if self.kind == "unary_unary":
+        if self.kind.endswith("_unary"):
             replay = unary(replay, self._method)
         start = asyncio.get_running_loop().time()
 
@@ -239,15 +245,17 @@ class _Method:
         return play
 
     async def _forward(
-        self, call: _Call, feed: CallFeed, message: bytes, kwargs: dict[str, Any]
+        self, call: _Call, feed: CallFeed, message: Any, kwargs: dict[str, Any]
     ) -> AsyncIterator[Any]:
+        """The wrapped channel's call of ``message`` (a request, or the
+        request iterator of a client stream), its answers fed to ``feed``."""
         try:
             raw = self._raw()(message, **kwargs)
         except Exception as exc:  # grpcio refused the call's arguments
             feed.failed(exc)
             raise
         try:
-            messages = [await raw] if self.kind == "unary_unary" else raw
+            messages = [await raw] if self.kind.endswith("_unary") else raw
             async for data in _each(messages):
                 if not call.headed.is_set():
                     call.initial = tuple(await raw.initial_metadata())
@@ -297,19 +305,91 @@ class _UnaryStream(_Method, grpc.aio.UnaryStreamMultiCallable):  # type: ignore[
         return _StreamCall(self._source(request, kwargs))
 
 
-class _Refused(grpc.aio.StreamUnaryMultiCallable, grpc.aio.StreamStreamMultiCallable):  # type: ignore[misc]
-    """A client-streaming or bidirectional method outside live mode."""
+class _Streaming(_Method):
+    """What the client-streaming and bidirectional multicallables share:
+    the call's messages once its client's first (or, when its path plays
+    whole, all of them) came, from the decision they get (see
+    :mod:`reel_bindings._grpc_aio_stream`)."""
 
-    def __init__(self, method: str, mode: str) -> None:
-        self._why = CLIENT_STREAMING.format(method=method, mode=mode)
+    def _streaming(self, request_iterator: Any, kwargs: dict[str, Any]) -> Any:
+        owner = self._owner
+        metadata = kwargs.get("metadata")
+        player = owner.player
+        streamed = player.streams(call_request(self._method, metadata, (), owner.channel_metadata))
+        serialize = self._serialize if self._serialize is not None else bytes
+        requests = Requests(request_iterator, serialize)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise _error((), Outcome(grpc.StatusCode.UNIMPLEMENTED, self._why))
+        async def source(call: _Call) -> AsyncIterator[Any]:
+            taken, ended = await requests.first(streamed)
+            request = call_request(self._method, metadata, taken, owner.channel_metadata)
+            decision = player.decide(request, streamed=streamed)
+            if isinstance(decision, Upstreaming):
+                feed = CallFeed(decision)
+                upstream = requests.relayed(taken, ended, feed)
+                async for message in self._forward(call, feed, upstream, kwargs):
+                    yield message
+                return
+            owner._check(decision)
+            if decision.session is None:
+                play = self._play(decision, kwargs)
+            else:
+                play = played(
+                    decision,
+                    player,
+                    requests,
+                    self._read,
+                    kwargs.get("timeout"),
+                    first=bool(taken),
+                    ended=ended,
+                    unary=self.kind.endswith("_unary"),
+                    method=self._method,
+                )
+            async for message in play(call):
+                yield message
+
+        return source, requests
+
+
+class _StreamUnary(_Streaming, grpc.aio.StreamUnaryMultiCallable):  # type: ignore[misc]
+    kind = "stream_unary"
+
+    def __call__(self, request_iterator: Any = None, **kwargs: Any) -> Any:
+        source, requests = self._streaming(request_iterator, kwargs)
+        return _StreamUnaryCall(source, requests)
+
+
+class _StreamStream(_Streaming, grpc.aio.StreamStreamMultiCallable):  # type: ignore[misc]
+    kind = "stream_stream"
+
+    def __call__(self, request_iterator: Any = None, **kwargs: Any) -> Any:
+        source, requests = self._streaming(request_iterator, kwargs)
+        return _StreamStreamCall(source, requests)
+
+
+class _StreamUnaryCall(StreamingCall, _UnaryCall, grpc.aio.StreamUnaryCall):  # type: ignore[misc]
+    """A client-streaming call: awaited for its answer (its one message,
+    once the call ended: a replayed session's count is known at its end);
+    ``write()`` and ``done_writing()`` send when no request iterator was
+    given."""
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if self._answer is _END:  # the first await; an error is raised each time
+            answer = yield from self._next().__await__()
+            while (yield from self._next().__await__()) is not _END:
+                pass  # more than one: the end says so (INTERNAL)
+            self._answer = answer
+        return self._answer
+
+
+class _StreamStreamCall(StreamingCall, _StreamCall, grpc.aio.StreamStreamCall):  # type: ignore[misc]
+    """A bidirectional call: its answers iterated or ``read()``;
+    ``write()`` and ``done_writing()`` send when no request iterator was
+    given."""
 
 
 class AioChannel(Binding, grpc.aio.Channel):  # type: ignore[misc]  # grpcio is untyped
-    """A ``grpc.aio.Channel`` whose unary-unary and unary-stream calls are
-    recorded to and replayed from ``cassette`` (asyncio: grpc.aio's loop).
+    """A ``grpc.aio.Channel`` whose calls (unary and streaming, either way)
+    are recorded to and replayed from ``cassette`` (asyncio: grpc.aio's loop).
     ``channel`` is the aio channel it forwards through."""
 
     def __init__(
@@ -351,17 +431,27 @@ class AioChannel(Binding, grpc.aio.Channel):  # type: ignore[misc]  # grpcio is 
             self, method, request_serializer, response_deserializer, bool(_registered_method)
         )
 
-    def _streaming(self, kind: str, method: str, args: tuple[Any, ...], kwargs: Any) -> Any:
-        mode = self.player.mode
-        if mode is Mode.LIVE:  # nothing is recorded: the call passes through
-            return getattr(self.channel, kind)(method, *args, **kwargs)
-        return _Refused(method, mode.value)
+    def stream_unary(
+        self,
+        method: str,
+        request_serializer: Serializer = None,
+        response_deserializer: Deserializer = None,
+        _registered_method: bool | None = False,
+    ) -> Any:
+        return _StreamUnary(
+            self, method, request_serializer, response_deserializer, bool(_registered_method)
+        )
 
-    def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._streaming("stream_unary", method, args, kwargs)
-
-    def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._streaming("stream_stream", method, args, kwargs)
+    def stream_stream(
+        self,
+        method: str,
+        request_serializer: Serializer = None,
+        response_deserializer: Deserializer = None,
+        _registered_method: bool | None = False,
+    ) -> Any:
+        return _StreamStream(
+            self, method, request_serializer, response_deserializer, bool(_registered_method)
+        )
 
     def get_state(self, try_to_connect: bool = False) -> Any:
         return self.channel.get_state(try_to_connect)

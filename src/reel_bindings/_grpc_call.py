@@ -19,15 +19,28 @@ import base64
 import binascii
 import json
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from reel_core import Abort, Cut, EndOfResponse, Frame, Request, Trailers, UpstreamError
+from reel_core import (
+    Abort,
+    Cut,
+    EndOfResponse,
+    Event,
+    Frame,
+    Miss,
+    Request,
+    Signal,
+    Trailers,
+    UpstreamError,
+)
 from reel_core.tools import GrpcSplitter, grpc_frame, grpc_messages, percent_encode
 
-from ._inprocess import Decision, Upstreaming
+from ._inprocess import Decision, Player, Upstreaming
 from ._options import Options
 
 try:
@@ -38,17 +51,20 @@ except ImportError as exc:  # the grpc extra is not installed
     ) from exc
 
 __all__ = [
-    "CLIENT_STREAMING",
     "CallFeed",
     "Deserializer",
     "Metadata",
     "Outcome",
     "Replayed",
     "Serializer",
+    "broke_off",
     "call_request",
     "refuse_upstream",
     "replayed",
+    "settled",
+    "status",
     "unary",
+    "unframed",
     "within",
 ]
 
@@ -60,12 +76,6 @@ Metadata = tuple[tuple[str, "str | bytes"], ...]
 #: give them (``None``: bytes as they are).
 Serializer = Callable[[Any], bytes] | None
 Deserializer = Callable[[bytes], Any] | None
-
-#: Why a client-streaming or bidirectional call is refused outside live mode.
-CLIENT_STREAMING = (
-    "Reel: client-streaming and bidirectional gRPC calls are not recorded yet; "
-    "{method} is refused in {mode} mode (in live mode it passes through unrecorded)"
-)
 
 #: Response headers that are gRPC's own framing, not the call's initial metadata.
 _FRAMING = frozenset({b"content-type", b"content-length", b"te", b"trailer"})
@@ -130,20 +140,22 @@ def _metadata(headers: Iterable[tuple[bytes, bytes]]) -> Metadata:
 def call_request(
     method: str,
     metadata: Iterable[tuple[str, str | bytes]] | None,
-    message: bytes,
+    message: bytes | Sequence[bytes],
     added: Metadata = (),
 ) -> Request:
     """The core's request for a call of ``method`` (``/pkg.Service/Method``)
     with the call's ``metadata``, then what the wrapped channel ``added``
     to it (its interceptors' and call credentials' metadata, which goes
-    out on the wire after the call's)."""
+    out on the wire after the call's); its body ``message``, or each of a
+    sequence of messages (a client stream), length-prefixed."""
     headers = [
         (b"content-type", b"application/grpc"),
         (b"te", b"trailers"),
         *_headers(metadata),
         *_headers(added),
     ]
-    return Request("POST", method, tuple(headers), grpc_frame(message))
+    messages = [message] if isinstance(message, bytes) else message
+    return Request("POST", method, tuple(headers), b"".join(map(grpc_frame, messages)))
 
 
 @dataclass(frozen=True)
@@ -171,7 +183,7 @@ class Replayed:
     outcome: Outcome
 
 
-def _status(trailers: Sequence[tuple[bytes, bytes]]) -> tuple[Outcome, bool]:
+def status(trailers: Sequence[tuple[bytes, bytes]]) -> tuple[Outcome, bool]:
     """The outcome the trailers say, and whether they had a status."""
     found: dict[bytes, bytes] = {}
     rest = []
@@ -203,6 +215,28 @@ def _refusal(status: int, body: bytes) -> Outcome:
     return Outcome(code, f"HTTP {status}: {text}")
 
 
+def unframed(whole: bytes, number: int) -> bytes | Outcome:
+    """A recorded message (``whole``: its prefix included), the
+    ``number``-th of its call, as the caller gets it, or the error a
+    compressed one replays as (kept as it came: grpcio could not read it)."""
+    if whole[0]:
+        return Outcome(
+            grpc.StatusCode.INTERNAL,
+            f"Reel: message {number} of the recorded call is compressed "
+            "(grpc-encoding): the in-process channel replays uncompressed messages",
+        )
+    (message,) = grpc_messages(whole, sys.maxsize)
+    return message
+
+
+def broke_off(cut: Cut) -> Outcome:
+    """How a recorded call that broke off ends."""
+    return Outcome(
+        grpc.StatusCode.UNAVAILABLE,
+        f"Reel: the recorded call broke off ({cut.error}: {cut.detail})",
+    )
+
+
 def replayed(decision: Decision) -> Replayed:
     """The call ``decision`` answers: a replay, a miss (``NOT_FOUND``, the
     miss report whole in the details) or a refusal."""
@@ -221,22 +255,16 @@ def replayed(decision: Decision) -> Replayed:
         if isinstance(event, Frame):
             body.append(event.data)
             for whole in splitter.feed(event.data):
-                if whole[0] and broken is None:  # compressed: kept as it came
-                    broken = Outcome(
-                        grpc.StatusCode.INTERNAL,
-                        f"Reel: message {len(messages) + 1} of the recorded call is compressed "
-                        "(grpc-encoding): the in-process channel replays uncompressed messages",
-                    )
-                (message,) = grpc_messages(whole, sys.maxsize)
+                message = unframed(whole, len(messages) + 1)
+                if isinstance(message, Outcome):
+                    broken = broken or message
+                    message = whole[5:]
                 messages.append((event.at, message))
         elif isinstance(event, Trailers):
-            outcome, _ = _status(event.headers)
+            outcome, _ = status(event.headers)
         elif isinstance(event, Cut):
             end = event.at
-            outcome = Outcome(
-                grpc.StatusCode.UNAVAILABLE,
-                f"Reel: the recorded call broke off ({event.error}: {event.detail})",
-            )
+            outcome = broke_off(event)
         elif isinstance(event, EndOfResponse):
             end = event.at
     if splitter.close() and broken is None:
@@ -249,10 +277,34 @@ def replayed(decision: Decision) -> Replayed:
     elif broken is not None:
         outcome = broken
     elif outcome is None:
-        outcome, _ = _status(())
+        outcome, _ = status(())
     if decision.miss is not None:  # the report whole, not its one line
         outcome = Outcome(grpc.StatusCode.NOT_FOUND, decision.miss.render(), outcome.trailing)
     return Replayed(initial, tuple(messages), end, outcome)
+
+
+def settled(decision: Decision, player: Player) -> Decision:
+    """``decision`` for a call whose client side is whole when it is
+    decided (a unary request: one message, then its end): a session's
+    replay (:attr:`Decision.session`) played out at once, its events (each
+    at its deadline after now) those of a plain replay; a client that left
+    the recording (``NOT_FOUND``) as the miss it is, noted in the run log."""
+    session = decision.session
+    if session is None:
+        return decision
+    events: list[Event] = []
+    with player.lock:  # a lease of the shared cassette follows the messages
+        session.open(time.monotonic())
+        session.client_end(time.monotonic())
+        while not isinstance(event := session.next_event(), Signal):
+            events.append(event)
+    miss = session.miss
+    if miss is None:
+        return replace(decision, events=tuple(events), body=None, session=None)
+    player.runlog.missed(miss)
+    assert decision.event is not None  # a session is a replay's
+    found = Miss(decision.event.request, miss)
+    return replace(decision, event=found, events=tuple(events), body=None, session=None)
 
 
 def _grpc_message(details: str) -> bytes:
@@ -306,10 +358,34 @@ class CallFeed:
     :class:`Upstreaming` that holds it): the initial metadata, each message
     as it comes, then the status as trailers."""
 
-    def __init__(self, upstreaming: Upstreaming) -> None:
+    def __init__(self, upstreaming: Upstreaming, *, whole: bool = False) -> None:
         self._up = upstreaming
+        #: The call's conversation, when the core may store it as a session:
+        #: fed from the caller's thread and grpcio's request thread, in the
+        #: order (and at the times) the lock lets them by.
+        self._recorder = upstreaming.recorder
+        self._lock = threading.Lock()
         self._headed = False
         self._ended = False
+        if whole:  # its one message went with the head, then the client's end
+            self.client_end()
+
+    def client_message(self, data: bytes) -> None:
+        """A later client message, as it goes upstream."""
+        if self._recorder is not None:
+            with self._lock:
+                self._recorder.client_message(grpc_frame(data), time.monotonic())
+
+    def client_end(self) -> None:
+        """The client ended its stream (it sends no more)."""
+        if self._recorder is not None:
+            with self._lock:
+                self._recorder.client_end(time.monotonic())
+
+    def _over(self) -> None:
+        if self._recorder is not None:
+            with self._lock:
+                self._recorder.ended(time.monotonic())
 
     def head(self, initial: Iterable[tuple[str, str | bytes]] | None) -> None:
         if not self._headed:
@@ -317,7 +393,11 @@ class CallFeed:
             self._up.head(200, [(b"content-type", b"application/grpc"), *_headers(initial)])
 
     def message(self, data: bytes) -> None:
-        self._up.data(grpc_frame(data))
+        framed = grpc_frame(data)
+        if self._recorder is not None:
+            with self._lock:
+                self._recorder.server_message(framed, time.monotonic())
+        self._up.data(framed)
 
     def end(
         self,
@@ -331,6 +411,7 @@ class CallFeed:
         if self._ended:
             return
         self._ended = True
+        self._over()
         failure = _FAILURES.get(code)
         if failure is not None and not self._headed:
             self._up.error(failure, f"gRPC {code.name}: {details or ''}")
@@ -355,10 +436,12 @@ class CallFeed:
         dropped the stream): nothing more is read."""
         if not self._ended:
             self._ended = True
+            self._over()
             self._up.error(Abort.CLIENT_CLOSED, why)
 
     def failed(self, exc: BaseException) -> None:
         """Anything else that ended the call (grpcio refused its arguments)."""
         if not self._ended:
             self._ended = True
+            self._over()
             self._up.error(UpstreamError.PROTOCOL, f"{type(exc).__name__}: {exc}")

@@ -1,13 +1,16 @@
 """The sync channel's call objects, as grpcio's own: a replayed call
 (:class:`ReplayedCall`: a ``grpc.Call``, raised as the ``grpc.RpcError``
 its status is, iterated as a server stream at its recorded offsets), what
-``future()`` returns (:class:`Completed`), and a server stream read from
+a unary call's ``future()`` returns (:class:`Completed`) and a
+client stream's (:class:`RunningCall`), and a server stream read from
 the wrapped channel and fed to the engine as the caller reads it
-(:class:`ForwardedStream`).
+(:class:`ForwardedStream`; a client stream's one answer read as one:
+:class:`OneAnswer`).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,7 +20,7 @@ import grpc
 from ._clock import sleep_until_sync
 from ._grpc_call import CallFeed, Deserializer, Metadata, Outcome, Replayed
 
-__all__ = ["Completed", "ForwardedStream", "ReplayedCall"]
+__all__ = ["Completed", "ForwardedStream", "OneAnswer", "ReplayedCall", "RunningCall"]
 
 
 class ReplayedCall(grpc.RpcError, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
@@ -238,3 +241,103 @@ class ForwardedStream(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
 
     def __getattr__(self, name: str) -> Any:  # debug_error_string, the Future's methods
         return getattr(self._raw, name)
+
+
+class RunningCall(grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
+    """What a client-streaming call's ``future()`` returns: the call's
+    answer read in a thread of its own, as grpcio's future is (its request
+    iterator may wait on what the caller does once it has the future)."""
+
+    def __init__(self, call: Any, answer: Callable[[], Any]) -> None:
+        self._call = call
+        self._response: Any = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[Any], None]] = []
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        threading.Thread(target=self._run, args=(answer,), daemon=True).start()
+
+    def _run(self, answer: Callable[[], Any]) -> None:
+        try:
+            self._response = answer()
+        except BaseException as exc:  # the call's error, raised by result()
+            self._error = exc
+        with self._lock:
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def cancel(self) -> bool:
+        return not self._done.is_set() and bool(self._call.cancel())
+
+    def cancelled(self) -> bool:
+        return self._done.is_set() and self._call.code() is grpc.StatusCode.CANCELLED
+
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def _wait(self, timeout: float | None) -> None:
+        if not self._done.wait(timeout):
+            raise grpc.FutureTimeoutError
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self._response
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        return self._error
+
+    def traceback(self, timeout: float | None = None) -> Any:
+        self._wait(timeout)
+        return None if self._error is None else self._error.__traceback__
+
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def initial_metadata(self) -> Any:
+        return self._call.initial_metadata()
+
+    def trailing_metadata(self) -> Any:
+        return self._call.trailing_metadata()
+
+    def code(self) -> Any:
+        return self._call.code()
+
+    def details(self) -> Any:
+        return self._call.details()
+
+    def is_active(self) -> bool:
+        return bool(self._call.is_active())
+
+    def time_remaining(self) -> float | None:
+        remaining: float | None = self._call.time_remaining()
+        return remaining
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        return bool(self._call.add_callback(callback))
+
+
+class OneAnswer:
+    """A forwarded stream-unary call (grpcio's future) read as a stream of
+    its one answer, so it is relayed as a stream is
+    (:class:`~reel_bindings._grpc_calls.ForwardedStream`)."""
+
+    def __init__(self, future: Any) -> None:
+        self._future = future
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self._future.result()
+
+    def __getattr__(self, name: str) -> Any:  # the call's methods
+        return getattr(self._future, name)

@@ -17,11 +17,8 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from reel_core import Mode
-
 from ._files import CassetteFile
 from ._grpc_call import (
-    CLIENT_STREAMING,
     CallFeed,
     Deserializer,
     Metadata,
@@ -31,10 +28,12 @@ from ._grpc_call import (
     call_request,
     refuse_upstream,
     replayed,
+    settled,
     unary,
     within,
 )
-from ._grpc_calls import Completed, ForwardedStream, ReplayedCall
+from ._grpc_calls import Completed, ForwardedStream, OneAnswer, ReplayedCall, RunningCall
+from ._grpc_stream import SessionPlay, StreamCall, relayed
 from ._inprocess import Binding, Upstreaming
 from ._options import Options
 
@@ -79,15 +78,21 @@ class _Method:
 
     def _decide(self, request: Any, metadata: Any) -> tuple[bytes, Any]:
         """The serialized request and the player's answer to it (a
-        ``Decision``, or the ``Upstreaming`` of a forward); a miss is raised
-        here when the channel is strict."""
+        ``Decision``, a session's played out at once: the request is whole,
+        or the ``Upstreaming`` of a forward); a miss is raised here when
+        the channel is strict."""
         message = request if self._serialize is None else self._serialize(request)
         owner = self._owner
         request = call_request(self._method, metadata, message, owner.channel_metadata)
-        decision = owner.player.decide(request)
+        decision = owner.player.decide(request, streamed=True)
         if not isinstance(decision, Upstreaming):
+            decision = settled(decision, owner.player)
             owner._check(decision)
         return message, decision
+
+    def _feed(self, upstreaming: Upstreaming) -> CallFeed:
+        """A unary request's feed: its one message went with the head."""
+        return CallFeed(upstreaming, whole=True)
 
 
 class _UnaryUnary(_Method, grpc.UnaryUnaryMultiCallable):  # type: ignore[misc]
@@ -101,7 +106,7 @@ class _UnaryUnary(_Method, grpc.UnaryUnaryMultiCallable):  # type: ignore[misc]
     ) -> tuple[Any, Any]:
         message, decision = self._decide(request, metadata)
         if isinstance(decision, Upstreaming):
-            return self._forward(CallFeed(decision), message, timeout, metadata, kwargs)
+            return self._forward(self._feed(decision), message, timeout, metadata, kwargs)
         replay = unary(within(replayed(decision), timeout), self._method)
         call = ReplayedCall(replay, self._deserialize)
         call.wait()
@@ -149,7 +154,7 @@ class _UnaryStream(_Method, grpc.UnaryStreamMultiCallable):  # type: ignore[misc
     ) -> Any:
         message, decision = self._decide(request, metadata)
         if isinstance(decision, Upstreaming):
-            feed = CallFeed(decision)
+            feed = self._feed(decision)
             try:
                 raw = self._raw()(message, timeout, metadata, **kwargs)
             except BaseException as exc:
@@ -159,28 +164,108 @@ class _UnaryStream(_Method, grpc.UnaryStreamMultiCallable):  # type: ignore[misc
         return ReplayedCall(within(replayed(decision), timeout), self._deserialize)
 
 
-class _Refused(grpc.StreamUnaryMultiCallable, grpc.StreamStreamMultiCallable):  # type: ignore[misc]
-    """A client-streaming or bidirectional method outside live mode."""
+class _Streaming(_Method):
+    """What the client-streaming and bidirectional multicallables share: a
+    call read from its request iterator in a thread (see
+    :mod:`reel_bindings._grpc_stream`)."""
 
-    def __init__(self, method: str, mode: str) -> None:
-        self._why = CLIENT_STREAMING.format(method=method, mode=mode)
+    def _begin(self, requests: Any, timeout: float | None, metadata: Any, kwargs: Any) -> Any:
+        owner = self._owner
+        player = owner.player
+        head = call_request(self._method, metadata, (), owner.channel_metadata)
+        streamed = player.streams(head)
 
-    def _refuse(self) -> ReplayedCall:
-        outcome = Outcome(grpc.StatusCode.UNIMPLEMENTED, self._why)
-        return ReplayedCall(Replayed((), (), None, outcome))
+        def start(taken: list[bytes], whole: bool, rest: Any) -> tuple[Any, SessionPlay | None]:
+            request = call_request(self._method, metadata, taken, owner.channel_metadata)
+            decision = player.decide(request, streamed=streamed)
+            if isinstance(decision, Upstreaming):
+                feed = CallFeed(decision)
+                return self._forward(relayed(rest, taken, feed), feed, timeout, metadata, kwargs)
+            owner._check(decision)
+            if decision.session is not None:
+                play = SessionPlay(decision, player, self._deserialize, timeout, first=bool(taken))
+                return play, play
+            return ReplayedCall(within(replayed(decision), timeout), self._deserialize), None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._refuse()
+        serialize = self._serialize if self._serialize is not None else bytes
+        return StreamCall(iter(requests), serialize, streamed, start)
 
-    with_call = __call__
+    def _forward(
+        self, upstream: Any, feed: CallFeed, timeout: float | None, metadata: Any, kwargs: Any
+    ) -> tuple[Any, None]:
+        try:
+            raw = self._raw_call(upstream, timeout, metadata, kwargs)
+        except BaseException as exc:
+            feed.failed(exc)
+            raise
+        return ForwardedStream(raw, feed, self._deserialize), None
 
-    def future(self, *args: Any, **kwargs: Any) -> Any:
-        call = self._refuse()
-        return Completed(call, error=call)
+    def _raw_call(self, upstream: Any, timeout: float | None, metadata: Any, kwargs: Any) -> Any:
+        return self._raw()(upstream, timeout, metadata, **kwargs)
+
+
+class _StreamUnary(_Streaming, grpc.StreamUnaryMultiCallable):  # type: ignore[misc]
+    kind = "stream_unary"
+
+    def _raw_call(self, upstream: Any, timeout: float | None, metadata: Any, kwargs: Any) -> Any:
+        return OneAnswer(self._raw().future(upstream, timeout, metadata, **kwargs))
+
+    def __call__(
+        self,
+        request_iterator: Any,
+        timeout: float | None = None,
+        metadata: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        return self.with_call(request_iterator, timeout, metadata, **kwargs)[0]
+
+    def with_call(
+        self,
+        request_iterator: Any,
+        timeout: float | None = None,
+        metadata: Any = None,
+        **kwargs: Any,
+    ) -> tuple[Any, Any]:
+        return self._answer(self._begin(request_iterator, timeout, metadata, kwargs))
+
+    def _answer(self, call: StreamCall) -> tuple[Any, Any]:
+        """The call's one answer, once it ended."""
+        answers = list(call)  # an error status is raised here
+        if len(answers) != 1:
+            wrong = Outcome(
+                grpc.StatusCode.INTERNAL,
+                f"Reel: the recorded call {self._method} has {len(answers)} messages, not 1",
+            )
+            raise ReplayedCall(Replayed(tuple(call.initial_metadata() or ()), (), None, wrong))
+        return answers[0], call
+
+    def future(
+        self,
+        request_iterator: Any,
+        timeout: float | None = None,
+        metadata: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """The call as a ``grpc.Future``, its answer read in a thread."""
+        call = self._begin(request_iterator, timeout, metadata, kwargs)
+        return RunningCall(call, lambda: self._answer(call)[0])
+
+
+class _StreamStream(_Streaming, grpc.StreamStreamMultiCallable):  # type: ignore[misc]
+    kind = "stream_stream"
+
+    def __call__(
+        self,
+        request_iterator: Any,
+        timeout: float | None = None,
+        metadata: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        return self._begin(request_iterator, timeout, metadata, kwargs)
 
 
 class Channel(Binding, grpc.Channel):  # type: ignore[misc]  # grpcio is untyped
-    """A ``grpc.Channel`` whose unary-unary and unary-stream calls are
+    """A ``grpc.Channel`` whose calls (unary and streaming, either way) are
     recorded to and replayed from ``cassette``: build your stubs on it.
     ``channel`` is the channel it forwards through (record, auto and live
     modes; a replay never touches it).  The options are every in-process
@@ -225,17 +310,27 @@ class Channel(Binding, grpc.Channel):  # type: ignore[misc]  # grpcio is untyped
             self, method, request_serializer, response_deserializer, _registered_method
         )
 
-    def _streaming(self, kind: str, method: str, args: tuple[Any, ...], kwargs: Any) -> Any:
-        mode = self.player.mode
-        if mode is Mode.LIVE:  # nothing is recorded: the call passes through
-            return getattr(self.channel, kind)(method, *args, **kwargs)
-        return _Refused(method, mode.value)
+    def stream_unary(
+        self,
+        method: str,
+        request_serializer: Serializer = None,
+        response_deserializer: Deserializer = None,
+        _registered_method: bool = False,
+    ) -> Any:
+        return _StreamUnary(
+            self, method, request_serializer, response_deserializer, _registered_method
+        )
 
-    def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._streaming("stream_unary", method, args, kwargs)
-
-    def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._streaming("stream_stream", method, args, kwargs)
+    def stream_stream(
+        self,
+        method: str,
+        request_serializer: Serializer = None,
+        response_deserializer: Deserializer = None,
+        _registered_method: bool = False,
+    ) -> Any:
+        return _StreamStream(
+            self, method, request_serializer, response_deserializer, _registered_method
+        )
 
     def subscribe(self, callback: Callable[[Any], None], try_to_connect: bool = False) -> None:
         self.channel.subscribe(callback, try_to_connect)

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from reel_core import MissReport
+    from reel_core.tools import GrpcCallRecorder, GrpcCallReplay
 
     from ._freeze import Frozen
 
@@ -103,6 +104,10 @@ class Decision:
     #: The whole body when nothing in ``events`` waits (see :func:`whole_body`):
     #: answered as bytes, with no frame schedule.  ``None``: follow ``events``.
     body: bytes | None = None
+    #: A gRPC call decided on its first message whose recording plays as a
+    #: session: its replay, gated by the client's later messages (the
+    #: binding opens it and feeds them; ``events`` end with the head).
+    session: GrpcCallReplay | None = None
 
     @property
     def miss(self) -> MissReport | None:
@@ -161,6 +166,7 @@ class Player:
             max_age=None if given.max_age is None else parse_duration(given.max_age),
             record_grace=given.record_grace,
             drop_response_headers=given.drop_response_headers,
+            proto_descriptor=given.proto_descriptor,
         )
         if isinstance(cassette, CassetteFile):
             self.file = cassette
@@ -208,9 +214,25 @@ class Player:
             return str(exc)
         return None
 
-    def decide(self, request: Request) -> Decision | Upstreaming:
+    def streams(self, head: Request) -> bool:
+        """Whether a gRPC call whose head is ``head`` is decided on its first
+        message (``decide(..., streamed=True)``) rather than whole, at its
+        client's end: the engine's one answer, :meth:`Engine.streams_call`
+        (asked of an engine of its own: the question sets up an exchange)."""
+        with self.lock:
+            config = self.config
+            if running_on(self.file):  # as decide(): inside a call recorded on this cassette
+                config = replace(config, mode=Mode.LIVE)
+            return Engine(self.file.cassette, config).streams_call(head)
+
+    def decide(self, request: Request, *, streamed: bool = False) -> Decision | Upstreaming:
         """The answer to ``request``, or (to send it upstream) the feed of
-        its forward."""
+        its forward.  ``streamed``: ``request`` is a gRPC call's head with
+        its first client message as the body (none: its client ended with
+        none), the rest to come; the engine says whether it plays as a
+        session (:meth:`Engine.streams_call`): a session's replay is the
+        decision's ``session``, a forward recorded as one has a
+        :attr:`Upstreaming.recorder` that took the first message."""
         with self.lock:  # the engine plays the shared cassette
             engine, self._engine = self._engine, None
             nested = running_on(self.file)
@@ -219,12 +241,16 @@ class Player:
                 engine = Engine(self.file.cassette, replace(self.config, mode=Mode.LIVE))
             elif engine is None or engine.cassette is not self.file.cassette:
                 engine = Engine(self.file.cassette, self.config)
+            session = streamed and engine.streams_call(request)
             engine.receive_request(request, wall=time.time())
             event = engine.next_event()
             if isinstance(event, Forward):
                 reason = self._store_down() if event.record else None
                 if reason is None:  # noted in the run log as it ends
-                    return Upstreaming(self, engine, event)
+                    upstreaming = Upstreaming(self, engine, event)
+                    if session:
+                        upstreaming.recording_session(request.body)
+                    return upstreaming
                 # Its recording could not be kept: not forwarded, answered 502.
                 engine.upstream_error(Abort.STORE, reason, mono=time.monotonic())
                 event = engine.next_event()
@@ -233,6 +259,11 @@ class Player:
                 head, events, body = _reply(engine)
             else:
                 head, events, body = _answer(engine, event)
+            replay = None
+            if isinstance(decision, Replay) and decision.grpc is not None:
+                from reel_core.tools import GrpcCallReplay  # the gRPC room: loaded by a session
+
+                replay = GrpcCallReplay.for_engine(engine, decision)  # the exchange's redactor
             runlog = self.runlog
             if isinstance(decision, Miss):
                 runlog.missed(decision.report)
@@ -244,7 +275,7 @@ class Player:
             engine.start_next_cycle()
             if not nested:
                 self._engine = engine
-            return Decision(decision, head, events, body)
+            return Decision(decision, head, events, body, replay)
 
 
 _Reply = tuple[ResponseHead, tuple[Event, ...], "bytes | None"]
@@ -284,6 +315,19 @@ class Upstreaming:
         self._engine = engine
         self.forward = forward
         self.sent_at = time.monotonic()
+        #: A gRPC call's recorder, when the call may turn out a session
+        #: (:meth:`recording_session`): it stores the call.
+        self.recorder: GrpcCallRecorder | None = None
+
+    def recording_session(self, first: bytes) -> None:
+        """Keep the call's conversation (a :class:`~reel_core.tools.GrpcCallRecorder`
+        opened now, its first client message ``first``, if any, sent now):
+        stored as a session if the core's rule says it is one."""
+        from reel_core.tools import GrpcCallRecorder  # the gRPC room: loaded by a call
+
+        self.recorder = GrpcCallRecorder(self._engine.redactor, opened=self.sent_at)
+        if first:
+            self.recorder.client_message(first, self.sent_at)
 
     def head(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
         self._engine.upstream_head(
@@ -327,7 +371,10 @@ class Upstreaming:
             request, verdict = self.forward.request, engine.verdict
             assert verdict is not None  # the forward's
             runlog.served(request.method, request.path, verdict)
-            recorded = engine.record()
+            if self.recorder is None:
+                recorded = engine.record()
+            else:
+                recorded = self.recorder.record(engine, mono=time.monotonic())
             if recorded is not None:
                 runlog.recorded(recorded)
         if recorded is not None:

@@ -13,6 +13,7 @@ names with the same types.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -21,6 +22,7 @@ from ._hints import IN_PROCESS_HINT
 
 if TYPE_CHECKING:
     from reel_core import MatchConfig, Mode, Redactor, Timing
+    from reel_core.tools import ProtoSchema
 
     from ._store import Store
 
@@ -44,6 +46,7 @@ class BindingOptions(TypedDict, total=False):
     drop_response_headers: Sequence[str] | None
     upstream: object
     freeze: Iterable[str] | None
+    proto_descriptor: ProtoSchema | str | os.PathLike[str] | None
     http2: bool
 
 
@@ -81,6 +84,9 @@ class Options:
     #: Pin these (``"clock"``, ``"uuid"``, ``"random"``) to the cassette's
     #: base values while the binding is open (see ``reel_bindings._freeze``).
     freeze: Iterable[str] | None = None
+    #: A descriptor set file (or its schema): gRPC messages are matched
+    #: through it as JSON (``None``: ``$REEL_PROTO_DESCRIPTOR``, else bytes).
+    proto_descriptor: ProtoSchema | str | os.PathLike[str] | None = None
     #: Forwards (record, auto, live) go upstream over HTTP/2 where the
     #: upstream offers it (ALPN over TLS), as ``httpx.Client(http2=True)``
     #: does: the httpx transports only (their pools are made with

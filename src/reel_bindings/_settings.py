@@ -30,6 +30,7 @@ sources, in docs/configuration.md.
 from __future__ import annotations
 
 import enum
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing
-from reel_core.tools import RECORD_GRACE, check_upstream, parse_duration
+from reel_core.tools import RECORD_GRACE, ProtoSchema, check_upstream, parse_duration
 
 from ._hints import IN_PROCESS_HINT, hints
 from ._store import Store, StoreUnavailableError
@@ -269,6 +270,29 @@ def _record_on(value: object, where: str, source: Source) -> str:
     raise ConfigError(f"{where} takes {' or '.join(map(repr, RECORD_ON))}, not {value!r}")
 
 
+def _proto_descriptor(value: object, where: str, source: Source) -> ProtoSchema:
+    if isinstance(value, ProtoSchema):  # a binding handed one in
+        return value
+    path = _path(value, where, source)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"{where}: cannot read {str(path)!r} ({exc.strerror or exc}); give the file "
+            "protoc --descriptor_set_out=FILE --include_imports writes"
+        ) from None
+    try:
+        return _schema(data, f"{where} {str(path)!r}")
+    except ImportError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _schema(data: bytes, name: str) -> ProtoSchema:
+    """One schema per file's bytes (a setting is resolved per test)."""
+    return ProtoSchema(data, name)
+
+
 def _allow_misses(value: object, where: str, source: Source) -> bool:
     if isinstance(value, bool):
         return value
@@ -321,6 +345,7 @@ SETTINGS = (
         _drop_response_headers,
         shows_value=True,
     ),
+    Setting("proto_descriptor", "REEL_PROTO_DESCRIPTOR", _proto_descriptor),
     # the proxy's own
     Setting("cassette", "REEL_CASSETTE", _path, shared=False),
     Setting("cassette_dir", "REEL_CASSETTE_DIR", _path, shared=False),
@@ -381,6 +406,9 @@ class Settings:
     #: longer are kept beside the cassette (0: none); ``None``: the
     #: cassette's ``_meta``, else the core's default.
     asset_threshold: int | None = None
+    #: ``REEL_PROTO_DESCRIPTOR``: a descriptor set file, read (``None``:
+    #: none): gRPC messages are matched and shown through it as JSON.
+    proto_descriptor: ProtoSchema | None = None
     #: The proxy's: ``REEL_CASSETTE``, ``REEL_CASSETTE_DIR``, ``REEL_HOST``,
     #: ``REEL_PORT`` and ``REEL_TLS_DIR`` (``None``: unset).
     cassette: Path | None = None
@@ -464,6 +492,7 @@ class Settings:
         record_grace: float | None = None,
         drop_response_headers: Sequence[str] | None = None,
         asset_threshold: int | None = None,
+        proto_descriptor: object = None,
     ) -> Settings:
         """:meth:`resolve` with these arguments as the flags: a value
         given wins over its variable, which is then not read (``upstream``
@@ -480,6 +509,7 @@ class Settings:
             "record_grace": record_grace,
             "drop_response_headers": drop_response_headers,
             "asset_threshold": asset_threshold,
+            "proto_descriptor": proto_descriptor,
         }
         return cls.resolve(flags, environ, flag_label=_named)
 
@@ -515,6 +545,7 @@ class Settings:
                 record_grace=RECORD_GRACE if self.record_grace is None else self.record_grace,
                 drop_response_headers=self.drop_response_headers,
                 hints=hints(hint),
+                proto=self.proto_descriptor,
             ),
             **fields,
         )

@@ -16,17 +16,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from reel_core import RecordedResponse
+from reel_core import Interaction, RecordedResponse
 from reel_core.tools import (
     Piece,
+    ProtoSchema,
     SSESplitter,
     answer_pieces,
     load_json,
     looks_like_sse,
     parse_sse_event,
+    request_frames,
+    shown_messages,
 )
 
-__all__ = ["Assembled", "FrameText", "assemble", "frame_text"]
+__all__ = ["Assembled", "FrameText", "GrpcShown", "assemble", "frame_text", "grpc_shown"]
+
+#: What a note on messages shown as bytes adds: how to show them as JSON.
+GRPC_HINT = "give the call's descriptor set with --proto-descriptor FILE to show them as JSON"
 
 
 @dataclass(frozen=True)
@@ -126,10 +132,52 @@ def _sse_frames(data: bytes) -> list[bytes]:
     return [*splitter.feed(data), *splitter.close()]
 
 
-def assemble(response: RecordedResponse) -> Assembled:
-    """The whole text and the tool calls of a response, whole or streamed."""
+@dataclass(frozen=True)
+class GrpcShown:
+    """A gRPC call's messages as shown: the request's and the response's,
+    each JSON through a descriptor set, else bytes with a note saying why."""
+
+    request: list[Any]
+    request_note: str | None
+    response: list[Any]
+    response_note: str | None
+
+    def objects(self) -> list[Any]:
+        """The response's messages read as JSON (none when they are bytes)."""
+        return [] if self.response_note is not None else self.response
+
+
+def grpc_shown(ix: Interaction, proto: ProtoSchema | None) -> GrpcShown | None:
+    """``ix``'s messages when it is a gRPC call (a request body of whole
+    messages to ``/pkg.Service/Method``, or a ``grpc`` response stream),
+    else ``None``.  A note on bytes says how to show them as JSON."""
+    req, resp = ix.request, ix.response
+    frames = request_frames(req.path, req.body)
+    if frames is None and resp.stream != "grpc":
+        return None
+    request, request_note = shown_messages(frames or [], req.path, proto)
+    response, response_note = (
+        shown_messages([f for _, f in resp.frames], req.path, proto, response=True)
+        if resp.stream == "grpc"
+        else ([], None)
+    )
+
+    def hinted(note: str | None) -> str | None:
+        return f"{note} ({GRPC_HINT})" if note is not None and proto is None else note
+
+    return GrpcShown(request, hinted(request_note), response, hinted(response_note))
+
+
+def assemble(response: RecordedResponse, grpc: GrpcShown | None = None) -> Assembled:
+    """The whole text and the tool calls of a response, whole or streamed
+    (a gRPC call's from its messages read as JSON, ``grpc``)."""
     fold = _Fold()
-    if response.stream == "sse":
+    if response.stream == "grpc":
+        for obj in grpc.objects() if grpc is not None else []:
+            pieces = answer_pieces(obj)
+            if pieces is not None:
+                fold.add(pieces)
+    elif response.stream == "sse":
         for _, frame in response.frames:
             sse = parse_sse_event(frame)
             if sse.data is None or sse.data.strip() == "[DONE]":

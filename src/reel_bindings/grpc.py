@@ -8,17 +8,18 @@
     stub.SayHello(greeter_pb2.HelloRequest(name="Reel"))
 
 :func:`channel` wraps a ``grpc.Channel`` (``grpc.intercept_channel`` ones
-too), :func:`aio_channel` a ``grpc.aio.Channel``.  Unary-unary and
-unary-stream calls go through Reel with the options and modes of every
-in-process binding (``mode=``, ``timing=``, ``strict=``, ``$REEL_MODE``...);
-the cassette has the proxy's shape (``POST /pkg.Service/Method``, each
-response message a frame with its offset, the status as trailers), so
-either replays what the other recorded.  A replayed status other than
-``OK`` is raised as grpcio raises it (a ``grpc.RpcError`` with its
-``code()``, ``details()`` and ``trailing_metadata()``; on grpc.aio an
+too), :func:`aio_channel` a ``grpc.aio.Channel``.  Every call (unary,
+server-streaming, client-streaming, bidirectional) goes through Reel with
+the options and modes of every in-process binding (``mode=``,
+``timing=``, ``strict=``, ``$REEL_MODE``...); the cassette has the proxy's
+shape (``POST /pkg.Service/Method``, each response message a frame with
+its offset, the status as trailers; a client-streaming or bidirectional
+call a session, its conversation gated by the client's messages on
+replay), so either replays what the other recorded.  A replayed status
+other than ``OK`` is raised as grpcio raises it (a ``grpc.RpcError`` with
+its ``code()``, ``details()`` and ``trailing_metadata()``; on grpc.aio an
 ``AioRpcError``); a miss is ``NOT_FOUND`` with the miss report in
-``details()``.  Client-streaming and bidirectional calls are refused
-(``UNIMPLEMENTED``) outside live mode: they are not recorded yet.
+``details()``, a client message a replayed session does not have too.
 
 Reel sees a call as the application makes it, above the wrapped channel's
 own interceptors and call credentials.  What they add to every call (an
@@ -64,7 +65,7 @@ def channel(
     channel_metadata: Iterable[tuple[str, str | bytes]] = (),
     **options: Unpack[BindingOptions],
 ) -> Channel:
-    """``channel`` (a ``grpc.Channel``) with its unary calls recorded to and
+    """``channel`` (a ``grpc.Channel``) with its calls recorded to and
     replayed from ``cassette``; close the result to close ``channel``.
     ``channel_metadata``: what ``channel`` itself adds to every call."""
     return Channel(channel, cassette, channel_metadata=channel_metadata, **options)
@@ -77,6 +78,6 @@ def aio_channel(
     channel_metadata: Iterable[tuple[str, str | bytes]] = (),
     **options: Unpack[BindingOptions],
 ) -> AioChannel:
-    """``channel`` (a ``grpc.aio.Channel``) with its unary calls recorded to
-    and replayed from ``cassette``; ``await close()`` closes ``channel``."""
+    """``channel`` (a ``grpc.aio.Channel``) with its calls recorded to and
+    replayed from ``cassette``; ``await close()`` closes ``channel``."""
     return AioChannel(channel, cassette, channel_metadata=channel_metadata, **options)

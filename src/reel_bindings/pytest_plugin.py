@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
     from reel_core import MatchConfig, MissReport, Mode, Timing
-    from reel_core.tools import WebSocketMiss
+    from reel_core.tools import ProtoSchema, WebSocketMiss
 
 __all__ = ["ReelCassette"]
 
@@ -68,13 +68,15 @@ DEFAULT_TIMING = "fast"
 MARKER_HELP = (
     "reel(cassette=None, *, mode=None, match=None, ignore_fields=(), timing=None, "
     "repeat=None, proxy=False, upstream=None, record_on=None, max_age=None, "
-    "record_grace=None, drop_response_headers=None, allow_misses=None, freeze=None): "
+    "record_grace=None, drop_response_headers=None, allow_misses=None, freeze=None, "
+    "proto_descriptor=None): "
     "record/replay "
     "this test's LLM API traffic with Reel (the `reel` fixture gives the cassette; "
     "proxy=True starts a "
     "per-test proxy and points the OpenAI, Anthropic and Gemini SDKs at it; "
     "allow_misses=True: a miss does not fail the test; "
-    "freeze=['clock', 'uuid', 'random']: pin them to the cassette's base values)"
+    "freeze=['clock', 'uuid', 'random']: pin them to the cassette's base values; "
+    "proto_descriptor='FILE': gRPC messages matched as JSON through that descriptor set)"
 )
 
 _MARKER_KEYS = frozenset(
@@ -93,6 +95,7 @@ _MARKER_KEYS = frozenset(
         "drop_response_headers",
         "allow_misses",
         "freeze",
+        "proto_descriptor",
     )
 )
 #: When a test's recordings are kept: ``passed`` (only when it passed) or ``always``.
@@ -195,6 +198,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "option and the cassette's _meta max_age.",
     )
     group.addoption(
+        "--reel-proto-descriptor",
+        dest="reel_proto_descriptor",
+        default=None,
+        metavar="FILE",
+        help="a descriptor set (protoc --descriptor_set_out=FILE --include_imports): gRPC "
+        "messages are matched as JSON through it and a miss names their fields. A test's "
+        "marker proto_descriptor= wins over it; it wins over $REEL_PROTO_DESCRIPTOR and the "
+        "reel_proto_descriptor ini option.",
+    )
+    group.addoption(
         "--reel-strict-age",
         dest="reel_strict_age",
         action="store_true",
@@ -210,6 +223,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "reel_max_age",
         help="how old a recording may be (7d...); $REEL_MAX_AGE and --reel-max-age win over it",
+        default="",
+    )
+    parser.addini(
+        "reel_proto_descriptor",
+        help="a descriptor set file gRPC messages are matched through as JSON; "
+        "$REEL_PROTO_DESCRIPTOR and --reel-proto-descriptor win over it",
         default="",
     )
     parser.addini(
@@ -535,6 +554,10 @@ class ReelCassette:
         #: marker's, else ``$REEL_DROP_RESPONSE_HEADERS``); ``None``: the
         #: environment's.
         self.drop_response_headers: tuple[str, ...] | None = None
+        #: The descriptor set gRPC messages are matched through (the
+        #: marker's, the flag's, ``$REEL_PROTO_DESCRIPTOR``'s or the ini
+        #: option's, read); ``None``: bytes.
+        self.proto_descriptor: ProtoSchema | None = None
         #: A miss does not fail this test (the marker's ``allow_misses=``,
         #: else the ``reel_allow_misses`` ini option); it is still reported.
         self.allow_misses = False
@@ -713,6 +736,7 @@ class ReelCassette:
             mode=self.mode,
             record_grace=self.record_grace,
             drop_response_headers=self.drop_response_headers,
+            proto_descriptor=self.proto_descriptor,
         )
         config = settings.config(
             max_age=self.max_age,
@@ -821,6 +845,7 @@ class ReelCassette:
             max_age=self.max_age,
             record_grace=self.record_grace,
             drop_response_headers=self.drop_response_headers,
+            proto_descriptor=self.proto_descriptor,
         )
         # the miss hint is the test's: the player's config is built with it
         return Options.of({**kwargs, "mode": self.mode, "hint": self.hint}, test)
@@ -976,6 +1001,7 @@ class ReelCassette:
             cassette.max_age = resolved.max_age
             cassette.record_grace = resolved.record_grace
             cassette.drop_response_headers = resolved.drop_response_headers
+            cassette.proto_descriptor = resolved.proto_descriptor
             cassette.allow_misses = resolved.allow_misses
             cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
             cassette._config = item.config
@@ -1050,6 +1076,7 @@ _FLAGS = {
     "max_age": "reel_max_age",
     "store": "reel_store",
     "record_on": "reel_record_on",
+    "proto_descriptor": "reel_proto_descriptor",
 }
 #: The marker's keys that are settings (the rest, the cassette, its match
 #: and repeat and proxy=, are the test's own).
@@ -1062,9 +1089,10 @@ _MARKER_SETTINGS = (
     "upstream",
     "record_on",
     "allow_misses",
+    "proto_descriptor",
 )
 #: The plugin's ini options, by setting (``reel_<name>``).
-_INI_SETTINGS = ("max_age", "store", "record_on", "allow_misses")
+_INI_SETTINGS = ("max_age", "store", "record_on", "allow_misses", "proto_descriptor")
 
 
 def _flag(name: str) -> str:

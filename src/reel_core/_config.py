@@ -18,6 +18,7 @@ from ._shown_url import shown_url
 from ._timing import Timing
 
 if TYPE_CHECKING:
+    from ._protobuf import ProtoSchema
     from ._ui import UiConfig
 
 __all__ = ["RECORD_GRACE", "Config", "Mode", "check_upstream"]
@@ -104,6 +105,11 @@ class Config:
     #: stream about to end is recorded whole (see ``Engine.client_left``);
     #: 0: record the cut at once.  Live mode always closes at once.
     record_grace: float = RECORD_GRACE
+    #: A descriptor set's schema (``--proto-descriptor``): gRPC request
+    #: bodies are matched through it as JSON, under whichever match settings
+    #: are in force, and a miss's diff names their fields; ``None``: bytes.
+    #: It changes no line on disk (keys stored stay those of the bytes).
+    proto: ProtoSchema | None = None
 
     def __post_init__(self) -> None:
         names = drop_names(self.drop_response_headers, "drop_response_headers")

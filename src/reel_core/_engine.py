@@ -166,8 +166,12 @@ class Engine:
 
     def _use(self, cassette: Cassette) -> None:
         self.cassette = cassette
-        #: The match settings in force: the config's, else the cassette's.
-        self.match: MatchConfig = self.config.match or cassette.meta.match
+        #: The match settings in force: the config's, else the cassette's
+        #: (read through the config's descriptor set, if any).
+        match = self.config.match or cassette.meta.match
+        if self.config.proto is not None:
+            match = replace(match, proto=self.config.proto)
+        self.match: MatchConfig = match
         self._keying = self.match.keying()
         #: Whether a request's key may be found by its digest as sent
         #: (:mod:`reel_core._sent`): under the default match settings only,
@@ -1001,7 +1005,15 @@ def _new_recorder(
     redactor = scrub if isinstance(scrub, Redactor) else scrub()
     drop = cassette.meta.drop_response_headers.union(config.drop_response_headers)
     return new_recorder(
-        request, recorded, stored_key, seen, redactor, digest, drop=drop, max_body=max_body
+        request,
+        recorded,
+        stored_key,
+        seen,
+        redactor,
+        digest,
+        drop=drop,
+        max_body=max_body,
+        proto=config.proto,
     )
 
 

@@ -30,6 +30,7 @@ from ._providers import guess_provider
 from ._redact import Redactor
 
 if TYPE_CHECKING:
+    from ._protobuf import ProtoSchema
     from ._record import Recorder
 
 __all__ = [
@@ -79,12 +80,14 @@ def new_recorder(
     sent: str | None = None,
     drop: frozenset[str] = frozenset(),
     max_body: int = _LIMITS.max_body,
+    proto: ProtoSchema | None = None,
 ) -> Recorder:
     """The recorder of ``request`` (stored as ``recorded`` under ``key``,
     after ``seen`` recordings of it): its provider and endpoint named.
     ``sent`` is the request's digest for its line (:mod:`reel_core._sent`);
     ``drop`` names response headers never stored (lower case); its body
-    decodes to at most ``max_body`` bytes."""
+    decodes to at most ``max_body`` bytes; ``proto``, a descriptor set's
+    schema, reads a gRPC call's usage."""
     from ._record import Recorder  # the recorder, usage and prices: not for a replay
 
     host = request.header("host")
@@ -100,6 +103,7 @@ def new_recorder(
         sent=sent,
         drop=drop,
         max_body=max_body,
+        proto=proto,
     )
 
 
@@ -117,6 +121,7 @@ def record_exchange(
     hints: Hints = _HINTS,
     timestamp: float | None = None,
     trailers: Iterable[tuple[str | bytes, str | bytes]] = (),
+    proto: ProtoSchema | None = None,
 ) -> Interaction:
     """The recording of a finished exchange: ``request`` answered with
     ``status``, response ``headers`` (as sent: a ``content-encoding`` body
@@ -133,7 +138,8 @@ def record_exchange(
     Reel never stores and those the cassette's ``_meta`` names.
     ``timestamp`` (epoch seconds) is stored as the line's ``ts``;
     ``trailers``, the response's (HTTP/2, gRPC's status), are stored
-    redacted as its headers are.  A body
+    redacted as its headers are; ``proto``, a descriptor set's schema,
+    reads a gRPC call's model and usage for ``meta``.  A body
     over ``limits.max_body`` raises :class:`~reel_core.RemoteProtocolError`
     (413; ``hints.max_body`` says how to raise it), as it does for a
     session; a response body that decodes to more is stored as it came,
@@ -153,7 +159,7 @@ def record_exchange(
     if cassette is not None:
         drop |= cassette.meta.drop_response_headers
     recorder = new_recorder(
-        request, recorded, key, seen, scrub, drop=drop, max_body=limits.max_body
+        request, recorded, key, seen, scrub, drop=drop, max_body=limits.max_body, proto=proto
     )
     chunks = [(0.0, body)] if isinstance(body, bytes) else list(body)
     recorder.head(status, normalize_headers(headers), 0.0, None, timestamp)

@@ -17,8 +17,8 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ._body import parse_json
 from ._calls import CALL_METHOD, call_text
+from ._protobuf import body_value
 from ._providers import model_of, prompt_text
 
 if TYPE_CHECKING:
@@ -57,8 +57,10 @@ def nearest(
     request: RecordedRequest, cassette: Cassette, config: MatchConfig
 ) -> tuple[Interaction, float] | None:
     """The best recording above ``config.threshold`` for ``request``, with
-    its score; ``None`` when none reaches it."""
-    _, body = parse_json(request.body)
+    its score; ``None`` when none reaches it.  A gRPC call's messages are
+    read through ``config.proto``, a descriptor set, when it reads them."""
+    proto = config.proto
+    _, body = body_value(request.body, request.path, proto)
     # a call's "prompt" is the text of its arguments
     text = call_text if request.method == CALL_METHOD else prompt_text
     mine = text(body)
@@ -69,7 +71,7 @@ def nearest(
     similarity = config.similarity or text_similarity
     best: tuple[Interaction, float] | None = None
     for interaction in cassette.same_endpoint(request.method, request.path):
-        _, theirs = parse_json(interaction.request.body)
+        _, theirs = body_value(interaction.request.body, interaction.request.path, proto)
         if (
             model_of(interaction.request.path, theirs) != model
             or _stream_flag(theirs) != _stream_flag(body)

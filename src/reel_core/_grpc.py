@@ -13,14 +13,25 @@ The call's status travels in the trailers (``grpc-status``, and
 404 for a gRPC client, which would report an opaque transport error: it is
 a ``200`` with no message and the trailers ``grpc-status: 5`` (NOT_FOUND)
 and the miss report's one line (:func:`grpc_miss_answer`).
+
+A message whose compressed flag is set is compressed with the call's
+``grpc-encoding`` (``gzip`` or ``deflate``, told apart by their first
+bytes: a stored frame needs no header to be read).  Everything that reads
+a message's contents (the redaction scan, a descriptor's JSON, the
+display) reads it through :func:`message_payload`: decompressed by the
+core's one bounded path (:func:`reel_core._decode.decode_content`), so a
+message that inflates past the limit is refused, never expanded whole.
 """
 
 from __future__ import annotations
 
 import enum
+import re
+import zlib
 from collections.abc import Callable
 from typing import Protocol
 
+from ._decode import DecodeError, decode_content
 from ._errors import RemoteProtocolError
 from ._hints import Hints
 from ._http import Headers, Limits
@@ -32,9 +43,14 @@ __all__ = [
     "grpc_frame",
     "grpc_messages",
     "grpc_miss_answer",
+    "has_compressed",
     "is_grpc",
+    "message_coding",
+    "message_payload",
     "percent_encode",
     "rescrubbed",
+    "rescrubbed_body",
+    "whole_frames",
 ]
 
 #: The bytes before each message: the compressed flag and the length.
@@ -187,23 +203,152 @@ def grpc_messages(
     return messages
 
 
-def rescrubbed(frame: bytes, scrub: Callable[[bytes], bytes]) -> bytes:
+def has_compressed(body: bytes) -> bool:
+    """Whether ``body`` is whole gRPC messages with one compressed among
+    them (its contents are not its bytes: a scan must decompress it)."""
+    frames = whole_frames(body)
+    return frames is not None and any(frame[0] for frame in frames)
+
+
+def whole_frames(body: bytes) -> list[bytes] | None:
+    """The frames of a body that is whole gRPC messages end to end (each
+    with its prefix, a flag of 0 or 1), else ``None`` (no JSON or text body
+    begins with such a byte).  An empty body is no gRPC body."""
+    frames = []
+    pos, size = 0, len(body)
+    while pos < size:
+        if size - pos < GRPC_PREFIX or body[pos] > 1:
+            return None
+        end = pos + GRPC_PREFIX + int.from_bytes(body[pos + 1 : pos + GRPC_PREFIX], "big")
+        if end > size:
+            return None
+        frames.append(body[pos:end])
+        pos = end
+    return frames or None
+
+
+def message_coding(data: bytes) -> str:
+    """The coding of a compressed message, from its first bytes: ``gzip``
+    (its magic number) or else ``deflate`` (zlib-wrapped as gRPC's spec
+    says, or raw as some servers send it)."""
+    return "gzip" if data[:2] == b"\x1f\x8b" else "deflate"
+
+
+def message_payload(message: bytes, compressed: bool, limit: int = Limits.max_body) -> bytes:
+    """A message's contents: ``message`` itself, or decompressed when its
+    flag says it is compressed, at most ``limit`` bytes of it (raises
+    :class:`~reel_core._decode.DecodeError` saying why it cannot: corrupt,
+    or a bomb that inflates past the limit, refused as it inflates)."""
+    if not compressed:
+        return message
+    return decode_content(message, (message_coding(message),), limit)
+
+
+def _compressed_like(data: bytes, original: bytes) -> bytes:
+    """``data`` compressed as ``original`` was: gzip, zlib-wrapped or raw
+    deflate (what its reader took it for), so the client reads it back."""
+    coding = message_coding(original)
+    if coding == "gzip":
+        wbits = zlib.MAX_WBITS | 16
+    else:
+        wrapped = len(original) >= 2 and original[0] & 0x0F == 8
+        wrapped = wrapped and (original[0] << 8 | original[1]) % 31 == 0
+        wbits = zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS
+    packer = zlib.compressobj(wbits=wbits)
+    return packer.compress(data) + packer.flush()
+
+
+#: The bytes of a text read with ``surrogateescape`` that are not UTF-8.
+_NOT_UTF8 = re.compile("[\udc80-\udcff]+")
+
+
+def _scrubbed_runs(data: bytes, scrub: Callable[[bytes], bytes]) -> bytes:
+    """``data`` with ``scrub`` applied to each run of UTF-8 text in it, the
+    bytes between kept as they are.  A protobuf is text fields between
+    binary tags and lengths (a length over 127 is not UTF-8): a scrubber of
+    text would pass the whole message over, and the secrets in its strings
+    with it."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        return scrub(data)
+    text = data.decode("utf-8", "surrogateescape")
+    out: list[bytes] = []
+    pos = 0
+    for run in _NOT_UTF8.finditer(text):
+        out.append(scrub(text[pos : run.start()].encode("utf-8")))
+        out.append(run.group().encode("utf-8", "surrogateescape"))
+        pos = run.end()
+    out.append(scrub(text[pos:].encode("utf-8")))
+    return b"".join(out)
+
+
+def rescrubbed(
+    frame: bytes,
+    scrub: Callable[[bytes], bytes],
+    *,
+    limit: int = Limits.max_body,
+    notes: list[tuple[str, str]] | None = None,
+) -> bytes:
     """A stored gRPC frame with ``scrub`` applied to its message, its
     length prefix written again for what is left (a frame that is no whole
     message, the unfinished tail of a stream, is scrubbed whole).  The
     frame stays one well-formed message; a protobuf whose string field lost
     a secret no longer parses as that message (its own lengths are not
-    rewritten): no secret on disk wins over a readable message."""
-    if (
+    rewritten): no secret on disk wins over a readable message.  Each run
+    of text between a protobuf's binary bytes is scrubbed (a message is
+    rarely UTF-8 whole).
+
+    A compressed message is scrubbed decompressed (at most ``limit``
+    bytes: :func:`message_payload`) and compressed again the way it came,
+    so a replay stays a valid message.  One that does not decompress (a
+    bomb past the limit, corrupt data, a coding not read here) is kept as
+    it came, its bytes scrubbed as they are, and ``notes`` hears its coding
+    and why: the one path every stored gRPC message is scrubbed through."""
+    if not (
         len(frame) >= GRPC_PREFIX
         and int.from_bytes(frame[1:GRPC_PREFIX], "big") == len(frame) - GRPC_PREFIX
     ):
-        message = frame[GRPC_PREFIX:]
-        scrubbed = scrub(message)
-        if scrubbed == message:
-            return frame
-        return grpc_frame(scrubbed, compressed=bool(frame[0]))
-    return scrub(frame)
+        return _scrubbed_runs(frame, scrub)
+    message = frame[GRPC_PREFIX:]
+    if frame[0]:
+        try:
+            plain = message_payload(message, True, limit)
+        except DecodeError as exc:
+            if notes is not None:
+                notes.append(
+                    (
+                        message_coding(message),
+                        "a compressed gRPC message kept as it came, not scanned for "
+                        f"secrets: {exc}",
+                    )
+                )
+        else:
+            scrubbed = _scrubbed_runs(plain, scrub)
+            if scrubbed == plain:
+                return frame
+            return grpc_frame(_compressed_like(scrubbed, message), compressed=True)
+    scrubbed = _scrubbed_runs(message, scrub)
+    if scrubbed == message:
+        return frame
+    return grpc_frame(scrubbed, compressed=bool(frame[0]))
+
+
+def rescrubbed_body(
+    body: bytes,
+    scrub: Callable[[bytes], bytes],
+    *,
+    limit: int = Limits.max_body,
+    notes: list[tuple[str, str]] | None = None,
+) -> bytes | None:
+    """A body of whole gRPC messages (a request's) with each message
+    :func:`rescrubbed`; ``None`` when ``body`` is no such body."""
+    frames = whole_frames(body)
+    if frames is None:
+        return None
+    return b"".join([rescrubbed(f, scrub, limit=limit, notes=notes) for f in frames])
 
 
 class _Summarized(Protocol):

@@ -53,13 +53,19 @@ class GrpcMessage:
     end: bool = False
 
 
-def scrub_message(frame: bytes, redactor: Redactor, found: list[str] | None = None) -> bytes:
+def scrub_message(
+    frame: bytes,
+    redactor: Redactor,
+    found: list[str] | None = None,
+    notes: list[tuple[str, str]] | None = None,
+) -> bytes:
     """A session's message redacted: the one rule, for what is recorded,
     what ``reel redact`` rewrites and what a replay compares a client's
     message as.  The message is scrubbed as a unit (a secret split across
     two messages is neither's) by every rule, as a gRPC response's
-    messages are, its length prefix written again for what is left."""
-    return rescrubbed(frame, lambda data: redactor.data(data, found))
+    messages are, its length prefix written again for what is left (a
+    compressed one decompressed; ``notes`` hears of one that is not)."""
+    return rescrubbed(frame, lambda data: redactor.data(data, found), notes=notes)
 
 
 @dataclass(frozen=True)
@@ -74,14 +80,18 @@ class GrpcLog:
         return [(i, m) for i, m in enumerate(self.messages) if m.sender == "client" and not m.end]
 
     def redacted(
-        self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
+        self,
+        redactor: Redactor,
+        found: Callable[[str, list[str]], None] | None = None,
+        notes: list[tuple[str, str]] | None = None,
     ) -> GrpcLog:
         """Every message redacted (:func:`scrub_message`); ``found(where,
-        kinds)`` hears what was replaced in ``grpc.messages[i]``."""
+        kinds)`` hears what was replaced in ``grpc.messages[i]``, ``notes``
+        of a compressed message kept as it came (its coding, why)."""
         messages = []
         for i, message in enumerate(self.messages):
             kinds: list[str] = []
-            data = scrub_message(message.data, redactor, kinds) if message.data else b""
+            data = scrub_message(message.data, redactor, kinds, notes) if message.data else b""
             if found is not None:
                 found(f"grpc.messages[{i}]", kinds)
             messages.append(message if data == message.data else replace(message, data=data))

@@ -37,6 +37,7 @@ from typing import Any
 from ._body import cheap_body, decode_body, encode_body
 from ._calls import Call, CallLog, call_fields, call_from_json, call_target
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
+from ._grpc import has_compressed, rescrubbed, rescrubbed_body
 from ._grpc_log import GRPC_SESSION, GrpcLog, grpc_in, grpc_out
 from ._headers import scrub_value, stored_headers
 from ._literals import ExchangeRedactor
@@ -146,15 +147,19 @@ class RecordedRequest:
             and not self.query
             and self.content_type is None
             and redactor.keeps(self.path, self.body)
+            and not has_compressed(self.body)  # its bytes are not what it says
         ):
             return self  # nearly every request: nothing to scrub, nothing to build
         kinds: dict[str, list[str]] = {"request.path": [], "request.query": [], "request.body": []}
+        notes: list[tuple[str, str]] = []
         redacted = replace(
             self,
             path=redactor.text(self.path, kinds["request.path"]),
             query=redactor.query(self.query, kinds["request.query"]),
-            body=_redact_body(self.body, self.content_type, redactor, kinds["request.body"]),
+            body=_redact_body(self.body, self.content_type, redactor, kinds["request.body"], notes),
         )
+        if notes and redacted.encoding_error is None:  # a message kept compressed, unscanned
+            redacted = replace(redacted, encoding=notes[0][0], encoding_error=notes[0][1])
         if found is not None:
             for where, replaced in kinds.items():
                 found(where, replaced)
@@ -162,14 +167,24 @@ class RecordedRequest:
 
 
 def _redact_body(
-    body: bytes, content_type: str | None, redactor: Redactor, found: list[str]
+    body: bytes,
+    content_type: str | None,
+    redactor: Redactor,
+    found: list[str],
+    notes: list[tuple[str, str]],
 ) -> bytes:
     """A request body redacted as what it is: form fields by the query
-    string's name rules, then any text by the text rules."""
+    string's name rules, then any text by the text rules; gRPC messages
+    each by the text rules (a compressed one decompressed: ``notes`` hears
+    of one that is not)."""
     if content_type == FORM and form_fields(body) is not None:
         body = redact_form(body, redactor, found)
     elif content_type == MULTIPART and parse_multipart(body) is not None:
         return redact_multipart(body, redactor, found)
+    elif content_type is None:
+        messages = rescrubbed_body(body, lambda data: redactor.data(data, found), notes=notes)
+        if messages is not None:
+            return messages
     return redactor.data(body, found)
 
 
@@ -287,15 +302,16 @@ class RecordedResponse:
                 frames = tuple((at, redactor.data(frame)) for at, frame in frames)
             fields["frames"] = frames
         elif self.stream == "grpc":  # each message scrubbed, its prefix kept true
-            from ._grpc import rescrubbed
-
             grpc_kinds: list[str] | None = None if found is None else []
+            notes: list[tuple[str, str]] = []
             fields["frames"] = tuple(
-                (at, rescrubbed(frame, lambda data: redactor.data(data, grpc_kinds)))
+                (at, rescrubbed(frame, lambda data: redactor.data(data, grpc_kinds), notes=notes))
                 for at, frame in self.frames
             )
             if found is not None and grpc_kinds is not None:
                 found("response.frames", grpc_kinds)
+            if notes and self.encoding_error is None:  # a message kept compressed, unscanned
+                fields["encoding"], fields["encoding_error"] = notes[0]
         else:
             kinds = None if found is None else []
             fields["frames"] = tuple(redact_chunks(self.frames, redactor, kinds))
@@ -446,7 +462,15 @@ class Interaction:
             request = req.redacted(redactor, heard)
         response = self.response.redacted(redactor, heard, drop=drop)
         websocket = None if self.websocket is None else self.websocket.redacted(redactor, heard)
-        grpc = None if self.grpc is None else self.grpc.redacted(redactor, heard)
+        notes: list[tuple[str, str]] = []
+        grpc = None if self.grpc is None else self.grpc.redacted(redactor, heard, notes)
+        if notes and response.encoding_error is None:  # a message kept compressed, unscanned
+            response = replace(response, encoding=notes[0][0], encoding_error=notes[0][1])
+        # a body newly flagged as not scanned (a compressed gRPC message) is a change too
+        changed = changed or (request.encoding_error, response.encoding_error) != (
+            req.encoding_error,
+            self.response.encoding_error,
+        )
         endpoint = self.endpoint
         if endpoint == f"{req.method} {req.path}":
             endpoint = f"{request.method} {request.path}"

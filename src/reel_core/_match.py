@@ -16,14 +16,17 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._body import parse_json
 from ._errors import ConfigError
 from ._forms import FORM, MULTIPART, canonical_form, canonical_multipart
 from ._jsonpath import WILDCARD, JSONPath, format_path, parse_path
 from ._nesting import load_json
+from ._protobuf import body_value
 from ._providers import DRIFT_FIELDS, endpoint_family, on_register
+
+if TYPE_CHECKING:
+    from ._protobuf import ProtoSchema
 
 __all__ = [
     "FieldDiff",
@@ -57,12 +60,15 @@ class MatchConfig:
     """A match mode; for ``ignore-fields`` and ``fuzzy`` the JSON paths to
     ignore; for ``fuzzy`` the similarity threshold (0 to 1) and, optionally,
     the similarity function (two prompt texts -> a score from 0 to 1;
-    the built-in one when ``None``)."""
+    the built-in one when ``None``); ``proto``, a descriptor set's schema
+    that gRPC request bodies are compared through, as JSON (see
+    :mod:`reel_core._protobuf`; ``None``: as bytes)."""
 
     mode: MatchMode = MatchMode.NORMALIZED
     ignore_fields: tuple[str, ...] = ()
     threshold: float = 0.85
     similarity: Callable[[str, str], float] | None = field(default=None, compare=False)
+    proto: ProtoSchema | None = None
     _paths: tuple[JSONPath, ...] = field(init=False, repr=False, compare=False)
     _hash: int = field(init=False, repr=False, compare=False)
 
@@ -75,7 +81,9 @@ class MatchConfig:
             raise ConfigError(f"fuzzy threshold must be from 0 to 1, not {self.threshold}")
         object.__setattr__(self, "ignore_fields", tuple(self.ignore_fields))
         object.__setattr__(self, "_paths", tuple(parse_path(p) for p in self.ignore_fields))
-        object.__setattr__(self, "_hash", hash((self.mode, self.ignore_fields, self.threshold)))
+        object.__setattr__(
+            self, "_hash", hash((self.mode, self.ignore_fields, self.threshold, self.proto))
+        )
 
     def __hash__(self) -> int:
         # Settings key every index and play count lookup, several times a
@@ -92,7 +100,7 @@ class MatchConfig:
         if self.mode is not MatchMode.FUZZY:
             return self
         mode = MatchMode.IGNORE_FIELDS if self.ignore_fields else MatchMode.NORMALIZED
-        return MatchConfig(mode, self.ignore_fields)
+        return MatchConfig(mode, self.ignore_fields, proto=self.proto)
 
 
 def _remove(value: Any, path: JSONPath) -> Any:
@@ -124,7 +132,8 @@ def canonical_body(
     ``path``: outside ``exact`` mode, JSON is re-serialized canonically,
     without the fields that drift between identical-in-intent calls to the
     path's provider (:data:`reel_core._providers.DRIFT_FIELDS`) and without
-    the ignored fields.  A form body (``content_type``, see
+    the ignored fields; a gRPC body ``config.proto`` reads is that JSON
+    (:func:`~reel_core._protobuf.body_value`).  A form body (``content_type``, see
     :mod:`reel_core._forms`) is keyed by its fields, a multipart body by its
     parts, never by its boundary."""
     if not body:
@@ -135,7 +144,7 @@ def canonical_body(
             return form
     if config.mode is MatchMode.EXACT:
         return body
-    is_json, value = parse_json(body)
+    is_json, value = body_value(body, path, config.proto)
     if not is_json:
         return body
     for json_path in (*_drift_paths(path), *config.paths):

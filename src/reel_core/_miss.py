@@ -28,9 +28,11 @@ from ._match import (
     diff_json,
     diff_spelling,
 )
+from ._protobuf import body_value
 
 if TYPE_CHECKING:
     from ._cassette import Cassette, Interaction, RecordedRequest
+    from ._protobuf import ProtoSchema
 
 __all__ = [
     "Closest",
@@ -247,12 +249,17 @@ def body_diff(recorded: bytes, received: bytes, prefix: str = "body") -> list[Fi
 
 
 def request_diff(
-    recorded: RecordedRequest, received: RecordedRequest, *, exact: bool = False
+    recorded: RecordedRequest,
+    received: RecordedRequest,
+    *,
+    exact: bool = False,
+    proto: ProtoSchema | None = None,
 ) -> list[FieldDiff]:
     """Every difference between two requests, request line first.  With
     ``exact`` (the match mode that compares body bytes), also where equal
     JSON is written differently: numbers spelled otherwise, keys in another
-    order, or else other formatting."""
+    order, or else other formatting.  gRPC bodies ``proto`` reads differ
+    field by field (``messages[0].model``)."""
     diffs: list[FieldDiff] = []
     if recorded.method != received.method:
         diffs.append(FieldDiff("method", "changed", recorded.method, received.method))
@@ -266,8 +273,8 @@ def request_diff(
             diffs.append(FieldDiff(f"query.{name}", "added", received=lq[name]))
         elif rq[name] != lq[name]:
             diffs.append(FieldDiff(f"query.{name}", "changed", rq[name], lq[name]))
-    a_json, a = parse_json(recorded.body)
-    b_json, b = parse_json(received.body)
+    a_json, a = body_value(recorded.body, recorded.path, proto)
+    b_json, b = body_value(received.body, received.path, proto)
     forms = form_diff(recorded, received)
     if forms is not None:
         diffs.extend(forms)
@@ -337,7 +344,7 @@ def closest_to(
     if config.mode is MatchMode.EXACT:
         # bytes that differ only in spelling hold the same value: the
         # recording of that value is the closest, however its bytes compare
-        config = MatchConfig()
+        config = MatchConfig(proto=config.proto)
     mine = canonical_body(request.body, config, request.path, request.content_type)
     scored = []
     for interaction in pool:
@@ -426,7 +433,9 @@ def build_miss_report(
     found = nearest if nearest is not None else closest_to(request, cassette, config)
     if found is not None:
         interaction, score = found
-        diffs = request_diff(interaction.request, request, exact=config.mode is MatchMode.EXACT)
+        diffs = request_diff(
+            interaction.request, request, exact=config.mode is MatchMode.EXACT, proto=config.proto
+        )
         closest = Closest(
             id=interaction.id,
             method=interaction.request.method,

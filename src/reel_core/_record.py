@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import replace
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from ._body import parse_json
 from ._decode import DecodeError, Failure, codings_of, decode_chunks
@@ -36,6 +36,9 @@ from ._prices import cost_usd
 from ._redact import Redactor
 from ._upstream import Abort, UpstreamError
 from ._usage import extract_usage
+
+if TYPE_CHECKING:
+    from ._protobuf import ProtoSchema
 
 __all__ = ["Recorder", "Steps", "UpstreamError", "response_shape", "run_steps"]
 
@@ -136,8 +139,11 @@ class Recorder:
         sent: str | None = None,
         drop: frozenset[str] = frozenset(),
         max_body: int = Limits.max_body,
+        proto: ProtoSchema | None = None,
     ) -> None:
         self.request = request
+        #: A descriptor set's schema: a gRPC call's usage is read through it.
+        self.proto = proto
         #: The most decoded bytes a body may have (the engine's body limit).
         self.max_body = max_body
         self.key = key
@@ -309,7 +315,10 @@ class Recorder:
             if rest:  # a message that never completed: a frame of its own
                 self._frames.append((at, rest))
             scrub = self._literals.data
-            self._frames = [(when, rescrubbed(frame, scrub)) for when, frame in self._frames]
+            self._frames = [
+                (when, rescrubbed(frame, scrub, limit=self.max_body))
+                for when, frame in self._frames
+            ]
 
     def end(self, now: float) -> Interaction:
         """The upstream response ended cleanly."""
@@ -384,7 +393,9 @@ class Recorder:
         if kind is not None:
             meta["frames"] = len(response.frames)
         meta["shape"] = response_shape(response, self._content_type)
-        usage = extract_usage(self.provider, self.request.path, self.request.body, response)
+        usage = extract_usage(
+            self.provider, self.request.path, self.request.body, response, self.proto
+        )
         meta.update(usage.to_meta())
         meta["cost_usd"] = cost_usd(usage)
         return Interaction(

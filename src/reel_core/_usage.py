@@ -37,12 +37,15 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._frames import SSESplitter, looks_like_sse, parse_sse_event
 from ._interaction import RecordedResponse
 from ._nesting import check_depth, load_json
-from ._providers import USAGE_READERS, Tally, request_model
+from ._providers import USAGE_READERS, Tally, model_of, request_model
+
+if TYPE_CHECKING:
+    from ._protobuf import ProtoSchema
 
 __all__ = ["Usage", "extract_usage"]
 
@@ -108,16 +111,23 @@ class Usage:
 
 
 def extract_usage(
-    provider: str, path: str, request_body: bytes, response: RecordedResponse
+    provider: str,
+    path: str,
+    request_body: bytes,
+    response: RecordedResponse,
+    proto: ProtoSchema | None = None,
 ) -> Usage:
     """The :class:`Usage` of a recorded exchange; never raises.
 
     ``provider`` and ``path`` are the interaction's (``path`` without the
     query); the wire format is recognised from the bodies themselves, so an
-    OpenAI-compatible endpoint under any provider or path is read too.
+    OpenAI-compatible endpoint under any provider or path is read too.  A
+    gRPC call's messages are read through ``proto``, a descriptor set's
+    schema, as the JSON objects its provider's readers take (without one
+    they are bytes: nothing is read).
     """
     try:
-        return _extract(provider, path, request_body, response)
+        return _extract(provider, path, request_body, response, proto)
     except Exception:  # a last guard: usage is best effort, never a failed recording
         return Usage()
 
@@ -125,9 +135,18 @@ def extract_usage(
 # -- the reading -------------------------------------------------------------
 
 
-def _extract(provider: str, path: str, request_body: bytes, response: RecordedResponse) -> Usage:
+def _extract(
+    provider: str,
+    path: str,
+    request_body: bytes,
+    response: RecordedResponse,
+    proto: ProtoSchema | None = None,
+) -> Usage:
     acc = _Accumulator(embeddings=path.rstrip("/").endswith("/embeddings"))
-    if response.stream is None:
+    if response.stream == "grpc":
+        if proto is not None:
+            _read_grpc(acc, proto, path, response.frames)
+    elif response.stream is None:
         _read_body(acc, response.body)
     elif response.stream == "sse":
         for at, frame in response.frames:
@@ -139,9 +158,32 @@ def _extract(provider: str, path: str, request_body: bytes, response: RecordedRe
     else:
         _read_chunks(acc, response.frames)
     model = acc.model
+    if model is None and proto is not None:
+        model = _grpc_model(proto, path, request_body)
     if model is None:
         model = request_model(path, request_body, provider)
     return acc.usage(model)
+
+
+def _read_grpc(
+    acc: _Accumulator, proto: ProtoSchema, path: str, frames: tuple[tuple[float, bytes], ...]
+) -> None:
+    """Each gRPC message as the JSON object its descriptor reads it as; a
+    message it does not read is passed over."""
+    from ._protobuf import SchemaNote
+
+    for at, frame in frames:
+        try:
+            (obj,) = proto.read(path, [frame], response=True)
+        except SchemaNote:
+            continue
+        if acc.take(obj, None) and acc.first_ms is None:
+            acc.first_ms = at
+
+
+def _grpc_model(proto: ProtoSchema, path: str, body: bytes) -> str | None:
+    """The ``model`` of a gRPC request's first message, read through ``proto``."""
+    return model_of(path, proto.request_json(path, body)) or None
 
 
 def _looks_like_sse(frames: tuple[tuple[float, bytes], ...]) -> bool:

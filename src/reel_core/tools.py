@@ -58,6 +58,14 @@ from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
 from ._literals import exchange_redactor
 from ._match import FieldDiff, match_key
 from ._nesting import MAX_DEPTH, TooDeep, load_json
+from ._protobuf import (
+    ProtoSchema,
+    SchemaNote,
+    body_value,
+    grpc_method,
+    request_frames,
+    shown_messages,
+)
 from ._providers import (
     PROVIDERS,
     Claim,
@@ -194,9 +202,11 @@ __all__ = [
     "Part",
     "Piece",
     "Price",
+    "ProtoSchema",
     "Provider",
     "SSEEvent",
     "SSESplitter",
+    "SchemaNote",
     "Shape",
     "Skipped",
     "Staleness",
@@ -225,6 +235,7 @@ __all__ = [
     "asset_digests",
     "asset_name",
     "body_diff",
+    "body_value",
     "cassette_assets",
     "check_features",
     "check_json",
@@ -247,6 +258,7 @@ __all__ = [
     "format_instant",
     "grpc_frame",
     "grpc_messages",
+    "grpc_method",
     "grpc_miss_answer",
     "import_exchanges",
     "import_formats",
@@ -278,6 +290,7 @@ __all__ = [
     "render_report",
     "report_json",
     "request_diff",
+    "request_frames",
     "request_model",
     "resolve_model",
     "response_shape",
@@ -287,6 +300,7 @@ __all__ = [
     "sent_digest",
     "shape_changes",
     "shorten",
+    "shown_messages",
     "shown_url",
     "sniff_format",
     "sniff_media_type",

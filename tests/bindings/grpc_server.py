@@ -6,6 +6,10 @@ the status (code, details) and the trailing metadata, the gap between
 streamed messages.  ``/test.Scripted/Unary`` answers its first message (or
 none, for an error), ``/test.Scripted/Stream`` all of them, one by one.
 ``/test.Scripted/Upload`` is client-streaming (it joins what it gets).
+``/test.Scripted/Chat`` is bidirectional, scripted by the client's messages
+(:class:`Turn`): each says what the server answers to it, and may end the
+call there; the first also says what the server sends after the client's
+end, and the status it ends with.
 
 Metadata values of a ``-bin`` key travel as hex in the script (JSON has no
 bytes)."""
@@ -25,11 +29,12 @@ import pytest
 
 grpc = pytest.importorskip("grpc", reason="the gRPC binding's tests need grpcio")
 
-__all__ = ["STREAM", "UNARY", "UPLOAD", "Script", "ScriptedServer"]
+__all__ = ["CHAT", "STREAM", "UNARY", "UPLOAD", "Script", "ScriptedServer", "Turn"]
 
 UNARY = "/test.Scripted/Unary"
 STREAM = "/test.Scripted/Stream"
 UPLOAD = "/test.Scripted/Upload"
+CHAT = "/test.Scripted/Chat"
 
 MetadataPairs = tuple[tuple[str, "str | bytes"], ...]
 
@@ -79,6 +84,51 @@ class Script:
             _pairs(data["trailing"]),
             data["gap"],
             data["tag"],
+        )
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A client message of ``/test.Scripted/Chat``: what the server answers
+    to it, and whether the server then ends the call (``stop``: its code
+    and details).  The first turn's ``final`` and ``code``/``details``: what
+    the server sends after the client's end, and how it ends then."""
+
+    reply: tuple[bytes, ...] = ()
+    stop: tuple[int, str] | None = None
+    final: tuple[bytes, ...] = ()
+    code: int = 0
+    details: str = ""
+    #: Anything, to tell two messages apart.
+    tag: str = ""
+    #: How long the server thinks before it answers this turn (seconds).
+    gap: float = 0.0
+
+    def message(self) -> bytes:
+        return json.dumps(
+            {
+                "gap": self.gap,
+                "reply": [m.hex() for m in self.reply],
+                "stop": list(self.stop) if self.stop is not None else None,
+                "final": [m.hex() for m in self.final],
+                "code": self.code,
+                "details": self.details,
+                "tag": self.tag,
+            }
+        ).encode()
+
+    @classmethod
+    def of(cls, message: bytes) -> Turn:
+        data = json.loads(message)
+        stop = data["stop"]
+        return cls(
+            tuple(bytes.fromhex(m) for m in data["reply"]),
+            None if stop is None else (stop[0], stop[1]),
+            tuple(bytes.fromhex(m) for m in data["final"]),
+            data["code"],
+            data["details"],
+            data["tag"],
+            data["gap"],
         )
 
 
@@ -134,6 +184,31 @@ class ScriptedServer:
             self.calls["Upload"] += 1
         return b"+".join(requests)
 
+    def _chat(self, requests: Iterator[bytes], context: Any) -> Iterator[bytes]:
+        with self._lock:
+            self.calls["Chat"] += 1
+            self.metadata.append(tuple(context.invocation_metadata()))
+        first: Turn | None = None
+        for message in requests:
+            turn = Turn.of(message)
+            first = first or turn
+            if turn.gap:
+                time.sleep(turn.gap)
+            yield from turn.reply
+            if turn.stop is not None:
+                code, details = turn.stop
+                if code:
+                    context.abort(_CODES[code], details)
+                context.set_details(details)
+                return
+        if first is None:
+            return
+        yield from first.final
+        if first.code:
+            context.abort(_CODES[first.code], first.details)
+        if first.details:
+            context.set_details(first.details)
+
     def __enter__(self) -> ScriptedServer:
         handler = grpc.method_handlers_generic_handler(
             "test.Scripted",
@@ -141,6 +216,7 @@ class ScriptedServer:
                 "Unary": grpc.unary_unary_rpc_method_handler(self._unary),
                 "Stream": grpc.unary_stream_rpc_method_handler(self._stream),
                 "Upload": grpc.stream_unary_rpc_method_handler(self._upload),
+                "Chat": grpc.stream_stream_rpc_method_handler(self._chat),
             },
         )
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))

@@ -498,34 +498,6 @@ def test_a_call_that_never_reached_a_server_is_not_recorded(tmp_path: Path) -> N
     assert len(cassette.read_text().splitlines()) == 1  # the _meta line alone
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("mode", ["replay", "record", "auto"])
-def test_client_streaming_is_refused_outside_live_mode(
-    kind: str, mode: str, server: ScriptedServer, tmp_path: Path
-) -> None:
-    cassette = tmp_path / "upload.jsonl"
-    cassette.write_text('{"_meta":{"schema":3}}\n')
-
-    def run(chan: Any) -> Any:
-        with pytest.raises(grpc.RpcError) as raised:
-            chan.stream_unary(UPLOAD)(iter([b"a"]))
-        return raised.value
-
-    async def arun(chan: Any) -> Any:
-        with pytest.raises(grpc.RpcError) as raised:
-            chan.stream_unary(UPLOAD)(iter([b"a"]))
-        return raised.value
-
-    error = (
-        sync_run(server.address, cassette, run, mode=mode)
-        if kind == "sync"
-        else aio_run(server.address, cassette, arun, mode=mode)
-    )
-    assert error.code() is grpc.StatusCode.UNIMPLEMENTED
-    assert "client-streaming and bidirectional gRPC calls are not recorded yet" in error.details()
-    assert f"refused in {mode} mode" in error.details()
-
-
 def test_client_streaming_passes_through_in_live_mode(
     server: ScriptedServer, tmp_path: Path
 ) -> None:

@@ -188,6 +188,7 @@ def test_help_documents_every_flag_and_variable() -> None:
         "REEL_PORT",
         "REEL_REDACT_PII",
         "REEL_DROP_RESPONSE_HEADERS",
+        "REEL_PROTO_DESCRIPTOR",
     ):
         assert variable in out, variable
     for mode in Mode:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,17 @@ from reel_bindings._settings import (
     Settings,
     Source,
 )
+
+
+def _descriptor_set(package: str) -> str:
+    """A file holding a descriptor set of one empty file (protobuf's wire
+    format written by hand): its path."""
+    name = f"{package}.proto".encode()
+    file = b"\x0a" + bytes([len(name)]) + name + b"\x12" + bytes([len(package)]) + package.encode()
+    path = Path(tempfile.mkdtemp(prefix="reel-settings-")) / f"{package}.pb"
+    path.write_bytes(b"\x0a" + bytes([len(file)]) + file)
+    return str(path)
+
 
 #: Per setting: a good value for each source (marker, flag, env, ini),
 #: told apart once parsed, and a bad value (``None``: it has none).
@@ -45,6 +57,10 @@ VALUES: dict[str, tuple[tuple[object, object, str, object], object]] = {
     "record_grace": ((1, "2", "3", "4"), "-1"),
     "asset_threshold": ((100, 200, "300", "400"), "big"),
     "drop_response_headers": ((["x-m"], ["x-f"], "x-e", ["x-i"]), "a b"),
+    "proto_descriptor": (
+        (_descriptor_set("m"), _descriptor_set("f"), _descriptor_set("e"), _descriptor_set("i")),
+        "no/such/set.pb",
+    ),
     "cassette": (("m.jsonl", "f.jsonl", "e.jsonl", "i.jsonl"), None),
     "cassette_dir": (("m", "f", "e", "i"), None),
     "host": (("m", "f", "e", "i"), None),

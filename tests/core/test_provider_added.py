@@ -93,13 +93,13 @@ def test_unregistered_it_is_nobody_s() -> None:
 
 
 def test_it_is_recognised_and_routed_in_its_rank(acme: Provider) -> None:
-    assert list(PROVIDERS) == ["anthropic", "gemini", "acme", "openai", "generic"]
+    assert list(PROVIDERS) == ["anthropic", "gemini", "acme", "xai", "openai", "generic"]
     assert guess_provider(PATH) == "acme"
     assert guess_provider("/v1/chat/completions", "api.acme.test") == "acme"
     assert guess_provider("/v1/chat/completions") == "openai"  # the others keep theirs
     assert route(PATH, (), None) == "https://api.acme.test" + PATH
     assert endpoint_family(PATH) == "acme"
-    assert routed_titles() == "Anthropic, Gemini, Acme or OpenAI"
+    assert routed_titles() == "Anthropic, Gemini, Acme, xAI or OpenAI"
 
 
 def test_the_engine_routes_records_and_reads_it(acme: Provider) -> None:
@@ -131,7 +131,7 @@ def test_a_path_of_nobody_s_names_it_among_the_routed(acme: Provider) -> None:
     engine.receive_request(Request("POST", "/api/generate", (), b"{}"))
     refused = engine.next_event()
     assert isinstance(refused, Refused)
-    assert "not an API path of Anthropic, Gemini, Acme or OpenAI" in refused.message
+    assert "not an API path of Anthropic, Gemini, Acme, xAI or OpenAI" in refused.message
 
 
 def test_its_drift_fields_answers_prompt_and_prices(acme: Provider) -> None:
@@ -182,7 +182,7 @@ def test_a_reader_that_nobody_claims_reads_nothing() -> None:
         assert (usage.input_tokens, usage.output_tokens) == (None, None)
     finally:
         register_provider(openai.PROVIDER)
-    assert list(PROVIDERS) == ["anthropic", "gemini", "openai", "generic"]
+    assert list(PROVIDERS) == ["anthropic", "gemini", "xai", "openai", "generic"]
 
 
 def test_only_a_provider_registers() -> None:

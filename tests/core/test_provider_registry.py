@@ -26,9 +26,16 @@ from reel_core._providers import (
     generic,
     guess_provider,
     openai,
+    xai,
 )
 
-MODULES = {"openai": openai, "anthropic": anthropic, "gemini": gemini, "generic": generic}
+MODULES = {
+    "openai": openai,
+    "anthropic": anthropic,
+    "gemini": gemini,
+    "xai": xai,
+    "generic": generic,
+}
 
 # One object of each shape the readers know, to drive every reader once.
 SAMPLES: list[tuple[dict[str, Any], object]] = [

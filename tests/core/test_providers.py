@@ -89,7 +89,7 @@ def test_route_to_the_provider_host(path: str, headers: Headers, url: str | None
 
 
 def test_provider_hosts_are_https() -> None:
-    assert set(PROVIDER_HOSTS) == {"openai", "anthropic", "gemini"}
+    assert set(PROVIDER_HOSTS) == {"openai", "anthropic", "gemini", "xai"}
     assert all(u.startswith("https://") and not u.endswith("/") for u in PROVIDER_HOSTS.values())
 
 
@@ -108,6 +108,7 @@ def test_provider_hosts_are_https() -> None:
         ("/v1beta/models/g:streamGenerateContent", "gemini"),
         ("/v1/models", None),
         ("/api/generate", None),
+        ("/xai_api.Chat/GetCompletion", "xai"),
     ],
 )
 def test_endpoint_family(path: str, family: str | None) -> None:
@@ -115,7 +116,7 @@ def test_endpoint_family(path: str, family: str | None) -> None:
 
 
 def test_drift_fields_cover_every_family() -> None:
-    assert set(DRIFT_FIELDS) == {"openai", "anthropic", "gemini"}
+    assert set(DRIFT_FIELDS) == {"openai", "anthropic", "gemini", "xai"}
     assert "user" in DRIFT_FIELDS["openai"]
     assert DRIFT_FIELDS["anthropic"] == ("metadata",)
 

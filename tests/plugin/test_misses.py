@@ -147,6 +147,7 @@ NOT_BINDINGS = {
     "max_age",
     "record_grace",
     "drop_response_headers",
+    "proto_descriptor",
     "allow_misses",
     "frozen",
     "misses",

@@ -36,6 +36,7 @@ def test_reel_s_own_providers_are_set_as_before() -> None:
         "GEMINI_API_KEY": REPLAY_KEY,
         "OPENAI_BASE_URL": URL + "/v1",
         "OPENAI_API_KEY": REPLAY_KEY,
+        "XAI_API_KEY": REPLAY_KEY,
     }
     # a key of the environment is left alone; either of Gemini's will do
     set_keys = {"OPENAI_API_KEY": "sk-x", "GOOGLE_API_KEY": "g-x"}

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from reel_core import CassetteError, CassetteMeta, ConfigError, Interaction, Redactor, ReelError
-from reel_core.tools import decode_lines, is_meta_line, read_line
+from reel_core.tools import ProtoSchema, decode_lines, is_meta_line, read_line
 
 from .._files import StoreAssets
-from .._settings import pii_from_env
+from .._settings import SettingError, Settings, pii_from_env
 from .._store import FileStore, Store
 from .._store import atomic_write as replace_file
 
@@ -73,6 +73,34 @@ class CliError(Exception):
 #: The store the reading commands read from (``--store``, set by
 #: :mod:`._store`); ``None``: files.
 STORE: contextvars.ContextVar[Store | None] = contextvars.ContextVar("reel_store", default=None)
+
+
+def add_proto_option(p: Any) -> None:
+    """``--proto-descriptor FILE`` on a command that shows or matches gRPC
+    messages: through it they read as JSON (``$REEL_PROTO_DESCRIPTOR``
+    when not given)."""
+    p.add_argument(
+        "--proto-descriptor",
+        metavar="FILE",
+        help="a descriptor set (protoc --descriptor_set_out=FILE --include_imports): gRPC "
+        "messages are shown as JSON through it, else as bytes (default: "
+        "$REEL_PROTO_DESCRIPTOR); needs pip install 'reel-llm[grpc]'",
+    )
+
+
+def proto_of(given: str | None, environ: Mapping[str, str] | None = None) -> ProtoSchema | None:
+    """The descriptor set ``--proto-descriptor`` (or its variable) names,
+    read; a :class:`CliError` (exit 2) naming it when it is none."""
+    try:
+        settings = Settings.resolve(
+            {"proto_descriptor": given},
+            environ,
+            only=("proto_descriptor",),
+            flag_label=lambda name: "--proto-descriptor",
+        )
+    except SettingError as exc:
+        raise CliError(str(exc)) from None
+    return settings.proto_descriptor
 
 
 def assets_of(path: Path) -> StoreAssets:

@@ -18,10 +18,12 @@ from .._figures import figures
 from ._common import (
     EXIT_OK,
     Progress,
+    add_proto_option,
     fmt_num,
     fmt_usd,
     plural,
     print_json,
+    proto_of,
     read_cassette,
     table,
 )
@@ -42,6 +44,7 @@ def add_parser(commands: Any) -> None:
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="cassettes (.jsonl)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_proto_option(p)
     add_store_options(p)
     p.set_defaults(run=run)
 
@@ -95,6 +98,7 @@ class _Group:
 
 
 def run(ns: argparse.Namespace) -> int:
+    proto = proto_of(ns.proto_descriptor)  # a gRPC call's usage read through it
     known: dict[tuple[str, str | None], _Group] = {}
     unknown: dict[tuple[str, str | None], _Group] = {}
     skipped = 0
@@ -108,7 +112,7 @@ def run(ns: argparse.Namespace) -> int:
         for ix in cassette.interactions:
             if ix.call is not None:  # a tool call: no tokens, no price
                 continue
-            f = figures(ix)
+            f = figures(ix, proto)
             key = (ix.provider, f.model)
             if f.cost_usd is None:
                 group = unknown.setdefault(key, _Group(*key))

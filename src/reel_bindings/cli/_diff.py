@@ -29,6 +29,7 @@ from typing import Any
 from reel_core import Interaction, RecordedResponse
 from reel_core.tools import (
     FieldDiff,
+    ProtoSchema,
     WebSocketLog,
     WebSocketMessage,
     body_diff,
@@ -38,9 +39,17 @@ from reel_core.tools import (
 )
 
 from .._figures import figures
-from .._text import assemble
+from .._text import assemble, grpc_shown
 from ..view import Source, render_page
-from ._common import EXIT_FINDINGS, EXIT_OK, fmt_ms, plural, print_json
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    add_proto_option,
+    fmt_ms,
+    plural,
+    print_json,
+    proto_of,
+)
 from ._store import add_store_options
 from ._view import check_out, source_of, write_page
 
@@ -74,6 +83,7 @@ def add_parser(commands: Any) -> None:
         "by side, changed interactions highlighted, their timelines on one time scale)",
     )
     p.add_argument("--force", action="store_true", help="overwrite the --html file if it exists")
+    add_proto_option(p)
     add_store_options(p)
     p.set_defaults(run=run)
 
@@ -127,8 +137,9 @@ class _Change:
     body: list[FieldDiff] = field(default_factory=list)
 
 
-def _response_changes(change: _Change) -> None:
+def _response_changes(change: _Change, proto: ProtoSchema | None = None) -> None:
     a, b = change.a.response, change.b.response
+    grpc_a, grpc_b = grpc_shown(change.a, proto), grpc_shown(change.b, proto)
     r = change.response
     if a.status != b.status:
         r["status"] = [a.status, b.status]
@@ -140,7 +151,7 @@ def _response_changes(change: _Change) -> None:
         if len(a.frames) != len(b.frames):
             r["frames"] = [len(a.frames), len(b.frames)]
             change.notes.append(f"frames: {len(a.frames)} -> {len(b.frames)}")
-        ta, tb = assemble(a), assemble(b)
+        ta, tb = assemble(a, grpc_a), assemble(b, grpc_b)
         if ta.text != tb.text:
             r["text"] = [ta.text, tb.text]
             change.notes.append(
@@ -157,6 +168,19 @@ def _response_changes(change: _Change) -> None:
         if cut_a != cut_b:
             r["cut"] = [cut_a, cut_b]
             change.notes.append(f"cut: {cut_a or 'clean end'} -> {cut_b or 'clean end'}")
+    if (
+        grpc_a is not None
+        and grpc_b is not None
+        and a.stream == b.stream == "grpc"
+        and grpc_a.response_note is None
+        and grpc_b.response_note is None
+    ):
+        # a gRPC call's messages through the descriptor set: field by field
+        messages_a = json.dumps(grpc_a.response, ensure_ascii=False).encode()
+        messages_b = json.dumps(grpc_b.response, ensure_ascii=False).encode()
+        change.body = body_diff(messages_a, messages_b, "messages")
+        if change.body:
+            r["body"] = [diff_row(d, "a", "b") for d in change.body[:MAX_DIFFS]]
     if a.stream is None and b.stream is None and a.body != b.body:
         change.body = body_diff(a.body, b.body)
         r["body"] = [diff_row(d, "a", "b") for d in change.body[:MAX_DIFFS]]
@@ -271,8 +295,11 @@ class Comparison:
     changed: list[tuple[int, int]]
 
 
-def compare(a_list: list[Interaction], b_list: list[Interaction]) -> Comparison:
-    """Pair the interactions of two cassettes and say what changed."""
+def compare(
+    a_list: list[Interaction], b_list: list[Interaction], proto: ProtoSchema | None = None
+) -> Comparison:
+    """Pair the interactions of two cassettes and say what changed (gRPC
+    messages field by field through ``proto``, a descriptor set)."""
     by_key: dict[str, list[int]] = defaultdict(list)
     for j, ix in enumerate(b_list):
         by_key[ix.key].append(j)
@@ -313,8 +340,8 @@ def compare(a_list: list[Interaction], b_list: list[Interaction]) -> Comparison:
             continue
         change = _Change(a, b, how)
         if how == "id":
-            change.request = request_diff(a.request, b.request)
-        _response_changes(change)
+            change.request = request_diff(a.request, b.request, proto=proto)
+        _response_changes(change, proto)
         changes.append(change)
         changed.append((i, j))
     return Comparison(left_b, removed, changes, same, changed)
@@ -356,7 +383,8 @@ def run(ns: argparse.Namespace) -> int:
     sa, sb = source_of(ns.a, "diff"), source_of(ns.b, "diff")
     a_list = [ix for _, ix in sa.interactions]
     b_list = [ix for _, ix in sb.interactions]
-    result = compare(a_list, b_list)
+    proto = proto_of(ns.proto_descriptor)
+    result = compare(a_list, b_list, proto)
     added, removed, changes = result.added, result.removed, result.changes
     same = len(result.same)
     if ns.html is not None:

@@ -16,16 +16,18 @@ from reel_core import Interaction
 from reel_core.tools import WebSocketLog, load_json
 
 from .._figures import Figures, figures
-from .._text import assemble, frame_text
+from .._text import FrameText, GrpcShown, assemble, frame_text, grpc_shown
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
     CassetteLines,
     CliError,
+    add_proto_option,
     fmt_ms,
     fmt_num,
     fmt_usd,
     print_json,
+    proto_of,
     read_cassette,
     table,
 )
@@ -59,6 +61,7 @@ def add_parser(commands: Any) -> None:
         "unless TEXT has an upper-case letter)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_proto_option(p)
     add_store_options(p)
     p.set_defaults(run=run)
 
@@ -145,11 +148,13 @@ def _audio(f: Figures) -> dict[str, int | None]:
 
 
 def run(ns: argparse.Namespace) -> int:
+    proto = proto_of(ns.proto_descriptor)
+    ns.proto = proto
     cassette = read_cassette(ns.file)
     for bad in cassette.bad:
         print(f"reel inspect: {ns.file}:{bad.number}: skipped: {bad.error}", file=sys.stderr)
     rows = [
-        _Row(line.number, line.interaction, figures(line.interaction))
+        _Row(line.number, line.interaction, figures(line.interaction, proto))
         for line in cassette.lines
         if line.interaction is not None
     ]
@@ -255,6 +260,15 @@ def _pretty(body: bytes) -> str:
         return f"({len(body)} bytes of binary data)"
 
 
+def _print_messages(messages: list[Any], note: str | None) -> None:
+    """A gRPC call's messages, each as JSON (its fields, or its bytes)."""
+    print(f"({len(messages)} gRPC message{'' if len(messages) == 1 else 's'})")
+    if note is not None:
+        print(f"note: {note}")
+    for i, message in enumerate(messages):
+        print(f"[{i}] {json.dumps(message, ensure_ascii=False, indent=2)}")
+
+
 def _reason(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -262,13 +276,17 @@ def _reason(status: int) -> str:
         return ""
 
 
-def _timeline(ix: Interaction) -> list[dict[str, Any]]:
+def _timeline(ix: Interaction, grpc: GrpcShown | None = None) -> list[dict[str, Any]]:
     response = ix.response
     stream = response.stream or "chunks"
     out: list[dict[str, Any]] = []
     previous = 0.0
     for i, (at, data) in enumerate(response.frames):
-        text = frame_text(data, stream)
+        if grpc is not None and i < len(grpc.response):  # a message: its JSON, or its bytes
+            shown = json.dumps(grpc.response[i], ensure_ascii=False, separators=(",", ":"))
+            text = FrameText("data", shown)
+        else:
+            text = frame_text(data, stream)
         out.append(
             {
                 "frame": i,
@@ -344,9 +362,10 @@ def _show(cassette: CassetteLines, rows: list[_Row], ns: argparse.Namespace) -> 
     row = _find(rows, ns.id, cassette)
     ix, f = row.interaction, row.figures
     req, resp = ix.request, ix.response
-    timeline = _timeline(ix) if resp.stream is not None else None
+    grpc = grpc_shown(ix, getattr(ns, "proto", None))
+    timeline = _timeline(ix, grpc) if resp.stream is not None else None
     if ns.json:
-        assembled = assemble(resp)
+        assembled = assemble(resp, grpc)
         stored = json.loads(ix.to_line())  # the request and response as the line has them
         out = {
             **_row_json(row),
@@ -360,6 +379,12 @@ def _show(cassette: CassetteLines, rows: list[_Row], ns: argparse.Namespace) -> 
             ],
             "timeline": timeline,
             "websocket": _messages(ix.websocket),
+            "grpc": None
+            if grpc is None
+            else {
+                "request": {"messages": grpc.request, "note": grpc.request_note},
+                "response": {"messages": grpc.response, "note": grpc.response_note},
+            },
         }
         print_json(out)
         return EXIT_OK
@@ -398,7 +423,10 @@ def _show(cassette: CassetteLines, rows: list[_Row], ns: argparse.Namespace) -> 
         print(f"{key.ljust(width)}  {value}")
     print()
     print(f"--- request: {req.method} {target}")
-    print(_pretty(req.body))
+    if grpc is not None:
+        _print_messages(grpc.request, grpc.request_note)
+    else:
+        print(_pretty(req.body))
     print()
     kind = "" if resp.stream is None else f"  ({resp.stream} stream, {len(resp.frames)} frames)"
     print(f"--- response: {resp.status} {_reason(resp.status)}{kind}".rstrip())
@@ -411,7 +439,10 @@ def _show(cassette: CassetteLines, rows: list[_Row], ns: argparse.Namespace) -> 
     if resp.stream is None:
         print(_pretty(resp.body))
         return EXIT_OK
-    assembled = assemble(resp)
+    assembled = assemble(resp, grpc)
+    if grpc is not None and resp.stream == "grpc":
+        _print_messages(grpc.response, grpc.response_note)
+        print()
     if assembled.recognised:
         print(f"text: {json.dumps(assembled.text, ensure_ascii=False)}")
         for call in assembled.tool_calls:

@@ -25,8 +25,10 @@ from ._common import (
     EXIT_OK,
     STORE,
     CliError,
+    add_proto_option,
     check_output,
     plural,
+    proto_of,
     read_bytes,
     read_cassette,
     write_output,
@@ -97,6 +99,7 @@ def add_parser(commands: Any) -> None:
         metavar="PORT",
         help="with --serve: the port (default: any free one)",
     )
+    add_proto_option(p)
     p.set_defaults(run=run)
 
 
@@ -238,6 +241,7 @@ def live_page(ns: argparse.Namespace, report: Any, poll_ms: int = 1000) -> Page:
                 miss=miss if not error else None,
                 serve=serve,
                 error=error or None,
+                proto=getattr(ns, "proto", None),
             )
             drawn["version"] = version
         return drawn["version"], drawn["html"]
@@ -283,6 +287,7 @@ def default_out(named: list[Path], paths: list[Path]) -> Path:
 
 
 def run(ns: argparse.Namespace) -> int:
+    ns.proto = proto_of(ns.proto_descriptor)
     if ns.serve:
         report = _read_miss(ns.miss) if ns.miss is not None else None
         try:
@@ -303,7 +308,8 @@ def run(ns: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CliError(f"{ns.miss}: {exc}") from None
     title = _title(ns, paths, miss is not None)
-    write_page(out, render_page(sources, title=title, miss=miss), inputs, ns.force)
+    page = render_page(sources, title=title, miss=miss, proto=ns.proto)
+    write_page(out, page, inputs, ns.force)
     count = sum(len(s.interactions) for s in sources)
     print(f"{out}: {plural(count, 'interaction')} from {plural(len(sources), 'cassette')}")
     if miss is not None and miss["closest"] is not None and miss["closest_row"] is None:

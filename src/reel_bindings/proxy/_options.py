@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 
 from reel_core import Config, ConfigError, Limits, MatchConfig, MatchMode, Mode, Timing
-from reel_core.tools import RECORD_GRACE, UiConfig
+from reel_core.tools import RECORD_GRACE, ProtoSchema, UiConfig
 
 from .._hints import PROXY_HINT, hints
 from .._settings import Settings
@@ -35,6 +35,7 @@ environment variables (a flag wins over its variable):
   REEL_MAX_AGE       --max-age (the in-process bindings and the pytest plugin read it too)
   REEL_RECORD_GRACE  --record-grace (the in-process bindings and the pytest plugin read it too)
   REEL_DROP_RESPONSE_HEADERS  --drop-response-header, comma-separated (read by every binding)
+  REEL_PROTO_DESCRIPTOR  --proto-descriptor (read by every binding)
   REEL_HOST          --host
   REEL_PORT          --port
   REEL_TLS_DIR       where --tls keeps the certificate it generates (default ~/.cache/reel/tls)
@@ -109,6 +110,9 @@ class ProxyOptions:
     #: Base64 payloads this long or longer are kept beside the cassette
     #: (``REEL_ASSET_THRESHOLD``); ``None``: the cassette's, or the default.
     asset_threshold: int | None = None
+    #: gRPC messages matched through this descriptor set's schema as JSON
+    #: (``--proto-descriptor``, ``REEL_PROTO_DESCRIPTOR``); ``None``: bytes.
+    proto: ProtoSchema | None = None
 
     def config(self) -> Config:
         return Config(
@@ -124,6 +128,7 @@ class ProxyOptions:
             drop_response_headers=self.drop_response_headers,
             ui=UiConfig(public=self.ui_public) if self.ui else None,
             hints=hints(PROXY_HINT),
+            proto=self.proto,
         )
 
 
@@ -279,6 +284,13 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         help="a response header never to store (repeatable): every end-to-end header is "
         "stored but set-cookie and those named here",
     )
+    add(
+        "--proto-descriptor",
+        metavar="FILE",
+        help="a descriptor set (protoc --descriptor_set_out=FILE --include_imports): gRPC "
+        "messages are matched as JSON through it, and a miss names their fields (default: "
+        "bytes); needs pip install 'reel-llm[grpc]'",
+    )
     add("-q", "--quiet", action="store_true", help="log only warnings and errors")
     add("-v", "--verbose", action="store_true", help="log miss reports and connection details")
     return parser
@@ -321,6 +333,7 @@ def parse_options(
                 "drop_response_headers": args.drop_response_header,
                 "host": args.host,
                 "port": args.port,
+                "proto_descriptor": args.proto_descriptor,
             },
             environ,
             flag_label=_flag,
@@ -403,6 +416,7 @@ def parse_options(
         record_grace=settings.config().record_grace,
         drop_response_headers=settings.drop_response_headers,
         asset_threshold=settings.asset_threshold,
+        proto=settings.proto_descriptor,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
         ui=args.ui,
         ui_public=args.ui_public,

@@ -278,7 +278,10 @@ class Proxy:
             from ..view._live import LivePage
 
             self._viewer = LivePage(
-                self.store, self._viewed, title=lambda names: "Reel proxy: " + ", ".join(names)
+                self.store,
+                self._viewed,
+                title=lambda names: "Reel proxy: " + ", ".join(names),
+                proto=self.config.proto,  # gRPC messages shown as the proxy matches them
             )
         if asked is UiResource.VERSION:
             version = await anyio.to_thread.run_sync(self._viewer.version)

@@ -14,6 +14,7 @@ same numbers as the commands.
 from __future__ import annotations
 
 import base64
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,10 +22,10 @@ from http import HTTPStatus
 from typing import Any
 
 from reel_core import Interaction
-from reel_core.tools import CallError, load_json
+from reel_core.tools import CallError, ProtoSchema, load_json
 
 from .._figures import Figures, figures
-from .._text import assemble, frame_text
+from .._text import GrpcShown, assemble, frame_text, grpc_shown
 from ._media import media
 from ._run import call_detail, timeline
 
@@ -115,9 +116,12 @@ def _duration(ix: Interaction, f: Figures) -> float | None:
     return response.cut.at_ms if response.cut is not None else response.end_ms
 
 
-def row(ix: Interaction, *, index: int, cassette: int, line: int) -> dict[str, Any]:
-    """One line of the page's list."""
-    f = figures(ix)
+def row(
+    ix: Interaction, *, index: int, cassette: int, line: int, proto: ProtoSchema | None = None
+) -> dict[str, Any]:
+    """One line of the page's list (a gRPC call's figures read through
+    ``proto``, a descriptor set, when its line has none)."""
+    f = figures(ix, proto)
     req, resp = ix.request, ix.response
     return {
         "i": index,
@@ -193,26 +197,38 @@ def _websocket(ix: Interaction) -> dict[str, Any]:
     }
 
 
-def _frames(ix: Interaction) -> list[list[Any]]:
-    """``[offset_ms, bytes, kind, event, text]`` per frame, in order."""
+def _frames(ix: Interaction, grpc: GrpcShown | None = None) -> list[list[Any]]:
+    """``[offset_ms, bytes, kind, event, text]`` per frame, in order (a gRPC
+    message's text: its JSON, or how many bytes it holds)."""
     stream = ix.response.stream or "chunks"
     out: list[list[Any]] = []
-    for at, data in ix.response.frames:
+    for i, (at, data) in enumerate(ix.response.frames):
+        if grpc is not None and i < len(grpc.response):
+            message = json.dumps(grpc.response[i], ensure_ascii=False, separators=(",", ":"))
+            out.append([_ms(at) or 0.0, len(data), "data", None, message])
+            continue
         text = frame_text(data, stream)
         out.append([_ms(at) or 0.0, len(data), text.kind, text.event, text.text])
     return out
 
 
-def detail(ix: Interaction) -> dict[str, Any]:
-    """Everything the page shows of one interaction when it is opened."""
-    f = figures(ix)
+def detail(ix: Interaction, proto: ProtoSchema | None = None) -> dict[str, Any]:
+    """Everything the page shows of one interaction when it is opened; a
+    gRPC call's messages as JSON through ``proto`` (a descriptor set), else
+    as bytes with a note (``grpc_note``)."""
+    f = figures(ix, proto)
     req, resp = ix.request, ix.response
+    grpc = grpc_shown(ix, proto)
     request: dict[str, Any] = {
         "method": req.method,
         "path": req.path,
         "query": [list(pair) for pair in req.query],
-        "body": body_value(req.body),
+        "body": body_value(req.body)
+        if grpc is None or not grpc.request
+        else {"json": {"messages": grpc.request}},
     }
+    if grpc is not None and grpc.request and grpc.request_note is not None:
+        request["grpc_note"] = grpc.request_note
     for name in ("content_type", "encoding", "encoding_error"):
         value = getattr(req, name)
         if value is not None:
@@ -232,14 +248,16 @@ def detail(ix: Interaction) -> dict[str, Any]:
     elif resp.stream is None:
         response["body"] = body_value(resp.body)
     else:
-        response["frames"] = _frames(ix)
+        response["frames"] = _frames(ix, grpc)
+        if grpc is not None and grpc.response_note is not None:
+            response["grpc_note"] = grpc.response_note
         response["end_ms"] = None if resp.cut is not None else _ms(resp.end_ms)
         response["cut"] = (
             None
             if resp.cut is None
             else {"at_ms": _ms(resp.cut.at_ms), "error": resp.cut.error, "detail": resp.cut.detail}
         )
-    answer = assemble(resp)
+    answer = assemble(resp, grpc)
     text = answer.text if answer.recognised else None
     more = 0
     if text is not None and resp.stream is None and len(text) > MAX_WHOLE_ANSWER:
@@ -287,9 +305,12 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def view_data(sources: Sequence[Source]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def view_data(
+    sources: Sequence[Source], proto: ProtoSchema | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The page's list (the cassettes, one row per interaction) and the
-    details, one per row in the same order."""
+    details, one per row in the same order; gRPC messages read through
+    ``proto``, a descriptor set."""
     rows: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
     cassettes: list[dict[str, Any]] = []
@@ -302,8 +323,8 @@ def view_data(sources: Sequence[Source]) -> tuple[dict[str, Any], list[dict[str,
             }
         )
         for line, ix in source.interactions:
-            rows.append(row(ix, index=len(rows), cassette=c, line=line))
-            details.append(detail(ix))
+            rows.append(row(ix, index=len(rows), cassette=c, line=line, proto=proto))
+            details.append(detail(ix, proto))
     return {"cassettes": cassettes, "rows": rows, "timeline": timeline(sources)}, details
 
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from reel_core import ReelError
-from reel_core.tools import AssetSource, decode_lines
+from reel_core.tools import AssetSource, ProtoSchema, decode_lines
 
 from .._files import StoreAssets
 from .._store import Store
@@ -67,8 +67,11 @@ class LivePage:
         *,
         title: Callable[[list[str]], str],
         poll_ms: int = POLL_MS,
+        proto: ProtoSchema | None = None,
     ) -> None:
         self.store = store
+        #: The descriptor set gRPC messages are shown through (``None``: bytes).
+        self.proto = proto
         self.names = names
         self.title = title
         self.poll_ms = poll_ms
@@ -108,4 +111,6 @@ class LivePage:
                     sources.append(source_of_bytes(name, data, StoreAssets(self.store, name)))
         except ReelError as exc:  # CassetteError and StoreUnavailableError are ones
             error, sources = str(exc), []
-        return render_page(sources, title=self.title(names), serve=serve, error=error)
+        return render_page(
+            sources, title=self.title(names), serve=serve, error=error, proto=self.proto
+        )

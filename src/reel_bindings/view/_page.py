@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+from reel_core.tools import ProtoSchema
+
 from ._data import Source, view_data
 
 __all__ = ["CSP", "CSP_SERVED", "GROUP", "embed_json", "pack_details", "render_page", "unpack"]
@@ -85,13 +87,15 @@ def render_page(
     diff: dict[str, Any] | None = None,
     serve: dict[str, Any] | None = None,
     error: str | None = None,
+    proto: ProtoSchema | None = None,
 ) -> str:
     """The whole page: the cassettes in ``sources``, with a miss report
     (:func:`~reel_bindings.view.miss_view`) or a diff of two cassettes.
     ``serve`` (``{"version": ..., "poll_ms": ...}``) makes the page poll its
     server and reload on a new version; ``error`` says why the cassettes
-    could not be shown (a served page waits for them)."""
-    listing, details = view_data(sources)
+    could not be shown (a served page waits for them); gRPC messages are
+    read through ``proto``, a descriptor set."""
+    listing, details = view_data(sources, proto)
     listing["title"] = title
     listing["miss"] = miss
     listing["diff"] = diff

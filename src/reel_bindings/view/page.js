@@ -337,14 +337,14 @@
     let target = req.method + " " + req.path;
     if (req.query.length) target += "?" + req.query.map((q) => encodeURIComponent(q[0]) + "=" + encodeURIComponent(q[1])).join("&");
     h.push('<div class="mono reqline">' + escMarked(target) + "</div>");
-    const extra = ["content_type", "encoding", "encoding_error"].filter((k) => req[k]);
+    const extra = ["content_type", "encoding", "encoding_error", "grpc_note"].filter((k) => req[k]);
     if (extra.length) h.push('<div class="mono">' + extra.map((k) => esc(k + ": " + req[k])).join("<br>") + "</div>");
     h.push(bodyHtml(req.body, opts && opts.marks));
     h.push("<h3>Response</h3>");
     const ws = resp.websocket;
     const kind = ws ? " (WebSocket session, " + ws.messages.length + " messages)" : resp.stream ? " (" + resp.stream + " stream, " + resp.frames.length + " frames)" : "";
     h.push('<div class="mono"><span class="s' + String(resp.status)[0] + '">' + resp.status + " " + esc(resp.reason) + "</span>" + esc(kind) + "</div>");
-    const flag = ["encoding", "encoding_error"].filter((k) => resp[k]);
+    const flag = ["encoding", "encoding_error", "grpc_note"].filter((k) => resp[k]);
     if (flag.length) h.push('<div class="mono">' + flag.map((k) => esc(k + ": " + resp[k])).join("<br>") + "</div>");
     if (resp.headers.length) {
       h.push('<table class="headers mono"><tbody>' + resp.headers.map((p) => "<tr><td>" + esc(p[0]) + "</td><td>" + escMarked(p[1]) + "</td></tr>").join("") + "</tbody></table>");

@@ -109,6 +109,9 @@ _OPERATIONS = (
     (":streamGenerateContent", "generate_content"),
     (":embedContent", "embeddings"),
     (":batchEmbedContents", "embeddings"),
+    # xAI's gRPC chat (xai-sdk): a unary and a server-streaming call
+    ("/xai_api.Chat/GetCompletion", "chat"),
+    ("/xai_api.Chat/GetCompletionChunk", "chat"),
 )
 #: A session's operation: the conventions name none for a realtime API.
 _REALTIME = "realtime"
@@ -123,7 +126,12 @@ _TOOL_TYPES = {
 }
 
 #: Reel's provider names as the conventions' ``gen_ai.provider.name``.
-_PROVIDER_NAMES = {"openai": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini"}
+_PROVIDER_NAMES = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gcp.gemini",
+    "xai": "x_ai",
+}
 
 
 @dataclass(frozen=True)

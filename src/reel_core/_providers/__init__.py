@@ -4,6 +4,7 @@
   embeddings) and OpenAI-compatible servers;
 - :mod:`.anthropic` -- Anthropic messages (and legacy complete);
 - :mod:`.gemini` -- Gemini (AI Studio, Vertex AI);
+- :mod:`.xai` -- xAI's gRPC API (``xai-sdk``), read through a descriptor set;
 - :mod:`.generic` -- requests for no known provider, and Ollama's own API;
 - :mod:`._base` -- the :class:`Provider` record and what the modules share.
 
@@ -31,7 +32,8 @@ from typing import TypeVar
 
 from .._http import Headers
 from .._nesting import load_json
-from . import anthropic, gemini, generic, openai
+from .._protobuf import grpc_method
+from . import anthropic, gemini, generic, openai, xai
 from ._base import (
     AnswerReader,
     Claim,
@@ -160,13 +162,13 @@ def on_register(hook: Callable[[], object]) -> None:
 
 def routed_titles() -> str:
     """The providers Reel routes to their own host, for a message:
-    ``"Anthropic, Gemini or OpenAI"``."""
+    ``"Anthropic, Gemini, xAI or OpenAI"``."""
     titles = [p.title for p in PROVIDERS.values() if p.host]
     return " or ".join([", ".join(titles[:-1]), titles[-1]] if len(titles) > 1 else titles)
 
 
 # Reel's own (in any order: each provider's rank places it)
-for _module in (anthropic, gemini, generic, openai):
+for _module in (anthropic, gemini, generic, openai, xai):
     _REGISTERED[_module.PROVIDER.name] = _module.PROVIDER
 del _module
 _derive()
@@ -185,11 +187,17 @@ def endpoint_family(path: str) -> str | None:
 
 
 def model_of(path: str, body: object) -> str | None:
-    """The model a request asks for: the body's ``model``, or Gemini's
-    ``models/{model}:method`` path segment."""
+    """The model a request asks for: the body's ``model``, the first
+    message's of a gRPC call read through a descriptor set
+    (``{"messages": [...]}``), or Gemini's ``models/{model}:method`` path
+    segment."""
     model = body_model(body)
     if model is not None:
         return model
+    if grpc_method(path) is not None and isinstance(body, dict):
+        messages = body.get("messages")
+        if isinstance(messages, list) and messages:
+            return body_model(messages[0])
     return gemini.path_model(path)
 
 
@@ -228,7 +236,10 @@ def _texts(value: object) -> list[str]:
         return [t for item in value for t in _texts(item)]
     if isinstance(value, dict):
         out: list[str] = []
-        for key in ("role", "text", "content", "parts", "input", "prompt", "system"):
+        # "messages": a gRPC call's request read through a descriptor set
+        # holds its prompt one level down (xAI's {"messages": [{"messages": ...}]})
+        keys = ("role", "text", "content", "parts", "input", "prompt", "system", "messages")
+        for key in keys:
             item = value.get(key)
             if key == "role":
                 if isinstance(item, str):
@@ -254,7 +265,7 @@ def prompt_text(body: object) -> str:
 
 
 def guess_provider(path: str, host: str | None = None, headers: Headers = ()) -> str:
-    """``openai``, ``anthropic``, ``gemini`` or ``generic``."""
+    """``openai``, ``anthropic``, ``gemini``, ``xai`` or ``generic``."""
     lowered = (host or "").lower()
     # ``generic`` recognizes anything: the default is never used.
     return next((p.name for p in PROVIDERS.values() if p.recognizes(path, lowered, headers)), "")

@@ -589,6 +589,9 @@ def test_a_long_session_keeps_the_first_messages_and_counts_the_rest(
         ("/api/generate", "generic", "text_completion", "generic"),
         ("/api/embed", "generic", "embeddings", "generic"),
         ("/api/embeddings/", "generic", "embeddings", "generic"),
+        # xAI's gRPC chat (xai-sdk), unary and streamed
+        ("/xai_api.Chat/GetCompletion", "xai", "chat", "x_ai"),
+        ("/xai_api.Chat/GetCompletionChunk", "xai", "chat", "x_ai"),
     ],
 )
 def test_each_endpoint_has_its_operation(path: str, provider: str, op: str, name: str) -> None:
