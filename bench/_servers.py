@@ -28,6 +28,11 @@
     offset from that message (Reel's ``sleep_until``; none with ``--fast``),
     one write each; no matching, no cassette.
 
+``python -m bench._servers h2fixed --backend B --body FILE [--grpc]``
+    The baseline of the proxy's HTTP/2 figures: a bare h2 server on anyio
+    (``bench._h2.H2Fixed``) answering every stream with FILE's bytes as
+    the body, or with ``--grpc`` as one gRPC message and its trailers.
+
 ``python -m bench._servers proxy ARGS...``
     Reel's proxy (``python -m reel_bindings.proxy ARGS...``).
 
@@ -58,11 +63,12 @@ from reel_bindings._clock import sleep_until
 
 from ._common import pin_to_cpu
 from ._data import RESPONSE_HEADERS
+from ._h2 import H2Fixed
 
 __all__ = ["main"]
 
 
-async def _serve(handler: _Handler | _Relay | _WebSocket) -> None:
+async def _serve(handler: _Handler | _Relay | _WebSocket | H2Fixed) -> None:
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     print(f"http://127.0.0.1:{port}", flush=True)
@@ -312,9 +318,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--one-write", action="store_true", help="stream: all frames in one write")
     parser.add_argument("--upstream", help="relay: where to pass requests (http://HOST:PORT)")
     parser.add_argument("--fast", action="store_true", help="ws: no deadlines")
+    parser.add_argument("--grpc", action="store_true", help="h2fixed: answer as gRPC")
     opts = parser.parse_args(args)
     pin_to_cpu(opts.cpu)
-    handler: _Handler | _Relay | _WebSocket
+    handler: _Handler | _Relay | _WebSocket | H2Fixed
     if kind == "relay":
         handler = _Relay(opts.upstream or "")
     elif kind == "fixed":
@@ -331,6 +338,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             headers=[("content-type", "text/event-stream"), ("transfer-encoding", "chunked")],
         )
         handler = (_OneWrite if opts.one_write else _Stream)(head, frames)
+    elif kind == "h2fixed":
+        handler = H2Fixed(opts.body.read_bytes(), grpc=opts.grpc)
     elif kind == "ws":
         handler = _WebSocket(json.loads(opts.frames.read_text()), opts.fast)
     else:

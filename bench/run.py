@@ -4,7 +4,8 @@ is the CI smoke run (smaller sizes, shorter runs, well under a minute).
 Every figure is measured next to its peer in the same run and reported as a
 ratio: the in-process transport against vcrpy and against httpx's
 MockTransport; cassette open against reading and splitting the file; the
-proxy against a minimal h11-on-anyio server; fast streaming against a bare
+proxy against a minimal h11-on-anyio server (over HTTP/2 and gRPC, against
+a bare h2-on-anyio server); fast streaming against a bare
 anyio server; recording against talking to the upstream directly and
 through a bare h11 relay.  Results go to bench/results/latest.md and
 latest.json with the machine they ran on; ``--docs`` also copies the tables
@@ -29,7 +30,17 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import imports, inprocess, opening, proxy, proxypeers, stores, streaming, websocket
+from bench import (
+    http2,
+    imports,
+    inprocess,
+    opening,
+    proxy,
+    proxypeers,
+    stores,
+    streaming,
+    websocket,
+)
 from bench._common import ROOT, Row, machine, pinned
 from bench._data import Corpus
 
@@ -41,6 +52,7 @@ SECTIONS = (
     "replay",
     "open",
     "proxy",
+    "h2",
     "streaming",
     "fast",
     "big",
@@ -241,6 +253,12 @@ def measure(run: Run) -> None:
             ),
         )
         run.section(
+            "h2",
+            lambda: http2.h2_throughput(
+                run.corpus(1_000), backends, plan.proxy_seconds, plan.proxy_rounds, run.work
+            ),
+        )
+        run.section(
             "streaming",
             lambda: streaming.fidelity(
                 run.work, backends, plan.fidelity_streams, plan.fidelity_rounds
@@ -318,6 +336,16 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
     if rows:
         worst = min(r["reel_vs_baseline"] for r in rows)
         add("proxy", ">= 60% of the baseline's requests/s", f"{worst * 100:.0f}%", worst >= 0.6)
+    for protocol in ("HTTP/2", "gRPC unary"):
+        h2_rows = [r for r in results.get("h2", []) if r["protocol"] == protocol]
+        if h2_rows:
+            worst = min(r["reel_vs_baseline"] for r in h2_rows)
+            add(
+                "h2",
+                f"{protocol} replay vs a bare h2 server's requests/s (no target)",
+                f"{worst * 100:.0f}%",
+                None,
+            )
     realtime = [r for r in results.get("streaming", []) if "reference" not in r["via"]]
     if realtime:
         p99 = max(r["offset_p99_ms"] for r in realtime)
@@ -426,6 +454,10 @@ CAPTIONS = {
     "proxy": "3. Proxy replay throughput, keep-alive (fast timing): Reel's proxy vs a "
     "minimal h11-on-anyio server with a fixed response; server and load generator on "
     "separate cores.",
+    "h2": "3b. Proxy replay throughput over HTTP/2 (h2c, fast timing), JSON and gRPC unary "
+    "calls: Reel's proxy vs a bare h2-on-anyio server with a fixed response of the same size "
+    "(gRPC: one message and its grpc-status trailers); one connection with 1 and 16 streams "
+    "in flight, h2's client as load generator; server and load generator on separate cores.",
     "streaming": "4a. Streaming fidelity: a 200-frame SSE stream (~2 s) replayed in realtime; "
     "|actual - recorded| offset of each frame as the client sees it, and the error of the "
     "whole stream's duration. The reference rows time Reel's deadline sleeps alone, with "

@@ -23,11 +23,12 @@ client's bytes with :meth:`H2Session.receive_data`, writes what
   the exchange is over, ``event`` is ``Signal.PAUSED``: the binding calls
   ``engine.record()``; the adapter is done with the engine.  ``event`` is
   ``Signal.CLOSED`` when the client reset the stream (or the connection
-  ended): nothing more is sent on it and its response events are no longer
-  handed out; a forward's binding tells the engine as the h11 side does for
-  a client that left (``client_left``, then ``upstream_error(
-  Abort.CLIENT_CLOSED)`` once its grace ran out), and ``PAUSED`` follows
-  when its exchange is over.
+  ended) before its response was all sent: nothing more is sent on it and
+  its response events are no longer handed out; a forward's binding tells
+  the engine as the h11 side does for a client that left (``client_left``,
+  then ``upstream_error(Abort.CLIENT_CLOSED)`` once its grace ran out), and
+  ``PAUSED`` follows when its exchange is over (a replay all handed out,
+  which the binding is still playing, had its ``PAUSED`` before: it stops).
 - :class:`H2Refused` ``(stream_id, error)``: a request the adapter refused
   itself (a head or body over the :class:`~reel_core.Limits`, a request
   with no path): its answer (the error's status, Reel's JSON error body) is
@@ -213,8 +214,10 @@ class _Stream:
     headers: list[tuple[bytes, bytes]]
     body: list[bytes] = field(default_factory=list)
     size: int = 0
-    #: The request went to the engine; its events are handed out.
+    #: The request went to the engine (or was refused).
     started: bool = False
+    #: Its engine's events are handed out (a ``CLOSED`` ends them).
+    handed: bool = False
     #: A gRPC call that goes to the engine at its first message
     #: (:meth:`Engine.streams_call`), not at its end.
     streamed: bool = False
@@ -459,6 +462,7 @@ class H2Session:
             return
         stream.body.clear()
         stream.engine.receive_request(request, wall=self._wall)
+        stream.handed = True
         self._ready[sid] = stream
 
     @staticmethod
@@ -513,7 +517,7 @@ class H2Session:
             return
         stream.reset = True
         stream.queued.clear()
-        if stream.started and sid in self._ready:
+        if stream.handed:  # still in _ready, or its response still going out
             self._handed.append(H2Event(sid, Signal.CLOSED, stream.engine))
 
     def _close(self) -> None:

@@ -49,5 +49,8 @@ def test_a_session_and_a_forward_know_the_context_not_the_proxy() -> None:
     graph = proxy_graph()
     assert graph["_context"] == set()
     for room in ("_websocket", "_forward"):
-        assert not graph[room] & {"_server", "_http11"}, (room, graph[room])
+        assert not graph[room] & {"_server", "_http11", "_http2"}, (room, graph[room])
     assert "_server" not in graph["_http11"]
+    # the HTTP/2 pump asks the proxy what the HTTP/1.1 one does (its Listener)
+    assert "_server" not in graph["_http2"]
+    assert "_http2" not in graph["_http11"]

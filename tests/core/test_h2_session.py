@@ -354,6 +354,40 @@ def test_a_client_reset_ends_its_stream_only() -> None:
     assert client.answers[s2].ended
 
 
+def test_a_reset_while_a_handed_out_replay_plays_is_closed() -> None:
+    """A replay's events are all handed out at once (PAUSED too); the
+    binding plays them on their schedule.  A reset while it does is still
+    the stream's CLOSED, so the binding stops playing; a refused stream's
+    reset is none."""
+    rec = interaction(
+        stream="sse", frames=SSE, end_ms=1200.0, headers=(("content-type", "text/event-stream"),)
+    )
+    session = replay_session(rec, limits=Limits(max_body=100))
+    client = Client()
+    sid = client.request()
+    session.receive_data(client.wire())
+    handed: list[object] = []
+    while not isinstance(item := session.next_event(), Signal):
+        assert isinstance(item, H2Event)
+        handed.append(item.event)
+        if isinstance(item.event, ResponseHead):
+            session.send(sid, item.event)  # the head goes out; the frames wait their turn
+    assert handed[-1] is Signal.PAUSED
+    client.receive(session.data_to_send())
+    refused = client.request(body=b"x" * 101)  # over the limit: refused, ended at once
+    session.receive_data(client.wire())
+    assert isinstance(session.next_event(), H2Refused)
+    client.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+    session.receive_data(client.wire())
+    closed = session.next_event()
+    assert isinstance(closed, H2Event)
+    assert (closed.stream_id, closed.event) == (sid, Signal.CLOSED)
+    assert session.next_event() is Signal.NEED_DATA
+    session.receive_data(b"")  # the refused stream's end is no CLOSED either
+    assert refused not in [e.stream_id for e in serve(session)]
+    assert session.next_event() is Signal.CLOSED
+
+
 def test_a_bad_preface_is_a_goaway_and_an_error() -> None:
     session = H2Session(lambda: Engine(Cassette()))
     with pytest.raises(RemoteProtocolError, match="HTTP/2"):

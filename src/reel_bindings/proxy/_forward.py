@@ -1,6 +1,9 @@
 """A forward: one request sent upstream, its answer passed on and recorded.
 
-The proxy's pump (``_http11.py``) hands a :class:`reel_core.Forward` here.
+The proxy's pumps (``_http11.py``, ``_http2.py``) hand a
+:class:`reel_core.Forward` here, with the :class:`Downstream` its answer
+goes to: an HTTP/1.1 connection (:class:`H11Downstream`) or one HTTP/2
+stream.
 The request goes upstream through the one seam to the network; the
 answer's head and chunks are fed to the engine (the relay,
 ``reel_bindings._async.relay``) and what the engine makes of them goes to
@@ -29,6 +32,7 @@ from reel_core import (
     Cut,
     EndOfResponse,
     Engine,
+    Event,
     Forward,
     ResponseHead,
     Session,
@@ -42,7 +46,7 @@ from .._upstream import UpstreamFailure, UpstreamResponse
 from ._context import Context, Exchange
 from ._recordings import Place, RecordingQueue
 
-__all__ = ["Forwarding", "Host", "reason", "send"]
+__all__ = ["Downstream", "Forwarding", "H11Downstream", "Host", "reason", "send"]
 
 log = logging.getLogger("reel.proxy")
 
@@ -63,6 +67,62 @@ class Host(Protocol):
         ...
 
 
+class Downstream(Protocol):
+    """Where a forward's answer goes: the client's side of one exchange.
+
+    ``next_event`` and ``send`` are its protocol adapter's (the HTTP/1.1
+    session's, an HTTP/2 stream's); ``write`` puts the bytes ``send`` gave
+    on the wire (raising ``anyio.BrokenResourceError`` or
+    ``ClosedResourceError`` when the client is gone); ``watch`` returns
+    once the client left, saying why ("" when the watch is over with the
+    client still there: its next request came)."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    def next_event(self) -> Event | Signal: ...
+
+    def send(self, event: Event) -> bytes: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    async def watch(self) -> str: ...
+
+
+@attrs.define(eq=False)
+class H11Downstream:
+    """An HTTP/1.1 connection's side of a forward: its session and socket."""
+
+    stream: anyio.abc.ByteStream
+    session: Session
+
+    @property
+    def engine(self) -> Engine:
+        return self.session.engine
+
+    def next_event(self) -> Event | Signal:
+        return self.session.next_event()
+
+    def send(self, event: Event) -> bytes:
+        return self.session.send(event)
+
+    async def write(self, data: bytes) -> None:
+        await send(self.stream, data)
+
+    async def watch(self) -> str:
+        """Read from the client while the request is forwarded.  Its EOF
+        (or a broken connection) means it left.  Bytes are the next
+        request, pipelined: they wait in the session, and the watch ends."""
+        try:
+            data = await self.stream.receive()
+        except anyio.EndOfStream:
+            return "the client closed the connection"
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            return f"the client connection broke ({reason(exc)})"
+        self.session.receive_data(data, wall=time.time())
+        return ""
+
+
 @attrs.define(eq=False)
 class Forwarding:
     """One request sent upstream, each chunk passed on as it arrives.
@@ -75,8 +135,7 @@ class Forwarding:
     """
 
     host: Host
-    stream: anyio.abc.ByteStream
-    session: Session
+    client: Downstream
     #: The connection's exchange under way (its log line).
     exchange: Exchange
     forward: Forward
@@ -92,7 +151,14 @@ class Forwarding:
         """Forward, pass the answer on, and record it; raises
         ``anyio.BrokenResourceError`` once the client left (the connection
         is over)."""
-        session, recordings = self.session, self.host.recordings
+        if not self.why:  # (a client may leave before: an HTTP/2 stream reset at once)
+            await self._run()
+        if self.why:
+            self._ended_without_client()
+            raise anyio.BrokenResourceError
+
+    async def _run(self) -> None:
+        recordings = self.host.recordings
         relayed = anyio.Event()
         try:
             async with anyio.create_task_group() as tg:
@@ -105,7 +171,7 @@ class Forwarding:
                     tg.start_soon(self._watch)
                     last = recordings.last
                     if last is not None:  # record mode: built as the upstream works
-                        busy = functools.partial(_awaits_upstream, session)
+                        busy = functools.partial(_awaits_upstream, self.client.engine)
                         tg.start_soon(recordings.build_meanwhile, last, busy, relayed)
 
                 try:
@@ -120,9 +186,6 @@ class Forwarding:
             if self.why:
                 self._ended_without_client()
             raise
-        if self.why:
-            self._ended_without_client()
-            raise anyio.BrokenResourceError
 
     def left(self, why: str) -> None:
         """The client left: the forward stops writing to it, and stops
@@ -132,7 +195,7 @@ class Forwarding:
             return
         self.why = why
         now = anyio.current_time()
-        engine = self.session.engine
+        engine = self.client.engine
         grace = engine.client_left(why, mono=now)
         if grace:
             target = self.forward.request.target
@@ -142,29 +205,18 @@ class Forwarding:
             self.stop.cancel()
 
     async def _watch(self) -> None:
-        """While the request is forwarded: read from the client.  Its EOF
-        (or a broken connection) means it left (see :meth:`left`).  Bytes
-        are the next request, pipelined: they wait in the session, and the
-        watch ends."""
-        try:
-            data = await self.stream.receive()
-        except anyio.EndOfStream:
-            data = b""
-            why = "the client closed the connection"
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            data = b""
-            why = f"the client connection broke ({reason(exc)})"
-        if data:
-            self.session.receive_data(data, wall=time.time())
-            return
-        self.left(why)
+        """While the request is forwarded: watch the client (see
+        :meth:`Downstream.watch`); one that left is :meth:`left`."""
+        why = await self.client.watch()
+        if why:
+            self.left(why)
 
     def _ended_without_client(self) -> None:
         """The client left before the end of the answer: what the
         recording read after it (see the class) ends the exchange, and its
         line is appended."""
-        forward, session = self.forward, self.session
-        engine = session.engine
+        forward, client = self.forward, self.client
+        engine = client.engine
         if engine.state is State.DONE:
             log.debug("the client left before the end of its answer, which came within the grace")
         else:
@@ -174,43 +226,43 @@ class Forwarding:
             )
             engine.upstream_error(Abort.CLIENT_CLOSED, self.why, mono=anyio.current_time())
         # nobody reads the rest: pull it, append the line
-        while not isinstance(event := session.next_event(), Signal):
+        while not isinstance(event := client.next_event(), Signal):
             if isinstance(event, Cut):
-                session.send(event)
+                client.send(event)
         self._log()  # (once: an end or cut already sent was)
         self.host.record(engine, forward.request.target, place=self.place)
 
     def _log(self) -> None:
-        self.host.context.log(self.session.engine, self.exchange)
+        self.host.context.log(self.client.engine, self.exchange)
 
     async def _flush(self) -> None:
         """Write the events the engine has for the client (none once it left)."""
-        session, exchange, target = self.session, self.exchange, self.forward.request.target
+        client, exchange, target = self.client, self.exchange, self.forward.request.target
         while True:
-            event = session.next_event()
+            event = client.next_event()
             if isinstance(event, Signal):
                 return
             if isinstance(event, ResponseHead):
                 exchange.status = event.status
-            data = session.send(event)
+            data = client.send(event)
             if isinstance(event, Cut):
                 self._log()
             try:
                 if not self.why:  # once the client left, only the recording reads on
-                    await send(self.stream, data)
+                    await client.write(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 self.left(f"a write to the client failed ({reason(exc)})")
             finally:
                 if isinstance(event, (EndOfResponse, Cut)):
                     # The client has its answer: the line is built and
                     # appended now, or (record mode) soon (see settle).
-                    self.host.record(session.engine, target, later=True, place=self.place)
+                    self.host.record(client.engine, target, later=True, place=self.place)
                 if isinstance(event, EndOfResponse):
                     self._log()
 
     async def _relay(self, waiting: Callable[[], None]) -> None:
         forward = self.forward
-        context, engine = self.host.context, self.session.engine
+        context, engine = self.host.context, self.client.engine
         assert forward.url is not None
         sent_at = anyio.current_time()
         try:
@@ -281,9 +333,9 @@ def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:
     return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
 
 
-def _awaits_upstream(session: Session) -> bool:
-    """Whether ``session``'s forward still waits for its upstream's answer."""
-    return session.engine.state is State.AWAIT_UPSTREAM
+def _awaits_upstream(engine: Engine) -> bool:
+    """Whether ``engine``'s forward still waits for its upstream's answer."""
+    return engine.state is State.AWAIT_UPSTREAM
 
 
 def reason(exc: BaseException) -> str:

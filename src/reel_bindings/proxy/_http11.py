@@ -12,6 +12,11 @@ A forward goes to ``_forward.py``, a WebSocket session to
 ``_websocket.py``.  What the connection asks of the proxy that accepted it
 is :class:`Listener` (the timer, the recordings, the viewer), and the
 :class:`~._context.Context` it hands on.
+
+A connection whose first bytes are HTTP/2's client preface (h2c with prior
+knowledge) is no HTTP/1.1 one: :meth:`HTTP11Connection.serve` looks at what
+its first read gave (no read of its own) and hands those bytes back, and
+the listener serves the connection with ``_http2.py``'s pump instead.
 """
 
 from __future__ import annotations
@@ -49,10 +54,18 @@ from reel_core.tools import UiRefusal, routed_verdict
 from .._clock import sleep_until
 from .._runlog import RunLog
 from ._context import Exchange
-from ._forward import Forwarding, Host, reason, send
+from ._forward import Forwarding, H11Downstream, Host, reason, send
 from ._websocket import relay_websocket, replay_websocket
 
-__all__ = ["SETTLE_AFTER", "WRITE_SIZE", "HTTP11Connection", "Listener", "Page"]
+__all__ = [
+    "H2_PREFACE",
+    "SETTLE_AFTER",
+    "WRITE_SIZE",
+    "HTTP11Connection",
+    "Listener",
+    "Page",
+    "Watched",
+]
 
 log = logging.getLogger("reel.proxy")
 
@@ -65,6 +78,25 @@ WRITE_SIZE = 64 * 1024
 
 #: A page of the proxy's own (the viewer's): status, headers, body.
 Page = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+#: The first bytes of an HTTP/2 connection (RFC 9113, 3.4): a client that
+#: knows the proxy speaks HTTP/2 (h2c with prior knowledge, or h2 chosen by
+#: ALPN) sends them before anything else.
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+class Watched(Protocol):
+    """A connection the proxy's timer may close while it waits for its
+    client: once ``deadline`` (on the proxy's clock) passed, or at
+    shutdown while it is ``idle``, its ``guard`` is cancelled."""
+
+    guard: anyio.CancelScope
+    deadline: float
+
+    @property
+    def idle(self) -> bool:
+        """No exchange under way: the connection is between requests."""
+        ...
 
 
 class Listener(Host, Protocol):
@@ -86,7 +118,7 @@ class Listener(Host, Protocol):
         """The proxy's clock (``time.monotonic``): deadlines, first bytes."""
         ...
 
-    def awaiting(self, conn: HTTP11Connection) -> AbstractContextManager[None]:
+    def awaiting(self, conn: Watched) -> AbstractContextManager[None]:
         """While ``conn`` waits for its client: its deadline is watched."""
         ...
 
@@ -155,15 +187,28 @@ class HTTP11Connection:
     deadline: float = float("inf")
     #: Response bytes due now, not written yet.
     _out: _Pending = attrs.Factory(_Pending)
+    #: What the connection's first reads gave while they could still be the
+    #: start of :data:`H2_PREFACE` (``None`` once they cannot).
+    _first: bytes | None = b""
 
-    async def serve(self) -> None:
+    async def serve(self) -> bytes | None:
         """Serve the connection until it ends.  One cancel scope for the
         whole connection, cancelled by the timer when the client lets its
-        deadline pass (cheaper than a scope per read)."""
+        deadline pass (cheaper than a scope per read).
+
+        Returns the bytes read so far when they begin with
+        :data:`H2_PREFACE`: the connection is HTTP/2's, not served here."""
         with self.guard:
             await self._pump()
         if self.guard.cancelled_caught:
             await self._timed_out()
+        first, self._first = self._first, None
+        return first if first is not None and first.startswith(H2_PREFACE) else None
+
+    @property
+    def idle(self) -> bool:
+        """Between requests: :meth:`Proxy.shutdown_idle` may close it."""
+        return self.session.engine.state is State.IDLE
 
     # -- the pump ------------------------------------------------------------
 
@@ -267,7 +312,8 @@ class HTTP11Connection:
                 self._answer,
             )
             return False
-        await Forwarding(self.proxy, self.stream, self.session, self.exchange, event).run()
+        client = H11Downstream(self.stream, self.session)
+        await Forwarding(self.proxy, client, self.exchange, event).run()
         return True
 
     async def _routed(self, event: Routed) -> bool:
@@ -382,7 +428,23 @@ class HTTP11Connection:
                 data = b""
         if data and not exchange.first_byte:
             exchange.first_byte = proxy.now()
+        if self._first is not None:  # the connection's first bytes
+            return self._sniff(data)
         session.receive_data(data, wall=time.time())
+        return True
+
+    def _sniff(self, data: bytes) -> bool:
+        """The connection's first bytes: HTTP/1.1 goes on with them; the
+        start of HTTP/2's preface is read on until it is whole (False: the
+        connection is not this pump's, its bytes are in ``_first``)."""
+        first = self._first = (self._first or b"") + data
+        if data and H2_PREFACE.startswith(first[: len(H2_PREFACE)]):
+            return len(first) < len(H2_PREFACE)
+        self._first = None
+        if first:
+            self.session.receive_data(first, wall=time.time())
+        if not data:  # the end, after a piece of a preface or nothing
+            self.session.receive_data(b"")
         return True
 
     async def _quiet(self) -> bytes:

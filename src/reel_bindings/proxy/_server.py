@@ -8,11 +8,15 @@ decisions and moves no bytes: each connection it is handed
 (:meth:`Proxy.handle`) is an :class:`~._http11.HTTP11Connection`, the pump
 around a :class:`reel_core.Session`, which asks the proxy only what its
 ``Listener`` protocol names and hands a WebSocket session only the
-:class:`~._context.Context`.
+:class:`~._context.Context`.  A connection that speaks HTTP/2 (its first
+bytes are the HTTP/2 preface, or ALPN chose ``h2`` on the ``--tls``
+listener) is an :class:`~._http2.HTTP2Connection` instead, the pump around
+``reel_core.tools.H2Session``, asking the same of the proxy.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.streams.tls
 
 from reel_core import (
     Abort,
@@ -37,7 +42,6 @@ from reel_core import (
     Request,
     Routed,
     Session,
-    State,
     Verdict,
 )
 from reel_core.tools import (
@@ -54,7 +58,7 @@ from .._store import FileStore, Store, StoreUnavailableError, check_name
 from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
 from ._context import Context, Exchange
-from ._http11 import HTTP11Connection, Page
+from ._http11 import HTTP11Connection, Page, Watched
 from ._recordings import Place, RecordingQueue
 
 if TYPE_CHECKING:
@@ -140,7 +144,7 @@ class Proxy:
         #: they ended (see ``_recordings.py``).
         self._recordings = RecordingQueue(self._append)
         #: The connections waiting for their client (see :meth:`awaiting`).
-        self._waiting: set[HTTP11Connection] = set()
+        self._waiting: set[Watched] = set()
         #: How long the timer sleeps between two looks at the deadlines: a
         #: tenth of the client timeout, within ``TICK_MIN`` and ``TICK_MAX``
         #: (a deadline is acted on at most that late, never early).
@@ -291,7 +295,7 @@ class Proxy:
         """Close every connection that is between requests."""
         self.closing = True
         for conn in list(self._waiting):
-            if conn.session.engine.state is State.IDLE:
+            if conn.idle:
                 conn.guard.cancel()
 
     # -- the timer -----------------------------------------------------------
@@ -328,7 +332,7 @@ class Proxy:
         return time.monotonic()
 
     @contextmanager
-    def awaiting(self, conn: HTTP11Connection) -> Iterator[None]:
+    def awaiting(self, conn: Watched) -> Iterator[None]:
         """While ``conn`` waits for its client, the timer watches its
         ``deadline``."""
         self._waiting.add(conn)
@@ -365,9 +369,14 @@ class Proxy:
                 select: Cassette | Callable[[Request], Cassette] = (
                     self._select if self._default is None else self._files[self._default].cassette
                 )
+                if stream.extra(anyio.streams.tls.TLSAttribute.alpn_protocol, None) == "h2":
+                    await self._http2(stream, select, b"")
+                    return
                 route = self._route if self.config.ui is not None else None
                 session = Session(select, self.config, route=route)
-                await HTTP11Connection(self, stream, session).serve()
+                first = await HTTP11Connection(self, stream, session).serve()
+                if first is not None:  # the HTTP/2 preface: h2c with prior knowledge
+                    await self._http2(stream, select, first)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
             pass
         except Exception:  # a bug: it costs this connection, never the proxy
@@ -379,6 +388,31 @@ class Proxy:
                 # the last one: the timer stops (the next connection starts one)
                 self._timer.cancel()
                 self._timer = None
+
+    async def _http2(
+        self,
+        stream: anyio.abc.ByteStream,
+        select: Cassette | Callable[[Request], Cassette],
+        first: bytes,
+    ) -> None:
+        """Serve an HTTP/2 connection (its ``first`` bytes read): an engine
+        per stream, choosing its cassette as an HTTP/1.1 request's does.
+        A viewer's request (``--ui``) is refused by that choice before the
+        engine matches or forwards it, and the pump answers it."""
+        try:
+            from reel_core.tools import H2Session
+
+            from ._http2 import HTTP2Connection
+        except ImportError as exc:  # the h2 extra is missing
+            log.warning("an HTTP/2 client was turned away: %s", exc)
+            return
+        route = None
+        if self.config.ui is not None:
+            route = self._route
+            select = functools.partial(_not_routed, route, select)
+        config = self.config
+        session = H2Session(functools.partial(Engine, select, config))
+        await HTTP2Connection(self, stream, session, route, first).serve()
 
     # -- recordings ------------------------------------------------------------
 
@@ -503,6 +537,19 @@ class Proxy:
             exchange.status,
             elapsed,
         )
+
+
+def _not_routed(
+    route: Callable[[Request], bool],
+    select: Cassette | Callable[[Request], Cassette],
+    request: Request,
+) -> Cassette:
+    """``select``'s cassette for ``request``, unless ``route`` claims it
+    (the viewer's, over HTTP/2): refused then, never matched nor
+    forwarded, and the HTTP/2 pump answers it."""
+    if route(request):
+        raise RemoteProtocolError("the viewer answers this request", 421)
+    return select(request) if callable(select) else select
 
 
 def _page_headers(content_type: str, body: bytes) -> list[tuple[bytes, bytes]]:

@@ -12,6 +12,7 @@ extra: ``pip install 'reel-llm[tls]'``): a local CA of its own, written to
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import ssl
 from dataclasses import dataclass
@@ -19,7 +20,14 @@ from pathlib import Path
 
 from .._settings import tls_dir_from_env
 
-__all__ = ["TLSFiles", "TLSSetupError", "default_tls_dir", "local_certificate", "server_context"]
+__all__ = [
+    "TLSFiles",
+    "TLSSetupError",
+    "alpn_protocols",
+    "default_tls_dir",
+    "local_certificate",
+    "server_context",
+]
 
 #: The names the generated certificate is valid for.
 NAMES = ("localhost", "127.0.0.1", "::1")
@@ -83,7 +91,9 @@ def local_certificate(directory: Path) -> TLSFiles:
 
 
 def server_context(files: TLSFiles) -> ssl.SSLContext:
-    """A server context for the listener (HTTP/1.1 only: no ``h2`` offered)."""
+    """A server context for the listener: ALPN offers ``h2`` (when the h2
+    package is there to serve it) and ``http/1.1``; the listener serves
+    each connection with what its client chose."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
         context.load_cert_chain(files.cert, files.key)
@@ -92,5 +102,11 @@ def server_context(files: TLSFiles) -> ssl.SSLContext:
             f"cannot load the certificate {files.cert} with the key {files.key} ({exc}): give a "
             "PEM certificate chain (--cert) and its private key (--key)"
         ) from None
-    context.set_alpn_protocols(["http/1.1"])
+    context.set_alpn_protocols(alpn_protocols())
     return context
+
+
+def alpn_protocols() -> list[str]:
+    """What the listener offers by ALPN, best first: ``h2`` only when the
+    proxy can speak it (the ``h2`` extra installed)."""
+    return ["h2", "http/1.1"] if importlib.util.find_spec("h2") is not None else ["http/1.1"]
