@@ -9,6 +9,8 @@ proxy on the test's backend."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +97,30 @@ async def test_a_miss_through_the_proxy_is_what_the_sdk_raises(tmp_path: Path) -
     assert "Reel miss" in error.details()
     assert "closest recording" in error.details()
     assert "differs at body" in error.details()  # the diff, as far as bytes tell it
+
+
+async def test_an_imported_pydantic_ai_cassette_replays_through_the_proxy(tmp_path: Path) -> None:
+    """pydantic-ai's xAI cassette (the corpus copy), imported with ``reel
+    import pydantic-xai-grpc``, answers the SDK's own stubs through the
+    proxy: the call the stub serializes is the one recorded, the answer the
+    recorded message with its status (the migration page's promise)."""
+    from xai_sdk.proto.v6 import chat_pb2, chat_pb2_grpc
+
+    from tests.core.formats.test_pydantic_xai_grpc import FILES, REQUEST_RAW
+
+    cassette = tmp_path / "imported.jsonl"
+    reel = [sys.executable, "-c", "from reel_bindings._cli import main; main()"]
+    command = [*reel, "import", "pydantic-xai-grpc", str(FILES[0]), "-o", str(cassette)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+    def call(url: str) -> tuple[Any, Any]:
+        with grpc.insecure_channel(url.removeprefix("http://")) as channel:
+            stub = chat_pb2_grpc.ChatStub(channel)
+            request = chat_pb2.GetCompletionsRequest.FromString(REQUEST_RAW)
+            return stub.GetCompletion.with_call(request)
+
+    async with running(options(Mode.REPLAY, cassette)) as url:
+        response, done = await anyio.to_thread.run_sync(call, url)
+    assert response.outputs[0].message.content.startswith("Paris is the capital of France.")
+    assert done.code() is grpc.StatusCode.OK
