@@ -30,8 +30,10 @@ client's bytes with :meth:`H2Session.receive_data`, writes what
   when its exchange is over.
 - :class:`H2Refused` ``(stream_id, error)``: a request the adapter refused
   itself (a head or body over the :class:`~reel_core.Limits`, a request
-  with no path): its answer (the error's status, Reel's JSON error body) is
-  already in :meth:`H2Session.data_to_send`; for the binding's log.
+  with no path): its answer (the error's status and Reel's JSON error body,
+  or for a gRPC call a ``200`` and the gRPC status in its trailers: see
+  :mod:`reel_core._own_answers`) is already in
+  :meth:`H2Session.data_to_send`; for the binding's log.
 - ``Signal.NEED_DATA`` (read on) or ``Signal.CLOSED`` (the client ended
   the connection and every exchange was handed out).
 
@@ -94,7 +96,7 @@ except ImportError as exc:  # the h2 extra is not installed
         "Reel's HTTP/2 adapter needs the h2 package: pip install 'reel-llm[h2]'"
     ) from exc
 
-from ._engine import Engine, error_body
+from ._engine import Engine
 from ._errors import LocalProtocolError, RemoteProtocolError
 from ._events import (
     Cut,
@@ -111,6 +113,7 @@ from ._grpc import GrpcSplitter
 from ._grpc_session import Decode, GrpcCallReplay
 from ._http import HOP_BY_HOP, Headers, Request
 from ._miss import MissReport
+from ._own_answers import own_answer
 from ._state import State
 
 __all__ = [
@@ -494,16 +497,9 @@ class H2Session:
         stream.started = True
         stream.splitter = None
         error = stream.engine.client_error(error)
-        body = error_body("reel_bad_request", str(error))
-        headers = [
-            (b":status", str(error.status).encode()),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        self._conn.send_headers(sid, headers)
-        stream.queued.append(body)
-        stream.ending = True
-        self._flush(sid)
+        content_type = next((v for k, v in stream.headers if k == b"content-type"), None)
+        for event in own_answer(content_type, error.status, "reel_bad_request", str(error)):
+            self.send(sid, event)
         self._handed.append(H2Refused(sid, error))
 
     def _reset(self, sid: int) -> None:
