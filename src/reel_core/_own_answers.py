@@ -25,12 +25,28 @@ an HTTP request's answers are what they always were.
 from __future__ import annotations
 
 import json
+from typing import Protocol
 
 from ._events import EndOfResponse, Event, Frame, ResponseHead, Trailers
 from ._grpc import GrpcStatus, is_grpc, percent_encode
 from ._http import Headers
 
-__all__ = ["error_body", "grpc_code", "grpc_error_answer", "json_response", "own_answer"]
+
+class _Summarized(Protocol):
+    """A :class:`~reel_core.MissReport` (named by what is used of it: this
+    room imports nothing of the miss report's)."""
+
+    def summary(self) -> str: ...
+
+
+__all__ = [
+    "error_body",
+    "grpc_code",
+    "grpc_error_answer",
+    "grpc_miss_answer",
+    "json_response",
+    "own_answer",
+]
 
 _JSON = (b"content-type", b"application/json")
 _GRPC = (b"content-type", b"application/grpc")
@@ -135,3 +151,10 @@ def own_answer(
         fields = {} if failure is None else {"failure": failure}
         body = error_body(kind, message, **fields)
     return json_response(status, body, head_only=head_only, extra=extra)
+
+
+def grpc_miss_answer(report: _Summarized) -> tuple[int, Headers, Headers]:
+    """What a gRPC client gets for a miss (:func:`grpc_error_answer` of a
+    404): ``NOT_FOUND`` with the report's one line (its
+    :meth:`~reel_core.MissReport.summary`) in ``grpc-message``."""
+    return grpc_error_answer(404, report.summary())
