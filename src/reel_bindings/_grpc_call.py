@@ -39,6 +39,7 @@ from reel_core import (
 )
 from reel_core.tools import (
     GrpcSplitter,
+    grpc_code,
     grpc_frame,
     grpc_messages,
     percent_decode,
@@ -237,9 +238,11 @@ def unframed(whole: bytes, number: int) -> bytes | Outcome:
 
 
 def broke_off(cut: Cut) -> Outcome:
-    """How a recorded call that broke off ends."""
+    """How a recorded call that broke off ends: with the status the core
+    gives what broke it (:func:`~reel_core.tools.grpc_code`, as the proxy
+    ends such a call)."""
     return Outcome(
-        grpc.StatusCode.UNAVAILABLE,
+        _CODES[grpc_code(502, cut.error)],
         f"Reel: the recorded call broke off ({cut.error}: {cut.detail})",
     )
 

@@ -42,6 +42,7 @@ class _Summarized(Protocol):
 __all__ = [
     "error_body",
     "grpc_code",
+    "grpc_cut_trailers",
     "grpc_error_answer",
     "grpc_miss_answer",
     "json_response",
@@ -158,3 +159,17 @@ def grpc_miss_answer(report: _Summarized) -> tuple[int, Headers, Headers]:
     404): ``NOT_FOUND`` with the report's one line (its
     :meth:`~reel_core.MissReport.summary`) in ``grpc-message``."""
     return grpc_error_answer(404, report.summary())
+
+
+def grpc_cut_trailers(error: str, detail: str) -> Headers:
+    """The trailers that end a gRPC call whose answer broke off after its
+    head (a :class:`~reel_core.Cut`, live or replayed): what broke it
+    (``error``, an ``UpstreamError`` or ``Abort`` value) as
+    :func:`grpc_code` reads it, and what Reel knows of it in
+    ``grpc-message``.  A gRPC client reads a reset stream as an opaque
+    ``INTERNAL``; these say ``UNAVAILABLE`` for a reset or a close,
+    ``DEADLINE_EXCEEDED`` for a timeout, and why."""
+    return (
+        (b"grpc-status", b"%d" % grpc_code(502, error)),
+        (b"grpc-message", percent_encode(f"Reel: the call broke off ({error}: {detail})")),
+    )

@@ -124,7 +124,13 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         H2SessionMiss,
     )
     from ._miss import Closest, body_diff, diff_row, request_diff, shorten
-    from ._own_answers import grpc_code, grpc_error_answer, grpc_miss_answer, own_answer
+    from ._own_answers import (
+        grpc_code,
+        grpc_cut_trailers,
+        grpc_error_answer,
+        grpc_miss_answer,
+        own_answer,
+    )
     from ._prices import PRICES_CHECKED, cost_usd, resolve_model
     from ._report import (
         REPORT_SCHEMA,
@@ -258,6 +264,7 @@ __all__ = [
     "format_age",
     "format_instant",
     "grpc_code",
+    "grpc_cut_trailers",
     "grpc_error_answer",
     "grpc_frame",
     "grpc_messages",
@@ -360,7 +367,13 @@ _ROOMS = {
         "H2SessionMiss",
     ),
     "_miss": ("Closest", "body_diff", "diff_row", "request_diff", "shorten"),
-    "_own_answers": ("grpc_code", "grpc_error_answer", "grpc_miss_answer", "own_answer"),
+    "_own_answers": (
+        "grpc_code",
+        "grpc_cut_trailers",
+        "grpc_error_answer",
+        "grpc_miss_answer",
+        "own_answer",
+    ),
     "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
     "_run": ("LineTime", "line_times"),
     "_report": (

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 
+import h2.errors
 import pytest
 
 from reel_core import (
     Cassette,
     Config,
+    Cut,
     Engine,
     Forward,
     Limits,
@@ -171,3 +173,54 @@ def test_a_broken_cassette_line_is_internal() -> None:
     code, message = grpc_status(client.answers[sid])
     assert code == 13  # INTERNAL
     assert "c.jsonl:2: not a JSON line" in message
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [(UpstreamError.RESET, 14), (UpstreamError.CLOSED, 14), (UpstreamError.TIMEOUT, 4)],
+)
+def test_a_grpc_answer_that_broke_off_ends_with_its_status_recorded_then_replayed(
+    error: UpstreamError, code: int
+) -> None:
+    cassette = Cassette("c.jsonl")
+    session = H2Session(lambda: Engine(cassette, Config(mode=Mode.RECORD)))
+    client = Client()
+    sid = call(client, GRPC)
+    forward = pump(session, client)[0]
+    assert isinstance(forward, H2Event)
+    engine = forward.engine
+    engine.upstream_head(200, [(b"content-type", GRPC)], mono=1.0)
+    engine.upstream_data(grpc_frame(b"part"), mono=1.1)
+    engine.upstream_error(error, "gone", mono=2.0)
+    seen = pump(session, client)
+    assert any(isinstance(e, H2Event) and isinstance(e.event, Cut) for e in seen)
+    said = (code, f"Reel: the call broke off ({error.value}: gone)")
+    live = client.answers[sid]
+    assert live.reset is None
+    assert live.ended
+    assert live.data == grpc_frame(b"part")  # what came goes out first
+    assert grpc_code_of(live) == said
+    recorded = engine.record()
+    assert recorded is not None
+    # replayed: the same end, the upstream gone
+    again = H2Session(lambda: Engine(Cassette.loads(cassette.dumps(), name="c.jsonl")))
+    client = Client()
+    sid = call(client, GRPC)
+    pump(again, client)
+    assert client.answers[sid].data == grpc_frame(b"part")
+    assert grpc_code_of(client.answers[sid]) == said
+
+
+def grpc_code_of(answer: Answer) -> tuple[int, str]:
+    fields = dict(answer.trailers or [])
+    return int(fields[b"grpc-status"]), percent_decode(fields[b"grpc-message"])
+
+
+def test_a_cut_before_any_head_resets_a_grpc_stream() -> None:
+    session = session_of(mode=Mode.RECORD)
+    client = Client()
+    sid = call(client, GRPC)
+    pump(session, client)
+    session.send(sid, Cut("reset", "gone"))  # the engine cuts after a head only
+    client.receive(session.data_to_send())
+    assert client.answers[sid].reset == h2.errors.ErrorCodes.INTERNAL_ERROR
