@@ -108,6 +108,12 @@ class Engine:
         config: Config | None = None,
     ) -> None:
         self.config = config if config is not None else Config()
+        #: Whether the client reads trailers (its adapter sets it: HTTP/2, a
+        #: gRPC channel in process).  Reel's own answers to a gRPC call are
+        #: then gRPC statuses in the trailers; over HTTP/1.1, which carries
+        #: none, they stay the status and JSON error (a ``200`` with its
+        #: status in trailers never sent would read as a success).
+        self.reads_trailers = False
         self._select = None if isinstance(cassette, Cassette) else cassette
         self.state = State.IDLE
         self._use(cassette if isinstance(cassette, Cassette) else Cassette())
@@ -463,6 +469,7 @@ class Engine:
                         "reel_miss",
                         report.summary(),
                         body=report.to_bytes(),
+                        trailers=self.reads_trailers,
                         head_only=request.method == "HEAD",
                         extra=((MISS_HEADER, key.encode("ascii")),),
                     )
@@ -586,7 +593,8 @@ class Engine:
         self, status: int, kind: str, message: str, *, failure: str | None = None
     ) -> tuple[Event, ...]:
         """An answer of Reel's own to the request (a refusal, a failure):
-        JSON, or for a gRPC call a gRPC status (:func:`own_answer`)."""
+        JSON, or for a gRPC call whose client reads trailers a gRPC status
+        (:func:`own_answer`)."""
         request = self._request
         assert request is not None
         return own_answer(
@@ -595,6 +603,7 @@ class Engine:
             kind,
             message,
             failure=failure,
+            trailers=self.reads_trailers,
             head_only=request.method == "HEAD",
         )
 

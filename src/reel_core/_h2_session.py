@@ -370,6 +370,7 @@ class H2Session:
     def _open(self, sid: int, headers: list[tuple[bytes, bytes]]) -> None:
         """A request's head came on ``sid``: its exchange's engine is made."""
         stream = self._streams[sid] = _Stream(self._new_engine(), headers)
+        stream.engine.reads_trailers = True  # a gRPC call's own answers are gRPC statuses
         config = stream.engine.config
         size = _header_size(headers)
         if size > config.limits.max_head:

@@ -10,7 +10,8 @@ kind and a message, and nowhere else:
 
 - for an HTTP client, the status and Reel's JSON error body
   (:func:`error_body`: ``{"error": {"type", "code", "message", ...}}``);
-- for a gRPC client (:func:`~reel_core._grpc.is_grpc`), which reads only a
+- for a gRPC client (:func:`~reel_core._grpc.is_grpc`, over a protocol
+  that carries trailers: HTTP/2, a gRPC channel in process), which reads only a
   ``200`` and the ``grpc-status`` trailer (any other status is an opaque
   transport error to it, and a JSON body a message it cannot parse): a
   ``200``, ``content-type: application/grpc``, no message, and the
@@ -134,6 +135,7 @@ def own_answer(
     *,
     body: bytes | None = None,
     failure: str | None = None,
+    trailers: bool = True,
     head_only: bool = False,
     extra: Headers = (),
 ) -> tuple[Event, ...]:
@@ -144,13 +146,16 @@ def own_answer(
     For a gRPC request, :func:`grpc_error_answer` (``message`` in
     ``grpc-message``); for any other, ``status`` and ``body`` (by default
     :func:`error_body` of ``kind``, ``message`` and the ``failure``).
+    ``trailers``: whether the client reads trailers (HTTP/2 does, HTTP/1.1
+    here does not: a gRPC status it never got would leave a ``200`` that
+    reads as a success, so its gRPC request gets the JSON answer).
     ``extra``: headers after Reel's own, in either form."""
-    if is_grpc(content_type):
-        _, headers, trailers = grpc_error_answer(status, message, failure=failure)
-        return ResponseHead(200, headers + extra), Trailers(trailers, 0.0), _ENDED_AT_ONCE
+    if trailers and is_grpc(content_type):
+        _, headers, fields = grpc_error_answer(status, message, failure=failure)
+        return ResponseHead(200, headers + extra), Trailers(fields, 0.0), _ENDED_AT_ONCE
     if body is None:
-        fields = {} if failure is None else {"failure": failure}
-        body = error_body(kind, message, **fields)
+        more = {} if failure is None else {"failure": failure}
+        body = error_body(kind, message, **more)
     return json_response(status, body, head_only=head_only, extra=extra)
 
 

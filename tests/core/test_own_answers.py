@@ -82,21 +82,23 @@ class Scenario:
     ``type``, and the gRPC status a gRPC client gets instead."""
 
     name: str
-    run: Callable[[Request, str], list[Event]]
+    run: Callable[[Request, str, bool], list[Event]]
     status: int
     kind: str
     code: GrpcStatus
 
 
-def _miss(request: Request, said: str) -> list[Event]:
+def _miss(request: Request, said: str, trailers: bool) -> list[Event]:
     engine = Engine(Cassette(said or "c"), Config(mode=Mode.REPLAY))
+    engine.reads_trailers = trailers
     engine.receive_request(request)
     return events_of(engine)
 
 
-def _failing(error: UpstreamError | Abort) -> Callable[[Request, str], list[Event]]:
-    def run(request: Request, said: str) -> list[Event]:
+def _failing(error: UpstreamError | Abort) -> Callable[[Request, str, bool], list[Event]]:
+    def run(request: Request, said: str, trailers: bool) -> list[Event]:
         engine = Engine(Cassette(), Config(mode=Mode.RECORD))
+        engine.reads_trailers = trailers
         engine.receive_request(request)
         assert isinstance(engine.next_event(), Forward)
         engine.upstream_error(error, said, mono=0.0)
@@ -105,34 +107,37 @@ def _failing(error: UpstreamError | Abort) -> Callable[[Request, str], list[Even
     return run
 
 
-def _selected(error: Exception) -> Callable[[Request, str], list[Event]]:
-    def run(request: Request, said: str) -> list[Event]:
+def _selected(error: Exception) -> Callable[[Request, str, bool], list[Event]]:
+    def run(request: Request, said: str, trailers: bool) -> list[Event]:
         def select(_: Request) -> Cassette:
             if isinstance(error, RemoteProtocolError):
                 raise RemoteProtocolError(f"{error} {said}", error.status)
             raise CassetteError("notes.txt", None, f"not a Reel cassette {said}")
 
         engine = Engine(select)
+        engine.reads_trailers = trailers
         engine.receive_request(request)
         return events_of(engine)
 
     return run
 
 
-def _no_upstream(request: Request, said: str) -> list[Event]:
+def _no_upstream(request: Request, said: str, trailers: bool) -> list[Event]:
     engine = Engine(Cassette(), Config(mode=Mode.AUTO, routing=True))
+    engine.reads_trailers = trailers
     engine.receive_request(
         Request(request.method, f"/api/generate?q={len(said)}", request.headers, request.body)
     )
     return events_of(engine)
 
 
-def _broken_line(request: Request, said: str) -> list[Event]:
+def _broken_line(request: Request, said: str, trailers: bool) -> list[Event]:
     key = Engine(Cassette()).recorded_request(request).key(MatchConfig())
     # Indexed (key first, ends in "}") but not JSON: found only when used.
     broken = b'{"key":"' + key.encode() + b'","id":BROKEN}'
     cassette = Cassette.loads(Cassette().meta.to_line() + broken + b"\n", name="c.jsonl")
     engine = Engine(cassette)
+    engine.reads_trailers = trailers
     engine.receive_request(request)
     return events_of(engine)
 
@@ -211,15 +216,25 @@ def said_text(events: list[Event]) -> str:
 @given(
     scenario=st.sampled_from(SCENARIOS),
     grpc_type=st.sampled_from(GRPC_TYPES),
-    other_type=st.sampled_from(OTHER_TYPES),
+    plain=st.one_of(
+        st.tuples(st.sampled_from(OTHER_TYPES), st.booleans()),
+        # a gRPC request over HTTP/1.1, which carries no trailers
+        st.tuples(st.sampled_from(GRPC_TYPES), st.just(False)),
+    ),
     said=st.text(max_size=40),
 )
 def test_a_grpc_call_never_gets_a_non_200_or_a_body_from_reel(
-    scenario: Scenario, grpc_type: bytes, other_type: bytes | None, said: str
+    scenario: Scenario,
+    grpc_type: bytes,
+    plain: tuple[bytes | None, bool],
+    said: str,
 ) -> None:
     said = said.replace("\x00", "")  # a cassette name cannot hold it
-    # the request not gRPC: the status and JSON error it always got
-    head, body, trailers = answer_of(scenario.run(grpc_request(other_type), said))
+    # not a gRPC call, or a client that reads no trailers: the status and
+    # JSON error it always got
+    other_type, trailers_read = plain
+    events = scenario.run(grpc_request(other_type), said, trailers_read)
+    head, body, trailers = answer_of(events)
     assert head.status == scenario.status
     assert dict(head.headers)[b"content-type"] == b"application/json"
     assert trailers is None
@@ -229,7 +244,7 @@ def test_a_grpc_call_never_gets_a_non_200_or_a_body_from_reel(
         error = json.loads(body)["error"]
         assert error["type"] == error["code"] == scenario.kind
     # the same answer to a gRPC call: a gRPC status, the message in the trailers
-    events = scenario.run(grpc_request(grpc_type), said)
+    events = scenario.run(grpc_request(grpc_type), said, True)
     head, body, trailers = answer_of(events)
     assert head.status == 200
     assert dict(head.headers)[b"content-type"] == b"application/grpc"
@@ -249,7 +264,7 @@ def test_a_grpc_call_never_gets_a_non_200_or_a_body_from_reel(
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_each_answer_of_reels_own_to_a_grpc_call(scenario: Scenario) -> None:
-    events = scenario.run(grpc_request(b"application/grpc"), "")
+    events = scenario.run(grpc_request(b"application/grpc"), "", True)
     head, body, trailers = answer_of(events)
     assert (head.status, body) == (200, b"")
     assert trailers is not None
@@ -259,7 +274,7 @@ def test_each_answer_of_reels_own_to_a_grpc_call(scenario: Scenario) -> None:
 def test_an_upstream_timeout_is_deadline_exceeded_with_what_failed() -> None:
     # issue 35: it was a 504 with a JSON body, read by a gRPC client as
     # UNAVAILABLE with no detail
-    events = _failing(UpstreamError.TIMEOUT)(grpc_request(b"application/grpc"), "read 30 s")
+    events = _failing(UpstreamError.TIMEOUT)(grpc_request(b"application/grpc"), "read 30 s", True)
     head, _, trailers = answer_of(events)
     assert head.status == 200
     assert trailers is not None
@@ -268,6 +283,18 @@ def test_an_upstream_timeout_is_deadline_exceeded_with_what_failed() -> None:
     assert percent_decode(fields[b"grpc-message"]) == (
         f"Reel could not reach the upstream for {PATH}: timeout (read 30 s)"
     )
+
+
+def test_a_grpc_miss_over_http_1_1_is_a_404_not_an_empty_200() -> None:
+    # a client that reads no trailers would take a 200 with its status in
+    # trailers it never got for a success (the miss was answered so before)
+    engine = Engine(Cassette("c"), Config(mode=Mode.REPLAY))
+    assert not engine.reads_trailers  # the default: the HTTP/1.1 adapter's
+    engine.receive_request(grpc_request(b"application/grpc"))
+    head, body, trailers = answer_of(events_of(engine))
+    assert head.status == 404
+    assert trailers is None
+    assert json.loads(body)["error"]["type"] == "reel_miss"
 
 
 def test_a_head_request_of_grpc_is_still_a_grpc_status() -> None:
