@@ -73,3 +73,31 @@ def test_a_cassette_line_that_cannot_be_read_is_internal(
     assert "broken.jsonl:2: not a JSON line" in got[2]
     assert "Fix or delete that line" in got[2]
     assert "HTTP 500" not in got[2]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        ("reset", grpc.StatusCode.UNAVAILABLE),
+        ("closed", grpc.StatusCode.UNAVAILABLE),
+        ("timeout", grpc.StatusCode.DEADLINE_EXCEEDED),
+    ],
+)
+def test_a_replayed_cut_ends_with_the_code_of_what_broke_it(
+    kind: str, error: str, code: Any, server: ScriptedServer, tmp_path: Path
+) -> None:
+    # the code the proxy's HTTP/2 adapter ends such a call with (grpc_code)
+    cassette = tmp_path / "cut.jsonl"
+    script = Script(messages=(b"one", b"two"), tag=f"cut {kind} {error}")
+    both(kind, server.address, cassette, STREAM, script, mode="record")
+    meta, line = cassette.read_text().splitlines()
+    recorded = json.loads(line)
+    response = recorded["response"]
+    response["cut"] = {"at": response.pop("end")["at"], "error": error, "detail": "boom"}
+    del response["trailers"]
+    cassette.write_text(meta + "\n" + json.dumps(recorded) + "\n")
+    got = both(kind, GONE, cassette, STREAM, script, mode="replay", timing="fast")
+    assert got[0] == (b"one", b"two")
+    assert got[1] is code
+    assert f"the recorded call broke off ({error}: boom)" in got[2]
