@@ -214,7 +214,7 @@ class _Method:
         request = call_request(
             self._method, kwargs.get("metadata"), message, owner.channel_metadata
         )
-        decision = owner.player.decide(request, streamed=True)
+        decision = owner.player.decide(request, streamed=True, trailers=True)
         if isinstance(decision, Upstreaming):
             feed = CallFeed(decision, whole=True)  # its one message went with the head
             return lambda call: self._forward(call, feed, message, kwargs)
@@ -322,7 +322,7 @@ class _Streaming(_Method):
         async def source(call: _Call) -> AsyncIterator[Any]:
             taken, ended = await requests.first(streamed)
             request = call_request(self._method, metadata, taken, owner.channel_metadata)
-            decision = player.decide(request, streamed=streamed)
+            decision = player.decide(request, streamed=streamed, trailers=True)
             if isinstance(decision, Upstreaming):
                 feed = CallFeed(decision)
                 upstream = requests.relayed(taken, ended, feed)

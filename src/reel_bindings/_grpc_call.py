@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 from reel_core import (
     Abort,
@@ -38,7 +37,14 @@ from reel_core import (
     Trailers,
     UpstreamError,
 )
-from reel_core.tools import GrpcSplitter, grpc_frame, grpc_messages, percent_encode
+from reel_core.tools import (
+    GrpcSplitter,
+    grpc_code,
+    grpc_frame,
+    grpc_messages,
+    percent_decode,
+    percent_encode,
+)
 
 from ._inprocess import Decision, Player, Upstreaming
 from ._options import Options
@@ -84,7 +90,9 @@ _FRAMING = frozenset({b"content-type", b"content-length", b"te", b"trailer"})
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 #: How gRPC reads an HTTP status other than 200 (the spec's
-#: "HTTP to gRPC Status Code Mapping"): a refusal Reel answered itself.
+#: "HTTP to gRPC Status Code Mapping"): a recorded answer of a gateway in
+#: front of the server.  An answer Reel makes itself to a call is a gRPC
+#: status already (``200`` and the trailers: :func:`reel_core.tools.own_answer`).
 _HTTP_CODES = {
     400: grpc.StatusCode.INTERNAL,
     401: grpc.StatusCode.UNAUTHENTICATED,
@@ -194,7 +202,7 @@ def status(trailers: Sequence[tuple[bytes, bytes]]) -> tuple[Outcome, bool]:
             rest.append((name, value))
     status = found.get(b"grpc-status")
     code = _CODES.get(int(status)) if status is not None and status.isdigit() else None
-    details = unquote_to_bytes(found.get(b"grpc-message", b"")).decode("utf-8", "replace")
+    details = percent_decode(found.get(b"grpc-message", b""))
     if code is None:
         said = "no grpc-status" if status is None else f"grpc-status {status!r}"
         return Outcome(grpc.StatusCode.UNKNOWN, f"the recorded call has {said}"), False
@@ -202,9 +210,9 @@ def status(trailers: Sequence[tuple[bytes, bytes]]) -> tuple[Outcome, bool]:
 
 
 def _refusal(status: int, body: bytes) -> Outcome:
-    """A non-200 answer (a refusal Reel made, or one recorded from a
-    gateway in front of the server) as gRPC reads it, its JSON error's
-    message the details."""
+    """A non-200 answer (one recorded from a gateway in front of the
+    server: Reel's own answers to a call are gRPC statuses) as gRPC reads
+    it, its JSON error's message the details."""
     code = _HTTP_CODES.get(status, grpc.StatusCode.UNKNOWN)
     text = body.decode("utf-8", "replace")
     try:
@@ -230,9 +238,11 @@ def unframed(whole: bytes, number: int) -> bytes | Outcome:
 
 
 def broke_off(cut: Cut) -> Outcome:
-    """How a recorded call that broke off ends."""
+    """How a recorded call that broke off ends: with the status the core
+    gives what broke it (:func:`~reel_core.tools.grpc_code`, as the proxy
+    ends such a call)."""
     return Outcome(
-        grpc.StatusCode.UNAVAILABLE,
+        _CODES[grpc_code(502, cut.error)],
         f"Reel: the recorded call broke off ({cut.error}: {cut.detail})",
     )
 
@@ -305,16 +315,6 @@ def settled(decision: Decision, player: Player) -> Decision:
     assert decision.event is not None  # a session is a replay's
     found = Miss(decision.event.request, miss)
     return replace(decision, event=found, events=tuple(events), body=None, session=None)
-
-
-def _grpc_message(details: str) -> bytes:
-    """``details`` as a ``grpc-message`` value: percent-encoded, its leading
-    and trailing spaces too (a header value loses them: RFC 9110, 5.5)."""
-    value = percent_encode(details)
-    inner = value.strip(b" ")
-    lead = len(value) - len(value.lstrip(b" "))
-    trail = len(value) - len(value.rstrip(b" ")) if inner else 0
-    return b"%20" * lead + inner + b"%20" * trail
 
 
 def unary(replay: Replayed, method: str) -> Replayed:
@@ -422,7 +422,7 @@ class CallFeed:
         self.head(initial)
         trailers = [(b"grpc-status", b"%d" % code.value[0])]
         if details:
-            trailers.append((b"grpc-message", _grpc_message(details)))
+            trailers.append((b"grpc-message", percent_encode(details)))
         self._up.trailers([*trailers, *_headers(trailing)])
         self._up.end()
 

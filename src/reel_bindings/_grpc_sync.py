@@ -84,7 +84,7 @@ class _Method:
         message = request if self._serialize is None else self._serialize(request)
         owner = self._owner
         request = call_request(self._method, metadata, message, owner.channel_metadata)
-        decision = owner.player.decide(request, streamed=True)
+        decision = owner.player.decide(request, streamed=True, trailers=True)
         if not isinstance(decision, Upstreaming):
             decision = settled(decision, owner.player)
             owner._check(decision)
@@ -177,7 +177,7 @@ class _Streaming(_Method):
 
         def start(taken: list[bytes], whole: bool, rest: Any) -> tuple[Any, SessionPlay | None]:
             request = call_request(self._method, metadata, taken, owner.channel_metadata)
-            decision = player.decide(request, streamed=streamed)
+            decision = player.decide(request, streamed=streamed, trailers=True)
             if isinstance(decision, Upstreaming):
                 feed = CallFeed(decision)
                 return self._forward(relayed(rest, taken, feed), feed, timeout, metadata, kwargs)

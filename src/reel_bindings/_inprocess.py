@@ -225,14 +225,19 @@ class Player:
                 config = replace(config, mode=Mode.LIVE)
             return Engine(self.file.cassette, config).streams_call(head)
 
-    def decide(self, request: Request, *, streamed: bool = False) -> Decision | Upstreaming:
+    def decide(
+        self, request: Request, *, streamed: bool = False, trailers: bool = False
+    ) -> Decision | Upstreaming:
         """The answer to ``request``, or (to send it upstream) the feed of
         its forward.  ``streamed``: ``request`` is a gRPC call's head with
         its first client message as the body (none: its client ended with
         none), the rest to come; the engine says whether it plays as a
         session (:meth:`Engine.streams_call`): a session's replay is the
         decision's ``session``, a forward recorded as one has a
-        :attr:`Upstreaming.recorder` that took the first message."""
+        :attr:`Upstreaming.recorder` that took the first message.
+        ``trailers``: the caller reads trailers (a gRPC channel), so Reel's
+        own answers to a gRPC call are gRPC statuses
+        (:attr:`Engine.reads_trailers`)."""
         with self.lock:  # the engine plays the shared cassette
             engine, self._engine = self._engine, None
             nested = running_on(self.file)
@@ -242,6 +247,7 @@ class Player:
             elif engine is None or engine.cassette is not self.file.cassette:
                 engine = Engine(self.file.cassette, self.config)
             session = streamed and engine.streams_call(request)
+            engine.reads_trailers = trailers
             engine.receive_request(request, wall=time.time())
             event = engine.next_event()
             if isinstance(event, Forward):

@@ -17,7 +17,6 @@ and its connection.
 from __future__ import annotations
 
 import functools
-import json
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
@@ -42,11 +41,12 @@ from ._events import (
     Trailers,
 )
 from ._exchange import new_recorder, plain_request
-from ._grpc import grpc_miss_answer, is_grpc
+from ._grpc import is_grpc
 from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
 from ._memo import KeyMemo
+from ._own_answers import own_answer
 from ._providers import route, routed_titles
 from ._redact import Redactor
 from ._sent import DEFAULT, literals_absent, sent_digest, writes_sent
@@ -65,7 +65,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Engine", "PendingRecording"]
 
-_JSON = (b"content-type", b"application/json")
 _DEFAULT_MATCH = MatchConfig()
 #: How many recordings' replay events an engine keeps at most.
 _REPLAYS_KEPT = 4096
@@ -73,17 +72,6 @@ _REPLAYS_KEPT = 4096
 #: (the replay events of each recording are kept: one fewer object apiece
 #: for the garbage collector to walk).
 _ENDED_AT_ONCE = EndOfResponse(0.0)
-
-
-def json_response(
-    status: int, body: bytes, *, head_only: bool = False, extra: Headers = ()
-) -> tuple[Event, ...]:
-    """The events of a JSON answer of Reel's own (``extra``: headers after
-    its own)."""
-    headers = (_JSON, (b"content-length", str(len(body)).encode()), *extra)
-    if head_only:  # the answer to a HEAD request has no body
-        return ResponseHead(status, headers), EndOfResponse(0.0)
-    return ResponseHead(status, headers), Frame(body, 0.0), EndOfResponse(0.0)
 
 
 #: Response headers a replay never sends from its recording.
@@ -103,12 +91,6 @@ def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
     )
 
 
-def error_body(type_: str, message: str, **extra: object) -> bytes:
-    """The JSON body of an error Reel answers itself."""
-    error = {"type": type_, "code": type_, "message": message, **extra}
-    return json.dumps({"error": error}, ensure_ascii=False).encode() + b"\n"
-
-
 class Engine:
     """Decides one request at a time, with no protocol of its own.
 
@@ -126,6 +108,12 @@ class Engine:
         config: Config | None = None,
     ) -> None:
         self.config = config if config is not None else Config()
+        #: Whether the client reads trailers (its adapter sets it: HTTP/2, a
+        #: gRPC channel in process).  Reel's own answers to a gRPC call are
+        #: then gRPC statuses in the trailers; over HTTP/1.1, which carries
+        #: none, they stay the status and JSON error (a ``200`` with its
+        #: status in trailers never sent would read as a success).
+        self.reads_trailers = False
         self._select = None if isinstance(cassette, Cassette) else cassette
         self.state = State.IDLE
         self._use(cassette if isinstance(cassette, Cassette) else Cassette())
@@ -473,23 +461,17 @@ class Engine:
                 self._to(Input.MISS)
                 self._decision = Miss(request, report)
                 self._events.append(self._decision)
-                marker = ((MISS_HEADER, key.encode("ascii")),)
-                if is_grpc(request.header("content-type")):  # a gRPC status, not a 404
-                    status, headers, trailers = grpc_miss_answer(report)
-                    self._events.extend(
-                        (
-                            ResponseHead(status, headers + marker),
-                            Trailers(trailers, 0.0),
-                            _ENDED_AT_ONCE,
-                        )
-                    )
-                    return
+                # a 404 with the report, or NOT_FOUND in a gRPC call's trailers
                 self._events.extend(
-                    json_response(
+                    own_answer(
+                        request.header("content-type"),
                         404,
-                        report.to_bytes(),
+                        "reel_miss",
+                        report.summary(),
+                        body=report.to_bytes(),
+                        trailers=self.reads_trailers,
                         head_only=request.method == "HEAD",
-                        extra=marker,
+                        extra=((MISS_HEADER, key.encode("ascii")),),
                     )
                 )
                 return
@@ -605,12 +587,25 @@ class Engine:
         assert self._request is not None
         self._decision = Refused(self._request, status, message)
         self._events.append(self._decision)
-        body = error_body(kind, message)
-        self._events.extend(json_response(status, body, head_only=self._head_only))
+        self._events.extend(self._own(status, kind, message))
 
-    @property
-    def _head_only(self) -> bool:
-        return self._request is not None and self._request.method == "HEAD"
+    def _own(
+        self, status: int, kind: str, message: str, *, failure: str | None = None
+    ) -> tuple[Event, ...]:
+        """An answer of Reel's own to the request (a refusal, a failure):
+        JSON, or for a gRPC call whose client reads trailers a gRPC status
+        (:func:`own_answer`)."""
+        request = self._request
+        assert request is not None
+        return own_answer(
+            request.header("content-type"),
+            status,
+            kind,
+            message,
+            failure=failure,
+            trailers=self.reads_trailers,
+            head_only=request.method == "HEAD",
+        )
 
     def _miss_report(self, recorded: RecordedRequest, key: str) -> MissReport:
         from ._miss import report_miss
@@ -807,8 +802,9 @@ class Engine:
                     f". Forwards go to {base}: check that it is reachable, or "
                     f"name another base URL with {self.config.hints.upstream}."
                 )
-            body = error_body("reel_upstream_error", message, failure=error.value)
-            self._events.extend(json_response(error.status, body, head_only=self._head_only))
+            self._events.extend(
+                self._own(error.status, "reel_upstream_error", message, failure=error.value)
+            )
             return
         self._to(Input.UPSTREAM_ERROR)
         capture, self._capture = self._capture, None

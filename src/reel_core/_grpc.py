@@ -12,7 +12,8 @@ The call's status travels in the trailers (``grpc-status``, and
 ``grpc-message`` percent-encoded as the spec says).  A miss is not an HTTP
 404 for a gRPC client, which would report an opaque transport error: it is
 a ``200`` with no message and the trailers ``grpc-status: 5`` (NOT_FOUND)
-and the miss report's one line (:func:`grpc_miss_answer`).
+and the miss report's one line; every other answer Reel makes itself to
+a gRPC call is a gRPC status the same way (:mod:`reel_core._own_answers`).
 
 A message whose compressed flag is set is compressed with the call's
 ``grpc-encoding`` (``gzip`` or ``deflate``, told apart by their first
@@ -29,12 +30,12 @@ import enum
 import re
 import zlib
 from collections.abc import Callable
-from typing import Protocol
+from urllib.parse import unquote_to_bytes
 
 from ._decode import DecodeError, decode_content
 from ._errors import RemoteProtocolError
 from ._hints import Hints
-from ._http import Headers, Limits
+from ._http import Limits
 
 __all__ = [
     "GRPC_PREFIX",
@@ -42,11 +43,11 @@ __all__ = [
     "GrpcStatus",
     "grpc_frame",
     "grpc_messages",
-    "grpc_miss_answer",
     "has_compressed",
     "is_grpc",
     "message_coding",
     "message_payload",
+    "percent_decode",
     "percent_encode",
     "rescrubbed",
     "rescrubbed_body",
@@ -351,34 +352,36 @@ def rescrubbed_body(
     return b"".join([rescrubbed(f, scrub, limit=limit, notes=notes) for f in frames])
 
 
-class _Summarized(Protocol):
-    """A :class:`~reel_core.MissReport` (named by what is used of it: this
-    room imports nothing of the miss report's)."""
-
-    def summary(self) -> str: ...
-
-
 #: Bytes ``grpc-message`` carries as they are: space and visible ASCII but
 #: ``%`` (gRPC over HTTP/2, "Percent-Byte-Unencoded": %x20-%x24 / %x26-%x7E).
 _UNENCODED = frozenset(range(0x20, 0x7F)) - {0x25}
+_PERCENT = tuple(chr(b) if b in _UNENCODED else f"%{b:02X}" for b in range(256))
 
 
 def percent_encode(text: str) -> bytes:
     """``text`` as a ``grpc-message`` value: its UTF-8 bytes, each one
-    outside space and visible ASCII (and ``%``) written ``%XX``."""
-    return "".join(
-        chr(byte) if byte in _UNENCODED else f"%{byte:02X}" for byte in text.encode("utf-8")
-    ).encode("ascii")
+    outside space and visible ASCII (and ``%``) written ``%XX``, and so are
+    its leading and trailing spaces: a header value loses them (RFC 9110,
+    5.5), and the message must come out as it went in.  Total: a lone
+    surrogate (a text read with ``surrogateescape``) is encoded as UTF-8
+    would were it a character (``surrogatepass``), never an error.  The
+    value is always a legal header value that no stripping changes."""
+    data = text.encode("utf-8", "surrogatepass")
+    inner = data.strip(b" ")
+    if not inner:
+        return b"%20" * len(data)
+    lead = len(data) - len(data.lstrip(b" "))
+    trail = len(data) - len(data.rstrip(b" "))
+    return b"%20" * lead + "".join([_PERCENT[b] for b in inner]).encode("ascii") + b"%20" * trail
 
 
-def grpc_miss_answer(report: _Summarized) -> tuple[int, Headers, Headers]:
-    """What a gRPC client gets for a miss: the status (``200``: the call
-    reached a server), the head's headers and the trailers, and no message.
-    The trailers say ``NOT_FOUND`` with the report's one line (its
-    :meth:`~reel_core.MissReport.summary`) in ``grpc-message``."""
-    headers: Headers = ((b"content-type", b"application/grpc"),)
-    trailers: Headers = (
-        (b"grpc-status", b"%d" % GrpcStatus.NOT_FOUND),
-        (b"grpc-message", percent_encode(report.summary())),
-    )
-    return 200, headers, trailers
+def percent_decode(value: bytes) -> str:
+    """A ``grpc-message`` value's text: each ``%XX`` its byte (a ``%`` that
+    begins no such triple kept as it is, as the spec says), the bytes read
+    as UTF-8 (:func:`percent_encode`'s lone surrogates too; bytes that are
+    not UTF-8 come out as U+FFFD)."""
+    data = unquote_to_bytes(value)
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace")

@@ -57,13 +57,13 @@ from ._engine import Engine
 from ._errors import LocalProtocolError
 from ._events import Cut, EndOfResponse, Event, Frame, Recorded, Signal, Trailers
 from ._exchange import interaction_id
-from ._grpc import GrpcStatus, percent_encode
 from ._grpc_log import GRPC_SESSION, GrpcLog, GrpcMessage, scrub_message
 from ._grpc_rule import is_grpc_session
 from ._hints import Hints
 from ._interaction import Interaction, StreamCut
 from ._match import FieldDiff, MatchConfig, MatchMode, canonical_body
 from ._miss import Closest, MissReport, body_diff
+from ._own_answers import grpc_miss_answer
 from ._redact import Redactor
 from ._timing import Timing
 from ._ws_pool import WebSocketLease
@@ -424,10 +424,7 @@ class GrpcCallReplay:
         report's line in ``grpc-message``, after what went out before."""
         assert self.miss is not None
         at = self._waited = max(self._waited, self._stop_at)
-        trailers = (
-            (b"grpc-status", b"%d" % GrpcStatus.NOT_FOUND),
-            (b"grpc-message", percent_encode(self.miss.summary())),
-        )
+        _, _, trailers = grpc_miss_answer(self.miss)
         self._queue.append(EndOfResponse(at))
         self._finish()
         return Trailers(trailers, at)

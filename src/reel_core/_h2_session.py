@@ -17,7 +17,9 @@ client's bytes with :meth:`H2Session.receive_data`, writes what
   engine's events (its decision, then its response), which the binding acts
   on as it would on the HTTP/1.1 session's, sending each response event
   with :meth:`H2Session.send` (a ``Trailers`` goes out as a HEADERS frame
-  ending the stream, after the body).  For a ``Forward`` the binding feeds the
+  ending the stream, after the body; a ``Cut`` resets the stream, but a
+  gRPC call's ends it with the gRPC status of what broke it, see
+  :func:`~reel_core.tools.grpc_cut_trailers`).  For a ``Forward`` the binding feeds the
   upstream's answer to ``engine`` (``upstream_head``, ``upstream_data``,
   ``upstream_end``) and the events it hands back come out here too.  Once
   the exchange is over, ``event`` is ``Signal.PAUSED``: the binding calls
@@ -31,8 +33,10 @@ client's bytes with :meth:`H2Session.receive_data`, writes what
   which the binding is still playing, had its ``PAUSED`` before: it stops).
 - :class:`H2Refused` ``(stream_id, error)``: a request the adapter refused
   itself (a head or body over the :class:`~reel_core.Limits`, a request
-  with no path): its answer (the error's status, Reel's JSON error body) is
-  already in :meth:`H2Session.data_to_send`; for the binding's log.
+  with no path): its answer (the error's status and Reel's JSON error body,
+  or for a gRPC call a ``200`` and the gRPC status in its trailers: see
+  :mod:`reel_core._own_answers`) is already in
+  :meth:`H2Session.data_to_send`; for the binding's log.
 - ``Signal.NEED_DATA`` (read on) or ``Signal.CLOSED`` (the client ended
   the connection and every exchange was handed out).
 
@@ -95,7 +99,7 @@ except ImportError as exc:  # the h2 extra is not installed
         "Reel's HTTP/2 adapter needs the h2 package: pip install 'reel-llm[h2]'"
     ) from exc
 
-from ._engine import Engine, error_body
+from ._engine import Engine
 from ._errors import LocalProtocolError, RemoteProtocolError
 from ._events import (
     Cut,
@@ -108,10 +112,11 @@ from ._events import (
     Signal,
     Trailers,
 )
-from ._grpc import GrpcSplitter
+from ._grpc import GrpcSplitter, is_grpc
 from ._grpc_session import Decode, GrpcCallReplay
 from ._http import HOP_BY_HOP, Headers, Request
 from ._miss import MissReport
+from ._own_answers import grpc_cut_trailers, own_answer
 from ._state import State
 
 __all__ = [
@@ -240,6 +245,8 @@ class _Stream:
     reset: bool = False
     #: Response bytes waiting for the client's window.
     queued: deque[bytes] = field(default_factory=deque)
+    #: The response's head went out.
+    headed: bool = False
     #: The response ended: END_STREAM goes out once ``queued`` is empty.
     ending: bool = False
     #: The response's trailers, sent with its END_STREAM.
@@ -252,6 +259,11 @@ def _sent(headers: Headers) -> list[tuple[bytes, bytes]]:
     an HTTP/2 page imported with its ``:status``, say): the adapter writes
     its own."""
     return [(k, v) for k, v in headers if k and k not in _NOT_SENT and not k.startswith(b":")]
+
+
+def _field(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    """The value of the first field ``name`` of a header list, or ``None``."""
+    return next((value for key, value in headers if key == name), None)
 
 
 def _header_size(headers: list[tuple[bytes, bytes]]) -> int:
@@ -361,6 +373,7 @@ class H2Session:
     def _open(self, sid: int, headers: list[tuple[bytes, bytes]]) -> None:
         """A request's head came on ``sid``: its exchange's engine is made."""
         stream = self._streams[sid] = _Stream(self._new_engine(), headers)
+        stream.engine.reads_trailers = True  # a gRPC call's own answers are gRPC statuses
         config = stream.engine.config
         size = _header_size(headers)
         if size > config.limits.max_head:
@@ -498,16 +511,9 @@ class H2Session:
         stream.started = True
         stream.splitter = None
         error = stream.engine.client_error(error)
-        body = error_body("reel_bad_request", str(error))
-        headers = [
-            (b":status", str(error.status).encode()),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        self._conn.send_headers(sid, headers)
-        stream.queued.append(body)
-        stream.ending = True
-        self._flush(sid)
+        content_type = _field(stream.headers, b"content-type")
+        for event in own_answer(content_type, error.status, "reel_bad_request", str(error)):
+            self.send(sid, event)
         self._handed.append(H2Refused(sid, error))
 
     def _reset(self, sid: int) -> None:
@@ -632,6 +638,7 @@ class H2Session:
                 del self._streams[stream_id]
                 self._conn.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
                 raise LocalProtocolError(f"h2 refused the response head: {exc}") from None
+            stream.headed = True
         elif isinstance(event, Frame):
             if event.data:
                 stream.queued.append(event.data)
@@ -639,6 +646,11 @@ class H2Session:
         elif isinstance(event, Trailers):  # they end the stream, behind its data
             stream.trailers = _sent(event.headers)
         elif isinstance(event, EndOfResponse):
+            stream.ending = True
+            self._flush(stream_id)
+        elif stream.headed and is_grpc(_field(stream.headers, b"content-type")):
+            # a gRPC call's Cut: what broke off, as a gRPC status behind what came
+            stream.trailers = list(grpc_cut_trailers(event.error, event.detail))
             stream.ending = True
             self._flush(stream_id)
         else:  # a Cut: the client must not take the body for whole

@@ -28,7 +28,7 @@ from wsproto.utilities import generate_accept_token
 
 from ._cassette import Cassette
 from ._config import Config
-from ._engine import Engine, error_body
+from ._engine import Engine
 from ._errors import LocalProtocolError, RemoteProtocolError
 from ._events import (
     Continue,
@@ -43,6 +43,7 @@ from ._events import (
     Upgrade,
 )
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
+from ._own_answers import error_body
 from ._reader import ReaderSignal, RequestReader
 from ._state import State
 

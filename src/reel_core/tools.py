@@ -109,8 +109,8 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         GrpcStatus,
         grpc_frame,
         grpc_messages,
-        grpc_miss_answer,
         is_grpc,
+        percent_decode,
         percent_encode,
     )
     from ._grpc_rule import is_grpc_session
@@ -124,6 +124,13 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         H2SessionMiss,
     )
     from ._miss import Closest, body_diff, diff_row, request_diff, shorten
+    from ._own_answers import (
+        grpc_code,
+        grpc_cut_trailers,
+        grpc_error_answer,
+        grpc_miss_answer,
+        own_answer,
+    )
     from ._prices import PRICES_CHECKED, cost_usd, resolve_model
     from ._report import (
         REPORT_SCHEMA,
@@ -256,6 +263,9 @@ __all__ = [
     "extract_usage",
     "format_age",
     "format_instant",
+    "grpc_code",
+    "grpc_cut_trailers",
+    "grpc_error_answer",
     "grpc_frame",
     "grpc_messages",
     "grpc_method",
@@ -279,9 +289,11 @@ __all__ = [
     "match_key",
     "merge_tallies",
     "not_a_cassette",
+    "own_answer",
     "parse_duration",
     "parse_multipart",
     "parse_sse_event",
+    "percent_decode",
     "percent_encode",
     "read_line",
     "record_exchange",
@@ -339,8 +351,8 @@ _ROOMS = {
         "GrpcStatus",
         "grpc_frame",
         "grpc_messages",
-        "grpc_miss_answer",
         "is_grpc",
+        "percent_decode",
         "percent_encode",
     ),
     # h2 is an extra: importing the room without it says how to install it
@@ -355,6 +367,13 @@ _ROOMS = {
         "H2SessionMiss",
     ),
     "_miss": ("Closest", "body_diff", "diff_row", "request_diff", "shorten"),
+    "_own_answers": (
+        "grpc_code",
+        "grpc_cut_trailers",
+        "grpc_error_answer",
+        "grpc_miss_answer",
+        "own_answer",
+    ),
     "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
     "_run": ("LineTime", "line_times"),
     "_report": (

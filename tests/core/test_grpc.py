@@ -312,6 +312,7 @@ def request_key() -> str:
 
 def test_the_engine_answers_a_grpc_miss_with_its_status() -> None:
     engine = Engine(Cassette("c"), Config(mode=Mode.REPLAY))
+    engine.reads_trailers = True  # as the HTTP/2 adapter and the gRPC channels set it
     engine.receive_request(grpc_request())
     events, _ = pull(engine)
     miss, head, trailers, end = events

@@ -312,7 +312,7 @@ def test_a_call_with_no_message_is_decided_at_its_end() -> None:
     assert got[1:] == [H2ClientEnd(sid, b"", 2.0)]
 
 
-def test_a_torn_message_before_the_first_is_a_400() -> None:
+def test_a_torn_message_before_the_first_is_invalid_argument() -> None:
     session = H2Session(lambda: Engine(Cassette(), Config(mode=Mode.RECORD)))
     pump = Binding(session, Client())
     sid = open_call(pump.client, b"\x00\x00\x00", end=True)
@@ -320,7 +320,11 @@ def test_a_torn_message_before_the_first_is_a_400() -> None:
     assert isinstance(got[0], H2Refused)
     assert got[0].error.status == 400
     assert "truncated" in str(got[0].error)
-    assert pump.client.answers[sid].status == 400
+    # the client reads a gRPC status, not an HTTP 400 (issue 35)
+    answer = pump.client.answers[sid]
+    assert answer.status == 200
+    assert answer.data == b""
+    assert dict(answer.trailers or [])[b"grpc-status"] == b"3"
 
 
 def test_a_message_over_the_limit_is_a_413_first_and_a_reset_later() -> None:
@@ -333,6 +337,7 @@ def test_a_message_over_the_limit_is_a_413_first_and_a_reset_later() -> None:
     got = pump.step()
     assert isinstance(got[0], H2Refused)
     assert got[0].error.status == 413
+    assert dict(pump.client.answers[sid].trailers or [])[b"grpc-status"] == b"8"
     # under way: the call's stream is reset, its exchange ended
     other = open_call(pump.client, grpc_frame(b"1"))
     forward = pump.step()[0]
