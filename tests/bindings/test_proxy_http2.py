@@ -708,6 +708,24 @@ async def test_the_viewer_answers_over_http2(tmp_path: Path) -> None:
     assert len(interactions(cassette)) == 1  # the viewer's request is never recorded
 
 
+async def test_an_answer_the_pump_makes_to_a_grpc_call_is_a_grpc_status(tmp_path: Path) -> None:
+    """The pump's own answers (the viewer's refusals here) go through the
+    core's one function: a gRPC call gets a 200 with ``grpc-status`` in its
+    trailers, never a JSON 404 it cannot read."""
+    cassette = write_cassette(tmp_path / "c.jsonl", recording(body_of(1)))
+    grpc_head = ((b"content-type", b"application/grpc"), (b"te", b"trailers"))
+    async with running(options(Mode.REPLAY, cassette, ui=True)) as url, H2Client(url) as client:
+        sid = client.request(grpc_frame(b"\x08\x01"), "/_reel/nothing", headers=grpc_head)
+        await client.flush()
+        await client.until_done(sid)
+    answer = client.answers[sid]
+    assert answer.status == 200
+    assert answer.data == b""
+    trailers = dict(answer.trailers or ())
+    assert trailers[b"grpc-status"] == b"5"  # the viewer's 404: NOT_FOUND
+    assert trailers[b"grpc-message"]
+
+
 async def test_without_h2_an_http2_client_is_turned_away_saying_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

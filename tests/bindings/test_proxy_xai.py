@@ -111,14 +111,15 @@ async def test_an_imported_pydantic_ai_cassette_replays_through_the_proxy(tmp_pa
     cassette = tmp_path / "imported.jsonl"
     reel = [sys.executable, "-c", "from reel_bindings._cli import main; main()"]
     command = [*reel, "import", "pydantic-xai-grpc", str(FILES[0]), "-o", str(cassette)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
+    imported = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert imported.returncode == 0, imported.stderr
 
     def call(url: str) -> tuple[Any, Any]:
         with grpc.insecure_channel(url.removeprefix("http://")) as channel:
             stub = chat_pb2_grpc.ChatStub(channel)
             request = chat_pb2.GetCompletionsRequest.FromString(REQUEST_RAW)
-            return stub.GetCompletion.with_call(request)
+            response, call = stub.GetCompletion.with_call(request)
+            return response, call
 
     async with running(options(Mode.REPLAY, cassette)) as url:
         response, done = await anyio.to_thread.run_sync(call, url)

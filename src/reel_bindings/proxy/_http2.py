@@ -40,7 +40,6 @@ it, and answered here with the page.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import deque
@@ -80,6 +79,7 @@ from reel_core.tools import (
     H2Session,
     H2SessionMiss,
     UiRefusal,
+    own_answer,
     percent_encode,
     routed_verdict,
 )
@@ -96,12 +96,6 @@ log = logging.getLogger("reel.proxy")
 #: The most response bytes a forwarded stream may hold waiting for the
 #: client's window before its upstream is read on.
 BUFFERED_MAX = 1024 * 1024
-
-
-def error_body(kind: str, message: str) -> bytes:
-    """Reel's JSON error shape, as the engine's refusals have it."""
-    error = {"type": kind, "code": kind, "message": message}
-    return json.dumps({"error": error}, ensure_ascii=False).encode() + b"\n"
 
 
 #: A decision: what starts a stream's exchange.
@@ -580,12 +574,12 @@ class HTTP2Connection:
             pass
         answer = await self.proxy.view(Routed(request))
         if isinstance(answer, UiRefusal):
-            status, body = answer.status, error_body("reel_ui", answer.message)
-            headers = [(b"content-type", b"application/json")]
-        else:
-            status, headers, body = answer
+            stream.exchange.routed = routed_verdict(answer.status)
+            await self._refuse(stream, request, answer.status, "reel_ui", answer.message)
+            return
+        status, headers, body = answer
         stream.exchange.routed = routed_verdict(status)
-        await self._respond(stream, status, headers, body)
+        await self._respond(stream, (ResponseHead(status, tuple(headers)), Frame(body, None)))
 
     async def _no_websocket(self, stream: _Stream, event: Replay) -> None:
         """A WebSocket session recorded for the request: HTTP/2 has no
@@ -599,15 +593,25 @@ class HTTP2Connection:
             "HTTP/1.1 only (an Upgrade request); connect without HTTP/2"
         )
         log.warning("refused over HTTP/2: %s", stream.engine.redactor.text(message))
-        body = error_body("reel_websocket_over_http2", message)
-        await self._respond(stream, 400, [(b"content-type", b"application/json")], body)
+        await self._refuse(stream, event.request, 400, "reel_websocket_over_http2", message)
 
-    async def _respond(
-        self, stream: _Stream, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+    async def _refuse(
+        self, stream: _Stream, request: Request, status: int, kind: str, message: str
     ) -> None:
+        """Answer the stream with an error the pump made: what the core
+        makes of it (:func:`~reel_core.tools.own_answer`: a gRPC status to
+        a gRPC call, Reel's JSON error to any other request)."""
+        await self._respond(
+            stream, own_answer(request.header("content-type"), status, kind, message)
+        )
+
+    async def _respond(self, stream: _Stream, events: tuple[Event, ...]) -> None:
         """Answer the stream with a response the pump made (not the engine's)."""
-        stream.exchange.status = status
-        for event in (ResponseHead(status, tuple(headers)), Frame(body, None), EndOfResponse()):
+        for event in events:
+            if isinstance(event, ResponseHead):
+                stream.exchange.status = event.status
             stream.send(event)
+        if not isinstance(events[-1], EndOfResponse):
+            stream.send(EndOfResponse())
         await self.write()
         self.proxy.context.log(stream.engine, stream.exchange)
