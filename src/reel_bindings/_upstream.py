@@ -454,10 +454,20 @@ class AsyncUpstream:
 
     @asynccontextmanager
     async def send(
-        self, request: Request, url: str, *, waiting: Callable[[], object] | None = None
+        self,
+        request: Request,
+        url: str,
+        *,
+        waiting: Callable[[], object] | None = None,
+        more: AsyncIterator[bytes] | None = None,
     ) -> AsyncIterator[UpstreamResponse]:
         """Send ``request`` to ``url``; yields the response whose body is
         read with ``chunks()``.  Raises :class:`UpstreamFailure`.
+
+        ``more``, for a gRPC request only (HTTP/2): ``request.body`` is the
+        body's start (a call's first message) and what ``more`` yields goes
+        after it as it comes, while the response streams back (a
+        client-streaming or bidirectional call); its end ends the request.
 
         ``waiting`` is called once, when the request first waits on the
         network: before a new connection is made, else once the request
@@ -471,9 +481,12 @@ class AsyncUpstream:
         if is_grpc(request.header("content-type")):  # HTTP/2 only
             pool = self._h2_pool()
             hook = _Once(waiting)
-            async with pool.send(request.method, origin, target, headers, request.body, hook) as h2:
+            sent = pool.send(request.method, origin, target, headers, request.body, hook, more)
+            async with sent as h2:
                 yield h2
             return
+        if more is not None:
+            raise ValueError("a request body sent as it comes goes over HTTP/2 (gRPC) only")
         route = self._route(origin)
         if route is not None and origin[0] == "http":
             # through an HTTP proxy: the absolute form, and its credentials

@@ -197,13 +197,20 @@ class _Connection:
                 self._notify()
 
     async def open(
-        self, headers: list[tuple[bytes, bytes]], body: bytes, hook: _Once, limit: float
+        self,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        hook: _Once,
+        limit: float,
+        *,
+        end: bool = True,
     ) -> int:
         """Start a stream for a request (its head and the body within the
         windows, in one write), calls ``hook`` once it is written (or
         before it waits for a stream), then sends the rest of the body as
-        the windows open.  Waits at most ``limit`` seconds for the
-        upstream to allow one more stream."""
+        the windows open; ``end``: the body ends the request (else more
+        follows, :meth:`send_more`).  Waits at most ``limit`` seconds for
+        the upstream to allow one more stream."""
 
         def free() -> bool:
             settings = self.h2.remote_settings
@@ -222,32 +229,60 @@ class _Connection:
         self._check()
         stream_id = self.h2.get_next_available_stream_id()
         try:
-            self.h2.send_headers(stream_id, headers, end_stream=not body)
+            self.h2.send_headers(stream_id, headers, end_stream=end and not body)
         except h2.exceptions.ProtocolError as exc:
             raise UpstreamFailure(
                 UpstreamError.PROTOCOL, f"cannot send the request: {exc}"
             ) from None
-        state = self.streams[stream_id] = _Stream()
+        self.streams[stream_id] = _Stream()
         if not body:
             await self._flush()
             hook()
             return stream_id
-        sent, first = 0, True
+        await self._send(stream_id, body, end, hook)
+        return stream_id
+
+    async def send_more(self, stream_id: int, data: bytes, *, end: bool) -> bool:
+        """More of a request body whose head went with ``open(end=False)``:
+        ``data`` within the windows as they open, then END_STREAM if
+        ``end``.  False once the stream is over (answered, reset, the
+        connection gone): nothing more goes on it."""
+        state = self.streams.get(stream_id)
+        if state is None or state.over() or self._dead:
+            return False
+        try:
+            if data:
+                await self._send(stream_id, data, end, None)
+            elif end:
+                self.h2.end_stream(stream_id)
+                await self._flush()
+        except h2.exceptions.ProtocolError:  # closed meanwhile: its reader says how
+            return False
+        return not state.over() and not self._dead
+
+    async def _send(self, stream_id: int, body: bytes, end: bool, hook: _Once | None) -> None:
+        """``body`` on ``stream_id`` in DATA frames within the windows,
+        waiting (reading) for the upstream's WINDOW_UPDATEs; the last
+        frame ends the stream if ``end``.  ``hook`` is called after the
+        first write.  Stops early once the stream is over."""
+        state = self.streams[stream_id]
+        sent = 0
         while True:
-            if state.over():
-                return stream_id  # answered (or failed) before the body's end
+            if state.over() or self._dead:
+                return  # answered (or failed) before the body's end
             window = min(self.h2.local_flow_control_window(stream_id), len(body) - sent)
             while window > 0:
                 size = min(window, self.h2.max_outbound_frame_size)
                 sent += size
                 window -= size
-                self.h2.send_data(stream_id, body[sent - size : sent], end_stream=sent == len(body))
+                last = end and sent == len(body)
+                self.h2.send_data(stream_id, body[sent - size : sent], end_stream=last)
             await self._flush()
-            if first:
+            if hook is not None:
                 hook()
-                first = False
+                hook = None
             if sent == len(body):
-                return stream_id
+                return
             await self._until(
                 lambda: state.over() or self.h2.local_flow_control_window(stream_id) > 0
             )
@@ -495,6 +530,16 @@ class _Response:
         self.complete = True
 
 
+async def _send_rest(connection: _Connection, stream_id: int, more: AsyncIterator[bytes]) -> None:
+    """Send what ``more`` yields on ``stream_id`` as it comes, then the
+    request's end; stops once the stream is over (its failure is the
+    response's to say)."""
+    async for data in more:
+        if not await connection.send_more(stream_id, data, end=False):
+            return
+    await connection.send_more(stream_id, b"", end=True)
+
+
 class H2Pool:
     """One multiplexed HTTP/2 connection per origin, shared by the requests
     under way to it (see the module's docstring)."""
@@ -516,21 +561,33 @@ class H2Pool:
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         hook: _Once,
+        more: AsyncIterator[bytes] | None = None,
     ) -> AsyncIterator[_Response]:
         """Send a request as a stream of ``origin``'s connection; yields the
-        response (see ``AsyncUpstream.send``: the same hook and timeouts)."""
+        response (see ``AsyncUpstream.send``: the same hook and timeouts).
+        With ``more``, ``body`` is the body's start: what ``more`` yields
+        goes after it as it comes, while the response is read (a gRPC
+        call's later client messages), and its end ends the request."""
         connection = await self._take(origin, hook)
         fields = h2_headers(method, origin, target, headers)
         stream_id: int | None = None
         try:
-            with anyio.move_on_after(self.read_timeout) as scope:
-                stream_id = await connection.open(fields, body, hook, self.connect_timeout)
-                head = await connection.head(stream_id)  # a final one: h2 keeps 1xx apart
-            if scope.cancelled_caught:
-                what = "read" if stream_id is not None else "write"
-                raise UpstreamFailure(UpstreamError.TIMEOUT, f"{what} timed out")
-            assert stream_id is not None
-            yield _Response(connection, stream_id, head, self.read_timeout)
+            async with anyio.create_task_group() as rest:
+                with anyio.move_on_after(self.read_timeout) as scope:
+                    stream_id = await connection.open(
+                        fields, body, hook, self.connect_timeout, end=more is None
+                    )
+                    if more is not None:
+                        rest.start_soon(_send_rest, connection, stream_id, more)
+                    head = await connection.head(stream_id)  # a final one: h2 keeps 1xx apart
+                if scope.cancelled_caught:
+                    what = "read" if stream_id is not None else "write"
+                    raise UpstreamFailure(UpstreamError.TIMEOUT, f"{what} timed out")
+                assert stream_id is not None
+                try:
+                    yield _Response(connection, stream_id, head, self.read_timeout)
+                finally:
+                    rest.cancel_scope.cancel()  # the answer is over: so is the request
         finally:
             if stream_id is not None:
                 await connection.close_stream(stream_id)
