@@ -31,7 +31,7 @@ import os
 import select
 import socket
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -459,15 +459,16 @@ class AsyncUpstream:
         url: str,
         *,
         waiting: Callable[[], object] | None = None,
-        more: AsyncIterator[bytes] | None = None,
+        more: Callable[[], Awaitable[bytes | None]] | None = None,
     ) -> AsyncIterator[UpstreamResponse]:
         """Send ``request`` to ``url``; yields the response whose body is
         read with ``chunks()``.  Raises :class:`UpstreamFailure`.
 
         ``more``, for a gRPC request only (HTTP/2): ``request.body`` is the
-        body's start (a call's first message) and what ``more`` yields goes
-        after it as it comes, while the response streams back (a
-        client-streaming or bidirectional call); its end ends the request.
+        body's start (a call's first message), and each piece awaiting
+        ``more()`` gives goes after it as it comes, while the response
+        streams back (a client-streaming or bidirectional call); ``None``
+        ends the request.
 
         ``waiting`` is called once, when the request first waits on the
         network: before a new connection is made, else once the request

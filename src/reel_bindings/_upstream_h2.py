@@ -100,6 +100,8 @@ _CLOSED_UNHEARD = (
 
 #: Opens the byte stream to an origin (TLS with ALPN ``h2`` for https).
 Opener = Callable[[_Origin], Awaitable[anyio.abc.ByteStream]]
+#: The next piece of a request body sent as it comes (``None``: its end).
+More = Callable[[], Awaitable[bytes | None]]
 
 
 def h2_headers(
@@ -530,11 +532,11 @@ class _Response:
         self.complete = True
 
 
-async def _send_rest(connection: _Connection, stream_id: int, more: AsyncIterator[bytes]) -> None:
-    """Send what ``more`` yields on ``stream_id`` as it comes, then the
-    request's end; stops once the stream is over (its failure is the
+async def _send_rest(connection: _Connection, stream_id: int, more: More) -> None:
+    """Send each piece ``more`` gives on ``stream_id`` as it comes, then
+    the request's end; stops once the stream is over (its failure is the
     response's to say)."""
-    async for data in more:
+    while (data := await more()) is not None:
         if not await connection.send_more(stream_id, data, end=False):
             return
     await connection.send_more(stream_id, b"", end=True)
@@ -561,13 +563,14 @@ class H2Pool:
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         hook: _Once,
-        more: AsyncIterator[bytes] | None = None,
+        more: More | None = None,
     ) -> AsyncIterator[_Response]:
         """Send a request as a stream of ``origin``'s connection; yields the
         response (see ``AsyncUpstream.send``: the same hook and timeouts).
-        With ``more``, ``body`` is the body's start: what ``more`` yields
-        goes after it as it comes, while the response is read (a gRPC
-        call's later client messages), and its end ends the request."""
+        With ``more``, ``body`` is the body's start: each piece ``more``
+        gives goes after it as it comes, while the response is read (a
+        gRPC call's later client messages), and its ``None`` ends the
+        request."""
         connection = await self._take(origin, hook)
         fields = h2_headers(method, origin, target, headers)
         stream_id: int | None = None

@@ -299,7 +299,7 @@ class Forwarding:
             if forward.record:
                 await context.check_store(engine)
             request, url, call = forward.request, forward.url, self.call
-            more = None if call is None else call.rest()
+            more = None if call is None else call.next
             async with context.upstream.send(request, url, waiting=waiting, more=more) as response:
                 engine.upstream_head(
                     response.status,

@@ -5,7 +5,7 @@ The HTTP/2 pump (``_http2.py``) makes a :class:`StreamedCall` for a
 ``Forward`` the session decided at a call's first message
 (``H2Session.streamed``) and hands it each :class:`~reel_core.tools.H2ClientMessage`
 and the :class:`~reel_core.tools.H2ClientEnd` as the session hands them out;
-the forward (``_forward.py``) sends :meth:`StreamedCall.rest` upstream after
+the forward (``_forward.py``) sends :meth:`StreamedCall.next` upstream after
 the first message while the answer streams back, and feeds the answer's
 bytes and end here.  When the forward records, a
 :class:`~reel_core.tools.GrpcCallRecorder` keeps both directions with their
@@ -17,7 +17,6 @@ recording path (``Proxy.record``).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator
 
 import anyio
 import attrs
@@ -83,20 +82,15 @@ class StreamedCall:
             self._came.set()
             self._came = None
 
-    async def rest(self) -> AsyncIterator[bytes]:
-        """What goes upstream after the first message, as it comes; ends
-        with the client's end (a client that left never ends it: its
-        forward is stopped, and its upstream stream reset)."""
+    async def next(self) -> bytes | None:
+        """What goes upstream next after the first message, once it came;
+        ``None`` at the client's end (a client that left never ends it:
+        its forward is stopped, and its upstream stream reset)."""
         waiting = self._waiting
-        while True:
-            if not waiting:
-                self._came = anyio.Event()
-                await self._came.wait()
-                continue
-            data = waiting.popleft()
-            if data is None:
-                return
-            yield data
+        while not waiting:
+            self._came = anyio.Event()
+            await self._came.wait()
+        return waiting.popleft()
 
     # -- the upstream's side (the forward) ----------------------------------------------
 
