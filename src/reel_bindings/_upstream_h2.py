@@ -574,23 +574,27 @@ class H2Pool:
         connection = await self._take(origin, hook)
         fields = h2_headers(method, origin, target, headers)
         stream_id: int | None = None
+        failure: BaseException | None = None
         try:
             async with anyio.create_task_group() as rest:
-                with anyio.move_on_after(self.read_timeout) as scope:
-                    stream_id = await connection.open(
-                        fields, body, hook, self.connect_timeout, end=more is None
-                    )
-                    if more is not None:
-                        rest.start_soon(_send_rest, connection, stream_id, more)
-                    head = await connection.head(stream_id)  # a final one: h2 keeps 1xx apart
-                if scope.cancelled_caught:
-                    what = "read" if stream_id is not None else "write"
-                    raise UpstreamFailure(UpstreamError.TIMEOUT, f"{what} timed out")
-                assert stream_id is not None
                 try:
+                    with anyio.move_on_after(self.read_timeout) as scope:
+                        stream_id = await connection.open(
+                            fields, body, hook, self.connect_timeout, end=more is None
+                        )
+                        if more is not None:
+                            rest.start_soon(_send_rest, connection, stream_id, more)
+                        head = await connection.head(stream_id)  # a final one: h2 keeps 1xx apart
+                    if scope.cancelled_caught:
+                        what = "read" if stream_id is not None else "write"
+                        raise UpstreamFailure(UpstreamError.TIMEOUT, f"{what} timed out")
+                    assert stream_id is not None
                     yield _Response(connection, stream_id, head, self.read_timeout)
-                finally:
-                    rest.cancel_scope.cancel()  # the answer is over: so is the request
+                except BaseException as exc:  # raised past the task group as it came, not grouped
+                    failure = exc
+                rest.cancel_scope.cancel()  # the answer is over: so is the request
+            if failure is not None:
+                raise failure
         finally:
             if stream_id is not None:
                 await connection.close_stream(stream_id)
