@@ -480,6 +480,8 @@ class AsyncUpstream:
         origin, target = _origin(url)
         headers = forward_headers(request, url)
         if is_grpc(request.header("content-type")):  # HTTP/2 only
+            if more is not None:  # the body's length is not known: no content-length
+                headers = [(k, v) for k, v in headers if k != b"content-length"]
             pool = self._h2_pool()
             hook = _Once(waiting)
             sent = pool.send(request.method, origin, target, headers, request.body, hook, more)
