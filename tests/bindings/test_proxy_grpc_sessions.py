@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import random
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -372,3 +373,75 @@ def test_the_recorded_conversation_holds_each_message_whole(
     assert line["response"]["stream"] == "grpc-session"
     for data in _decoded(session_log(cassette)):
         assert len(data) == 5 + int.from_bytes(data[1:5], "big")  # one whole message each
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_resets_among_concurrent_sessions_lose_no_recording(
+    backend: str, seed: int, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """Two connections, each with a seeded mix of concurrent ``Chat`` calls:
+    some the client resets after their first answer, the others it ends
+    after a second message and reads whole.  The cassette then holds every
+    call once: each reset one cut by the client after its first answer,
+    each other whole, with both answers and its status."""
+    rng = random.Random(seed)
+    plan = {f"c{i}": rng.random() < 0.5 for i in range(12)}  # tag -> reset
+    cassette = tmp_path / "c.jsonl"
+    opts = options(Mode.RECORD, cassette, upstream=f"http://{server.address}")
+
+    async def connection(url: str, tags: list[str]) -> None:
+        async with H2Client(url) as client:
+            sids = {}
+            for tag in tags:
+                first = grpc_frame(Turn((b"first " + tag.encode(),), tag=tag).message())
+                sids[client.request(first, path=CHAT, headers=GRPC_HEAD, end=False)] = tag
+            await client.flush()
+            moved: set[int] = set()
+            while not all(client.answers[sid].done for sid in sids):
+                await client.receive()
+                for sid, tag in sids.items():
+                    if sid in moved or not client.answers[sid].data:
+                        continue
+                    moved.add(sid)
+                    if plan[tag]:
+                        client.reset(sid)
+                    else:
+                        second = Turn((b"second " + tag.encode(),), tag=tag).message()
+                        client.conn.send_data(sid, grpc_frame(second), end_stream=True)
+                await client.flush()
+            for sid, tag in sids.items():
+                if not plan[tag]:
+                    assert client.answers[sid].data == grpc_frame(
+                        b"first " + tag.encode()
+                    ) + grpc_frame(b"second " + tag.encode())
+
+    async def main() -> None:
+        tags = list(plan)
+        with anyio.fail_after(30):
+            async with running(opts) as url, anyio.create_task_group() as tg:
+                tg.start_soon(connection, url, tags[::2])
+                tg.start_soon(connection, url, tags[1::2])
+
+    anyio.run(main, backend=backend)
+    stored: dict[str, Any] = {}
+    for ix in interactions(cassette):
+        tag = json.loads(ix.request.body[5:])["tag"]
+        assert tag not in stored  # once
+        stored[tag] = ix
+    assert set(stored) == set(plan)  # every call, none lost
+    for tag, reset in plan.items():
+        ix = stored[tag]
+        assert ix.grpc is not None
+        answers = [m.data for m in ix.grpc.messages if m.sender == "server" and not m.end]
+        if reset:
+            assert ix.response.cut is not None
+            assert "client" in ix.response.cut.detail
+            assert answers == [grpc_frame(b"first " + tag.encode())]
+        else:
+            assert ix.response.cut is None
+            assert answers == [
+                grpc_frame(b"first " + tag.encode()),
+                grpc_frame(b"second " + tag.encode()),
+            ]
+            assert dict(ix.response.trailers)["grpc-status"] == "0"
