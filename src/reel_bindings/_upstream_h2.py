@@ -19,7 +19,10 @@ wake-up.  So each stream's events reach its own reader and nothing crosses
 streams.
 
 Flow control both ways.  A request body goes out in DATA frames within the
-upstream's windows, waiting (reading) for its WINDOW_UPDATEs.  A response's
+upstream's windows, waiting (reading) for its WINDOW_UPDATEs; a body sent
+as it comes (``more``: a gRPC call's later client messages) goes on beside
+its answer, in a task of the request's own, and the read timeout counts
+from its end (the upstream may wait on the client as long as it takes).  A response's
 DATA is acknowledged when its reader takes it, not when it arrives: at most
 a window (:data:`STREAM_WINDOW`) of a stream waits in Reel, and a 50 MB
 body streams through in that much memory; a stream read to its end never
@@ -47,6 +50,7 @@ its streams).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -135,7 +139,7 @@ def _code(error_code: int | None) -> str:
 class _Stream:
     """What the connection read for one request, waiting for its reader."""
 
-    __slots__ = ("data", "ended", "failure", "head", "trailers")
+    __slots__ = ("data", "ended", "failure", "head", "sent", "trailers", "waiting")
 
     def __init__(self) -> None:
         #: The response's head (``:status`` among them), once it came.
@@ -147,6 +151,18 @@ class _Stream:
         self.ended = False
         #: What ended the stream before its end (raised once its data is taken).
         self.failure: UpstreamFailure | None = None
+        #: The request was sent whole (its END_STREAM went): waits for the
+        #: answer count from then (see ``_Connection._within``).
+        self.sent = False
+        #: The wait for the answer under way, and its timeout.
+        self.waiting: tuple[anyio.CancelScope, float] | None = None
+
+    def sent_whole(self) -> None:
+        """The request's END_STREAM went: a wait under way counts from now."""
+        self.sent = True
+        if self.waiting is not None:
+            scope, timeout = self.waiting
+            scope.deadline = anyio.current_time() + timeout
 
     def over(self) -> bool:
         return self.ended or self.failure is not None
@@ -236,12 +252,14 @@ class _Connection:
             raise UpstreamFailure(
                 UpstreamError.PROTOCOL, f"cannot send the request: {exc}"
             ) from None
-        self.streams[stream_id] = _Stream()
+        state = self.streams[stream_id] = _Stream()
         if not body:
             await self._flush()
             hook()
-            return stream_id
-        await self._send(stream_id, body, end, hook)
+        else:
+            await self._send(stream_id, body, end, hook)
+        if end:
+            state.sent_whole()
         return stream_id
 
     async def send_more(self, stream_id: int, data: bytes, *, end: bool) -> bool:
@@ -260,6 +278,8 @@ class _Connection:
                 await self._flush()
         except h2.exceptions.ProtocolError:  # closed meanwhile: its reader says how
             return False
+        if end:
+            state.sent_whole()
         return not state.over() and not self._dead
 
     async def _send(self, stream_id: int, body: bytes, end: bool, hook: _Once | None) -> None:
@@ -289,10 +309,18 @@ class _Connection:
                 lambda: state.over() or self.h2.local_flow_control_window(stream_id) > 0
             )
 
-    async def head(self, stream_id: int) -> list[tuple[bytes, bytes]]:
-        """The response's head (the caller bounds the wait)."""
+    async def head(self, stream_id: int, timeout: float | None = None) -> list[tuple[bytes, bytes]]:
+        """The response's head: the caller bounds the wait, or (``timeout``)
+        it is :meth:`_within` it."""
         state = self.streams[stream_id]
-        await self._until(lambda: state.head is not None or state.failure is not None)
+
+        def came() -> bool:
+            return state.head is not None or state.failure is not None
+
+        if timeout is None:
+            await self._until(came)
+        elif not await self._within(state, came, timeout):
+            raise UpstreamFailure(UpstreamError.TIMEOUT, "read timed out")
         if state.head is None:
             assert state.failure is not None
             raise state.failure
@@ -302,9 +330,7 @@ class _Connection:
         """The response's next chunk, ``None`` at its end; each wait at most
         ``timeout`` seconds.  Taking a chunk opens the window again."""
         state = self.streams[stream_id]
-        with anyio.move_on_after(timeout) as scope:
-            await self._until(lambda: bool(state.data) or state.over())
-        if scope.cancelled_caught:
+        if not await self._within(state, lambda: bool(state.data) or state.over(), timeout):
             raise UpstreamFailure(UpstreamError.TIMEOUT, "read timed out")
         if state.data:
             chunk, length = state.data.popleft()
@@ -314,6 +340,21 @@ class _Connection:
         if state.failure is not None and not state.ended:
             raise state.failure
         return None
+
+    async def _within(self, state: _Stream, done: Callable[[], bool], timeout: float) -> bool:
+        """Read until ``done()``; False once ``timeout`` seconds passed with
+        it not done, counted from the wait's start or, for a request whose
+        body still comes (a gRPC call's client still sending), from its
+        end: the upstream may wait for the client's next message as long
+        as the client takes, and the client may end the call."""
+        with anyio.CancelScope() as scope:
+            scope.deadline = anyio.current_time() + timeout if state.sent else math.inf
+            state.waiting = (scope, timeout)
+            try:
+                await self._until(done)
+            finally:
+                state.waiting = None
+        return not scope.cancelled_caught
 
     async def close_stream(self, stream_id: int) -> None:
         """The request is done with its stream: one the upstream has not
@@ -578,17 +619,21 @@ class H2Pool:
         try:
             async with anyio.create_task_group() as rest:
                 try:
+                    head: list[tuple[bytes, bytes]] | None = None
                     with anyio.move_on_after(self.read_timeout) as scope:
                         stream_id = await connection.open(
                             fields, body, hook, self.connect_timeout, end=more is None
                         )
-                        if more is not None:
-                            rest.start_soon(_send_rest, connection, stream_id, more)
-                        head = await connection.head(stream_id)  # a final one: h2 keeps 1xx apart
+                        if more is None:  # a final head: h2 keeps 1xx apart
+                            head = await connection.head(stream_id)
                     if scope.cancelled_caught:
                         what = "read" if stream_id is not None else "write"
                         raise UpstreamFailure(UpstreamError.TIMEOUT, f"{what} timed out")
                     assert stream_id is not None
+                    if more is not None:  # the rest goes as it comes, beside the answer
+                        rest.start_soon(_send_rest, connection, stream_id, more)
+                        head = await connection.head(stream_id, self.read_timeout)
+                    assert head is not None
                     yield _Response(connection, stream_id, head, self.read_timeout)
                 except BaseException as exc:  # raised past the task group as it came, not grouped
                     failure = exc

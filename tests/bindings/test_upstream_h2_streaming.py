@@ -36,8 +36,10 @@ class Echo:
     stream (``"reset"``) or ends the connection (``"goaway"``).  It gives
     its window back as it reads, h2's default 64 KiB at a time."""
 
-    def __init__(self, fail: str = "", fail_after: int = 0) -> None:
+    def __init__(self, fail: str = "", fail_after: int = 0, *, hold: bool = False) -> None:
         self.fail, self.fail_after = fail, fail_after
+        #: Never answer: no head, no echo, no trailers.
+        self.hold = hold
         self.got: dict[int, bytearray] = {}
         self.ended: set[int] = set()
         self.resets: list[int] = []
@@ -60,7 +62,8 @@ class Echo:
                     continue  # reset: the rest of its frames let go
                 if isinstance(event, h2.events.RequestReceived):
                     self.got[sid] = bytearray()
-                    conn.send_headers(sid, [(b":status", b"200"), GRPC])
+                    if not self.hold:
+                        conn.send_headers(sid, [(b":status", b"200"), GRPC])
                 elif isinstance(event, h2.events.DataReceived):
                     piece = event.data or b""
                     self.got[sid] += piece
@@ -74,11 +77,12 @@ class Echo:
                             await stream.send(conn.data_to_send())
                             await stream.aclose()
                             return
-                    elif piece:
+                    elif piece and not self.hold:
                         conn.send_data(sid, piece)
                 elif isinstance(event, h2.events.StreamEnded):
                     self.ended.add(sid)
-                    conn.send_headers(sid, [(b"grpc-status", b"0")], end_stream=True)
+                    if not self.hold:
+                        conn.send_headers(sid, [(b"grpc-status", b"0")], end_stream=True)
                 elif isinstance(event, h2.events.StreamReset):
                     self.resets.append(sid)
             await stream.send(conn.data_to_send())
@@ -215,3 +219,51 @@ async def test_an_http11_request_takes_no_body_as_it_comes() -> None:
         async with upstream.send(plain, "http://127.0.0.1:9/v1/chat", more=more):
             pass
     await upstream.aclose()
+
+
+@pytest.mark.parametrize("hold", [False, True])
+async def test_the_read_timeout_counts_from_the_requests_end(hold: bool) -> None:
+    """An upstream waiting for the client's next message is not timed out
+    while the client takes its time (longer than the read timeout between
+    messages); once the client ended, an upstream that answers nothing
+    is, within the timeout."""
+    pieces = Pieces()
+    async with serving(Echo(hold=hold)) as echo:
+        upstream = AsyncUpstream(read_timeout=0.3)
+        sending = upstream.send(
+            call(grpc_frame(b"one")), echo.url + "/pkg.Chat/Talk", more=pieces.more
+        )
+        got = bytearray()
+
+        async def client() -> None:
+            await anyio.sleep(0.6)  # twice the timeout before the next message
+            await pieces.give(grpc_frame(b"two"))
+            await anyio.sleep(0.6)
+            await pieces.give(None)
+
+        failed: list[UpstreamFailure] = []
+
+        async def talk() -> None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client)
+                try:
+                    async with sending as response, aclosing(response.chunks()) as chunks:
+                        async for chunk in chunks:
+                            got.extend(chunk)
+                except UpstreamFailure as exc:
+                    failed.append(exc)
+
+        started = anyio.current_time()
+        with anyio.fail_after(10):
+            await talk()
+        if hold:
+            [failure] = failed
+            assert failure.error is UpstreamError.TIMEOUT
+            assert anyio.current_time() - started >= 1.2  # not before the client's end
+        else:
+            assert failed == []
+        await upstream.aclose()
+    pieces.close()
+    if not hold:
+        assert bytes(got) == grpc_frame(b"one") + grpc_frame(b"two")
+        assert echo.ended == {1}
