@@ -445,3 +445,28 @@ def test_resets_among_concurrent_sessions_lose_no_recording(
                 grpc_frame(b"second " + tag.encode()),
             ]
             assert dict(ix.response.trailers)["grpc-status"] == "0"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_auto_records_a_session_once_then_replays_it(
+    backend: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "auto.jsonl"
+    opts = options(Mode.AUTO, cassette, upstream=f"http://{server.address}")
+    before = server.calls["Chat"]
+    first = through(backend, opts, chat(CHATTY, lockstep=True))
+    again = through(backend, opts, chat(CHATTY, lockstep=True))
+    assert again == first
+    assert first[0] == (b"one", b"two", b"three", b"four", b"bye")
+    assert server.calls["Chat"] == before + 1  # the second call was replayed
+    assert len(interactions(cassette)) == 1
+
+
+def test_live_passes_a_session_through_and_keeps_nothing(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "live.jsonl"
+    opts = options(Mode.LIVE, cassette, upstream=f"http://{server.address}")
+    bare = sync_run(server.address, None, chat(CHATTY, lockstep=True))
+    assert through("trio", opts, chat(CHATTY, lockstep=True)) == bare
+    assert not cassette.exists() or interactions(cassette) == []
