@@ -21,6 +21,10 @@ connection are served concurrently, each on its own schedule:
 - a forward is ``_forward.py``'s :class:`~._forward.Forwarding`, the one
   the HTTP/1.1 pump uses, the stream (:class:`_Stream`) its
   :class:`~._forward.Downstream`: the same relay, the same recording path;
+  a gRPC call the session decided at its first message goes upstream then,
+  its later messages and end (``H2ClientMessage``, ``H2ClientEnd``) handed
+  to its :class:`~._grpc_call.StreamedCall` as they come, which the forward
+  sends on and records (a session, on the same recording path);
 - the client resetting the stream (or leaving, or breaking the protocol,
   answered with a GOAWAY) is the session's ``Signal.CLOSED``: a replay
   stops, a forward is told its client left (its grace, as on HTTP/1.1).
