@@ -31,7 +31,7 @@ import os
 import select
 import socket
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -454,10 +454,21 @@ class AsyncUpstream:
 
     @asynccontextmanager
     async def send(
-        self, request: Request, url: str, *, waiting: Callable[[], object] | None = None
+        self,
+        request: Request,
+        url: str,
+        *,
+        waiting: Callable[[], object] | None = None,
+        more: Callable[[], Awaitable[bytes | None]] | None = None,
     ) -> AsyncIterator[UpstreamResponse]:
         """Send ``request`` to ``url``; yields the response whose body is
         read with ``chunks()``.  Raises :class:`UpstreamFailure`.
+
+        ``more``, for a gRPC request only (HTTP/2): ``request.body`` is the
+        body's start (a call's first message), and each piece awaiting
+        ``more()`` gives goes after it as it comes, while the response
+        streams back (a client-streaming or bidirectional call); ``None``
+        ends the request.
 
         ``waiting`` is called once, when the request first waits on the
         network: before a new connection is made, else once the request
@@ -469,11 +480,16 @@ class AsyncUpstream:
         origin, target = _origin(url)
         headers = forward_headers(request, url)
         if is_grpc(request.header("content-type")):  # HTTP/2 only
+            if more is not None:  # the body's length is not known: no content-length
+                headers = [(k, v) for k, v in headers if k != b"content-length"]
             pool = self._h2_pool()
             hook = _Once(waiting)
-            async with pool.send(request.method, origin, target, headers, request.body, hook) as h2:
+            sent = pool.send(request.method, origin, target, headers, request.body, hook, more)
+            async with sent as h2:
                 yield h2
             return
+        if more is not None:
+            raise ValueError("a request body sent as it comes goes over HTTP/2 (gRPC) only")
         route = self._route(origin)
         if route is not None and origin[0] == "http":
             # through an HTTP proxy: the absolute form, and its credentials

@@ -19,7 +19,10 @@ wake-up.  So each stream's events reach its own reader and nothing crosses
 streams.
 
 Flow control both ways.  A request body goes out in DATA frames within the
-upstream's windows, waiting (reading) for its WINDOW_UPDATEs.  A response's
+upstream's windows, waiting (reading) for its WINDOW_UPDATEs; a body sent
+as it comes (``more``: a gRPC call's later client messages) goes on beside
+its answer, in a task of the request's own, and the read timeout counts
+from its end (the upstream may wait on the client as long as it takes).  A response's
 DATA is acknowledged when its reader takes it, not when it arrives: at most
 a window (:data:`STREAM_WINDOW`) of a stream waits in Reel, and a 50 MB
 body streams through in that much memory; a stream read to its end never
@@ -47,6 +50,7 @@ its streams).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -100,6 +104,8 @@ _CLOSED_UNHEARD = (
 
 #: Opens the byte stream to an origin (TLS with ALPN ``h2`` for https).
 Opener = Callable[[_Origin], Awaitable[anyio.abc.ByteStream]]
+#: The next piece of a request body sent as it comes (``None``: its end).
+More = Callable[[], Awaitable[bytes | None]]
 
 
 def h2_headers(
@@ -133,7 +139,7 @@ def _code(error_code: int | None) -> str:
 class _Stream:
     """What the connection read for one request, waiting for its reader."""
 
-    __slots__ = ("data", "ended", "failure", "head", "trailers")
+    __slots__ = ("data", "ended", "failure", "head", "sent", "trailers", "waiting")
 
     def __init__(self) -> None:
         #: The response's head (``:status`` among them), once it came.
@@ -145,6 +151,18 @@ class _Stream:
         self.ended = False
         #: What ended the stream before its end (raised once its data is taken).
         self.failure: UpstreamFailure | None = None
+        #: The request was sent whole (its END_STREAM went): waits for the
+        #: answer count from then (see ``_Connection._within``).
+        self.sent = False
+        #: The wait for the answer under way, and its timeout.
+        self.waiting: tuple[anyio.CancelScope, float] | None = None
+
+    def sent_whole(self) -> None:
+        """The request's END_STREAM went: a wait under way counts from now."""
+        self.sent = True
+        if self.waiting is not None:
+            scope, timeout = self.waiting
+            scope.deadline = anyio.current_time() + timeout
 
     def over(self) -> bool:
         return self.ended or self.failure is not None
@@ -197,13 +215,20 @@ class _Connection:
                 self._notify()
 
     async def open(
-        self, headers: list[tuple[bytes, bytes]], body: bytes, hook: _Once, limit: float
+        self,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        hook: _Once,
+        limit: float,
+        *,
+        end: bool = True,
     ) -> int:
         """Start a stream for a request (its head and the body within the
         windows, in one write), calls ``hook`` once it is written (or
         before it waits for a stream), then sends the rest of the body as
-        the windows open.  Waits at most ``limit`` seconds for the
-        upstream to allow one more stream."""
+        the windows open; ``end``: the body ends the request (else more
+        follows, :meth:`send_more`).  Waits at most ``limit`` seconds for
+        the upstream to allow one more stream."""
 
         def free() -> bool:
             settings = self.h2.remote_settings
@@ -222,7 +247,7 @@ class _Connection:
         self._check()
         stream_id = self.h2.get_next_available_stream_id()
         try:
-            self.h2.send_headers(stream_id, headers, end_stream=not body)
+            self.h2.send_headers(stream_id, headers, end_stream=end and not body)
         except h2.exceptions.ProtocolError as exc:
             raise UpstreamFailure(
                 UpstreamError.PROTOCOL, f"cannot send the request: {exc}"
@@ -231,31 +256,71 @@ class _Connection:
         if not body:
             await self._flush()
             hook()
-            return stream_id
-        sent, first = 0, True
+        else:
+            await self._send(stream_id, body, end, hook)
+        if end:
+            state.sent_whole()
+        return stream_id
+
+    async def send_more(self, stream_id: int, data: bytes, *, end: bool) -> bool:
+        """More of a request body whose head went with ``open(end=False)``:
+        ``data`` within the windows as they open, then END_STREAM if
+        ``end``.  False once the stream is over (answered, reset, the
+        connection gone): nothing more goes on it."""
+        state = self.streams.get(stream_id)
+        if state is None or state.over() or self._dead:
+            return False
+        try:
+            if data:
+                await self._send(stream_id, data, end, None)
+            elif end:
+                self.h2.end_stream(stream_id)
+                await self._flush()
+        except h2.exceptions.ProtocolError:  # closed meanwhile: its reader says how
+            return False
+        if end:
+            state.sent_whole()
+        return not state.over() and not self._dead
+
+    async def _send(self, stream_id: int, body: bytes, end: bool, hook: _Once | None) -> None:
+        """``body`` on ``stream_id`` in DATA frames within the windows,
+        waiting (reading) for the upstream's WINDOW_UPDATEs; the last
+        frame ends the stream if ``end``.  ``hook`` is called after the
+        first write.  Stops early once the stream is over."""
+        state = self.streams[stream_id]
+        sent = 0
         while True:
-            if state.over():
-                return stream_id  # answered (or failed) before the body's end
+            if state.over() or self._dead:
+                return  # answered (or failed) before the body's end
             window = min(self.h2.local_flow_control_window(stream_id), len(body) - sent)
             while window > 0:
                 size = min(window, self.h2.max_outbound_frame_size)
                 sent += size
                 window -= size
-                self.h2.send_data(stream_id, body[sent - size : sent], end_stream=sent == len(body))
+                last = end and sent == len(body)
+                self.h2.send_data(stream_id, body[sent - size : sent], end_stream=last)
             await self._flush()
-            if first:
+            if hook is not None:
                 hook()
-                first = False
+                hook = None
             if sent == len(body):
-                return stream_id
+                return
             await self._until(
                 lambda: state.over() or self.h2.local_flow_control_window(stream_id) > 0
             )
 
-    async def head(self, stream_id: int) -> list[tuple[bytes, bytes]]:
-        """The response's head (the caller bounds the wait)."""
+    async def head(self, stream_id: int, timeout: float | None = None) -> list[tuple[bytes, bytes]]:
+        """The response's head: the caller bounds the wait, or (``timeout``)
+        it is :meth:`_within` it."""
         state = self.streams[stream_id]
-        await self._until(lambda: state.head is not None or state.failure is not None)
+
+        def came() -> bool:
+            return state.head is not None or state.failure is not None
+
+        if timeout is None:
+            await self._until(came)
+        elif not await self._within(state, came, timeout):
+            raise UpstreamFailure(UpstreamError.TIMEOUT, "read timed out")
         if state.head is None:
             assert state.failure is not None
             raise state.failure
@@ -265,9 +330,7 @@ class _Connection:
         """The response's next chunk, ``None`` at its end; each wait at most
         ``timeout`` seconds.  Taking a chunk opens the window again."""
         state = self.streams[stream_id]
-        with anyio.move_on_after(timeout) as scope:
-            await self._until(lambda: bool(state.data) or state.over())
-        if scope.cancelled_caught:
+        if not await self._within(state, lambda: bool(state.data) or state.over(), timeout):
             raise UpstreamFailure(UpstreamError.TIMEOUT, "read timed out")
         if state.data:
             chunk, length = state.data.popleft()
@@ -277,6 +340,21 @@ class _Connection:
         if state.failure is not None and not state.ended:
             raise state.failure
         return None
+
+    async def _within(self, state: _Stream, done: Callable[[], bool], timeout: float) -> bool:
+        """Read until ``done()``; False once ``timeout`` seconds passed with
+        it not done, counted from the wait's start or, for a request whose
+        body still comes (a gRPC call's client still sending), from its
+        end: the upstream may wait for the client's next message as long
+        as the client takes, and the client may end the call."""
+        with anyio.CancelScope() as scope:
+            scope.deadline = anyio.current_time() + timeout if state.sent else math.inf
+            state.waiting = (scope, timeout)
+            try:
+                await self._until(done)
+            finally:
+                state.waiting = None
+        return not scope.cancelled_caught
 
     async def close_stream(self, stream_id: int) -> None:
         """The request is done with its stream: one the upstream has not
@@ -495,6 +573,16 @@ class _Response:
         self.complete = True
 
 
+async def _send_rest(connection: _Connection, stream_id: int, more: More) -> None:
+    """Send each piece ``more`` gives on ``stream_id`` as it comes, then
+    the request's end; stops once the stream is over (its failure is the
+    response's to say)."""
+    while (data := await more()) is not None:
+        if not await connection.send_more(stream_id, data, end=False):
+            return
+    await connection.send_more(stream_id, b"", end=True)
+
+
 class H2Pool:
     """One multiplexed HTTP/2 connection per origin, shared by the requests
     under way to it (see the module's docstring)."""
@@ -516,21 +604,42 @@ class H2Pool:
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         hook: _Once,
+        more: More | None = None,
     ) -> AsyncIterator[_Response]:
         """Send a request as a stream of ``origin``'s connection; yields the
-        response (see ``AsyncUpstream.send``: the same hook and timeouts)."""
+        response (see ``AsyncUpstream.send``: the same hook and timeouts).
+        With ``more``, ``body`` is the body's start: each piece ``more``
+        gives goes after it as it comes, while the response is read (a
+        gRPC call's later client messages), and its ``None`` ends the
+        request."""
         connection = await self._take(origin, hook)
         fields = h2_headers(method, origin, target, headers)
         stream_id: int | None = None
+        failure: BaseException | None = None
         try:
-            with anyio.move_on_after(self.read_timeout) as scope:
-                stream_id = await connection.open(fields, body, hook, self.connect_timeout)
-                head = await connection.head(stream_id)  # a final one: h2 keeps 1xx apart
-            if scope.cancelled_caught:
-                what = "read" if stream_id is not None else "write"
-                raise UpstreamFailure(UpstreamError.TIMEOUT, f"{what} timed out")
-            assert stream_id is not None
-            yield _Response(connection, stream_id, head, self.read_timeout)
+            async with anyio.create_task_group() as rest:
+                try:
+                    head: list[tuple[bytes, bytes]] | None = None
+                    with anyio.move_on_after(self.read_timeout) as scope:
+                        stream_id = await connection.open(
+                            fields, body, hook, self.connect_timeout, end=more is None
+                        )
+                        if more is None:  # a final head: h2 keeps 1xx apart
+                            head = await connection.head(stream_id)
+                    if scope.cancelled_caught:
+                        what = "read" if stream_id is not None else "write"
+                        raise UpstreamFailure(UpstreamError.TIMEOUT, f"{what} timed out")
+                    assert stream_id is not None
+                    if more is not None:  # the rest goes as it comes, beside the answer
+                        rest.start_soon(_send_rest, connection, stream_id, more)
+                        head = await connection.head(stream_id, self.read_timeout)
+                    assert head is not None
+                    yield _Response(connection, stream_id, head, self.read_timeout)
+                except BaseException as exc:  # raised past the task group as it came, not grouped
+                    failure = exc
+                rest.cancel_scope.cancel()  # the answer is over: so is the request
+            if failure is not None:
+                raise failure
         finally:
             if stream_id is not None:
                 await connection.close_stream(stream_id)

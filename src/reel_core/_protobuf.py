@@ -28,9 +28,10 @@ locks, so the core imports it only then.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._body import parse_json
@@ -212,6 +213,19 @@ class ProtoSchema:
                 f"{numbers}; a newer schema?): shown as bytes"
             )
         return value
+
+    def message_reader(self, path: str) -> Callable[[bytes], Any] | None:
+        """How a replayed gRPC session reads the client messages of the
+        call to ``path`` (a whole message each, prefix included) as JSON:
+        the ``decode=`` of :class:`~reel_core.tools.H2Session`; ``None``
+        when the set does not describe the call.  The reader raises
+        :class:`SchemaNote` (a ``ValueError``) for a message it cannot read."""
+        if path not in self.methods:
+            return None
+        return functools.partial(self._client_message, path)
+
+    def _client_message(self, path: str, data: bytes) -> Any:
+        return self.read(path, [data])[0]
 
     def request_json(self, path: str, body: bytes) -> dict[str, Any] | None:
         """A request body of whole messages as ``{"messages": [...]}``, or

@@ -423,7 +423,12 @@ class SeamUpstream:
 
     @asynccontextmanager
     async def send(
-        self, request: Request, url: str, *, waiting: Callable[[], object] | None = None
+        self,
+        request: Request,
+        url: str,
+        *,
+        waiting: Callable[[], object] | None = None,
+        more: AsyncIterator[bytes] | None = None,
     ) -> AsyncIterator[SeamUpstream]:
         self.requests.append(request)
         if waiting is not None:
@@ -908,58 +913,3 @@ async def test_grpc_sessions_replay_to_grpcio_gated_by_its_messages(tmp_path: Pa
     assert answers == [b"A", b"B"]
     assert code == grpc.StatusCode.NOT_FOUND
     assert str(details).startswith("Reel miss: gRPC session")
-
-
-async def test_a_client_streaming_call_is_refused_not_forwarded_nor_recorded(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The upstream client sends a call whole: a call that streams client
-    messages is answered UNIMPLEMENTED saying so; nothing goes upstream,
-    nothing is recorded, and a unary call on the same channel still is."""
-    grpc = pytest.importorskip("grpc", reason="gRPC needs grpcio: pip install grpcio")
-    cassette = tmp_path / "c.jsonl"
-    upstream = SeamUpstream([grpc_frame(b"pong")], [(b"grpc-status", b"0")])
-
-    def calls(target: str) -> tuple[object, str, bytes]:
-        with grpc.insecure_channel(target, options=[("grpc.enable_http_proxy", 0)]) as channel:
-            try:
-                channel.stream_unary(SESSION_PATH)(iter([b"1", b"2"]), timeout=10)
-            except grpc.RpcError as exc:
-                refused = (exc.code(), exc.details())
-            else:
-                raise AssertionError("a client-streaming call was forwarded")
-            pong = channel.unary_unary(GRPC_PATH)(b"ping", timeout=10)
-            return refused[0], refused[1], pong
-
-    record = options(Mode.RECORD, cassette, upstream="http://127.0.0.1:9")
-    async with running(record, proxy=_proxy_with(upstream, record)) as url:
-        code, details, pong = await anyio.to_thread.run_sync(calls, url.removeprefix("http://"))
-    assert code == grpc.StatusCode.UNIMPLEMENTED
-    assert "streams client messages" in details
-    assert "reel_bindings.grpc" in details
-    assert pong == b"pong"
-    assert [r.path for r in upstream.requests] == [GRPC_PATH]  # the unary call only
-    [stored] = interactions(cassette)
-    assert stored.request.path == GRPC_PATH
-    assert "streams client messages" in caplog.text
-
-
-async def test_a_grpc_call_reset_before_its_end_is_neither_forwarded_nor_waited_for(
-    tmp_path: Path,
-) -> None:
-    cassette = tmp_path / "c.jsonl"
-    upstream = SeamUpstream([grpc_frame(b"pong")], [(b"grpc-status", b"0")])
-    record = options(Mode.RECORD, cassette, upstream="http://127.0.0.1:9", grace=20.0)
-    head = ((b"content-type", b"application/grpc"), (b"te", b"trailers"))
-    async with AsyncExitStack() as stack:
-        with anyio.fail_after(10):  # not the client timeout (60 s), nor the grace
-            async with running(record, proxy=_proxy_with(upstream, record)) as url:
-                client = await stack.enter_async_context(H2Client(url))
-                sid = client.request(grpc_frame(b"1"), path=GRPC_PATH, headers=head, end=False)
-                await client.flush()
-                await anyio.sleep(0.1)  # decided at its first message, waiting for its end
-                client.reset(sid)
-                await client.flush()
-                await anyio.sleep(0.1)
-    assert upstream.requests == []
-    assert interactions(cassette) == []

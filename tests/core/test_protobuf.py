@@ -360,3 +360,18 @@ def test_a_field_the_set_does_not_describe_leaves_the_message_bytes() -> None:
             "parts": [{"note": "p"}],
         }
     ]
+
+
+def test_a_sessions_message_reader_reads_a_described_calls_client_messages() -> None:
+    """``H2Session``'s ``decode=``: a call's client message as JSON, the
+    same value for the fields in another order; no reader for a call the
+    set does not describe; a message it cannot read is a ValueError."""
+    read = TINY.message_reader(TINY_METHOD)
+    assert read is not None
+    assert read(grpc_frame(ask(model="m", seed=3))) == {"model": "m", "seed": 3}
+    assert read(grpc_frame(ask(seed=3) + ask(model="m"))) == read(
+        grpc_frame(ask(model="m", seed=3))
+    )
+    assert TINY.message_reader("/other.Service/Call") is None
+    with pytest.raises(ValueError, match="does not parse"):
+        read(grpc_frame(b"\xff\xff\xff"))

@@ -47,6 +47,9 @@ class Exchange:
     #: A request the proxy answered itself (the viewer), never the
     #: engine's: its verdict (``reel_core.tools.routed_verdict``).
     routed: Verdict | None = None
+    #: A replayed gRPC session whose client left its recording part-way
+    #: (its call ended NOT_FOUND): a miss, as a WebSocket session's.
+    session_missed: bool = False
     #: Whether it was noted and logged (once, as it ended).
     logged: bool = False
 

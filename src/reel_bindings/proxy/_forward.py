@@ -34,6 +34,7 @@ from reel_core import (
     Engine,
     Event,
     Forward,
+    PendingRecording,
     ResponseHead,
     Session,
     Signal,
@@ -44,11 +45,15 @@ from reel_core import (
 from .._async.relay import arelay
 from .._upstream import UpstreamFailure, UpstreamResponse
 from ._context import Context, Exchange
+from ._grpc_call import StreamedCall
 from ._recordings import Place, RecordingQueue
 
 __all__ = ["Downstream", "Forwarding", "H11Downstream", "Host", "reason", "send"]
 
 log = logging.getLogger("reel.proxy")
+
+#: Makes the recording to store out of the engine's (a gRPC session's).
+Amend = Callable[[PendingRecording], PendingRecording]
 
 
 class Host(Protocol):
@@ -61,7 +66,13 @@ class Host(Protocol):
     def recordings(self) -> RecordingQueue: ...
 
     def record(
-        self, engine: Engine, target: str, *, later: bool = False, place: Place | None = None
+        self,
+        engine: Engine,
+        target: str,
+        *,
+        later: bool = False,
+        place: Place | None = None,
+        amend: Amend | None = None,
     ) -> None:
         """Queue the recording of a finished forward (see ``Proxy.record``)."""
         ...
@@ -146,6 +157,9 @@ class Forwarding:
     #: The recording's place in the queue, held from the moment the client
     #: left (its exchange ended then, for the client) while the grace runs.
     place: Place | None = None
+    #: A gRPC call forwarded at its first message (HTTP/2): the rest of its
+    #: request goes upstream as its client sends it.
+    call: StreamedCall | None = None
 
     async def run(self) -> None:
         """Forward, pass the answer on, and record it; raises
@@ -203,6 +217,10 @@ class Forwarding:
             self.stop.deadline = min(self.stop.deadline, now + grace)
         else:
             self.stop.cancel()
+        if self.call is not None and not self.call.ended:
+            # a call whose client left before its end cannot go on: its
+            # upstream stream is reset now, the recording cut where it was
+            self.stop.cancel()
 
     async def _watch(self) -> None:
         """While the request is forwarded: watch the client (see
@@ -224,13 +242,23 @@ class Forwarding:
                 "the client closed the connection mid-exchange: the upstream was closed too%s",
                 " (recorded as far as the client read)" if forward.record else "",
             )
+            if self.call is not None:
+                self.call.over(anyio.current_time())
             engine.upstream_error(Abort.CLIENT_CLOSED, self.why, mono=anyio.current_time())
         # nobody reads the rest: pull it, append the line
         while not isinstance(event := client.next_event(), Signal):
             if isinstance(event, Cut):
                 client.send(event)
         self._log()  # (once: an end or cut already sent was)
-        self.host.record(engine, forward.request.target, place=self.place)
+        self.host.record(engine, forward.request.target, place=self.place, amend=self._amend())
+
+    def _amend(self) -> Amend | None:
+        """How a gRPC session's recording is made of the engine's (``None``:
+        as the engine made it)."""
+        call = self.call
+        if call is None or call.recorder is None:
+            return None
+        return functools.partial(call.amend, mono=anyio.current_time())
 
     def _log(self) -> None:
         self.host.context.log(self.client.engine, self.exchange)
@@ -256,7 +284,9 @@ class Forwarding:
                 if isinstance(event, (EndOfResponse, Cut)):
                     # The client has its answer: the line is built and
                     # appended now, or (record mode) soon (see settle).
-                    self.host.record(client.engine, target, later=True, place=self.place)
+                    self.host.record(
+                        client.engine, target, later=True, place=self.place, amend=self._amend()
+                    )
                 if isinstance(event, EndOfResponse):
                     self._log()
 
@@ -268,8 +298,9 @@ class Forwarding:
         try:
             if forward.record:
                 await context.check_store(engine)
-            request, url = forward.request, forward.url
-            async with context.upstream.send(request, url, waiting=waiting) as response:
+            request, url, call = forward.request, forward.url, self.call
+            more = None if call is None else call.next
+            async with context.upstream.send(request, url, waiting=waiting, more=more) as response:
                 engine.upstream_head(
                     response.status,
                     response.headers,
@@ -280,7 +311,7 @@ class Forwarding:
                 await self._flush()
                 # closed however the loop ends (a client that left cancels
                 # it; run() records why)
-                feed = _Feed(engine, response)
+                feed = _Feed(engine, response, call)
                 relayed = arelay(response.chunks(), feed, _failure, read_on=False)
                 async with aclosing(relayed):
                     async for _chunk in relayed:
@@ -299,6 +330,8 @@ class Forwarding:
             else:
                 log.warning("upstream failed for %s: %s", where, engine.redactor.text(str(exc)))
             if engine.state in (State.AWAIT_UPSTREAM, State.STREAMING):  # not fed by the relay
+                if self.call is not None:
+                    self.call.over(anyio.current_time())
                 engine.upstream_error(exc.error, exc.detail, mono=anyio.current_time())
         if engine.state is State.DONE:
             await self._flush()
@@ -309,23 +342,34 @@ class _Feed:
     relay does not read on, :meth:`Forwarding.left` does).  At the end, the
     response's trailers (HTTP/2: set once its body is read) go first."""
 
-    __slots__ = ("_engine", "_response")
+    __slots__ = ("_call", "_engine", "_response")
 
-    def __init__(self, engine: Engine, response: UpstreamResponse) -> None:
+    def __init__(
+        self, engine: Engine, response: UpstreamResponse, call: StreamedCall | None
+    ) -> None:
         self._engine = engine
         self._response = response
+        self._call = call
 
     def data(self, chunk: bytes) -> None:
-        self._engine.upstream_data(chunk, mono=anyio.current_time())
+        now = anyio.current_time()
+        if self._call is not None:
+            self._call.answered(chunk, now)
+        self._engine.upstream_data(chunk, mono=now)
 
     def end(self) -> None:
         now = anyio.current_time()
+        if self._call is not None:
+            self._call.over(now)
         if self._response.trailers:
             self._engine.upstream_trailers(self._response.trailers, mono=now)
         self._engine.upstream_end(mono=now)
 
     def error(self, error: UpstreamError | Abort, detail: str) -> None:
-        self._engine.upstream_error(error, detail, mono=anyio.current_time())
+        now = anyio.current_time()
+        if self._call is not None:
+            self._call.over(now)
+        self._engine.upstream_error(error, detail, mono=now)
 
 
 def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:

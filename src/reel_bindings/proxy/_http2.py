@@ -21,6 +21,10 @@ connection are served concurrently, each on its own schedule:
 - a forward is ``_forward.py``'s :class:`~._forward.Forwarding`, the one
   the HTTP/1.1 pump uses, the stream (:class:`_Stream`) its
   :class:`~._forward.Downstream`: the same relay, the same recording path;
+  a gRPC call the session decided at its first message goes upstream then,
+  its later messages and end (``H2ClientMessage``, ``H2ClientEnd``) handed
+  to its :class:`~._grpc_call.StreamedCall` as they come, which the forward
+  sends on and records (a session, on the same recording path);
 - the client resetting the stream (or leaving, or breaking the protocol,
   answered with a GOAWAY) is the session's ``Signal.CLOSED``: a replay
   stops, a forward is told its client left (its grace, as on HTTP/1.1).
@@ -51,7 +55,6 @@ import anyio.abc
 import attrs
 
 from reel_core import (
-    Abort,
     EndOfResponse,
     Engine,
     Event,
@@ -71,7 +74,6 @@ from reel_core import (
     replay_schedule,
 )
 from reel_core.tools import (
-    GrpcStatus,
     H2ClientEnd,
     H2ClientMessage,
     H2Event,
@@ -80,13 +82,13 @@ from reel_core.tools import (
     H2SessionMiss,
     UiRefusal,
     own_answer,
-    percent_encode,
     routed_verdict,
 )
 
 from .._clock import sleep_until
 from ._context import Exchange
 from ._forward import Forwarding, reason
+from ._grpc_call import StreamedCall
 from ._http11 import SETTLE_AFTER, Listener
 
 __all__ = ["BUFFERED_MAX", "HTTP2Connection"]
@@ -129,9 +131,8 @@ class _Stream:
     #: The session handed the exchange's end (``PAUSED``).
     over: bool = False
     #: A gRPC call forwarded at its first message (``H2Session.streamed``):
-    #: set once its client ended it, or sent another message (``more``).
-    call_end: anyio.Event | None = None
-    more_messages: bool = False
+    #: the rest of its request, taken upstream as it comes.
+    call: StreamedCall | None = None
     #: Set when events come for the stream (a replayed gRPC session's, as
     #: its client's messages release them), made when its player waits.
     more: anyio.Event | None = None
@@ -167,8 +168,6 @@ class _Stream:
         if self.why:
             return
         self.why = why
-        if self.call_end is not None:  # a call waiting for its end: it will not come
-            self.call_end.set()
         if self.forwarding is not None:
             self.forwarding.left(why)
         else:
@@ -322,6 +321,9 @@ class HTTP2Connection:
             elif isinstance(item, H2SessionMiss):  # its NOT_FOUND trailers follow
                 self.proxy.runlog.missed(item.report)
                 log.debug("%s", item.report.render())
+                missed = self._streams.get(item.stream_id)
+                if missed is not None:
+                    missed.exchange.session_missed = True
             elif isinstance(item, (H2ClientMessage, H2ClientEnd)):
                 self._call_went_on(item)
             else:
@@ -341,19 +343,25 @@ class HTTP2Connection:
         elif isinstance(event, _DECISIONS):
             stream = self._streams[sid] = _Stream(self, sid, item.engine)
             if isinstance(event, Forward) and self.session.streamed(sid):
-                stream.call_end = anyio.Event()  # its client's end follows, or more
+                opened = self.session.started_at(sid)
+                assert opened is not None  # a streamed call's
+                stream.call = StreamedCall.of(
+                    item.engine, record=event.record, first=event.request.body, opened=opened
+                )
             self.deadline = float("inf")
             self._decided.append((stream, event))
         # else: the end of an exchange already served (a reset after it, its PAUSED)
 
     def _call_went_on(self, item: H2ClientMessage | H2ClientEnd) -> None:
         """A gRPC call forwarded at its first message went on: its client
-        ended it (the forward goes), or sent another (it is refused)."""
+        sent another message, or ended it; each goes upstream next."""
         stream = self._streams.get(item.stream_id)
-        if stream is None or stream.call_end is None:
+        if stream is None or stream.call is None:
             return
-        stream.more_messages = stream.more_messages or isinstance(item, H2ClientMessage)
-        stream.call_end.set()
+        if isinstance(item, H2ClientMessage):
+            stream.call.message(item.data, item.at)
+        else:
+            stream.call.end(item.rest, item.at)
 
     async def write(self) -> None:
         """Write what the session has to send, in the order it was made.
@@ -400,7 +408,7 @@ class HTTP2Connection:
         exchange.started = self.proxy.now()
         if isinstance(decision, Forward):
             exchange.forwarded = True  # its key is computed when logged
-            stream.forwarding = Forwarding(self.proxy, stream, exchange, decision)
+            stream.forwarding = Forwarding(self.proxy, stream, exchange, decision, call=stream.call)
             self._start(stream, self._forward(stream))
         elif isinstance(decision, Replay) and decision.websocket is not None:
             self._start(stream, self._no_websocket(stream, decision))
@@ -456,53 +464,11 @@ class HTTP2Connection:
                 self.guard.cancel()
 
     async def _forward(self, stream: _Stream) -> None:
-        """Forward the stream's request; a gRPC call decided at its first
-        message goes once its client ended it (unary and server-streaming
-        calls end with their one message), as the upstream client sends a
-        whole request."""
+        """Forward the stream's request (a gRPC call decided at its first
+        message: that message, then the rest as its client sends it)."""
         forwarding = stream.forwarding
         assert forwarding is not None
-        if stream.call_end is not None and not stream.why:
-            timeout = self.proxy.client_timeout
-            with anyio.move_on_after(timeout):
-                await stream.call_end.wait()
-            if not stream.why and (stream.more_messages or not stream.call_end.is_set()):
-                why = (
-                    "it streams client messages"
-                    if stream.more_messages
-                    else f"its client did not end it within {timeout:g} s (--client-timeout)"
-                )
-                await self._refuse_call(stream, why)
-                return
         await forwarding.run()
-
-    async def _refuse_call(self, stream: _Stream, why: str) -> None:
-        """A gRPC call the proxy cannot forward whole: answered
-        ``UNIMPLEMENTED`` saying why, never sent upstream, never recorded."""
-        target = stream.engine.redactor.target(stream.exchange.target)
-        message = (
-            f"Reel's proxy forwards a gRPC call once its client ended it, and {target} was "
-            f"not: {why}. Client-streaming and bidirectional calls are recorded in process "
-            "(reel_bindings.grpc)"
-        )
-        log.warning("%s", message)
-        engine = stream.engine
-        engine.upstream_error(Abort.CLIENT_CLOSED, why, mono=anyio.current_time())
-        for _ in stream.pulled():  # the engine's own answer (a 502) is dropped
-            pass
-        stream.exchange.status = 200
-        trailers = (
-            (b"grpc-status", b"%d" % GrpcStatus.UNIMPLEMENTED),
-            (b"grpc-message", percent_encode(message)),
-        )
-        for event in (
-            ResponseHead(200, ((b"content-type", b"application/grpc"),)),
-            Trailers(trailers, None),
-            EndOfResponse(),
-        ):
-            stream.send(event)
-        await self.write()
-        self.proxy.context.log(engine, stream.exchange)
 
     def _note(self, exchange: Exchange, event: Replay | Miss | Refused) -> None:
         """What the run log and the log keep of a response the core answers."""

@@ -37,6 +37,7 @@ from reel_core import (
     Config,
     Engine,
     Mode,
+    PendingRecording,
     Recorded,
     RemoteProtocolError,
     Request,
@@ -411,7 +412,8 @@ class Proxy:
             route = self._route
             select = functools.partial(_not_routed, route, select)
         config = self.config
-        session = H2Session(functools.partial(Engine, select, config))
+        decode = None if config.proto is None else config.proto.message_reader
+        session = H2Session(functools.partial(Engine, select, config), decode=decode)
         await HTTP2Connection(self, stream, session, route, first).serve()
 
     # -- recordings ------------------------------------------------------------
@@ -451,12 +453,21 @@ class Proxy:
             self._append(engine.cassette, recorded)
 
     def record(
-        self, engine: Engine, target: str, *, later: bool = False, place: Place | None = None
+        self,
+        engine: Engine,
+        target: str,
+        *,
+        later: bool = False,
+        place: Place | None = None,
+        amend: Callable[[PendingRecording], PendingRecording] | None = None,
     ) -> None:
         """Queue the recording of a finished forward (in the ``place`` held
         for it since its client left, if any), and build it now unless
-        ``later`` in record mode (see :meth:`settle`)."""
+        ``later`` in record mode (see :meth:`settle`); ``amend`` makes the
+        recording stored out of the engine's (a gRPC session's)."""
         pending = engine.take_recording()
+        if pending is not None and amend is not None:
+            pending = amend(pending)
         if place is not None:
             self._recordings.fill(place, pending)
         elif pending is not None:
@@ -517,6 +528,8 @@ class Proxy:
             label = exchange.routed.value
         elif ws is not None:
             verdict, label = ws.verdict, ws.label
+        elif exchange.session_missed:  # as a WebSocket session's: a miss, not a hit
+            verdict, label = Verdict.MISS, "miss (gRPC session)"
         else:
             verdict, label = engine.verdict, engine.label
         if verdict is not None:
