@@ -181,7 +181,7 @@ def played(
                         else:
                             session.client_message(grpc_frame(data), loop.time())
                     if session.miss is not None:
-                        player.runlog.missed(session.miss)
+                        player.runlog.session_missed(session.miss)
                     if data is None or session.miss is not None:
                         return
                     changed.set()

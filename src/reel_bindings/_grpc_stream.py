@@ -121,7 +121,7 @@ class SessionPlay(grpc.RpcError, grpc.Call):  # type: ignore[misc]  # grpcio is 
         miss = self._session.miss
         if miss is not None and not self._noted:
             self._noted = True
-            self._player.runlog.missed(miss)
+            self._player.runlog.session_missed(miss)
 
     # -- the caller's side ----------------------------------------------------
 

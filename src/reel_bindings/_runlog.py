@@ -147,6 +147,24 @@ class RunLog:
         """A request missed (its exchange is noted by :meth:`served`)."""
         self.misses.add(report)
 
+    def session_missed(self, report: MissReport) -> None:
+        """A replayed gRPC session stopped on a client message: its exchange,
+        served as a hit when it began, ends a miss (as a WebSocket
+        session's does): counted so, and its entry in :attr:`last` too."""
+        self.misses.add(report)
+        if not self.counts[Verdict.HIT]:  # pragma: no cover - served before it missed
+            return
+        self.counts[Verdict.HIT] -= 1
+        self.counts[Verdict.MISS] += 1
+        for at in range(len(self.last) - 1, -1, -1):
+            entry = self.last[at]
+            if entry.verdict is Verdict.HIT and (entry.method, entry.path) == (
+                report.method,
+                report.path,
+            ):
+                self.last[at] = entry._replace(verdict=Verdict.MISS)
+                break
+
     def websocket_missed(self, miss: WebSocketMiss) -> None:
         """A replayed WebSocket session stopped on a client message."""
         self.websocket_misses.add(miss)

@@ -38,7 +38,7 @@ grpc = pytest.importorskip("grpc", reason="the gRPC binding's tests need grpcio"
 pytest.importorskip("h2", reason="the proxy's path (the HTTP/2 adapter) needs h2")
 
 from reel_bindings.grpc import aio_channel, channel  # noqa: E402
-from reel_core import Cassette, MissError  # noqa: E402
+from reel_core import Cassette, MissError, Verdict  # noqa: E402
 from reel_core.tools import grpc_frame  # noqa: E402
 from tests.core.test_h2_grpc_session import (  # noqa: E402
     frames_of,
@@ -324,20 +324,23 @@ def test_a_changed_message_is_not_found_after_the_answers_recorded_before_it(
     if kind == "sync":
         chan = channel(grpc.insecure_channel(GONE), cassette, mode="replay", timing="fast")
         got = converse(chan, CHATTY, lockstep=True, spoil=spoil)
-        misses = chan.misses
+        misses, counts = chan.misses, dict(chan.player.runlog.counts)
         chan.close()
     else:
 
         async def run(chan: Any) -> Any:
-            return await aconverse(chan, CHATTY, style="write", spoil=spoil), chan.misses
+            got = await aconverse(chan, CHATTY, style="write", spoil=spoil)
+            return got, chan.misses, dict(chan.player.runlog.counts)
 
-        got, misses = aio_run(GONE, cassette, run, mode="replay", timing="fast")
+        got, misses, counts = aio_run(GONE, cassette, run, mode="replay", timing="fast")
     assert got[0] == tuple(_message(e) for e in before)
     assert got[1] is grpc.StatusCode.NOT_FOUND
     assert got[2].startswith("Reel miss: ")
     assert f"client message {k} (grpc.messages[{client[k]}]) does not match" in got[2]
     (report,) = misses  # in the run log, as every miss (the pytest plugin reads it)
     assert report.path == CHAT
+    # the session counts as a miss, not a hit (as the proxy and WebSocket sessions count it)
+    assert (counts[Verdict.HIT], counts[Verdict.MISS]) == (0, 1)
 
 
 def _message(entry: dict[str, Any]) -> bytes:
