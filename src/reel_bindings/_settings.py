@@ -335,10 +335,6 @@ _BY_NAME = {setting.name: setting for setting in SETTINGS}
 _SHARED = tuple(s.name for s in SETTINGS if s.shared)
 
 
-def _absent(value: object) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
 def _argument(name: str) -> str:
     return f"{name}="
 
@@ -416,21 +412,26 @@ class Settings:
         ``extra`` (``only``: just those named).  A bad value raises
         :class:`SettingError` naming its source."""
         environ = os.environ if env is None else env
-        given: dict[Source, Mapping[str, object]] = {
-            Source.MARKER: marker or {},
-            Source.FLAG: flags or {},
-            Source.ENV: environ,
-            Source.INI: ini or {},
-        }
+        # in PRECEDENCE's order; a source that names nothing is not asked
+        given = [
+            (source, mapping)
+            for source, mapping in (
+                (Source.MARKER, marker),
+                (Source.FLAG, flags),
+                (Source.ENV, environ),
+                (Source.INI, ini),
+            )
+            if mapping or source is Source.ENV
+        ]
         names = tuple(only) if only is not None else (*_SHARED, *extra)
         values: dict[str, Any] = {}
         sources: dict[str, Source] = {}
         for name in names:
             setting = _BY_NAME[name]
-            for source in PRECEDENCE:
+            for source, mapping in given:
                 key = setting.variable if source is Source.ENV else name
-                value = given[source].get(key) if key is not None else None
-                if _absent(value):
+                value = mapping.get(key) if key is not None else None
+                if value is None or (isinstance(value, str) and not value.strip()):
                     continue
                 if isinstance(value, str):
                     value = value.strip()

@@ -452,7 +452,9 @@ class Base(Binding):
         self._given: dict[str, Any] = {}
         if pool is not None:
             self._given[type(pool).__module__.partition(".")[0]] = pool
-        self._proxies = environment_proxies()
+        #: The ``*_PROXY`` variables, read at the first forward (a replay
+        #: never forwards: building a transport reads none of them).
+        self._proxies: dict[str, str] | None = None
         #: The bodies of the forwarded responses not yet garbage: closing
         #: the transport closes those still open (see ``close``).
         self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -478,6 +480,8 @@ class Base(Binding):
             return given
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
+        if self._proxies is None:
+            self._proxies = environment_proxies()
         proxy = proxy_for(url.scheme, url.host, port, self._proxies) or ""
         http2 = self.player.options.http2
         if self._process_pools:

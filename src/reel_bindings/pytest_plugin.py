@@ -920,6 +920,7 @@ class ReelCassette:
             _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
         upstream = resolved.upstream
         store: Store | None = _run_store(item.config)
+        run_store = store
         if store is None:
             store, name = FileStore(), str(path)
         else:  # its name in the store: the path under the cassette directory
@@ -931,13 +932,15 @@ class ReelCassette:
                     "(--reel-store), name it relative to it"
                 )
         record_on = resolved.record_on or DEFAULT_RECORD_ON
+        display = _display(item.config, path)
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
                 stack.enter_context(store.lock(name))
-            # A cassette re-recorded earlier in this run is added to.
-            token = _first_token(item.config, path)
-            refreshed = mode is Mode.RECORD and not _first_in_run(token)
+            # A cassette re-recorded earlier in this run is added to (only
+            # record mode starts one afresh: no other mode needs the token).
+            token = _first_token(item.config, path) if mode is Mode.RECORD else None
+            refreshed = token is not None and not _first_in_run(token)
             # A match setting goes into a new cassette's _meta line, as the proxy does.
             meta = CassetteMeta(match=match) if match is not None else None
             # A missing cassette in replay mode fails the test that uses it
@@ -963,21 +966,21 @@ class ReelCassette:
                 file=file,
                 hint=_hint(
                     item,
-                    _display(item.config, path),
-                    exists=store.exists(name),
+                    display,
+                    exists=file.existed,
                     name=name,
                     marked=resolved.source("mode") is Source.MARKER,
                 ),
-                display=_display(item.config, path),
+                display=display,
                 stack=contextlib.ExitStack(),
-                first_token=token if mode is Mode.RECORD and not refreshed else None,
+                first_token=None if refreshed else token,
             )
             cassette._test = item.nodeid
             cassette.max_age = resolved.max_age
             cassette.record_grace = resolved.record_grace
             cassette.drop_response_headers = resolved.drop_response_headers
             cassette.allow_misses = resolved.allow_misses
-            cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
+            cassette._store_label = "files" if run_store is None else repr(store)
             cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
         return cassette
@@ -1194,18 +1197,28 @@ def _hint(item: pytest.Item, path: str, *, exists: bool, name: str, marked: bool
 def _store_advice(config: pytest.Config) -> tuple[str, str]:
     """The run's store as a hint names it (``""``: files by path), and the
     ``--reel-store`` its command needs (``""`` unless the flag named it).
-    A URL's user and password are left out: a hint is printed and logged."""
+    A URL's user and password are left out: a hint is printed and logged.
+    Worked out once per run, as the store is opened once."""
+    advice = config.stash.get(_ADVICE_KEY, None)
+    if advice is not None:
+        return advice
     from ._settings import Source
 
     settings = _resolve(config)
     text = settings.store or ""
     flag = settings.source("store") is Source.FLAG
     if _run_store(config) is None or not text:
-        return "", ""
-    scheme, sep, rest = text.partition("://")
-    netloc, slash, tail = rest.partition("/")
-    shown = f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{tail}" if sep else text
-    return shown, f" --reel-store {shlex.quote(shown)}" if flag else ""
+        advice = "", ""
+    else:
+        scheme, sep, rest = text.partition("://")
+        netloc, slash, tail = rest.partition("/")
+        shown = f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{tail}" if sep else text
+        advice = shown, f" --reel-store {shlex.quote(shown)}" if flag else ""
+    config.stash[_ADVICE_KEY] = advice
+    return advice
+
+
+_ADVICE_KEY = pytest.StashKey[tuple[str, str]]()
 
 
 # -- one refresh per cassette per run, across xdist workers -----------------------
