@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from reel_bindings._inprocess import Player
     from reel_bindings._options import BindingOptions, Options
     from reel_bindings._runlog import RunLog
+    from reel_bindings._session_proxy import SessionProxy
     from reel_bindings._settings import Settings
     from reel_bindings._store import Store
     from reel_bindings.grpc import AioChannel, Channel
@@ -239,6 +240,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION_PROXY_KEY, None)
+    if session is not None:
+        del config.stash[_SESSION_PROXY_KEY]
+        session.close()
     run_dir = config.stash.get(_RUN_DIR_KEY, None)
     if run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -248,6 +253,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist: every worker shares the controller's run directory."""
     node.workerinput[_WORKER_RUN_DIR] = str(_run_dir(node.config))
+
+
+_SESSION_PROXY_KEY = pytest.StashKey["SessionProxy"]()
+
+
+def _session_proxy(config: pytest.Config) -> SessionProxy:
+    """The worker's proxy listener (see reel_bindings/_session_proxy.py),
+    made on first use, closed with the run."""
+    session = config.stash.get(_SESSION_PROXY_KEY, None)
+    if session is None:
+        from reel_bindings._session_proxy import SessionProxy
+
+        session = config.stash[_SESSION_PROXY_KEY] = SessionProxy()
+    return session
 
 
 def _tallies(config: pytest.Config) -> list[dict[str, Any]]:
@@ -519,6 +538,7 @@ class ReelCassette:
         self._call_player: Player | None = None
         self._proxy: Proxy | None = None
         self._proxy_url: str | None = None
+        self._session: SessionProxy | None = None
         #: The misses reported so far: those kept, by id, and how many in
         #: all (requests, WebSocket sessions), counted or kept.
         self._reported: set[int] = set()
@@ -700,12 +720,28 @@ class ReelCassette:
             self._proxy_url = self._start_proxy()
         return self._proxy_url
 
-    def _start_proxy(self) -> str:
-        import anyio.from_thread
+    def proxy_openai(self, **kwargs: Any) -> Any:
+        """An ``openai.OpenAI`` pointed at this test's proxy (started on
+        first use) over plain HTTP: made once per worker and handed to each
+        test with ``kwargs`` (``max_retries=``, ``timeout=``...) and the
+        key, so a test builds no SSL context of its own.  Do not close it:
+        the plugin does, at the end of the session."""
+        self.proxy_url  # noqa: B018  # started on first use
+        assert self._session is not None
+        given = kwargs.pop("api_key", None) or os.environ.get("OPENAI_API_KEY")
+        if not given:  # the SDK's own rule, said with what to do
+            raise ValueError(
+                "reel.proxy_openai(): no API key: set OPENAI_API_KEY (the proxy forwards "
+                f"to OpenAI in {self.mode.value} mode) or pass api_key="
+            )
+        client = self._session.openai()
+        return client.with_options(api_key=given, **kwargs)
 
+    def _start_proxy(self) -> str:
+        from reel_bindings._session_proxy import SessionProxy
         from reel_bindings._settings import Settings
         from reel_bindings._upstream import AsyncUpstream
-        from reel_bindings.proxy import Proxy, ProxyOptions, running
+        from reel_bindings.proxy import Proxy
         from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
@@ -728,13 +764,13 @@ class ReelCassette:
         # (the record grace); nothing else is left open at a test's end
         recording = self.mode in (Mode.RECORD, Mode.AUTO)
         grace = config.record_grace if recording else 0.0
-        options = ProxyOptions(mode=self.mode, cassette=self.path, port=0, grace=grace)
-        with contextlib.ExitStack() as stack:
-            portal = stack.enter_context(anyio.from_thread.start_blocking_portal("asyncio"))
-            url = stack.enter_context(
-                portal.wrap_async_context_manager(running(options, proxy=proxy))
-            )
-            self._stack.push(stack.pop_all())
+        # the worker's listener (one per session), serving this test's proxy
+        session = _session_proxy(self._config) if self._config is not None else None
+        if session is None:  # a cassette made outside a pytest run: a listener of its own
+            session = SessionProxy()
+            self._stack.callback(session.close)
+        url = self._stack.enter_context(session.serving(proxy, grace=grace))
+        self._session = session
         self._proxy = proxy
         env = pytest.MonkeyPatch()
         self._stack.callback(env.undo)
