@@ -39,6 +39,8 @@ __all__ = ["SessionProxy"]
 #: How long stopping a test waits for its cut connections to end (they end
 #: at their next checkpoint; this only bounds a bug).
 _CUT_WAIT = 5.0
+#: Loop turns for the closed sockets to be closed (see ``_stop``).
+_CLOSE_TURNS = 2
 
 
 class _Test:
@@ -148,6 +150,11 @@ class SessionProxy:
                     scope.cancel()
                 with anyio.move_on_after(_CUT_WAIT):
                     await test.ended.wait()
+            # asyncio closes a socket a loop turn after its stream's aclose():
+            # let that happen, so the client sees its pooled connection
+            # closed before the next test reuses it
+            for _ in range(_CLOSE_TURNS):
+                await anyio.sleep(0)
         finally:
             with anyio.CancelScope(shield=True):
                 await proxy.upstream.aclose()
