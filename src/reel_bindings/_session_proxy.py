@@ -93,14 +93,16 @@ class SessionProxy:
     async def _listening(self) -> Any:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(listener.serve, self._handle, tg)
-            try:
-                yield f"http://127.0.0.1:{port}"
-            finally:
-                tg.cancel_scope.cancel()
-                with anyio.CancelScope(shield=True):
-                    await listener.aclose()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(listener.serve, self._handle, tg)
+                try:
+                    yield f"http://127.0.0.1:{port}"
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await listener.aclose()
 
     async def _handle(self, stream: anyio.abc.ByteStream) -> None:
         test = self._current
