@@ -30,8 +30,9 @@ sources, in docs/configuration.md.
 from __future__ import annotations
 
 import enum
+import functools
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -282,6 +283,15 @@ def _allow_misses(value: object, where: str, source: Source) -> bool:
     return allowed
 
 
+def _phases(value: object, where: str, source: Source) -> bool:
+    if isinstance(value, bool):
+        return value
+    on = _TRUTH.get(str(value).strip().lower())
+    if on is None:
+        raise ConfigError(f"{where} takes 1 or 0 (1: time Reel's phases in the run report)")
+    return on
+
+
 # -- the table -----------------------------------------------------------------------
 
 
@@ -330,9 +340,19 @@ SETTINGS = (
     # the pytest plugin's own
     Setting("record_on", None, _record_on, shared=False),
     Setting("allow_misses", None, _allow_misses, shared=False),
+    Setting("phases", "REEL_PHASES", _phases, shared=False),
 )
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
 _SHARED = tuple(s.name for s in SETTINGS if s.shared)
+#: Recent results of :meth:`Settings.resolve`, by every value it read.
+_RESOLVED: dict[Hashable, Settings] = {}
+_RESOLVED_MAX = 256
+
+
+@functools.cache
+def _variables(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The variables of settings ``names``."""
+    return tuple(v for v in (_BY_NAME[n].variable for n in names) if v is not None)
 
 
 def _argument(name: str) -> str:
@@ -388,6 +408,8 @@ class Settings:
     #: ``passed``), and whether a miss fails its test.
     record_on: str | None = None
     allow_misses: bool = False
+    #: The pytest plugin's phase timer (``REEL_PHASES``, ``--reel-phases``): off by default.
+    phases: bool = False
     #: Where each setting resolved came from (a setting not resolved: absent).
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False, repr=False)
 
@@ -410,20 +432,55 @@ class Settings:
         spells a flag as messages name it (default ``name=``, an
         argument).  The shared settings are resolved, and those in
         ``extra`` (``only``: just those named).  A bad value raises
-        :class:`SettingError` naming its source."""
+        :class:`SettingError` naming its source.
+
+        The same sources resolve to the same settings (a value object): a
+        few recent results are kept, keyed by every value read, so a
+        binding made per test reads the variables but parses nothing again."""
         environ = os.environ if env is None else env
-        # in PRECEDENCE's order; a source that names nothing is not asked
-        given = [
-            (source, mapping)
-            for source, mapping in (
-                (Source.MARKER, marker),
-                (Source.FLAG, flags),
-                (Source.ENV, environ),
-                (Source.INI, ini),
-            )
-            if mapping or source is Source.ENV
-        ]
         names = tuple(only) if only is not None else (*_SHARED, *extra)
+        try:
+            key: Hashable = (
+                cls,
+                names,
+                flag_label,
+                tuple(marker.items()) if marker else (),
+                tuple(flags.items()) if flags else (),
+                tuple(ini.items()) if ini else (),
+                tuple(environ.get(v) for v in _variables(names)),
+            )
+            hash(key)
+        except TypeError:  # a value that cannot be a key (a list): resolved afresh
+            key = None
+        else:
+            known = _RESOLVED.get(key)
+            if known is not None:
+                return known
+        settings = cls._resolve(environ, names, flags, marker, ini, flag_label)
+        if key is not None:
+            if len(_RESOLVED) >= _RESOLVED_MAX:
+                _RESOLVED.clear()
+            _RESOLVED[key] = settings
+        return settings
+
+    @classmethod
+    def _resolve(
+        cls,
+        environ: Mapping[str, str],
+        names: tuple[str, ...],
+        flags: Mapping[str, object] | None,
+        marker: Mapping[str, object] | None,
+        ini: Mapping[str, object] | None,
+        flag_label: Callable[[str], str],
+    ) -> Settings:
+        # in PRECEDENCE's order; a source that names nothing is not asked
+        given: list[tuple[Source, Mapping[str, object]]] = [(Source.ENV, environ)]
+        if flags:
+            given.insert(0, (Source.FLAG, flags))
+        if marker:
+            given.insert(0, (Source.MARKER, marker))
+        if ini:
+            given.append((Source.INI, ini))
         values: dict[str, Any] = {}
         sources: dict[str, Source] = {}
         for name in names:

@@ -34,11 +34,14 @@ import re
 import shlex
 import shutil
 import tempfile
+import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
+
+from reel_bindings._phases import PhaseTimer, merged, render_phases, timed_method
 
 if TYPE_CHECKING:
     import requests
@@ -112,6 +115,27 @@ _TALLIES_KEY = pytest.StashKey[list[dict[str, Any]]]()
 _WORKER_TALLIES = "reel_tallies"
 _RUN_DIR_KEY = pytest.StashKey[Path]()
 _WORKER_RUN_DIR = "reel_run_dir"
+_WORKER_PHASES = "reel_phases"
+#: The phases each worker timed (the controller's, under xdist).
+_PHASES_KEY = pytest.StashKey[list[dict[str, Any]]]()
+
+#: The run's phase timer (``--reel-phases``, ``$REEL_PHASES``), ``None``
+#: when off: then :func:`_phase` is a shared no-op context.
+_TIMER: PhaseTimer | None = None
+_UNTIMED = contextlib.nullcontext()
+
+
+def _phase(name: str) -> contextlib.AbstractContextManager[None]:
+    """Time the block as phase ``name`` of the phase timer, when it is on."""
+    return _UNTIMED if _TIMER is None else _TIMER.timed(name)
+
+
+def _timer() -> PhaseTimer | None:
+    return _TIMER
+
+
+#: A helper of the fixture timed as ``bindings`` when the timer is on.
+_bindings = timed_method("bindings", _timer)
 
 
 def proxy_environment(
@@ -196,6 +220,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "option and the cassette's _meta max_age.",
     )
     group.addoption(
+        "--reel-phases",
+        dest="reel_phases",
+        action="store_const",
+        const=True,
+        default=None,
+        help="time Reel's own phases in this run (imports, configure, setup, cassette "
+        "open, bindings, proxy, call, teardown, report; per xdist worker too) and show "
+        "them in the run report. Wins over $REEL_PHASES.",
+    )
+    group.addoption(
         "--reel-strict-age",
         dest="reel_strict_age",
         action="store_true",
@@ -233,13 +267,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global _TIMER
     config.addinivalue_line("markers", MARKER_HELP)
+    start = time.perf_counter()
+    from . import _settings  # noqa: F401  # the core with it: timed as imports
+
+    imported = time.perf_counter() - start
     # Bad global settings stop the run at once, with a message saying what to fix.
-    _resolve(config)
-    _run_store(config)  # a Redis server that is down stops the run here, named
+    settings = _resolve(config)
+    if settings.phases:
+        _TIMER = PhaseTimer()
+        _TIMER.seconds["imports"] += imported
+        _TIMER.import_all()
+    with _phase("configure"):
+        _run_store(config)  # a Redis server that is down stops the run here, named
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    global _TIMER
+    _TIMER = None
     session = config.stash.get(_SESSION_PROXY_KEY, None)
     if session is not None:
         del config.stash[_SESSION_PROXY_KEY]
@@ -278,6 +324,8 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     """pytest-xdist: the controller adds up what each worker counted."""
     output = getattr(node, "workeroutput", None) or {}
     _tallies(node.config).extend(output.get(_WORKER_TALLIES, ()))
+    if _WORKER_PHASES in output:
+        node.config.stash.setdefault(_PHASES_KEY, []).append(output[_WORKER_PHASES])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -285,6 +333,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     workeroutput: dict[str, Any] | None = getattr(config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller reports
         workeroutput[_WORKER_TALLIES] = _tallies(config)
+        if _TIMER is not None:
+            workeroutput[_WORKER_PHASES] = _TIMER.to_json()
         return
     target = config.getoption("reel_report", None)
     if target:
@@ -293,7 +343,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from reel_bindings._store import atomic_write
         from reel_core.tools import CassetteTally, report_json
 
-        report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
+        with _phase("report"):
+            report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
+        if _TIMER is not None:
+            report["phases"] = _phases_of(config)
         # renamed into place: never written through a link, never half written
         atomic_write(Path(target), (json.dumps(report, indent=2) + "\n").encode("utf-8"))
     if _strict_age_failed(config) and session.exitstatus == pytest.ExitCode.OK:
@@ -308,15 +361,34 @@ def _strict_age_failed(config: pytest.Config) -> int:
     return sum(int(t.get("stale", 0)) for t in _tallies(config))
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if getattr(config, "workeroutput", None) is not None or not _tallies(config):
-        return
-    from reel_core.tools import CassetteTally, render_report
+def _phases_of(config: pytest.Config) -> dict[str, Any]:
+    """The phases of the run: this process's, and its xdist workers'
+    (``workers``: each worker's own figures, in the order they ended)."""
+    assert _TIMER is not None
+    workers = config.stash.get(_PHASES_KEY, [])
+    # a controller runs no test: its own figures are the report's and its imports
+    figures = merged([_TIMER.to_json(), *workers])
+    figures["workers"] = workers
+    return figures
 
-    tallies = [CassetteTally.from_json(t) for t in _tallies(config)]
-    terminalreporter.write_sep("-", "reel report")
-    for line in render_report(tallies, verbose=config.getoption("verbose", 0) > 0):
-        terminalreporter.write_line(line)
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if getattr(config, "workeroutput", None) is not None:
+        return
+    if _tallies(config):
+        with _phase("report"):
+            from reel_core.tools import CassetteTally, render_report
+
+            tallies = [CassetteTally.from_json(t) for t in _tallies(config)]
+            terminalreporter.write_sep("-", "reel report")
+            for line in render_report(tallies, verbose=config.getoption("verbose", 0) > 0):
+                terminalreporter.write_line(line)
+    if _TIMER is not None:
+        terminalreporter.write_sep("-", "reel phases")
+        for line in render_phases(_phases_of(config)):
+            terminalreporter.write_line(line)
+    if not _tallies(config):
+        return
     stale = _strict_age_failed(config)
     if stale:
         s = "" if stale == 1 else "s"
@@ -340,9 +412,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     try:
         result = yield
     except BaseException:
-        _check_misses(item, "call", failed=True)
+        with _phase("call"):
+            _check_misses(item, "call", failed=True)
         raise
-    _check_misses(item, "call", failed=False)
+    with _phase("call"):
+        _check_misses(item, "call", failed=False)
     return result
 
 
@@ -385,12 +459,14 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         cassette = item.stash.get(_PENDING_KEY, None)
         if cassette is not None:
             del item.stash[_PENDING_KEY]
-            cassette._finish(keep=False)
+            with _phase("teardown"):
+                cassette._finish(keep=False)
         raise
     cassette = item.stash.get(_PENDING_KEY, None)
     if cassette is not None:
         del item.stash[_PENDING_KEY]
-        cassette._finish(keep=True)
+        with _phase("teardown"):
+            cassette._finish(keep=True)
 
 
 def _passed(item: pytest.Item) -> bool:
@@ -409,22 +485,27 @@ def _passed(item: pytest.Item) -> bool:
 def reel(request: pytest.FixtureRequest) -> Iterator[ReelCassette]:
     """This test's cassette: SDK clients, transports and a proxy on it."""
     item = request.node
-    cassette = ReelCassette._for_item(item)
-    item.stash[_CASSETTE_KEY] = cassette
+    with _phase("setup"):
+        cassette = ReelCassette._for_item(item)
+        item.stash[_CASSETTE_KEY] = cassette
+    if _TIMER is not None:
+        _TIMER.tests += 1
     keep = False
     try:
         yield cassette
-        cassette._close()
-        _check_misses(item, "teardown", failed=False)  # of fixtures, after the call's check
+        with _phase("teardown"):
+            cassette._close()
+            _check_misses(item, "teardown", failed=False)  # of fixtures, after the call's check
         keep = _passed(item)
     finally:
-        del item.stash[_CASSETTE_KEY]  # items live all session: let the cassette go
-        cassette._close()  # again after an error: closing twice is harmless
-        if keep and cassette.file.held:
-            # written by pytest_runtest_teardown, once the other fixtures are down
-            item.stash[_PENDING_KEY] = cassette
-        else:  # failed, errored, xfail, skipped or interrupted: the cassette as it was
-            cassette._finish(keep=keep)
+        with _phase("teardown"):
+            del item.stash[_CASSETTE_KEY]  # items live all session: let the cassette go
+            cassette._close()  # again after an error: closing twice is harmless
+            if keep and cassette.file.held:
+                # written by pytest_runtest_teardown, once the other fixtures are down
+                item.stash[_PENDING_KEY] = cassette
+            else:  # failed, errored, xfail, skipped or interrupted: the cassette as it was
+                cassette._finish(keep=keep)
 
 
 @pytest.fixture
@@ -567,6 +648,7 @@ class ReelCassette:
 
     # -- in-process bindings --
 
+    @_bindings
     def transport(self, **kwargs: Unpack[BindingOptions]) -> Transport:
         """A sync transport for ``httpx.Client`` / ``httpx2.Client``."""
         from reel_bindings.httpcore import Transport
@@ -577,6 +659,7 @@ class ReelCassette:
         self._forwarding_transports = True
         return transport
 
+    @_bindings
     def async_transport(self, **kwargs: Unpack[BindingOptions]) -> AsyncTransport:
         """An async transport for ``httpx.AsyncClient`` / ``httpx2.AsyncClient``."""
         from reel_bindings.httpcore import AsyncTransport
@@ -585,6 +668,7 @@ class ReelCassette:
         self._adopt(transport.player)
         return transport
 
+    @_bindings
     def requests_adapter(self, **kwargs: Unpack[BindingOptions]) -> Adapter:
         """A transport adapter to mount on a ``requests.Session``."""
         from reel_bindings.requests import Adapter
@@ -594,6 +678,7 @@ class ReelCassette:
         self._stack.callback(adapter.close)
         return adapter
 
+    @_bindings
     def requests_session(self, **kwargs: Unpack[BindingOptions]) -> requests.Session:
         """A ``requests.Session`` with :meth:`requests_adapter` mounted for
         ``http://`` and ``https://``."""
@@ -608,30 +693,35 @@ class ReelCassette:
 
     # -- SDK clients (what reel_bindings.sdk builds, on this cassette) --
 
+    @_bindings
     def openai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``openai.OpenAI`` client; ``kwargs`` go to it (``base_url``, ...)."""
         from reel_bindings.sdk import client_on
 
         return client_on("openai", self.transport(strict=strict), **kwargs)
 
+    @_bindings
     def async_openai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``openai.AsyncOpenAI`` client (asyncio or trio)."""
         from reel_bindings.sdk import client_on
 
         return client_on("openai", self.async_transport(strict=strict), **kwargs)
 
+    @_bindings
     def anthropic(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``anthropic.Anthropic`` client."""
         from reel_bindings.sdk import client_on
 
         return client_on("anthropic", self.transport(strict=strict), **kwargs)
 
+    @_bindings
     def async_anthropic(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``anthropic.AsyncAnthropic`` client (asyncio or trio)."""
         from reel_bindings.sdk import client_on
 
         return client_on("anthropic", self.async_transport(strict=strict), **kwargs)
 
+    @_bindings
     def genai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """A ``google.genai.Client``; its ``.aio`` side is on the cassette too.
         ``base_url=`` and an ``http_options`` dict are honored."""
@@ -643,6 +733,7 @@ class ReelCassette:
 
     # -- gRPC (reel_bindings.grpc) and xAI's SDK on it --
 
+    @_bindings
     def grpc_channel(
         self,
         channel: Any,
@@ -660,6 +751,7 @@ class ReelCassette:
         self._stack.callback(wrapped.close)
         return wrapped
 
+    @_bindings
     def aio_grpc_channel(
         self,
         channel: Any,
@@ -676,6 +768,7 @@ class ReelCassette:
         self._adopt(wrapped.player)
         return wrapped
 
+    @_bindings
     def xai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``xai_sdk.Client``; ``kwargs`` go to it (``api_host``, ...)."""
         from reel_bindings.sdk import xai_on
@@ -685,6 +778,7 @@ class ReelCassette:
 
         return xai_on(wrap, self.mode, is_async=False, **kwargs)
 
+    @_bindings
     def async_xai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``xai_sdk.AsyncClient`` (asyncio)."""
         from reel_bindings.sdk import xai_on
@@ -738,6 +832,10 @@ class ReelCassette:
         return client.with_options(api_key=given, **kwargs)
 
     def _start_proxy(self) -> str:
+        with _phase("proxy"):
+            return self._started_proxy()
+
+    def _started_proxy(self) -> str:
         from reel_bindings._session_proxy import SessionProxy
         from reel_bindings._settings import Settings
         from reel_bindings._upstream import AsyncUpstream
@@ -882,7 +980,8 @@ class ReelCassette:
         """Write the held recordings (``keep``) or drop them, then let the
         cassette lock go."""
         try:
-            self._tally(keep=keep)
+            with _phase("report"):
+                self._tally(keep=keep)
             if keep:
                 self.file.commit()
             else:
@@ -982,16 +1081,17 @@ class ReelCassette:
             # A missing cassette in replay mode fails the test that uses it
             # (each request misses, naming the path and the command that
             # records it), never the whole session.
-            file = CassetteFile(
-                name,
-                mode=mode,
-                meta=meta,
-                missing_ok=True,
-                store=store,
-                refreshed=refreshed,
-                held=mode.records and record_on == "passed",
-                asset_threshold=resolved.asset_threshold,
-            )
+            with _phase("open"):
+                file = CassetteFile(
+                    name,
+                    mode=mode,
+                    meta=meta,
+                    missing_ok=True,
+                    store=store,
+                    refreshed=refreshed,
+                    held=mode.records and record_on == "passed",
+                    asset_threshold=resolved.asset_threshold,
+                )
             cassette = cls(
                 path=path,
                 mode=mode,
@@ -1084,6 +1184,7 @@ def _cassette_path(item: pytest.Item, name: object) -> Path:
 
 #: The plugin's flags, by setting.
 _FLAGS = {
+    "phases": "reel_phases",
     "mode": "reel_mode",
     "timing": "reel_timing",
     "max_age": "reel_max_age",
@@ -1123,7 +1224,12 @@ def _resolve(config: pytest.Config, marker: dict[str, Any] | None = None) -> Set
     given = {k: marker[k] for k in _MARKER_SETTINGS if k in marker} if marker else None
     try:
         return Settings.resolve(
-            flags, None, given, ini, flag_label=_flag, extra=("record_on", "allow_misses")
+            flags,
+            None,
+            given,
+            ini,
+            flag_label=_flag,
+            extra=("record_on", "allow_misses", "phases"),
         )
     except SettingError as exc:  # says which marker key, flag, variable or option
         if exc.source is Source.MARKER:

@@ -36,7 +36,9 @@ TESTS = 4
 
 
 def _body(test: int) -> bytes:
-    return json.dumps({"model": "m", "messages": [{"role": "user", "content": f"t{test}"}]}).encode()
+    return json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": f"t{test}"}]}
+    ).encode()
 
 
 @pytest.fixture(scope="module")

@@ -77,9 +77,7 @@ def _cassette(pytester: pytest.Pytester, test: str, module: str) -> list[str]:
     return [line["request"]["body"]["json"]["messages"][0]["content"] for line in lines]
 
 
-@pytest.mark.parametrize(
-    "workers", [[], ["-n", "2", "--dist", "loadfile"]], ids=["serial", "n2"]
-)
+@pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadfile"]], ids=["serial", "n2"])
 def test_each_test_keeps_its_own_exchanges(
     pytester: pytest.Pytester,
     fake: FakeUpstreamThread,
@@ -101,15 +99,11 @@ def test_each_test_keeps_its_own_exchanges(
 
     fake.stop()  # a replay needs no network
     monkeypatch.delenv("OPENAI_API_KEY")
-    pytester.runpytest_subprocess("-p", "no:randomly", *workers).assert_outcomes(
-        passed=6, failed=2
-    )
+    pytester.runpytest_subprocess("-p", "no:randomly", *workers).assert_outcomes(passed=6, failed=2)
 
     pytester.makepyfile(**dict.fromkeys(MODULES, MISSES))
     report = pytester.path / "report.json"
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", *workers, f"--reel-report={report}"
-    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", *workers, f"--reel-report={report}")
     result.assert_outcomes(passed=2, failed=6)
     out = result.stdout.str()
     for module in MODULES:
