@@ -17,7 +17,9 @@ Rounds are interleaved (floor, Reel, floor, Reel...) and the medians
 compared: Reel's cost per test is ``(median(variant) - median(floor)) / N``.
 ``-n 2`` runs the same with pytest-xdist.  Run alone::
 
-    python bench/pertest.py --tests 300 --rounds 5 [--workers 2] [--phases]
+    python bench/pertest.py --tests 300 --rounds 5 [--workers 0 --workers 2] [--src DIR]
+
+(``python bench/run.py --only pertest`` runs it with the others' output.)
 """
 
 from __future__ import annotations
@@ -148,20 +150,23 @@ def write_suite(directory: Path, tests: int, variant: str) -> Path:
     return root
 
 
-def _pytest(root: Path, variant: str, workers: int, phases: bool) -> float:
-    """Seconds of one whole pytest run of the suite at ``root``."""
+#: Which Reel a run times (``--src``: another checkout's ``src``, for a before/after).
+SRC = ROOT / "src"
+
+
+def _pytest(root: Path, variant: str, workers: int, *, report: Path | None = None) -> float:
+    """Seconds of one whole pytest run of the suite at ``root``; with
+    ``report``, Reel's phase timer on and its JSON report written there."""
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
     if variant == "floor":
         args += ["-p", "no:reel"]
     if workers:
         args += ["-n", str(workers)]
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), str(root)]),
-    }
-    env.pop("REEL_MODE", None)
-    if phases:
-        env["REEL_PHASES"] = "1"
+    if report is not None:
+        args += ["--reel-phases", f"--reel-report={report}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(ROOT), str(root)])}
+    for variable in ("REEL_MODE", "REEL_PHASES", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        env.pop(variable, None)
     start = time.perf_counter()
     out = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
@@ -170,37 +175,60 @@ def _pytest(root: Path, variant: str, workers: int, phases: bool) -> float:
     return seconds
 
 
+def _own_ms(root: Path, variant: str, workers: int) -> dict[str, float]:
+    """Reel's own milliseconds per test, by phase (one untimed run with
+    the phase timer on); empty when this Reel has no timer."""
+    report = root / "phases.json"
+    report.unlink(missing_ok=True)
+    try:
+        _pytest(root, variant, workers, report=report)
+    except RuntimeError:  # a Reel before the timer: --reel-phases is unknown
+        return {}
+    figures = json.loads(report.read_text()).get("phases")
+    if not figures or not figures["tests"]:
+        return {}
+    tests = figures["tests"]
+    own = {p: round(s * 1000 / tests, 3) for p, s in figures["seconds"].items()}
+    own["total"] = round(sum(figures["seconds"].values()) * 1000 / tests, 3)
+    return own
+
+
 def per_test_rows(
     work: Path,
     tests: int,
     rounds: int,
     *,
     workers: Sequence[int] = (0,),
-    variants: Sequence[str] = VARIANTS,
+    variants: Sequence[str] = VARIANTS[1:],
+    phases: bool = True,
 ) -> list[Row]:
     """One row per variant and worker count: the median whole-run seconds
     and Reel's cost per test above the floor (ms)."""
-    roots = {v: write_suite(work, tests, v) for v in ("floor", *variants) if v}
+    roots = {v: write_suite(work, tests, v) for v in ("floor", *variants)}
     rows: list[Row] = []
     for n in workers:
         times: dict[str, list[float]] = {v: [] for v in roots}
         for _ in range(rounds):
             for v in roots:  # interleaved: each round runs every variant once
-                times[v].append(_pytest(roots[v], v, n, phases=False))
+                times[v].append(_pytest(roots[v], v, n))
         floor = median(times["floor"])
         for v in roots:
             mid = median(times[v])
-            rows.append(
-                {
-                    "variant": v,
-                    "workers": n or "serial",
-                    "tests": tests,
-                    "run_s": round(mid, 3),
-                    "per_test_ms": round(mid / tests * 1000, 3),
-                    "above_floor_ms": round((mid - floor) / tests * 1000, 3),
-                    "rounds": [round(t, 3) for t in times[v]],
-                }
-            )
+            row: Row = {
+                "variant": v,
+                "workers": n or "serial",
+                "tests": tests,
+                "run_s": round(mid, 3),
+                "per_test_ms": round(mid / tests * 1000, 3),
+                "above_floor_ms": round((mid - floor) / tests * 1000, 3),
+                "rounds": [round(t, 3) for t in times[v]],
+            }
+            if v != "floor" and phases:
+                own = _own_ms(roots[v], v, n)
+                if own:
+                    row["reel_own_ms"] = own.pop("total")
+                    row["reel_phases_ms"] = ", ".join(f"{k} {v}" for k, v in own.items() if v)
+            rows.append(row)
     return rows
 
 
@@ -211,7 +239,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, action="append", default=None)
     parser.add_argument("--variant", action="append", choices=VARIANTS[1:], default=None)
     parser.add_argument("--work", type=Path, default=Path("/tmp/reel-pertest"))
+    parser.add_argument(
+        "--src", type=Path, default=None, help="time the Reel in this src directory"
+    )
     args = parser.parse_args(argv)
+    if args.src is not None:
+        global SRC
+        SRC = args.src.resolve()
     started = machine()
     rows = per_test_rows(
         args.work,

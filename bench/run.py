@@ -29,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import imports, inprocess, opening, proxy, stores, streaming, websocket
+from bench import imports, inprocess, opening, pertest, proxy, stores, streaming, websocket
 from bench._common import ROOT, Row, machine, pinned
 from bench._data import Corpus
 
@@ -50,6 +50,7 @@ SECTIONS = (
     "inrecord",
     "memory",
     "stores",
+    "pertest",
 )
 
 
@@ -86,6 +87,14 @@ class Plan:
     ws_fast_seconds: float = 2.0
     #: Fresh interpreters per module in the import section (the best counts).
     import_repeat: int = 10
+    #: The per-test section: tests in its generated suite, interleaved
+    #: rounds, xdist worker counts (0: serial), and whether Reel's phase
+    #: timer runs once more per variant (and the variants timed).
+    pertest_tests: int = 300
+    pertest_rounds: int = 5
+    pertest_workers: tuple[int, ...] = (0, 2)
+    pertest_phases: bool = True
+    pertest_variants: tuple[str, ...] = ("inprocess", "proxy", "proxy-sdk")
 
 
 FULL = Plan(
@@ -126,6 +135,11 @@ QUICK = Plan(
     ws_rounds=1,
     ws_fast_seconds=0.4,
     import_repeat=3,
+    pertest_tests=30,
+    pertest_rounds=1,
+    pertest_workers=(0,),
+    pertest_phases=False,
+    pertest_variants=("inprocess", "proxy"),
 )
 
 
@@ -216,6 +230,17 @@ def measure(run: Run) -> None:
             plan.replay_requests,
             plan.store_appends,
             run.work,
+        ),
+    )
+    run.section(
+        "pertest",
+        lambda: pertest.per_test_rows(
+            run.work,
+            plan.pertest_tests,
+            plan.pertest_rounds,
+            workers=plan.pertest_workers,
+            variants=plan.pertest_variants,
+            phases=plan.pertest_phases,
         ),
     )
     with pinned(proxy.CLIENT_CPU):
@@ -441,6 +466,13 @@ CAPTIONS = {
     "through a new Reel transport each time (as an SDK helper makes a client of its own; "
     "the transport's first request included) vs the same request straight to the same local "
     "upstream on a long-lived httpx client, interleaved.",
+    "pertest": "9. Reel's own cost per test: a generated suite (1 to 3 OpenAI SDK calls a "
+    "test, every fifth a stream, a cassette each) timed as whole `pytest -q` runs, medians "
+    "of interleaved rounds; above_floor_ms is (median run - the floor's) / tests, the floor "
+    "being the same suite on httpx.MockTransport with Reel's plugin off. inprocess: "
+    "reel.openai() per test; proxy: the worker's proxy and reel.proxy_openai(); proxy-sdk: "
+    "the proxy and a plain openai.OpenAI() built by the test. reel_own_ms: Reel's phase "
+    "timer's total per test (one more run).",
     "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served requests "
     "from it, vs the same proxy on a 10-interaction cassette.",
 }
