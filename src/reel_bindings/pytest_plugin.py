@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
     from reel_core import MatchConfig, MissReport, Mode, Timing
-    from reel_core.tools import WebSocketMiss
+    from reel_core.tools import CassetteTally, WebSocketMiss
 
 __all__ = ["ReelCassette"]
 
@@ -111,7 +111,7 @@ _PENDING_KEY = pytest.StashKey["ReelCassette"]()
 #: The reports of a test's setup and call phases, by phase.
 _REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 #: The run report's figures, one tally per test's cassette (JSON-ready dicts).
-_TALLIES_KEY = pytest.StashKey[list[dict[str, Any]]]()
+_TALLIES_KEY = pytest.StashKey["list[CassetteTally | dict[str, Any]]"]()
 _WORKER_TALLIES = "reel_tallies"
 _RUN_DIR_KEY = pytest.StashKey[Path]()
 _WORKER_RUN_DIR = "reel_run_dir"
@@ -315,8 +315,18 @@ def _session_proxy(config: pytest.Config) -> SessionProxy:
     return session
 
 
-def _tallies(config: pytest.Config) -> list[dict[str, Any]]:
+def _tallies(config: pytest.Config) -> list[CassetteTally | dict[str, Any]]:
+    """The run report's figures so far: this process's tests' tallies, and
+    (on an xdist controller) its workers', as the JSON they sent."""
     return config.stash.setdefault(_TALLIES_KEY, [])
+
+
+def _tally_objects(config: pytest.Config) -> list[CassetteTally]:
+    from reel_core.tools import CassetteTally
+
+    return [
+        t if isinstance(t, CassetteTally) else CassetteTally.from_json(t) for t in _tallies(config)
+    ]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -332,7 +342,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     workeroutput: dict[str, Any] | None = getattr(config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller reports
-        workeroutput[_WORKER_TALLIES] = _tallies(config)
+        workeroutput[_WORKER_TALLIES] = [t.to_json() for t in _tally_objects(config)]
         if _TIMER is not None:
             workeroutput[_WORKER_PHASES] = _TIMER.to_json()
         return
@@ -341,10 +351,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         import json
 
         from reel_bindings._store import atomic_write
-        from reel_core.tools import CassetteTally, report_json
+        from reel_core.tools import report_json
 
         with _phase("report"):
-            report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
+            report = report_json(_tally_objects(config))
         if _TIMER is not None:
             report["phases"] = _phases_of(config)
         # renamed into place: never written through a link, never half written
@@ -358,7 +368,7 @@ def _strict_age_failed(config: pytest.Config) -> int:
     that fail the run (0 otherwise)."""
     if not config.getoption("reel_strict_age", False):
         return 0
-    return sum(int(t.get("stale", 0)) for t in _tallies(config))
+    return sum(t.stale for t in _tally_objects(config))
 
 
 def _phases_of(config: pytest.Config) -> dict[str, Any]:
@@ -377,9 +387,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     if _tallies(config):
         with _phase("report"):
-            from reel_core.tools import CassetteTally, render_report
+            from reel_core.tools import render_report
 
-            tallies = [CassetteTally.from_json(t) for t in _tallies(config)]
+            tallies = _tally_objects(config)
             terminalreporter.write_sep("-", "reel report")
             for line in render_report(tallies, verbose=config.getoption("verbose", 0) > 0):
                 terminalreporter.write_line(line)
@@ -1035,7 +1045,7 @@ class ReelCassette:
             ],
             drifts=[{"test": self._test, **d.to_json()} for d in drifts],
         )
-        _tallies(self._config).append(tally.to_json())
+        _tallies(self._config).append(tally)
 
     @classmethod
     def _for_item(cls, item: pytest.Item) -> ReelCassette:
@@ -1149,9 +1159,16 @@ def _marker_error(message: str) -> NoReturn:
     pytest.fail(f"@pytest.mark.reel: {message}", pytrace=False)
 
 
+_ROOT_KEY = pytest.StashKey[Path]()
+
+
 def _cassette_root(config: pytest.Config) -> Path:
-    value = str(config.getini("reel_cassette_dir") or DEFAULT_CASSETTE_DIR)
-    return config.rootpath / value
+    """The run's cassette directory (read once)."""
+    root = config.stash.get(_ROOT_KEY, None)
+    if root is None:
+        value = str(config.getini("reel_cassette_dir") or DEFAULT_CASSETTE_DIR)
+        root = config.stash[_ROOT_KEY] = config.rootpath / value
+    return root
 
 
 def _safe(name: str) -> str:
