@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import textwrap
@@ -154,9 +155,13 @@ def write_suite(directory: Path, tests: int, variant: str) -> Path:
 SRC = ROOT / "src"
 
 
-def _pytest(root: Path, variant: str, workers: int, *, report: Path | None = None) -> float:
-    """Seconds of one whole pytest run of the suite at ``root``; with
-    ``report``, Reel's phase timer on and its JSON report written there."""
+def _pytest(
+    root: Path, variant: str, workers: int, *, report: Path | None = None
+) -> tuple[float, float]:
+    """Wall and CPU seconds of one whole pytest run of the suite at
+    ``root`` (CPU: user and system of pytest and its xdist workers, which
+    a loaded machine disturbs less than wall time); with ``report``,
+    Reel's phase timer on and its JSON report written there."""
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
     if variant == "floor":
         args += ["-p", "no:reel"]
@@ -167,12 +172,15 @@ def _pytest(root: Path, variant: str, workers: int, *, report: Path | None = Non
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(ROOT), str(root)])}
     for variable in ("REEL_MODE", "REEL_PHASES", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         env.pop(variable, None)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     out = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
     if out.returncode != 0:
         raise RuntimeError(f"{variant} suite failed:\n{out.stdout[-4000:]}\n{out.stderr[-2000:]}")
-    return seconds
+    return seconds, cpu
 
 
 def _own_ms(root: Path, variant: str, workers: int) -> dict[str, float]:
@@ -208,12 +216,15 @@ def per_test_rows(
     rows: list[Row] = []
     for n in workers:
         times: dict[str, list[float]] = {v: [] for v in roots}
+        cpus: dict[str, list[float]] = {v: [] for v in roots}
         for _ in range(rounds):
             for v in roots:  # interleaved: each round runs every variant once
-                times[v].append(_pytest(roots[v], v, n))
-        floor = median(times["floor"])
+                wall, cpu = _pytest(roots[v], v, n)
+                times[v].append(wall)
+                cpus[v].append(cpu)
+        floor, floor_cpu = median(times["floor"]), median(cpus["floor"])
         for v in roots:
-            mid = median(times[v])
+            mid, cpu = median(times[v]), median(cpus[v])
             row: Row = {
                 "variant": v,
                 "workers": n or "serial",
@@ -221,6 +232,8 @@ def per_test_rows(
                 "run_s": round(mid, 3),
                 "per_test_ms": round(mid / tests * 1000, 3),
                 "above_floor_ms": round((mid - floor) / tests * 1000, 3),
+                "cpu_s": round(cpu, 3),
+                "cpu_above_floor_ms": round((cpu - floor_cpu) / tests * 1000, 3),
                 "rounds": [round(t, 3) for t in times[v]],
             }
             if v != "floor" and phases:
