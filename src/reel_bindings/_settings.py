@@ -564,18 +564,17 @@ class Settings:
         """A :class:`Config` with these settings' mode, PII switch and limits,
         and the bindings' hints with ``hint`` saying how to record a miss;
         ``fields`` set the rest (match, timing, repeat, redactor...)."""
-        return replace(
-            Config(
-                mode=self.mode,
-                pii=None if self.pii else False,
-                limits=self.limits,
-                max_age=self.max_age,
-                record_grace=RECORD_GRACE if self.record_grace is None else self.record_grace,
-                drop_response_headers=self.drop_response_headers,
-                hints=hints(hint),
-            ),
-            **fields,
-        )
+        values: dict[str, Any] = {
+            "mode": self.mode,
+            "pii": None if self.pii else False,
+            "limits": self.limits,
+            "max_age": self.max_age,
+            "record_grace": RECORD_GRACE if self.record_grace is None else self.record_grace,
+            "drop_response_headers": self.drop_response_headers,
+            "hints": hints(hint),
+        }
+        values.update(fields)  # made once: checked once
+        return Config(**values)
 
 
 def _named(name: str) -> str:

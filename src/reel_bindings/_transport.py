@@ -445,7 +445,9 @@ class Base(Binding):
             else "an httpx async transport (httpx.AsyncHTTPTransport(...))",
             hasattr(upstream, "handle_request" if sync else "handle_async_request"),
         )
-        super().__init__(cassette, dataclasses.replace(given, upstream=base))
+        if base is not upstream:  # the pool given stays the binding's, not the player's
+            given = dataclasses.replace(given, upstream=base)
+        super().__init__(cassette, given)
         #: The pools forwards go through, by client family and proxy URL
         #: (``""``: direct); an ``upstream`` pool given serves its family always.
         self._upstreams: dict[tuple[str, str], Any] = {}
