@@ -122,6 +122,8 @@ _PHASES_KEY = pytest.StashKey[list[dict[str, Any]]]()
 #: The run's phase timer (``--reel-phases``, ``$REEL_PHASES``), ``None``
 #: when off: then :func:`_phase` is a shared no-op context.
 _TIMER: PhaseTimer | None = None
+#: The timer of the run this one runs inside (pytester's in-process runs).
+_OUTER_TIMER_KEY = pytest.StashKey["PhaseTimer | None"]()
 _UNTIMED = contextlib.nullcontext()
 
 
@@ -275,6 +277,8 @@ def pytest_configure(config: pytest.Config) -> None:
     imported = time.perf_counter() - start
     # Bad global settings stop the run at once, with a message saying what to fix.
     settings = _resolve(config)
+    config.stash[_OUTER_TIMER_KEY] = _TIMER  # this run may run inside another (pytester)
+    _TIMER = None
     if settings.phases:
         _TIMER = PhaseTimer()
         _TIMER.seconds["imports"] += imported
@@ -285,7 +289,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _TIMER
-    _TIMER = None
+    _TIMER = config.stash.get(_OUTER_TIMER_KEY, None)  # the outer run's, if any
     session = config.stash.get(_SESSION_PROXY_KEY, None)
     if session is not None:
         del config.stash[_SESSION_PROXY_KEY]
