@@ -35,6 +35,7 @@ from bench import (
     imports,
     inprocess,
     opening,
+    pertest,
     proxy,
     proxypeers,
     stores,
@@ -63,6 +64,7 @@ SECTIONS = (
     "memory",
     "stores",
     "proxypeers",
+    "pertest",
 )
 
 
@@ -104,6 +106,14 @@ class Plan:
     peers_proxy: proxypeers.PeerPlan = proxypeers.PeerPlan(
         interactions=1_000, seconds=2.0, rounds=3, streams=3, record_requests=150, install=True
     )
+    #: The per-test section: tests in its generated suite, interleaved
+    #: rounds, xdist worker counts (0: serial), and whether Reel's phase
+    #: timer runs once more per variant (and the variants timed).
+    pertest_tests: int = 300
+    pertest_rounds: int = 5
+    pertest_workers: tuple[int, ...] = (0, 2)
+    pertest_phases: bool = True
+    pertest_variants: tuple[str, ...] = ("inprocess", "proxy", "proxy-sdk")
 
 
 FULL = Plan(
@@ -153,6 +163,11 @@ QUICK = Plan(
         install=False,
         backends=("asyncio",),
     ),
+    pertest_tests=30,
+    pertest_rounds=1,
+    pertest_workers=(0,),
+    pertest_phases=False,
+    pertest_variants=("inprocess", "proxy"),
 )
 
 
@@ -243,6 +258,17 @@ def measure(run: Run) -> None:
             plan.replay_requests,
             plan.store_appends,
             run.work,
+        ),
+    )
+    run.section(
+        "pertest",
+        lambda: pertest.per_test_rows(
+            run.work,
+            plan.pertest_tests,
+            plan.pertest_rounds,
+            workers=plan.pertest_workers,
+            variants=plan.pertest_variants,
+            phases=plan.pertest_phases,
         ),
     )
     with pinned(proxy.CLIENT_CPU):
@@ -503,6 +529,13 @@ CAPTIONS = {
     "arrivals, |offset - recorded| and the gap error; record mode's added TTFB and total "
     "(p50, vs straight to the fake upstream, interleaved); record_s: starting the tool and "
     "recording the corpus through it. A peer not installed or failing says why.",
+    "pertest": "10. Reel's own cost per test: a generated suite (1 to 3 OpenAI SDK calls a "
+    "test, every fifth a stream, a cassette each) timed as whole `pytest -q` runs, medians "
+    "of interleaved rounds; above_floor_ms is (median run - the floor's) / tests, the floor "
+    "being the same suite on httpx.MockTransport with Reel's plugin off. inprocess: "
+    "reel.openai() per test; proxy: the worker's proxy and reel.proxy_openai(); proxy-sdk: "
+    "the proxy and a plain openai.OpenAI() built by the test. reel_own_ms: Reel's phase "
+    "timer's total per test (one more run).",
     "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served requests "
     "from it, vs the same proxy on a 10-interaction cassette.",
 }

@@ -176,7 +176,10 @@ class CassetteFile:
         self._header_of: CassetteMeta | None = None
         #: The ``_meta`` in hand has freeze bases the store's line lacks (held: see commit).
         self._freeze_pending = False
-        start = start_of(mode, exists=self.store.exists(self.name), refreshed=refreshed)
+        #: Whether the store held the cassette once this object opened it
+        #: (``record`` mode's fresh start, unless held, writes it).
+        self.existed = self.store.exists(self.name)
+        start = start_of(mode, exists=self.existed, refreshed=refreshed)
         if start is Start.FRESH:
             # Starting afresh keeps the cassette's own settings (its _meta line),
             # its salt included.
@@ -189,6 +192,7 @@ class CassetteFile:
                 self._fresh_pending = True  # the store stays as it is until commit
                 return
             self.store.replace(self.name, self.cassette.meta.to_line())
+            self.existed = True
             return
         if start is Start.MISSING and not missing_ok:
             raise CassetteNotFoundError(label, hint)

@@ -98,6 +98,8 @@ class Options:
     def of(cls, options: Mapping[str, Any], base: Options | None = None) -> Options:
         """``base`` (default: the defaults) with ``options`` set; a name
         that is no option is a ``TypeError``, as for any keyword."""
+        if not options:  # a value: nothing to set, nothing to copy
+            return base if base is not None else cls()
         unknown = set(options) - _NAMES
         if unknown:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")

@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -306,6 +306,15 @@ def _allow_misses(value: object, where: str, source: Source) -> bool:
     return allowed
 
 
+def _phases(value: object, where: str, source: Source) -> bool:
+    if isinstance(value, bool):
+        return value
+    on = _TRUTH.get(str(value).strip().lower())
+    if on is None:
+        raise ConfigError(f"{where} takes 1 or 0 (1: time Reel's phases in the run report)")
+    return on
+
+
 # -- the table -----------------------------------------------------------------------
 
 
@@ -355,13 +364,19 @@ SETTINGS = (
     # the pytest plugin's own
     Setting("record_on", None, _record_on, shared=False),
     Setting("allow_misses", None, _allow_misses, shared=False),
+    Setting("phases", "REEL_PHASES", _phases, shared=False),
 )
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
 _SHARED = tuple(s.name for s in SETTINGS if s.shared)
+#: Recent results of :meth:`Settings.resolve`, by every value it read.
+_RESOLVED: dict[Hashable, Settings] = {}
+_RESOLVED_MAX = 256
 
 
-def _absent(value: object) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+@functools.cache
+def _variables(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The variables of settings ``names``."""
+    return tuple(v for v in (_BY_NAME[n].variable for n in names) if v is not None)
 
 
 def _argument(name: str) -> str:
@@ -420,6 +435,8 @@ class Settings:
     #: ``passed``), and whether a miss fails its test.
     record_on: str | None = None
     allow_misses: bool = False
+    #: The pytest plugin's phase timer (``REEL_PHASES``, ``--reel-phases``): off by default.
+    phases: bool = False
     #: Where each setting resolved came from (a setting not resolved: absent).
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False, repr=False)
 
@@ -442,23 +459,63 @@ class Settings:
         spells a flag as messages name it (default ``name=``, an
         argument).  The shared settings are resolved, and those in
         ``extra`` (``only``: just those named).  A bad value raises
-        :class:`SettingError` naming its source."""
+        :class:`SettingError` naming its source.
+
+        The same sources resolve to the same settings (a value object): a
+        few recent results are kept, keyed by every value read, so a
+        binding made per test reads the variables but parses nothing again."""
         environ = os.environ if env is None else env
-        given: dict[Source, Mapping[str, object]] = {
-            Source.MARKER: marker or {},
-            Source.FLAG: flags or {},
-            Source.ENV: environ,
-            Source.INI: ini or {},
-        }
         names = tuple(only) if only is not None else (*_SHARED, *extra)
+        try:
+            key: Hashable = (
+                cls,
+                names,
+                flag_label,
+                tuple(marker.items()) if marker else (),
+                tuple(flags.items()) if flags else (),
+                tuple(ini.items()) if ini else (),
+                tuple(environ.get(v) for v in _variables(names)),
+            )
+            hash(key)
+        except TypeError:  # a value that cannot be a key (a list): resolved afresh
+            key = None
+        else:
+            known = _RESOLVED.get(key)
+            if known is not None:
+                return known
+        settings = cls._resolve(environ, names, flags, marker, ini, flag_label)
+        if key is not None:
+            if len(_RESOLVED) >= _RESOLVED_MAX:
+                _RESOLVED.clear()
+            _RESOLVED[key] = settings
+        return settings
+
+    @classmethod
+    def _resolve(
+        cls,
+        environ: Mapping[str, str],
+        names: tuple[str, ...],
+        flags: Mapping[str, object] | None,
+        marker: Mapping[str, object] | None,
+        ini: Mapping[str, object] | None,
+        flag_label: Callable[[str], str],
+    ) -> Settings:
+        # in PRECEDENCE's order; a source that names nothing is not asked
+        given: list[tuple[Source, Mapping[str, object]]] = [(Source.ENV, environ)]
+        if flags:
+            given.insert(0, (Source.FLAG, flags))
+        if marker:
+            given.insert(0, (Source.MARKER, marker))
+        if ini:
+            given.append((Source.INI, ini))
         values: dict[str, Any] = {}
         sources: dict[str, Source] = {}
         for name in names:
             setting = _BY_NAME[name]
-            for source in PRECEDENCE:
+            for source, mapping in given:
                 key = setting.variable if source is Source.ENV else name
-                value = given[source].get(key) if key is not None else None
-                if _absent(value):
+                value = mapping.get(key) if key is not None else None
+                if value is None or (isinstance(value, str) and not value.strip()):
                     continue
                 if isinstance(value, str):
                     value = value.strip()
@@ -536,19 +593,18 @@ class Settings:
         """A :class:`Config` with these settings' mode, PII switch and limits,
         and the bindings' hints with ``hint`` saying how to record a miss;
         ``fields`` set the rest (match, timing, repeat, redactor...)."""
-        return replace(
-            Config(
-                mode=self.mode,
-                pii=None if self.pii else False,
-                limits=self.limits,
-                max_age=self.max_age,
-                record_grace=RECORD_GRACE if self.record_grace is None else self.record_grace,
-                drop_response_headers=self.drop_response_headers,
-                hints=hints(hint),
-                proto=self.proto_descriptor,
-            ),
-            **fields,
-        )
+        values: dict[str, Any] = {
+            "mode": self.mode,
+            "pii": None if self.pii else False,
+            "limits": self.limits,
+            "max_age": self.max_age,
+            "record_grace": RECORD_GRACE if self.record_grace is None else self.record_grace,
+            "drop_response_headers": self.drop_response_headers,
+            "hints": hints(hint),
+            "proto": self.proto_descriptor,
+        }
+        values.update(fields)  # made once: checked once
+        return Config(**values)
 
 
 def _named(name: str) -> str:

@@ -445,14 +445,18 @@ class Base(Binding):
             else "an httpx async transport (httpx.AsyncHTTPTransport(...))",
             hasattr(upstream, "handle_request" if sync else "handle_async_request"),
         )
-        super().__init__(cassette, dataclasses.replace(given, upstream=base))
+        if base is not upstream:  # the pool given stays the binding's, not the player's
+            given = dataclasses.replace(given, upstream=base)
+        super().__init__(cassette, given)
         #: The pools forwards go through, by client family and proxy URL
         #: (``""``: direct); an ``upstream`` pool given serves its family always.
         self._upstreams: dict[tuple[str, str], Any] = {}
         self._given: dict[str, Any] = {}
         if pool is not None:
             self._given[type(pool).__module__.partition(".")[0]] = pool
-        self._proxies = environment_proxies()
+        #: The ``*_PROXY`` variables, read at the first forward (a replay
+        #: never forwards: building a transport reads none of them).
+        self._proxies: dict[str, str] | None = None
         #: The bodies of the forwarded responses not yet garbage: closing
         #: the transport closes those still open (see ``close``).
         self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -478,6 +482,8 @@ class Base(Binding):
             return given
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
+        if self._proxies is None:
+            self._proxies = environment_proxies()
         proxy = proxy_for(url.scheme, url.host, port, self._proxies) or ""
         http2 = self.player.options.http2
         if self._process_pools:

@@ -401,18 +401,27 @@ class AsyncUpstream:
     ) -> None:
         """``ca``: a PEM bundle of CAs trusted besides the usual ones.
         ``environ``: where the proxy variables are read (default
-        ``os.environ``, read now)."""
+        ``os.environ``), at the first forward: a replay never forwards."""
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_connections = max_connections
         self.ca = None if ca is None else Path(ca)
-        self.proxies = environment_proxies(environ)
+        self._environ = environ
+        self._proxies: dict[str, str] | None = None
         self._idle: dict[_Origin, list[_Connection]] = {}
         self._open = 0
         self._freed: anyio.Event | None = None
         self._ssl: ssl.SSLContext | None = None
         self._ssl_h2: ssl.SSLContext | None = None
         self._h2: H2Pool | None = None
+
+    @property
+    def proxies(self) -> dict[str, str]:
+        """``{scheme: proxy URL}`` from the ``*_PROXY`` variables (see
+        :func:`environment_proxies`), read when first asked."""
+        if self._proxies is None:
+            self._proxies = environment_proxies(self._environ)
+        return self._proxies
 
     def _route(self, origin: _Origin) -> tuple[_Proxy, str] | None:
         """The proxy to reach ``origin`` through, and the variable naming it."""

@@ -34,11 +34,14 @@ import re
 import shlex
 import shutil
 import tempfile
+import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
+
+from reel_bindings._phases import PhaseTimer, merged, render_phases, timed_method
 
 if TYPE_CHECKING:
     import requests
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from reel_bindings._inprocess import Player
     from reel_bindings._options import BindingOptions, Options
     from reel_bindings._runlog import RunLog
+    from reel_bindings._session_proxy import SessionProxy
     from reel_bindings._settings import Settings
     from reel_bindings._store import Store
     from reel_bindings.grpc import AioChannel, Channel
@@ -56,7 +60,7 @@ if TYPE_CHECKING:
     from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
     from reel_core import MatchConfig, MissReport, Mode, Timing
-    from reel_core.tools import ProtoSchema, WebSocketMiss
+    from reel_core.tools import CassetteTally, ProtoSchema, WebSocketMiss
 
 __all__ = ["ReelCassette"]
 
@@ -110,10 +114,33 @@ _PENDING_KEY = pytest.StashKey["ReelCassette"]()
 #: The reports of a test's setup and call phases, by phase.
 _REPORTS_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 #: The run report's figures, one tally per test's cassette (JSON-ready dicts).
-_TALLIES_KEY = pytest.StashKey[list[dict[str, Any]]]()
+_TALLIES_KEY = pytest.StashKey["list[CassetteTally | dict[str, Any]]"]()
 _WORKER_TALLIES = "reel_tallies"
 _RUN_DIR_KEY = pytest.StashKey[Path]()
 _WORKER_RUN_DIR = "reel_run_dir"
+_WORKER_PHASES = "reel_phases"
+#: The phases each worker timed (the controller's, under xdist).
+_PHASES_KEY = pytest.StashKey[list[dict[str, Any]]]()
+
+#: The run's phase timer (``--reel-phases``, ``$REEL_PHASES``), ``None``
+#: when off: then :func:`_phase` is a shared no-op context.
+_TIMER: PhaseTimer | None = None
+#: The timer of the run this one runs inside (pytester's in-process runs).
+_OUTER_TIMER_KEY = pytest.StashKey["PhaseTimer | None"]()
+_UNTIMED = contextlib.nullcontext()
+
+
+def _phase(name: str) -> contextlib.AbstractContextManager[None]:
+    """Time the block as phase ``name`` of the phase timer, when it is on."""
+    return _UNTIMED if _TIMER is None else _TIMER.timed(name)
+
+
+def _timer() -> PhaseTimer | None:
+    return _TIMER
+
+
+#: A helper of the fixture timed as ``bindings`` when the timer is on.
+_bindings = timed_method("bindings", _timer)
 
 
 def proxy_environment(
@@ -208,6 +235,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "reel_proto_descriptor ini option.",
     )
     group.addoption(
+        "--reel-phases",
+        dest="reel_phases",
+        action="store_const",
+        const=True,
+        default=None,
+        help="time Reel's own phases in this run (imports, configure, setup, cassette "
+        "open, bindings, proxy, call, teardown, report; per xdist worker too) and show "
+        "them in the run report. Wins over $REEL_PHASES.",
+    )
+    group.addoption(
         "--reel-strict-age",
         dest="reel_strict_age",
         action="store_true",
@@ -251,13 +288,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global _TIMER
     config.addinivalue_line("markers", MARKER_HELP)
+    start = time.perf_counter()
+    from . import _settings  # noqa: F401  # the core with it: timed as imports
+
+    imported = time.perf_counter() - start
     # Bad global settings stop the run at once, with a message saying what to fix.
-    _resolve(config)
-    _run_store(config)  # a Redis server that is down stops the run here, named
+    settings = _resolve(config)
+    config.stash[_OUTER_TIMER_KEY] = _TIMER  # this run may run inside another (pytester)
+    _TIMER = None
+    if settings.phases:
+        _TIMER = PhaseTimer()
+        _TIMER.seconds["imports"] += imported
+        _TIMER.import_all()
+    with _phase("configure"):
+        _run_store(config)  # a Redis server that is down stops the run here, named
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    global _TIMER
+    _TIMER = config.stash.get(_OUTER_TIMER_KEY, None)  # the outer run's, if any
+    session = config.stash.get(_SESSION_PROXY_KEY, None)
+    if session is not None:
+        del config.stash[_SESSION_PROXY_KEY]
+        session.close()
     run_dir = config.stash.get(_RUN_DIR_KEY, None)
     if run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -269,8 +324,32 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput[_WORKER_RUN_DIR] = str(_run_dir(node.config))
 
 
-def _tallies(config: pytest.Config) -> list[dict[str, Any]]:
+_SESSION_PROXY_KEY = pytest.StashKey["SessionProxy"]()
+
+
+def _session_proxy(config: pytest.Config) -> SessionProxy:
+    """The worker's proxy listener (see reel_bindings/_session_proxy.py),
+    made on first use, closed with the run."""
+    session = config.stash.get(_SESSION_PROXY_KEY, None)
+    if session is None:
+        from reel_bindings._session_proxy import SessionProxy
+
+        session = config.stash[_SESSION_PROXY_KEY] = SessionProxy()
+    return session
+
+
+def _tallies(config: pytest.Config) -> list[CassetteTally | dict[str, Any]]:
+    """The run report's figures so far: this process's tests' tallies, and
+    (on an xdist controller) its workers', as the JSON they sent."""
     return config.stash.setdefault(_TALLIES_KEY, [])
+
+
+def _tally_objects(config: pytest.Config) -> list[CassetteTally]:
+    from reel_core.tools import CassetteTally
+
+    return [
+        t if isinstance(t, CassetteTally) else CassetteTally.from_json(t) for t in _tallies(config)
+    ]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -278,22 +357,29 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     """pytest-xdist: the controller adds up what each worker counted."""
     output = getattr(node, "workeroutput", None) or {}
     _tallies(node.config).extend(output.get(_WORKER_TALLIES, ()))
+    if _WORKER_PHASES in output:
+        node.config.stash.setdefault(_PHASES_KEY, []).append(output[_WORKER_PHASES])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     workeroutput: dict[str, Any] | None = getattr(config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller reports
-        workeroutput[_WORKER_TALLIES] = _tallies(config)
+        workeroutput[_WORKER_TALLIES] = [t.to_json() for t in _tally_objects(config)]
+        if _TIMER is not None:
+            workeroutput[_WORKER_PHASES] = _TIMER.to_json()
         return
     target = config.getoption("reel_report", None)
     if target:
         import json
 
         from reel_bindings._store import atomic_write
-        from reel_core.tools import CassetteTally, report_json
+        from reel_core.tools import report_json
 
-        report = report_json(CassetteTally.from_json(t) for t in _tallies(config))
+        with _phase("report"):
+            report = report_json(_tally_objects(config))
+        if _TIMER is not None:
+            report["phases"] = _phases_of(config)
         # renamed into place: never written through a link, never half written
         atomic_write(Path(target), (json.dumps(report, indent=2) + "\n").encode("utf-8"))
     if _strict_age_failed(config) and session.exitstatus == pytest.ExitCode.OK:
@@ -305,18 +391,37 @@ def _strict_age_failed(config: pytest.Config) -> int:
     that fail the run (0 otherwise)."""
     if not config.getoption("reel_strict_age", False):
         return 0
-    return sum(int(t.get("stale", 0)) for t in _tallies(config))
+    return sum(t.stale for t in _tally_objects(config))
+
+
+def _phases_of(config: pytest.Config) -> dict[str, Any]:
+    """The phases of the run: this process's, and its xdist workers'
+    (``workers``: each worker's own figures, in the order they ended)."""
+    assert _TIMER is not None
+    workers = config.stash.get(_PHASES_KEY, [])
+    # a controller runs no test: its own figures are the report's and its imports
+    figures = merged([_TIMER.to_json(), *workers])
+    figures["workers"] = workers
+    return figures
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if getattr(config, "workeroutput", None) is not None or not _tallies(config):
+    if getattr(config, "workeroutput", None) is not None:
         return
-    from reel_core.tools import CassetteTally, render_report
+    if _tallies(config):
+        with _phase("report"):
+            from reel_core.tools import render_report
 
-    tallies = [CassetteTally.from_json(t) for t in _tallies(config)]
-    terminalreporter.write_sep("-", "reel report")
-    for line in render_report(tallies, verbose=config.getoption("verbose", 0) > 0):
-        terminalreporter.write_line(line)
+            tallies = _tally_objects(config)
+            terminalreporter.write_sep("-", "reel report")
+            for line in render_report(tallies, verbose=config.getoption("verbose", 0) > 0):
+                terminalreporter.write_line(line)
+    if _TIMER is not None:
+        terminalreporter.write_sep("-", "reel phases")
+        for line in render_phases(_phases_of(config)):
+            terminalreporter.write_line(line)
+    if not _tallies(config):
+        return
     stale = _strict_age_failed(config)
     if stale:
         s = "" if stale == 1 else "s"
@@ -340,9 +445,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     try:
         result = yield
     except BaseException:
-        _check_misses(item, "call", failed=True)
+        with _phase("call"):
+            _check_misses(item, "call", failed=True)
         raise
-    _check_misses(item, "call", failed=False)
+    with _phase("call"):
+        _check_misses(item, "call", failed=False)
     return result
 
 
@@ -385,12 +492,14 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         cassette = item.stash.get(_PENDING_KEY, None)
         if cassette is not None:
             del item.stash[_PENDING_KEY]
-            cassette._finish(keep=False)
+            with _phase("teardown"):
+                cassette._finish(keep=False)
         raise
     cassette = item.stash.get(_PENDING_KEY, None)
     if cassette is not None:
         del item.stash[_PENDING_KEY]
-        cassette._finish(keep=True)
+        with _phase("teardown"):
+            cassette._finish(keep=True)
 
 
 def _passed(item: pytest.Item) -> bool:
@@ -409,22 +518,27 @@ def _passed(item: pytest.Item) -> bool:
 def reel(request: pytest.FixtureRequest) -> Iterator[ReelCassette]:
     """This test's cassette: SDK clients, transports and a proxy on it."""
     item = request.node
-    cassette = ReelCassette._for_item(item)
-    item.stash[_CASSETTE_KEY] = cassette
+    with _phase("setup"):
+        cassette = ReelCassette._for_item(item)
+        item.stash[_CASSETTE_KEY] = cassette
+    if _TIMER is not None:
+        _TIMER.tests += 1
     keep = False
     try:
         yield cassette
-        cassette._close()
-        _check_misses(item, "teardown", failed=False)  # of fixtures, after the call's check
+        with _phase("teardown"):
+            cassette._close()
+            _check_misses(item, "teardown", failed=False)  # of fixtures, after the call's check
         keep = _passed(item)
     finally:
-        del item.stash[_CASSETTE_KEY]  # items live all session: let the cassette go
-        cassette._close()  # again after an error: closing twice is harmless
-        if keep and cassette.file.held:
-            # written by pytest_runtest_teardown, once the other fixtures are down
-            item.stash[_PENDING_KEY] = cassette
-        else:  # failed, errored, xfail, skipped or interrupted: the cassette as it was
-            cassette._finish(keep=keep)
+        with _phase("teardown"):
+            del item.stash[_CASSETTE_KEY]  # items live all session: let the cassette go
+            cassette._close()  # again after an error: closing twice is harmless
+            if keep and cassette.file.held:
+                # written by pytest_runtest_teardown, once the other fixtures are down
+                item.stash[_PENDING_KEY] = cassette
+            else:  # failed, errored, xfail, skipped or interrupted: the cassette as it was
+                cassette._finish(keep=keep)
 
 
 @pytest.fixture
@@ -538,6 +652,7 @@ class ReelCassette:
         self._call_player: Player | None = None
         self._proxy: Proxy | None = None
         self._proxy_url: str | None = None
+        self._session: SessionProxy | None = None
         #: The misses reported so far: those kept, by id, and how many in
         #: all (requests, WebSocket sessions), counted or kept.
         self._reported: set[int] = set()
@@ -570,6 +685,7 @@ class ReelCassette:
 
     # -- in-process bindings --
 
+    @_bindings
     def transport(self, **kwargs: Unpack[BindingOptions]) -> Transport:
         """A sync transport for ``httpx.Client`` / ``httpx2.Client``."""
         from reel_bindings.httpcore import Transport
@@ -580,6 +696,7 @@ class ReelCassette:
         self._forwarding_transports = True
         return transport
 
+    @_bindings
     def async_transport(self, **kwargs: Unpack[BindingOptions]) -> AsyncTransport:
         """An async transport for ``httpx.AsyncClient`` / ``httpx2.AsyncClient``."""
         from reel_bindings.httpcore import AsyncTransport
@@ -588,6 +705,7 @@ class ReelCassette:
         self._adopt(transport.player)
         return transport
 
+    @_bindings
     def requests_adapter(self, **kwargs: Unpack[BindingOptions]) -> Adapter:
         """A transport adapter to mount on a ``requests.Session``."""
         from reel_bindings.requests import Adapter
@@ -597,6 +715,7 @@ class ReelCassette:
         self._stack.callback(adapter.close)
         return adapter
 
+    @_bindings
     def requests_session(self, **kwargs: Unpack[BindingOptions]) -> requests.Session:
         """A ``requests.Session`` with :meth:`requests_adapter` mounted for
         ``http://`` and ``https://``."""
@@ -611,30 +730,35 @@ class ReelCassette:
 
     # -- SDK clients (what reel_bindings.sdk builds, on this cassette) --
 
+    @_bindings
     def openai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``openai.OpenAI`` client; ``kwargs`` go to it (``base_url``, ...)."""
         from reel_bindings.sdk import client_on
 
         return client_on("openai", self.transport(strict=strict), **kwargs)
 
+    @_bindings
     def async_openai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``openai.AsyncOpenAI`` client (asyncio or trio)."""
         from reel_bindings.sdk import client_on
 
         return client_on("openai", self.async_transport(strict=strict), **kwargs)
 
+    @_bindings
     def anthropic(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``anthropic.Anthropic`` client."""
         from reel_bindings.sdk import client_on
 
         return client_on("anthropic", self.transport(strict=strict), **kwargs)
 
+    @_bindings
     def async_anthropic(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``anthropic.AsyncAnthropic`` client (asyncio or trio)."""
         from reel_bindings.sdk import client_on
 
         return client_on("anthropic", self.async_transport(strict=strict), **kwargs)
 
+    @_bindings
     def genai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """A ``google.genai.Client``; its ``.aio`` side is on the cassette too.
         ``base_url=`` and an ``http_options`` dict are honored."""
@@ -646,6 +770,7 @@ class ReelCassette:
 
     # -- gRPC (reel_bindings.grpc) and xAI's SDK on it --
 
+    @_bindings
     def grpc_channel(
         self,
         channel: Any,
@@ -663,6 +788,7 @@ class ReelCassette:
         self._stack.callback(wrapped.close)
         return wrapped
 
+    @_bindings
     def aio_grpc_channel(
         self,
         channel: Any,
@@ -679,6 +805,7 @@ class ReelCassette:
         self._adopt(wrapped.player)
         return wrapped
 
+    @_bindings
     def xai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``xai_sdk.Client``; ``kwargs`` go to it (``api_host``, ...)."""
         from reel_bindings.sdk import xai_on
@@ -688,6 +815,7 @@ class ReelCassette:
 
         return xai_on(wrap, self.mode, is_async=False, **kwargs)
 
+    @_bindings
     def async_xai(self, *, strict: bool = False, **kwargs: Any) -> Any:
         """An ``xai_sdk.AsyncClient`` (asyncio)."""
         from reel_bindings.sdk import xai_on
@@ -723,12 +851,32 @@ class ReelCassette:
             self._proxy_url = self._start_proxy()
         return self._proxy_url
 
-    def _start_proxy(self) -> str:
-        import anyio.from_thread
+    def proxy_openai(self, **kwargs: Any) -> Any:
+        """An ``openai.OpenAI`` pointed at this test's proxy (started on
+        first use) over plain HTTP: made once per worker and handed to each
+        test with ``kwargs`` (``max_retries=``, ``timeout=``...) and the
+        key, so a test builds no SSL context of its own.  Do not close it:
+        the plugin does, at the end of the session."""
+        self.proxy_url  # noqa: B018  # started on first use
+        assert self._session is not None
+        given = kwargs.pop("api_key", None) or os.environ.get("OPENAI_API_KEY")
+        if not given:  # the SDK's own rule, said with what to do
+            raise ValueError(
+                "reel.proxy_openai(): no API key: set OPENAI_API_KEY (the proxy forwards "
+                f"to OpenAI in {self.mode.value} mode) or pass api_key="
+            )
+        client = self._session.openai()
+        return client.with_options(api_key=given, **kwargs)
 
+    def _start_proxy(self) -> str:
+        with _phase("proxy"):
+            return self._started_proxy()
+
+    def _started_proxy(self) -> str:
+        from reel_bindings._session_proxy import SessionProxy
         from reel_bindings._settings import Settings
         from reel_bindings._upstream import AsyncUpstream
-        from reel_bindings.proxy import Proxy, ProxyOptions, running
+        from reel_bindings.proxy import Proxy
         from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
@@ -752,13 +900,13 @@ class ReelCassette:
         # (the record grace); nothing else is left open at a test's end
         recording = self.mode in (Mode.RECORD, Mode.AUTO)
         grace = config.record_grace if recording else 0.0
-        options = ProxyOptions(mode=self.mode, cassette=self.path, port=0, grace=grace)
-        with contextlib.ExitStack() as stack:
-            portal = stack.enter_context(anyio.from_thread.start_blocking_portal("asyncio"))
-            url = stack.enter_context(
-                portal.wrap_async_context_manager(running(options, proxy=proxy))
-            )
-            self._stack.push(stack.pop_all())
+        # the worker's listener (one per session), serving this test's proxy
+        session = _session_proxy(self._config) if self._config is not None else None
+        if session is None:  # a cassette made outside a pytest run: a listener of its own
+            session = SessionProxy()
+            self._stack.callback(session.close)
+        url = self._stack.enter_context(session.serving(proxy, grace=grace))
+        self._session = session
         self._proxy = proxy
         env = pytest.MonkeyPatch()
         self._stack.callback(env.undo)
@@ -871,7 +1019,8 @@ class ReelCassette:
         """Write the held recordings (``keep``) or drop them, then let the
         cassette lock go."""
         try:
-            self._tally(keep=keep)
+            with _phase("report"):
+                self._tally(keep=keep)
             if keep:
                 self.file.commit()
             else:
@@ -925,7 +1074,7 @@ class ReelCassette:
             ],
             drifts=[{"test": self._test, **d.to_json()} for d in drifts],
         )
-        _tallies(self._config).append(tally.to_json())
+        _tallies(self._config).append(tally)
 
     @classmethod
     def _for_item(cls, item: pytest.Item) -> ReelCassette:
@@ -945,6 +1094,7 @@ class ReelCassette:
             _marker_error(f"repeat= takes True, False or None (the cassette's), not {repeat!r}")
         upstream = resolved.upstream
         store: Store | None = _run_store(item.config)
+        run_store = store
         if store is None:
             store, name = FileStore(), str(path)
         else:  # its name in the store: the path under the cassette directory
@@ -956,28 +1106,31 @@ class ReelCassette:
                     "(--reel-store), name it relative to it"
                 )
         record_on = resolved.record_on or DEFAULT_RECORD_ON
+        display = _display(item.config, path)
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
                 stack.enter_context(store.lock(name))
-            # A cassette re-recorded earlier in this run is added to.
-            token = _first_token(item.config, path)
-            refreshed = mode is Mode.RECORD and not _first_in_run(token)
+            # A cassette re-recorded earlier in this run is added to (only
+            # record mode starts one afresh: no other mode needs the token).
+            token = _first_token(item.config, path) if mode is Mode.RECORD else None
+            refreshed = token is not None and not _first_in_run(token)
             # A match setting goes into a new cassette's _meta line, as the proxy does.
             meta = CassetteMeta(match=match) if match is not None else None
             # A missing cassette in replay mode fails the test that uses it
             # (each request misses, naming the path and the command that
             # records it), never the whole session.
-            file = CassetteFile(
-                name,
-                mode=mode,
-                meta=meta,
-                missing_ok=True,
-                store=store,
-                refreshed=refreshed,
-                held=mode.records and record_on == "passed",
-                asset_threshold=resolved.asset_threshold,
-            )
+            with _phase("open"):
+                file = CassetteFile(
+                    name,
+                    mode=mode,
+                    meta=meta,
+                    missing_ok=True,
+                    store=store,
+                    refreshed=refreshed,
+                    held=mode.records and record_on == "passed",
+                    asset_threshold=resolved.asset_threshold,
+                )
             cassette = cls(
                 path=path,
                 mode=mode,
@@ -988,14 +1141,14 @@ class ReelCassette:
                 file=file,
                 hint=_hint(
                     item,
-                    _display(item.config, path),
-                    exists=store.exists(name),
+                    display,
+                    exists=file.existed,
                     name=name,
                     marked=resolved.source("mode") is Source.MARKER,
                 ),
-                display=_display(item.config, path),
+                display=display,
                 stack=contextlib.ExitStack(),
-                first_token=token if mode is Mode.RECORD and not refreshed else None,
+                first_token=None if refreshed else token,
             )
             cassette._test = item.nodeid
             cassette.max_age = resolved.max_age
@@ -1003,7 +1156,7 @@ class ReelCassette:
             cassette.drop_response_headers = resolved.drop_response_headers
             cassette.proto_descriptor = resolved.proto_descriptor
             cassette.allow_misses = resolved.allow_misses
-            cassette._store_label = "files" if _run_store(item.config) is None else repr(store)
+            cassette._store_label = "files" if run_store is None else repr(store)
             cassette._config = item.config
             cassette._lock = stack.pop_all()  # the lock is the cassette's now
         return cassette
@@ -1036,9 +1189,16 @@ def _marker_error(message: str) -> NoReturn:
     pytest.fail(f"@pytest.mark.reel: {message}", pytrace=False)
 
 
+_ROOT_KEY = pytest.StashKey[Path]()
+
+
 def _cassette_root(config: pytest.Config) -> Path:
-    value = str(config.getini("reel_cassette_dir") or DEFAULT_CASSETTE_DIR)
-    return config.rootpath / value
+    """The run's cassette directory (read once)."""
+    root = config.stash.get(_ROOT_KEY, None)
+    if root is None:
+        value = str(config.getini("reel_cassette_dir") or DEFAULT_CASSETTE_DIR)
+        root = config.stash[_ROOT_KEY] = config.rootpath / value
+    return root
 
 
 def _safe(name: str) -> str:
@@ -1071,6 +1231,7 @@ def _cassette_path(item: pytest.Item, name: object) -> Path:
 
 #: The plugin's flags, by setting.
 _FLAGS = {
+    "phases": "reel_phases",
     "mode": "reel_mode",
     "timing": "reel_timing",
     "max_age": "reel_max_age",
@@ -1112,7 +1273,12 @@ def _resolve(config: pytest.Config, marker: dict[str, Any] | None = None) -> Set
     given = {k: marker[k] for k in _MARKER_SETTINGS if k in marker} if marker else None
     try:
         return Settings.resolve(
-            flags, None, given, ini, flag_label=_flag, extra=("record_on", "allow_misses")
+            flags,
+            None,
+            given,
+            ini,
+            flag_label=_flag,
+            extra=("record_on", "allow_misses", "phases"),
         )
     except SettingError as exc:  # says which marker key, flag, variable or option
         if exc.source is Source.MARKER:
@@ -1222,18 +1388,28 @@ def _hint(item: pytest.Item, path: str, *, exists: bool, name: str, marked: bool
 def _store_advice(config: pytest.Config) -> tuple[str, str]:
     """The run's store as a hint names it (``""``: files by path), and the
     ``--reel-store`` its command needs (``""`` unless the flag named it).
-    A URL's user and password are left out: a hint is printed and logged."""
+    A URL's user and password are left out: a hint is printed and logged.
+    Worked out once per run, as the store is opened once."""
+    advice = config.stash.get(_ADVICE_KEY, None)
+    if advice is not None:
+        return advice
     from ._settings import Source
 
     settings = _resolve(config)
     text = settings.store or ""
     flag = settings.source("store") is Source.FLAG
     if _run_store(config) is None or not text:
-        return "", ""
-    scheme, sep, rest = text.partition("://")
-    netloc, slash, tail = rest.partition("/")
-    shown = f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{tail}" if sep else text
-    return shown, f" --reel-store {shlex.quote(shown)}" if flag else ""
+        advice = "", ""
+    else:
+        scheme, sep, rest = text.partition("://")
+        netloc, slash, tail = rest.partition("/")
+        shown = f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{tail}" if sep else text
+        advice = shown, f" --reel-store {shlex.quote(shown)}" if flag else ""
+    config.stash[_ADVICE_KEY] = advice
+    return advice
+
+
+_ADVICE_KEY = pytest.StashKey[tuple[str, str]]()
 
 
 # -- one refresh per cassette per run, across xdist workers -----------------------

@@ -68,6 +68,7 @@ VALUES: dict[str, tuple[tuple[object, object, str, object], object]] = {
     "tls_dir": (("m", "f", "e", "i"), None),
     "record_on": (("always", "passed", "", "always"), "never"),
     "allow_misses": ((True, False, "", "true"), "maybe"),
+    "phases": ((True, False, "1", "0"), "maybe"),
 }
 
 

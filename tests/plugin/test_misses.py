@@ -131,6 +131,13 @@ SWALLOWERS = {
             with httpx.Client() as client:  # and a plain HTTP client at the proxy's URL
                 client.post(reel_proxy + "/v1/chat/completions", json=body())
         """,
+    "proxy_openai": """
+        def test_proxy_openai(reel):
+            # the worker's SDK client at the proxy, over plain HTTP
+            client = reel.proxy_openai(max_retries=0)
+            with swallowed(openai.NotFoundError):
+                client.chat.completions.create(model="gpt-4o-mini", messages=messages())
+        """,
 }
 
 #: The fixture's gRPC bindings: their swallowing tests are in test_grpc.py
