@@ -333,6 +333,9 @@ class Setting:
     #: runs); else only by those that name it (:meth:`Settings.resolve`'s
     #: ``extra``).
     shared: bool = True
+    #: Its parser reads more than the value (the store registry, a file):
+    #: a result holding it is never kept for the next resolve.
+    outside: bool = False
 
 
 #: Every setting, in one table.
@@ -343,7 +346,7 @@ SETTINGS = (
     Setting("timing", "REEL_TIMING", _timing),
     Setting("match", "REEL_MATCH", _match),
     Setting("upstream", "REEL_UPSTREAM", _upstream),
-    Setting("store", "REEL_STORE", _store),
+    Setting("store", "REEL_STORE", _store, outside=True),
     Setting("store_prefix", "REEL_STORE_PREFIX", _store_prefix, shows_value=True),
     Setting("max_age", "REEL_MAX_AGE", _max_age, shows_value=True),
     Setting("record_grace", "REEL_RECORD_GRACE", _record_grace),
@@ -354,7 +357,7 @@ SETTINGS = (
         _drop_response_headers,
         shows_value=True,
     ),
-    Setting("proto_descriptor", "REEL_PROTO_DESCRIPTOR", _proto_descriptor),
+    Setting("proto_descriptor", "REEL_PROTO_DESCRIPTOR", _proto_descriptor, outside=True),
     # the proxy's own
     Setting("cassette", "REEL_CASSETTE", _path, shared=False),
     Setting("cassette_dir", "REEL_CASSETTE_DIR", _path, shared=False),
@@ -368,6 +371,8 @@ SETTINGS = (
 )
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
 _SHARED = tuple(s.name for s in SETTINGS if s.shared)
+#: The settings whose parse reads outside state (see :attr:`Setting.outside`).
+_OUTSIDE = tuple(s.name for s in SETTINGS if s.outside)
 #: Recent results of :meth:`Settings.resolve`, by every value it read.
 _RESOLVED: dict[Hashable, Settings] = {}
 _RESOLVED_MAX = 256
@@ -463,7 +468,9 @@ class Settings:
 
         The same sources resolve to the same settings (a value object): a
         few recent results are kept, keyed by every value read, so a
-        binding made per test reads the variables but parses nothing again."""
+        binding made per test reads the variables but parses nothing again
+        (but for a result holding a setting whose parse reads outside state,
+        a store URL's scheme or a descriptor file: parsed each time)."""
         environ = os.environ if env is None else env
         names = tuple(only) if only is not None else (*_SHARED, *extra)
         try:
@@ -484,7 +491,7 @@ class Settings:
             if known is not None:
                 return known
         settings = cls._resolve(environ, names, flags, marker, ini, flag_label)
-        if key is not None:
+        if key is not None and all(getattr(settings, n) is None for n in _OUTSIDE):
             if len(_RESOLVED) >= _RESOLVED_MAX:
                 _RESOLVED.clear()
             _RESOLVED[key] = settings

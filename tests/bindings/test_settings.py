@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from reel_bindings._hints import IN_PROCESS_HINT
-from reel_bindings._settings import Settings, mode_from_env, pii_from_env, port_from_env
+from reel_bindings._settings import (
+    SettingError,
+    Settings,
+    mode_from_env,
+    pii_from_env,
+    port_from_env,
+)
 from reel_bindings.httpcore import AsyncTransport, Transport
 from reel_bindings.requests import Adapter
 from reel_core import ConfigError, Limits, MatchConfig, MatchMode, Mode, Timing
@@ -205,3 +211,39 @@ def test_drop_response_headers_from_the_environment_the_flag_and_the_bindings(
     for binding in (Transport, AsyncTransport, Adapter):
         made = binding(cassette, mode="auto", drop_response_headers=["ETag"])
         assert made.player.config.drop_response_headers == ("etag",)
+
+
+def test_a_store_scheme_unregistered_since_is_refused_again() -> None:
+    """Settings are kept between resolves only when nothing outside their
+    values decides them: a scheme registered for one resolve and gone for
+    the next is refused the second time (it once came back from the cache)."""
+    from reel_bindings import _store
+
+    saved = dict(_store._SCHEMES)
+    try:
+        _store.register_store("gone", lambda url, **_: _store.MemoryStore(), example="gone://X")
+        given = {"store": "gone://plugged"}
+        assert Settings.resolve(given, {}).store == "gone://plugged"
+        del _store._SCHEMES["gone"]
+        with pytest.raises(SettingError, match=r"store=: unknown store gone://plugged"):
+            Settings.resolve(given, {})
+    finally:
+        _store._SCHEMES.clear()
+        _store._SCHEMES.update(saved)
+
+
+def test_a_descriptor_file_changed_since_is_read_again(tmp_path: Path) -> None:
+    """A descriptor set rewritten between two resolves (a test regenerating
+    it) is the one the second resolve reads."""
+    pytest.importorskip("google.protobuf", reason="descriptor sets need protobuf")
+    from tests.protos import TINY_METHOD, tiny_set, xai_set
+
+    path = tmp_path / "set.pb"
+    path.write_bytes(tiny_set())
+    first = Settings.resolve({"proto_descriptor": str(path)}, {}).proto_descriptor
+    path.write_bytes(xai_set())
+    second = Settings.resolve({"proto_descriptor": str(path)}, {}).proto_descriptor
+    assert first is not None
+    assert second is not None
+    assert first.message_reader(TINY_METHOD) is not None
+    assert second.message_reader(TINY_METHOD) is None
