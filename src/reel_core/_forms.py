@@ -241,8 +241,9 @@ def _text(data: bytes) -> str | None:
 
 def redact_multipart(body: bytes, redactor: Redactor, found: list[str] | None) -> bytes:
     """A multipart body with its fields redacted like query parameters, the
-    part headers and text file contents like any text, binary contents kept;
-    the boundary and every other byte as sent."""
+    part headers and file contents like any body (a binary one's text runs
+    too: :meth:`~reel_core.Redactor.data`); the boundary and every other
+    byte as sent."""
     parts = parse_multipart(body)
     if parts is None:  # pragma: no cover - a body_kind of MULTIPART parses
         return body

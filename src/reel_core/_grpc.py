@@ -27,7 +27,6 @@ message that inflates past the limit is refused, never expanded whole.
 from __future__ import annotations
 
 import enum
-import re
 import zlib
 from collections.abc import Callable
 from urllib.parse import unquote_to_bytes
@@ -259,33 +258,6 @@ def _compressed_like(data: bytes, original: bytes) -> bytes:
     return packer.compress(data) + packer.flush()
 
 
-#: The bytes of a text read with ``surrogateescape`` that are not UTF-8.
-_NOT_UTF8 = re.compile("[\udc80-\udcff]+")
-
-
-def _scrubbed_runs(data: bytes, scrub: Callable[[bytes], bytes]) -> bytes:
-    """``data`` with ``scrub`` applied to each run of UTF-8 text in it, the
-    bytes between kept as they are.  A protobuf is text fields between
-    binary tags and lengths (a length over 127 is not UTF-8): a scrubber of
-    text would pass the whole message over, and the secrets in its strings
-    with it."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    else:
-        return scrub(data)
-    text = data.decode("utf-8", "surrogateescape")
-    out: list[bytes] = []
-    pos = 0
-    for run in _NOT_UTF8.finditer(text):
-        out.append(scrub(text[pos : run.start()].encode("utf-8")))
-        out.append(run.group().encode("utf-8", "surrogateescape"))
-        pos = run.end()
-    out.append(scrub(text[pos:].encode("utf-8")))
-    return b"".join(out)
-
-
 def rescrubbed(
     frame: bytes,
     scrub: Callable[[bytes], bytes],
@@ -298,9 +270,10 @@ def rescrubbed(
     message, the unfinished tail of a stream, is scrubbed whole).  The
     frame stays one well-formed message; a protobuf whose string field lost
     a secret no longer parses as that message (its own lengths are not
-    rewritten): no secret on disk wins over a readable message.  Each run
-    of text between a protobuf's binary bytes is scrubbed (a message is
-    rarely UTF-8 whole).
+    rewritten): no secret on disk wins over a readable message.  A
+    message is rarely UTF-8 whole: ``scrub`` reads bytes that are not
+    (:meth:`~reel_core.Redactor.data` scans the text between a protobuf's
+    binary bytes, as it does any binary body's).
 
     A compressed message is scrubbed decompressed (at most ``limit``
     bytes: :func:`message_payload`) and compressed again the way it came,
@@ -312,7 +285,7 @@ def rescrubbed(
         len(frame) >= GRPC_PREFIX
         and int.from_bytes(frame[1:GRPC_PREFIX], "big") == len(frame) - GRPC_PREFIX
     ):
-        return _scrubbed_runs(frame, scrub)
+        return scrub(frame)
     message = frame[GRPC_PREFIX:]
     if frame[0]:
         try:
@@ -327,11 +300,11 @@ def rescrubbed(
                     )
                 )
         else:
-            scrubbed = _scrubbed_runs(plain, scrub)
+            scrubbed = scrub(plain)
             if scrubbed == plain:
                 return frame
             return grpc_frame(_compressed_like(scrubbed, message), compressed=True)
-    scrubbed = _scrubbed_runs(message, scrub)
+    scrubbed = scrub(message)
     if scrubbed == message:
         return frame
     return grpc_frame(scrubbed, compressed=bool(frame[0]))

@@ -40,7 +40,6 @@ from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, 
 from ._grpc import has_compressed, rescrubbed, rescrubbed_body
 from ._grpc_log import GRPC_SESSION, GrpcLog, grpc_in, grpc_out
 from ._headers import scrub_value, stored_headers
-from ._literals import ExchangeRedactor
 from ._match import MatchConfig, match_key
 from ._redact import Redactor
 
@@ -369,20 +368,15 @@ class WebSocketLog:
         self, redactor: Redactor, found: Callable[[str, list[str]], None] | None = None
     ) -> WebSocketLog:
         """Every message redacted as a whole unit (a secret split across two
-        messages is neither's: each is scrubbed on its own): a text message
-        by all the rules, a binary one of the exchange's literal credentials
-        only (the text rules would corrupt audio); the close reason too.
-        ``found(where, kinds)`` hears what was replaced in
+        messages is neither's: each is scrubbed on its own), text or binary,
+        by all the rules (:meth:`Redactor.data`: the text between a binary
+        message's bytes is scanned as any binary body's); the close reason
+        too.  ``found(where, kinds)`` hears what was replaced in
         ``websocket.messages[i]`` and ``websocket.close``."""
         messages = []
         for i, message in enumerate(self.messages):
             kinds: list[str] = []
-            if not message.binary:
-                data = redactor.data(message.data, kinds)
-            elif isinstance(redactor, ExchangeRedactor):
-                data = redactor.literals.data(message.data, kinds)
-            else:
-                data = message.data
+            data = redactor.data(message.data, kinds)
             if found is not None:
                 found(f"websocket.messages[{i}]", kinds)
             messages.append(message if data == message.data else replace(message, data=data))

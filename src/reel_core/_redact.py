@@ -469,13 +469,27 @@ class Redactor:
         return self.text(value, found)
 
     def data(self, data: bytes, found: list[str] | None = None) -> bytes:
-        """Redact bytes: UTF-8 text is scrubbed, other bytes kept as they are."""
+        """Redact bytes, UTF-8 or not: the one path every stored body,
+        frame and message is scrubbed through.
+
+        Bytes that are not UTF-8 as a whole (an upload, a multipart body
+        with a file part, a WebSocket binary message, a protobuf) are read
+        with each byte that is no part of a UTF-8 character standing for
+        itself (``surrogateescape``): the text rules see every run of text
+        between them, and such a byte is no letter, digit or space, so a
+        secret right after one (or after a character cut short) is found as
+        at the start of a text.  What is replaced becomes its placeholder,
+        as in a text (the body's length changes, as a text body's does: a
+        replay frames it itself); every other byte is written back as it
+        came."""
         if not data:
             return data
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            return data
+            text = data.decode("utf-8", "surrogateescape")
+            redacted = self.text(text, found)
+            return data if redacted == text else redacted.encode("utf-8", "surrogateescape")
         redacted = self.text(text, found)
         out = data if redacted == text else redacted.encode("utf-8")
         return self._blank_paths(out, found) if self._json_paths else out

@@ -330,8 +330,13 @@ class WebSocketReplay:
         provider: str = "generic",
         interaction_id: str = "",
         lease: WebSocketLease | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.log = log
+        #: The exchange's redactor (the upgrade's): a client message that
+        #: differs from the recorded one is compared again as it was stored,
+        #: scrubbed (a message carrying a secret matches its recording).
+        self.redactor = redactor
         self.timing = timing if timing is not None else Timing()
         self.match = match if match is not None else MatchConfig()
         entry = PROVIDERS.get(provider)
@@ -365,15 +370,24 @@ class WebSocketReplay:
     def _since(self, now: float) -> float:
         return max(now - self._opened, 0.0)
 
+    def _compare(self, recorded: WebSocketMessage, data: bytes, binary: bool) -> list[FieldDiff]:
+        """How ``data`` differs from ``recorded``: as it came, else (it
+        differs, and scrubbing changes it) as it was stored, scrubbed, and
+        then the diff names no secret."""
+        diffs = compare_message(recorded, data, binary, self.match, self._volatile)
+        if diffs and self.redactor is not None:
+            scrubbed = self.redactor.data(data)
+            if scrubbed != data:
+                diffs = compare_message(recorded, scrubbed, binary, self.match, self._volatile)
+        return diffs
+
     def client_message(self, data: bytes, binary: bool, now: float) -> None:
         """A whole message came from the client at ``now``."""
         if self._done or self.miss is not None:
             return
         k = self.received
         if self._lease is not None:
-            self._lease.client_message(
-                k, lambda m: not compare_message(m, data, binary, self.match, self._volatile)
-            )
+            self._lease.client_message(k, lambda m: not self._compare(m, data, binary))
             self._follow()
         if k >= len(self._client):
             kind = "binary" if binary else "text"
@@ -386,7 +400,7 @@ class WebSocketReplay:
             )
             return
         position, recorded = self._client[k]
-        diffs = compare_message(recorded, data, binary, self.match, self._volatile)
+        diffs = self._compare(recorded, data, binary)
         if diffs:
             self._mismatch(position, k, "does not match the recording", tuple(diffs))
             return

@@ -252,6 +252,7 @@ class WebSocketSession:
             provider=decision.provider,
             interaction_id=decision.interaction_id,
             lease=decision.lease,
+            redactor=engine.redactor,
         )
         return cls(engine, upgrade, replay=script)
 

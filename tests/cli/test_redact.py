@@ -360,9 +360,12 @@ def test_check_looks_inside_nested_and_other_compressions(
         ], what
 
 
-def test_check_searches_binary_data_for_secret_shapes_only(
+def test_binary_data_is_checked_and_redacted_in_place(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # a line written before the text rules read bytes that are not UTF-8:
+    # its binary body and frame still hold a key (issue: `reel redact`
+    # passed them over, as recording did)
     noise = bytes(range(128, 256))
     body = noise + f"key={OPENAI_KEY} mail jane.doe@example.com".encode() + noise
     response = RecordedResponse(
@@ -372,9 +375,15 @@ def test_check_searches_binary_data_for_secret_shapes_only(
     path = write(tmp_path / "bin.jsonl", interaction(request, response))
     assert main(["check", str(path)]) == 1
     assert capsys.readouterr().out.splitlines() == [
-        f"{path}:2: openai-key in request.body (inside binary data)",
-        f"{path}:2: google-key in response.frames[1] (inside binary data)",
+        f"{path}:2: email in request.body",
+        f"{path}:2: openai-key in request.body",
+        f"{path}:2: google-key in response.frames",
     ]
+    assert main(["redact", str(path)]) == 0
+    (ix,) = Cassette.loads(path.read_bytes())
+    assert ix.request.body == noise + b"key=[REDACTED:openai-key] mail [REDACTED:email]" + noise
+    assert ix.response.frames[1][1] == noise + b"[REDACTED:google-key]"
+    assert main(["check", str(path)]) == 0
     clean = write(tmp_path / "clean.jsonl", interaction(RecordedRequest("POST", "/x", body=noise)))
     assert main(["check", str(clean)]) == 0
 

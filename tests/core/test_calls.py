@@ -269,3 +269,12 @@ def test_redaction_falls_back_to_each_string_when_the_rules_break_the_json() -> 
 
     log = CallLog(Call("t", {"a": ["secret", {"secret": 2}]}), CallResult(None))
     assert log.redacted(Breaks()).call.args == {"a": ["[gone]", {"[gone]": 2}]}
+
+
+def test_a_value_holding_a_lone_surrogate_is_still_scrubbed() -> None:
+    # issue: the document of a value holding a lone surrogate is no UTF-8,
+    # and the text rules passed the whole of it over, a key beside it too
+    log = CallLog(LOOKUP, CallResult({"odd": "\ud800", "said": f"key {SECRET}"}))
+    redacted = log.redacted(Redactor())
+    assert isinstance(redacted.outcome, CallResult)
+    assert redacted.outcome.value == {"odd": "\ud800", "said": "key [REDACTED:openai-key]"}

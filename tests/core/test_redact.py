@@ -205,8 +205,14 @@ def test_from_settings_errors(settings: dict[str, object], message: str) -> None
 
 def test_data() -> None:
     assert R.data(b"") == b""
-    binary = b"\xff\xfe sk-proj-abcdefghijklmnopqrstuvwxyz0123"
-    assert R.data(binary) is binary  # not UTF-8: kept as it is
+    # not UTF-8 as a whole: the text between its bytes is scrubbed, every
+    # other byte kept (a character cut short right before the key too)
+    binary = b"\xff\xfe sk-proj-abcdefghijklmnopqrstuvwxyz0123\x80"
+    assert R.data(binary) == b"\xff\xfe [REDACTED:openai-key]\x80"
+    cut = b"\x00\xe2\x82sk-proj-abcdefghijklmnopqrstuvwxyz0123\xc3"
+    assert R.data(cut) == b"\x00\xe2\x82[REDACTED:openai-key]\xc3"
+    plain_binary = b"\xff\xfe\x00 nothing"
+    assert R.data(plain_binary) is plain_binary
     clean = b"nothing to see"
     assert R.data(clean) is clean
     found: list[str] = []

@@ -226,7 +226,7 @@ def test_a_gzip_request_body_is_stored_decoded_and_redacted() -> None:
     assert decision(cassette, req).key == recorded.key  # type: ignore[union-attr]
 
 
-def test_a_request_body_that_does_not_decode_is_kept_as_sent() -> None:
+def test_a_request_body_that_does_not_decode_is_kept_as_sent_but_its_secrets() -> None:
     junk = b"\x1f\x8b\x08\x00 this is not gzip " + SECRET.encode()
     req = post(junk, (b"content-encoding", b"gzip"), (b"content-type", b"application/json"))
     recorded = record(req, mode=Mode.RECORD)
@@ -235,7 +235,9 @@ def test_a_request_body_that_does_not_decode_is_kept_as_sent() -> None:
     assert request["encoding_error"].startswith("corrupt gzip body")
     assert "base64" in request["body"]
     (ix,) = Cassette.loads(recorded.line)
-    assert ix.request.body == junk  # kept byte for byte
+    # kept byte for byte but for its key (it is no UTF-8 text: it was
+    # stored, key and all, before the text rules read binary bodies)
+    assert ix.request.body == junk.replace(SECRET.encode(), b"[REDACTED:openai-key]")
     assert isinstance(decision(Cassette.loads(recorded.line), req), Replay)
 
 
@@ -483,6 +485,26 @@ def test_multipart_fields_and_text_files_are_redacted_binary_kept() -> None:
     assert ix.request.body.startswith(b"--sep42\r\n")  # the boundary as sent
     # the live request, secrets and all, replays its redacted recording
     assert isinstance(decision(Cassette.loads(recorded.line), req), Replay)
+
+
+def test_binary_bodies_and_file_parts_are_scrubbed_too() -> None:
+    # issue: the text rules skipped bytes that are not UTF-8 as a whole, so a
+    # key inside a binary file part or an octet-stream upload reached disk
+    token = b"gw1.Qm8vTz3LxR7pWn2KdY5sHj9c"  # no known shape: the request's own
+    blob = WAV[:200] + b"\xe2\x82" + SECRET.encode() + WAV[:50] + token + WAV
+    req = upload("sep9", ("purpose", None, None, b"x"), ("audio", "a.wav", "audio/wav", blob))
+    req = Request(req.method, req.target, (*req.headers, (b"x-api-key", token)), req.body)
+    recorded = record(req, mode=Mode.RECORD)
+    (ix,) = Cassette.loads(recorded.line)
+    assert SECRET.encode() not in ix.request.body
+    assert token not in ix.request.body
+    assert b"\xe2\x82[REDACTED:openai-key]" in ix.request.body
+    assert WAV in ix.request.body  # every other byte as sent
+    # the live request, key and all, replays its recording
+    assert isinstance(decision(Cassette.loads(recorded.line), req), Replay)
+    octets = post(WAV + SECRET.encode() + WAV, (b"content-type", b"application/octet-stream"))
+    (ix,) = Cassette.loads(record(octets, mode=Mode.RECORD).line)
+    assert ix.request.body == WAV + b"[REDACTED:openai-key]" + WAV
 
 
 def test_multipart_miss_reports_diff_parts_not_the_boundary() -> None:

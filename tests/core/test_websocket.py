@@ -151,7 +151,9 @@ def test_reel_redact_scrubs_messages_again() -> None:
     )
     assert redacted.websocket is not None
     assert secret.encode() not in redacted.websocket.messages[0].data
-    assert redacted.websocket.messages[1].data == b"\x00" + secret.encode()  # binary: literals only
+    # binary: the same rules (issue: the text rules skipped it, the key reached disk)
+    assert redacted.websocket.messages[1].data == b"\x00[REDACTED:openai-key]"
+    assert ("websocket.messages[1]", ["openai-key"]) in found
     assert redacted.websocket.close is not None
     assert secret not in redacted.websocket.close.reason
     assert ("websocket.close", ["openai-key"]) in found
@@ -272,6 +274,30 @@ def test_schedule_is_gated_by_the_client(timing: str, untils: list[float | None]
     assert steps[-1].last
     assert replay.outcome == "complete: the server closed"
     assert replay.miss is None
+
+
+def test_a_client_message_that_carried_a_secret_replays_its_recording() -> None:
+    # a binary message is now stored scrubbed: the live one, key and all,
+    # is compared as it was stored (as a gRPC session's messages are)
+    secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"
+    sent = b"\xff\x00" + secret.encode() + b"\xfe"
+    recorded = WebSocketLog((msg("client", 0.0, sent, binary=True),)).redacted(Redactor())
+    assert secret.encode() not in recorded.messages[0].data
+    replay = WebSocketReplay(recorded, redactor=Redactor())
+    replay.client_message(sent, True, 0.1)
+    assert replay.miss is None
+    assert replay.received == 1
+    # another message still misses, its diff scrubbed; without the redactor
+    # the stored message is what it was compared with
+    text = WebSocketLog((msg("client", 0.0, f'{{"k":"{secret}","n":1}}'.encode()),))
+    other = WebSocketReplay(text.redacted(Redactor()), redactor=Redactor())
+    other.client_message(f'{{"k":"{secret}","n":2}}'.encode(), False, 0.1)
+    assert other.miss is not None
+    assert [d.path for d in other.miss.diffs] == ["message.n"]
+    assert secret not in other.miss.render()
+    bare = WebSocketReplay(recorded)
+    bare.client_message(sent, True, 0.1)
+    assert bare.miss is not None
 
 
 def test_no_server_message_before_its_client_message() -> None:

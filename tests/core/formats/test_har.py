@@ -591,3 +591,20 @@ def test_every_corpus_har_imports_and_replays() -> None:
         interactions += len(report.interactions)
     # a drop in any count fails: see the report of issue #16
     assert (len(FILES), files, interactions, skipped) == (20, 20, 22, [])
+
+
+def test_a_secret_in_a_binary_body_is_scrubbed_on_import() -> None:
+    # issue: bytes that are not UTF-8 skipped the text rules, so an imported
+    # binary body (a file download, an upload) kept its key on disk
+    key = "sk-proj-" + "Q7w8E9r0" * 4
+    data = b"\xff\xd8\xff\xe0" + key.encode() + b"\x00\xc3"
+    octets = [{"name": "content-type", "value": "application/octet-stream"}]
+    got = one(
+        content={"text": base64.b64encode(data).decode(), "encoding": "base64"},
+        response={"headers": octets},
+    )
+    report = import_exchanges([got], tool="har", redactor=Redactor())
+    (ix,) = report.interactions
+    assert ix.response.body == b"\xff\xd8\xff\xe0[REDACTED:openai-key]\x00\xc3"
+    assert key.encode() not in report.dumps()
+    assert base64.b64encode(key.encode())[:40] not in report.dumps()
