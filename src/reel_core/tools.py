@@ -57,6 +57,7 @@ from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
 from ._literals import exchange_redactor
 from ._match import FieldDiff, match_key
 from ._nesting import MAX_DEPTH, TooDeep, load_json
+from ._parsed import PARSED_LINES
 from ._providers import (
     PROVIDERS,
     Claim,
@@ -136,6 +137,7 @@ __all__ = [
     "FREEZABLE",
     "HOP_BY_HOP",
     "MAX_DEPTH",
+    "PARSED_LINES",
     "MISS_HEADER",
     "PRICES_CHECKED",
     "PROVIDERS",

@@ -44,6 +44,7 @@ VALUES: dict[str, tuple[tuple[object, object, str, object], object]] = {
     "max_age": (("1d", "2h", "3m", "4s"), "soon"),
     "record_grace": ((1, "2", "3", "4"), "-1"),
     "asset_threshold": ((100, 200, "300", "400"), "big"),
+    "parsed_lines": ((100, 200, "300", "400"), "0"),
     "drop_response_headers": ((["x-m"], ["x-f"], "x-e", ["x-i"]), "a b"),
     "cassette": (("m.jsonl", "f.jsonl", "e.jsonl", "i.jsonl"), None),
     "cassette_dir": (("m", "f", "e", "i"), None),

@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 
 from reel_core import Config, ConfigError, Limits, MatchConfig, MatchMode, Mode, Timing
-from reel_core.tools import RECORD_GRACE, UiConfig
+from reel_core.tools import PARSED_LINES, RECORD_GRACE, UiConfig
 
 from .._hints import PROXY_HINT, hints
 from .._settings import Settings
@@ -109,6 +109,9 @@ class ProxyOptions:
     #: Base64 payloads this long or longer are kept beside the cassette
     #: (``REEL_ASSET_THRESHOLD``); ``None``: the cassette's, or the default.
     asset_threshold: int | None = None
+    #: Parsed cassette lines kept in memory per cassette, the ones used last
+    #: (``--parsed-lines``, ``REEL_PARSED_LINES``); ``None``: the default.
+    parsed_lines: int | None = None
 
     def config(self) -> Config:
         return Config(
@@ -273,6 +276,12 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         f"(default {RECORD_GRACE:g}; 0: record the cut at once)",
     )
     add(
+        "--parsed-lines",
+        metavar="N",
+        help="how many parsed cassette lines each cassette keeps in memory, the ones used "
+        f"last; a line let go is read again when next used (default {PARSED_LINES})",
+    )
+    add(
         "--drop-response-header",
         action="append",
         metavar="NAME",
@@ -319,6 +328,7 @@ def parse_options(
                 "max_age": args.max_age,
                 "record_grace": args.record_grace,
                 "drop_response_headers": args.drop_response_header,
+                "parsed_lines": args.parsed_lines,
                 "host": args.host,
                 "port": args.port,
             },
@@ -403,6 +413,7 @@ def parse_options(
         record_grace=settings.config().record_grace,
         drop_response_headers=settings.drop_response_headers,
         asset_threshold=settings.asset_threshold,
+        parsed_lines=settings.parsed_lines,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
         ui=args.ui,
         ui_public=args.ui_public,
