@@ -244,7 +244,7 @@ def measure(run: Run) -> None:
         run.section("inrecord", lambda: inprocess.record_ttfb(plan.record_requests // 3, run.work))
         run.section(
             "memory",
-            lambda: [proxy.memory(run.corpus(n), run.corpus(10), 2000) for n in plan.memory_sizes],
+            lambda: [proxy.memory(run.corpus(n), run.corpus(10)) for n in plan.memory_sizes],
         )
 
 
@@ -373,13 +373,15 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
         )
     memory = results.get("memory", [])
     if memory:
-        worst = max(r["added_rss_vs_file"] for r in memory)
-        sizes = " and ".join(f"{r['file_mb']} MB" for r in memory)
+        # the target is the largest file's: a small one shows the fixed
+        # cost (the parsed lines kept, the memo, the replay events)
+        largest = max(memory, key=lambda r: r["file_mb"])
+        others = ", ".join(f"{r['added_rss_vs_file']}x at {r['file_mb']} MB" for r in memory)
         add(
             "memory",
-            "replay's added peak RSS <= 0.25x the cassette file",
-            f"{worst}x (files of {sizes})",
-            worst <= 0.25,
+            "replay's added peak RSS <= 0.25x the largest cassette file, every line served",
+            f"{largest['added_rss_vs_file']}x at {largest['file_mb']} MB ({others})",
+            largest["added_rss_vs_file"] <= 0.25,
         )
     return out
 
@@ -441,8 +443,10 @@ CAPTIONS = {
     "through a new Reel transport each time (as an SDK helper makes a client of its own; "
     "the transport's first request included) vs the same request straight to the same local "
     "upstream on a long-lived httpx client, interleaved.",
-    "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served requests "
-    "from it, vs the same proxy on a 10-interaction cassette.",
+    "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served every "
+    "line of it once (streams too, fast timing, 4 connections), vs the same proxy that "
+    "served a 10-interaction cassette; parsed_lines: how many parsed lines it keeps "
+    "(--parsed-lines; default 4,096).",
 }
 
 
