@@ -35,6 +35,7 @@ and a line another thread let go meanwhile is only parsed again.
 from __future__ import annotations
 
 from collections import OrderedDict
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from ._errors import ConfigError
@@ -69,10 +70,9 @@ class ParsedLines:
         kept = self._kept
         found = kept.get(position)
         if found is not None:
-            try:
+            # another thread may have let it go meanwhile: still ours to serve
+            with suppress(KeyError):
                 kept.move_to_end(position)
-            except KeyError:  # another thread let it go meanwhile: still ours to serve
-                pass
         return found
 
     def keep(self, position: int, interaction: Interaction) -> None:

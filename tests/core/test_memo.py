@@ -19,7 +19,6 @@ from reel_core import (
     Redactor,
     Replay,
     Request,
-    _engine,
     _memo,
 )
 from reel_core._memo import KeyMemo

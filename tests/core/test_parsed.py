@@ -46,7 +46,8 @@ def test_serving_every_line_keeps_at_most_the_limit_parsed() -> None:
     engine = Engine(cassette, Config())
     for i, body in enumerate(bodies):
         decision = _play(engine, body)[0]
-        assert isinstance(decision, Replay) and decision.interaction_id == f"r{i}"
+        assert isinstance(decision, Replay)
+        assert decision.interaction_id == f"r{i}"
         assert len(cassette._lines.parsed) <= 8
     assert sorted(p for p in range(50) if p in cassette._lines.parsed) == list(range(42, 50))
 
@@ -102,7 +103,8 @@ def test_a_line_changed_under_the_cassette_is_a_bad_line_never_another_answer() 
     assert _play(engine, _bodies(2)[1])[0].interaction_id == "r1"  # r0 let go
     source.data[:] = two.to_line() + one.to_line()  # rewritten in place
     refused = _play(engine, _bodies(2)[0])[0]
-    assert isinstance(refused, Refused) and refused.status == 500
+    assert isinstance(refused, Refused)
+    assert refused.status == 500
     with pytest.raises(CassetteError, match="key changed while parsing"):
         list(cassette)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -225,16 +226,13 @@ def test_the_lru_keeps_the_lines_used_last(limit: int, uses: list[tuple[bool, in
     smaller = max(1, limit - 2)
     lines.resize(smaller)
     order = order[len(order) - min(len(order), smaller) :]
-    assert len(lines) == len(order) and all(p in lines for p in order)
+    assert len(lines) == len(order)
+    assert all(p in lines for p in order)
     lines.clear()
     assert len(lines) == 0
 
 
 @given(st.one_of(st.integers(max_value=0), st.just(True), st.just(2.5), st.just("8")))
 def test_a_limit_is_a_positive_number_of_lines(bad: Any) -> None:
-    try:
+    with pytest.raises(ConfigError, match="positive number of parsed lines"):
         ParsedLines(bad)
-    except ConfigError as exc:
-        assert "positive number of parsed lines" in str(exc)
-    else:
-        raise AssertionError(f"{bad!r} was taken as a limit")

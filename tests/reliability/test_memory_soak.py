@@ -285,7 +285,9 @@ def test_memory_stays_flat_under_mixed_traffic(tmp_path: Path, backend: str) -> 
     print(f"memory soak: {json.dumps(figures)}")  # -s shows it
     lines = len(check_cassette(new))
     assert traffic.errors == []
-    assert traffic.replayed and traffic.streams and traffic.misses
+    assert traffic.replayed
+    assert traffic.streams
+    assert traffic.misses
     assert lines == traffic.asked  # each ask recorded (a recording made live counts as served)
     assert replaying["flat"], figures
     assert recording["flat"], figures
