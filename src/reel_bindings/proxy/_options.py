@@ -35,6 +35,7 @@ environment variables (a flag wins over its variable):
   REEL_MAX_AGE       --max-age (the in-process bindings and the pytest plugin read it too)
   REEL_RECORD_GRACE  --record-grace (the in-process bindings and the pytest plugin read it too)
   REEL_DROP_RESPONSE_HEADERS  --drop-response-header, comma-separated (read by every binding)
+  REEL_PARSED_LINES  --parsed-lines (the in-process bindings read it too)
   REEL_HOST          --host
   REEL_PORT          --port
   REEL_TLS_DIR       where --tls keeps the certificate it generates (default ~/.cache/reel/tls)
