@@ -515,7 +515,9 @@ class Cassette:
         the key's newest generation.  Raises
         :class:`~reel_core.LocalProtocolError` when none of them is a WebSocket session."""
         generation = self.generation(key, config)
-        pool = self._pools.setdefault((config, key, generation), SessionPool())
+        pool = self._pools.get((config, key, generation))
+        if pool is None:
+            pool = self._pools[(config, key, generation)] = SessionPool(self._get)
         positions = self._current(config, key)
         pool.add((p, i) for p in positions if (i := self._parsed_or_none(p)) is not None)
         return pool.lease()

@@ -40,12 +40,16 @@ __all__ = ["SessionPool", "WebSocketLease"]
 
 class SessionPool:
     """The WebSocket recordings of one upgrade key, by line position, and
-    which lease holds each."""
+    which lease holds each.  ``read`` gives the recording at a position
+    (the cassette's line, parsed): the pool keeps positions, not parsed
+    sessions, so what a cassette keeps parsed stays within its
+    ``parsed_lines`` (see :mod:`reel_core._parsed`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, read: Callable[[int], Interaction]) -> None:
+        self._read = read
         self._order: list[int] = []
-        self._recordings: dict[int, Interaction] = {}
-        self._clients: dict[int, list[WebSocketMessage]] = {}
+        #: Where each recording's client messages are among its messages.
+        self._clients: dict[int, list[int]] = {}
         self.holders: dict[int, WebSocketLease] = {}
 
     def add(self, recordings: Iterable[tuple[int, Interaction]]) -> None:
@@ -53,11 +57,12 @@ class SessionPool:
         in recorded order); lines that are no WebSocket session are left out."""
         for position, interaction in recordings:
             log = interaction.websocket
-            if position in self._recordings or log is None:
+            if position in self._clients or log is None:
                 continue
             self._order.append(position)
-            self._recordings[position] = interaction
-            self._clients[position] = [m for m in log.messages if m.sender == "client"]
+            self._clients[position] = [
+                i for i, message in enumerate(log.messages) if message.sender == "client"
+            ]
 
     @property
     def positions(self) -> list[int]:
@@ -79,13 +84,17 @@ class SessionPool:
         return lease
 
     def recording(self, position: int) -> Interaction:
-        return self._recordings[position]
+        return self._read(position)
 
     def agrees(self, position: int, k: int, same: Callable[[WebSocketMessage], bool]) -> bool:
         """Whether the recording at ``position`` has a client message ``k``
         that ``same`` accepts."""
         clients = self._clients[position]
-        return k < len(clients) and same(clients[k])
+        if k >= len(clients):
+            return False
+        log = self._read(position).websocket
+        assert log is not None  # filed as a WebSocket session, and lines do not change
+        return same(log.messages[clients[k]])
 
 
 class WebSocketLease:
