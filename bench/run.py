@@ -381,7 +381,8 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
             "memory",
             "replay's added peak RSS <= 0.25x the largest cassette file, every line served",
             f"{largest['added_rss_vs_file']}x at {largest['file_mb']} MB ({others})",
-            largest["added_rss_vs_file"] <= 0.25,
+            # read at the full run's 1 GB row: a small file is mostly fixed cost
+            largest["added_rss_vs_file"] <= 0.25 if largest["file_mb"] >= 1000 else None,
         )
     return out
 
