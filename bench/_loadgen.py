@@ -85,9 +85,12 @@ def load(
     connections: int,
     duration: float,
     warmup: float = 0.3,
+    once: bool = False,
 ) -> LoadResult:
     """Keep ``connections`` connections busy with ``requests`` (round robin)
-    for ``warmup`` + ``duration`` seconds; time the last ``duration``."""
+    for ``warmup`` + ``duration`` seconds; time the last ``duration``.
+    ``once``: send each request once, and stop when all were answered
+    (or the time is up)."""
     selector = selectors.DefaultSelector()
     conns = []
     clock = time.perf_counter
@@ -100,11 +103,15 @@ def load(
     measure_from = start + warmup
     stop = measure_from + duration
     result = LoadResult(duration)
+    busy = 0
     for conn in conns:
+        if once and conn.next >= count:
+            continue
         conn.sent = clock()
         conn.sock.sendall(requests[conn.next % count])
+        busy += 1
     try:
-        while True:
+        while busy:
             now = clock()
             if now >= stop:
                 break
@@ -124,6 +131,9 @@ def load(
                 if done >= measure_from:
                     result.latencies.append(done - conn.sent)
                 conn.next += connections
+                if once and conn.next >= count:
+                    busy -= 1
+                    continue
                 conn.sent = clock()
                 conn.sock.sendall(requests[conn.next % count])
     finally:

@@ -303,7 +303,7 @@ def measure(run: Run) -> None:
         run.section("inrecord", lambda: inprocess.record_ttfb(plan.record_requests // 3, run.work))
         run.section(
             "memory",
-            lambda: [proxy.memory(run.corpus(n), run.corpus(10), 2000) for n in plan.memory_sizes],
+            lambda: [proxy.memory(run.corpus(n), run.corpus(10)) for n in plan.memory_sizes],
         )
         run.section("proxypeers", lambda: proxypeers.peer_rows(run.work, plan.peers_proxy))
 
@@ -443,13 +443,16 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
         )
     memory = results.get("memory", [])
     if memory:
-        worst = max(r["added_rss_vs_file"] for r in memory)
-        sizes = " and ".join(f"{r['file_mb']} MB" for r in memory)
+        # the target is the largest file's: a small one shows the fixed
+        # cost (the parsed lines kept, the memo, the replay events)
+        largest = max(memory, key=lambda r: r["file_mb"])
+        others = ", ".join(f"{r['added_rss_vs_file']}x at {r['file_mb']} MB" for r in memory)
         add(
             "memory",
-            "replay's added peak RSS <= 0.25x the cassette file",
-            f"{worst}x (files of {sizes})",
-            worst <= 0.25,
+            "replay's added peak RSS <= 0.25x the largest cassette file, every line served",
+            f"{largest['added_rss_vs_file']}x at {largest['file_mb']} MB ({others})",
+            # read at the full run's 1 GB row: a small file is mostly fixed cost
+            largest["added_rss_vs_file"] <= 0.25 if largest["file_mb"] >= 1000 else None,
         )
     out += [
         {"section": "proxypeers", "target": t, "figure": f, "met": m}
@@ -536,8 +539,10 @@ CAPTIONS = {
     "reel.openai() per test; proxy: the worker's proxy and reel.proxy_openai(); proxy-sdk: "
     "the proxy and a plain openai.OpenAI() built by the test. reel_own_ms: Reel's phase "
     "timer's total per test (one more run).",
-    "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served requests "
-    "from it, vs the same proxy on a 10-interaction cassette.",
+    "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served every "
+    "line of it once (streams too, fast timing, 4 connections), vs the same proxy that "
+    "served a 10-interaction cassette; parsed_lines: how many parsed lines it keeps "
+    "(--parsed-lines; default 4,096).",
 }
 
 

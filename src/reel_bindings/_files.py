@@ -140,6 +140,9 @@ class CassetteFile:
     ``_meta`` setting wins; ``None``: the core's default) go to the store's
     assets first, then the line that refers to them.  The cassette reads
     them back from there (:class:`StoreAssets`).
+
+    The cassette keeps ``parsed_lines`` of its lines parsed at most, the
+    ones used last (``None``: the core's default; see ``reel_core._parsed``).
     """
 
     def __init__(
@@ -155,6 +158,7 @@ class CassetteFile:
         refreshed: bool = False,
         held: bool = False,
         asset_threshold: int | None = None,
+        parsed_lines: int | None = None,
     ) -> None:
         self.store: Store = store if store is not None else FileStore()
         self._asset_setting = asset_threshold
@@ -179,6 +183,22 @@ class CassetteFile:
         #: Whether the store held the cassette once this object opened it
         #: (``record`` mode's fresh start, unless held, writes it).
         self.existed = self.store.exists(self.name)
+        self._open(label, mode, strict, meta, missing_ok, hint, assets, refreshed)
+        if parsed_lines is not None:
+            self.cassette.parsed_lines = parsed_lines
+
+    def _open(
+        self,
+        label: str,
+        mode: Mode,
+        strict: bool,
+        meta: CassetteMeta | None,
+        missing_ok: bool,
+        hint: str,
+        assets: StoreAssets,
+        refreshed: bool,
+    ) -> None:
+        """Make :attr:`cassette` as the core's :func:`reel_core.start_of` says."""
         start = start_of(mode, exists=self.existed, refreshed=refreshed)
         if start is Start.FRESH:
             # Starting afresh keeps the cassette's own settings (its _meta line),

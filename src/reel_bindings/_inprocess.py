@@ -180,6 +180,7 @@ class Player:
                 strict=given.strict_load,
                 store=store,
                 asset_threshold=settings.asset_threshold,
+                parsed_lines=settings.parsed_lines,
             )
         timing = given.timing
         self.config = settings.config(

@@ -38,7 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from reel_core import Config, ConfigError, Limits, MatchMode, Mode, Timing
-from reel_core.tools import RECORD_GRACE, ProtoSchema, check_upstream, parse_duration
+from reel_core.tools import (
+    PARSED_LINES,
+    RECORD_GRACE,
+    ProtoSchema,
+    check_upstream,
+    parse_duration,
+)
 
 from ._hints import IN_PROCESS_HINT, hints
 from ._store import Store, StoreUnavailableError
@@ -217,6 +223,20 @@ def _asset_threshold(value: object, where: str, source: Source) -> int:
     return threshold
 
 
+def _parsed_lines(value: object, where: str, source: Source) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        lines = value
+    else:
+        text = str(value)
+        lines = int(text) if text.isdigit() else 0
+    if lines < 1:
+        raise ConfigError(
+            f"{where} is not a positive number of lines (how many parsed cassette lines "
+            f"are kept in memory, the ones used last; default {PARSED_LINES})"
+        )
+    return lines
+
+
 def _drop_response_headers(value: object, where: str, source: Source) -> tuple[str, ...]:
     if source is Source.ENV and isinstance(value, str):  # comma-separated
         value = [name.strip() for name in value.split(",") if name.strip()]
@@ -351,6 +371,7 @@ SETTINGS = (
     Setting("max_age", "REEL_MAX_AGE", _max_age, shows_value=True),
     Setting("record_grace", "REEL_RECORD_GRACE", _record_grace),
     Setting("asset_threshold", "REEL_ASSET_THRESHOLD", _asset_threshold, shows_value=True),
+    Setting("parsed_lines", "REEL_PARSED_LINES", _parsed_lines, shows_value=True),
     Setting(
         "drop_response_headers",
         "REEL_DROP_RESPONSE_HEADERS",
@@ -429,6 +450,10 @@ class Settings:
     #: ``REEL_PROTO_DESCRIPTOR``: a descriptor set file, read (``None``:
     #: none): gRPC messages are matched and shown through it as JSON.
     proto_descriptor: ProtoSchema | None = None
+    #: ``REEL_PARSED_LINES``: how many parsed lines each open cassette keeps
+    #: in memory, the ones used last (``reel_core._parsed``); ``None``:
+    #: the core's default (``PARSED_LINES``, 4,096).
+    parsed_lines: int | None = None
     #: The proxy's: ``REEL_CASSETTE``, ``REEL_CASSETTE_DIR``, ``REEL_HOST``,
     #: ``REEL_PORT`` and ``REEL_TLS_DIR`` (``None``: unset).
     cassette: Path | None = None

@@ -5,6 +5,7 @@ A :class:`Cassette` composes three parts, each in its own module:
 * its lines, kept as the bytes they were loaded from (``_Lines`` here),
   decoded and encoded by :mod:`reel_core._codec`;
 * an index by match key per match settings (:mod:`reel_core._index`);
+* the few lines used last, kept parsed (:mod:`reel_core._parsed`);
 * the replay cursor, the play counts and sequence rules
   (:mod:`reel_core._cursor`).
 
@@ -49,6 +50,7 @@ from ._interaction import Interaction, RecordedRequest, RecordedResponse, Stream
 from ._match import MatchConfig
 from ._memo import KeyMemo
 from ._meta import CassetteMeta
+from ._parsed import PARSED_LINES, ParsedLines
 from ._sent import SENT_AT, SENT_FIELD
 from ._ws_pool import SessionPool, WebSocketLease, grpc_clients
 
@@ -89,11 +91,12 @@ class _Lines:
     ``sources[i][starts[i]:ends[i]]``, a slice of the bytes the cassette was
     loaded from (not copied: loading never holds the file twice) or bytes of
     its own.  Columns rather than an object per line: building that object
-    cost more than finding the line."""
+    cost more than finding the line.  The lines used last are kept parsed
+    (at most ``parsed.limit`` of them)."""
 
     __slots__ = ("ends", "keys", "numbers", "parsed", "sources", "starts")
 
-    def __init__(self) -> None:
+    def __init__(self, parsed_lines: int = PARSED_LINES) -> None:
         self.sources: list[LineSource] = []
         # machine integers, 8 bytes a line (a list of ints costs 36)
         self.starts = array("q")
@@ -101,8 +104,8 @@ class _Lines:
         #: 1-based numbers of the lines in their file, for error messages.
         self.numbers = array("q")
         self.keys: list[str] = []
-        #: Each line parsed, once it was used.
-        self.parsed: list[Interaction | None] = []
+        #: The lines used last, parsed.
+        self.parsed = ParsedLines(parsed_lines)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -113,7 +116,7 @@ class _Lines:
         self.ends.append(len(raw))
         self.numbers.append(number)
         self.keys.append(key)
-        self.parsed.append(parsed)
+        self.parsed.keep(len(self.keys) - 1, parsed)
 
     def extend(
         self, source: LineSource, starts: list[int], ends: list[int], keys: list[str], number: int
@@ -125,11 +128,11 @@ class _Lines:
         self.ends.extend(ends)
         self.numbers.extend(range(number, number + count))
         self.keys += keys
-        self.parsed += [None] * count
 
     def clear(self) -> None:
-        for column in (self.sources, self.starts, self.ends, self.numbers, self.keys, self.parsed):
+        for column in (self.sources, self.starts, self.ends, self.numbers, self.keys):
             del column[:]
+        self.parsed.clear()
 
     def raw(self, i: int) -> bytes:
         source, start, end = self.sources[i], self.starts[i], self.ends[i]
@@ -162,6 +165,7 @@ class Cassette:
         meta: CassetteMeta | None = None,
         *,
         assets: AssetSource | None = None,
+        parsed_lines: int = PARSED_LINES,
     ) -> None:
         self.name = name
         self.meta = meta if meta is not None else CassetteMeta()
@@ -169,7 +173,7 @@ class Cassette:
         #: :mod:`reel_core._assets`); ``None``: a line that refers to one
         #: is a bad line.
         self.assets = assets
-        self._lines = _Lines()
+        self._lines = _Lines(parsed_lines)
         #: The settings the keys on the lines were computed with.
         self.keying = self.meta.match.keying()
         self._indexes: dict[MatchConfig, KeyIndex] = {self.keying: KeyIndex()}
@@ -188,6 +192,17 @@ class Cassette:
         #: ... once the lines of these runs (``(source, first, count)``,
         #: filed unparsed) are read for it: on the first lookup, not at open.
         self._sent_runs: list[tuple[LineSource, int, int]] = []
+
+    @property
+    def parsed_lines(self) -> int:
+        """How many lines it keeps parsed at most, the ones used last (see
+        :mod:`reel_core._parsed`; a line let go is parsed again when next
+        used).  Set it to keep more or fewer."""
+        return self._lines.parsed.limit
+
+    @parsed_lines.setter
+    def parsed_lines(self, limit: int) -> None:
+        self._lines.parsed.resize(limit)
 
     def memo(self, settings: Hashable) -> KeyMemo[Any]:
         """The memo of keying answers under ``settings`` (see
@@ -347,7 +362,7 @@ class Cassette:
 
     def _get(self, i: int) -> Interaction:
         lines = self._lines
-        parsed = lines.parsed[i]
+        parsed = lines.parsed.get(i)
         if parsed is None:
             try:
                 raw = lines.raw(i)
@@ -356,7 +371,7 @@ class Cassette:
             parsed = self._slow_parse(raw, lines.numbers[i])
             if parsed.key != lines.keys[i]:  # a hand-edited line naming two keys
                 raise CassetteError(self.name, lines.numbers[i], "key changed while parsing")
-            lines.parsed[i] = parsed
+            lines.parsed.keep(i, parsed)
         return parsed
 
     def readable(self) -> Iterator[Interaction]:
@@ -388,7 +403,7 @@ class Cassette:
         lines = self._lines
         for i in range(len(lines)):
             if (
-                lines.parsed[i] is None
+                i not in lines.parsed
                 and not lines.holds(i, marker)
                 and lines.starts_with(i, KEY_PREFIX)
             ):
@@ -511,7 +526,10 @@ class Cassette:
         generation = self.generation(key, config)
         pool = self._pools.get((kind, config, key, generation))
         if pool is None:
-            made = SessionPool(grpc_clients, "gRPC") if kind == "grpc" else SessionPool()
+            if kind == "grpc":
+                made = SessionPool(self._get, grpc_clients, "gRPC")
+            else:
+                made = SessionPool(self._get)
             pool = self._pools[(kind, config, key, generation)] = made
         positions = self._current(config, key)
         pool.add((p, i) for p in positions if (i := self._parsed_or_none(p)) is not None)

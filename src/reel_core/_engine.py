@@ -66,8 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "PendingRecording"]
 
 _DEFAULT_MATCH = MatchConfig()
-#: How many recordings' replay events an engine keeps at most.
-_REPLAYS_KEPT = 4096
 #: The end of every whole body replayed: a value, so one object serves all
 #: (the replay events of each recording are kept: one fewer object apiece
 #: for the garbage collector to walk).
@@ -641,7 +639,9 @@ class Engine:
         cached = self._replays.get((id(interaction), head_only))
         if cached is not None and cached[0] is interaction:
             return cached[1]
-        if len(self._replays) >= _REPLAYS_KEPT:
+        # they hold their recordings: no more of them than the cassette
+        # keeps parsed (see reel_core._parsed)
+        if len(self._replays) >= self.cassette.parsed_lines:
             self._replays.clear()
         events = tuple(self._replay_events(interaction, head_only=head_only))
         self._replays[(id(interaction), head_only)] = (interaction, events)

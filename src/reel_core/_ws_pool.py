@@ -62,16 +62,25 @@ def grpc_clients(interaction: Interaction) -> Sequence[Any] | None:
 
 class SessionPool:
     """The session recordings of one key, by line position, and which lease
-    holds each.  ``clients`` reads a recording's client messages (WebSocket
-    sessions' by default); lines it gives ``None`` for are left out."""
+    holds each.  ``read`` gives the recording at a position (the cassette's
+    line, parsed): the pool keeps positions, not parsed sessions, so what a
+    cassette keeps parsed stays within its ``parsed_lines`` (see
+    :mod:`reel_core._parsed`).  ``clients`` reads a recording's client
+    messages (WebSocket sessions' by default); lines it gives ``None`` for
+    are left out."""
 
-    def __init__(self, clients: Clients = websocket_clients, kind: str = "WebSocket") -> None:
+    def __init__(
+        self,
+        read: Callable[[int], Interaction],
+        clients: Clients = websocket_clients,
+        kind: str = "WebSocket",
+    ) -> None:
+        self._read = read
         self._of = clients
         #: What the pool's sessions are, in words (``"WebSocket"``, ``"gRPC"``).
         self.kind = kind
         self._order: list[int] = []
-        self._recordings: dict[int, Interaction] = {}
-        self._clients: dict[int, Sequence[Any]] = {}
+        self._filed: set[int] = set()
         self.holders: dict[int, WebSocketLease] = {}
 
     def add(self, recordings: Iterable[tuple[int, Interaction]]) -> None:
@@ -79,14 +88,10 @@ class SessionPool:
         in recorded order); lines that are no session of the pool's kind
         are left out."""
         for position, interaction in recordings:
-            if position in self._recordings:
-                continue
-            clients = self._of(interaction)
-            if clients is None:
+            if position in self._filed or self._of(interaction) is None:
                 continue
             self._order.append(position)
-            self._recordings[position] = interaction
-            self._clients[position] = clients
+            self._filed.add(position)
 
     @property
     def positions(self) -> list[int]:
@@ -108,12 +113,13 @@ class SessionPool:
         return lease
 
     def recording(self, position: int) -> Interaction:
-        return self._recordings[position]
+        return self._read(position)
 
     def agrees(self, position: int, k: int, same: Callable[[Any], bool]) -> bool:
         """Whether the recording at ``position`` has a client message ``k``
         that ``same`` accepts."""
-        clients = self._clients[position]
+        clients = self._of(self._read(position))
+        assert clients is not None  # filed as a session of the pool's kind; lines do not change
         return k < len(clients) and same(clients[k])
 
 

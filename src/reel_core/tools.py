@@ -58,6 +58,7 @@ from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
 from ._literals import exchange_redactor
 from ._match import FieldDiff, match_key
 from ._nesting import MAX_DEPTH, TooDeep, load_json
+from ._parsed import PARSED_LINES
 from ._protobuf import (
     ProtoSchema,
     SchemaNote,
@@ -162,6 +163,7 @@ __all__ = [
     "HOP_BY_HOP",
     "MAX_DEPTH",
     "MISS_HEADER",
+    "PARSED_LINES",
     "PRICES_CHECKED",
     "PROVIDERS",
     "RECORD_GRACE",

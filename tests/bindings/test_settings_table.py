@@ -56,6 +56,7 @@ VALUES: dict[str, tuple[tuple[object, object, str, object], object]] = {
     "max_age": (("1d", "2h", "3m", "4s"), "soon"),
     "record_grace": ((1, "2", "3", "4"), "-1"),
     "asset_threshold": ((100, 200, "300", "400"), "big"),
+    "parsed_lines": ((100, 200, "300", "400"), "0"),
     "drop_response_headers": ((["x-m"], ["x-f"], "x-e", ["x-i"]), "a b"),
     "proto_descriptor": (
         (_descriptor_set("m"), _descriptor_set("f"), _descriptor_set("e"), _descriptor_set("i")),

@@ -19,7 +19,6 @@ from reel_core import (
     Redactor,
     Replay,
     Request,
-    _engine,
     _memo,
 )
 from reel_core._memo import KeyMemo
@@ -183,10 +182,7 @@ def test_settings_do_not_share_a_memo() -> None:
 # -- a recording's replay events, made once -----------------------------------
 
 
-def test_a_recording_played_again_replays_the_same_events(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(_engine, "_REPLAYS_KEPT", 1)  # the second recording evicts the first
+def test_a_recording_played_again_replays_the_same_events() -> None:
     one = interaction(body=b'{"model":"a"}', id="one", response_body=b'{"n":1}')
     two = interaction(
         body=b'{"model":"b"}',
@@ -195,7 +191,9 @@ def test_a_recording_played_again_replays_the_same_events(
         frames=[(0.0, b"data: 1\n\n"), (5.0, b"data: 2\n\n")],
         end_ms=6.0,
     )
-    engine = Engine(cassette_of(one, two), Config())
+    cassette = cassette_of(one, two)
+    cassette.parsed_lines = 1  # the second recording evicts the first (its events too)
+    engine = Engine(cassette, Config())
     first = [_play(engine, request(b'{"model":"a"}'))[1:] for _ in range(2)]
     assert first[0] == first[1]
     assert [type(e).__name__ for e in first[0]] == ["ResponseHead", "Frame", "EndOfResponse"]

@@ -250,7 +250,7 @@ def test_a_refused_upgrade_under_the_same_key_is_no_candidate() -> None:
     with pytest.raises(LocalProtocolError, match="no WebSocket session"):
         cassette.websocket_lease(key, cassette.keying)
     with pytest.raises(LocalProtocolError, match="no WebSocket session"):
-        SessionPool().lease()
+        SessionPool(cassette._get).lease()
     session = Interaction(
         key, "ws", recorded, RecordedResponse(101, ()), websocket=session_log("a", "s")
     )
@@ -261,3 +261,31 @@ def test_a_refused_upgrade_under_the_same_key_is_no_candidate() -> None:
     cassette.clear()  # record mode starts afresh: no lease survives
     cassette.add(session, played=False)
     assert cassette.websocket_lease(key, cassette.keying).held
+
+
+def test_a_pool_reads_its_recordings_through_the_lines_kept_parsed() -> None:
+    """The pool keeps positions, not parsed sessions (issue 36: memory
+    bounded by ``parsed_lines``): with one line kept parsed, sessions that
+    arrived out of order trade places as above, each line read again."""
+    cassette = cassette_of("first", "second", "third")
+    cassette.parsed_lines = 1
+    x = open_session(cassette)
+    y = open_session(cassette)
+    sent(x)
+    sent(y)
+    for replay in (x, y):
+        replay.client_message(UPDATE, False, 0.1)
+    x.client_message(item("second"), False, 0.2)
+    assert x.interaction_id == "rec1"
+    assert sent(x)[-2:] == [b"reply to second", b"done second"]
+    y.client_message(item("first"), False, 0.3)
+    assert y.interaction_id == "rec0"
+    assert sent(y)[-2:] == [b"reply to first", b"done first"]
+    assert len(cassette._lines.parsed) == 1
+    (pool,) = cassette._pools.values()
+    # positions, nothing parsed: a recording's client messages are read through the cassette
+    assert all(isinstance(p, int) for p in pool._filed)
+    assert not any(
+        isinstance(v, (dict, list)) and v and not isinstance(next(iter(v)), int)
+        for v in vars(pool).values()
+    )

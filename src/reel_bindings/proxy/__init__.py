@@ -52,6 +52,7 @@ def _proxy(options: ProxyOptions) -> Proxy:
         strict=options.strict,
         client_timeout=options.client_timeout,
         asset_threshold=options.asset_threshold,
+        parsed_lines=options.parsed_lines,
         upstream=AsyncUpstream(
             connect_timeout=min(10.0, options.upstream_timeout),
             read_timeout=options.upstream_timeout,

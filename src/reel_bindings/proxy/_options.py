@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 
 from reel_core import Config, ConfigError, Limits, MatchConfig, MatchMode, Mode, Timing
-from reel_core.tools import RECORD_GRACE, ProtoSchema, UiConfig
+from reel_core.tools import PARSED_LINES, RECORD_GRACE, ProtoSchema, UiConfig
 
 from .._hints import PROXY_HINT, hints
 from .._settings import Settings
@@ -36,6 +36,7 @@ environment variables (a flag wins over its variable):
   REEL_RECORD_GRACE  --record-grace (the in-process bindings and the pytest plugin read it too)
   REEL_DROP_RESPONSE_HEADERS  --drop-response-header, comma-separated (read by every binding)
   REEL_PROTO_DESCRIPTOR  --proto-descriptor (read by every binding)
+  REEL_PARSED_LINES  --parsed-lines (the in-process bindings read it too)
   REEL_HOST          --host
   REEL_PORT          --port
   REEL_TLS_DIR       where --tls keeps the certificate it generates (default ~/.cache/reel/tls)
@@ -113,6 +114,9 @@ class ProxyOptions:
     #: gRPC messages matched through this descriptor set's schema as JSON
     #: (``--proto-descriptor``, ``REEL_PROTO_DESCRIPTOR``); ``None``: bytes.
     proto: ProtoSchema | None = None
+    #: Parsed cassette lines kept in memory per cassette, the ones used last
+    #: (``--parsed-lines``, ``REEL_PARSED_LINES``); ``None``: the default.
+    parsed_lines: int | None = None
 
     def config(self) -> Config:
         return Config(
@@ -278,6 +282,12 @@ def build_parser(prog: str = "python -m reel_bindings.proxy") -> argparse.Argume
         f"(default {RECORD_GRACE:g}; 0: record the cut at once)",
     )
     add(
+        "--parsed-lines",
+        metavar="N",
+        help="how many parsed cassette lines each cassette keeps in memory, the ones used "
+        f"last; a line let go is read again when next used (default {PARSED_LINES})",
+    )
+    add(
         "--drop-response-header",
         action="append",
         metavar="NAME",
@@ -331,6 +341,7 @@ def parse_options(
                 "max_age": args.max_age,
                 "record_grace": args.record_grace,
                 "drop_response_headers": args.drop_response_header,
+                "parsed_lines": args.parsed_lines,
                 "host": args.host,
                 "port": args.port,
                 "proto_descriptor": args.proto_descriptor,
@@ -417,6 +428,7 @@ def parse_options(
         drop_response_headers=settings.drop_response_headers,
         asset_threshold=settings.asset_threshold,
         proto=settings.proto_descriptor,
+        parsed_lines=settings.parsed_lines,
         verbosity=-1 if args.quiet else (1 if args.verbose else 0),
         ui=args.ui,
         ui_public=args.ui_public,

@@ -95,6 +95,7 @@ class Proxy:
         store: Store | None = None,
         report: bool = False,
         asset_threshold: int | None = None,
+        parsed_lines: int | None = None,
     ) -> None:
         if store is not None and cassette_dir is not None:
             raise ValueError("give a store or a cassette_dir, not both")
@@ -103,6 +104,9 @@ class Proxy:
         self.config = config
         #: ``REEL_ASSET_THRESHOLD`` (see :class:`~reel_bindings._files.CassetteFile`).
         self.asset_threshold = asset_threshold
+        #: ``--parsed-lines`` / ``REEL_PARSED_LINES``: the parsed lines each
+        #: cassette it opens keeps (``None``: the core's default).
+        self.parsed_lines = parsed_lines
         self.cassette_dir = cassette_dir
         self.strict = strict
         self.client_timeout = client_timeout
@@ -200,6 +204,7 @@ class Proxy:
                 hint=hint,
                 store=self.store,
                 asset_threshold=self.asset_threshold,
+                parsed_lines=self.parsed_lines,
             )
             self._files[path] = file
             self._by_label[file.cassette.name] = file
