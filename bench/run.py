@@ -32,11 +32,13 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` importable
 from bench import imports, inprocess, opening, proxy, stores, streaming, websocket
 from bench._common import ROOT, Row, machine, pinned
 from bench._data import Corpus
+from bench.suite import SuitePlan, SuiteRun
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 SECTIONS = (
+    "suite",
     "import",
     "replay",
     "open",
@@ -86,6 +88,8 @@ class Plan:
     ws_fast_seconds: float = 2.0
     #: Fresh interpreters per module in the import section (the best counts).
     import_repeat: int = 10
+    #: The generated test suites: their sizes, rounds, serial and ``-n 2``.
+    suite: SuitePlan = SuitePlan(sizes=(300, 1_000), rounds=3)
 
 
 FULL = Plan(
@@ -126,6 +130,7 @@ QUICK = Plan(
     ws_rounds=1,
     ws_fast_seconds=0.4,
     import_repeat=3,
+    suite=SuitePlan(sizes=(30,), rounds=1, wirings=("per-test",)),
 )
 
 
@@ -191,6 +196,11 @@ def _log(message: str) -> None:
 def measure(run: Run) -> None:
     plan = run.plan
     backends = ["asyncio", "trio"]
+    # whole pytest runs, serial and on two workers: both cores, so unpinned
+    suite = SuiteRun(run.work, plan.suite)
+    run.section("suite", suite.measure)
+    if suite.split:
+        run.results["suite-split"] = suite.split
     run.section("import", lambda: imports.import_rows(plan.import_repeat))
     run.section(
         "replay",
@@ -271,10 +281,6 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
         )
     replay = results.get("replay", [])
     if replay:
-        worst = max(r["reel_vs_floor"] for r in replay)
-        add(
-            "replay", "in-process replay <= 1.3x the MockTransport floor", f"{worst}x", worst <= 1.3
-        )
         times = [r["reel_us"] for r in replay]
         spread = round(max(times) / min(times), 2)
         sizes = f"{replay[0]['interactions']:,}-{replay[-1]['interactions']:,}"
@@ -349,12 +355,6 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
             for i, r in enumerate(record)
             for what in ("ttfb", "total")
         )
-        add(
-            "record",
-            "record mode adds <= 1 ms at p50 (TTFB and total)",
-            f"{added / 1000:.2f} ms",
-            added <= 1000,
-        )
         relay = record[row][f"relay_added_{what}_p50_us"]
         add(
             "record",
@@ -384,9 +384,75 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
     return out
 
 
+# -- guards --------------------------------------------------------------------
+
+#: The guards of issue 36's decision, read off the figures of every run: a
+#: regression shows as FAIL; nothing asserts them (``--strict-guards`` makes
+#: a FAIL the run's exit status).  The budget analysis behind them is in
+#: docs/performance.md.
+FIRST_PLAY_GUARD = 2.5
+RECORD_ADDED_GUARD_US = 1500.0
+RECORD_RELAY_GUARD = 2.0
+
+
+def guards(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
+    """Each guard, with the figure this run measured (``passed`` None: the
+    section was not run)."""
+    out: list[dict[str, Any]] = []
+
+    def add(section: str, guard: str, figure: str, passed: bool | None) -> None:
+        out.append({"section": section, "guard": guard, "figure": figure, "passed": passed})
+
+    replay = results.get("replay", [])
+    guard = f"in-process first play <= {FIRST_PLAY_GUARD}x the MockTransport floor"
+    if replay:
+        worst = max(r["reel_vs_floor"] for r in replay)
+        add("replay", guard, f"{worst}x", worst <= FIRST_PLAY_GUARD)
+    else:
+        add("replay", guard, "not measured (--only replay)", None)
+    record = results.get("record", [])
+    added_guard = f"record mode adds <= {RECORD_ADDED_GUARD_US / 1000} ms at p50 (TTFB and total)"
+    relay_guard = f"record mode adds <= {RECORD_RELAY_GUARD}x what a bare relay adds"
+    if record:
+        pairs = [
+            (r[f"added_{w}_p50_us"], r[f"{w}_vs_relay"]) for r in record for w in ("ttfb", "total")
+        ]
+        added = max(a for a, _ in pairs)
+        add("record", added_guard, f"{added / 1000:.2f} ms", added <= RECORD_ADDED_GUARD_US)
+        relay = max(v for _, v in pairs)
+        add("record", relay_guard, f"{relay}x", relay <= RECORD_RELAY_GUARD)
+    else:
+        for text in (added_guard, relay_guard):
+            add("record", text, "not measured (--only record)", None)
+    return out
+
+
+def guard_lines(checked: list[dict[str, Any]]) -> list[str]:
+    """The guards as the run prints them: one PASS, FAIL or NOT RUN line each."""
+    word = {True: "PASS", False: "FAIL", None: "NOT RUN"}
+    return [f"{word[g['passed']]:7} {g['section']}: {g['guard']}: {g['figure']}" for g in checked]
+
+
 # -- output --------------------------------------------------------------------
 
 CAPTIONS = {
+    "suite": "9. A whole test suite in replay (bench/suite.py): the same generated pytest "
+    "suite (N tests, each its own cassette of 1 to 5 OpenAI SDK calls, 20% streamed, 10% "
+    "retried after a 429 or 500) recorded by each tool against one fake upstream, then "
+    "replayed with a tripwire in its place (every run passed all N tests and sent it 0 "
+    "requests). floor_s: the median wall time of the whole pytest run with the SDK "
+    "answered by httpx2.MockTransport; *_ms: each tool's cost per test above that floor "
+    "(same variant, wiring and run), ms; *_vs_reel: over Reel in process. per-test: a "
+    "client made in each test as the tool's docs show (Reel: reel.openai(); the others and "
+    "the per-test proxy: openai.OpenAI()); shared: one openai.OpenAI() per module. "
+    "agenttape records no OpenAI stream: it runs the stream-free variant, beside Reel and "
+    "the floor on it. Medians of interleaved rounds; load: the highest load average after "
+    "a round.",
+    "suite-split": "9b. Where Reel's own time per test goes: a serial replay of the per-test "
+    "suite under cProfile (inflated by the profiler: read the shares), Reel's functions "
+    "counted where pytest, the SDK or the test enter them; est_ms_per_test applies each "
+    "share to the unprofiled figure of row 9 (serial, per-test). Imports: the plugin and "
+    "the core in a fresh interpreter after pytest and the SDK, paid once per process.",
     "import": "0. Import cost: `import X` in a fresh interpreter (byte-code cached), best of "
     "runs, ms (-X importtime's cumulative figure, without the interpreter's start-up), and "
     "the client families it pulled in. httpx and httpx2 are the reference: the transports "
@@ -471,6 +537,12 @@ def markdown(report: dict[str, Any]) -> str:
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['python']}, {m['os']} "
         f"(load average {m['load_average_at_start']} at start).",
         "",
+        "Guards (issue 36; printed with every run, never asserted in tests):",
+        "",
+        "```",
+        *guard_lines(report["guards"]),
+        "```",
+        "",
         "| section | target | figure | met |",
         "|---|---|---|---|",
     ]
@@ -502,6 +574,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--docs", action="store_true", help="copy the tables into docs/performance.md"
     )
+    parser.add_argument(
+        "--strict-guards",
+        action="store_true",
+        help="exit with status 1 when a guard fails (they are printed either way)",
+    )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     sections = tuple(args.only or SECTIONS)
@@ -518,6 +595,7 @@ def main(argv: list[str] | None = None) -> None:
         "seconds": round(time.perf_counter() - run.started, 1),
         "machine": info,
         "section_seconds": run.seconds,
+        "guards": guards(run.results),
         "targets": targets(run.results),
         "results": run.results,
     }
@@ -528,6 +606,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.docs:
         update_docs(table)
     print(table)
+    for line in guard_lines(report["guards"]):
+        _log(f"guard {line}")
+    if args.strict_guards and any(g["passed"] is False for g in report["guards"]):
+        sys.exit(1)
 
 
 if __name__ == "__main__":
