@@ -9,7 +9,12 @@ by the benchmark (never through a tool):
 - ``POST /_suite/record``: answer each call as ``bench.suite_calls.answer``
   says (a retry's first attempt 429 or 500), the attempts counted afresh;
 - ``POST /_suite/tripwire``: answer every request 418 and count it; a
-  replay must count 0 (``GET /_suite/count`` reads the count).
+  replay must count 0.
+
+Each answers with the figures as they were before the switch (``tripwire``,
+``count``: requests the tripwire answered, ``served``: requests answered
+while recording), then zeroes the count of the mode it enters, so reading
+after a run and arming for the next are one request.
 """
 
 from __future__ import annotations
@@ -59,13 +64,15 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         what = self.path.removeprefix("/_suite/")
         with STATE.lock:
+            # the figures so far, then the switch: a switch reads and zeroes
+            figures = {"tripwire": STATE.tripwire, "count": STATE.count, "served": STATE.served}
             if what == "record":
                 STATE.tripwire = False
+                STATE.served = 0
                 STATE.attempts.clear()
             elif what == "tripwire":
                 STATE.tripwire = True
                 STATE.count = 0
-            figures = {"tripwire": STATE.tripwire, "count": STATE.count, "served": STATE.served}
         self._send(200, [("content-type", "application/json")], json.dumps(figures).encode())
         return True
 
