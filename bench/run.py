@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -130,7 +130,7 @@ QUICK = Plan(
     ws_rounds=1,
     ws_fast_seconds=0.4,
     import_repeat=3,
-    suite=SuitePlan(sizes=(30,), rounds=1, wirings=("per-test",)),
+    suite=SuitePlan(sizes=(30,), rounds=1, workers=(0,), wirings=("per-test",)),
 )
 
 
@@ -575,12 +575,21 @@ def main(argv: list[str] | None = None) -> None:
         "--docs", action="store_true", help="copy the tables into docs/performance.md"
     )
     parser.add_argument(
+        "--suite-size",
+        type=int,
+        action="append",
+        metavar="N",
+        help="the suite section's number of tests (repeatable; default: 300 and 1,000)",
+    )
+    parser.add_argument(
         "--strict-guards",
         action="store_true",
         help="exit with status 1 when a guard fails (they are printed either way)",
     )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
+    if args.suite_size:
+        plan = replace(plan, suite=replace(plan.suite, sizes=tuple(args.suite_size)))
     sections = tuple(args.only or SECTIONS)
     os.environ.setdefault("PYTHONHASHSEED", "0")
     with tempfile.TemporaryDirectory(prefix="reel-bench-") as scratch:

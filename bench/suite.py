@@ -308,7 +308,11 @@ def _category(filename: str, name: str, calls: int) -> str:
         if name in _FIXTURES:
             return "fixtures (setup, teardown)"
         if name.startswith("pytest_"):
-            return "plugin hooks" if calls > 1 else "run start (hooks run once: settings)"
+            return (
+                "plugin hooks"
+                if calls > 1
+                else "run start (pytest_configure: settings, the core's imports)"
+            )
         return "client build (reel.openai())"
     return "requests (transport, replayed body)"
 
