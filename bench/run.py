@@ -130,7 +130,7 @@ QUICK = Plan(
     ws_rounds=1,
     ws_fast_seconds=0.4,
     import_repeat=3,
-    suite=SuitePlan(sizes=(30,), rounds=1, workers=(0,), wirings=("per-test",)),
+    suite=SuitePlan(sizes=(30,), rounds=1, workers=(0,), wirings=("per-test",), import_repeat=2),
 )
 
 

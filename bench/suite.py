@@ -74,6 +74,8 @@ class SuitePlan:
     wirings: tuple[str, ...] = WIRINGS
     #: Profile Reel's rows for the cost split.
     split: bool = True
+    #: Fresh interpreters timing the plugin's import (the best counts).
+    import_repeat: int = 5
 
 
 @dataclass(frozen=True)
@@ -156,9 +158,8 @@ class SuiteRun:
                 self.loads.append(round(os.getloadavg()[0], 2))
             split = []
             if self.plan.split and ("streams", "reel") in dirs:
-                split = _split(
-                    dirs["streams", "reel"], dirs["streams", "floor"], n, env, upstream.url
-                )
+                reel, floor = dirs["streams", "reel"], dirs["streams", "floor"]
+                split = _split(reel, floor, n, env, upstream.url, self.plan.import_repeat)
         rows = self._rows(n, times, missing)
         self.rows.extend(rows)
         # the profiled shares applied to the unprofiled cost (serial, per-test)
@@ -365,16 +366,17 @@ def _profile(
     return elapsed, pstats.Stats(str(out))
 
 
-def _import_ms(env: dict[str, str]) -> float:
-    """The plugin's import (with the core it loads), in a fresh interpreter
-    that already imported pytest and the SDK: best of 5, ms."""
+def _import_ms(env: dict[str, str], repeat: int) -> float:
+    """The plugin's import (with the SDK helpers and the core they load), in
+    a fresh interpreter that already imported pytest and the SDK: the best
+    of ``repeat``, ms."""
     code = (
         "import time, pytest, openai, httpx2; t = time.perf_counter(); "
         "import reel_bindings.pytest_plugin, reel_bindings.sdk; "
         "print(time.perf_counter() - t)"
     )
     best = float("inf")
-    for _ in range(5):
+    for _ in range(repeat):
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
         )
@@ -382,7 +384,9 @@ def _import_ms(env: dict[str, str]) -> float:
     return best * 1000
 
 
-def _split(reel: Path, floor: Path, n: int, env: dict[str, str], upstream: str) -> list[Row]:
+def _split(
+    reel: Path, floor: Path, n: int, env: dict[str, str], upstream: str, repeat: int
+) -> list[Row]:
     """Reel's cost per test split into its parts (a profiled serial run of
     the per-test suite, next to the floor's profiled the same way)."""
     reel_s, stats = _profile(reel, TOOLS["reel"], n, env, upstream)
@@ -415,7 +419,7 @@ def _split(reel: Path, floor: Path, n: int, env: dict[str, str], upstream: str) 
                 "note": "",
             }
         )
-    imported = _import_ms(env)
+    imported = _import_ms(env, repeat)
     rows.append(
         {
             "tests": n,
