@@ -135,6 +135,7 @@ class SuiteRun:
                     directory = base / f"{variant}-{name}"
                     write_suite(directory, tool, n, streams=variant == "streams")
                     if tool.record_flags is not None:
+                        _say(f"{n} tests: {name} records ({variant})")
                         _control(upstream.url, "record")
                         _record(directory, tool, n, env, upstream.url)
                     dirs[variant, name] = directory
@@ -147,6 +148,7 @@ class SuiteRun:
             ]
             times: dict[Config, list[float]] = {c: [] for c in configs}
             for r in range(self.plan.rounds):
+                _say(f"{n} tests: round {r + 1} of {self.plan.rounds} ({len(configs)} runs)")
                 order = configs[r % len(configs) :] + configs[: r % len(configs)]
                 if r % 2:
                     order.reverse()
@@ -209,6 +211,10 @@ class SuiteRun:
 
 
 # -- running the generated suites ------------------------------------------------
+
+
+def _say(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] suite: {message}", file=sys.stderr, flush=True)
 
 
 def _environment(upstream: str) -> dict[str, str]:
