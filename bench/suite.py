@@ -107,8 +107,8 @@ class SuiteRun:
     plan: SuitePlan
     rows: list[Row] = field(default_factory=list)
     split: list[Row] = field(default_factory=list)
-    #: Load averages read after each round (the machine's other work).
-    loads: list[float] = field(default_factory=list)
+    #: Load averages read after each round (the machine's other work), by size.
+    loads: dict[int, list[float]] = field(default_factory=dict)
 
     def measure(self) -> list[Row]:
         for n in self.plan.sizes:
@@ -157,7 +157,7 @@ class SuiteRun:
                     times[config].append(
                         _replay(directory, TOOLS[config.tool], n, config, env, upstream.url)
                     )
-                self.loads.append(round(os.getloadavg()[0], 2))
+                self.loads.setdefault(n, []).append(round(os.getloadavg()[0], 2))
             split = []
             if self.plan.split and ("streams", "reel") in dirs:
                 reel, floor = dirs["streams", "reel"], dirs["streams", "floor"]
@@ -205,7 +205,7 @@ class SuiteRun:
                         if name in above and "reel" in above:
                             row[f"{name}_vs_reel"] = ratio(above[name], above["reel"])
                     row["rounds"] = len(times[Config("floor", variant, wiring, workers)])
-                    row["load"] = max(self.loads) if self.loads else float("nan")
+                    row["load"] = max(self.loads.get(n, [float("nan")]))
                     rows.append(row)
         return rows
 
