@@ -199,6 +199,8 @@ def measure(run: Run) -> None:
     # whole pytest runs, serial and on two workers: both cores, so unpinned
     suite = SuiteRun(run.work, plan.suite)
     run.section("suite", suite.measure)
+    if suite.cpu_rows:
+        run.results["suite-cpu"] = suite.cpu_rows
     if suite.split:
         run.results["suite-split"] = suite.split
     run.section("import", lambda: imports.import_rows(plan.import_repeat))
@@ -452,10 +454,14 @@ CAPTIONS = {
     "agenttape records no OpenAI stream: it runs the stream-free variant, beside Reel and "
     "the floor on it. Medians of interleaved rounds; load: the highest load average after "
     "a round.",
+    "suite-cpu": "9a. The same runs in CPU time: user and system seconds of the pytest "
+    "process and its xdist workers (floor_s), and each tool's CPU per test above the floor's "
+    "(*_ms). A machine busy with other work slows a run's wall time far more than its CPU "
+    "time: on a loaded machine, read these.",
     "suite-split": "9b. Where Reel's own time per test goes: a serial replay of the per-test "
     "suite under cProfile (inflated by the profiler: read the shares), Reel's functions "
     "counted where pytest, the SDK or the test enter them; est_ms_per_test applies each "
-    "share to the unprofiled figure of row 9 (serial, per-test). Imports: the plugin and "
+    "share to the unprofiled CPU figure of 9a (serial, per-test). Imports: the plugin and "
     "the core in a fresh interpreter after pytest and the SDK, paid once per process.",
     "import": "0. Import cost: `import X` in a fresh interpreter (byte-code cached), best of "
     "runs, ms (-X importtime's cumulative figure, without the interpreter's start-up), and "

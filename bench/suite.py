@@ -107,6 +107,9 @@ class SuiteRun:
     plan: SuitePlan
     rows: list[Row] = field(default_factory=list)
     split: list[Row] = field(default_factory=list)
+    #: The same figures in CPU time (user and system, the run's processes
+    #: together), which a loaded machine disturbs far less than wall time.
+    cpu_rows: list[Row] = field(default_factory=list)
     #: Load averages read after each round (the machine's other work), by size.
     loads: dict[int, list[float]] = field(default_factory=dict)
 
@@ -146,7 +149,7 @@ class SuiteRun:
                 for wiring in self.plan.wirings
                 for workers in self.plan.workers
             ]
-            times: dict[Config, list[float]] = {c: [] for c in configs}
+            times: dict[Config, list[Timed]] = {c: [] for c in configs}
             for r in range(self.plan.rounds):
                 _say(f"{n} tests: round {r + 1} of {self.plan.rounds} ({len(configs)} runs)")
                 order = configs[r % len(configs) :] + configs[: r % len(configs)]
@@ -162,12 +165,15 @@ class SuiteRun:
             if self.plan.split and ("streams", "reel") in dirs:
                 reel, floor = dirs["streams", "reel"], dirs["streams", "floor"]
                 split = _split(reel, floor, n, env, upstream.url, self.plan.import_repeat)
-        rows = self._rows(n, times, missing)
+        rows = self._rows(n, {c: [t.wall for t in ts] for c, ts in times.items()}, missing)
         self.rows.extend(rows)
-        # the profiled shares applied to the unprofiled cost (serial, per-test)
+        cpu = self._rows(n, {c: [t.cpu for t in ts] for c, ts in times.items()}, missing)
+        self.cpu_rows.extend(cpu)
+        # the profiled shares applied to the unprofiled cost (serial, per-test;
+        # CPU time, which the machine's other work moves least)
         measured = [
             r["reel_ms"]
-            for r in rows
+            for r in cpu
             if (r["variant"], r["wiring"], r["run"]) == ("streams", "per-test", "serial")
         ]
         for row in split:
@@ -251,14 +257,34 @@ def _args(tool: Tool, workers: int) -> list[str]:
     return args
 
 
+@dataclass(frozen=True)
+class Timed:
+    """One run's wall time, and the CPU time (user and system) of its
+    processes (pytest, and its xdist workers, each waited for)."""
+
+    wall: float
+    cpu: float
+
+
+def _cpu() -> float:
+    """CPU seconds of this process's children so far (NaN without ``resource``)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return float("nan")
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def _run(
     directory: Path, args: list[str], n: int, env: dict[str, str], what: str
-) -> tuple[float, str]:
+) -> tuple[Timed, str]:
+    cpu = _cpu()
     start = time.perf_counter()
     done = subprocess.run(
         args, cwd=directory, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT
     )
-    elapsed = time.perf_counter() - start
+    elapsed = Timed(time.perf_counter() - start, _cpu() - cpu)
     summary = done.stdout.strip().splitlines()[-1:] or [""]
     if done.returncode != 0 or f"{n} passed" not in summary[0]:
         tail = (done.stdout + done.stderr)[-3000:]
@@ -280,7 +306,7 @@ def _record(directory: Path, tool: Tool, n: int, env: dict[str, str], upstream: 
 
 def _replay(
     directory: Path, tool: Tool, n: int, config: Config, env: dict[str, str], upstream: str
-) -> float:
+) -> Timed:
     elapsed, _ = _run(
         directory,
         _args(tool, config.workers),
@@ -369,7 +395,7 @@ def _profile(
     elapsed, _ = _run(directory, profiled, n, {**env, "SUITE_WIRING": "per-test"}, "profiling")
     if _control(upstream, "tripwire")["count"]:
         raise SuiteError("the profiled replay reached the upstream")
-    return elapsed, pstats.Stats(str(out))
+    return elapsed.cpu, pstats.Stats(str(out))
 
 
 def _import_ms(env: dict[str, str], repeat: int) -> float:
@@ -405,7 +431,7 @@ def _split(
             "part": "the whole run, over the floor's",
             "profiled_ms_per_test": round((reel_s - floor_s) / n * 1000, 3),
             "share": 1.0,
-            "note": f"Reel {reel_s:.2f} s, floor {floor_s:.2f} s (both profiled)",
+            "note": f"CPU: Reel {reel_s:.2f} s, floor {floor_s:.2f} s (both profiled)",
         },
         {
             "tests": n,

@@ -171,7 +171,9 @@ def test_a_replay_that_reaches_the_upstream_stops_the_section(
     suite._control(upstream, "tripwire")
     config = suite.Config(tool.name, "streams", "per-test", 0)
     if tool is TOOLS["floor"]:
-        assert suite._replay(directory, tool, 2, config, env, upstream) > 0
+        timed = suite._replay(directory, tool, 2, config, env, upstream)
+        assert timed.wall > 0
+        assert timed.cpu > 0
         return
     with pytest.raises(suite.SuiteError, match="sent 2 request"):
         suite._replay(directory, tool, 2, config, env, upstream)
