@@ -14,8 +14,10 @@ from __future__ import annotations
 __all__ = ["OFF", "inner_ini"]
 
 #: The plugins an inner run turns off: coverage and hypothesis belong to the
-#: outer run; anyio, platformdirs, cassetter, agenttape and langsmith are
-#: installed as test or bench dependencies and only slow each run down.
+#: outer run; anyio, platformdirs, cassetter, agenttape, pytest-recording and
+#: langsmith are installed as test or bench dependencies and only slow each
+#: run down (cassetter and pytest-recording both add ``--record-mode``: they
+#: cannot load together).
 OFF = (
     "cacheprovider",
     "hypothesispytest",
@@ -24,6 +26,7 @@ OFF = (
     "platformdirs",
     "cassetter",
     "agenttape",
+    "recording",
     # langsmith (langchain's) registers one too
     "langsmith_plugin",
 )
