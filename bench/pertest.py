@@ -163,6 +163,9 @@ def _pytest(
     a loaded machine disturbs less than wall time); with ``report``,
     Reel's phase timer on and its JSON report written there."""
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    # the bench's peers' plugins are installed beside Reel: none is timed
+    # here (pytest-recording and cassetter even clash on --record-mode)
+    args += ["-p", "no:recording", "-p", "no:cassetter", "-p", "no:agenttape"]
     if variant == "floor":
         args += ["-p", "no:reel"]
     if workers:
