@@ -505,9 +505,7 @@ class Redactor:
         out.append(text[cursor:])
         return "".join(out)
 
-    def _windows(
-        self, text: str, candidates: tuple[re.Pattern[str], ...]
-    ) -> list[tuple[int, int]]:
+    def _windows(self, text: str, candidates: tuple[re.Pattern[str], ...]) -> list[tuple[int, int]]:
         """The runs of ``text`` that hold a candidate, each with the break
         either side, in order, none overlapping (see ``_RUN``).  Each
         candidate is looked for from where the last window ended: every
@@ -575,7 +573,7 @@ class Redactor:
         # secret hid ("sk-ant-....b@c.de": the email's lookbehind saw the key),
         # and redaction must be idempotent.  A few passes always suffice.
         texts = list(texts)
-        todo = range(len(texts))
+        todo = list(range(len(texts)))
         for _ in range(8):
             changed = []
             for i in todo:

@@ -8,7 +8,6 @@ and the two must agree.  Only the imports changed.  Do not "fix" it: it is
 the reference, not code that runs.
 """
 
-
 from __future__ import annotations
 
 import dataclasses
