@@ -285,6 +285,7 @@ class _Scan:
 
 
 _WHOLE = _Scan(whole=True)
+_NONE = _Scan()
 
 
 _BEARER_PREFIX = re.compile(r"(?i:bearer)(?:\s+|%20|\+)")
@@ -396,10 +397,12 @@ class Redactor:
             return _placeholder(kind)
         return f"[REDACTED:{kind}:{digest(self.salt, kind, value)}]"
 
-    def _scan(self, text: str | bytes) -> _Scan:
+    def _scan(self, text: str | bytes, *, windows: bool = True) -> _Scan:
         """How ``text`` (or the bytes a text was read from) is scanned: not
         at all when no rule can match it (see ``_SECRET_HINTS``), in
-        windows when only the built-in shapes can."""
+        windows when only the built-in shapes can (unless ``windows`` is
+        false: then whole on the first hint, which is all a short text
+        needs to know)."""
         if not self._hinted:
             return _WHOLE
         if isinstance(text, str):
@@ -415,18 +418,22 @@ class Redactor:
         # as its letter above (which can only add hints).
         hints = [literal for literal in _SECRET_LITERALS if literal in data]
         hints += [hint.pattern for hint in _SECRET_HINTS if hint.search(data)]
+        if hints and not windows:
+            return _WHOLE
         folded = data.translate(_FOLD)
         for part, group in _FOLDED_HINTS:
             if part in folded:
                 for hint in group:
                     if hint in folded:
-                        if hint not in _CANDIDATES:  # a field's name: any character may follow
+                        if hint not in _CANDIDATES or not windows:  # a field: any character
                             return _WHOLE
                         hints.append(hint)
         if self.pii:
             hints += [hint for hint in (b"@", b"%40") if hint in data]  # %40: a URL-encoded @
             classes = data.translate(_PHONE_CLASSES)
             hints += [hint for hint in (b"+0", b"000 000") if hint in classes]
+        if not hints:
+            return _NONE
         return _Scan(candidates=tuple(dict.fromkeys(_CANDIDATES[hint] for hint in hints)))
 
     def keeps(self, *texts: str | bytes) -> bool:
@@ -437,7 +444,7 @@ class Redactor:
             return False
         # One scan of them all: joining can only add hints, never hide one.
         parts = [t.encode("utf-8", "surrogatepass") if isinstance(t, str) else t for t in texts]
-        return self._scan(b"\n".join(parts)) == _Scan()
+        return self._scan(b"\n".join(parts), windows=False) is _NONE
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, object], *, pii: bool | None = None) -> Redactor:
@@ -486,12 +493,12 @@ class Redactor:
     def text(self, text: str, found: list[str] | None = None) -> str:
         """``text`` with every secret (and PII) replaced by a placeholder.
         The kinds replaced are appended to ``found`` when given."""
-        return self._scrubbed(text, self._scan(text), found)
+        return self._scrubbed(text, self._scan(text, windows=len(text) >= _WINDOWED_FROM), found)
 
     def _scrubbed(self, text: str, scan: _Scan, found: list[str] | None) -> str:
         """``text`` redacted as ``scan`` (its hints) allows: the one path
         of :meth:`text` and :meth:`data`."""
-        if not scan.whole and not scan.candidates:
+        if scan is _NONE:
             return text
         if scan.whole or len(text) < _WINDOWED_FROM:
             return self._passes([text], found)[0]
@@ -615,8 +622,8 @@ class Redactor:
         # The hints of the text are those of its bytes: an ASCII byte is the
         # same character either way, and a case-blind letter's bytes are
         # its own.
-        scan = self._scan(data)
-        if scan == _Scan() and not self._json_paths:
+        scan = self._scan(data, windows=len(data) >= _WINDOWED_FROM)
+        if scan is _NONE and not self._json_paths:
             return data
         try:
             text = data.decode("utf-8")
