@@ -7,8 +7,8 @@ body is made here, seeded, so runs compare: random bytes (an upload, 1 in
 and a phone number every 2 KB), ASCII JSON (chat messages, each holding
 an address and a number: the worst ASCII case, every message a window), a
 0.8 KB chat body (the fixed cost, in us) and an SSE stream recorded chunk
-by chunk through a :class:`~reel_core._record.Recorder` (each event
-scrubbed as a frame).  The best of ``rounds`` timings counts.
+by chunk (``reel_core.tools.record_exchange``, the engine's recording
+path: each event scrubbed as a frame).  The best of ``rounds`` timings counts.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import random
 
-from reel_core import RecordedRequest, Redactor
-from reel_core._record import Recorder
+from reel_core import Redactor, Request
+from reel_core.tools import record_exchange
 
 from ._common import Row, best_of
 
@@ -54,16 +54,14 @@ def _sse(size: int) -> bytes:
 
 
 def _record_stream(body: bytes) -> None:
-    recorder = Recorder(
-        RecordedRequest("POST", "/v1/chat/completions"),
-        key="sha256:" + "0" * 64,
-        id="id0",
+    chunks = [(i / 1e6, body[i : i + 4096]) for i in range(0, len(body), 4096)]
+    record_exchange(
+        Request("POST", "/v1/chat/completions", (), b"{}"),
+        200,
+        [(b"content-type", b"text/event-stream")],
+        chunks,
         redactor=Redactor(),
     )
-    recorder.head(200, ((b"content-type", b"text/event-stream"),), 0.0, None)
-    for i in range(0, len(body), 4096):
-        recorder.data(body[i : i + 4096], 0.001)
-    recorder.end(1.0)
 
 
 def redaction_rows(megabytes: float, stream_megabytes: float, rounds: int) -> list[Row]:

@@ -482,7 +482,7 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
 CAPTIONS = {
     "redact": "Redaction throughput: `Redactor.data` over each body, best of rounds "
     "(bench/redaction.py): ms, MB/s; the 0.8 KB chat body in us; the SSE stream recorded "
-    "through a Recorder in 4 KB reads, each event scrubbed as a frame.",
+    "(record_exchange) in 4 KB reads, each event scrubbed as a frame.",
     "import": "0. Import cost: `import X` in a fresh interpreter (byte-code cached), best of "
     "runs, ms (-X importtime's cumulative figure, without the interpreter's start-up), and "
     "the client families it pulled in. httpx and httpx2 are the reference: the transports "
