@@ -233,6 +233,7 @@ _PHONE_CLASSES = bytes(
 #: with one, so the hints read each as its letter.
 _FOLDS_TO_ASCII = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 _FOLDS_UTF8 = tuple((c.encode("utf-8"), a.encode("ascii")) for c, a in _FOLDS_TO_ASCII.items())
+
 # -- windows -------------------------------------------------------------------
 #
 # A big text is not scanned whole.  Outside a secret field, every built-in
@@ -241,16 +242,17 @@ _FOLDS_UTF8 = tuple((c.encode("utf-8"), a.encode("ascii")) for c, a in _FOLDS_TO
 # and looks at most one character before it and two after it, all of them
 # in those runs but the one right before and the one right after.  Any
 # other character (a CJK character, a byte no UTF-8 read as a surrogate, a
-# brace, a comma) breaks: no match holds it, and a replacement writes none
-# in its place, so every pass of the rules changes each run of the rest on
-# its own, looking at the breaks either side only.  A run holding no
+# brace, a comma) breaks: no match holds it, so it stays where it is pass
+# after pass, and every pass of the rules changes each run between two
+# breaks on its own, looking at those two only.  A run holding no
 # candidate (a literal of _CANDIDATES: what a hint is for a whole text) has
 # no match; the others are scanned each with the break either side (a
 # window), pass after pass as a whole text is, so the output is the same,
 # byte for byte, and so are the kinds found, in the same order.
 
 #: Characters a built-in shape (not a field) may consume: ASCII letters,
-#: digits, the punctuation of the shapes, and every character ``\s`` is.
+#: digits, the punctuation of the shapes, every character ``\s`` is, and
+#: the letters of _FOLDS_TO_ASCII.
 _RUN = re.compile(
     r"[\t-\r\x1c-\x20\"%'()+\-./0-9:=@A-Z_a-z~"
     r"\x85\xa0\u0130\u0131\u017f\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u212a\u3000]*"
