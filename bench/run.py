@@ -38,6 +38,7 @@ from bench import (
     pertest,
     proxy,
     proxypeers,
+    redaction,
     stores,
     streaming,
     websocket,
@@ -67,6 +68,7 @@ SECTIONS = (
     "stores",
     "proxypeers",
     "pertest",
+    "redact",
 )
 
 
@@ -118,6 +120,10 @@ class Plan:
     pertest_variants: tuple[str, ...] = ("inprocess", "proxy", "proxy-sdk")
     #: The generated test suites: their sizes, rounds, serial and ``-n 2``.
     suite: SuitePlan = SuitePlan(sizes=(300, 1_000), rounds=3)
+    #: Redaction: the size of each big body and of the SSE stream (MB), rounds.
+    redact_megabytes: float = 1.0
+    redact_stream_megabytes: float = 10.0
+    redact_rounds: int = 5
 
 
 FULL = Plan(
@@ -173,6 +179,9 @@ QUICK = Plan(
     pertest_phases=False,
     pertest_variants=("inprocess", "proxy"),
     suite=SuitePlan(sizes=(30,), rounds=1, workers=(0,), wirings=("per-test",), import_repeat=2),
+    redact_megabytes=0.25,
+    redact_stream_megabytes=1.0,
+    redact_rounds=2,
 )
 
 
@@ -246,6 +255,12 @@ def measure(run: Run) -> None:
     if suite.split:
         run.results["suite-split"] = suite.split
     run.section("import", lambda: imports.import_rows(plan.import_repeat))
+    run.section(
+        "redact",
+        lambda: redaction.redaction_rows(
+            plan.redact_megabytes, plan.redact_stream_megabytes, plan.redact_rounds
+        ),
+    )
     run.section(
         "replay",
         lambda: [
@@ -341,6 +356,10 @@ def targets(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
             f"{http['import_ms']} ms, families: {http['families_imported']}",
             http["import_ms"] <= 70 and http["families_imported"] == "none",
         )
+    for body in results.get("redact", []):
+        if body["body"].startswith(("binary", "text past")):
+            per_mb = body["ms"] / body["mb"]
+            add("redact", f"{body['body']}: <= 50 ms a MB", f"{per_mb:.1f} ms a MB", per_mb <= 50)
     replay = results.get("replay", [])
     if replay:
         times = [r["reel_us"] for r in replay]
@@ -540,6 +559,9 @@ CAPTIONS = {
     "counted where pytest, the SDK or the test enter them; est_ms_per_test applies each "
     "share to the unprofiled CPU figure of 9a (serial, per-test). Imports: the plugin and "
     "the core in a fresh interpreter after pytest and the SDK, paid once per process.",
+    "redact": "12. Redaction throughput: `Redactor.data` over each body, best of rounds "
+    "(bench/redaction.py): ms, MB/s; the 0.8 KB chat body in us; the SSE stream recorded "
+    "(record_exchange) in 4 KB reads, each event scrubbed as a frame.",
     "import": "0. Import cost: `import X` in a fresh interpreter (byte-code cached), best of "
     "runs, ms (-X importtime's cumulative figure, without the interpreter's start-up), and "
     "the client families it pulled in. httpx and httpx2 are the reference: the transports "

@@ -227,6 +227,69 @@ _PHONE_CLASSES = bytes(
 )
 
 
+#: The non-ASCII characters a case-blind regular expression matches an
+#: ASCII letter with (dotted and dotless i, long s, the Kelvin sign), and
+#: that letter: a shape's ``(?i)`` part or a field's name may be spelled
+#: with one, so the hints read each as its letter.
+_FOLDS_TO_ASCII = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+_FOLDS_UTF8 = tuple((c.encode("utf-8"), a.encode("ascii")) for c, a in _FOLDS_TO_ASCII.items())
+
+# -- windows -------------------------------------------------------------------
+#
+# A big text is not scanned whole.  Outside a secret field, every built-in
+# shape consumes only ASCII letters, digits, _RUN's punctuation and
+# whitespace (and the letters of _FOLDS_TO_ASCII, in its case-blind parts),
+# and looks at most one character before it and two after it, all of them
+# in those runs but the one right before and the one right after.  Any
+# other character (a CJK character, a byte no UTF-8 read as a surrogate, a
+# brace, a comma) breaks: no match holds it, so it stays where it is pass
+# after pass, and every pass of the rules changes each run between two
+# breaks on its own, looking at those two only.  A run holding no
+# candidate (a literal of _CANDIDATES: what a hint is for a whole text) has
+# no match; the others are scanned each with the break either side (a
+# window), pass after pass as a whole text is, so the output is the same,
+# byte for byte, and so are the kinds found, in the same order.
+
+#: Characters a built-in shape (not a field) may consume: ASCII letters,
+#: digits, the punctuation of the shapes, every character ``\s`` is, and
+#: the letters of _FOLDS_TO_ASCII.
+_RUN = re.compile(
+    r"[\t-\r\x1c-\x20\"%'()+\-./0-9:=@A-Z_a-z~"
+    r"\x85\xa0\u0130\u0131\u017f\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u212a\u3000]*"
+)
+#: What to look for in a text, by the hint its bytes hold: where each match
+#: of a built-in shape is, something it holds is (a hint found by its
+#: bytes is found by its characters, and ``(?i)`` finds a letter of
+#: _FOLDS_TO_ASCII as its hint reads it).
+_CANDIDATES: Mapping[bytes, re.Pattern[str]] = {
+    **{literal: re.compile(literal.decode()) for literal in _SECRET_LITERALS},
+    **{hint.pattern: re.compile(hint.pattern.decode()) for hint in _SECRET_HINTS},
+    b"aws_secret": re.compile(r"(?i:aws_?secret)"),
+    b"awssecret": re.compile(r"(?i:aws_?secret)"),
+    b"bearer": re.compile(r"(?i:bearer)"),
+    b"@": re.compile("@"),
+    b"%40": re.compile("%40"),
+    b"+0": re.compile(r"\+[0-9]"),
+    b"000 000": re.compile(r"[0-9]{3}[ .\-][0-9]{3}"),
+}
+#: Texts shorter than this are scanned whole: a window costs more than it saves.
+_WINDOWED_FROM = 4096
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """How a text is scanned, as the hints its bytes hold tell: whole
+    (any rule may match anywhere), or in windows around the candidates
+    (none: no rule can match, the text is kept as it is)."""
+
+    whole: bool = False
+    candidates: tuple[re.Pattern[str], ...] = ()
+
+
+_WHOLE = _Scan(whole=True)
+_NONE = _Scan()
+
+
 _BEARER_PREFIX = re.compile(r"(?i:bearer)(?:\s+|%20|\+)")
 
 
@@ -336,25 +399,44 @@ class Redactor:
             return _placeholder(kind)
         return f"[REDACTED:{kind}:{digest(self.salt, kind, value)}]"
 
-    def _may_match(self, text: str | bytes) -> bool:
-        """False only when no pattern can match ``text`` (see ``_SECRET_HINTS``)."""
-        if not self._hinted or not text.isascii():
-            return True
-        data = text.encode("ascii") if isinstance(text, str) else text
-        if any(map(data.__contains__, _SECRET_LITERALS)):
-            return True
-        if any(hint.search(data) for hint in _SECRET_HINTS):
-            return True
+    def _scan(self, text: str | bytes, *, windows: bool = True) -> _Scan:
+        """How ``text`` (or the bytes a text was read from) is scanned: not
+        at all when no rule can match it (see ``_SECRET_HINTS``), in
+        windows when only the built-in shapes can (unless ``windows`` is
+        false: then whole on the first hint, which is all a short text
+        needs to know)."""
+        if not self._hinted:
+            return _WHOLE
+        if isinstance(text, str):
+            data = text.encode("ascii" if text.isascii() else "utf-8", "surrogatepass")
+        else:
+            data = text
+        if not data.isascii():
+            for char, letter in _FOLDS_UTF8:
+                if char in data:
+                    data = data.replace(char, letter)
+        # Past ASCII the hints still hold: a character that is not ASCII is
+        # part of no literal, and one a case-blind part may match is read
+        # as its letter above (which can only add hints).
+        hints = [literal for literal in _SECRET_LITERALS if literal in data]
+        hints += [hint.pattern for hint in _SECRET_HINTS if hint.search(data)]
+        if hints and not windows:
+            return _WHOLE
         folded = data.translate(_FOLD)
-        for part, hints in _FOLDED_HINTS:
-            if part in folded and any(map(folded.__contains__, hints)):
-                return True
-        if not self.pii:
-            return False
-        if b"@" in data or b"%40" in data:  # an e-mail, maybe URL-encoded
-            return True
-        classes = data.translate(_PHONE_CLASSES)
-        return b"000 000" in classes or b"+0" in classes
+        for part, group in _FOLDED_HINTS:
+            if part in folded:
+                for hint in group:
+                    if hint in folded:
+                        if hint not in _CANDIDATES or not windows:  # a field: any character
+                            return _WHOLE
+                        hints.append(hint)
+        if self.pii:
+            hints += [hint for hint in (b"@", b"%40") if hint in data]  # %40: a URL-encoded @
+            classes = data.translate(_PHONE_CLASSES)
+            hints += [hint for hint in (b"+0", b"000 000") if hint in classes]
+        if not hints:
+            return _NONE
+        return _Scan(candidates=tuple(dict.fromkeys(_CANDIDATES[hint] for hint in hints)))
 
     def keeps(self, *texts: str | bytes) -> bool:
         """True only when redacting each of ``texts`` provably changes
@@ -364,7 +446,7 @@ class Redactor:
             return False
         # One scan of them all: joining can only add hints, never hide one.
         parts = [t.encode("utf-8", "surrogatepass") if isinstance(t, str) else t for t in texts]
-        return not self._may_match(b"\n".join(parts))
+        return self._scan(b"\n".join(parts), windows=False) is _NONE
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, object], *, pii: bool | None = None) -> Redactor:
@@ -413,6 +495,55 @@ class Redactor:
     def text(self, text: str, found: list[str] | None = None) -> str:
         """``text`` with every secret (and PII) replaced by a placeholder.
         The kinds replaced are appended to ``found`` when given."""
+        return self._scrubbed(text, self._scan(text, windows=len(text) >= _WINDOWED_FROM), found)
+
+    def _scrubbed(self, text: str, scan: _Scan, found: list[str] | None) -> str:
+        """``text`` redacted as ``scan`` (its hints) allows: the one path
+        of :meth:`text` and :meth:`data`."""
+        if scan is _NONE:
+            return text
+        if scan.whole or len(text) < _WINDOWED_FROM:
+            return self._passes([text], found)[0]
+        spans = self._windows(text, scan.candidates)
+        pieces = self._passes([text[start:stop] for start, stop in spans], found)
+        out: list[str] = []
+        cursor = 0
+        for (start, stop), piece in zip(spans, pieces, strict=True):
+            out += (text[cursor:start], piece)
+            cursor = stop
+        out.append(text[cursor:])
+        return "".join(out)
+
+    def _windows(self, text: str, candidates: tuple[re.Pattern[str], ...]) -> list[tuple[int, int]]:
+        """The runs of ``text`` that hold a candidate, each with the break
+        either side, in order, none overlapping (see ``_RUN``).  Each
+        candidate is looked for from where the last window ended: every
+        search moves forward, so finding them all is linear."""
+        size = len(text)
+        backwards = text[::-1]
+
+        def after(candidate: re.Pattern[str], position: int) -> int:
+            m = candidate.search(text, position)
+            return size if m is None else m.start()
+
+        spans: list[tuple[int, int]] = []
+        heads = [after(candidate, 0) for candidate in candidates]
+        while (at := min(heads)) < size:
+            start = at - (_RUN.match(backwards, size - at).end() - (size - at))  # type: ignore[union-attr]
+            stop = _RUN.match(text, at).end()  # type: ignore[union-attr]
+            start, stop = max(start - 1, 0), min(stop + 1, size)
+            if spans and start < spans[-1][1]:  # the break between is shared
+                start = spans.pop()[0]
+            spans.append((start, stop))
+            heads = [
+                head if head >= stop else after(candidate, stop)
+                for candidate, head in zip(candidates, heads, strict=True)
+            ]
+        return spans
+
+    def _passes(self, texts: list[str], found: list[str] | None) -> list[str]:
+        """``texts`` redacted, each pass over all of them in turn (so the
+        kinds are found in the order one text's passes find them)."""
 
         def shape(m: re.Match[str]) -> str:
             kind = self._kinds[m.lastgroup or ""]
@@ -447,19 +578,25 @@ class Redactor:
                     return groups[i] + _placeholder("secret-field") + groups[i + 3]
             return m.group(0)  # pragma: no cover - one alternative always matched
 
-        if not self._may_match(text):
-            return text
         # Repeat until nothing changes: a placeholder can complete a shape a
         # secret hid ("sk-ant-....b@c.de": the email's lookbehind saw the key),
         # and redaction must be idempotent.  A few passes always suffice.
+        texts = list(texts)
+        todo = list(range(len(texts)))
         for _ in range(8):
-            redacted = self._pattern.sub(shape, text)
-            if '"' in redacted:
-                redacted = self._field.sub(blank_field, redacted)
-            if redacted == text:
+            changed = []
+            for i in todo:
+                text = texts[i]
+                redacted = self._pattern.sub(shape, text)
+                if '"' in redacted:
+                    redacted = self._field.sub(blank_field, redacted)
+                if redacted != text:
+                    texts[i] = redacted
+                    changed.append(i)
+            if not changed:
                 break
-            text = redacted
-        return text
+            todo = changed
+        return texts
 
     def header_value(self, value: str, found: list[str] | None = None) -> str:
         """A response header value (its bytes read as Latin-1) as it may be
@@ -484,13 +621,19 @@ class Redactor:
         came."""
         if not data:
             return data
+        # The hints of the text are those of its bytes: an ASCII byte is the
+        # same character either way, and a case-blind letter's bytes are
+        # its own.
+        scan = self._scan(data, windows=len(data) >= _WINDOWED_FROM)
+        if scan is _NONE and not self._json_paths:
+            return data
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = data.decode("utf-8", "surrogateescape")
-            redacted = self.text(text, found)
+            redacted = self._scrubbed(text, scan, found)
             return data if redacted == text else redacted.encode("utf-8", "surrogateescape")
-        redacted = self.text(text, found)
+        redacted = self._scrubbed(text, scan, found)
         out = data if redacted == text else redacted.encode("utf-8")
         return self._blank_paths(out, found) if self._json_paths else out
 
