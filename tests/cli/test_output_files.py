@@ -17,6 +17,7 @@ import pytest
 
 from reel_bindings.cli import main
 from reel_bindings.proxy import DEMO_CASSETTE
+from tests.inner import inner_ini
 
 from .helpers import interaction, write
 from .test_redact import OPENAI_KEY, secret_interaction
@@ -190,6 +191,7 @@ def test_redact_says_a_hard_link_keeps_the_lines_as_they_were(
 
 
 def test_the_pytest_report_is_renamed_into_place(pytester: pytest.Pytester) -> None:
+    pytester.makeini(inner_ini())  # the bench's peers' plugins clash when both are installed
     pytester.makepyfile("def test_nothing():\n    pass\n")
     elsewhere = pytester.path / "elsewhere.txt"
     elsewhere.write_text("keep me")

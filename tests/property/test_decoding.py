@@ -148,4 +148,13 @@ def test_a_stored_body_is_readable_and_redacted_or_flagged(
         assert b'"encoding_error":' in line
         expected = "request.body" if where == "request" else "response.body"
         assert [w for _, w, _ in flagged] == [f"{expected} (stored {header}-encoded)"]
-        assert (ix.request.body if where == "request" else ix.response.content) == data
+        content = ix.request.body if where == "request" else ix.response.content
+        if SECRET.encode() in data:
+            # its bytes show the secret as they came (a coding Reel cannot
+            # undo, which left them plain): scrubbed even so, since no
+            # secret on disk wins over a body kept byte for byte (the body
+            # is flagged either way; docs/redaction.md, "Binary bytes")
+            assert SECRET.encode() not in content
+            assert SECRET.encode() not in line
+        else:
+            assert content == data
