@@ -29,12 +29,11 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+from bench import run as bench_run
+from bench import suite, suite_calls, suite_upstream
 from bench.suite_gen import TOOLS, Tool, write_suite
 from hypothesis import given
 from hypothesis import strategies as st
-
-from bench import run as bench_run
-from bench import suite, suite_calls, suite_upstream
 
 tests = st.integers(min_value=0, max_value=100_000)
 
