@@ -664,8 +664,8 @@ class Engine:
             return events
         events.append(ResponseHead(response.status, headers))
         if not head_only:
-            for at_ms, data in response.frames:
-                events.append(Frame(data, timing.schedule(at_ms / 1000.0)))
+            scale = timing.scale  # a recording's offsets are finite: schedule's product
+            events += [Frame(data, at_ms / 1000.0 * scale) for at_ms, data in response.frames]
         if response.cut is not None:
             cut = response.cut
             events.append(Cut(cut.error, cut.detail, timing.schedule(cut.at_ms / 1000.0)))

@@ -99,22 +99,35 @@ def replay_batches(events: Iterable[Event], limit: int) -> Iterator[Batch]:
     frame past ``limit``).  A batch starts with a step that waits, or where
     the one before reached ``limit``; the end or cut joins the batch that
     is under way.  Lazy: it pulls no event past its batch's last frame but
-    one (the step that starts the next)."""
+    one (the event that starts the next).
+
+    The same decisions as :func:`replay_schedule`, made inline: a
+    :class:`Step` per frame is what a long stream must not cost.  The
+    property tests hold the two to the same steps."""
+    waited = 0.0
     until: float | None = None
     frames: list[Frame] = []
     size = 0
-    for step in replay_schedule(events):
-        if frames and (step.until is not None or size >= limit):
-            yield Batch(until, tuple(frames))
-            frames, size, until = [], 0, None
-        if not frames:
-            until = step.until
-        event = step.event
-        if isinstance(event, Frame):
+    for event in events:
+        if type(event) is Frame:
+            at = event.at
+            if at is not None and at > waited:
+                if frames:
+                    yield Batch(until, tuple(frames))
+                    frames, size = [], 0
+                until = waited = at
+            elif size >= limit:
+                yield Batch(until, tuple(frames))
+                frames, size, until = [], 0, None
             frames.append(event)
             size += len(event.data)
-        else:
-            yield Batch(until if frames else step.until, tuple(frames), event)
+        elif isinstance(event, (EndOfResponse, Cut)):
+            if event.at is not None and event.at > waited:
+                if frames:
+                    yield Batch(until, tuple(frames))
+                    frames = []
+                until = event.at
+            yield Batch(until, tuple(frames), event)
             return
-    if frames:  # events that stop before their end (a binding's pull ended)
+    if frames:  # events that stop before their end (the pull ended)
         yield Batch(until, tuple(frames))
