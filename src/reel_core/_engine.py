@@ -230,6 +230,8 @@ class Engine:
         the binding (``record``, ``start_next_cycle``)."""
         if self._events:
             event = self._events.popleft()
+            if type(event) is Frame:  # most of a long stream: nothing to decide
+                return event
             if self.state is State.SERVING and isinstance(event, (EndOfResponse, Cut)):
                 if type(event) is Cut:
                     self._cut = event.error
