@@ -60,7 +60,7 @@ from ._interaction import Interaction, RecordedRequest, RecordedResponse, Stream
 from ._match import MatchConfig, MatchMode
 from ._meta import CassetteMeta
 from ._redact import Redactor
-from ._schedule import Step, replay_schedule
+from ._schedule import Batch, Step, replay_batches, replay_schedule
 from ._state import State
 from ._timing import Timing
 from ._upstream import Abort, UpstreamError
@@ -74,6 +74,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
 __all__ = [
     "SCHEMA_VERSION",
     "Abort",
+    "Batch",
     "CallEngine",
     "CallLog",
     "Cassette",
@@ -123,6 +124,7 @@ __all__ = [
     "UpstreamError",
     "Verdict",
     "__version__",
+    "replay_batches",
     "replay_schedule",
 ]
 

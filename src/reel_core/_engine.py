@@ -230,6 +230,8 @@ class Engine:
         the binding (``record``, ``start_next_cycle``)."""
         if self._events:
             event = self._events.popleft()
+            if type(event) is Frame:  # most of a long stream: nothing to decide
+                return event
             if self.state is State.SERVING and isinstance(event, (EndOfResponse, Cut)):
                 if type(event) is Cut:
                     self._cut = event.error
@@ -664,8 +666,8 @@ class Engine:
             return events
         events.append(ResponseHead(response.status, headers))
         if not head_only:
-            for at_ms, data in response.frames:
-                events.append(Frame(data, timing.schedule(at_ms / 1000.0)))
+            scale = timing.scale  # a recording's offsets are finite: schedule's product
+            events += [Frame(data, at_ms / 1000.0 * scale) for at_ms, data in response.frames]
         if response.cut is not None:
             cut = response.cut
             events.append(Cut(cut.error, cut.detail, timing.schedule(cut.at_ms / 1000.0)))

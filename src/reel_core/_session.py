@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
 
 import h11
@@ -321,6 +321,21 @@ class Session:
         else:
             raise LocalProtocolError(f"{type(event).__name__} is not sent to the client")
         return self._reader.send(h11_event)
+
+    def send_frames(self, frames: Sequence[Frame]) -> bytes:
+        """Serialize ``frames`` due at once (a :class:`Batch`'s) for the
+        client: their bytes joined, sent to h11 as one piece of body.  The
+        body the client reads is that of sending each frame, as are the
+        bytes on the wire of a response with a length; a chunked one has
+        one chunk for the batch, not one per frame.  Chunks are no part of
+        the body: a client reading with h11 or httpx may see a chunk's
+        bytes in several pieces or a read's worth of chunks back to back,
+        as the network delivers them, and an SSE client splits events on
+        blank lines, never on chunks (see docs/reliability.md)."""
+        data = b"".join([frame.data for frame in frames])
+        if not data:
+            return b""
+        return self._reader.send(h11.Data(data=data))
 
     def respond(
         self, status: int, headers: Headers | list[tuple[bytes, bytes]], body: bytes

@@ -55,6 +55,16 @@ class Timing:
             return cls(TimingMode(name))
         raise ConfigError(f"bad timing {text!r}: use realtime, fast or slow=N")
 
+    @property
+    def scale(self) -> float:
+        """What :meth:`schedule` multiplies a (finite) offset by: a long
+        stream's deadlines are computed with it, not a call per frame."""
+        if self.mode is TimingMode.FAST:
+            return 0.0
+        if self.mode is TimingMode.SLOW:
+            return self.factor
+        return 1.0
+
     def schedule(self, offset: float) -> float:
         """The replay deadline, in seconds after the response head, of a frame
         recorded ``offset`` seconds after the first response byte."""

@@ -37,7 +37,6 @@ from reel_core import (
     EndOfResponse,
     Event,
     Forward,
-    Frame,
     Miss,
     Refused,
     RemoteProtocolError,
@@ -47,7 +46,7 @@ from reel_core import (
     Session,
     Signal,
     State,
-    replay_schedule,
+    replay_batches,
 )
 from reel_core.tools import UiRefusal, routed_verdict
 
@@ -357,24 +356,25 @@ class HTTP11Connection:
         pending: a write per event costs a system call and a wake-up of the
         client each, and one write of a whole long stream due at once (fast
         timing) would hold it all in memory and keep every other connection
-        waiting."""
+        waiting.  The frames due at once come from the core as a batch
+        (``replay_batches``), serialized as one piece of body: one chunk and
+        one h11 call for a batch instead of one per frame."""
         session, stream, out = self.session, self.stream, self._out
         start = anyio.current_time()  # the head goes out now: deadlines count from it
-        for step in replay_schedule(_pulled(session)):
-            if step.until is not None and start + step.until > anyio.current_time():
+        for batch in replay_batches(_pulled(session), WRITE_SIZE):
+            if batch.until is not None and start + batch.until > anyio.current_time():
                 await out.flush(stream)
-                await sleep_until(start + step.until)
-            event = step.event
-            if isinstance(event, Frame):
-                if out.add(session.send(event)):
-                    await out.flush(stream)
-            elif isinstance(event, EndOfResponse):
-                out.add(session.send(event))
+                await sleep_until(start + batch.until)
+            if batch.frames and out.add(session.send_frames(batch.frames)):
+                await out.flush(stream)
+            last = batch.last
+            if isinstance(last, EndOfResponse):
+                out.add(session.send(last))
                 await out.flush(stream)
                 self._log()
-            else:
+            elif last is not None:
                 await out.flush(stream)
-                session.send(event)
+                session.send(last)
                 self._log()
                 return False
         return True
