@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import functools
 import os
-import select
 import socket
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
@@ -42,11 +41,15 @@ import anyio.abc
 import anyio.streams.tls
 import h11
 
-from reel_core import Abort, Request, UpstreamError
+from reel_core import Request, UpstreamError
 from reel_core.tools import HOP_BY_HOP, accept_encoding, is_grpc, shown_url
 
 from ._failures import CONNECT_CAUSES, Rule, classify
 from ._proxy_env import environment_proxies, proxy_for
+from ._upstream_parts import Once as _Once
+from ._upstream_parts import Origin as _Origin
+from ._upstream_parts import UpstreamFailure
+from ._upstream_parts import readable as _readable
 
 if TYPE_CHECKING:
     from ._upstream_h2 import H2Pool
@@ -69,16 +72,6 @@ _DROP = HOP_BY_HOP | {b"host", b"content-length", b"expect"}
 _READ_SIZE = 65536
 #: The largest response head read (h11's default is 16 KiB; httpcore's 100).
 _MAX_HEAD = 100 * 1024
-
-
-class UpstreamFailure(Exception):
-    """The upstream failed, or the proxy did not forward (the store is
-    down); ``error`` says how (already mapped)."""
-
-    def __init__(self, error: UpstreamError | Abort, detail: str) -> None:
-        super().__init__(f"{error.value}: {detail}")
-        self.error = error
-        self.detail = detail
 
 
 def forward_headers(request: Request, url: str) -> list[tuple[bytes, bytes]]:
@@ -108,10 +101,6 @@ class UpstreamResponse(Protocol):
     trailers: list[tuple[bytes, bytes]]
 
     def chunks(self) -> AsyncGenerator[bytes, None]: ...
-
-
-#: ``(scheme, host, port)``: which connections a request may reuse.
-_Origin = tuple[str, str, int]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -187,17 +176,6 @@ class _Proxy:
             secret = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
             token = base64.b64encode(secret.encode("utf-8")).decode("ascii")
             self.headers.append((b"proxy-authorization", f"Basic {token}".encode("ascii")))
-
-
-def _readable(sock: socket.socket) -> Callable[[], bool]:
-    """A check of whether an idle connection has something to read: the
-    server closed it (or broke the protocol); either way it cannot carry a
-    request.  A poll registered once, so each check is one system call."""
-    if hasattr(select, "poll"):
-        poll = select.poll()
-        poll.register(sock, select.POLLIN)
-        return lambda: bool(poll.poll(0))
-    return lambda: bool(select.select([sock], [], [], 0)[0])  # pragma: no cover - Windows
 
 
 class _Connection:
@@ -318,20 +296,6 @@ async def _write(connection: _Connection, data: bytes) -> None:
     all (a 413, say); what it answered, or why not, is read next."""
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         await connection.stream.send(data)
-
-
-class _Once:
-    """Calls ``hook`` (if any) the first time it is called, never again."""
-
-    __slots__ = ("_hook",)
-
-    def __init__(self, hook: Callable[[], object] | None) -> None:
-        self._hook = hook
-
-    def __call__(self) -> None:
-        hook, self._hook = self._hook, None
-        if hook is not None:
-            hook()
 
 
 class _Response:

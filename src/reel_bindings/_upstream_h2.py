@@ -75,7 +75,10 @@ except ImportError as exc:  # the h2 extra is not installed
 from reel_core import UpstreamError
 from reel_core.tools import is_grpc
 
-from ._upstream import UpstreamFailure, _Once, _Origin, _readable
+from ._upstream_parts import Once as _Once
+from ._upstream_parts import Origin as _Origin
+from ._upstream_parts import UpstreamFailure
+from ._upstream_parts import readable as _readable
 
 __all__ = ["CONNECTION_WINDOW", "STREAM_WINDOW", "H2Pool", "h2_headers", "trailers_only"]
 
