@@ -121,7 +121,25 @@ class ReplayedCall(grpc.RpcError, grpc.Call):  # type: ignore[misc]  # grpcio is
     __str__ = __repr__
 
 
-class Completed(grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
+class _Status:
+    """What a call's status methods answer: the call's (``_call``) own."""
+
+    _call: Any
+
+    def initial_metadata(self) -> Any:
+        return self._call.initial_metadata()
+
+    def trailing_metadata(self) -> Any:
+        return self._call.trailing_metadata()
+
+    def code(self) -> Any:
+        return self._call.code()
+
+    def details(self) -> Any:
+        return self._call.details()
+
+
+class Completed(_Status, grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
     """What ``future()`` returns: a call that already ended (the in-process
     channel runs it before it returns)."""
 
@@ -155,18 +173,6 @@ class Completed(grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is unty
 
     def add_done_callback(self, fn: Callable[[Any], None]) -> None:
         fn(self)
-
-    def initial_metadata(self) -> Any:
-        return self._call.initial_metadata()
-
-    def trailing_metadata(self) -> Any:
-        return self._call.trailing_metadata()
-
-    def code(self) -> Any:
-        return self._call.code()
-
-    def details(self) -> Any:
-        return self._call.details()
 
     def is_active(self) -> bool:
         return False
@@ -243,7 +249,7 @@ class ForwardedStream(grpc.Call):  # type: ignore[misc]  # grpcio is untyped
         return getattr(self._raw, name)
 
 
-class RunningCall(grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
+class RunningCall(_Status, grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is untyped
     """What a client-streaming call's ``future()`` returns: the call's
     answer read in a thread of its own, as grpcio's future is (its request
     iterator may wait on what the caller does once it has the future)."""
@@ -304,18 +310,6 @@ class RunningCall(grpc.Future, grpc.Call):  # type: ignore[misc]  # grpcio is un
                 self._callbacks.append(fn)
                 return
         fn(self)
-
-    def initial_metadata(self) -> Any:
-        return self._call.initial_metadata()
-
-    def trailing_metadata(self) -> Any:
-        return self._call.trailing_metadata()
-
-    def code(self) -> Any:
-        return self._call.code()
-
-    def details(self) -> Any:
-        return self._call.details()
 
     def is_active(self) -> bool:
         return bool(self._call.is_active())
