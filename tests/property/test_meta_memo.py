@@ -30,7 +30,7 @@ from reel_core import (
     RecordedResponse,
 )
 from reel_core._codec import decode_head
-from reel_core._meta import READ_MAX, _READ, meta_from_json, read_meta_line
+from reel_core._meta import _READ, READ_MAX, meta_from_json, read_meta_line
 from reel_core._nesting import load_json
 
 #: ``_meta`` objects, the first seven good, the rest bad (each failing a different check).
