@@ -1,6 +1,7 @@
 """Reel's in-process work per test, without pytest or the SDK: for each of
 ``N`` tests its own cassette (1 to 3 lines of the bench corpus) opened, an
-``httpx`` transport made on it, each of its requests played once (the
+``httpx`` transport made on it (``fast`` timing, the pytest plugin's
+default), each of its requests played once (the
 first play: keyed, its line parsed, its response built) and the transport
 closed.  CPU time (``time.process_time``) of the whole loop, best and
 median of ``--rounds``, per test; ``--profile`` prints cProfile's top
@@ -9,6 +10,7 @@ functions instead.  A before/after runs it twice, each with its own
 
     PYTHONPATH=src:. python -m bench.pertransport [--tests 300] [--rounds 7] [--streams]
 
+(``python bench/run.py --only pertransport`` runs it with and without streams.)
 Nothing is asserted; the figures go to ``docs/performance.md`` by hand.
 """
 
@@ -27,9 +29,10 @@ import httpx
 from reel_bindings.httpcore import Transport
 from reel_core import Cassette
 
+from ._common import Row, median
 from ._data import BASE_URL, PATH, REQUEST_HEADERS, _line, is_stream, request_body
 
-__all__ = ["plan", "play"]
+__all__ = ["per_transport_rows", "plan", "play"]
 
 
 def plan(work: Path, tests: int, *, streams: bool) -> list[tuple[Path, list[bytes]]]:
@@ -54,13 +57,47 @@ def play(tests: list[tuple[Path, list[bytes]]], client: httpx.Client) -> None:
     """Every test's cassette opened, its requests played once, closed."""
     url = BASE_URL + PATH
     for path, bodies in tests:
-        transport = Transport(path, mode="replay")
+        transport = Transport(path, mode="replay", timing="fast")
         for body in bodies:
             request = client.build_request("POST", url, content=body, headers=REQUEST_HEADERS)
             response = transport.handle_request(request)
             response.read()
             response.close()
         transport.close()
+
+
+def _times(tests: list[tuple[Path, list[bytes]]], client: httpx.Client, rounds: int) -> list[float]:
+    """CPU ms per test of each of ``rounds`` plays of every test."""
+    times = []
+    for _ in range(rounds):
+        start = time.process_time()
+        play(tests, client)
+        times.append((time.process_time() - start) * 1000 / len(tests))
+    return times
+
+
+def per_transport_rows(tests: int, rounds: int) -> list[Row]:
+    """One row without streams and one with a fifth of the calls streamed
+    (fast timing, the pytest plugin's default): Reel's CPU ms per test,
+    median and best of ``rounds``."""
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as work, httpx.Client() as client:
+        for streams in (False, True):
+            where = Path(work) / ("streams" if streams else "plain")
+            where.mkdir()
+            suite = plan(where, tests, streams=streams)
+            play(suite, client)  # warm
+            times = _times(suite, client, rounds)
+            rows.append(
+                {
+                    "cassettes": "a fifth of the calls streamed" if streams else "no streams",
+                    "tests": tests,
+                    "cpu_ms_per_test": round(median(times), 3),
+                    "best_ms_per_test": round(min(times), 3),
+                    "rounds": rounds,
+                }
+            )
+    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -78,12 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             profile.runcall(play, tests, client)
             pstats.Stats(profile).sort_stats("cumulative").print_stats("reel_", 40)
             return
-        times = []
-        for _ in range(args.rounds):
-            start = time.process_time()
-            play(tests, client)
-            times.append((time.process_time() - start) * 1000 / args.tests)
-    times.sort()
+        times = sorted(_times(tests, client, args.rounds))
     print(f"CPU ms per test: median {times[len(times) // 2]:.3f}, best {times[0]:.3f}")
 
 
