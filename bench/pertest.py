@@ -163,16 +163,19 @@ def _pytest(
     a loaded machine disturbs less than wall time); with ``report``,
     Reel's phase timer on and its JSON report written there."""
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
-    # the bench's peers' plugins are installed beside Reel: none is timed
-    # here (pytest-recording and cassetter even clash on --record-mode)
-    args += ["-p", "no:recording", "-p", "no:cassetter", "-p", "no:agenttape"]
-    if variant == "floor":
-        args += ["-p", "no:reel"]
+    # Only the plugins named load: the peers' (the ``bench`` extra) clash
+    # with one another on their options (``--record-mode``).
+    if variant != "floor":
+        args += ["-p", "reel_bindings.pytest_plugin"]
     if workers:
-        args += ["-n", str(workers)]
+        args += ["-p", "xdist.plugin", "-n", str(workers)]
     if report is not None:
         args += ["--reel-phases", f"--reel-report={report}"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(ROOT), str(root)])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), str(ROOT), str(root)]),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
     for variable in ("REEL_MODE", "REEL_PHASES", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         env.pop(variable, None)
     used = resource.getrusage(resource.RUSAGE_CHILDREN)

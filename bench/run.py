@@ -36,6 +36,7 @@ from bench import (
     inprocess,
     opening,
     pertest,
+    pertransport,
     proxy,
     proxypeers,
     redaction,
@@ -69,6 +70,7 @@ SECTIONS = (
     "proxypeers",
     "pertest",
     "redact",
+    "pertransport",
 )
 
 
@@ -118,6 +120,8 @@ class Plan:
     pertest_workers: tuple[int, ...] = (0, 2)
     pertest_phases: bool = True
     pertest_variants: tuple[str, ...] = ("inprocess", "proxy", "proxy-sdk")
+    pertransport_tests: int = 300
+    pertransport_rounds: int = 7
     #: The generated test suites: their sizes, rounds, serial and ``-n 2``.
     suite: SuitePlan = SuitePlan(sizes=(300, 1_000), rounds=3)
     #: Redaction: the size of each big body and of the SSE stream (MB), rounds.
@@ -178,6 +182,8 @@ QUICK = Plan(
     pertest_workers=(0,),
     pertest_phases=False,
     pertest_variants=("inprocess", "proxy"),
+    pertransport_tests=30,
+    pertransport_rounds=2,
     suite=SuitePlan(sizes=(30,), rounds=1, workers=(0,), wirings=("per-test",), import_repeat=2),
     redact_megabytes=0.25,
     redact_stream_megabytes=1.0,
@@ -297,6 +303,10 @@ def measure(run: Run) -> None:
             variants=plan.pertest_variants,
             phases=plan.pertest_phases,
         ),
+    )
+    run.section(
+        "pertransport",
+        lambda: pertransport.per_transport_rows(plan.pertransport_tests, plan.pertransport_rounds),
     )
     with pinned(proxy.CLIENT_CPU):
         run.section(
@@ -637,6 +647,10 @@ CAPTIONS = {
     "reel.openai() per test; proxy: the worker's proxy and reel.proxy_openai(); proxy-sdk: "
     "the proxy and a plain openai.OpenAI() built by the test. reel_own_ms: Reel's phase "
     "timer's total per test (one more run).",
+    "pertransport": "11a. Reel's in-process work per test without pytest or the SDK: "
+    "each test's cassette (1 to 3 corpus lines) opened, an httpx transport on it (fast "
+    "timing), every request played once, closed; CPU ms per test, median and best of the "
+    "rounds (bench/pertransport.py; --profile there shows where it goes).",
     "memory": "6. Memory: peak RSS of a proxy that opened the cassette and served every "
     "line of it once (streams too, fast timing, 4 connections), vs the same proxy that "
     "served a 10-interaction cassette; parsed_lines: how many parsed lines it keeps "

@@ -30,7 +30,7 @@ from typing import NamedTuple
 from ._assets import AssetSource, join_line
 from ._errors import CassetteError, SchemaVersionError
 from ._interaction import Interaction, format_timestamp, interaction_from_json, interaction_line
-from ._meta import CassetteMeta, meta_from_json, meta_line
+from ._meta import CassetteMeta, meta_from_json, meta_line, read_meta_line
 from ._nesting import LINE_DEPTH, load_json
 
 __all__ = [
@@ -209,11 +209,7 @@ def decode_head(data: bytes, name: str) -> Head:
         first_end = len(data)
     if not is_meta_line(data[pos:first_end]):
         return Head(None, pos, 0)
-    try:
-        obj = load_json(data[pos:first_end])
-    except ValueError as exc:
-        raise CassetteError(name, 1, f"the _meta line is not JSON ({exc})") from None
-    return Head(meta_from_json(obj, name), first_end + 1, 1)
+    return Head(read_meta_line(data[pos:first_end], name), first_end + 1, 1)
 
 
 def decode_parts(

@@ -3,7 +3,10 @@
 :class:`CassetteMeta` is a frozen value; :func:`meta_line` writes it and
 :func:`meta_from_json` reads it back, saying what is wrong with a bad one
 (:class:`~reel_core.SchemaVersionError` for a newer schema, with what to
-install).
+install).  :func:`read_meta_line` reads a whole line, and remembers the few
+lines it read lately: a suite's cassettes, one a test, were mostly written
+by one Reel with one set of settings, so their ``_meta`` lines are the same
+bytes and read as the same value.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from ._freeze import Freeze, freeze_from_json, freeze_json
 from ._headers import dropped_setting
 from ._literals import header_names
 from ._match import MatchConfig, MatchMode
+from ._nesting import load_json
 from ._redact import Redactor
 from ._version import SCHEMA_VERSION, __version__
 
-__all__ = ["CassetteMeta", "meta_from_json", "meta_line"]
+__all__ = ["CassetteMeta", "meta_from_json", "meta_line", "read_meta_line"]
 
 #: A version number (PEP 440-ish), safe to put in an upgrade command.
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+!]*")
@@ -222,3 +226,31 @@ def _upgrade(writer: str, schema: int) -> str:
         f"it needs a Reel that reads schema {schema} (`pip install -U reel-llm` gets "
         "the newest; if that is this one, the _meta line was edited: record the cassette again)"
     )
+
+
+#: The values of the ``_meta`` lines read lately, by the line's bytes.  The
+#: value is a function of the bytes alone (the name a cassette goes by is
+#: only ever in an error, and errors are not kept), and it is frozen: its
+#: ``extra`` mapping is only ever read, never changed in place.
+_READ: dict[bytes, CassetteMeta] = {}
+#: How many are kept; more distinct lines than this clear the memo.
+READ_MAX = 16
+
+
+def read_meta_line(line: bytes, name: str) -> CassetteMeta:
+    """:func:`meta_from_json` of the ``_meta`` line ``line`` (without its
+    newline) of cassette ``name``; :class:`CassetteError` for one that is
+    no JSON, or says something wrong.  The same bytes read again are the
+    same value, not parsed and checked again."""
+    known = _READ.get(line)
+    if known is not None:
+        return known
+    try:
+        obj = load_json(line)
+    except ValueError as exc:
+        raise CassetteError(name, 1, f"the _meta line is not JSON ({exc})") from None
+    meta = meta_from_json(obj, name)
+    if len(_READ) >= READ_MAX:
+        _READ.clear()
+    _READ[line] = meta
+    return meta
