@@ -23,7 +23,7 @@ its file does: its memory is taken less the bytes its cassette file grew
 by and an index entry a line (``INDEX_ENTRY``), so what is left must be
 as flat as the replayer's.
 
-``REEL_MEMORY_SOAK_SECONDS`` sets how long it runs (default 60; CI runs
+``REEL_MEMORY_SOAK_SECONDS`` sets how long it runs (default 30; CI runs
 the default, ``REEL_MEMORY_SOAK_SECONDS=3600`` is the one-hour run quoted
 in docs/performance.md).  The figures are printed (``-s``).
 """
@@ -48,7 +48,7 @@ from tests.bindings.proxy_support import Call, chat_call
 from ._support import check_cassette, connect, proxy_process, record
 from .test_concurrency import fake_process, prompt
 
-SECONDS = float(os.environ.get("REEL_MEMORY_SOAK_SECONDS", "60"))
+SECONDS = float(os.environ.get("REEL_MEMORY_SOAK_SECONDS", "30"))
 #: Clients of the replayer and of the recorder, each with a kept-alive connection.
 REPLAY_CLIENTS = 6
 RECORD_CLIENTS = 2
