@@ -112,7 +112,10 @@ def test_a_wrong_answer_fails_the_test() -> None:
 
 
 @pytest.fixture
-def upstream() -> Iterator[str]:
+def upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    # the fake upstream's state is the module's: each test starts from a
+    # fresh one (another test in this worker may have left it a tripwire)
+    monkeypatch.setattr(suite_upstream, "STATE", suite_upstream._State())
     server = ThreadingHTTPServer(("127.0.0.1", 0), suite_upstream._Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
