@@ -554,7 +554,14 @@ class ExchangeRedactor(Redactor):
 def _exchange(base: Redactor, values: tuple[bytes, ...]) -> ExchangeRedactor:
     """One per redactor and credentials: a client sends the same key with
     every request, so its needles are compiled once."""
-    return ExchangeRedactor(base, Literals(values))
+    return ExchangeRedactor(base, _literals(values))
+
+
+@functools.lru_cache(maxsize=64)
+def _literals(values: tuple[bytes, ...]) -> Literals:
+    """One per credentials, whatever the redactor: each cassette has a
+    redactor of its own (its salt), and a suite sends one key to all."""
+    return Literals(values)
 
 
 def exchange_redactor(

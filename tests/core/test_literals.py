@@ -171,6 +171,13 @@ def test_exchange_redactors_are_shared_and_never_nested() -> None:
     assert AZURE_KEY not in repr(one.literals)
     assert not Literals(())
     assert Literals(()).text("x") == "x"
+    # each cassette's redactor has a salt of its own, and a suite sends one
+    # key to all of them: its needles are compiled once, not per cassette
+    salted = [Redactor(salt=f"{n:032x}") for n in (1, 2)]
+    first, second = (exchange_redactor(r, headers) for r in salted)
+    assert isinstance(first, ExchangeRedactor) and isinstance(second, ExchangeRedactor)
+    assert first != second
+    assert first.literals is second.literals
     assert Literals(()).data(b"x") == b"x"
 
 
