@@ -10,9 +10,12 @@ the run starts, so one directory (and one set of cassettes) serves both:
   (Reel: ``reel.openai()`` from the fixture; the per-test proxy and the
   patching tools: a plain ``openai.OpenAI()``, which builds its own SSL
   context);
-- ``shared``: one ``openai.OpenAI()`` per test module, made when the module
-  is imported; Reel's tests take it ``with_options`` their test's
-  transport (in process) or their test's proxy URL (per-test proxy).
+- ``shared``: one client per test module, made when the module is
+  imported, as each tool's docs show it: a plain ``openai.OpenAI()`` for
+  the patching tools and the per-test proxy (whose tests take it
+  ``with_options`` their test's proxy URL), Reel's ``shared_openai()``
+  in process (a client on the shared transport, which serves each request
+  from the running test's cassette; no SSL context of its own).
 
 Each suite is run with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and its tool's
 plugin named with ``-p`` (xdist's too under ``-n``), so every run loads
@@ -83,15 +86,13 @@ TOOLS: dict[str, Tool] = {
             record_flags=("--reel-mode", "record"),
             mark="[]",
             fixtures=", reel",
-            body=textwrap.dedent(
+            body="return reel.openai() if shared is None else shared",
+            shared=textwrap.dedent(
                 """\
-                if shared is None:
-                    return reel.openai()
-                import httpx2
+                from reel_bindings.pytest_plugin import shared_openai
 
-                return shared.with_options(http_client=httpx2.Client(transport=reel.transport()))"""
+                return shared_openai()"""
             ),
-            shared=_PLAIN_SHARED,
             ini="reel_cassette_dir = cassettes",
         ),
         Tool(

@@ -468,6 +468,12 @@ class Base(Binding):
         self._heads: dict[tuple[str, int], tuple[bytes, int, _Pairs]] = {}
         self._values: dict[tuple[str, int], dict[str, Any]] = {}
         self._shared: dict[tuple[str, _Pairs, int], tuple[Any, Any]] = {}
+        #: Whether an async transport's forwards keep their upstream
+        #: connections open for its next requests.  Off for one whose
+        #: client outlives its event loop (a client made once for many
+        #: tests, each with a loop of its own): a connection belongs to the
+        #: loop that opened it, and is closed with its response instead.
+        self.keep_alive = True
 
     def _pool(self, family: ModuleType, request: Any) -> Any:
         """The pool a forward of ``request`` goes through: the ``upstream``
@@ -491,7 +497,8 @@ class Base(Binding):
         upstream = self._upstreams.get((family.__name__, proxy))
         if upstream is None:
             verify = ssl_context(family)
-            made = _made(family.AsyncHTTPTransport, proxy, verify=verify, http2=http2)
+            kept = {} if self.keep_alive else {"limits": family.Limits(max_keepalive_connections=0)}
+            made = _made(family.AsyncHTTPTransport, proxy, verify=verify, http2=http2, **kept)
             # setdefault: threads racing here share one pool (another one
             # would hold connections that close() never closes)
             upstream = self._upstreams.setdefault((family.__name__, proxy), made)

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from reel_bindings._runlog import RunLog
     from reel_bindings._session_proxy import SessionProxy
     from reel_bindings._settings import Settings
+    from reel_bindings._shared_transport import AsyncSharedTransport, SharedTransport
     from reel_bindings._store import Store
     from reel_bindings.grpc import AioChannel, Channel
     from reel_bindings.httpcore import AsyncTransport, Transport
@@ -62,7 +63,15 @@ if TYPE_CHECKING:
     from reel_core import MatchConfig, MissReport, Mode, Timing
     from reel_core.tools import CassetteTally, ProtoSchema, WebSocketMiss
 
-__all__ = ["ReelCassette"]
+__all__ = [
+    "ReelCassette",
+    "shared_anthropic",
+    "shared_async_anthropic",
+    "shared_async_openai",
+    "shared_async_transport",
+    "shared_openai",
+    "shared_transport",
+]
 
 #: Where cassettes go, under the rootdir, unless the ``reel_cassette_dir`` ini says otherwise.
 DEFAULT_CASSETTE_DIR = "tests/cassettes"
@@ -287,9 +296,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: The runs under way, innermost last (pytester runs one inside another):
+#: the shared clients' key follows the run's mode.
+_RUN_CONFIGS: list[pytest.Config] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _TIMER
     config.addinivalue_line("markers", MARKER_HELP)
+    _RUN_CONFIGS.append(config)
     start = time.perf_counter()
     from . import _settings  # noqa: F401  # the core with it: timed as imports
 
@@ -308,6 +323,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _TIMER
+    if config in _RUN_CONFIGS:
+        _RUN_CONFIGS.remove(config)
     _TIMER = config.stash.get(_OUTER_TIMER_KEY, None)  # the outer run's, if any
     session = config.stash.get(_SESSION_PROXY_KEY, None)
     if session is not None:
@@ -583,21 +600,92 @@ def _reel_marker_freeze(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _reel_calls(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Boundaries (``reel_bindings.calls``) of a ``@pytest.mark.reel`` test,
+def _reel_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Boundaries (``reel_bindings.calls``) and clients on the shared
+    transports (:func:`shared_transport`) of a ``@pytest.mark.reel`` test,
     or of one using the ``reel`` fixture, record and replay on its
-    cassette: the ``reel`` fixture is set up when a boundary is first
-    called, not before (a test that calls none is left as it was)."""
+    cassette: the ``reel`` fixture is set up when one of them is first
+    used, not before (a test that uses none is left as it was)."""
     if "reel" not in request.fixturenames and not any(request.node.iter_markers("reel")):
         yield
         return
-    from reel_bindings._call_context import use_for_test
+    from reel_bindings import _call_context, _shared_transport
 
-    use_for_test(lambda: request.getfixturevalue("reel")._calls_player())
+    made: list[ReelCassette] = []
+
+    def cassette() -> ReelCassette:
+        if not made:
+            made.append(request.getfixturevalue("reel"))
+        return made[0]
+
+    _call_context.use_for_test(lambda: cassette()._calls_player())
+    _shared_transport.use_for_test(cassette)
     try:
         yield
     finally:
-        use_for_test(None)
+        _shared_transport.use_for_test(None)
+        _call_context.use_for_test(None)
+
+
+# -- clients shared by tests ------------------------------------------------------
+
+
+def shared_transport() -> SharedTransport:
+    """A transport for an ``httpx.Client`` / ``httpx2.Client`` made once for
+    many tests (at a module's import, in a session fixture): each request
+    goes to the cassette of the test being run, as through its
+    ``reel.transport()``.  A test uses Reel through it when it has the
+    ``reel`` fixture or the ``reel`` marker; see
+    ``reel_bindings._shared_transport``."""
+    from reel_bindings._shared_transport import SharedTransport
+
+    return SharedTransport()
+
+
+def shared_async_transport() -> AsyncSharedTransport:
+    """:func:`shared_transport` for ``httpx.AsyncClient`` / ``httpx2.AsyncClient``."""
+    from reel_bindings._shared_transport import AsyncSharedTransport
+
+    return AsyncSharedTransport()
+
+
+def shared_openai(**kwargs: Any) -> Any:
+    """An ``openai.OpenAI`` on :func:`shared_transport`, to make once for
+    many tests (no SSL context of its own); ``kwargs`` go to it.  Without a
+    key (``api_key=``, ``$OPENAI_API_KEY``) in a replay run it gets a
+    placeholder."""
+    return _shared_client("openai", shared_transport(), kwargs)
+
+
+def shared_async_openai(**kwargs: Any) -> Any:
+    """An ``openai.AsyncOpenAI`` on :func:`shared_async_transport`."""
+    return _shared_client("openai", shared_async_transport(), kwargs)
+
+
+def shared_anthropic(**kwargs: Any) -> Any:
+    """An ``anthropic.Anthropic`` on :func:`shared_transport`."""
+    return _shared_client("anthropic", shared_transport(), kwargs)
+
+
+def shared_async_anthropic(**kwargs: Any) -> Any:
+    """An ``anthropic.AsyncAnthropic`` on :func:`shared_async_transport`."""
+    return _shared_client("anthropic", shared_async_transport(), kwargs)
+
+
+def _shared_client(
+    sdk: str, transport: SharedTransport | AsyncSharedTransport, kwargs: dict[str, Any]
+) -> Any:
+    from reel_bindings.sdk import client_on
+    from reel_core import Mode
+
+    if not _RUN_CONFIGS:
+        raise RuntimeError(
+            f"reel_bindings.pytest_plugin.shared_{sdk}() makes a client for the tests of a "
+            "pytest run with Reel's plugin: call it from the tests' modules or fixtures "
+            "(outside pytest, use reel_bindings.sdk's helpers on a cassette)"
+        )
+    mode = Mode(_global_mode(_RUN_CONFIGS[-1])[0])
+    return client_on(sdk, transport, mode=mode, **kwargs)
 
 
 # -- the cassette of a test ------------------------------------------------------
@@ -650,6 +738,9 @@ class ReelCassette:
         self._config: pytest.Config | None = None
         self._players: list[Player] = []
         self._call_player: Player | None = None
+        #: This test's transports for the shared clients, made on first use.
+        self._shared_sync_transport: Transport | None = None
+        self._shared_async_transport: AsyncTransport | None = None
         self._proxy: Proxy | None = None
         self._proxy_url: str | None = None
         self._session: SessionProxy | None = None
@@ -824,6 +915,22 @@ class ReelCassette:
             return self.aio_grpc_channel(channel, channel_metadata=added, strict=strict)
 
         return xai_on(wrap, self.mode, is_async=True, **kwargs)
+
+    # -- clients on the shared transports (reel_bindings._shared_transport) --
+
+    def _shared_sync(self) -> Transport:
+        """This test's transport for the shared sync clients (made once)."""
+        if self._shared_sync_transport is None:
+            self._shared_sync_transport = self.transport()
+        return self._shared_sync_transport
+
+    def _shared_async(self) -> AsyncTransport:
+        """This test's transport for the shared async clients (made once)."""
+        if self._shared_async_transport is None:
+            transport = self.async_transport()
+            transport.keep_alive = False  # each test may run its own event loop
+            self._shared_async_transport = transport
+        return self._shared_async_transport
 
     # -- boundaries (reel_bindings.calls) --
 

@@ -35,6 +35,7 @@ from reel_core.tools import PROVIDERS
 from ._files import CassetteFile
 from ._inprocess import mode_from_env
 from ._options import Options
+from ._shared_transport import AsyncSharedTransport, SharedTransport
 from .httpcore import AsyncTransport, Transport
 
 __all__ = [
@@ -81,16 +82,27 @@ def _key(variables: tuple[str, ...], mode: Mode, given: str | None) -> str | Non
     return REPLAY_KEY if mode is Mode.REPLAY else None
 
 
-def client_on(sdk: str, transport: Transport | AsyncTransport, **kwargs: Any) -> Any:
+def client_on(
+    sdk: str,
+    transport: Transport | AsyncTransport | SharedTransport | AsyncSharedTransport,
+    *,
+    mode: Mode | None = None,
+    **kwargs: Any,
+) -> Any:
     """An ``openai`` or ``anthropic`` SDK client on ``transport``: the async
-    client for an :class:`AsyncTransport`.  ``kwargs`` go to the SDK client."""
+    client for an async transport.  ``kwargs`` go to the SDK client.  The
+    key: the one given, else the SDK's variable, else in replay ``mode``
+    (by default the transport's) a placeholder."""
     module, package, sync_class, async_class = _SDKS[sdk]
     library = _import(module, package)
     httpx2 = _import("httpx2", "httpx2")
-    is_async = isinstance(transport, AsyncTransport)
+    is_async = isinstance(transport, AsyncTransport | AsyncSharedTransport)
     http_client = (httpx2.AsyncClient if is_async else httpx2.Client)(transport=transport)
     variables = PROVIDERS[sdk].key_variables
-    kwargs["api_key"] = _key(variables, transport.player.mode, kwargs.get("api_key"))
+    if mode is None:
+        assert isinstance(transport, Transport | AsyncTransport)
+        mode = transport.player.mode
+    kwargs["api_key"] = _key(variables, mode, kwargs.get("api_key"))
     return getattr(library, async_class if is_async else sync_class)(
         http_client=http_client, **kwargs
     )

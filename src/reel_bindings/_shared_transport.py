@@ -1,0 +1,168 @@
+"""Transports for an SDK client shared by many tests: each request goes to
+the cassette of the test being run.
+
+Theory of operation.  Suites often make their client once (at a module's
+import, in a session fixture): an SDK client builds an SSL context of
+about 20 ms, and a suite of a thousand tests would pay it a thousand times.
+Such a client cannot be given one test's transport; it is given a
+:class:`SharedTransport` (or :class:`AsyncSharedTransport`) instead, made
+once, which owns no cassette.  The pytest plugin says which test is being
+run (:func:`use_for_test`, for each test that uses Reel: the ``reel``
+fixture or the marker), as a getter of that test's cassette; each request
+asks for it and is handed to that test's own transport (made on the test's
+first request through a shared transport, one per test and per kind,
+closed with the test).  So a request through a shared client is replayed,
+recorded, matched and reported exactly as through ``reel.transport()``:
+the same misses, the same isolation (a request belongs to the test running
+when it is sent).  A request sent while no test using Reel runs (at import,
+in a session fixture, from a thread a test left behind) fails with what to
+do, and nothing is recorded.
+
+The plugin imports this module when a test first uses Reel (and a
+shared transport is made by the code under test, after the run started).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from reel_core import Mode
+
+from ._transport import AsyncBase, SyncBase
+
+if TYPE_CHECKING:
+    from .httpcore import AsyncTransport, Transport
+
+__all__ = [
+    "AsyncSharedTransport",
+    "NoTestRunning",
+    "PlaceholderKey",
+    "SharedTransport",
+    "use_for_test",
+]
+
+
+class _TestCassette(Protocol):
+    """What a shared transport needs of the running test's cassette (the
+    plugin's ``ReelCassette``)."""
+
+    def _shared_sync(self) -> Transport: ...
+
+    def _shared_async(self) -> AsyncTransport: ...
+
+
+class NoTestRunning(RuntimeError):
+    """A request through a shared transport while no test using Reel runs."""
+
+
+class PlaceholderKey(RuntimeError):
+    """A request that would be forwarded with the replay placeholder key."""
+
+
+#: How to get the running test's cassette (the plugin's ``reel`` fixture,
+#: set up on first use); empty between tests and for a test not using Reel.
+_for_test: list[Callable[[], _TestCassette]] = []
+_lock = threading.Lock()
+
+_NO_TEST = (
+    "a client on Reel's shared transport sent a request while no test using Reel "
+    "was running: give the test the `reel` fixture or mark it @pytest.mark.reel "
+    "(a module's `pytestmark` marks all its tests); a request sent at import, from a "
+    "session fixture or from a thread a test left running has no cassette"
+)
+
+
+def use_for_test(cassette: Callable[[], _TestCassette] | None) -> None:
+    """Make ``cassette()`` (called on a shared transport's first request)
+    the running test's; ``None``: no test's."""
+    with _lock:
+        _for_test.clear()
+        if cassette is not None:
+            _for_test.append(cassette)
+
+
+def _sync(request: Any) -> Transport:
+    with _lock:  # two threads' first requests at once: one fixture, one transport
+        if not _for_test:
+            raise NoTestRunning(_NO_TEST)
+        transport = _for_test[-1]()._shared_sync()
+    return _checked(transport, request)
+
+
+def _async(request: Any) -> AsyncTransport:
+    with _lock:
+        if not _for_test:
+            raise NoTestRunning(_NO_TEST)
+        transport = _for_test[-1]()._shared_async()
+    return _checked(transport, request)
+
+
+_T = TypeVar("_T", "Transport", "AsyncTransport")
+
+
+def _checked(transport: _T, request: Any) -> _T:
+    """``transport``, unless its test may forward ``request`` upstream with
+    the replay placeholder for a key (a shared client made in a replay run
+    without one, used by a test its marker makes record): its answer, a
+    401, would be recorded as the truth."""
+    if transport.player.mode is Mode.REPLAY:
+        return transport
+    from .sdk import REPLAY_KEY
+
+    placeholder = REPLAY_KEY.encode()
+    if any(placeholder in value for _, value in request.headers.raw):
+        raise PlaceholderKey(
+            f"this test records ({transport.player.mode.value} mode) through a shared "
+            f"client made with Reel's replay placeholder for its key ({REPLAY_KEY}): set "
+            "the provider's key variable (OPENAI_API_KEY...) before the client is made, "
+            "or pass api_key="
+        )
+    return transport
+
+
+class SharedTransport(SyncBase):
+    """A sync transport for ``httpx.Client`` / ``httpx2.Client``: each
+    request on the running test's cassette.  Nothing of its own is open
+    (each test's transport is closed with its test)."""
+
+    def handle_request(self, request: Any) -> Any:
+        return _sync(request).handle_request(request)
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
+    ) -> None:
+        self.close()
+
+
+class AsyncSharedTransport(AsyncBase):
+    """An async transport for ``httpx.AsyncClient`` / ``httpx2.AsyncClient``
+    (asyncio or trio): each request on the running test's cassette."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        return await _async(request).handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Nothing of the transport's own is open."""
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
+    ) -> None:
+        await self.aclose()
