@@ -176,7 +176,14 @@ def _pytest(
         "PYTHONPATH": os.pathsep.join([str(SRC), str(ROOT), str(root)]),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
-    for variable in ("REEL_MODE", "REEL_PHASES", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    # PYTHONDONTWRITEBYTECODE: a user's runs load Reel from byte code
+    for variable in (
+        "REEL_MODE",
+        "REEL_PHASES",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "PYTHONDONTWRITEBYTECODE",
+    ):
         env.pop(variable, None)
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()

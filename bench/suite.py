@@ -60,7 +60,17 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 WIRINGS = ("per-test", "shared")
 #: What a run of a generated suite may take before it counts as hung.
 RUN_TIMEOUT = 900.0
-_SCRUBBED = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "REEL_MODE", "REEL_STORE", "REEL_TIMING")
+#: Not passed to a generated suite's runs.  ``PYTHONDONTWRITEBYTECODE``:
+#: a user's runs load Reel from byte code, as the peers installed in
+#: site-packages are (without it, every run compiled Reel's edited modules).
+_SCRUBBED = (
+    "PYTEST_ADDOPTS",
+    "PYTEST_PLUGINS",
+    "PYTHONDONTWRITEBYTECODE",
+    "REEL_MODE",
+    "REEL_STORE",
+    "REEL_TIMING",
+)
 
 
 @dataclass(frozen=True)
