@@ -525,6 +525,11 @@ class ExchangeRedactor(Redactor):
     def __hash__(self) -> int:
         return hash((self.base, self.literals))
 
+    def with_salt(self, salt: str | None) -> Redactor:
+        if salt is None or self.salt is not None:
+            return self
+        return ExchangeRedactor(self.base.with_salt(salt), self.literals)
+
     def keeps(self, *texts: str | bytes) -> bool:
         return not self.literals.occurs(*texts) and super().keeps(*texts)
 

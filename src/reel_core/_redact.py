@@ -12,7 +12,7 @@ upstream is never touched.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import functools
 import hashlib
 import re
@@ -685,7 +685,6 @@ class Redactor:
         )
 
 
-@functools.lru_cache(maxsize=64)
 def _shared(
     pii: bool,
     patterns: tuple[tuple[str, str], ...],
@@ -693,12 +692,30 @@ def _shared(
     paths: tuple[str, ...],
     salt: str | None,
 ) -> Redactor:
-    return Redactor(pii=pii, extra_patterns=dict(patterns), fields=fields, paths=paths, salt=salt)
+    """One redactor per settings; each cassette's salt (its own) is put on
+    a copy of the unsalted one, whose compiled rules it shares."""
+    unsalted = _unsalted(pii, patterns, fields, paths)
+    return unsalted if salt is None else _salted(unsalted, salt)
+
+
+@functools.lru_cache(maxsize=64)
+def _unsalted(
+    pii: bool,
+    patterns: tuple[tuple[str, str], ...],
+    fields: tuple[str, ...],
+    paths: tuple[str, ...],
+) -> Redactor:
+    return Redactor(pii=pii, extra_patterns=dict(patterns), fields=fields, paths=paths)
 
 
 @functools.lru_cache(maxsize=64)
 def _salted(redactor: Redactor, salt: str) -> Redactor:
-    return dataclasses.replace(redactor, salt=salt)
+    """``redactor`` with ``salt``: nothing it compiled depends on the salt,
+    so a plain redactor's copy keeps it (building one again costs ~60 us,
+    once per cassette).  (An exchange's redactor salts its base instead.)"""
+    salted = copy.copy(redactor)
+    object.__setattr__(salted, "salt", check_salt(salt))
+    return salted
 
 
 def _blank(value: Any, path: JSONPath, placeholder: str) -> Any:

@@ -30,6 +30,7 @@ from reel_core._redact import (
     digest,
 )
 from reel_core.tools import is_credential_name, keep_response_header
+from tests.secrets import OPENAI_KEY
 
 from ._helpers import pull
 
@@ -675,6 +676,36 @@ def test_from_settings_reads_the_salt() -> None:
     assert Redactor(pii=False).with_salt(SALT) == Redactor(pii=False, salt=SALT)
     assert SALTED.with_salt("f" * 32) is SALTED  # its own salt wins
     assert R.with_salt(None) is R
+
+
+def test_a_salted_copy_is_the_redactor_built_with_the_salt() -> None:
+    # each cassette's salt goes on a copy of the redactor of its settings,
+    # sharing what it compiled: it scrubs and digests as one built afresh
+    settings = {"pii": False, "fields": ["user"], "paths": ["metadata.who"], "salt": SALT}
+    copied = Redactor.from_settings(settings)
+    built = Redactor(pii=False, fields=("user",), paths=("metadata.who",), salt=SALT)
+    assert copied == built
+    assert hash(copied) == hash(built)
+    text = json.dumps({"user": "ann", "metadata": {"who": "bo"}, "key": OPENAI_KEY})
+    assert copied.text(text) == built.text(text)
+    assert "[REDACTED:" in copied.text(text)
+    assert Redactor.from_settings({**settings, "salt": "f" * 32}).salt == "f" * 32
+    unsalted = Redactor.from_settings({k: v for k, v in settings.items() if k != "salt"})
+    assert unsalted.salt is None
+    assert unsalted.text(text) != copied.text(text)  # digests need the salt
+
+
+def test_an_exchange_redactor_salts_its_base() -> None:
+    from reel_core._literals import ExchangeRedactor, exchange_redactor
+
+    exchange = exchange_redactor(Redactor(pii=False), ((b"api-key", b"k-0123456789abcdef"),))
+    salted = exchange.with_salt(SALT)
+    assert isinstance(salted, ExchangeRedactor)
+    assert salted.salt == SALT
+    assert salted.base == Redactor(pii=False, salt=SALT)
+    assert salted.literals is exchange.literals
+    assert salted.with_salt("f" * 32) is salted
+    assert "k-0123456789abcdef" not in salted.text("key k-0123456789abcdef")
 
 
 # -- sessions: redaction never decides a match ------------------------------------------
