@@ -699,6 +699,7 @@ def test_an_exchange_redactor_salts_its_base() -> None:
     from reel_core._literals import ExchangeRedactor, exchange_redactor
 
     exchange = exchange_redactor(Redactor(pii=False), ((b"api-key", b"k-0123456789abcdef"),))
+    assert isinstance(exchange, ExchangeRedactor)
     salted = exchange.with_salt(SALT)
     assert isinstance(salted, ExchangeRedactor)
     assert salted.salt == SALT
