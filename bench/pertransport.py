@@ -17,6 +17,7 @@ Nothing is asserted; the figures go to ``docs/performance.md`` by hand.
 from __future__ import annotations
 
 import argparse
+import os
 import cProfile
 import pstats
 import tempfile
@@ -113,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.profile:
             profile = cProfile.Profile()
             profile.runcall(play, tests, client)
-            pstats.Stats(profile).sort_stats("cumulative").print_stats("reel_", 40)
+            pstats.Stats(profile).sort_stats(os.environ.get("REEL_BENCH_SORT", "cumulative")).print_stats("reel_", 40)
             return
         times = sorted(_times(tests, client, args.rounds))
     print(f"CPU ms per test: median {times[len(times) // 2]:.3f}, best {times[0]:.3f}")
