@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 try:
@@ -245,6 +245,8 @@ class _Stream:
     reset: bool = False
     #: Response bytes waiting for the client's window.
     queued: deque[bytes] = field(default_factory=deque)
+    #: How many bytes ``queued`` holds.
+    queued_size: int = 0
     #: The response's head went out.
     headed: bool = False
     #: The response ended: END_STREAM goes out once ``queued`` is empty.
@@ -523,6 +525,7 @@ class H2Session:
             return
         stream.reset = True
         stream.queued.clear()
+        stream.queued_size = 0
         if stream.handed:  # still in _ready, or its response still going out
             self._handed.append(H2Event(sid, Signal.CLOSED, stream.engine))
 
@@ -640,9 +643,7 @@ class H2Session:
                 raise LocalProtocolError(f"h2 refused the response head: {exc}") from None
             stream.headed = True
         elif isinstance(event, Frame):
-            if event.data:
-                stream.queued.append(event.data)
-                self._flush(stream_id)
+            self._queue(stream_id, stream, event.data)
         elif isinstance(event, Trailers):  # they end the stream, behind its data
             stream.trailers = _sent(event.headers)
         elif isinstance(event, EndOfResponse):
@@ -656,6 +657,24 @@ class H2Session:
         else:  # a Cut: the client must not take the body for whole
             del self._streams[stream_id]
             self._conn.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+
+    def send_frames(self, stream_id: int, frames: Sequence[Frame]) -> None:
+        """Send ``frames`` due at once on stream ``stream_id`` (a
+        :class:`~reel_core.Batch`'s) as one piece of body: their bytes
+        joined, queued and sent in DATA frames as the window allows.  The
+        body the client reads is that of sending each frame; DATA frame
+        boundaries are no part of it (as chunks are not over HTTP/1.1),
+        and h2 cuts a body into them by the window and frame size anyway.
+        Nothing is sent on a stream the client reset."""
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            self._queue(stream_id, stream, b"".join([frame.data for frame in frames]))
+
+    def _queue(self, sid: int, stream: _Stream, data: bytes) -> None:
+        if data:
+            stream.queued.append(data)
+            stream.queued_size += len(data)
+            self._flush(sid)
 
     def _flush(self, sid: int) -> None:
         """Send what the client's window lets through of ``sid``'s queue,
@@ -671,6 +690,7 @@ class H2Session:
             if len(data) > room:
                 data, rest = data[:room], data[room:]
                 queued.appendleft(rest)
+            stream.queued_size -= len(data)
             conn.send_data(sid, data)
         if stream.ending:
             if stream.trailers is not None:
@@ -687,4 +707,4 @@ class H2Session:
         """How many of a stream's body bytes wait for the client's window: a
         binding may stop pulling that stream's events while it grows."""
         stream = self._streams.get(stream_id)
-        return 0 if stream is None else sum([len(data) for data in stream.queued])
+        return 0 if stream is None else stream.queued_size
