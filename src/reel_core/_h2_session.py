@@ -17,8 +17,8 @@ client's bytes with :meth:`H2Session.receive_data`, writes what
   engine's events (its decision, then its response), which the binding acts
   on as it would on the HTTP/1.1 session's, sending each response event
   with :meth:`H2Session.send` (a ``Trailers`` goes out as a HEADERS frame
-  ending the stream, after the body; a ``Cut`` resets the stream, but a
-  gRPC call's ends it with the gRPC status of what broke it, see
+  ending the stream, after the body; a ``Cut`` resets the stream once the
+  body before it went out, but a gRPC call's ends it with the gRPC status of what broke it, see
   :func:`~reel_core.tools.grpc_cut_trailers`).  For a ``Forward`` the binding feeds the
   upstream's answer to ``engine`` (``upstream_head``, ``upstream_data``,
   ``upstream_end``) and the events it hands back come out here too.  Once
@@ -77,7 +77,7 @@ what :meth:`H2Session.data_to_send` holds, then close.
 Flow control is the adapter's: a ``Frame`` sent on a stream goes out in
 DATA frames no larger than the client's window and frame size allow, the
 rest is queued until the client's WINDOW_UPDATE opens the window, and an
-``EndOfResponse`` waits behind the queued data.
+``EndOfResponse`` or a ``Cut`` waits behind the queued data.
 """
 
 from __future__ import annotations
@@ -251,6 +251,9 @@ class _Stream:
     headed: bool = False
     #: The response ended: END_STREAM goes out once ``queued`` is empty.
     ending: bool = False
+    #: The response was cut: the stream is reset once ``queued`` is empty
+    #: (what came before the cut reaches the client, as over HTTP/1.1).
+    cutting: bool = False
     #: The response's trailers, sent with its END_STREAM.
     trailers: list[tuple[bytes, bytes]] | None = None
 
@@ -655,8 +658,8 @@ class H2Session:
             stream.ending = True
             self._flush(stream_id)
         else:  # a Cut: the client must not take the body for whole
-            del self._streams[stream_id]
-            self._conn.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+            stream.cutting = True
+            self._flush(stream_id)
 
     def send_frames(self, stream_id: int, frames: Sequence[Frame]) -> None:
         """Send ``frames`` due at once on stream ``stream_id`` (a
@@ -692,7 +695,10 @@ class H2Session:
                 queued.appendleft(rest)
             stream.queued_size -= len(data)
             conn.send_data(sid, data)
-        if stream.ending:
+        if stream.cutting:
+            del self._streams[sid]
+            conn.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        elif stream.ending:
             if stream.trailers is not None:
                 conn.send_headers(sid, stream.trailers, end_stream=True)
             else:

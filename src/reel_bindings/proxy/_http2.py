@@ -136,6 +136,10 @@ class _Stream:
     #: in the session, waiting for the client's window: it goes on once
     #: the client read some.
     blocked: bool = False
+    #: A response the core answers sent a batch of ``WRITE_SIZE`` bytes and
+    #: has more due: it goes on once that is written (a write per batch,
+    #: never a long stream serialized whole before its first write).
+    more_due: bool = False
     #: The session handed the exchange's end (``PAUSED``).
     over: bool = False
     #: A gRPC call forwarded at its first message (``H2Session.streamed``):
@@ -498,8 +502,10 @@ class HTTP2Connection:
         head, then each batch whose deadline passed.  True once it is all
         sent (logged then); else ``stream.waiting`` is the batch to wait
         for, ``stream.blocked`` says the session holds enough for the
-        client's window, or (neither) the stream waits for more events (a
-        replayed gRPC session's, released by its client's messages)."""
+        client's window, ``stream.more_due`` that a full batch went to the
+        session (write it, then go on), or (none of them) the stream waits
+        for more events (a replayed gRPC session's, released by its
+        client's messages)."""
         if stream.batches is None:
             head = stream.next_event()
             if not isinstance(head, ResponseHead):  # the client reset the stream
@@ -510,7 +516,7 @@ class HTTP2Connection:
                 stream.start = anyio.current_time()
             stream.batches = replay_batches(stream.pulled(), WRITE_SIZE)
         session, sid = self.session, stream.sid
-        stream.blocked = False
+        stream.blocked = stream.more_due = False
         while True:
             batch = stream.waiting or next(stream.batches, None)
             stream.waiting = None
@@ -533,18 +539,22 @@ class HTTP2Connection:
             elif session.buffered(sid) > BUFFERED_MAX:
                 stream.blocked = True
                 return False
+            elif batch.size >= WRITE_SIZE:
+                stream.more_due = True
+                return False
 
     async def _play(self, stream: _Stream) -> None:
         """Send the rest of a response the core answers on its schedule
         (a reset stops it: logged then)."""
         with stream.scope:
+            await self._unblocked(stream)  # begun by the reader, it may wait already
             while not self._play_due(stream):
                 await self.write()
                 batch = stream.waiting
                 if stream.blocked:
-                    while self.session.buffered(stream.sid) > BUFFERED_MAX:
-                        await self.client_moved()
-                        await self.write()
+                    await self._unblocked(stream)
+                elif stream.more_due:
+                    continue
                 elif batch is None:
                     await stream.wait_for_events()
                 else:
@@ -553,6 +563,14 @@ class HTTP2Connection:
             await self.write()
         if stream.scope.cancelled_caught:
             self.proxy.context.log(stream.engine, stream.exchange)
+
+    async def _unblocked(self, stream: _Stream) -> None:
+        """Until no more than :data:`BUFFERED_MAX` of a blocked stream's
+        bytes wait in the session (the client read the rest)."""
+        while stream.blocked and self.session.buffered(stream.sid) > BUFFERED_MAX:
+            await self.write()
+            await self.client_moved()
+        await self.write()
 
     async def _view(self, stream: _Stream, request: Request) -> None:
         """A request for the viewer (``--ui``), answered with its page: the
