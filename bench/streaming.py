@@ -11,12 +11,18 @@ connection while it streams.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
 import h11
 import httpx
 
@@ -32,6 +38,7 @@ from ._data import (
     write_big_stream_cassette,
     write_stream_cassette,
 )
+from ._h2 import h2_request
 from ._loadgen import connect, post_bytes, read_response
 from .proxy import SERVER_CPU, _proxy_args
 
@@ -249,6 +256,56 @@ def _read_chunked(sock: socket.socket) -> int:
             return total
 
 
+def _h2_stream(url: str, body: bytes) -> tuple[float, int]:
+    """One POST over HTTP/2 (h2c with prior knowledge, the windows opened
+    wide, each DATA frame acknowledged as it comes): seconds to its end and
+    the body bytes received."""
+    sock = connect(url)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: _WINDOW})
+    conn.increment_flow_control_window(_WINDOW - 65_535)
+    head, data = h2_request(url, PATH, body, list(REQUEST_HEADERS.items()))
+    start = time.perf_counter()
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, head)
+    conn.send_data(sid, data, end_stream=True)
+    sock.sendall(conn.data_to_send())
+    size = 0
+    try:
+        while True:
+            chunk = sock.recv(1 << 18)
+            if not chunk:
+                raise ConnectionError("closed mid-response")
+            for event in conn.receive_data(chunk):
+                if isinstance(event, h2.events.DataReceived):
+                    size += len(event.data)
+                    conn.acknowledge_received_data(event.flow_controlled_length, sid)
+                elif isinstance(event, h2.events.StreamEnded):
+                    return time.perf_counter() - start, size
+                elif isinstance(event, h2.events.StreamReset):
+                    raise RuntimeError(f"the proxy reset the stream ({event.error_code!r})")
+            if out := conn.data_to_send():
+                sock.sendall(out)
+    finally:
+        sock.close()
+
+
+#: The HTTP/2 client's windows: as wide as HTTP/2 allows (a reader that
+#: keeps up, as the HTTP/1.1 one does).
+_WINDOW = 2**31 - 1
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) process ``pid`` used so far (Linux;
+    ``nan`` elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def _inprocess_seconds(path: Path, body: bytes) -> tuple[float, int]:
     transport = AsyncTransport(path, mode="replay", timing="fast")
     async with httpx.AsyncClient(transport=transport) as client:
@@ -262,49 +319,90 @@ async def _inprocess_seconds(path: Path, body: bytes) -> tuple[float, int]:
         return time.perf_counter() - start, size
 
 
-def big_stream(work: Path, backends: list[str], megabytes: float) -> list[Row]:
+def _big_round(cassette: Path, backend: str, big: bytes, small: bytes, size: int) -> Row:
+    """One round of :func:`big_stream` on ``backend``: the stream through a
+    fresh proxy over HTTP/1.1 (a small request timed meanwhile) and over
+    HTTP/2 (each the line's first play: its parse included), and in
+    process."""
+    headers = list(REQUEST_HEADERS.items())
+    with spawn(_proxy_args(cassette, backend, "--timing", "fast")) as proxy:
+        other = connect(proxy.url)
+        stream = connect(proxy.url)
+        try:
+            other.sendall(post_bytes(proxy.url, PATH, small, headers))
+            read_response(other)  # warm: the cassette is indexed, the small line parsed
+            cpu = _cpu_seconds(proxy.proc.pid)
+            start = time.perf_counter()
+            stream.sendall(post_bytes(proxy.url, PATH, big, headers))
+            first = stream.recv(1 << 16)  # the stream is under way
+            asked = time.perf_counter()
+            other.sendall(post_bytes(proxy.url, PATH, small, headers))
+            _, answered, response = read_response(other)
+            if not response.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(f"answered {response[:200]!r}")
+            received = len(first) + _read_chunked(stream)
+            seconds = time.perf_counter() - start
+            cpu = _cpu_seconds(proxy.proc.pid) - cpu
+        finally:
+            stream.close()
+            other.close()
+    if received < size:
+        raise RuntimeError(f"the proxy sent {received} bytes of a {size}-byte stream")
+    with spawn(_proxy_args(cassette, backend, "--timing", "fast")) as proxy:
+        h2_seconds, got = _h2_stream(proxy.url, big)
+    if got != size:
+        raise RuntimeError(f"the proxy sent {got} bytes of a {size}-byte stream over HTTP/2")
+    inprocess, got = anyio.run(_inprocess_seconds, cassette, big, backend=backend)
+    if got != size:
+        raise RuntimeError(f"the transport replayed {got} bytes of {size}")
+    return {
+        "backend": backend,
+        "proxy_s": seconds,
+        "proxy_cpu_s": cpu,
+        "proxy_h2_s": h2_seconds,
+        "small_ms": (answered - asked) * 1000,
+        "inprocess_s": inprocess,
+    }
+
+
+def big_stream(work: Path, backends: list[str], megabytes: float, rounds: int = 1) -> list[Row]:
     """A stream of ``megabytes`` MB replayed in fast mode: seconds and MB/s
-    through the proxy (a raw socket client) and through the async transport
+    through the proxy over HTTP/1.1 (a raw socket client; the proxy's CPU
+    time beside it) and over HTTP/2 (h2), and through the async transport
     in process; and the time a small request on a second connection takes
     while the stream is under way (the stream's client reads nothing
-    meanwhile, so the proxy is in the middle of writing it)."""
+    meanwhile, so the proxy is in the middle of writing it).  ``rounds``
+    rounds, the backends taking turns in each; each figure is the median
+    of its rounds."""
     cassette = work / f"stream-{megabytes:g}mb.jsonl"
     big, small, size = write_big_stream_cassette(cassette, megabytes)
-    headers = list(REQUEST_HEADERS.items())
+    runs: dict[str, list[Row]] = {backend: [] for backend in backends}
+    for i in range(rounds):
+        for backend in backends if i % 2 == 0 else backends[::-1]:
+            runs[backend].append(_big_round(cassette, backend, big, small, size))
     rows: list[Row] = []
-    for backend in backends:
-        with spawn(_proxy_args(cassette, backend, "--timing", "fast")) as proxy:
-            other = connect(proxy.url)
-            stream = connect(proxy.url)
-            try:
-                other.sendall(post_bytes(proxy.url, PATH, small, headers))
-                read_response(other)  # warm: the cassette is indexed, the line parsed
-                start = time.perf_counter()
-                stream.sendall(post_bytes(proxy.url, PATH, big, headers))
-                first = stream.recv(1 << 16)  # the stream is under way
-                asked = time.perf_counter()
-                other.sendall(post_bytes(proxy.url, PATH, small, headers))
-                _, answered, response = read_response(other)
-                if not response.startswith(b"HTTP/1.1 200"):
-                    raise RuntimeError(f"answered {response[:200]!r}")
-                received = len(first) + _read_chunked(stream)
-                seconds = time.perf_counter() - start
-            finally:
-                stream.close()
-                other.close()
-        if received < size:
-            raise RuntimeError(f"the proxy sent {received} bytes of a {size}-byte stream")
-        inprocess, got = anyio.run(_inprocess_seconds, cassette, big, backend=backend)
-        if got != size:
-            raise RuntimeError(f"the transport replayed {got} bytes of {size}")
+    for backend, measured in runs.items():
+
+        def median(name: str, measured: list[Row] = measured) -> float:
+            return float(statistics.median(r[name] for r in measured))
+
+        seconds, inprocess = median("proxy_s"), median("inprocess_s")
+        h2_seconds = median("proxy_h2_s")
         rows.append(
             {
                 "backend": backend,
                 "stream_mb": round(size / 1e6, 1),
+                "rounds": rounds,
                 "proxy_s": round(seconds, 2),
                 "proxy_mb_per_s": round(size / 1e6 / seconds, 1),
-                "small_request_during_ms": round((answered - asked) * 1000, 2),
+                "rounds_proxy_mb_per_s": " / ".join(
+                    f"{size / 1e6 / r['proxy_s']:.1f}" for r in measured
+                ),
+                "proxy_cpu_s": round(median("proxy_cpu_s"), 2),
+                "proxy_h2_mb_per_s": round(size / 1e6 / h2_seconds, 1),
+                "small_request_during_ms": round(median("small_ms"), 2),
                 "inprocess_s": round(inprocess, 2),
+                "inprocess_mb_per_s": round(size / 1e6 / inprocess, 1),
                 "proxy_vs_inprocess": ratio(seconds, inprocess),
             }
         )

@@ -118,7 +118,7 @@ def whole_body(events: Iterable[Event]) -> bytes | None:
     """The whole body of a replay's timed ``events`` (those after its head)
     when it has nothing to wait for: at most one frame then the end, none of
     them due after the head, no cut.  ``None`` otherwise: the binding then
-    follows :func:`~reel_core.replay_schedule`.
+    follows the core's batches (:func:`~reel_core.replay_batches`).
 
     A non-stream replay (nearly every one) is answered from this in one
     step, without a :class:`~reel_core.Step` per event; it decides exactly

@@ -23,17 +23,11 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from reel_core import (
-    Cut,
-    Request,
-    Step,
-    UpstreamError,
-    replay_schedule,
-)
+from reel_core import Cut, Event, Request, UpstreamError
 from reel_core.tools import ContentDecoder
 
 from ._failures import CONNECT_CAUSES, EXCHANGE_CAUSES, Rule, classify
@@ -139,13 +133,13 @@ class _ReplayRaw:
     """What ``response.raw`` is for a replay: frames on their schedule (the
     sync transport's, ``_sync/replay.py``)."""
 
-    def __init__(self, steps: Iterator[Step], start: float) -> None:
-        self._steps = steps
+    def __init__(self, events: Iterable[Event], start: float) -> None:
+        self._events = events
         self._start = start
         self.closed = False
 
     def stream(self, amt: int = 65536, decode_content: bool = True) -> Iterator[bytes]:
-        yield from frames(self._steps, self._start, _cut_error)
+        yield from frames(self._events, self._start, _cut_error)
         self.closed = True
 
     def read(self, amt: int | None = None, decode_content: bool = True) -> bytes:
@@ -277,7 +271,7 @@ class Adapter(Binding, BaseAdapter):
         response.status_code = decision.head.status
         response.headers = CaseInsensitiveDict(_fields(decision.head.headers))
         response.encoding = get_encoding_from_headers(response.headers)
-        response.raw = _ReplayRaw(replay_schedule(decision.events), time.monotonic())
+        response.raw = _ReplayRaw(decision.events, time.monotonic())
         response.reason = ""
         response.url = request.url or ""
         response.request = request

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -70,6 +70,9 @@ _DEFAULT_MATCH = MatchConfig()
 #: (the replay events of each recording are kept: one fewer object apiece
 #: for the garbage collector to walk).
 _ENDED_AT_ONCE = EndOfResponse(0.0)
+
+#: The deadline of every frame of a fast replay (one float, not one a frame).
+_AT_ONCE = 0.0
 
 
 #: Response headers a replay never sends from its recording.
@@ -248,6 +251,22 @@ class Engine:
         if self.state is State.ERROR:
             raise LocalProtocolError("the session failed earlier; close the connection")
         return Signal.PAUSED
+
+    def pull(self) -> Iterator[Event]:
+        """The events :meth:`next_event` hands out, until it gives a
+        :class:`Signal`: for a binding that sends a response as its events
+        come (a replay's are all at hand).  The same events, in the same
+        order, with the same effects; a replay's frames are handed on
+        without a call each (a long stream has hundreds of thousands)."""
+        events = self._events
+        while True:
+            if events and type(events[0]) is Frame:
+                yield events.popleft()
+                continue
+            event = self.next_event()
+            if isinstance(event, Signal):
+                return
+            yield event
 
     @property
     def replaying(self) -> tuple[Event, ...] | None:
@@ -667,7 +686,10 @@ class Engine:
         events.append(ResponseHead(response.status, headers))
         if not head_only:
             scale = timing.scale  # a recording's offsets are finite: schedule's product
-            events += [Frame(data, at_ms / 1000.0 * scale) for at_ms, data in response.frames]
+            if scale:
+                events += [Frame(data, at_ms / 1000.0 * scale) for at_ms, data in response.frames]
+            else:  # fast: every frame at the head, one float for them all
+                events += [Frame(data, _AT_ONCE) for _, data in response.frames]
         if response.cut is not None:
             cut = response.cut
             events.append(Cut(cut.error, cut.detail, timing.schedule(cut.at_ms / 1000.0)))

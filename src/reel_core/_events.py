@@ -315,8 +315,13 @@ class Frame(_Value):
     at: float | None
 
     def __init__(self, data: bytes, at: float | None = None) -> None:
-        _set(self, "data", data)
-        _set(self, "at", at)
+        # the slots' own setters: a long stream makes a Frame per frame
+        _frame_data(self, data)
+        _frame_at(self, at)
+
+
+_frame_data = Frame.__dict__["data"].__set__
+_frame_at = Frame.__dict__["at"].__set__
 
 
 class Trailers(_Value):

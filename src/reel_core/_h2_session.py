@@ -17,8 +17,8 @@ client's bytes with :meth:`H2Session.receive_data`, writes what
   engine's events (its decision, then its response), which the binding acts
   on as it would on the HTTP/1.1 session's, sending each response event
   with :meth:`H2Session.send` (a ``Trailers`` goes out as a HEADERS frame
-  ending the stream, after the body; a ``Cut`` resets the stream, but a
-  gRPC call's ends it with the gRPC status of what broke it, see
+  ending the stream, after the body; a ``Cut`` resets the stream once the
+  body before it went out, but a gRPC call's ends it with the gRPC status of what broke it, see
   :func:`~reel_core.tools.grpc_cut_trailers`).  For a ``Forward`` the binding feeds the
   upstream's answer to ``engine`` (``upstream_head``, ``upstream_data``,
   ``upstream_end``) and the events it hands back come out here too.  Once
@@ -77,14 +77,14 @@ what :meth:`H2Session.data_to_send` holds, then close.
 Flow control is the adapter's: a ``Frame`` sent on a stream goes out in
 DATA frames no larger than the client's window and frame size allow, the
 rest is queued until the client's WINDOW_UPDATE opens the window, and an
-``EndOfResponse`` waits behind the queued data.
+``EndOfResponse`` or a ``Cut`` waits behind the queued data.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 try:
@@ -245,10 +245,15 @@ class _Stream:
     reset: bool = False
     #: Response bytes waiting for the client's window.
     queued: deque[bytes] = field(default_factory=deque)
+    #: How many bytes ``queued`` holds.
+    queued_size: int = 0
     #: The response's head went out.
     headed: bool = False
     #: The response ended: END_STREAM goes out once ``queued`` is empty.
     ending: bool = False
+    #: The response was cut: the stream is reset once ``queued`` is empty
+    #: (what came before the cut reaches the client, as over HTTP/1.1).
+    cutting: bool = False
     #: The response's trailers, sent with its END_STREAM.
     trailers: list[tuple[bytes, bytes]] | None = None
 
@@ -523,6 +528,7 @@ class H2Session:
             return
         stream.reset = True
         stream.queued.clear()
+        stream.queued_size = 0
         if stream.handed:  # still in _ready, or its response still going out
             self._handed.append(H2Event(sid, Signal.CLOSED, stream.engine))
 
@@ -640,9 +646,7 @@ class H2Session:
                 raise LocalProtocolError(f"h2 refused the response head: {exc}") from None
             stream.headed = True
         elif isinstance(event, Frame):
-            if event.data:
-                stream.queued.append(event.data)
-                self._flush(stream_id)
+            self._queue(stream_id, stream, event.data)
         elif isinstance(event, Trailers):  # they end the stream, behind its data
             stream.trailers = _sent(event.headers)
         elif isinstance(event, EndOfResponse):
@@ -654,8 +658,26 @@ class H2Session:
             stream.ending = True
             self._flush(stream_id)
         else:  # a Cut: the client must not take the body for whole
-            del self._streams[stream_id]
-            self._conn.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+            stream.cutting = True
+            self._flush(stream_id)
+
+    def send_frames(self, stream_id: int, frames: Sequence[Frame]) -> None:
+        """Send ``frames`` due at once on stream ``stream_id`` (a
+        :class:`~reel_core.Batch`'s) as one piece of body: their bytes
+        joined, queued and sent in DATA frames as the window allows.  The
+        body the client reads is that of sending each frame; DATA frame
+        boundaries are no part of it (as chunks are not over HTTP/1.1),
+        and h2 cuts a body into them by the window and frame size anyway.
+        Nothing is sent on a stream the client reset."""
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            self._queue(stream_id, stream, b"".join([frame.data for frame in frames]))
+
+    def _queue(self, sid: int, stream: _Stream, data: bytes) -> None:
+        if data:
+            stream.queued.append(data)
+            stream.queued_size += len(data)
+            self._flush(sid)
 
     def _flush(self, sid: int) -> None:
         """Send what the client's window lets through of ``sid``'s queue,
@@ -671,8 +693,12 @@ class H2Session:
             if len(data) > room:
                 data, rest = data[:room], data[room:]
                 queued.appendleft(rest)
+            stream.queued_size -= len(data)
             conn.send_data(sid, data)
-        if stream.ending:
+        if stream.cutting:
+            del self._streams[sid]
+            conn.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        elif stream.ending:
             if stream.trailers is not None:
                 conn.send_headers(sid, stream.trailers, end_stream=True)
             else:
@@ -687,4 +713,4 @@ class H2Session:
         """How many of a stream's body bytes wait for the client's window: a
         binding may stop pulling that stream's events while it grows."""
         stream = self._streams.get(stream_id)
-        return 0 if stream is None else sum([len(data) for data in stream.queued])
+        return 0 if stream is None else stream.queued_size

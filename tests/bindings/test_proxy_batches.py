@@ -12,6 +12,8 @@ from pathlib import Path
 import anyio
 import h11
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reel_bindings.proxy import Proxy
 from reel_bindings.proxy._http11 import WRITE_SIZE
@@ -104,3 +106,35 @@ async def test_realtime_frames_keep_their_own_deadlines(tmp_path: Path) -> None:
         assert at - start >= due / 1000 - 0.005
     with anyio.fail_after(1):  # nothing left running
         await anyio.sleep(0)
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    count=st.integers(0, 3000),
+    sizes=st.lists(st.integers(0, 20_000), min_size=1, max_size=5),
+    cut=st.booleans(),
+)
+async def test_a_stream_due_at_once_comes_whole_in_bounded_writes(
+    tmp_path: Path, count: int, sizes: list[int], cut: bool
+) -> None:
+    """Any number of frames of any size, due at once: the body the client
+    de-chunks is the recorded one, in order, in writes of at most
+    ``WRITE_SIZE`` bytes (never the stream whole), ended or cut as recorded."""
+    frames = tuple(
+        (0.0, b"data: %d %s\n\n" % (i, b"x" * sizes[i % len(sizes)])) for i in range(count)
+    )
+    if cut:
+        broke = StreamCut(0.0, "reset", "the upstream reset the stream")
+        response = RecordedResponse(200, (), stream="sse", frames=frames, cut=broke)
+    else:
+        response = RecordedResponse(200, (), stream="sse", frames=frames, end_ms=0.0)
+    cassette = tmp_path / f"s{count}.jsonl"
+    _stream(cassette, response)
+    wire = Wire("s", request(BIG), [])
+    await Proxy(Config(timing=Timing.parse("fast")), cassette=cassette).handle(wire)
+    chunks, ended = chunks_of(b"".join(wire.writes))
+    assert b"".join(chunks) == b"".join(data for _, data in frames)
+    assert ended is not cut
+    assert max(len(w) for w in wire.writes) <= WRITE_SIZE

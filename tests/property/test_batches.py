@@ -260,3 +260,38 @@ def test_the_client_receives_the_same(
 @given(timings(), st.floats(0, 1e9, allow_nan=False))
 def test_scale_is_what_schedule_multiplies_by(timing: Timing, offset: float) -> None:
     assert offset * timing.scale == timing.schedule(offset)
+
+
+# -- pulling a replay's events ---------------------------------------------------------
+
+
+@given(streamed_responses(), timings(), st.booleans())
+def test_pull_hands_out_what_next_event_does(
+    response: RecordedResponse, timing: Timing, stop_early: bool
+) -> None:
+    """``Engine.pull`` (the proxy's way: a replay's frames without a call
+    each) gives the events ``next_event`` gives, in order, and leaves the
+    engine where pulling them one by one leaves it; a pull dropped midway
+    (a client that left) leaves the rest to ``next_event``."""
+
+    def session() -> Session:
+        made = Session(hit_cassette(response), Config(mode=Mode.REPLAY, timing=timing))
+        made.receive_data(_request())
+        return made
+
+    one_by_one, pulled = session(), session()
+    expected: list[Event] = []
+    while not isinstance(event := one_by_one.next_event(), Signal):
+        expected.append(event)
+    assert pulled.next_event() == expected[0]  # the decision: the session's own pull
+    events = pulled.engine.pull()
+    got = [expected[0]]
+    if stop_early:
+        got += itertools.islice(events, 2)
+        while not isinstance(event := pulled.engine.next_event(), Signal):
+            got.append(event)
+    else:
+        got += events
+    assert got == expected
+    assert pulled.engine.state is one_by_one.engine.state
+    assert pulled.next_event() == one_by_one.next_event() == Signal.PAUSED

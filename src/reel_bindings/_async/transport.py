@@ -12,8 +12,6 @@ from typing import Any
 
 import anyio
 
-from reel_core import replay_schedule
-
 from .._async.relay import arelay
 from .._async.replay import aframes
 from .._inprocess import Upstreaming
@@ -46,9 +44,8 @@ class AsyncTransport(Base, AsyncBase):
         self._check(decision)
         if decision.body is not None:  # nothing to wait for: one body
             return self._replay_response(family, decision, decision.body)
-        steps = list(replay_schedule(decision.events))
         start = anyio.current_time()
-        played = aframes(steps, start, lambda cut: cut_error(family, cut, request))
+        played = aframes(decision.events, start, lambda cut: cut_error(family, cut, request))
         return self._replay_response(family, decision, played)
 
     async def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:

@@ -7,29 +7,39 @@
 transport yields ``aframes``; the sync transport and the requests adapter
 (blocking-only) both yield ``frames``, each naming the exception a recorded
 cut is raised as in its own library.
+
+The frames come from the core's batches (``replay_batches``), as the
+proxy's do: one decision and one wait per batch of frames due at once,
+not per frame.  The client still gets a piece per recorded frame, each
+when its step of the schedule is due: a batch is the schedule's steps
+grouped, never joined here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Callable, Iterable
 
-from reel_core import Cut, Step
+from reel_core import Cut, Event, replay_batches
 
 from .clock import sleep_until_sync
 
-__all__ = ["frames"]
+__all__ = ["BATCH_SIZE", "frames"]
+
+#: How many body bytes a batch of frames due at once holds at most (only
+#: what the core groups per decision: the frames are yielded one by one).
+BATCH_SIZE = 64 * 1024
 
 
 def frames(
-    steps: Iterable[Step], start: float, cut: Callable[[Cut], Exception]
+    events: Iterable[Event], start: float, cut: Callable[[Cut], Exception]
 ) -> Iterator[bytes]:
-    """The frames of ``steps`` (from :func:`reel_core.replay_schedule`),
-    each once the clock reads ``start`` plus its offset; a recorded cut
+    """The frames of a replay's timed ``events`` (those after its head),
+    each once the clock reads ``start`` plus its deadline; a recorded cut
     raises ``cut(event)`` where it was recorded."""
-    for step in steps:
-        if step.until is not None:
-            sleep_until_sync(start + step.until)
-        if isinstance(step.event, Cut):
-            raise cut(step.event)
-        if not step.last:
-            yield step.data
+    for batch in replay_batches(events, BATCH_SIZE):
+        if batch.until is not None:
+            sleep_until_sync(start + batch.until)
+        for frame in batch.frames:
+            yield frame.data
+        if isinstance(batch.last, Cut):
+            raise cut(batch.last)

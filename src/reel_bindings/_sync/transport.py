@@ -14,8 +14,6 @@ from typing import Any
 
 import time
 
-from reel_core import replay_schedule
-
 from .._sync.relay import relay
 from .._sync.replay import frames
 from .._inprocess import Upstreaming
@@ -48,9 +46,8 @@ class Transport(Base, SyncBase):
         self._check(decision)
         if decision.body is not None:  # nothing to wait for: one body
             return self._replay_response(family, decision, decision.body)
-        steps = list(replay_schedule(decision.events))
         start = time.monotonic()
-        played = frames(steps, start, lambda cut: cut_error(family, cut, request))
+        played = frames(decision.events, start, lambda cut: cut_error(family, cut, request))
         return self._replay_response(family, decision, played)
 
     def _forward(self, family: ModuleType, request: Any, feed: Upstreaming) -> Any:

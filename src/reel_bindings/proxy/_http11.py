@@ -361,7 +361,7 @@ class HTTP11Connection:
         one h11 call for a batch instead of one per frame."""
         session, stream, out = self.session, self.stream, self._out
         start = anyio.current_time()  # the head goes out now: deadlines count from it
-        for batch in replay_batches(_pulled(session), WRITE_SIZE):
+        for batch in replay_batches(session.engine.pull(), WRITE_SIZE):
             if batch.until is not None and start + batch.until > anyio.current_time():
                 await out.flush(stream)
                 await sleep_until(start + batch.until)
@@ -490,12 +490,6 @@ _HANDLERS: dict[type[Any], Callable[[HTTP11Connection, Any], Awaitable[bool]]] =
     Continue: HTTP11Connection._continue,
     ResponseHead: HTTP11Connection._head,
 }
-
-
-def _pulled(session: Session) -> Iterator[Event]:
-    """The session's events until it signals (a replay's are all at hand)."""
-    while not isinstance(event := session.next_event(), Signal):
-        yield event
 
 
 async def _linger(stream: anyio.abc.ByteStream, limit: float) -> None:

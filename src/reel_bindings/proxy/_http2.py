@@ -16,8 +16,12 @@ what must wait goes on in a task of the stream's own, so the streams of a
 connection are served concurrently, each on its own schedule:
 
 - a response the core answers (a replay, a miss, a refusal) is played as
-  the HTTP/1.1 pump plays it: its head, then each frame at its deadline
-  after the head (``replay_schedule``), its trailers with the end;
+  the HTTP/1.1 pump plays it: its head, then its frames at their
+  deadlines after the head, those due at once joined into one piece of
+  body (the core's ``replay_batches``, sent by ``H2Session.send_frames``),
+  its trailers with the end; no more than :data:`BUFFERED_MAX` bytes of
+  it wait in the session for the client's window (a long stream due at
+  once goes on as the client reads);
 - a forward is ``_forward.py``'s :class:`~._forward.Forwarding`, the one
   the HTTP/1.1 pump uses, the stream (:class:`_Stream`) its
   :class:`~._forward.Downstream`: the same relay, the same recording path;
@@ -55,6 +59,7 @@ import anyio.abc
 import attrs
 
 from reel_core import (
+    Batch,
     EndOfResponse,
     Engine,
     Event,
@@ -69,9 +74,8 @@ from reel_core import (
     ResponseHead,
     Routed,
     Signal,
-    Step,
     Trailers,
-    replay_schedule,
+    replay_batches,
 )
 from reel_core.tools import (
     H2ClientEnd,
@@ -89,7 +93,7 @@ from .._clock import sleep_until
 from ._context import Exchange
 from ._forward import Forwarding, reason
 from ._grpc_call import StreamedCall
-from ._http11 import SETTLE_AFTER, Listener
+from ._http11 import SETTLE_AFTER, WRITE_SIZE, Listener
 
 __all__ = ["BUFFERED_MAX", "HTTP2Connection"]
 
@@ -120,14 +124,22 @@ class _Stream:
     forwarding: Forwarding | None = None
     #: A response the core answers: cancelled when the client leaves.
     scope: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
-    #: A response the core answers: its steps after the head (``None``
+    #: A response the core answers: its batches after the head (``None``
     #: until the head is sent), when its deadlines count from (the head
-    #: went out; a replayed gRPC session's first message came), the step
+    #: went out; a replayed gRPC session's first message came), the batch
     #: waited for, whether its end was sent.
-    steps: Iterator[Step] | None = None
+    batches: Iterator[Batch] | None = None
     start: float = 0.0
-    waiting: Step | None = None
+    waiting: Batch | None = None
     ended: bool = False
+    #: A response the core answers holds more than ``BUFFERED_MAX`` bytes
+    #: in the session, waiting for the client's window: it goes on once
+    #: the client read some.
+    blocked: bool = False
+    #: A response the core answers sent a batch of ``WRITE_SIZE`` bytes and
+    #: has more due: it goes on once that is written (a write per batch,
+    #: never a long stream serialized whole before its first write).
+    more_due: bool = False
     #: The session handed the exchange's end (``PAUSED``).
     over: bool = False
     #: A gRPC call forwarded at its first message (``H2Session.streamed``):
@@ -487,11 +499,14 @@ class HTTP2Connection:
 
     def _play_due(self, stream: _Stream) -> bool:
         """Send a response the core answers as far as it is due now: its
-        head, then each event whose deadline passed.  True once it is all
-        sent (logged then); else ``stream.waiting`` is the step to wait
-        for, or (``None``) the stream waits for more events (a replayed
-        gRPC session's, released by its client's messages)."""
-        if stream.steps is None:
+        head, then each batch whose deadline passed.  True once it is all
+        sent (logged then); else ``stream.waiting`` is the batch to wait
+        for, ``stream.blocked`` says the session holds enough for the
+        client's window, ``stream.more_due`` that a full batch went to the
+        session (write it, then go on), or (none of them) the stream waits
+        for more events (a replayed gRPC session's, released by its
+        client's messages)."""
+        if stream.batches is None:
             head = stream.next_event()
             if not isinstance(head, ResponseHead):  # the client reset the stream
                 return True
@@ -499,39 +514,63 @@ class HTTP2Connection:
             stream.send(head)
             if not stream.start:  # the head goes out now: deadlines count from it
                 stream.start = anyio.current_time()
-            stream.steps = replay_schedule(stream.pulled())
+            stream.batches = replay_batches(stream.pulled(), WRITE_SIZE)
+        session, sid = self.session, stream.sid
+        stream.blocked = stream.more_due = False
         while True:
-            step = stream.waiting or next(stream.steps, None)
+            batch = stream.waiting or next(stream.batches, None)
             stream.waiting = None
-            if step is None:
+            if batch is None:
                 if stream.ended or stream.over:
                     self.proxy.context.log(stream.engine, stream.exchange)
                     return True
                 if not stream.events:
                     return False  # more come as the client's messages release them
-                stream.steps = replay_schedule(stream.pulled())
+                stream.batches = replay_batches(stream.pulled(), WRITE_SIZE)
                 continue
-            if step.until is not None and stream.start + step.until > anyio.current_time():
-                stream.waiting = step
+            if batch.until is not None and stream.start + batch.until > anyio.current_time():
+                stream.waiting = batch
                 return False
-            stream.send(step.event)
-            stream.ended = step.last
+            if batch.frames:
+                session.send_frames(sid, batch.frames)
+            if batch.last is not None:
+                stream.send(batch.last)
+                stream.ended = True
+            elif session.buffered(sid) > BUFFERED_MAX:
+                stream.blocked = True
+                return False
+            elif batch.size >= WRITE_SIZE:
+                stream.more_due = True
+                return False
 
     async def _play(self, stream: _Stream) -> None:
         """Send the rest of a response the core answers on its schedule
         (a reset stops it: logged then)."""
         with stream.scope:
+            await self._unblocked(stream)  # begun by the reader, it may wait already
             while not self._play_due(stream):
                 await self.write()
-                step = stream.waiting
-                if step is None:
+                batch = stream.waiting
+                if stream.blocked:
+                    await self._unblocked(stream)
+                elif stream.more_due:
+                    continue
+                elif batch is None:
                     await stream.wait_for_events()
                 else:
-                    assert step.until is not None
-                    await sleep_until(stream.start + step.until)
+                    assert batch.until is not None
+                    await sleep_until(stream.start + batch.until)
             await self.write()
         if stream.scope.cancelled_caught:
             self.proxy.context.log(stream.engine, stream.exchange)
+
+    async def _unblocked(self, stream: _Stream) -> None:
+        """Until no more than :data:`BUFFERED_MAX` of a blocked stream's
+        bytes wait in the session (the client read the rest)."""
+        while stream.blocked and self.session.buffered(stream.sid) > BUFFERED_MAX:
+            await self.write()
+            await self.client_moved()
+        await self.write()
 
     async def _view(self, stream: _Stream, request: Request) -> None:
         """A request for the viewer (``--ui``), answered with its page: the
