@@ -17,8 +17,8 @@ Nothing is asserted; the figures go to ``docs/performance.md`` by hand.
 from __future__ import annotations
 
 import argparse
-import os
 import cProfile
+import os
 import pstats
 import tempfile
 import time
@@ -114,7 +114,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.profile:
             profile = cProfile.Profile()
             profile.runcall(play, tests, client)
-            pstats.Stats(profile).sort_stats(os.environ.get("REEL_BENCH_SORT", "cumulative")).print_stats("reel_", 40)
+            order = os.environ.get("REEL_BENCH_SORT", "cumulative")
+            pstats.Stats(profile).sort_stats(order).print_stats("reel_", 40)
             return
         times = sorted(_times(tests, client, args.rounds))
     print(f"CPU ms per test: median {times[len(times) // 2]:.3f}, best {times[0]:.3f}")
