@@ -47,6 +47,7 @@ from tests.fakes.upstream import FakeUpstreamThread, Reply, Scenario, closed_por
 from tests.secrets import FRAMEWORK_KEY
 
 __all__ = [
+    "FRAMEWORKS",
     "KEY",
     "PROXIES",
     "WAYS",
@@ -346,6 +347,10 @@ def lazy(module: str) -> Any:
     return _Lazy(module)
 
 
+#: The frameworks the collected test modules asked for (:func:`framework`).
+FRAMEWORKS: set[str] = set()
+
+
 def framework(name: str, reason: str) -> Any:
     """The framework *name*, imported at its first use (:func:`lazy`), not
     when the test module is collected; the test module is skipped with
@@ -358,4 +363,5 @@ def framework(name: str, reason: str) -> Any:
     level (decorators included: a tool is made in a cached function)."""
     if importlib.util.find_spec(name) is None:
         pytest.skip(reason, allow_module_level=True)
+    FRAMEWORKS.add(name)
     return lazy(name)

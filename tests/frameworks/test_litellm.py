@@ -288,7 +288,8 @@ def test_client_session_serves_the_openai_provider_only(
     cassette = tmp_path / "empty.jsonl"
     cassette.write_bytes(b"")
     session = httpx2.Client(transport=Transport(cassette, mode="replay"))
-    monkeypatch.setattr(litellm, "client_session", session)
+    # by name: the module itself, not its lazy stand-in (whose __dict__ is its own)
+    monkeypatch.setattr("litellm.client_session", session)
     before = len(fake.requests)
     with pytest.raises(litellm.exceptions.NotFoundError):
         litellm.completion(
