@@ -175,7 +175,8 @@ def test_exchange_redactors_are_shared_and_never_nested() -> None:
     # key to all of them: its needles are compiled once, not per cassette
     salted = [Redactor(salt=f"{n:032x}") for n in (1, 2)]
     first, second = (exchange_redactor(r, headers) for r in salted)
-    assert isinstance(first, ExchangeRedactor) and isinstance(second, ExchangeRedactor)
+    assert isinstance(first, ExchangeRedactor)
+    assert isinstance(second, ExchangeRedactor)
     assert first != second
     assert first.literals is second.literals
     assert Literals(()).data(b"x") == b"x"
