@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.inner import inner_ini
+
 SUITE = """
 import pytest
 
@@ -27,6 +29,9 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
     for name in ("CI", "REEL_FULL"):
         monkeypatch.delenv(name, raising=False)
     pytester.makepyfile(test_suite=SUITE)
+    # the inner runs' ini: without it every installed plugin loads (in the dev
+    # venv cassetter's and pytest-recording's options clash)
+    pytester.makeini(inner_ini())
     return pytester
 
 

@@ -22,6 +22,7 @@ from reel_bindings._store_url import open_store
 from reel_bindings.httpcore import Transport
 from reel_core import ConfigError, Mode, ReelError
 from tests.fakes.upstream import FakeUpstreamThread, serve_fake
+from tests.inner import inner_ini
 from tests.redis_server import CHAT_TEST, RedisServer, free_port
 
 from .proxy_support import chat_call, fetch, options, proxied
@@ -188,6 +189,7 @@ def test_the_pytest_plugin_records_and_replays_with_reel_store(
     pytester: pytest.Pytester, redis_url: str
 ) -> None:
     pytester.makepyfile(test_redis_chat=CHAT_TEST)
+    pytester.makeini(inner_ini())
     with FakeUpstreamThread(frame_delay=0.001) as fake:
         pytester.makeconftest(
             f"import pytest\n@pytest.fixture\ndef fake_url():\n    return {fake.url!r}\n"
@@ -200,7 +202,7 @@ def test_the_pytest_plugin_records_and_replays_with_reel_store(
     store = RedisStore(redis_url)
     assert store.list() == ["test_redis_chat/test_chat.jsonl"]
     assert not (pytester.path / "tests" / "cassettes").exists()  # nothing on disk
-    pytester.makeini(f"[pytest]\nreel_store = {redis_url}\n")
+    pytester.makeini(inner_ini(f"reel_store = {redis_url}"))
     replayed = pytester.runpytest_subprocess("-p", "reel")  # the ini names the store
     replayed.assert_outcomes(passed=1)
     down = f"redis://127.0.0.1:{free_port()}/0"

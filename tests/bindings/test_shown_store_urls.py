@@ -24,6 +24,7 @@ from reel_bindings._store_url import open_store
 from reel_bindings.proxy import DEMO_CASSETTE
 from reel_core import ConfigError, Mode
 from tests.fakes.upstream import FakeUpstreamThread
+from tests.inner import inner_ini
 from tests.redis_server import CHAT_TEST, RedisServer
 
 from .proxy_support import options, proxied
@@ -159,6 +160,7 @@ def test_the_pytest_header_report_and_json_do_not_show_the_password(
     pytester: pytest.Pytester, secret_url: str
 ) -> None:
     pytester.makepyfile(test_secret_store=CHAT_TEST)
+    pytester.makeini(inner_ini())
     report = pytester.path / "report.json"
     with FakeUpstreamThread(frame_delay=0.001) as fake:
         pytester.makeconftest(

@@ -215,7 +215,9 @@ def bombs() -> dict[str, bytes]:
     return {
         "gzip": gzip.compress(zeros, mtime=0) * (BOMB >> 20),  # members, each 1 MiB
         "deflate": zlib.compress(b"\0" * BOMB, 9),
-        "br": brotli.compress(b"\0" * BOMB),
+        # quality 5, not brotli's default 11: as small a bomb (405 bytes
+        # against 421) for 0.2 s of compressing instead of 5 s
+        "br": brotli.compress(b"\0" * BOMB, quality=5),
         "zstd": zstd(zeros) * (BOMB >> 20),
         "gzip, br": brotli.compress(gzip.compress(zeros, mtime=0) * (BOMB >> 20)),
     }

@@ -11,6 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+# imported before any framework is (they are imported by the first test that
+# uses each, see matrix.framework): litellm imports httpx, and a collection
+# while it does may close an earlier test's openai stream, whose close reads
+# httpx.TimeoutException off the half-imported module
+import httpx  # noqa: F401
 import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import importlib
+import importlib.util
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -45,12 +47,15 @@ from tests.fakes.upstream import FakeUpstreamThread, Reply, Scenario, closed_por
 from tests.secrets import FRAMEWORK_KEY
 
 __all__ = [
+    "FRAMEWORKS",
     "KEY",
     "PROXIES",
     "WAYS",
     "Target",
     "Way",
     "check",
+    "framework",
+    "lazy",
     "miss",
     "server_error",
 ]
@@ -312,3 +317,51 @@ def miss(way: Way, tmp_path: Path) -> Iterator[Target]:
     cassette.write_bytes(b"")
     with _through_reel(way, Mode.REPLAY, cassette, closed_port_url()) as target:
         yield target
+
+
+class _Lazy:
+    """A module imported at its first attribute (see :func:`framework`)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute == "_mock_name" or (attribute.startswith("__") and attribute.endswith("__")):
+            # what collecting probes every name of a module for (``__test__``,
+            # a mock's ``_mock_name``): not a reason to import
+            raise AttributeError(attribute)
+        return getattr(importlib.import_module(self._name), attribute)
+
+    def __setattr__(self, attribute: str, value: Any) -> None:
+        if attribute == "_name":
+            super().__setattr__(attribute, value)
+        else:
+            setattr(importlib.import_module(self._name), attribute, value)
+
+    def __delattr__(self, attribute: str) -> None:
+        delattr(importlib.import_module(self._name), attribute)
+
+
+def lazy(module: str) -> Any:
+    """*module*, imported at the first use of one of its attributes."""
+    return _Lazy(module)
+
+
+#: The frameworks the collected test modules asked for (:func:`framework`).
+FRAMEWORKS: set[str] = set()
+
+
+def framework(name: str, reason: str) -> Any:
+    """The framework *name*, imported at its first use (:func:`lazy`), not
+    when the test module is collected; the test module is skipped with
+    *reason* when *name* is not installed.
+
+    Every xdist worker collects every test module, and importing the
+    frameworks costs about 8 s of CPU a process (litellm alone 3.5 s): the
+    workers that run none of their tests no longer pay for them.  A test
+    module of a framework keeps it so: no framework name is used at its top
+    level (decorators included: a tool is made in a cached function)."""
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(reason, allow_module_level=True)
+    FRAMEWORKS.add(name)
+    return lazy(name)

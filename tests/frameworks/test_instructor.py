@@ -15,11 +15,9 @@ import pytest
 from pydantic import BaseModel
 
 from tests.fakes.upstream import FakeUpstreamThread
-from tests.frameworks.matrix import KEY, WAYS, Target, Way, check, miss, server_error
+from tests.frameworks.matrix import KEY, WAYS, Target, Way, check, framework, miss, server_error
 
-instructor = pytest.importorskip(
-    "instructor", reason="instructor is not installed (pip install instructor)"
-)
+instructor = framework("instructor", reason="instructor is not installed (pip install instructor)")
 
 
 class Weather(BaseModel):

@@ -8,27 +8,44 @@ takes no client, so Reel cannot be put under it in-process.
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread
-from tests.frameworks.matrix import KEY, PROXIES, Target, Way, check, miss, server_error
+from tests.frameworks.matrix import (
+    KEY,
+    PROXIES,
+    Target,
+    Way,
+    check,
+    framework,
+    lazy,
+    miss,
+    server_error,
+)
 
-langchain_anthropic = pytest.importorskip(
+langchain_anthropic = framework(
     "langchain_anthropic",
     reason="langchain-anthropic is not installed (pip install langchain-anthropic)",
 )
-from langchain_anthropic import _client_utils  # noqa: E402
-from langchain_core.messages import HumanMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
+client_utils = lazy("langchain_anthropic._client_utils")
+langchain_messages = lazy("langchain_core.messages")
+langchain_tools = lazy("langchain_core.tools")
 
 
-@tool  # type: ignore[untyped-decorator, unused-ignore]  # untyped without langchain
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
+@functools.cache
+def weather_tool() -> Any:
+    """The tool, made at its first use (:func:`framework`)."""
+
+    @langchain_tools.tool  # type: ignore[untyped-decorator, unused-ignore]
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    return get_weather
 
 
 def chat_model(target: Target, **kwargs: Any) -> Any:
@@ -65,12 +82,16 @@ def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) 
 @pytest.mark.parametrize("way", PROXIES)
 def test_tool_loop(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
-        model = chat_model(target).bind_tools([get_weather])
-        messages: list[Any] = [HumanMessage("Weather in Oslo?")]
+        model = chat_model(target).bind_tools([weather_tool()])
+        messages: list[Any] = [langchain_messages.HumanMessage("Weather in Oslo?")]
         first = model.invoke(messages)
         messages.append(first)
         for call in first.tool_calls:
-            messages.append(ToolMessage(get_weather.invoke(call["args"]), tool_call_id=call["id"]))
+            messages.append(
+                langchain_messages.ToolMessage(
+                    weather_tool().invoke(call["args"]), tool_call_id=call["id"]
+                )
+            )
         return first.tool_calls, model.invoke(messages).content
 
     calls, answer = check(fake, tmp_path, way, drive)
@@ -102,7 +123,7 @@ def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> Non
                 # forgotten, else the next asyncio.run finds it bound to this
                 # one, closed
                 await model._async_client.close()
-                _client_utils._get_default_async_httpx_client.cache_clear()
+                client_utils._get_default_async_httpx_client.cache_clear()
             return [r.content for r in replies]
 
         return target.run(main)

@@ -7,6 +7,7 @@ In-process through the clients it accepts (``http_client``,
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +15,35 @@ import pytest
 from pydantic import BaseModel
 
 from tests.fakes.upstream import FakeUpstreamThread
-from tests.frameworks.matrix import KEY, WAYS, Target, Way, check, miss, server_error
+from tests.frameworks.matrix import (
+    KEY,
+    WAYS,
+    Target,
+    Way,
+    check,
+    framework,
+    lazy,
+    miss,
+    server_error,
+)
 
-langchain_openai = pytest.importorskip(
+langchain_openai = framework(
     "langchain_openai", reason="langchain-openai is not installed (pip install langchain-openai)"
 )
-from langchain_core.messages import HumanMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
+langchain_messages = lazy("langchain_core.messages")
+langchain_tools = lazy("langchain_core.tools")
 
 
-@tool  # type: ignore[untyped-decorator, unused-ignore]  # untyped without langchain
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
+@functools.cache
+def weather_tool() -> Any:
+    """The tool, made at its first use (:func:`framework`)."""
+
+    @langchain_tools.tool  # type: ignore[untyped-decorator, unused-ignore]
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    return get_weather
 
 
 class Weather(BaseModel):
@@ -88,12 +105,16 @@ def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) 
 @pytest.mark.parametrize("way", WAYS)
 def test_tool_loop(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
     def drive(target: Target) -> Any:
-        model = chat_model(target).bind_tools([get_weather])
-        messages: list[Any] = [HumanMessage("Weather in Oslo?")]
+        model = chat_model(target).bind_tools([weather_tool()])
+        messages: list[Any] = [langchain_messages.HumanMessage("Weather in Oslo?")]
         first = model.invoke(messages)
         messages.append(first)
         for call in first.tool_calls:
-            messages.append(ToolMessage(get_weather.invoke(call["args"]), tool_call_id=call["id"]))
+            messages.append(
+                langchain_messages.ToolMessage(
+                    weather_tool().invoke(call["args"]), tool_call_id=call["id"]
+                )
+            )
         final = model.invoke(messages)
         return first.tool_calls, final.content
 

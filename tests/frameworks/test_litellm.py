@@ -23,7 +23,18 @@ import pytest
 
 from reel_bindings.httpcore import Transport
 from tests.fakes.upstream import FakeUpstreamThread
-from tests.frameworks.matrix import KEY, PROXIES, WAYS, Target, Way, check, miss, server_error
+from tests.frameworks.matrix import (
+    KEY,
+    PROXIES,
+    WAYS,
+    Target,
+    Way,
+    check,
+    framework,
+    lazy,
+    miss,
+    server_error,
+)
 
 pytestmark = [
     # pydantic, on the TypedDicts litellm builds models of lazily (its
@@ -35,11 +46,8 @@ pytestmark = [
     ),
 ]
 
-litellm = pytest.importorskip("litellm", reason="litellm is not installed (pip install litellm)")
-litellm.telemetry = False
-from litellm.llms.custom_httpx.async_client_cleanup import (  # noqa: E402
-    close_litellm_async_clients,
-)
+litellm = framework("litellm", reason="litellm is not installed (pip install litellm)")
+client_cleanup = lazy("litellm.llms.custom_httpx.async_client_cleanup")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -47,6 +55,7 @@ def forgotten_clients() -> Iterator[None]:
     """litellm caches the SDK clients it makes (ten minutes) and never closes
     them on its own: closed after the module, else their sockets are left to
     the garbage collector (a ResourceWarning in some later test)."""
+    litellm.telemetry = False
     yield
     forget_clients()
     # what litellm leaves besides (an event loop it never closes) is
@@ -205,7 +214,7 @@ def test_async_gather(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> Non
                 # the first async call makes async clients of litellm's own
                 # (logging, other providers), cached past this event loop:
                 # litellm's cleanup closes them in it
-                await close_litellm_async_clients()  # type: ignore[no-untyped-call]
+                await client_cleanup.close_litellm_async_clients()
             return [r.choices[0].message.content for r in replies]
 
         return target.run(main)
@@ -279,7 +288,8 @@ def test_client_session_serves_the_openai_provider_only(
     cassette = tmp_path / "empty.jsonl"
     cassette.write_bytes(b"")
     session = httpx2.Client(transport=Transport(cassette, mode="replay"))
-    monkeypatch.setattr(litellm, "client_session", session)
+    # by name: the module itself, not its lazy stand-in (whose __dict__ is its own)
+    monkeypatch.setattr("litellm.client_session", session)
     before = len(fake.requests)
     with pytest.raises(litellm.exceptions.NotFoundError):
         litellm.completion(

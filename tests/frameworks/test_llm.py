@@ -20,9 +20,9 @@ import openai
 import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread
-from tests.frameworks.matrix import KEY, PROXIES, Target, Way, check, miss, server_error
+from tests.frameworks.matrix import KEY, PROXIES, Target, Way, check, framework, miss, server_error
 
-llm = pytest.importorskip("llm", reason="llm is not installed (pip install llm)")
+llm = framework("llm", reason="llm is not installed (pip install llm)")
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ off (``set_tracing_disabled``): it would post every run to OpenAI.
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,14 @@ import pytest
 from pydantic import BaseModel
 
 from tests.fakes.upstream import FakeUpstreamThread
-from tests.frameworks.matrix import KEY, WAYS, Target, Way, check, miss, server_error
+from tests.frameworks.matrix import KEY, WAYS, Target, Way, check, framework, miss, server_error
 
-agents = pytest.importorskip(
-    "agents", reason="openai-agents is not installed (pip install openai-agents)"
-)
-agents.set_tracing_disabled(True)
+agents = framework("agents", reason="openai-agents is not installed (pip install openai-agents)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_tracing() -> None:
+    agents.set_tracing_disabled(True)
 
 
 class Weather(BaseModel):
@@ -30,10 +33,16 @@ class Weather(BaseModel):
     degrees: int
 
 
-@agents.function_tool  # type: ignore[untyped-decorator, unused-ignore]
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
+@functools.cache
+def weather_tool() -> Any:
+    """The tool, made at its first use (:func:`framework`)."""
+
+    @agents.function_tool  # type: ignore[untyped-decorator, unused-ignore]
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    return get_weather
 
 
 def agent(target: Target, *, max_retries: int = 0, responses: bool = False, **kwargs: Any) -> Any:
@@ -98,7 +107,7 @@ def test_stream_early_break(fake: FakeUpstreamThread, tmp_path: Path, way: Way) 
 @pytest.mark.slow
 @pytest.mark.parametrize("way", WAYS)
 def test_tool_run(fake: FakeUpstreamThread, tmp_path: Path, way: Way) -> None:
-    truth = check(fake, tmp_path, way, lambda t: run(t, "Weather in Oslo?", tools=[get_weather]))
+    truth = check(fake, tmp_path, way, lambda t: run(t, "Weather in Oslo?", tools=[weather_tool()]))
     assert truth == "The tool said: sunny in Weather in Oslo?"
 
 

@@ -16,13 +16,23 @@ import pytest
 from pydantic import BaseModel
 
 from tests.fakes.upstream import FakeUpstreamThread
-from tests.frameworks.matrix import KEY, WAYS, Target, Way, check, miss, server_error
+from tests.frameworks.matrix import (
+    KEY,
+    WAYS,
+    Target,
+    Way,
+    check,
+    framework,
+    lazy,
+    miss,
+    server_error,
+)
 
-pydantic_ai = pytest.importorskip(
+pydantic_ai = framework(
     "pydantic_ai", reason="pydantic-ai is not installed (pip install pydantic-ai-slim[openai])"
 )
-from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
-from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
+openai_models = lazy("pydantic_ai.models.openai")
+openai_providers = lazy("pydantic_ai.providers.openai")
 
 
 class Weather(BaseModel):
@@ -37,7 +47,9 @@ def model(target: Target, *, max_retries: int = 0) -> Any:
         http_client=target.aclient(own=True),
         max_retries=max_retries,
     )
-    return OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
+    return openai_models.OpenAIChatModel(
+        "gpt-4o-mini", provider=openai_providers.OpenAIProvider(openai_client=client)
+    )
 
 
 def get_weather(city: str) -> str:

@@ -48,8 +48,13 @@ def test_bad_marker(reel):
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, tmp_path: Path) -> dict[str, Path]:
-    descriptor, bad = tmp_path / "tiny.pb", tmp_path / "bad.pb"
+def project(pytester: pytest.Pytester) -> dict[str, Path]:
+    # inside the inner project: pytest looks for its ini from the paths on the
+    # command line too (``--reel-proto-descriptor PATH``), and a path outside
+    # the project would leave the inner run without INNER_INI (every installed
+    # plugin loaded: cassetter's and pytest-recording's clash)
+    data = pytester.mkdir("data")
+    descriptor, bad = data / "tiny.pb", data / "bad.pb"
     descriptor.write_bytes(tiny_set())
     bad.write_bytes(b"not a descriptor set")
     recorded = grpc_frame(Ask(model="m", seed=3).SerializeToString())
@@ -66,7 +71,7 @@ def project(pytester: pytest.Pytester, tmp_path: Path) -> dict[str, Path]:
             trailers=(("grpc-status", "0"),),
         ),
     )
-    cassette = tmp_path / "grpc.jsonl"
+    cassette = data / "grpc.jsonl"
     cassette.write_bytes(CassetteMeta().to_line() + line.to_line())
     return {"descriptor": descriptor, "bad": bad, "cassette": cassette}
 
