@@ -18,11 +18,29 @@ recording or a run log entry of test A is never test B's; a client kept
 across tests (the SDK client :meth:`SessionProxy.openai` makes once per
 worker) finds its pooled connection closed and opens another for B.  A
 connection accepted while no test is being served is closed at once.
-"""
 
+Stopping a test.  Which test is current, and which connections are each
+test's, change under one thread lock, taken by the test's thread and by
+the loop as it accepts a connection; so once the test's thread has made
+no test current, no connection is accepted for the test again.  Most
+tests end quiet: every connection of theirs is an HTTP/1.1 one waiting,
+between two requests, for a request the client has not sent (nothing to
+read on its socket), no recording waits and the upstream was never
+opened (a replay).  Then nothing is left to wait for, and the test's
+thread shuts the sockets down itself (``shutdown``: the client's end
+reads EOF at once, so its pool opens another connection for the next
+test) and goes on, with no hand-off to the loop: the loop sees each
+connection end as it gets to it, and ends its task.  A test that ends
+any other way (a stream still answering, a request on its way, a
+recording to write, an HTTP/2 or WebSocket connection, upstream
+connections to close) is stopped on the loop, as the per-test listener
+was: the test's thread waits for it.
+"""
 from __future__ import annotations
 
 import contextlib
+import select
+import socket
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -44,15 +62,16 @@ _CLOSE_TURNS = 2
 
 
 class _Test:
-    """One test's proxy and the connections it serves."""
+    """One test's proxy and the connections it serves: each one's cancel
+    scope and its socket (changed under the session's lock)."""
 
     def __init__(self, proxy: Proxy) -> None:
         self.proxy = proxy
-        self.scopes: set[anyio.CancelScope] = set()
+        self.scopes: dict[anyio.CancelScope, Any] = {}
         self.ended: anyio.Event | None = None
 
     def done(self, scope: anyio.CancelScope) -> None:
-        self.scopes.discard(scope)
+        self.scopes.pop(scope, None)
         if not self.scopes and self.ended is not None:
             self.ended.set()
 
@@ -105,18 +124,21 @@ class SessionProxy:
                 await listener.aclose()
 
     async def _handle(self, stream: anyio.abc.ByteStream) -> None:
-        test = self._current
+        scope = anyio.CancelScope()
+        with self._lock:
+            test = self._current
+            if test is not None:
+                test.scopes[scope] = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
         if test is None:  # between tests: nobody's connection
             await stream.aclose()
             return
-        scope = anyio.CancelScope()
-        test.scopes.add(scope)
         try:
             with scope:
                 async with stream:
                     await test.proxy.handle(stream)
         finally:
-            test.done(scope)
+            with self._lock:
+                test.done(scope)
 
     # -- one test --
 
@@ -136,10 +158,32 @@ class SessionProxy:
         try:
             yield url
         finally:
-            self._portal.call(self._stop, test, grace)
+            if not self._stopped_quiet(test):
+                self._portal.call(self._stop, test, grace)
+
+    def _stopped_quiet(self, test: _Test) -> bool:
+        """Make no test current; if ``test`` ended quiet (see the module's
+        docstring), shut its connections' sockets down here and say so
+        (True); else they are the loop's to stop (False)."""
+        with self._lock:
+            self._current = None  # no connection is accepted for it from now on
+            proxy, sockets = test.proxy, list(test.scopes.values())
+            # nothing to read first, then every connection idle: a request
+            # read in between was served whole, or is still under way
+            quiet = (
+                None not in sockets
+                and not _readable(sockets)
+                and len(sockets) == proxy.active
+                and proxy.between_requests()
+                and proxy.upstream.unused
+            )
+            if quiet:
+                for sock in sockets:
+                    with contextlib.suppress(OSError):  # the client closed it meanwhile
+                        sock.shutdown(socket.SHUT_RDWR)
+        return quiet
 
     async def _stop(self, test: _Test, grace: float) -> None:
-        self._current = None  # refuse new connections at once
         proxy = test.proxy
         try:
             proxy.shutdown_idle()
@@ -179,3 +223,19 @@ class SessionProxy:
             )
             self._clients["openai"] = client
         return client
+
+
+def _readable(sockets: list[Any]) -> bool:
+    """Whether any of ``sockets`` has something to read (a request on its
+    way, or the client's end), or is closed already (its connection is
+    ending): the loop has work to do on it."""
+    if not sockets:
+        return False
+    if any(sock.fileno() < 0 for sock in sockets):
+        return True
+    if not hasattr(select, "poll"):  # Windows: select() takes any socket there
+        return bool(select.select(sockets, [], [], 0)[0])
+    poller = select.poll()  # no FD_SETSIZE limit, unlike select()
+    for sock in sockets:
+        poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))

@@ -297,6 +297,20 @@ class Proxy:
         body = html.encode("utf-8")
         return 200, _page_headers("text/html; charset=utf-8", body), body
 
+    def between_requests(self) -> bool:
+        """Whether every open connection is an HTTP/1.1 one waiting for its
+        client between two requests, and no recording waits: each exchange
+        has ended and been noted, and closing the connections cuts nothing.
+        Read from another thread (the pytest plugin's session proxy), it is
+        a snapshot: whatever the loop does next (a client's next request)
+        is the caller's to rule out."""
+        waiting = tuple(self._waiting)  # one step: the loop may change the set
+        return (
+            len(waiting) == self.active
+            and not self._recordings
+            and all(isinstance(conn, HTTP11Connection) and conn.idle for conn in waiting)
+        )
+
     def shutdown_idle(self) -> None:
         """Close every connection that is between requests."""
         self.closing = True
