@@ -42,6 +42,7 @@ import contextlib
 import select
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,9 @@ __all__ = ["SessionProxy"]
 _CUT_WAIT = 5.0
 #: Loop turns for the closed sockets to be closed (see ``_stop``).
 _CLOSE_TURNS = 2
+#: How many times a test's end looks for its connections to be quiet,
+#: letting the loop run in between, before it hands the stop to the loop.
+_LOOKS = 3
 
 
 class _Test:
@@ -160,6 +164,7 @@ class SessionProxy:
         finally:
             if not self._stopped_quiet(test):
                 self._portal.call(self._stop, test, grace)
+            proxy.seal()  # what races the end is cut, and not the test's to report
 
     def _stopped_quiet(self, test: _Test) -> bool:
         """Make no test current; if ``test`` ended quiet (see the module's
@@ -167,21 +172,18 @@ class SessionProxy:
         (True); else they are the loop's to stop (False)."""
         with self._lock:
             self._current = None  # no connection is accepted for it from now on
-            proxy, sockets = test.proxy, list(test.scopes.values())
-            # nothing to read first, then every connection idle: a request
-            # read in between was served whole, or is still under way
-            quiet = (
-                None not in sockets
-                and not _readable(sockets)
-                and len(sockets) == proxy.active
-                and proxy.between_requests()
-                and proxy.upstream.unused
-            )
-            if quiet:
+        for look in range(_LOOKS):
+            if look:  # the loop's turn: it may be ending the exchange just answered
+                time.sleep(0)
+            with self._lock:
+                sockets = list(test.scopes.values())
+                if not _quiet(test.proxy, sockets):
+                    continue
                 for sock in sockets:
                     with contextlib.suppress(OSError):  # the client closed it meanwhile
                         sock.shutdown(socket.SHUT_RDWR)
-        return quiet
+                return True
+        return False
 
     async def _stop(self, test: _Test, grace: float) -> None:
         proxy = test.proxy
@@ -223,6 +225,20 @@ class SessionProxy:
             )
             self._clients["openai"] = client
         return client
+
+
+def _quiet(proxy: Proxy, sockets: list[Any]) -> bool:
+    """Whether the connections of ``proxy`` (on ``sockets``) are quiet:
+    nothing to read first, then every connection idle (a request read in
+    between was served whole, or is still under way), no recording
+    waiting, and the upstream unused."""
+    return (
+        None not in sockets
+        and not _readable(sockets)
+        and len(sockets) == proxy.active
+        and proxy.between_requests()
+        and proxy.upstream.unused
+    )
 
 
 def _readable(sockets: list[Any]) -> bool:

@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from reel_bindings._store import Store
     from reel_bindings.grpc import AioChannel, Channel
     from reel_bindings.httpcore import AsyncTransport, Transport
-    from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
     from reel_core import MatchConfig, MissReport, Mode, Timing
     from reel_core.tools import CassetteTally, ProtoSchema, WebSocketMiss
@@ -162,6 +161,15 @@ def proxy_environment(
         if replay and keys and not any(environ.get(k) for k in keys):
             env[keys[0]] = REPLAY_KEY
     return env
+
+
+def _restore_environment(saved: Mapping[str, str | None]) -> None:
+    """Put back the variables :func:`proxy_environment` set (``None``: unset)."""
+    for variable, value in saved.items():
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = value
 
 
 # -- hooks ---------------------------------------------------------------------
@@ -650,7 +658,9 @@ class ReelCassette:
         self._config: pytest.Config | None = None
         self._players: list[Player] = []
         self._call_player: Player | None = None
-        self._proxy: Proxy | None = None
+        #: The run log of this test's proxy (the one its end seals: what
+        #: races the end is noted elsewhere, see _session_proxy.py).
+        self._proxy_log: RunLog | None = None
         self._proxy_url: str | None = None
         self._session: SessionProxy | None = None
         #: The misses reported so far: those kept, by id, and how many in
@@ -907,11 +917,12 @@ class ReelCassette:
             self._stack.callback(session.close)
         url = self._stack.enter_context(session.serving(proxy, grace=grace))
         self._session = session
-        self._proxy = proxy
-        env = pytest.MonkeyPatch()
-        self._stack.callback(env.undo)
-        for variable, value in proxy_environment(url, replay=self.mode is Mode.REPLAY).items():
-            env.setenv(variable, value)
+        self._proxy_log = proxy.runlog
+        # the SDKs' variables, set for the rest of the test (one update, and
+        # one restore of what was there: not a MonkeyPatch per variable)
+        env = proxy_environment(url, replay=self.mode is Mode.REPLAY)
+        self._stack.callback(_restore_environment, {v: os.environ.get(v) for v in env})
+        os.environ.update(env)
         return url
 
     # -- misses --
@@ -919,8 +930,8 @@ class ReelCassette:
     def _runlogs(self) -> list[RunLog]:
         """The run logs of this test's bindings: its players' and its proxy's."""
         logs = [player.runlog for player in self._players]
-        if self._proxy is not None:
-            logs.append(self._proxy.runlog)
+        if self._proxy_log is not None:
+            logs.append(self._proxy_log)
         return logs
 
     @property
@@ -934,7 +945,8 @@ class ReelCassette:
         """Every WebSocket session of this test's proxy that stopped on a
         client message the recording does not have (the message index and
         the field diff)."""
-        return list(self._proxy.runlog.websocket_misses) if self._proxy is not None else []
+        log = self._proxy_log
+        return list(log.websocket_misses) if log is not None else []
 
     def _take_misses(self) -> str | None:
         """The failure text for the misses not reported yet, if any."""

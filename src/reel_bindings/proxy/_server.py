@@ -299,8 +299,9 @@ class Proxy:
 
     def between_requests(self) -> bool:
         """Whether every open connection is an HTTP/1.1 one waiting for its
-        client between two requests, and no recording waits: each exchange
-        has ended and been noted, and closing the connections cuts nothing.
+        client between two requests (no byte of the next one read), and no
+        recording waits: each exchange has ended and been noted, and
+        closing the connections cuts nothing.
         Read from another thread (the pytest plugin's session proxy), it is
         a snapshot: whatever the loop does next (a client's next request)
         is the caller's to rule out."""
@@ -308,8 +309,19 @@ class Proxy:
         return (
             len(waiting) == self.active
             and not self._recordings
-            and all(isinstance(conn, HTTP11Connection) and conn.idle for conn in waiting)
+            and all(
+                isinstance(conn, HTTP11Connection) and conn.idle and not conn.exchange.first_byte
+                for conn in waiting
+            )
         )
+
+    def seal(self) -> RunLog:
+        """The run log as it is now, noted in no more: what still ends
+        from now on (an exchange racing the end of the pytest plugin's
+        test, cut as its connection is) is noted in a fresh one."""
+        sealed = self.runlog
+        self.runlog = RunLog() if self.report else RunLog(window=0, keep=0)
+        return sealed
 
     def shutdown_idle(self) -> None:
         """Close every connection that is between requests."""
