@@ -34,8 +34,12 @@ connection end as it gets to it, and ends its task.  A test that ends
 any other way (a stream still answering, a request on its way, a
 recording to write, an HTTP/2 or WebSocket connection, upstream
 connections to close) is stopped on the loop, as the per-test listener
-was: the test's thread waits for it.
+was: the test's thread waits for it.  Either way the test's run log is
+then sealed (:meth:`Proxy.seal`): what still ends on its connections (a
+request racing the test's end, cut with its socket) is noted elsewhere,
+so the figures the plugin reports for the test never move after its end.
 """
+
 from __future__ import annotations
 
 import contextlib
