@@ -67,6 +67,8 @@ _CLOSE_TURNS = 2
 #: How many times a test's end looks for its connections to be quiet,
 #: letting the loop run in between, before it hands the stop to the loop.
 _LOOKS = 3
+#: How many copies of the session's SDK client, by their options, are kept.
+_COPIES = 16
 
 
 class _Test:
@@ -93,6 +95,8 @@ class SessionProxy:
         self._current: _Test | None = None
         self._lock = threading.Lock()
         self._clients: dict[str, Any] = {}
+        #: The clients' copies by their options (see :meth:`openai`).
+        self._copies: dict[tuple[tuple[str, Any], ...], Any] = {}
         self.url = ""
 
     # -- the session --
@@ -110,6 +114,7 @@ class SessionProxy:
     def close(self) -> None:
         """Stop listening; close the clients made for the session."""
         clients, self._clients = self._clients, {}
+        self._copies.clear()  # they share their client's connections, closed with it
         for client in clients.values():
             with contextlib.suppress(Exception):
                 client.close()
@@ -213,10 +218,28 @@ class SessionProxy:
 
     # -- clients --
 
-    def openai(self) -> Any:
+    def openai(self, **options: Any) -> Any:
         """An ``openai.OpenAI`` on the proxy over plain HTTP, made once per
-        session (an SDK client builds an SSL context of about 20 ms); each
-        test takes a copy with its key (``with_options``)."""
+        session (an SDK client builds an SSL context of about 20 ms), with
+        ``options`` (``with_options``: the test's key, ``max_retries=``...).
+        The copy for the same options is made once too (``with_options``
+        costs about 0.1 ms a test; a suite asks for the same few): the
+        tests asking for them share it, as they share its connections."""
+        base = self._base_openai()
+        if not options:
+            return base
+        key = tuple(sorted(options.items()))
+        try:
+            copy = self._copies.get(key)
+        except TypeError:  # a value that cannot be a key (an httpx.Timeout): a copy each
+            return base.with_options(**options)
+        if copy is None:
+            if len(self._copies) >= _COPIES:
+                self._copies.clear()
+            copy = self._copies[key] = base.with_options(**options)
+        return copy
+
+    def _base_openai(self) -> Any:
         client = self._clients.get("openai")
         if client is None:
             from .sdk import _import

@@ -865,8 +865,9 @@ class ReelCassette:
         """An ``openai.OpenAI`` pointed at this test's proxy (started on
         first use) over plain HTTP: made once per worker and handed to each
         test with ``kwargs`` (``max_retries=``, ``timeout=``...) and the
-        key, so a test builds no SSL context of its own.  Do not close it:
-        the plugin does, at the end of the session."""
+        key, so a test builds no SSL context of its own; the tests asking
+        with the same ``kwargs`` and key share one copy.  Do not close or
+        change it: the plugin closes it at the end of the session."""
         self.proxy_url  # noqa: B018  # started on first use
         assert self._session is not None
         given = kwargs.pop("api_key", None) or os.environ.get("OPENAI_API_KEY")
@@ -875,8 +876,7 @@ class ReelCassette:
                 "reel.proxy_openai(): no API key: set OPENAI_API_KEY (the proxy forwards "
                 f"to OpenAI in {self.mode.value} mode) or pass api_key="
             )
-        client = self._session.openai()
-        return client.with_options(api_key=given, **kwargs)
+        return self._session.openai(api_key=given, **kwargs)
 
     def _start_proxy(self) -> str:
         with _phase("proxy"):

@@ -300,3 +300,19 @@ def test_requests_racing_a_tests_end_are_never_the_next_tests(
     for _, _, _, proxy, log, total in windows:
         _ended(proxy)
         assert log.total == total
+
+
+def test_the_sdk_client_is_copied_once_per_options(session: SessionProxy) -> None:
+    """``reel.proxy_openai()``'s copies: one per set of options, the
+    same object for the tests asking the same, a fresh one for options
+    that cannot be a key."""
+    pytest.importorskip("openai")
+    first = session.openai(api_key="sk-a", max_retries=0)
+    assert session.openai(api_key="sk-a", max_retries=0) is first
+    other = session.openai(api_key="sk-b", max_retries=0)
+    assert other is not first
+    assert (first.api_key, other.api_key, first.max_retries) == ("sk-a", "sk-b", 0)
+    timeout = httpx.Timeout(3.0)  # no hash
+    timed = session.openai(api_key="sk-a", timeout=timeout)
+    assert timed is not session.openai(api_key="sk-a", timeout=timeout)
+    assert timed.timeout == timeout
