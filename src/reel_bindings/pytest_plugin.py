@@ -883,11 +883,12 @@ class ReelCassette:
             return self._started_proxy()
 
     def _started_proxy(self) -> str:
-        from reel_bindings._session_proxy import SessionProxy
-        from reel_bindings._settings import Settings
-        from reel_bindings._upstream import AsyncUpstream
-        from reel_bindings.proxy import Proxy
-        from reel_core import Mode
+        with _phase("imports"):  # the proxy's modules: the first test of a process imports them
+            from reel_bindings._session_proxy import SessionProxy
+            from reel_bindings._settings import Settings
+            from reel_bindings._upstream import AsyncUpstream
+            from reel_bindings.proxy import Proxy
+            from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
         settings = Settings.from_env(
