@@ -128,9 +128,10 @@ class Proxy:
         #: once it ended), the misses and what freshness found, bounded.
         self.runlog = RunLog() if report else RunLog(window=0, keep=0)
         if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
-            self._files[cassette.path] = cassette
+            path = cassette.path  # made from its name each time it is asked for
+            self._files[path] = cassette
             self._by_label[cassette.cassette.name] = cassette
-            cassette = cassette.path
+            cassette = path
         self._default = cassette
         if cassette is not None:
             self._open(cassette)
@@ -318,9 +319,10 @@ class Proxy:
     def seal(self) -> RunLog:
         """The run log as it is now, noted in no more: what still ends
         from now on (an exchange racing the end of the pytest plugin's
-        test, cut as its connection is) is noted in a fresh one."""
+        test, cut as its connection is) is counted in a fresh one, which
+        nobody reads."""
         sealed = self.runlog
-        self.runlog = RunLog() if self.report else RunLog(window=0, keep=0)
+        self.runlog = RunLog(window=0, keep=0)  # read by nobody: counts only
         return sealed
 
     def shutdown_idle(self) -> None:
