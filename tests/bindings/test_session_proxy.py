@@ -306,7 +306,6 @@ def test_the_sdk_client_is_copied_once_per_options(session: SessionProxy) -> Non
     """``reel.proxy_openai()``'s copies: one per set of options, the
     same object for the tests asking the same, a fresh one for options
     that cannot be a key."""
-    pytest.importorskip("openai")
     first = session.openai(api_key="sk-a", max_retries=0)
     assert session.openai(api_key="sk-a", max_retries=0) is first
     other = session.openai(api_key="sk-b", max_retries=0)
