@@ -6,7 +6,9 @@ of them streamed, a tenth retried after a 429 or 500) is wired to each tool:
 
 - ``reel``: Reel's plugin in process (``reel.openai()`` from the fixture);
 - ``reel-proxy``: Reel's plugin with the per-test proxy
-  (``@pytest.mark.reel(proxy=True)``, the test's own ``openai.OpenAI()``);
+  (``@pytest.mark.reel(proxy=True)``; per test, the test's own
+  ``openai.OpenAI()``; shared, the client the plugin offers,
+  ``reel.proxy_openai()``);
 - ``vcrpy`` (pytest-recording), ``cassetter`` (its plugin), each through
   its ``vcr`` marker matching method, URI and body;
 - ``agenttape`` (its plugin): it records no OpenAI stream, so it runs the

@@ -12,10 +12,10 @@ the run starts, so one directory (and one set of cassettes) serves both:
   context);
 - ``shared``: one client per test module, made when the module is
   imported, as each tool's docs show it: a plain ``openai.OpenAI()`` for
-  the patching tools and the per-test proxy (whose tests take it
-  ``with_options`` their test's proxy URL), Reel's ``shared_openai()``
-  in process (a client on the shared transport, which serves each request
-  from the running test's cassette; no SSL context of its own).
+  the patching tools; Reel's ``shared_openai()`` in process (a client on
+  the shared transport, which serves each request from the running test's
+  cassette; no SSL context of its own); the per-test proxy's tests take
+  the client the plugin offers (``reel.proxy_openai()``, one per worker).
 
 Each suite is run with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and its tool's
 plugin named with ``-p`` (xdist's too under ``-n``), so every run loads
@@ -100,16 +100,18 @@ TOOLS: dict[str, Tool] = {
             plugin="reel_bindings.pytest_plugin",
             record_flags=("--reel-mode", "record"),
             mark="pytest.mark.reel(proxy=True)",
-            fixtures="",
+            fixtures=", reel",
             body=textwrap.dedent(
                 """\
                 if shared is None:
                     import openai
 
                     return openai.OpenAI()
-                return shared.with_options(base_url=os.environ["OPENAI_BASE_URL"])"""
+                return reel.proxy_openai()"""
             ),
-            shared=_PLAIN_SHARED,
+            # shared: the plugin's client on the worker's proxy, made once per
+            # worker (as docs/pytest-plugin.md says), not one per module
+            shared='return "reel.proxy_openai()"',
             ini="reel_cassette_dir = cassettes",
         ),
         Tool(

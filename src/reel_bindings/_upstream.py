@@ -654,6 +654,12 @@ class AsyncUpstream:
         self._freeing()
         await connection.aclose()
 
+    @property
+    def unused(self) -> bool:
+        """Nothing was opened, or all of it was closed: :meth:`aclose`
+        would have nothing to do (a replay never forwards)."""
+        return self._open == 0 and self._h2 is None
+
     async def aclose(self) -> None:
         if self._h2 is not None:
             await self._h2.aclose()

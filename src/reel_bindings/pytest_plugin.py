@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from reel_bindings._store import Store
     from reel_bindings.grpc import AioChannel, Channel
     from reel_bindings.httpcore import AsyncTransport, Transport
-    from reel_bindings.proxy import Proxy
     from reel_bindings.requests import Adapter
     from reel_core import MatchConfig, MissReport, Mode, Timing
     from reel_core.tools import CassetteTally, ProtoSchema, WebSocketMiss
@@ -171,6 +170,15 @@ def proxy_environment(
         if replay and keys and not any(environ.get(k) for k in keys):
             env[keys[0]] = REPLAY_KEY
     return env
+
+
+def _restore_environment(saved: Mapping[str, str | None]) -> None:
+    """Put back the variables :func:`proxy_environment` set (``None``: unset)."""
+    for variable, value in saved.items():
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = value
 
 
 # -- hooks ---------------------------------------------------------------------
@@ -741,7 +749,9 @@ class ReelCassette:
         #: This test's transports for the shared clients, made on first use.
         self._shared_sync_transport: Transport | None = None
         self._shared_async_transport: AsyncTransport | None = None
-        self._proxy: Proxy | None = None
+        #: The run log of this test's proxy (the one its end seals: what
+        #: races the end is noted elsewhere, see _session_proxy.py).
+        self._proxy_log: RunLog | None = None
         self._proxy_url: str | None = None
         self._session: SessionProxy | None = None
         #: The misses reported so far: those kept, by id, and how many in
@@ -962,8 +972,9 @@ class ReelCassette:
         """An ``openai.OpenAI`` pointed at this test's proxy (started on
         first use) over plain HTTP: made once per worker and handed to each
         test with ``kwargs`` (``max_retries=``, ``timeout=``...) and the
-        key, so a test builds no SSL context of its own.  Do not close it:
-        the plugin does, at the end of the session."""
+        key, so a test builds no SSL context of its own; the tests asking
+        with the same ``kwargs`` and key share one copy.  Do not close or
+        change it: the plugin closes it at the end of the session."""
         self.proxy_url  # noqa: B018  # started on first use
         assert self._session is not None
         given = kwargs.pop("api_key", None) or os.environ.get("OPENAI_API_KEY")
@@ -972,19 +983,19 @@ class ReelCassette:
                 "reel.proxy_openai(): no API key: set OPENAI_API_KEY (the proxy forwards "
                 f"to OpenAI in {self.mode.value} mode) or pass api_key="
             )
-        client = self._session.openai()
-        return client.with_options(api_key=given, **kwargs)
+        return self._session.openai(api_key=given, **kwargs)
 
     def _start_proxy(self) -> str:
         with _phase("proxy"):
             return self._started_proxy()
 
     def _started_proxy(self) -> str:
-        from reel_bindings._session_proxy import SessionProxy
-        from reel_bindings._settings import Settings
-        from reel_bindings._upstream import AsyncUpstream
-        from reel_bindings.proxy import Proxy
-        from reel_core import Mode
+        with _phase("imports"):  # the proxy's modules: the first test of a process imports them
+            from reel_bindings._session_proxy import SessionProxy
+            from reel_bindings._settings import Settings
+            from reel_bindings._upstream import AsyncUpstream
+            from reel_bindings.proxy import Proxy
+            from reel_core import Mode
 
         # the environment's PII switch and body limit, as the transports have them
         settings = Settings.from_env(
@@ -1014,11 +1025,12 @@ class ReelCassette:
             self._stack.callback(session.close)
         url = self._stack.enter_context(session.serving(proxy, grace=grace))
         self._session = session
-        self._proxy = proxy
-        env = pytest.MonkeyPatch()
-        self._stack.callback(env.undo)
-        for variable, value in proxy_environment(url, replay=self.mode is Mode.REPLAY).items():
-            env.setenv(variable, value)
+        self._proxy_log = proxy.runlog
+        # the SDKs' variables, set for the rest of the test (one update, and
+        # one restore of what was there: not a MonkeyPatch per variable)
+        env = proxy_environment(url, replay=self.mode is Mode.REPLAY)
+        self._stack.callback(_restore_environment, {v: os.environ.get(v) for v in env})
+        os.environ.update(env)
         return url
 
     # -- misses --
@@ -1026,8 +1038,8 @@ class ReelCassette:
     def _runlogs(self) -> list[RunLog]:
         """The run logs of this test's bindings: its players' and its proxy's."""
         logs = [player.runlog for player in self._players]
-        if self._proxy is not None:
-            logs.append(self._proxy.runlog)
+        if self._proxy_log is not None:
+            logs.append(self._proxy_log)
         return logs
 
     @property
@@ -1041,7 +1053,8 @@ class ReelCassette:
         """Every WebSocket session of this test's proxy that stopped on a
         client message the recording does not have (the message index and
         the field diff)."""
-        return list(self._proxy.runlog.websocket_misses) if self._proxy is not None else []
+        log = self._proxy_log
+        return list(log.websocket_misses) if log is not None else []
 
     def _take_misses(self) -> str | None:
         """The failure text for the misses not reported yet, if any."""

@@ -128,9 +128,10 @@ class Proxy:
         #: once it ended), the misses and what freshness found, bounded.
         self.runlog = RunLog() if report else RunLog(window=0, keep=0)
         if isinstance(cassette, CassetteFile):  # an open file, shared with other bindings
-            self._files[cassette.path] = cassette
+            path = cassette.path  # made from its name each time it is asked for
+            self._files[path] = cassette
             self._by_label[cassette.cassette.name] = cassette
-            cassette = cassette.path
+            cassette = path
         self._default = cassette
         if cassette is not None:
             self._open(cassette)
@@ -296,6 +297,33 @@ class Proxy:
         _, html = await anyio.to_thread.run_sync(self._viewer.page)
         body = html.encode("utf-8")
         return 200, _page_headers("text/html; charset=utf-8", body), body
+
+    def between_requests(self) -> bool:
+        """Whether every open connection is an HTTP/1.1 one waiting for its
+        client between two requests (no byte of the next one read), and no
+        recording waits: each exchange has ended and been noted, and
+        closing the connections cuts nothing.
+        Read from another thread (the pytest plugin's session proxy), it is
+        a snapshot: whatever the loop does next (a client's next request)
+        is the caller's to rule out."""
+        waiting = tuple(self._waiting)  # one step: the loop may change the set
+        return (
+            len(waiting) == self.active
+            and not self._recordings
+            and all(
+                isinstance(conn, HTTP11Connection) and conn.idle and not conn.exchange.first_byte
+                for conn in waiting
+            )
+        )
+
+    def seal(self) -> RunLog:
+        """The run log as it is now, noted in no more: what still ends
+        from now on (an exchange racing the end of the pytest plugin's
+        test, cut as its connection is) is counted in a fresh one, which
+        nobody reads."""
+        sealed = self.runlog
+        self.runlog = RunLog(window=0, keep=0)  # read by nobody: counts only
+        return sealed
 
     def shutdown_idle(self) -> None:
         """Close every connection that is between requests."""
