@@ -39,10 +39,10 @@ def test_documented_examples_record_and_replay(
     monkeypatch.setenv("OPENAI_BASE_URL", fake.url + "/v1")
     monkeypatch.setenv("REEL_UPSTREAM", fake.url)
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    pytester.runpytest_inprocess("--reel-mode", "record").assert_outcomes(passed=tests)
+    pytester.runpytest_subprocess("--reel-mode", "record").assert_outcomes(passed=tests)
 
     fake.stop()
     monkeypatch.setenv("FAKE_URL", closed_port_url())
     for variable in ("OPENAI_BASE_URL", "REEL_UPSTREAM", "OPENAI_API_KEY"):
         monkeypatch.delenv(variable)
-    pytester.runpytest_inprocess().assert_outcomes(passed=tests)
+    pytester.runpytest_subprocess().assert_outcomes(passed=tests)
