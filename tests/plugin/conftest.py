@@ -65,3 +65,19 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeUpstreamThread]:
     with FakeUpstreamThread() as server:
         monkeypatch.setenv("FAKE_URL", server.url)
         yield server
+
+
+#: The inner runs' workers: one process, and two xdist workers (a file each).
+SERIAL_AND_N2 = pytest.mark.parametrize(
+    "workers", [[], ["-n", "2", "--dist", "loadfile"]], ids=["serial", "n2"]
+)
+
+
+def recorded_questions(pytester: pytest.Pytester, module: str, test: str) -> list[str]:
+    """The first message of each request recorded in the cassette of
+    ``module::test`` of an inner run (its lines after the ``_meta``)."""
+    import json
+
+    path = pytester.path / f"tests/cassettes/{module}/{test}.jsonl"
+    lines = [json.loads(text) for text in path.read_text("utf-8").splitlines()[1:]]
+    return [line["request"]["body"]["json"]["messages"][0]["content"] for line in lines]

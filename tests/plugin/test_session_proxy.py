@@ -20,7 +20,7 @@ import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread
 
-from .conftest import FAKE_KEY
+from .conftest import FAKE_KEY, SERIAL_AND_N2, recorded_questions
 
 #: Each test asks its own question; a client made by the first test of the
 #: module is kept in a global and used by the next ones (its pooled
@@ -71,13 +71,7 @@ MISSES = SUITE.replace('"beta two"', '"beta, unrecorded"').replace('"delta"', '"
 MODULES = ("test_suite", "test_suite_too")
 
 
-def _cassette(pytester: pytest.Pytester, test: str, module: str) -> list[str]:
-    path = pytester.path / f"tests/cassettes/{module}/{test}.jsonl"
-    lines = [json.loads(text) for text in path.read_text("utf-8").splitlines()[1:]]
-    return [line["request"]["body"]["json"]["messages"][0]["content"] for line in lines]
-
-
-@pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadfile"]], ids=["serial", "n2"])
+@SERIAL_AND_N2
 def test_each_test_keeps_its_own_exchanges(
     pytester: pytest.Pytester,
     fake: FakeUpstreamThread,
@@ -92,10 +86,14 @@ def test_each_test_keeps_its_own_exchanges(
     )
     recorded.assert_outcomes(passed=6, failed=2)
     for module in MODULES:  # each recording is in its own test's cassette, and only there
-        assert _cassette(pytester, "test_a", module) == ["alpha", "alpha again", "alpha stream"]
-        assert _cassette(pytester, "test_b", module) == ["beta", "beta two"]
-        assert _cassette(pytester, "test_c_fails", module) == ["gamma"]
-        assert _cassette(pytester, "test_d", module) == ["delta"]
+        assert recorded_questions(pytester, module, "test_a") == [
+            "alpha",
+            "alpha again",
+            "alpha stream",
+        ]
+        assert recorded_questions(pytester, module, "test_b") == ["beta", "beta two"]
+        assert recorded_questions(pytester, module, "test_c_fails") == ["gamma"]
+        assert recorded_questions(pytester, module, "test_d") == ["delta"]
 
     fake.stop()  # a replay needs no network
     monkeypatch.delenv("OPENAI_API_KEY")

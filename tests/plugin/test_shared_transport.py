@@ -22,7 +22,7 @@ import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread
 
-from .conftest import FAKE_KEY
+from .conftest import FAKE_KEY, SERIAL_AND_N2, recorded_questions
 
 #: Two modules share one sync client, one async client and one raw httpx2
 #: client, made at import; a test fails on its own; a thread asks too.
@@ -109,13 +109,7 @@ MISSES = SUITE.replace('"beta thread"', '"beta, unrecorded"')
 MODULES = ("test_shared", "test_shared_too")
 
 
-def _questions(pytester: pytest.Pytester, test: str, module: str) -> list[str]:
-    path = pytester.path / f"tests/cassettes/{module}/{test}.jsonl"
-    lines = [json.loads(text) for text in path.read_text("utf-8").splitlines()[1:]]
-    return [line["request"]["body"]["json"]["messages"][0]["content"] for line in lines]
-
-
-@pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadfile"]], ids=["serial", "n2"])
+@SERIAL_AND_N2
 def test_each_test_keeps_its_own_exchanges(
     pytester: pytest.Pytester,
     fake: FakeUpstreamThread,
@@ -130,10 +124,10 @@ def test_each_test_keeps_its_own_exchanges(
     )
     recorded.assert_outcomes(passed=6, failed=2)
     for module in MODULES:  # each recording is in its own test's cassette, and only there
-        assert _questions(pytester, "test_a", module) == ["alpha", "alpha stream"]
-        assert _questions(pytester, "test_b", module) == ["beta", "beta thread"]
-        assert _questions(pytester, "test_c_marked_fails", module) == ["gamma"]
-        assert _questions(pytester, "test_d_trio", module) == ["delta"]
+        assert recorded_questions(pytester, module, "test_a") == ["alpha", "alpha stream"]
+        assert recorded_questions(pytester, module, "test_b") == ["beta", "beta thread"]
+        assert recorded_questions(pytester, module, "test_c_marked_fails") == ["gamma"]
+        assert recorded_questions(pytester, module, "test_d_trio") == ["delta"]
         for test in ("test_a", "test_b", "test_c_marked_fails", "test_d_trio"):
             text = (pytester.path / f"tests/cassettes/{module}/{test}.jsonl").read_text()
             assert FAKE_KEY not in text
