@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from reel_core import Mode
 
+from ._inprocess import REPLAY_KEY
 from ._transport import AsyncBase, SyncBase
 
 if TYPE_CHECKING:
@@ -110,8 +111,6 @@ def _checked(transport: _T, request: Any) -> _T:
     401, would be recorded as the truth."""
     if transport.player.mode is Mode.REPLAY:
         return transport
-    from .sdk import REPLAY_KEY
-
     placeholder = REPLAY_KEY.encode()
     if any(placeholder in value for _, value in request.headers.raw):
         raise PlaceholderKey(

@@ -27,16 +27,18 @@ import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reel_core import Mode
 from reel_core.tools import PROVIDERS
 
 from ._files import CassetteFile
-from ._inprocess import mode_from_env
+from ._inprocess import REPLAY_KEY, mode_from_env
 from ._options import Options
-from ._shared_transport import AsyncSharedTransport, SharedTransport
 from .httpcore import AsyncTransport, Transport
+
+if TYPE_CHECKING:
+    from ._shared_transport import AsyncSharedTransport, SharedTransport
 
 __all__ = [
     "REPLAY_KEY",
@@ -52,8 +54,6 @@ __all__ = [
     "xai_on",
 ]
 
-#: The placeholder key passed in replay mode when no real key is set.
-REPLAY_KEY = "reel-replay-no-key"
 
 CassetteLike = str | os.PathLike[str] | CassetteFile
 
@@ -96,7 +96,7 @@ def client_on(
     module, package, sync_class, async_class = _SDKS[sdk]
     library = _import(module, package)
     httpx2 = _import("httpx2", "httpx2")
-    is_async = isinstance(transport, AsyncTransport | AsyncSharedTransport)
+    is_async = hasattr(transport, "handle_async_request")  # a shared one too
     http_client = (httpx2.AsyncClient if is_async else httpx2.Client)(transport=transport)
     variables = PROVIDERS[sdk].key_variables
     if mode is None:
