@@ -114,12 +114,16 @@ class Kept(Generic[T]):
         return f"Kept({self._items!r}, dropped={self.dropped})"
 
 
+#: A count of 0 for each verdict (walking the enum costs more than a copy).
+_NONE_YET: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
+
+
 class RunLog:
     """What one binding served: see the module docstring."""
 
     def __init__(self, *, window: int = WINDOW, keep: int = KEPT) -> None:
         #: How many exchanges ended with each verdict.
-        self.counts: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
+        self.counts: dict[Verdict, int] = _NONE_YET.copy()
         #: The last ``window`` exchanges, oldest first.
         self.last: deque[Served] = deque(maxlen=window)
         #: The miss reports of the requests that missed.

@@ -46,7 +46,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import dataclasses
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -512,8 +511,9 @@ class ExchangeRedactor(Redactor):
     literals: Literals
 
     def __init__(self, base: Redactor, literals: Literals) -> None:
-        settings = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
-        Redactor.__init__(self, **settings)
+        # base's settings and what it compiled from them (a function of its
+        # settings alone), not compiled again: one is made per cassette
+        self.__dict__.update(base.__dict__)
         object.__setattr__(self, "base", base)
         object.__setattr__(self, "literals", literals)
 

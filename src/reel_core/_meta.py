@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._assets import ASSET_THRESHOLD, ASSETS_FROM_SCHEMA
@@ -233,18 +233,31 @@ def _upgrade(writer: str, schema: int) -> str:
 #: only ever in an error, and errors are not kept), and it is frozen: its
 #: ``extra`` mapping is only ever read, never changed in place.
 _READ: dict[bytes, CassetteMeta] = {}
+#: The same, by the line's bytes with its redaction salt cut out
+#: (:func:`_unsalted`), each with the salt of the line it was read from:
+#: each cassette has a salt of its own, so a suite's lines differ there.
+_UNSALTED: dict[bytes, tuple[CassetteMeta, str]] = {}
 #: How many are kept; more distinct lines than this clear the memo.
 READ_MAX = 16
+#: A salt as Reel writes one (``secrets.token_hex(16)``).
+_SALT = re.compile(rb'"salt":"([0-9a-f]{32})"')
 
 
 def read_meta_line(line: bytes, name: str) -> CassetteMeta:
     """:func:`meta_from_json` of the ``_meta`` line ``line`` (without its
     newline) of cassette ``name``; :class:`CassetteError` for one that is
     no JSON, or says something wrong.  The same bytes read again are the
-    same value, not parsed and checked again."""
+    same value, not parsed and checked again; so are bytes that differ
+    from a line read before only in the redaction salt (the value then
+    carries this line's salt)."""
     known = _READ.get(line)
     if known is not None:
         return known
+    cut = _unsalted(line)
+    if cut is not None:
+        kept = _UNSALTED.get(cut[0])
+        if kept is not None:
+            return _with_salt(kept[0], kept[1], cut[1])
     try:
         obj = load_json(line)
     except ValueError as exc:
@@ -253,4 +266,32 @@ def read_meta_line(line: bytes, name: str) -> CassetteMeta:
     if len(_READ) >= READ_MAX:
         _READ.clear()
     _READ[line] = meta
+    redact = meta.extra.get("redact")
+    if cut is not None and isinstance(redact, dict) and redact.get("salt") == cut[1]:
+        if len(_UNSALTED) >= READ_MAX:
+            _UNSALTED.clear()
+        _UNSALTED[cut[0]] = (meta, cut[1])
     return meta
+
+
+def _unsalted(line: bytes) -> tuple[bytes, str] | None:
+    """``line`` with its salt cut out, and the salt; ``None`` unless the
+    line names ``"salt"`` once, with no escape anywhere (so no other spelling
+    of that name is there either) and the salt is written as Reel writes
+    one.  The one place it can then be is the redact settings' salt, which
+    :func:`read_meta_line` checks on the value it keeps."""
+    if b"\\" in line or line.count(b'"salt"') != 1:
+        return None
+    found = _SALT.search(line)
+    if found is None:
+        return None
+    return line[: found.start(1)] + line[found.end(1) :], found.group(1).decode("ascii")
+
+
+def _with_salt(meta: CassetteMeta, old: str, salt: str) -> CassetteMeta:
+    """``meta``, read from a line whose salt was ``old``, as read from the
+    same line with ``salt`` in its place: nothing else in it depends on it."""
+    if salt == old:
+        return meta
+    redact = {**meta.extra["redact"], "salt": salt}
+    return replace(meta, extra={**meta.extra, "redact": redact})

@@ -4,6 +4,7 @@ are scrubbed from everything written for the exchange, whatever their shape."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import itertools
 import json
@@ -180,6 +181,26 @@ def test_exchange_redactors_are_shared_and_never_nested() -> None:
     assert first != second
     assert first.literals is second.literals
     assert Literals(()).data(b"x") == b"x"
+
+
+@pytest.mark.parametrize(
+    "base",
+    [
+        Redactor(),
+        Redactor(pii=False, salt="0" * 32),
+        Redactor(extra_patterns={"order": r"ORD-\d{6}"}, fields=("token",), paths=("user.id",)),
+    ],
+    ids=["default", "no-pii-salted", "patterns-fields-paths"],
+)
+def test_an_exchange_redactor_has_its_base_settings_and_rules(base: Redactor) -> None:
+    """It is made per cassette (a copy of the base's state, not compiled
+    again): every field, the compiled ones too, is the base's."""
+    one = ExchangeRedactor(base, Literals((KEY,)))
+    for f in dataclasses.fields(Redactor):
+        assert getattr(one, f.name) == getattr(base, f.name), f.name
+    text = 'ORD-123456 {"token": "abc"} a@b.example ' + KEY.decode()
+    assert one.text(text) == base.text(text.replace(KEY.decode(), PLACEHOLDER))
+    assert one.base is base
 
 
 def test_settings_are_kept_and_patterns_still_apply() -> None:

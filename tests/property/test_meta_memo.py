@@ -9,7 +9,9 @@ keeps the values of the lines read lately, by their bytes.  The invariant
 lines (good ones, bad ones, repeats, lines differing by a byte) and
 cassettes appended to in between, the memo's answer is the uncached one
 (the same value, or the same error naming the cassette at hand), and it
-never holds more than ``READ_MAX`` lines.
+never holds more than ``READ_MAX`` lines.  Each cassette has a salt of its
+own, so lines that differ only in the salt are read from the memo too: the
+family below holds salts in every place and spelling a hand may put one.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from reel_core import (
     RecordedResponse,
 )
 from reel_core._codec import decode_head
-from reel_core._meta import _READ, READ_MAX, meta_from_json, read_meta_line
+from reel_core._meta import _READ, _UNSALTED, READ_MAX, meta_from_json, read_meta_line
 from reel_core._nesting import load_json
 
 #: ``_meta`` objects, the first seven good, the rest bad (each failing a different check).
@@ -55,9 +57,33 @@ _LINES = [json.dumps({"_meta": m}).encode() for m in _METAS] + [
     b'{"_meta":{"schema":3}',  # bad: torn JSON
     b'{"_meta": {"schema": 3}}',  # the first line's value, other bytes
 ]
+#: Salts: Reel's form, and near misses (upper case, short, not hex).
+_salts = st.one_of(
+    st.sampled_from(["0" * 32, "f" * 32, "0123456789abcdef" * 2]),
+    st.text("0123456789abcdefA", min_size=31, max_size=33),
+)
+#: Where a salt may be: the redact settings' (Reel's), another object's, or
+#: both, spelled plainly or with an escape.
+_SALTED = [
+    '{{"_meta":{{"schema":3,"reel":"0.1.0","match":"normalized","redact":{{"salt":"{a}"}}}}}}',
+    '{{"_meta":{{"schema":3,"redact":{{"pii":false,"salt":"{a}","fields":["token"]}}}}}}',
+    '{{"_meta":{{"schema":3,"redact":{{"salt":"{a}"}},"note":{{"salt":"{b}"}}}}}}',
+    '{{"_meta":{{"schema":3,"redact":{{"\\u0073alt":"{a}"}},"note":{{"salt":"{b}"}}}}}}',
+    '{{"_meta":{{"schema":3,"redact":{{"salt":"{a}"}},"note":"\\u0073alt"}}}}',
+    '{{"_meta":{{"schema":3,"redact":{{"salt":"{a}","salt":"{b}"}}}}}}',
+    '{{"_meta":{{"schema":3,"redact":{{"fields":["salt"],"salt":"{a}"}}}}}}',
+    '{{"_meta":{{"schema":3,"redact":{{"patterns":{{"k":"{b}"}}}},"x":{{"salt":"{a}"}}}}}}',
+    '{{"_meta":{{"schema":3,"repeat":"no","redact":{{"salt":"{a}"}}}}}}',
+]
 _lines = st.one_of(
     st.sampled_from(_LINES),
     st.integers(0, 40).map(lambda n: json.dumps({"_meta": {"schema": 3, "n": n}}).encode()),
+    st.builds(
+        lambda form, a, b: form.format(a=a, b=b).encode(),
+        st.sampled_from(_SALTED),
+        _salts,
+        _salts,
+    ),
 )
 
 
@@ -93,9 +119,11 @@ def _cached(line: bytes, name: str) -> object:
 @given(st.lists(st.tuples(_lines, st.sampled_from(["a.jsonl", "b.jsonl"])), max_size=60))
 def test_memo_answers_as_a_fresh_parse(reads: list[tuple[bytes, str]]) -> None:
     _READ.clear()
+    _UNSALTED.clear()
     for line, name in reads:
         assert _cached(line, name) == _uncached(line, name)
         assert len(_READ) <= READ_MAX
+        assert len(_UNSALTED) <= READ_MAX
         # a value kept is one the line reads as, whatever name asked first
         for kept, meta in _READ.items():
             assert meta == meta_from_json(load_json(kept), name)
@@ -138,3 +166,30 @@ def test_more_lines_than_kept_clear_the_memo() -> None:
     for line in lines:
         read_meta_line(line, "a.jsonl")
     assert list(_READ) == lines[READ_MAX:]
+
+
+def test_lines_differing_only_in_the_salt_are_read_once() -> None:
+    """A suite's cassettes, one salt each: the second line is not parsed
+    again, and its value carries its own salt."""
+    _READ.clear()
+    _UNSALTED.clear()
+    form = '{"_meta":{"schema":3,"reel":"0.1.0","redact":{"salt":"%s"}}}'
+    first = read_meta_line((form % ("a" * 32)).encode(), "a.jsonl")
+    second = read_meta_line((form % ("b" * 32)).encode(), "b.jsonl")
+    assert len(_UNSALTED) == 1
+    assert second.extra["redact"] == {"salt": "b" * 32}
+    assert first.extra["redact"] == {"salt": "a" * 32}  # the kept value unchanged
+    assert second == meta_from_json(json.loads(form % ("b" * 32)), "b.jsonl")
+    assert read_meta_line((form % ("a" * 32)).encode(), "c.jsonl") is first
+
+
+def test_the_salted_memo_is_bounded_and_answers_its_own_line() -> None:
+    _READ.clear()
+    _UNSALTED.clear()
+    form = '{"_meta":{"schema":3,"n":%d,"redact":{"salt":"%s"}}}'
+    for n in range(READ_MAX + 1):
+        read_meta_line((form % (n, "c" * 32)).encode(), "a.jsonl")
+    assert len(_UNSALTED) == 1  # cleared when full, then the newest kept
+    _READ.clear()  # the line itself again, from the salted memo: the same value
+    line = (form % (READ_MAX, "c" * 32)).encode()
+    assert read_meta_line(line, "a.jsonl") is _UNSALTED[next(iter(_UNSALTED))][0]
