@@ -27,6 +27,7 @@ point plugins before coverage starts, so everything Reel is imported lazily.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import os
@@ -1201,13 +1202,13 @@ class ReelCassette:
         from reel_bindings._files import CassetteFile
         from reel_bindings._settings import Source
         from reel_bindings._store import FileStore
-        from reel_core import CassetteMeta, Mode, Timing
+        from reel_core import CassetteMeta, Mode
 
         settings = _marker(item)
-        path = _cassette_path(item, settings.get("cassette"))
+        path, display = _cassette_path(item, settings.get("cassette"))
         resolved = _resolve(item.config, settings)
         mode = resolved.mode
-        timing = resolved.timing or Timing.parse(DEFAULT_TIMING)
+        timing = resolved.timing or _default_timing()
         match = _match(settings.get("match"), settings.get("ignore_fields"))
         repeat = settings.get("repeat")
         if repeat is not None and not isinstance(repeat, bool):
@@ -1226,7 +1227,6 @@ class ReelCassette:
                     "(--reel-store), name it relative to it"
                 )
         record_on = resolved.record_on or DEFAULT_RECORD_ON
-        display = _display(item.config, path)
         with contextlib.ExitStack() as stack:
             if mode.records:
                 # One writer per cassette at a time, across xdist workers.
@@ -1329,24 +1329,50 @@ def _safe(name: str) -> str:
     return safe
 
 
-def _cassette_path(item: pytest.Item, name: object) -> Path:
+def _cassette_path(item: pytest.Item, name: object) -> tuple[Path, str]:
     """``<cassette dir>/<module path>/<test name>.jsonl`` (or the marker's
-    cassette name inside the module's directory)."""
+    cassette name inside the module's directory), and the path as messages
+    show it (relative to the rootdir when it is inside)."""
     config = item.config
-    try:
-        module = item.path.relative_to(config.rootpath).with_suffix("")
-    except ValueError:  # a test file outside the rootdir
-        module = Path(item.path.stem)
-    directory = _cassette_root(config) / module
+    directory, shown = _module_directory(config, item.path)
     if name is None:
         parts = item.nodeid.split("::")[1:] or [item.name]
-        return directory / (_safe(".".join(parts)) + ".jsonl")
+        file = _safe(".".join(parts)) + ".jsonl"
+        return directory / file, file if shown is None else os.path.join(shown, file)
     if not isinstance(name, (str, os.PathLike)):
         _marker_error(f"the cassette is a name or a path, not {name!r}")
     path = Path(name)
     if not path.suffix:
         path = path.with_name(path.name + ".jsonl")
-    return path if path.is_absolute() else directory / path
+    path = path if path.is_absolute() else directory / path
+    return path, _display(config, path)
+
+
+_DIRECTORIES_KEY = pytest.StashKey[dict[Path, tuple[Path, "str | None"]]]()
+
+
+def _module_directory(config: pytest.Config, module: Path) -> tuple[Path, str | None]:
+    """The cassette directory of the tests in ``module`` (a test file), and
+    it as messages show it (``None``: the rootdir itself); worked out once
+    per module, not per test."""
+    known = config.stash.setdefault(_DIRECTORIES_KEY, {})
+    found = known.get(module)
+    if found is None:
+        try:
+            relative = module.relative_to(config.rootpath).with_suffix("")
+        except ValueError:  # a test file outside the rootdir
+            relative = Path(module.stem)
+        directory = _cassette_root(config) / relative
+        shown = _display(config, directory)
+        found = known[module] = (directory, None if shown == "." else shown)
+    return found
+
+
+@functools.cache
+def _default_timing() -> Timing:
+    from reel_core import Timing
+
+    return Timing.parse(DEFAULT_TIMING)
 
 
 #: The plugin's flags, by setting.
