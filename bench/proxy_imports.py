@@ -146,6 +146,7 @@ def suite_rows(
             pertest._pytest(root["floor" if src is None else "proxy"], name, n)
         walls: dict[str, list[float]] = {name: [] for name, _ in runs}
         cpus: dict[str, list[float]] = {name: [] for name, _ in runs}
+        phases: dict[str, list[dict[str, float]]] = {name: [] for name in sources}
         for _ in range(rounds):
             for name, src in runs:
                 if src is not None:
@@ -154,6 +155,9 @@ def suite_rows(
                 wall, cpu = pertest._pytest(root[variant], variant, n)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
+            for name, src in sources.items():  # the phase timer's runs, interleaved too
+                pertest.SRC = src
+                phases[name].append(_phases(root["proxy"], n))
         floor_wall = statistics.median(walls["floor"])
         floor_cpu = statistics.median(cpus["floor"])
         for name, src in runs:
@@ -170,13 +174,31 @@ def suite_rows(
                 "rounds_cpu_s": [round(t, 3) for t in cpus[name]],
             }
             if src is not None:
-                pertest.SRC = src
-                own = pertest._own_ms(root["proxy"], "proxy", n)
-                if own:
-                    row["reel_own_ms"] = own.pop("total")
-                    row["reel_phases_ms"] = ", ".join(f"{k} {v}" for k, v in own.items() if v)
+                medians = {
+                    phase: round(statistics.median(p[phase] for p in phases[name]), 3)
+                    for phase in phases[name][0]
+                }
+                row["reel_own_ms"] = medians.pop("total")
+                row["reel_phases_ms"] = ", ".join(f"{k} {v}" for k, v in medians.items() if v)
             rows.append(row)
     return rows
+
+
+def _phases(root: Path, workers: int) -> dict[str, float]:
+    """Reel's own ms per test by phase, from one run with the phase timer
+    on; ``imports`` also as the ms of one test-running process
+    (``imports_per_worker``: under ``-n`` the controller imports too, and
+    runs no test)."""
+    report = root / "phases.json"
+    report.unlink(missing_ok=True)
+    pertest._pytest(root, "proxy", workers, report=report)
+    figures = json.loads(report.read_text())["phases"]
+    tests = figures["tests"]
+    own = {p: s * 1000 / tests for p, s in figures["seconds"].items()}
+    own["total"] = sum(figures["seconds"].values()) * 1000 / tests
+    runners = figures.get("workers") or [figures]
+    own["imports_per_worker"] = statistics.mean(w["seconds"]["imports"] * 1000 for w in runners)
+    return own
 
 
 def main(argv: Sequence[str] | None = None) -> None:
