@@ -12,11 +12,12 @@ import pytest
 
 from tests.secrets import scan
 
-# pytester runs the pytest plugin's tests (tests/plugin); tests.redis_server
-# starts a real redis-server (redis_server, redis_url); tests.slow deselects
-# the slow tests outside CI; pytest only takes pytest_plugins from a top-level
-# conftest.
-pytest_plugins = ["pytester", "tests.redis_server", "tests.slow"]
+# pytester runs the pytest plugin's tests (tests/plugin), and tests.inner_runs
+# keeps its in-process runs from leaving a second copy of a module behind;
+# tests.redis_server starts a real redis-server (redis_server, redis_url);
+# tests.slow deselects the slow tests outside CI; pytest only takes
+# pytest_plugins from a top-level conftest.
+pytest_plugins = ["pytester", "tests.inner_runs", "tests.redis_server", "tests.slow"]
 
 
 @pytest.fixture(params=["asyncio", "trio"])

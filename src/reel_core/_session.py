@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from http import HTTPStatus
 
 import h11
-from wsproto.utilities import generate_accept_token
 
 from ._cassette import Cassette
 from ._config import Config
@@ -177,6 +176,10 @@ def _upgrade_headers(request: Request, answered: Headers) -> list[tuple[bytes, b
     computed from the client's own key (never a recorded one), the
     subprotocol ``answered`` chose (else the first the client offers), and
     ``answered``'s end-to-end headers."""
+    # wsproto only for an upgrade: an HTTP/1.1 connection that never
+    # upgrades (every replay of a plain request) never imports it
+    from wsproto.utilities import generate_accept_token
+
     key = request.header("sec-websocket-key")
     if key is None:
         raise RemoteProtocolError("a WebSocket upgrade needs a Sec-WebSocket-Key header", 400)

@@ -10,8 +10,11 @@ import json
 import subprocess
 import sys
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
+
+import reel_core
 
 #: Neither client family, nor what only a forward or the proxy needs (the
 #: proxy's upstream client: ssl and anyio's TLS streams; an event loop).
@@ -35,8 +38,17 @@ DEMO = str(files("reel_bindings") / "demo" / "demo.jsonl")
 BODY = '{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello to Reel."}]}'
 
 
+#: Where this run imports Reel from: the fresh interpreter (``-I``: no
+#: ``PYTHONPATH``, no user site) imports the same checkout, not the one an
+#: editable install points at.
+SRC = str(Path(reel_core.__file__).resolve().parent.parent)
+
+
 def _modules_after(code: str) -> set[str]:
-    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    script = (
+        f"import json, sys\nsys.path.insert(0, {SRC!r})\n{code}\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
     out = subprocess.run(
         [sys.executable, "-I", "-c", script], capture_output=True, check=True, text=True
     )
@@ -184,6 +196,87 @@ def test_a_miss_loads_the_miss_room_when_it_happens() -> None:
     )
     assert "reel_core._miss" in loaded
     assert _unwanted(loaded, ("wsproto", "reel_core._formats")) == []
+
+
+#: What only some proxies need: WebSocket sessions (wsproto and the core's
+#: rooms), HTTP/2 and gRPC (h2, the pump, a streamed call), the command
+#: line and TLS listener, the viewer, a store named per request, the
+#: rooms of a miss and of usage.  A plain HTTP/1.1 replay needs none.
+PROXY_COLD = (
+    "wsproto",
+    "h2",
+    "hpack",
+    "hyperframe",
+    "grpc",
+    "reel_core._websocket",
+    "reel_core._ws_session",
+    "reel_core._h2_session",
+    "reel_core._grpc_session",
+    "reel_core._miss",
+    "reel_core._usage",
+    "reel_bindings.proxy._websocket",
+    "reel_bindings.proxy._http2",
+    "reel_bindings.proxy._grpc_call",
+    "reel_bindings.proxy._options",
+    "reel_bindings.proxy._tls",
+    "reel_bindings._upstream_h2",
+    "reel_bindings.view",
+)
+
+#: The per-test proxy as the plugin starts it (``ReelCassette.proxy_url``:
+#: the same imports, a ``Proxy`` on the test's open cassette, served by a
+#: ``SessionProxy``), one plain HTTP/1.1 replay through it, then its end.
+PLUGIN_PROXY_REPLAY = f"""
+import contextlib, http.client
+from urllib.parse import urlsplit
+from reel_bindings._files import CassetteFile
+from reel_bindings.pytest_plugin import ReelCassette
+from reel_core import Mode, Timing
+stack = contextlib.ExitStack()
+file = CassetteFile({DEMO!r}, mode=Mode.REPLAY)
+reel = ReelCassette(path=file.path, mode=Mode.REPLAY, timing=Timing(), match=None,
+    repeat=None, upstream=None, file=file, hint="", stack=stack)
+url = urlsplit(reel.proxy_url)
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+conn.request("POST", "/v1/chat/completions", {BODY!r}, {{"content-type": "application/json"}})
+answer = conn.getresponse()
+assert answer.status == 200 and answer.read(), answer.status
+conn.close()
+assert reel.misses == []
+stack.close()
+"""
+
+
+def test_importing_the_proxy_loads_only_the_http11_path() -> None:
+    loaded = _modules_after("import reel_bindings.proxy")
+    assert "reel_bindings.proxy._http11" in loaded
+    assert _unwanted(loaded, PROXY_COLD) == []
+
+
+def test_a_plain_replay_through_the_plugins_proxy_loads_no_cold_room() -> None:
+    # Measured after the replay and the test's end, not after the import:
+    # serving the request and stopping the proxy must not pull them in.
+    loaded = _modules_after(PLUGIN_PROXY_REPLAY)
+    assert "reel_bindings._session_proxy" in loaded
+    assert "reel_core._session" in loaded
+    assert _unwanted(loaded, PROXY_COLD) == []
+
+
+def test_the_proxys_options_load_when_first_asked_for() -> None:
+    loaded = _modules_after(
+        "import reel_bindings.proxy as p\n"
+        "from reel_bindings.proxy._options import ProxyOptions, parse_options\n"
+        "assert p.ProxyOptions is ProxyOptions and p.parse_options is parse_options\n"
+        "assert 'ProxyOptions' in vars(p)  # kept: the next look-up is a plain one\n"
+        "assert 'build_parser' in dir(p) and 'Proxy' in dir(p)\n"
+        "try:\n"
+        "    p.Nope\n"
+        "except AttributeError as exc:\n"
+        "    assert 'Nope' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('p.Nope resolved')\n"
+    )
+    assert "reel_bindings.proxy._options" in loaded
 
 
 def test_the_probe_would_notice_a_client_family() -> None:

@@ -1,4 +1,12 @@
-"""``python -m reel_bindings.proxy``: Reel's record/replay proxy on asyncio or trio."""
+"""``python -m reel_bindings.proxy``: Reel's record/replay proxy on asyncio or trio.
+
+What only the command line and a TLS listener need (the options' parser,
+``_options``; the certificates, ``_tls``) is imported when first used: the
+pytest plugin's per-test proxy, a :class:`Proxy` served by a listener of
+the plugin's own, parses no option and makes no certificate.  The
+options' names are this package's still, resolved when first asked for
+(``__getattr__`` below).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,7 @@ import sys
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -19,11 +28,11 @@ from reel_core import CassetteError, Mode
 from reel_core.tools import CassetteWarning
 
 from .._store import StoreUnavailableError
-from .._store_url import open_store
 from .._upstream import AsyncUpstream
-from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, is_loopback, parse_options
 from ._server import CASSETTE_HEADER, Proxy
-from ._tls import TLSFiles, TLSSetupError, default_tls_dir, local_certificate, server_context
+
+if TYPE_CHECKING:
+    from ._options import DEMO_CASSETTE, ProxyOptions, build_parser, parse_options
 
 __all__ = [
     "CASSETTE_HEADER",
@@ -39,10 +48,31 @@ __all__ = [
 
 log = logging.getLogger("reel.proxy")
 
+#: This package's names that ``_options`` holds (see ``__getattr__``).
+_OPTIONS = frozenset({"DEMO_CASSETTE", "ProxyOptions", "build_parser", "parse_options"})
+
+
+def __getattr__(name: str) -> object:
+    """The options' names, imported from ``_options`` when first asked for
+    and kept here, so the next look-up finds them at once."""
+    if name not in _OPTIONS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import _options
+
+    value = getattr(_options, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_OPTIONS})
+
 
 def _proxy(options: ProxyOptions) -> Proxy:
     store = None
     if options.store is not None:
+        from .._store_url import open_store
+
         store = open_store(options.store, prefix=options.store_prefix)
     return Proxy(
         options.config(),
@@ -64,6 +94,8 @@ def _proxy(options: ProxyOptions) -> Proxy:
 def _tls_context(options: ProxyOptions) -> ssl.SSLContext:
     """The listener's TLS context: the user's certificate, else the one
     generated (the first time) in the TLS directory; says how to trust it."""
+    from ._tls import TLSFiles, default_tls_dir, local_certificate, server_context
+
     if options.cert is not None and options.key is not None:
         return server_context(TLSFiles(options.cert, options.key))
     files = local_certificate(options.tls_dir or default_tls_dir())
@@ -93,6 +125,8 @@ async def serve(
     ``proxy`` serves instead of one built from ``options`` (which then give
     only the address, the grace and the log lines).
     """
+    from ._options import is_loopback
+
     if proxy is None:
         proxy = _proxy(options)
     context = _tls_context(options) if options.tls else None
@@ -208,6 +242,8 @@ def _show_warning(
 def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> None:
     """Entry point of ``python -m reel_bindings.proxy`` (and of ``reel
     MODE``: ``prog`` names it in usage and errors)."""
+    from ._options import parse_options
+
     options = parse_options(argv) if prog is None else parse_options(argv, prog=prog)
     level = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}[options.verbosity]
     logging.basicConfig(level=level, format="reel: %(message)s", stream=sys.stderr)
@@ -220,6 +256,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> None:
 
 
 def _main(options: ProxyOptions) -> None:
+    from ._tls import TLSSetupError
+
     try:
         proxy = _proxy(options)
     except StoreUnavailableError as exc:  # a server down, a bad URL: fix the setting

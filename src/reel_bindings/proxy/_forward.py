@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import aclosing
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.abc
@@ -45,8 +45,10 @@ from reel_core import (
 from .._async.relay import arelay
 from .._upstream import UpstreamFailure, UpstreamResponse
 from ._context import Context, Exchange
-from ._grpc_call import StreamedCall
 from ._recordings import Place, RecordingQueue
+
+if TYPE_CHECKING:  # made by the HTTP/2 pump, for a gRPC call
+    from ._grpc_call import StreamedCall
 
 __all__ = ["Downstream", "Forwarding", "H11Downstream", "Host", "reason", "send"]
 

@@ -9,8 +9,10 @@ an exchange).  Its state is the session's and the engine's, not flags of its
 own: each handler says only whether the connection goes on.
 
 A forward goes to ``_forward.py``, a WebSocket session to
-``_websocket.py``.  What the connection asks of the proxy that accepted it
-is :class:`Listener` (the timer, the recordings, the viewer), and the
+``_websocket.py`` (imported at the upgrade, with wsproto and the core's
+WebSocket rooms: a connection that never upgrades never loads them).
+What the connection asks of the proxy that accepted it is
+:class:`Listener` (the timer, the recordings, the viewer), and the
 :class:`~._context.Context` it hands on.
 
 A connection whose first bytes are HTTP/2's client preface (h2c with prior
@@ -54,7 +56,6 @@ from .._clock import sleep_until
 from .._runlog import RunLog
 from ._context import Exchange
 from ._forward import Forwarding, H11Downstream, Host, reason, send
-from ._websocket import relay_websocket, replay_websocket
 
 __all__ = [
     "H2_PREFACE",
@@ -271,6 +272,8 @@ class HTTP11Connection:
             method, path = event.request.method, event.request.path
             self.proxy.runlog.stale_served(method, path, event.stale)
         if event.websocket is not None:  # the connection is the session's now
+            from ._websocket import replay_websocket
+
             session = self.session
             upgrade = session.upgrade(event.request)
             context = self.proxy.context
@@ -300,6 +303,8 @@ class HTTP11Connection:
         exchange = self._decided(event)
         exchange.forwarded = True  # its key is computed when logged
         if event.websocket:
+            from ._websocket import relay_websocket
+
             session = self.session
             await relay_websocket(
                 self.proxy.context,

@@ -12,6 +12,12 @@ around a :class:`reel_core.Session`, which asks the proxy only what its
 bytes are the HTTP/2 preface, or ALPN chose ``h2`` on the ``--tls``
 listener) is an :class:`~._http2.HTTP2Connection` instead, the pump around
 ``reel_core.tools.H2Session``, asking the same of the proxy.
+
+What only some proxies need is imported at its first use, so a plain
+HTTP/1.1 replay (the pytest plugin's per-test proxy) loads none of it: the
+HTTP/2 pump and h2 at the first HTTP/2 connection, the viewer at its first
+page, the store registry for a store named per request, and WebSocket
+sessions (wsproto) at the first upgrade (``_http11.py``).
 """
 
 from __future__ import annotations
@@ -45,24 +51,19 @@ from reel_core import (
     Session,
     Verdict,
 )
-from reel_core.tools import (
-    UiRefusal,
-    UiResource,
-    WebSocketSession,
-    safe_cassette_name,
-    ui_request,
-)
+from reel_core.tools import UiRefusal, UiResource, safe_cassette_name, ui_request
 
 from .._files import CassetteFile, CassetteNotFoundError
 from .._runlog import RunLog
 from .._store import FileStore, Store, StoreUnavailableError, check_name
-from .._store_url import check_store
 from .._upstream import AsyncUpstream, UpstreamFailure
 from ._context import Context, Exchange
 from ._http11 import HTTP11Connection, Page, Watched
 from ._recordings import Place, RecordingQueue
 
 if TYPE_CHECKING:
+    from reel_core.tools import WebSocketSession
+
     from ..view._live import LivePage
 
 __all__ = ["CASSETTE_HEADER", "Proxy"]
@@ -136,6 +137,8 @@ class Proxy:
         if cassette is not None:
             self._open(cassette)
         elif self.named:
+            from .._store_url import check_store
+
             check_store(self.store)  # a server down says so now, naming it
         elif config.mode is Mode.REPLAY and not (cassette_dir and cassette_dir.is_dir()):
             raise CassetteNotFoundError(
