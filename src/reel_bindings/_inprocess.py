@@ -68,11 +68,6 @@ __all__ = [
     "whole_body",
 ]
 
-#: The placeholder key the SDK helpers pass in replay mode when no real key
-#: is set (``reel_bindings.sdk.REPLAY_KEY``); a forwarding shared transport
-#: refuses a request carrying it.
-REPLAY_KEY = "reel-replay-no-key"
-
 
 def given_upstream(upstream: object, takes: str, is_pool: bool) -> tuple[str | None, object]:
     """An in-process binding's ``upstream=``, as ``(base URL, pool)``: a

@@ -242,10 +242,10 @@ class SessionProxy:
     def _base_openai(self) -> Any:
         client = self._clients.get("openai")
         if client is None:
-            from .sdk import _import
+            from ._sdk_parts import import_sdk
 
-            openai = _import("openai", "openai")
-            httpx = _import("httpx", "httpx")
+            openai = import_sdk("openai", "openai")
+            httpx = import_sdk("httpx", "httpx")
             http = httpx.Client(transport=httpx.HTTPTransport())
             client = openai.OpenAI(
                 base_url=self.start() + "/v1", api_key="reel-per-test", http_client=http

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from reel_core import Mode
 
-from ._inprocess import REPLAY_KEY
+from ._sdk_parts import REPLAY_KEY
 from ._transport import AsyncBase, SyncBase
 
 if TYPE_CHECKING:

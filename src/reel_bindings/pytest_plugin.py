@@ -160,7 +160,7 @@ def proxy_environment(
     suffix: ``/v1`` for OpenAI's) and, in replay mode, the first of its
     API-key variables to a placeholder when none of them is set in
     ``environ`` (no key is needed to replay, and none is written)."""
-    from reel_bindings.sdk import REPLAY_KEY
+    from reel_bindings._sdk_parts import REPLAY_KEY
     from reel_core.tools import PROVIDERS
 
     env: dict[str, str] = {}

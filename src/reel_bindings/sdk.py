@@ -23,7 +23,6 @@ you made yourself (the pytest plugin does, to watch their misses).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -33,8 +32,9 @@ from reel_core import Mode
 from reel_core.tools import PROVIDERS
 
 from ._files import CassetteFile
-from ._inprocess import REPLAY_KEY, mode_from_env
+from ._inprocess import mode_from_env
 from ._options import Options
+from ._sdk_parts import REPLAY_KEY, import_sdk
 from .httpcore import AsyncTransport, Transport
 
 if TYPE_CHECKING:
@@ -65,15 +65,6 @@ _SDKS = {
 }
 
 
-def _import(name: str, package: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        raise ImportError(
-            f"this helper needs the {package} package: pip install {package}"
-        ) from None
-
-
 def _key(variables: tuple[str, ...], mode: Mode, given: str | None) -> str | None:
     if given is not None:
         return given
@@ -94,8 +85,8 @@ def client_on(
     key: the one given, else the SDK's variable, else in replay ``mode``
     (by default the transport's) a placeholder."""
     module, package, sync_class, async_class = _SDKS[sdk]
-    library = _import(module, package)
-    httpx2 = _import("httpx2", "httpx2")
+    library = import_sdk(module, package)
+    httpx2 = import_sdk("httpx2", "httpx2")
     is_async = hasattr(transport, "handle_async_request")  # a shared one too
     http_client = (httpx2.AsyncClient if is_async else httpx2.Client)(transport=transport)
     variables = PROVIDERS[sdk].key_variables
@@ -113,7 +104,7 @@ def genai_on(transport: Transport, async_transport: AsyncTransport, **kwargs: An
     ``.aio`` side uses ``async_transport``; ``base_url=`` and an
     ``http_options`` dict are honoured.  genai builds (and closes) its own
     httpx2 clients around the transports."""
-    genai = _import("google.genai", "google-genai")
+    genai = import_sdk("google.genai", "google-genai")
     http_options: dict[str, Any] = dict(kwargs.pop("http_options", None) or {})
     base_url = kwargs.pop("base_url", None)
     if base_url is not None:
@@ -142,7 +133,7 @@ def xai_on(wrap: XaiWrap, mode: Mode, *, is_async: bool, **kwargs: Any) -> Any:
     ``authorization``, its version: see ``channel_metadata=`` in
     :mod:`reel_bindings.grpc`).  ``kwargs`` go to the SDK client; in replay
     ``mode`` with no key set, a placeholder key is passed."""
-    xai_sdk = _import("xai_sdk", "xai-sdk")
+    xai_sdk = import_sdk("xai_sdk", "xai-sdk")
     base = xai_sdk.AsyncClient if is_async else xai_sdk.Client
 
     class ReelXaiClient(base):  # type: ignore[misc, valid-type]  # the SDK is untyped

@@ -262,6 +262,18 @@ def test_a_plain_replay_through_the_plugins_proxy_loads_no_cold_room() -> None:
     assert _unwanted(loaded, PROXY_COLD) == []
 
 
+def test_the_per_test_proxys_environment_loads_no_in_process_binding() -> None:
+    # The variables a proxied test gets (the placeholder key among them)
+    # come without the SDK helpers and the in-process transports.
+    loaded = _modules_after(
+        "from reel_bindings.pytest_plugin import proxy_environment\n"
+        "env = proxy_environment('http://127.0.0.1:9', replay=True, environ={})\n"
+        "assert env['OPENAI_API_KEY'] == 'reel-replay-no-key', env"
+    )
+    in_process = ("reel_bindings.sdk", "reel_bindings._inprocess", "reel_bindings.httpcore")
+    assert _unwanted(loaded, in_process) == []
+
+
 def test_the_proxys_options_load_when_first_asked_for() -> None:
     loaded = _modules_after(
         "import reel_bindings.proxy as p\n"
