@@ -14,8 +14,12 @@ cassettes do not interfere.
   inside it is not recorded again, and neither is HTTP that an in-process
   binding of the same cassette sends (``Player.decide`` forwards it live).
 
+The plugin also says here which test's cassette the shared transports
+(``reel_bindings._shared_transport``) send to (:func:`share_for_test`).
+
 This module imports nothing of Reel's, so the in-process bindings can ask
-it without importing the boundaries.
+it without importing the boundaries, and the plugin can set both for each
+test without importing the transports (a proxied suite never needs them).
 """
 
 from __future__ import annotations
@@ -28,7 +32,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._files import CassetteFile
 
-__all__ = ["ACTIVE", "RUNNING", "active", "running_on", "use_for_test"]
+__all__ = [
+    "ACTIVE",
+    "RUNNING",
+    "active",
+    "running_on",
+    "share_for_test",
+    "shared_for_test",
+    "use_for_test",
+]
 
 #: The player boundaries record with (a ``reel_bindings._inprocess.Player``:
 #: held as an ``object`` here, so this room knows none of the bindings).
@@ -65,6 +77,28 @@ def use_for_test(player: Callable[[], object] | None) -> None:
     _made.clear()
     if player is not None:
         _for_test.append(player)
+
+
+#: How to get the running test's cassette (the plugin's ``reel`` fixture,
+#: set up on first use) for the shared transports; empty between tests and
+#: for a test not using Reel.
+_shared_with: list[Callable[[], object]] = []
+_sharing = threading.Lock()
+
+
+def share_for_test(cassette: Callable[[], object] | None) -> None:
+    """Make ``cassette()`` (called on a shared transport's first request)
+    the running test's; ``None``: no test's."""
+    with _sharing:
+        _shared_with.clear()
+        if cassette is not None:
+            _shared_with.append(cassette)
+
+
+def shared_for_test() -> Callable[[], object] | None:
+    """The running test's :func:`share_for_test` getter, if any."""
+    with _sharing:
+        return _shared_with[-1] if _shared_with else None
 
 
 def running_on(file: CassetteFile) -> bool:

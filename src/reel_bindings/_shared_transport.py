@@ -7,8 +7,8 @@ about 20 ms, and a suite of a thousand tests would pay it a thousand times.
 Such a client cannot be given one test's transport; it is given a
 :class:`SharedTransport` (or :class:`AsyncSharedTransport`) instead, made
 once, which owns no cassette.  The pytest plugin says which test is being
-run (:func:`use_for_test`, for each test that uses Reel: the ``reel``
-fixture or the marker), as a getter of that test's cassette; each request
+run (``_call_context.share_for_test``, for each test that uses Reel: the
+``reel`` fixture or the marker), as a getter of that test's cassette; each request
 asks for it and is handed to that test's own transport (made on the test's
 first request through a shared transport, one per test and per kind,
 closed with the test).  So a request through a shared client is replayed,
@@ -18,19 +18,19 @@ when it is sent).  A request sent while no test using Reel runs (at import,
 in a session fixture, from a thread a test left behind) fails with what to
 do, and nothing is recorded.
 
-The plugin imports this module when a test first uses Reel (and a
-shared transport is made by the code under test, after the run started).
+The plugin never imports this module: the code under test does, when it
+makes a shared client.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from reel_core import Mode
 
+from ._call_context import shared_for_test
 from ._sdk_parts import REPLAY_KEY
 from ._transport import AsyncBase, SyncBase
 
@@ -42,7 +42,6 @@ __all__ = [
     "NoTestRunning",
     "PlaceholderKey",
     "SharedTransport",
-    "use_for_test",
 ]
 
 
@@ -63,9 +62,7 @@ class PlaceholderKey(RuntimeError):
     """A request that would be forwarded with the replay placeholder key."""
 
 
-#: How to get the running test's cassette (the plugin's ``reel`` fixture,
-#: set up on first use); empty between tests and for a test not using Reel.
-_for_test: list[Callable[[], _TestCassette]] = []
+#: One test's first requests at once (two threads): one fixture, one transport.
 _lock = threading.Lock()
 
 _NO_TEST = (
@@ -76,28 +73,23 @@ _NO_TEST = (
 )
 
 
-def use_for_test(cassette: Callable[[], _TestCassette] | None) -> None:
-    """Make ``cassette()`` (called on a shared transport's first request)
-    the running test's; ``None``: no test's."""
-    with _lock:
-        _for_test.clear()
-        if cassette is not None:
-            _for_test.append(cassette)
+def _cassette() -> _TestCassette:
+    """The running test's cassette (:class:`NoTestRunning` when none)."""
+    cassette = shared_for_test()
+    if cassette is None:
+        raise NoTestRunning(_NO_TEST)
+    return cast(_TestCassette, cassette())
 
 
 def _sync(request: Any) -> Transport:
-    with _lock:  # two threads' first requests at once: one fixture, one transport
-        if not _for_test:
-            raise NoTestRunning(_NO_TEST)
-        transport = _for_test[-1]()._shared_sync()
+    with _lock:
+        transport = _cassette()._shared_sync()
     return _checked(transport, request)
 
 
 def _async(request: Any) -> AsyncTransport:
     with _lock:
-        if not _for_test:
-            raise NoTestRunning(_NO_TEST)
-        transport = _for_test[-1]()._shared_async()
+        transport = _cassette()._shared_async()
     return _checked(transport, request)
 
 

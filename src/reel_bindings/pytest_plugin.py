@@ -618,7 +618,7 @@ def _reel_test(request: pytest.FixtureRequest) -> Iterator[None]:
     if "reel" not in request.fixturenames and not any(request.node.iter_markers("reel")):
         yield
         return
-    from reel_bindings import _call_context, _shared_transport
+    from reel_bindings import _call_context
 
     made: list[ReelCassette] = []
 
@@ -628,11 +628,11 @@ def _reel_test(request: pytest.FixtureRequest) -> Iterator[None]:
         return made[0]
 
     _call_context.use_for_test(lambda: cassette()._calls_player())
-    _shared_transport.use_for_test(cassette)
+    _call_context.share_for_test(cassette)
     try:
         yield
     finally:
-        _shared_transport.use_for_test(None)
+        _call_context.share_for_test(None)
         _call_context.use_for_test(None)
 
 

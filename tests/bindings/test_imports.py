@@ -295,3 +295,31 @@ def test_the_probe_would_notice_a_client_family() -> None:
     loaded = _modules_after("import reel_bindings.httpcore, httpx")
     assert _unwanted(loaded) != []
     assert "httpx" in _unwanted(loaded)
+
+
+def test_a_proxied_test_loads_no_in_process_transport(tmp_path: Path) -> None:
+    # The plugin says which test's cassette boundaries and shared clients
+    # use for every test using Reel, without importing either of them.
+    (tmp_path / "test_proxied.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.reel(proxy=True)\n"
+        "def test_proxied(reel):\n"
+        "    assert reel.proxy_url.startswith('http://127.0.0.1:')\n"
+    )
+    loaded = _modules_after(
+        "import os, pytest\n"
+        "os.environ['PYTEST_DISABLE_PLUGIN_AUTOLOAD'] = '1'\n"
+        f"os.chdir({str(tmp_path)!r})\n"
+        "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-p', "
+        "'reel_bindings.pytest_plugin', '-W', 'ignore', 'test_proxied.py'])\n"
+        "assert code == 0, code"
+    )
+    assert "reel_bindings._session_proxy" in loaded
+    in_process = (
+        "reel_bindings._shared_transport",
+        "reel_bindings._inprocess",
+        "reel_bindings._transport",
+        "reel_bindings.httpcore",
+        "reel_bindings.sdk",
+    )
+    assert _unwanted(loaded, in_process) == []
