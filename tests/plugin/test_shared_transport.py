@@ -108,15 +108,22 @@ MISSES = SUITE.replace('"beta thread"', '"beta, unrecorded"')
 
 MODULES = ("test_shared", "test_shared_too")
 
-#: Under xdist a shared client is still per process and each worker runs the
-#: serial case's path; what only ``-n 2`` adds, the workers' tallies merged
-#: into the controller's report, ``test_session_proxy.py``'s n2 case proves in
-#: every run, so this one repeats it only in a full run (``tests/slow.py``).
+#: Under xdist a shared client is still one per process, and each worker runs
+#: the serial case's path; what only ``-n 2`` adds (the workers' tallies
+#: merged into the controller's report) is proved in every run by
+#: ``tests/plugin/test_session_proxy.py``'s n2 case, so this one repeats it in
+#: a full run only (``tests/slow.py``).
+REPEATED = (
+    "repeats the serial case in each xdist worker; the workers' report merge is "
+    "tests/plugin/test_session_proxy.py::test_each_test_keeps_its_own_exchanges[n2]"
+)
 WORKERS = pytest.mark.parametrize(
     "workers",
     [
         pytest.param([], id="serial"),
-        pytest.param(["-n", "2", "--dist", "loadfile"], id="n2", marks=pytest.mark.slow),
+        pytest.param(
+            ["-n", "2", "--dist", "loadfile"], id="n2", marks=pytest.mark.slow(reason=REPEATED)
+        ),
     ],
 )
 
