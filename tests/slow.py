@@ -4,9 +4,10 @@ The long soaks and stress runs are marked ``slow`` and deselected by
 default, and so are the repeats of the plugin's end-to-end runs on Redis
 and under xdist (``STORES``, ``WORKERS``: each runs on the file store in
 one process every time; the Redis store and xdist have tests of their own
-that always run), so that the README's test command
-(``python3 -m pytest -n 4``) stays within a few minutes on two
-cores.  They run when ``CI`` or ``REEL_FULL`` is set to a true value
+that always run; a repeat marked by hand, ``pytest.mark.slow(reason=...)``,
+names the test that covers its path in every run), so that the README's
+test command (``python3 -m pytest -n 4``) stays within about three minutes
+on two cores.  They run when ``CI`` or ``REEL_FULL`` is set to a true value
 (``1``, ``true``, ``yes``, ``on``): ``.ci/run`` sets ``CI=true`` and runs
 that same README command, so CI runs every test.  An explicit ``-m``
 decides alone (``-m slow``: only them; ``-m "slow or not slow"``:

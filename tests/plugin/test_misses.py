@@ -20,6 +20,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import attrs
 import pytest
 
 from reel_bindings.pytest_plugin import ReelCassette
@@ -28,7 +29,8 @@ from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
 from tests.inner import inner_ini
 from tests.secrets import GATEWAY_TOKEN, GEMINI_KEY, OPENAI_KEY
 
-from .conftest import FAKE_KEY
+from .conftest import FAKE_KEY, SCRUBBED, provider_variables
+from .session import InnerProject, outcomes, passed
 
 HEAD = """
 import contextlib
@@ -192,18 +194,25 @@ def _inner(*tests: str) -> str:
     return HEAD + "".join("\n\n" + textwrap.dedent(t) for t in tests)
 
 
-def async_project(pytester: pytest.Pytester) -> None:
-    """An inner project whose async tests run on asyncio and on trio."""
-    pytester.makeini(inner_ini(keep=("anyio",)))
-    pytester.makeconftest(
-        """
-        import pytest
+#: The inner project's conftest: its async tests run on asyncio and on trio.
+ANYIO_CONFTEST = """
+import pytest
 
-        @pytest.fixture(params=["asyncio", "trio"])
-        def anyio_backend(request):
-            return request.param
-        """
-    )
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request):
+    return request.param
+"""
+
+
+def ids_of(*sources: str) -> list[str]:
+    """The test ids of these tests (an async one runs on asyncio and trio)."""
+    ids = []
+    for source in sources:
+        name = re.search(r"def (test_\w+)", source)
+        assert name is not None, source
+        backends = ("[asyncio]", "[trio]") if "anyio" in source else ("",)
+        ids += [name[1] + backend for backend in backends]
+    return ids
 
 
 def sections(output: str) -> dict[str, str]:
@@ -266,51 +275,90 @@ def test_secret_proxy(reel_proxy):
 """
 
 
-def test_swallowed_misses_fail_on_every_binding_and_a_real_404_does_not(
-    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Recorded, then replayed with another prompt: each binding's swallowed
-    miss fails its test naming the request and the closest recording with
-    its diff; the report shows no credential of the request; a real 404,
-    recorded and replayed, is a hit (one pair of inner runs for all three:
-    they cost seconds each)."""
-    async_project(pytester)
-    pytester.makepyfile(
+#: Credentials a request of test_secret sends (from the environment: never
+#: in a file the inner run reads).
+SECRETS = {"SECRET_KEY": GEMINI_KEY, "SECRET_TOKEN": GATEWAY_TOKEN, "SECRET_OPENAI": OPENAI_KEY}
+
+
+@attrs.frozen
+class Runs:
+    """The swallowing, real-404 and secretive suites recorded in one inner
+    run, and replayed with another prompt beside MARKED in another."""
+
+    project: InnerProject
+    recorded: pytest.RunResult
+    replayed: pytest.RunResult
+    #: every path under ``tests/`` after the record run
+    recorded_files: set[Path]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """One pair of inner runs for the module's replays of a changed prompt
+    (a run costs a fresh interpreter and every SDK: seconds)."""
+    project = InnerProject.create(
+        tmp_path_factory.mktemp("misses"),
+        inner_ini(keep=("anyio",)),
+        [*SCRUBBED, *provider_variables()],
+    )
+    project.write(
+        conftest=ANYIO_CONFTEST,
         test_bindings=_inner(*SWALLOWERS.values()),
         test_real=_inner(REAL_404),
         test_secret=_inner(SECRETIVE),
     )
-    secrets = {"SECRET_KEY": GEMINI_KEY, "SECRET_TOKEN": GATEWAY_TOKEN, "SECRET_OPENAI": OPENAI_KEY}
-    for variable, value in secrets.items():
-        monkeypatch.setenv(variable, value)  # never in a file the inner run reads
-    monkeypatch.setenv("REEL_UPSTREAM", fake.url)  # where the proxy records from
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
-        monkeypatch.setenv(variable, FAKE_KEY)
-    monkeypatch.setenv("PROMPT", RECORDED)
-    recorded = pytester.runpytest_subprocess("--reel-mode", "record")
-    swallowing = len(SWALLOWERS) + sum("anyio" in t for t in SWALLOWERS.values())
-    recorded.assert_outcomes(passed=swallowing + 4)
-    for name in ("test_real_404_inprocess", "test_real_404_proxy"):
-        cassette = pytester.path / "tests/cassettes/test_real" / f"{name}.jsonl"
+    keys = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+    project.env.update(SECRETS)
+    with FakeUpstreamThread() as fake:
+        project.env["FAKE_URL"] = fake.url
+        project.env["REEL_UPSTREAM"] = fake.url  # where the proxy records from
+        project.env.update(dict.fromkeys(keys, FAKE_KEY))
+        project.env["PROMPT"] = RECORDED
+        recorded = project.run("--reel-mode", "record")
+    recorded_files = {p.relative_to(project.path) for p in project.path.rglob("tests/**/*")}
+
+    project.env["FAKE_URL"] = closed_port_url()
+    for variable in ("REEL_UPSTREAM", *keys):
+        del project.env[variable]
+    project.env["PROMPT"] = CHANGED
+    project.write(test_marked=_inner(MARKED))
+    # -rA: where pytest shows a passed test's output (test_marked's allowed misses)
+    replayed = project.run("-rA")
+    return Runs(project, recorded, replayed, recorded_files)
+
+
+def test_swallowed_misses_fail_on_every_binding_and_a_real_404_does_not(runs: Runs) -> None:
+    """Recorded, then replayed with another prompt: each binding's swallowed
+    miss fails its test naming the request and the closest recording with
+    its diff; the report shows no credential of the request; a real 404,
+    recorded and replayed, is a hit."""
+    recorded, replayed = runs.recorded, runs.replayed
+    bindings = ids_of(*SWALLOWERS.values())
+    assert len(bindings) == len(SWALLOWERS) + sum("anyio" in t for t in SWALLOWERS.values())
+    secretive = ["test_secret_inprocess", "test_secret_proxy"]
+    real = ["test_real_404_inprocess", "test_real_404_proxy"]
+    assert outcomes(recorded, "test_bindings") == passed(*bindings)
+    assert outcomes(recorded, "test_real") == passed(*real)
+    assert outcomes(recorded, "test_secret") == passed(*secretive)
+    for name in real:
+        cassette = runs.project.path / "tests/cassettes/test_real" / f"{name}.jsonl"
         (line,) = [json.loads(x) for x in cassette.read_text("utf-8").splitlines()[1:]]
         assert line["response"]["status"] == 404  # the fake's own 404, recorded
 
-    fake.stop()
-    monkeypatch.setenv("FAKE_URL", closed_port_url())
-    for variable in ("REEL_UPSTREAM", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
-        monkeypatch.delenv(variable)
-    monkeypatch.setenv("PROMPT", CHANGED)
-    replayed = pytester.runpytest_subprocess()
-    replayed.assert_outcomes(failed=swallowing + 2, passed=2)  # the real 404s pass
+    assert outcomes(replayed, "test_bindings") == {name: ["failed"] for name in bindings}
+    assert outcomes(replayed, "test_real") == passed(*real)  # the real 404s pass
+    assert outcomes(replayed, "test_secret") == {name: ["failed"] for name in secretive}
     failures = sections(replayed.stdout.str())
-    assert len(failures) == swallowing + 2
+    # and test_marked's one failure (its own test reads it)
+    assert set(failures) == {*bindings, *secretive, "test_not_allowed"}
+    del failures["test_not_allowed"]
     for name in ("test_secret_inprocess", "test_secret_proxy"):
         text = failures.pop(name)
         assert "Reel miss: no recording matches for POST /v1/chat/completions in cassette" in text
         assert re.search(r"  closest: \w+ POST /v1/chat/completions ", text), text
         assert f'    messages[0].content: recorded "{RECORDED}: my keys are ' in text
     output = replayed.stdout.str() + replayed.stderr.str()
-    for secret in secrets.values():
+    for secret in SECRETS.values():
         assert secret not in output
     for name, text in failures.items():
         binding = name.removeprefix("test_").split("[")[0]
@@ -386,18 +434,19 @@ def test_not_allowed(reel):
 
 
 def test_the_miss_answer_says_it_is_a_miss_and_allow_misses_lets_a_test_look(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    runs: Runs,
 ) -> None:
     """``x-reel-miss`` carries the missed key through every binding; with
-    ``allow_misses=True`` a test may look at its misses and pass."""
-    async_project(pytester)
-    pytester.makepyfile(test_marked=_inner(MARKED))
-    monkeypatch.setenv("PROMPT", CHANGED)
-    result = pytester.runpytest_subprocess("-rA")
-    result.assert_outcomes(passed=4, failed=1)  # the async test on asyncio and trio
-    out = result.stdout.str()
+    ``allow_misses=True`` a test may look at its misses and pass (replayed
+    with no cassette of its own, no upstream and no key)."""
+    # the async test on asyncio and trio
+    allowed = ("test_inprocess", "test_async_sdk[asyncio]", "test_async_sdk[trio]", "test_proxy")
+    assert outcomes(runs.replayed, "test_marked") == {
+        **passed(*allowed),
+        "test_not_allowed": ["failed"],
+    }
+    out = runs.replayed.stdout.str()
     failures = sections(out)
-    assert list(failures) == ["test_not_allowed"]
     assert failures["test_not_allowed"].startswith("Reel: 1 request missed cassette")
     # an allowed miss is still shown, where pytest shows a passed test's output
     assert re.search(
@@ -406,7 +455,10 @@ def test_the_miss_answer_says_it_is_a_miss_and_allow_misses_lets_a_test_look(
         r"\(allow_misses\): it is not failed\.",
         out,
     ), out
-    assert not (pytester.path / "tests").exists()  # replay writes nothing
+    # replay writes nothing (the cassettes the record run wrote are all there is)
+    written = {p.relative_to(runs.project.path) for p in runs.project.path.rglob("tests/**/*")}
+    assert written == runs.recorded_files
+    assert not (runs.project.path / "tests/cassettes/test_marked").exists()
 
 
 def test_the_ini_option_allows_misses_and_the_marker_wins(pytester: pytest.Pytester) -> None:

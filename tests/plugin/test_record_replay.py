@@ -8,13 +8,15 @@ import json
 import types
 from pathlib import Path
 
+import attrs
 import pytest
 
 from reel_bindings import pytest_plugin
 from tests.fakes.upstream import FakeUpstreamThread, closed_port_url
 from tests.inner import inner_ini
 
-from .conftest import FAKE_KEY
+from .conftest import FAKE_KEY, SCRUBBED, provider_variables
+from .session import InnerProject, outcomes, passed
 
 
 def stop(fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,18 +89,82 @@ async def test_async_openai(reel):
 """
 
 
-def test_inprocess_helpers_record_then_replay_without_upstream(
-    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytester.makeini(inner_ini(keep=("anyio",)))  # the async test runs on anyio's plugin
-    pytester.makepyfile(test_inproc=INPROCESS)
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
-    monkeypatch.setenv("GEMINI_API_KEY", FAKE_KEY)
-    recorded = pytester.runpytest_subprocess("--reel-mode", "record")
-    recorded.assert_outcomes(passed=6)  # the async test runs on asyncio and on trio
-    cassettes = pytester.path / "tests/cassettes/test_inproc"
-    assert sorted(p.name for p in cassettes.iterdir()) == [
+#: The in-process suite's tests (its async test runs on asyncio and on trio).
+INPROCESS_TESTS = (
+    "test_openai",
+    "test_stream_left_after_its_first_chunk",
+    "test_anthropic_and_genai_share_a_cassette",
+    "test_httpx_and_requests",
+    "test_async_openai[asyncio]",
+    "test_async_openai[trio]",
+)
+
+
+@attrs.frozen
+class Runs:
+    """The module's suites recorded in one inner run and replayed in another."""
+
+    project: InnerProject
+    recorded: pytest.RunResult
+    replayed: pytest.RunResult
+    #: what each suite sent upstream while recording: the in-process suite
+    #: to ``$FAKE_URL``, the proxy's to ``$REEL_UPSTREAM`` (two fakes)
+    inprocess_requests: int
+    proxy_requests: int
+    #: each module's cassettes as the record run left them, by file name
+    before: dict[str, dict[str, bytes]]
+    #: every path under ``tests/`` after the record run
+    recorded_files: set[Path]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """INPROCESS and PROXY recorded against the fakes, then replayed with
+    neither fake, no key and no ``REEL_UPSTREAM``, MISSES beside them (one
+    run each: a run costs a fresh interpreter and the three SDKs)."""
+    project = InnerProject.create(
+        tmp_path_factory.mktemp("record_replay"),
+        inner_ini(keep=("anyio",)),  # the async test runs on anyio's plugin
+        [*SCRUBBED, *provider_variables()],
+    )
+    project.write(test_inproc=INPROCESS, test_proxy=PROXY)
+    keys = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OUTER_OPENAI_API_KEY")
+    with FakeUpstreamThread() as fake, FakeUpstreamThread() as upstream:
+        project.env["FAKE_URL"] = fake.url
+        project.env["REEL_UPSTREAM"] = upstream.url  # where the proxy records from
+        project.env.update(dict.fromkeys(keys, FAKE_KEY))
+        recorded = project.run("--reel-mode", "record")
+    recorded.assert_outcomes(passed=9)
+    root = project.path / "tests/cassettes"
+    before = {
+        module: {p.name: p.read_bytes() for p in (root / module).iterdir()}
+        for module in ("test_inproc", "test_proxy")
+    }
+    recorded_files = {p.relative_to(project.path) for p in project.path.rglob("tests/**/*")}
+
+    project.env["FAKE_URL"] = closed_port_url()  # a replay that reached out would fail
+    for variable in ("REEL_UPSTREAM", *keys):
+        del project.env[variable]
+    project.write(test_misses=MISSES)
+    replayed = project.run()  # replay is the default
+    replayed.assert_outcomes(passed=10, failed=3, errors=1)
+    return Runs(
+        project,
+        recorded,
+        replayed,
+        len(fake.requests),
+        len(upstream.requests),
+        before,
+        recorded_files,
+    )
+
+
+def test_inprocess_helpers_record_then_replay_without_upstream(runs: Runs) -> None:
+    # the async test runs on asyncio and on trio
+    assert outcomes(runs.recorded, "test_inproc") == passed(*INPROCESS_TESTS)
+    cassettes = runs.project.path / "tests/cassettes/test_inproc"
+    before = runs.before["test_inproc"]
+    assert sorted(before) == [
         "test_anthropic_and_genai_share_a_cassette.jsonl",
         "test_async_openai[asyncio].jsonl",
         "test_async_openai[trio].jsonl",
@@ -107,7 +173,7 @@ def test_inprocess_helpers_record_then_replay_without_upstream(
         "test_stream_left_after_its_first_chunk.jsonl",
     ]
     assert len(lines(cassettes / "test_anthropic_and_genai_share_a_cassette.jsonl")) == 2
-    assert len(fake.requests) == 11
+    assert runs.inprocess_requests == 11
     (dropped,) = lines(cassettes / "test_stream_left_after_its_first_chunk.jsonl")
     # cut by the client (unless the rest had come with the one more read)
     response: dict[str, object] = dropped["response"]  # type: ignore[assignment]
@@ -115,15 +181,11 @@ def test_inprocess_helpers_record_then_replay_without_upstream(
         assert response["cut"]["error"] == "client-closed"  # type: ignore[index]
     else:
         assert response["frames"][-1][1] == "data: [DONE]\n\n"  # type: ignore[index]
-    before = {p.name: p.read_bytes() for p in cassettes.iterdir()}
     salts = {json.loads(c.splitlines()[0])["_meta"]["redact"]["salt"] for c in before.values()}
     assert len(salts) == len(before)  # a salt of its own for each new cassette
 
-    stop(fake, monkeypatch)
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
-        monkeypatch.delenv(variable)  # replay needs no key
-    replayed = pytester.runpytest_subprocess()  # replay is the default
-    replayed.assert_outcomes(passed=6)
+    # replayed with no upstream and no key
+    assert outcomes(runs.replayed, "test_inproc") == passed(*INPROCESS_TESTS)
     assert {p.name: p.read_bytes() for p in cassettes.iterdir()} == before
 
 
@@ -172,29 +234,21 @@ def test_environment_is_restored():
 """
 
 
-def test_unmodified_sdk_code_through_the_per_test_proxy(
-    pytester: pytest.Pytester, fake: FakeUpstreamThread, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytester.makepyfile(test_proxy=PROXY)
-    monkeypatch.setenv("REEL_UPSTREAM", fake.url)  # where the proxy records from
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
-        monkeypatch.setenv(variable, FAKE_KEY)
-    monkeypatch.setenv("OUTER_OPENAI_API_KEY", FAKE_KEY)
-    recorded = pytester.runpytest_subprocess("--reel-mode", "record")
-    recorded.assert_outcomes(passed=3)
-    cassettes = pytester.path / "tests/cassettes/test_proxy"
+def test_unmodified_sdk_code_through_the_per_test_proxy(runs: Runs) -> None:
+    tests = ("test_marker_points_the_sdks_at_the_proxy", "test_fixture")
+    every = (*tests, "test_environment_is_restored")
+    assert outcomes(runs.recorded, "test_proxy") == passed(*every)
+    assert runs.proxy_requests == 5  # the marked test's four and the fixture's one
+    assert sorted(runs.before["test_proxy"]) == sorted(f"{test}.jsonl" for test in tests)
+    cassettes = runs.project.path / "tests/cassettes/test_proxy"
     marked = lines(cassettes / "test_marker_points_the_sdks_at_the_proxy.jsonl")
     assert [line["provider"] for line in marked] == ["openai", "openai", "anthropic", "gemini"]
     assert len(lines(cassettes / "test_fixture.jsonl")) == 1
     assert not (cassettes / "test_environment_is_restored.jsonl").exists()
 
-    stop(fake, monkeypatch)
-    monkeypatch.delenv("REEL_UPSTREAM")
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
-        monkeypatch.delenv(variable)  # placeholders are set in replay mode
-    monkeypatch.delenv("OUTER_OPENAI_API_KEY")
-    replayed = pytester.runpytest_subprocess()
-    replayed.assert_outcomes(passed=3)
+    # replayed with no upstream; placeholders are set in replay mode, for no key
+    assert outcomes(runs.replayed, "test_proxy") == passed(*every)
+    assert {p.name: p.read_bytes() for p in cassettes.iterdir()} == runs.before["test_proxy"]
 
 
 MISSES = """
@@ -239,12 +293,15 @@ def test_miss_in_a_fixture_teardown(calls_at_teardown):
 """
 
 
-def test_a_miss_fails_the_test_even_when_swallowed(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_misses=MISSES)
-    result = pytester.runpytest_subprocess()
-    result.assert_outcomes(failed=3, passed=1, errors=1)
+def test_a_miss_fails_the_test_even_when_swallowed(runs: Runs) -> None:
+    assert outcomes(runs.replayed, "test_misses") == {
+        "test_swallowed_inprocess": ["failed"],
+        "test_swallowed_through_the_proxy": ["failed"],
+        "test_raised": ["failed"],
+        "test_miss_in_a_fixture_teardown": ["passed", "error"],
+    }
     missing = "tests/cassettes/test_misses/test_swallowed_inprocess.jsonl"
-    out = result.stdout
+    out = runs.replayed.stdout
     out.fnmatch_lines(
         [
             "*_ test_swallowed_inprocess _*",
@@ -286,7 +343,9 @@ def test_a_miss_fails_the_test_even_when_swallowed(pytester: pytest.Pytester) ->
         ],
         consecutive=True,
     )
-    assert not (pytester.path / "tests").exists()  # replay writes nothing
+    # replay writes nothing (the cassettes the first run recorded are all there is)
+    written = {p.relative_to(runs.project.path) for p in runs.project.path.rglob("tests/**/*")}
+    assert written == runs.recorded_files
 
 
 def test_a_miss_in_a_recorded_cassette_says_how_to_record_it(

@@ -22,7 +22,7 @@ import pytest
 
 from tests.fakes.upstream import FakeUpstreamThread
 
-from .conftest import FAKE_KEY, SERIAL_AND_N2, recorded_questions
+from .conftest import FAKE_KEY, recorded_questions
 
 #: Two modules share one sync client, one async client and one raw httpx2
 #: client, made at import; a test fails on its own; a thread asks too.
@@ -108,8 +108,27 @@ MISSES = SUITE.replace('"beta thread"', '"beta, unrecorded"')
 
 MODULES = ("test_shared", "test_shared_too")
 
+#: Under xdist a shared client is still one per process, and each worker runs
+#: the serial case's path; what only ``-n 2`` adds (the workers' tallies
+#: merged into the controller's report) is proved in every run by
+#: ``tests/plugin/test_session_proxy.py``'s n2 case, so this one repeats it in
+#: a full run only (``tests/slow.py``).
+REPEATED = (
+    "repeats the serial case in each xdist worker; the workers' report merge is "
+    "tests/plugin/test_session_proxy.py::test_each_test_keeps_its_own_exchanges[n2]"
+)
+WORKERS = pytest.mark.parametrize(
+    "workers",
+    [
+        pytest.param([], id="serial"),
+        pytest.param(
+            ["-n", "2", "--dist", "loadfile"], id="n2", marks=pytest.mark.slow(reason=REPEATED)
+        ),
+    ],
+)
 
-@SERIAL_AND_N2
+
+@WORKERS
 def test_each_test_keeps_its_own_exchanges(
     pytester: pytest.Pytester,
     fake: FakeUpstreamThread,
