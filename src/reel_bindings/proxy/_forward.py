@@ -11,7 +11,8 @@ the client as it arrives.  Meanwhile the client is watched: one that leaves
 stops the writes, and the upstream is read on for the grace the core gives
 (``Engine.client_left``), its recording's place in the queue held from the
 moment it left (``_recordings.py``).  The recordings waiting are built while
-the upstream works.
+the upstream works, a step at a time in the forward's own task, and what is
+left of them once the answer is passed on.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from .._async.relay import arelay
 from .._upstream import UpstreamFailure, UpstreamResponse
 from ._context import Context, Exchange
 from ._grpc_call import StreamedCall
-from ._recordings import Place, RecordingQueue
+from ._recordings import Building, Place, RecordingQueue
 
 __all__ = ["Downstream", "Forwarding", "H11Downstream", "Host", "reason", "send"]
 
@@ -173,7 +174,11 @@ class Forwarding:
 
     async def _run(self) -> None:
         recordings = self.host.recordings
-        relayed = anyio.Event()
+        # Record mode: the recordings waiting when the request goes (up to
+        # the newest) are built while the upstream works, in this task (see
+        # ``AsyncUpstream.send``'s ``meanwhile``), and what is left of them
+        # once the answer is passed on.
+        last = recordings.last
         try:
             async with anyio.create_task_group() as tg:
                 self.stop = tg.cancel_scope
@@ -183,15 +188,10 @@ class Forwarding:
                     # for it): what it did not need before it went runs now,
                     # while the upstream works.  Starting the watch costs a task.
                     tg.start_soon(self._watch)
-                    last = recordings.last
-                    if last is not None:  # record mode: built as the upstream works
-                        busy = functools.partial(_awaits_upstream, self.client.engine)
-                        tg.start_soon(recordings.build_meanwhile, last, busy, relayed)
 
                 try:
-                    await self._relay(waiting)
+                    await self._relay(waiting, last)
                 finally:
-                    relayed.set()
                     tg.cancel_scope.cancel()  # the watch is over
         except BaseException:
             # Cancelled from outside (the proxy stops) while the grace ran:
@@ -200,6 +200,9 @@ class Forwarding:
             if self.why:
                 self._ended_without_client()
             raise
+        finally:
+            if last is not None:  # (never cancelled: see build_through)
+                await recordings.build_through(last)
 
     def left(self, why: str) -> None:
         """The client left: the forward stops writing to it, and stops
@@ -290,7 +293,7 @@ class Forwarding:
                 if isinstance(event, EndOfResponse):
                     self._log()
 
-    async def _relay(self, waiting: Callable[[], None]) -> None:
+    async def _relay(self, waiting: Callable[[], None], last: Building | Place | None) -> None:
         forward = self.forward
         context, engine = self.host.context, self.client.engine
         assert forward.url is not None
@@ -300,7 +303,13 @@ class Forwarding:
                 await context.check_store(engine)
             request, url, call = forward.request, forward.url, self.call
             more = None if call is None else call.next
-            async with context.upstream.send(request, url, waiting=waiting, more=more) as response:
+            meanwhile = None
+            if last is not None:
+                meanwhile = functools.partial(self.host.recordings.step_toward, last)
+            sent = context.upstream.send(
+                request, url, waiting=waiting, meanwhile=meanwhile, more=more
+            )
+            async with sent as response:
                 engine.upstream_head(
                     response.status,
                     response.headers,
@@ -375,11 +384,6 @@ class _Feed:
 def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:
     """What the relay feeds for an exception: the upstream client's failures."""
     return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
-
-
-def _awaits_upstream(engine: Engine) -> bool:
-    """Whether ``engine``'s forward still waits for its upstream's answer."""
-    return engine.state is State.AWAIT_UPSTREAM
 
 
 def reason(exc: BaseException) -> str:
