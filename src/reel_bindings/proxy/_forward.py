@@ -49,7 +49,16 @@ from ._context import Context, Exchange
 from ._grpc_call import StreamedCall
 from ._recordings import Building, Place, RecordingQueue
 
-__all__ = ["ClientReader", "Downstream", "Forwarding", "H11Downstream", "Host", "reason", "send"]
+__all__ = [
+    "ClientReader",
+    "Downstream",
+    "Forwarding",
+    "H11Downstream",
+    "Host",
+    "Outcome",
+    "reason",
+    "send",
+]
 
 log = logging.getLogger("reel.proxy")
 
