@@ -10,16 +10,20 @@ is cancelled (a client's deadline, a quiet client) loses nothing.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 import pytest
+import sniffio
+import trio
+import trio.lowlevel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -219,3 +223,55 @@ async def test_a_request_sent_during_a_forward_is_answered_and_recorded_after_it
     assert first.endswith(b"\r\n0\r\n\r\n")  # the stream, whole, first
     assert b"second" in second
     assert [i.request.body for i in interactions(cassette)] == [c.content for c in calls]
+
+
+async def test_a_forward_starts_no_task(tmp_path: Path) -> None:
+    """Record mode on one keep-alive connection: the first request starts
+    the connection's tasks (its reader of the client among them); the
+    forwards after it start none (each started two before: its client's
+    watch and the build of the recordings waiting)."""
+    spawned = [0]
+    if sniffio.current_async_library() == "asyncio":
+        loop = asyncio.get_running_loop()
+
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+            spawned[0] += 1
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        loop.set_task_factory(factory)
+    else:
+
+        class Spawned(trio.abc.Instrument):
+            def task_spawned(self, task: trio.lowlevel.Task) -> None:
+                spawned[0] += 1
+
+        trio.lowlevel.add_instrument(Spawned())
+    cassette = tmp_path / "c.jsonl"
+    counts = []
+    try:
+        async with (
+            serve_fake(frame_delay=0.001) as fake,
+            running(options(Mode.RECORD, cassette, upstream=fake.url)) as url,
+        ):
+            parts = urlsplit(url)
+            assert parts.hostname is not None
+            async with await anyio.connect_tcp(parts.hostname, parts.port or 80) as client:
+                for i in range(8):
+                    call = chat_call(f"call {i}", stream=i % 2 == 1)
+                    head = (
+                        f"POST {call.path} HTTP/1.1\r\nhost: {parts.netloc}\r\n"
+                        "content-type: application/json\r\n"
+                        f"content-length: {len(call.content)}\r\n\r\n"
+                    )
+                    before = spawned[0]
+                    await client.send(head.encode() + call.content)
+                    data = b""
+                    with anyio.fail_after(10):
+                        while not data.endswith((b"}\n", b"0\r\n\r\n")):
+                            data += await client.receive()
+                    counts.append(spawned[0] - before)
+    finally:
+        if sniffio.current_async_library() == "asyncio":
+            asyncio.get_running_loop().set_task_factory(None)
+    assert counts[1:] == [0] * 7
+    assert len(interactions(cassette)) == 8
