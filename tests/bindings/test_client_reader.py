@@ -245,7 +245,8 @@ async def test_a_forward_starts_no_task(tmp_path: Path) -> None:
             def task_spawned(self, task: trio.lowlevel.Task) -> None:
                 spawned[0] += 1
 
-        trio.lowlevel.add_instrument(Spawned())
+        instrument = Spawned()
+        trio.lowlevel.add_instrument(instrument)
     cassette = tmp_path / "c.jsonl"
     counts = []
     try:
@@ -273,5 +274,7 @@ async def test_a_forward_starts_no_task(tmp_path: Path) -> None:
     finally:
         if sniffio.current_async_library() == "asyncio":
             asyncio.get_running_loop().set_task_factory(None)
+        else:
+            trio.lowlevel.remove_instrument(instrument)
     assert counts[1:] == [0] * 7
     assert len(interactions(cassette)) == 8
