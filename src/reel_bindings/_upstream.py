@@ -38,6 +38,7 @@ from urllib.parse import unquote, urlsplit
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import anyio.streams.tls
 import h11
 
@@ -192,6 +193,18 @@ class _Connection:
     def usable(self) -> bool:
         """Whether this idle connection can carry the next request."""
         return self._readable is not None and not self._readable()
+
+    async def meanwhile(self, work: Callable[[], bool]) -> None:
+        """Call ``work`` until it returns False or the answer's first bytes
+        are there to read, letting other tasks run between two calls.  The
+        socket is polled, not read: anyio reads a connection only while a
+        task receives from it, so what the upstream sent waits there (a
+        stream without a socket to poll, such as a test's, does no work)."""
+        ready = self._readable
+        if ready is None:
+            return
+        while not ready() and work():
+            await anyio.lowlevel.checkpoint()
 
     async def next_event(self, timeout: float | None) -> h11.Event:
         """The next response event, reading as needed; raises
@@ -432,6 +445,7 @@ class AsyncUpstream:
         url: str,
         *,
         waiting: Callable[[], object] | None = None,
+        meanwhile: Callable[[], bool] | None = None,
         more: Callable[[], Awaitable[bytes | None]] | None = None,
     ) -> AsyncIterator[UpstreamResponse]:
         """Send ``request`` to ``url``; yields the response whose body is
@@ -447,7 +461,14 @@ class AsyncUpstream:
         network: before a new connection is made, else once the request
         is written (an idle connection reused).  Until then nothing waits,
         so a caller leaves there what the request does not need before it
-        goes (the proxy starts watching its client, and builds recordings).
+        goes (the proxy starts watching its client).
+
+        ``meanwhile`` is work to do while the answer is on its way, in
+        steps: once the request is written (HTTP/1.1), it is called until
+        it returns False (nothing is left) or the answer's first bytes are
+        there to read, other tasks running between two calls; the answer
+        waits for one step at most (the proxy builds the recordings
+        waiting).  No task and no cancel scope of its own: the caller's.
         The request is written and its answer's head read under one
         timeout, ``read_timeout``: one cancel scope, not two."""
         origin, target = _origin(url)
@@ -486,6 +507,8 @@ class AsyncUpstream:
                 await _write(connection, data)
                 written = True
                 hook()
+                if meanwhile is not None:
+                    await connection.meanwhile(meanwhile)
                 event = await connection.next_event(None)
                 while isinstance(event, h11.InformationalResponse):  # 100 Continue, 103...
                     event = await connection.next_event(None)

@@ -428,6 +428,7 @@ class SeamUpstream:
         url: str,
         *,
         waiting: Callable[[], object] | None = None,
+        meanwhile: Callable[[], bool] | None = None,
         more: AsyncIterator[bytes] | None = None,
     ) -> AsyncIterator[SeamUpstream]:
         self.requests.append(request)

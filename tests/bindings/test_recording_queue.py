@@ -1,8 +1,9 @@
 """The proxy's recording queue against a model, over random interleavings.
 
 Connections drive one :class:`RecordingQueue` as the proxy does: a forward
-starts a builder for the recordings waiting (``build_meanwhile``), waits
-on its upstream, is answered, queues its own recording; a connection
+builds a step of the recordings waiting now and then while it waits on its
+upstream (``step_toward``), is answered, queues its own recording, and
+builds what is left of those it took on (``build_through``); a connection
 settles when its client is quiet or leaves.  Hypothesis draws the
 program (how many connections, what each does, how long each recording
 takes to build, which builds fail) and the schedule (how many times each
@@ -10,15 +11,14 @@ task yields between two moves); asyncio runs it, deterministically.
 
 The model is the rule in ``proxy/_recordings.py``: every recording added
 is appended exactly once (a failing build: dropped, counted), in the
-order added; once ``settle()`` returns, nothing waits; once a forward's
-builder returns, the recordings it took on are no longer waiting.
+order added; once ``settle()`` returns, nothing waits; once a forward
+ends, the recordings it took on are no longer waiting.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -96,20 +96,14 @@ async def pause(n: int) -> None:
 
 async def forward(world: World, move: Forward) -> None:
     queue = world.queue
-    answered = anyio.Event()
-    busy = [True]
-    async with anyio.create_task_group() as tg:
-        last = queue.last
-        if last is not None:
-
-            async def builder(last: Any) -> None:
-                await queue.build_meanwhile(last, lambda: busy[0], answered)
-                if queue.holds(last) and not queue.blocked:
-                    world.problems.append("a builder returned with its recordings waiting")
-
-            tg.start_soon(builder, last)
-        await pause(move.upstream)  # the upstream works
-        busy[0] = False
+    last = queue.last
+    try:
+        # the upstream works: the recordings waiting are built meanwhile, a
+        # step at a time, until its answer comes (``step_toward``)
+        for _ in range(move.upstream):
+            if last is not None:
+                queue.step_toward(last)
+            await anyio.lowlevel.checkpoint()
         empty = move.empty and move.grace is not None  # (else the forward records)
         recording = Recording(len(world.added), move.steps, move.fails, empty)
         if move.grace is not None:  # the client leaves: its place is held
@@ -119,12 +113,15 @@ async def forward(world: World, move: Forward) -> None:
             queue.fill(place, None if empty else recording)
             queue.fill(place, recording)  # a second fill does nothing
             queue.settle()  # what waited behind the place (the proxy's _left)
-            answered.set()
             return
         await pause(move.answer)  # the answer goes out
         world.added.append(recording)
         queue.add(recording, REDACTOR, f"/v1/{recording.number}")
-        answered.set()
+    finally:
+        if last is not None:  # the forward's end: what is left of them
+            await queue.build_through(last)
+            if queue.holds(last) and not queue.blocked:
+                world.problems.append("a forward ended with its recordings waiting")
 
 
 async def connection(world: World, moves: list[Forward | Settle]) -> None:

@@ -11,7 +11,8 @@ the client as it arrives.  Meanwhile the client is watched: one that leaves
 stops the writes, and the upstream is read on for the grace the core gives
 (``Engine.client_left``), its recording's place in the queue held from the
 moment it left (``_recordings.py``).  The recordings waiting are built while
-the upstream works.
+the upstream works, a step at a time in the forward's own task, and what is
+left of them once the answer is passed on.
 """
 
 from __future__ import annotations
@@ -45,12 +46,21 @@ from reel_core import (
 from .._async.relay import arelay
 from .._upstream import UpstreamFailure, UpstreamResponse
 from ._context import Context, Exchange
-from ._recordings import Place, RecordingQueue
+from ._recordings import Building, Place, RecordingQueue
 
 if TYPE_CHECKING:  # made by the HTTP/2 pump, for a gRPC call
     from ._grpc_call import StreamedCall
 
-__all__ = ["Downstream", "Forwarding", "H11Downstream", "Host", "reason", "send"]
+__all__ = [
+    "ClientReader",
+    "Downstream",
+    "Forwarding",
+    "H11Downstream",
+    "Host",
+    "Outcome",
+    "reason",
+    "send",
+]
 
 log = logging.getLogger("reel.proxy")
 
@@ -86,9 +96,9 @@ class Downstream(Protocol):
     ``next_event`` and ``send`` are its protocol adapter's (the HTTP/1.1
     session's, an HTTP/2 stream's); ``write`` puts the bytes ``send`` gave
     on the wire (raising ``anyio.BrokenResourceError`` or
-    ``ClosedResourceError`` when the client is gone); ``watch`` returns
-    once the client left, saying why ("" when the watch is over with the
-    client still there: its next request came)."""
+    ``ClosedResourceError`` when the client is gone).  ``watch(left)``
+    has the client watched from then on, by its connection's reader:
+    ``left(why)`` is called once it left, until ``unwatch()``."""
 
     @property
     def engine(self) -> Engine: ...
@@ -99,15 +109,123 @@ class Downstream(Protocol):
 
     async def write(self, data: bytes) -> None: ...
 
-    async def watch(self) -> str: ...
+    def watch(self, left: Callable[[str], None]) -> None: ...
+
+    def unwatch(self) -> None: ...
+
+
+#: What a read of the client gave: bytes (``b""``: its end) or why it failed.
+Outcome = bytes | anyio.BrokenResourceError | anyio.ClosedResourceError | OSError
+
+
+class ClientReader:
+    """The one reader of an HTTP/1.1 client from the connection's first
+    forward on: a task of the connection's own (:meth:`run`) that reads
+    the client whenever someone waits for what comes next, the pump (the
+    next request: :meth:`receive`) or a forward (:meth:`watch`: a client
+    that leaves, or its next request, pipelined).  A task started and
+    cancelled per forward to watch its client cost more than the rest of
+    the forward's bookkeeping (issue 36).
+
+    Bytes go to one of them, the forward first; the end (or a broken
+    connection) to both, and to every later :meth:`receive`.  Waiting is
+    cancellable (a client's deadline, a quiet client): what the read
+    gives meanwhile is kept for the next :meth:`receive`."""
+
+    __slots__ = ("_kept", "_reading", "_ready", "_stream", "_wanted", "_watcher")
+
+    def __init__(self, stream: anyio.abc.ByteStream) -> None:
+        self._stream = stream
+        #: Set when someone waits for the next read.
+        self._wanted = anyio.Event()
+        #: A read is under way (its outcome goes to whoever waits then).
+        self._reading = False
+        #: Set when :meth:`receive` has something (``None``: nobody waits).
+        self._ready: anyio.Event | None = None
+        #: What a read gave that :meth:`receive` has not taken (the end:
+        #: kept for good).
+        self._kept: Outcome | None = None
+        #: A forward's watch: hears what the next read gives.
+        self._watcher: Callable[[Outcome], None] | None = None
+
+    async def run(self) -> None:
+        """Read the client each time a read is wanted, until its end."""
+        while True:
+            await self._wanted.wait()
+            self._wanted = anyio.Event()
+            self._reading = True
+            outcome: Outcome
+            try:
+                outcome = await self._stream.receive()
+            except anyio.EndOfStream:
+                outcome = b""
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                outcome = exc
+            self._reading = False
+            watcher, self._watcher = self._watcher, None
+            if watcher is not None:
+                watcher(outcome)
+            if watcher is None or not _goes_on(outcome):
+                self._keep(outcome)
+            if not _goes_on(outcome):
+                return
+
+    def _keep(self, outcome: Outcome) -> None:
+        self._kept = outcome
+        if self._ready is not None:
+            self._ready.set()
+            self._ready = None
+
+    async def receive(self) -> bytes:
+        """The client's next bytes (``b""``: its end), as a stream's
+        ``receive`` would; raises what a broken connection raised."""
+        if self._kept is None:
+            self._want()
+            ready = self._ready = anyio.Event()
+            await ready.wait()
+        outcome = self._kept
+        assert outcome is not None
+        if _goes_on(outcome):
+            self._kept = None
+        if isinstance(outcome, bytes):
+            return outcome
+        raise outcome
+
+    def watch(self, watcher: Callable[[Outcome], None]) -> None:
+        """Have ``watcher`` hear what the next read gives (a forward's), or
+        what one gave that nobody took yet."""
+        kept = self._kept
+        if kept is not None:
+            if _goes_on(kept):
+                self._kept = None
+            watcher(kept)
+            return
+        self._watcher = watcher
+        self._want()
+
+    def _want(self) -> None:
+        """A read, unless one is under way (never two outcomes waiting)."""
+        if not self._reading:
+            self._wanted.set()
+
+    def unwatch(self) -> None:
+        """The forward is over: the next read goes to :meth:`receive`."""
+        self._watcher = None
+
+
+def _goes_on(outcome: Outcome) -> bool:
+    """Whether the client may send more after ``outcome`` (it was bytes)."""
+    return isinstance(outcome, bytes) and bool(outcome)
 
 
 @attrs.define(eq=False)
 class H11Downstream:
-    """An HTTP/1.1 connection's side of a forward: its session and socket."""
+    """An HTTP/1.1 connection's side of a forward: its session and socket,
+    and the connection's reader of the client."""
 
     stream: anyio.abc.ByteStream
     session: Session
+    reader: ClientReader
 
     @property
     def engine(self) -> Engine:
@@ -122,18 +240,23 @@ class H11Downstream:
     async def write(self, data: bytes) -> None:
         await send(self.stream, data)
 
-    async def watch(self) -> str:
-        """Read from the client while the request is forwarded.  Its EOF
-        (or a broken connection) means it left.  Bytes are the next
-        request, pipelined: they wait in the session, and the watch ends."""
-        try:
-            data = await self.stream.receive()
-        except anyio.EndOfStream:
-            return "the client closed the connection"
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            return f"the client connection broke ({reason(exc)})"
-        self.session.receive_data(data, wall=time.time())
-        return ""
+    def watch(self, left: Callable[[str], None]) -> None:
+        """The client is read while the request is forwarded.  Its end (or
+        a broken connection) means it left.  Bytes are the next request,
+        pipelined: they wait in the session, and the watch ends."""
+
+        def heard(outcome: Outcome) -> None:
+            if isinstance(outcome, bytes) and outcome:
+                self.session.receive_data(outcome, wall=time.time())
+            elif isinstance(outcome, bytes):
+                left("the client closed the connection")
+            else:
+                left(f"the client connection broke ({reason(outcome)})")
+
+        self.reader.watch(heard)
+
+    def unwatch(self) -> None:
+        self.reader.unwatch()
 
 
 @attrs.define(eq=False)
@@ -152,7 +275,7 @@ class Forwarding:
     #: The connection's exchange under way (its log line).
     exchange: Exchange
     forward: Forward
-    #: The forward's scope: cancelled once the grace is over.
+    #: The forward's scope: cancelled once the grace is over (or at once).
     stop: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
     #: Why the client left ("" while it is there).
     why: str = ""
@@ -175,26 +298,21 @@ class Forwarding:
 
     async def _run(self) -> None:
         recordings = self.host.recordings
-        relayed = anyio.Event()
+        # Record mode: the recordings waiting when the request goes (up to
+        # the newest) are built while the upstream works, in this task (see
+        # ``AsyncUpstream.send``'s ``meanwhile``), and what is left of them
+        # once the answer is passed on.
+        last = recordings.last
         try:
-            async with anyio.create_task_group() as tg:
-                self.stop = tg.cancel_scope
-
-                def waiting() -> None:
-                    # The request is on its way (or a connection is being made
-                    # for it): what it did not need before it went runs now,
-                    # while the upstream works.  Starting the watch costs a task.
-                    tg.start_soon(self._watch)
-                    last = recordings.last
-                    if last is not None:  # record mode: built as the upstream works
-                        busy = functools.partial(_awaits_upstream, self.client.engine)
-                        tg.start_soon(recordings.build_meanwhile, last, busy, relayed)
-
+            # (a scope cancelled before, by a client that left at once, is
+            # cancelled as it is entered)
+            with self.stop:
                 try:
-                    await self._relay(waiting)
+                    # The client is watched once the request is on its way (or
+                    # a connection is being made for it): nothing needs it before.
+                    await self._relay(functools.partial(self.client.watch, self.left), last)
                 finally:
-                    relayed.set()
-                    tg.cancel_scope.cancel()  # the watch is over
+                    self.client.unwatch()  # the watch is over
         except BaseException:
             # Cancelled from outside (the proxy stops) while the grace ran:
             # the client left, and what it saw is recorded.  (An answer the
@@ -202,6 +320,9 @@ class Forwarding:
             if self.why:
                 self._ended_without_client()
             raise
+        finally:
+            if last is not None:  # (never cancelled: see build_through)
+                await recordings.build_through(last)
 
     def left(self, why: str) -> None:
         """The client left: the forward stops writing to it, and stops
@@ -223,13 +344,6 @@ class Forwarding:
             # a call whose client left before its end cannot go on: its
             # upstream stream is reset now, the recording cut where it was
             self.stop.cancel()
-
-    async def _watch(self) -> None:
-        """While the request is forwarded: watch the client (see
-        :meth:`Downstream.watch`); one that left is :meth:`left`."""
-        why = await self.client.watch()
-        if why:
-            self.left(why)
 
     def _ended_without_client(self) -> None:
         """The client left before the end of the answer: what the
@@ -292,7 +406,7 @@ class Forwarding:
                 if isinstance(event, EndOfResponse):
                     self._log()
 
-    async def _relay(self, waiting: Callable[[], None]) -> None:
+    async def _relay(self, waiting: Callable[[], None], last: Building | Place | None) -> None:
         forward = self.forward
         context, engine = self.host.context, self.client.engine
         assert forward.url is not None
@@ -302,7 +416,13 @@ class Forwarding:
                 await context.check_store(engine)
             request, url, call = forward.request, forward.url, self.call
             more = None if call is None else call.next
-            async with context.upstream.send(request, url, waiting=waiting, more=more) as response:
+            meanwhile = None
+            if last is not None:
+                meanwhile = functools.partial(self.host.recordings.step_toward, last)
+            sent = context.upstream.send(
+                request, url, waiting=waiting, meanwhile=meanwhile, more=more
+            )
+            async with sent as response:
                 engine.upstream_head(
                     response.status,
                     response.headers,
@@ -377,11 +497,6 @@ class _Feed:
 def _failure(exc: Exception) -> tuple[UpstreamError | Abort, str] | None:
     """What the relay feeds for an exception: the upstream client's failures."""
     return (exc.error, exc.detail) if isinstance(exc, UpstreamFailure) else None
-
-
-def _awaits_upstream(engine: Engine) -> bool:
-    """Whether ``engine``'s forward still waits for its upstream's answer."""
-    return engine.state is State.AWAIT_UPSTREAM
 
 
 def reason(exc: BaseException) -> str:

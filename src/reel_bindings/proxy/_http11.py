@@ -55,7 +55,7 @@ from reel_core.tools import UiRefusal, routed_verdict
 from .._clock import sleep_until
 from .._runlog import RunLog
 from ._context import Exchange
-from ._forward import Forwarding, H11Downstream, Host, reason, send
+from ._forward import ClientReader, Forwarding, H11Downstream, Host, reason, send
 
 __all__ = [
     "H2_PREFACE",
@@ -190,6 +190,10 @@ class HTTP11Connection:
     #: What the connection's first reads gave while they could still be the
     #: start of :data:`H2_PREFACE` (``None`` once they cannot).
     _first: bytes | None = b""
+    #: The connection's tasks (its reader of the client, once it forwards).
+    _tasks: anyio.abc.TaskGroup | None = None
+    #: Reads the client from the first forward on (see ``ClientReader``).
+    _reader: ClientReader | None = None
 
     async def serve(self) -> bytes | None:
         """Serve the connection until it ends.  One cancel scope for the
@@ -199,7 +203,16 @@ class HTTP11Connection:
         Returns the bytes read so far when they begin with
         :data:`H2_PREFACE`: the connection is HTTP/2's, not served here."""
         with self.guard:
-            await self._pump()
+            failure: Exception | None = None
+            async with anyio.create_task_group() as self._tasks:
+                try:
+                    await self._pump()
+                except Exception as exc:  # raised as it is, not in a group
+                    failure = exc
+                finally:
+                    self._tasks.cancel_scope.cancel()  # the reader, if any
+            if failure is not None:
+                raise failure
         if self.guard.cancelled_caught:
             await self._timed_out()
         first, self._first = self._first, None
@@ -316,9 +329,27 @@ class HTTP11Connection:
                 self._answer,
             )
             return False
-        client = H11Downstream(self.stream, self.session)
+        client = H11Downstream(self.stream, self.session, self._watcher())
         await Forwarding(self.proxy, client, self.exchange, event).run()
         return True
+
+    def _watcher(self) -> ClientReader:
+        """The connection's reader of the client, started by its first forward."""
+        if self._reader is None:
+            assert self._tasks is not None
+            self._reader = ClientReader(self.stream)
+            self._tasks.start_soon(self._reader.run)
+        return self._reader
+
+    async def _read(self) -> bytes:
+        """The client's next bytes (``EndOfStream`` at its end): through
+        the connection's reader once there is one."""
+        if self._reader is None:
+            return await self.stream.receive()
+        data = await self._reader.receive()
+        if not data:
+            raise anyio.EndOfStream
+        return data
 
     async def _routed(self, event: Routed) -> bool:
         """A request for the proxy itself (the viewer): never recorded."""
@@ -428,7 +459,7 @@ class HTTP11Connection:
         self.deadline = (exchange.first_byte or proxy.now()) + proxy.client_timeout
         with proxy.awaiting(self):
             try:
-                data = await (self._quiet() if proxy.recordings else self.stream.receive())
+                data = await (self._quiet() if proxy.recordings else self._read())
             except anyio.EndOfStream:
                 data = b""
         if data and not exchange.first_byte:
@@ -457,9 +488,9 @@ class HTTP11Connection:
         once it has been quiet for ``SETTLE_AFTER`` (a client sending its
         next request at once has it forwarded first: see ``Proxy.settle``)."""
         with anyio.move_on_after(SETTLE_AFTER):
-            return await self.stream.receive()
+            return await self._read()
         self.proxy.settle()
-        return await self.stream.receive()
+        return await self._read()
 
     async def _timed_out(self) -> None:
         """The guard fired: the client's deadline passed (a partial request

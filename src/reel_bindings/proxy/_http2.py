@@ -169,11 +169,13 @@ class _Stream:
         while conn.session.buffered(self.sid) > BUFFERED_MAX:
             await conn.client_moved()
 
-    async def watch(self) -> str:
-        """The connection's reader watches the client: its reset comes as
-        the session's ``Signal.CLOSED`` (:meth:`left`)."""
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")  # pragma: no cover
+    def watch(self, left: Callable[[str], None]) -> None:
+        """The connection's reader watches the client already: its reset
+        comes as the session's ``Signal.CLOSED`` (:meth:`left`, which tells
+        the forward)."""
+
+    def unwatch(self) -> None:
+        """(See :meth:`watch`.)"""
 
     def left(self, why: str) -> None:
         """The client reset the stream, or left the connection."""

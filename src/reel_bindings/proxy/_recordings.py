@@ -7,7 +7,8 @@ forward that ends queues its recording here, and the queue builds it
 later, a step at a time (:meth:`reel_core.PendingRecording.step`), while
 the CPU would wait anyway:
 
-- while another forward waits on its upstream (:meth:`RecordingQueue.build_meanwhile`);
+- while another forward waits on its upstream, and as that forward ends
+  (:meth:`RecordingQueue.step_toward`, :meth:`RecordingQueue.build_through`);
 - at once (:meth:`RecordingQueue.settle`) when a client has been quiet for a
   moment, when a connection ends, before a WebSocket session's line, and
   in every mode but record, as each exchange ends (a request that could
@@ -29,7 +30,7 @@ a model over random interleavings, is:
 
     Every recording added or filled in is appended exactly once, in the
     order it was added or its place reserved.  Once ``settle()`` returns,
-    or ``build_meanwhile(last, ...)`` does, every recording up to the
+    or ``build_through(last)`` does, every recording up to the
     first unfilled place (up to ``last``) has been appended; whoever fills
     a place settles what waited behind it.
 
@@ -166,24 +167,26 @@ class RecordingQueue:
             self._waiting.popleft()
             self._append(recording.cassette, recorded)
 
-    async def build_meanwhile(
-        self, last: Building | Place, upstream_busy: Callable[[], bool], answered: anyio.Event
-    ) -> None:
+    def step_toward(self, last: Building | Place) -> bool:
+        """Build a step of the oldest recording waiting while ``last`` waits
+        and no place not filled yet holds it up; whether steps are left
+        before ``last`` is appended.  A forward calls it while its upstream
+        works (``AsyncUpstream.send``'s ``meanwhile``): its answer, when it
+        comes, waits for the step under way, not for the whole build.
+        Other connections go between two steps, and may build or settle
+        some of these themselves: each step starts from what is waiting
+        then."""
+        if not self.holds(last) or self.blocked:
+            return False
+        self.step()
+        return self.holds(last) and not self.blocked
+
+    async def build_through(self, last: Building | Place) -> None:
         """Build the recordings waiting, up to ``last``, a step at a time,
-        while a forward waits on its upstream (``upstream_busy()``): its
-        answer, when it comes, waits for the step under way, not for the
-        whole build, and goes out whole before the next step (once the
-        forward has ``answered``).  Other connections go between two steps,
-        and may build or settle some of these themselves: each step starts
-        from what is waiting then.  Shielded: the forward's end waits for
-        it, so the recordings it took on are on disk when the forward is
-        over (a client that leaves, or a proxy that stops, loses none),
-        unless a place not filled yet holds them up: whoever fills it
-        settles them."""
-        with anyio.CancelScope(shield=True):
-            while self.holds(last) and not self.blocked:
-                if not upstream_busy() and not answered.is_set():
-                    await answered.wait()  # the answer came: it goes first
-                    continue  # meanwhile, another connection may have built them
-                self.step()
-                await anyio.lowlevel.checkpoint()
+        other tasks running between two steps (the forward's end, once its
+        answer is passed on).  Never cancelled: the recordings a forward
+        took on are on disk when it is over (a client that leaves, or a
+        proxy that stops, loses none), unless a place not filled yet holds
+        them up: whoever fills it settles them."""
+        while self.step_toward(last):
+            await anyio.lowlevel.cancel_shielded_checkpoint()
