@@ -545,7 +545,13 @@ def guards(results: dict[str, list[Row]]) -> list[dict[str, Any]]:
         added, _, which = max(figures, key=lambda f: f[0])
         figure = f"{added / 1000:.2f} ms ({which})"
         add("record", added_guard, figure, added <= RECORD_ADDED_GUARD_US)
-        _, relay, which = max(figures, key=lambda f: f[1])
+        # The ratio to the relay leaves out a stream's total: there both add
+        # a few hundred us to some 40 ms of the upstream's own sleeps, and the
+        # difference of two medians of those cannot resolve it (the relay's
+        # read 30 to 800 us across rounds of one run, so the ratio 2x to 14x);
+        # the absolute guard above still reads it.
+        resolved = [f for f in figures if f[2] != "stream (SSE) total"]
+        _, relay, which = max(resolved, key=lambda f: f[1])
         add("record", relay_guard, f"{relay}x ({which})", relay <= RECORD_RELAY_GUARD)
     else:
         for text in (added_guard, relay_guard):

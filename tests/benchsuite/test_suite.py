@@ -229,6 +229,21 @@ def test_record_guards_take_the_worst_figure(row: dict[str, Any], added: bool, r
     assert (by_added["passed"], by_relay["passed"]) == (added, relay)
 
 
+def test_the_relay_ratio_leaves_out_a_streams_total_but_not_its_time() -> None:
+    # a stream's total: a few hundred us over 40 ms of the upstream's sleeps,
+    # which a difference of medians cannot resolve; its TTFB and the absolute
+    # guard still count
+    stream = {**_record_row(900, 1400, 1.5, 9.0), "request": "stream (SSE)"}
+    plain = {**_record_row(400, 450, 1.4, 1.6), "request": "non-stream"}
+    _, by_added, by_relay = bench_run.guards({"record": [plain, stream]})
+    assert by_relay["passed"] is True
+    assert by_relay["figure"] == "1.6x (non-stream total)"
+    assert by_added["figure"] == "1.40 ms (stream (SSE) total)"
+    slow = {**stream, "ttfb_vs_relay": 2.2}
+    _, _, by_relay = bench_run.guards({"record": [plain, slow]})
+    assert (by_relay["passed"], by_relay["figure"]) == (False, "2.2x (stream (SSE) ttfb)")
+
+
 def test_guards_not_measured_say_so() -> None:
     lines = bench_run.guard_lines(bench_run.guards({}))
     assert len(lines) == 3
