@@ -37,8 +37,8 @@ def values(draw: st.DrawFn) -> bytes:
     elif shape == "pads":
         return b"".join(draw(st.lists(_PAD, min_size=1, max_size=3)))
     elif shape == "text":
-        core = draw(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12))
-        core = core.encode()
+        text = draw(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12))
+        core = text.encode()
     elif shape == "percent":  # gRPC's Percent-Encoded grammar: a space stays a space
         words = draw(st.lists(st.sampled_from(["no", "more", "%25", "%E2%9C%93", " "]), max_size=5))
         core = "".join(words).encode()
@@ -144,9 +144,10 @@ def blocks(draw: st.DrawFn) -> tuple[list[tuple[bytes, bytes]], HeaderBlock]:
     fields of the family put anywhere in it and a few of its own taken out
     (the rules about which pseudo-header fields, where and how often)."""
     block = draw(_BLOCKS)
-    headers = list(draw(st.sampled_from(_BASES[block])))
+    headers: list[tuple[bytes, bytes]] = list(draw(st.sampled_from(_BASES[block])))
     for _ in range(draw(st.integers(0, 2))):
-        if headers and draw(st.booleans()):
+        drop: bool = draw(st.booleans())
+        if headers and drop:
             del headers[draw(st.integers(0, len(headers) - 1))]
     for _ in range(draw(st.integers(0, 3))):
         field = draw(st.tuples(_NAMES, _FIELD_VALUES))

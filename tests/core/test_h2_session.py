@@ -673,7 +673,7 @@ def test_a_credential_in_a_response_is_never_indexed() -> None:
     assert client.answers[sid].headers[1:] == list(head)
     decoder = hpack.Decoder()
     (frame,) = [f for f in _frames(sent) if isinstance(f, HeadersFrame)]
-    fields = decoder.decode(frame.data, raw=True)
+    fields = list(decoder.decode(frame.data, raw=True))
     assert [type(f).__name__ for f in fields[1:]] == [
         "NeverIndexedHeaderTuple",
         "HeaderTuple",
