@@ -18,6 +18,7 @@ bytes>``), unless the request's headers ask otherwise:
 ``x-h2-grpc: N``             ``N`` gRPC messages (``content-type:
                              application/grpc``), each naming the request
 ``x-h2-status: N``           that status
+``x-h2-head: a=1,b=2``       more fields in the head, as the trailers'
 ``x-h2-reset-after: N``      ``RST_STREAM`` (``INTERNAL_ERROR``) after ``N``
                              bytes of the body
 ``x-h2-goaway-after: N``     ``GOAWAY`` (``NO_ERROR``, last stream: this one)
@@ -266,6 +267,7 @@ class _Connection:
         head = [(b":status", status), (b"content-type", kind)]
         if size is None and messages is None:
             head.append((b"content-length", b"%d" % length))
+        head += _raw_fields(headers.get(b"x-h2-head"))
         self.h2.send_headers(stream_id, head)
         await self.flush()
         chunks = int(headers.get(b"x-h2-chunks", b"1"))
@@ -288,14 +290,20 @@ class _Connection:
             await self.send_body(stream_id, answer, start, min(start + step, length))
         trailers = headers.get(b"x-h2-trailers")
         if trailers:
-            pairs = [pair.split(b"=", 1) for pair in trailers.split(b",")]
-            raw = [(unquote_to_bytes(k), unquote_to_bytes(v)) for k, v in pairs]
-            self.h2.send_headers(stream_id, raw, end_stream=True)
+            self.h2.send_headers(stream_id, _raw_fields(trailers), end_stream=True)
         else:
             self.h2.send_data(stream_id, b"", end_stream=True)
         await self.flush()
         if b"x-h2-goaway-idle" in headers:  # the connection ends once idle
             await self.goaway(stream_id)
+
+
+def _raw_fields(asked: bytes | None) -> list[tuple[bytes, bytes]]:
+    """``a=1,b=2`` as fields, each name and value percent-decoded."""
+    if not asked:
+        return []
+    pairs = [pair.split(b"=", 1) for pair in asked.split(b",")]
+    return [(unquote_to_bytes(k), unquote_to_bytes(v)) for k, v in pairs]
 
 
 def _named(path: bytes, body: bytes) -> bytes:

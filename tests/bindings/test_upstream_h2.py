@@ -503,3 +503,22 @@ async def test_a_malformed_header_block_fails_its_stream_only(trailers: str, why
     assert b"".join(got) == b"/pkg.Service/Method 0 "
     assert after[2] == [(b"grpc-status", b"0")]
     assert server.connections == 1
+
+
+async def test_a_head_is_checked_as_trailers_are() -> None:
+    """A value with spaces around it in the head comes as it was sent; a
+    malformed head fails its stream before any body, the connection lives."""
+    async with serve_h2() as server:
+        upstream = AsyncUpstream(read_timeout=10)
+        async with upstream.send(
+            grpc(head="x-pad=%20a%20"), server.url + "/pkg.Service/Method"
+        ) as ok:
+            assert (b"x-pad", b" a ") in ok.headers
+        with pytest.raises(UpstreamFailure) as caught:
+            await fetch(upstream, server, grpc(head="X-Upper=1"))
+        after = await fetch(upstream, server, grpc("/after"))
+        await upstream.aclose()
+    assert caught.value.error is UpstreamError.PROTOCOL
+    assert "malformed HTTP/2 response header block: an uppercase header name" in caught.value.detail
+    assert after[1] == b"/after 0 "
+    assert server.connections == 1
