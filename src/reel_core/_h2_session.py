@@ -72,7 +72,13 @@ came with).  Its later messages go where the decision says:
 
 A client that breaks the protocol gets a GOAWAY and
 :meth:`H2Session.receive_data` raises :class:`RemoteProtocolError`: write
-what :meth:`H2Session.data_to_send` holds, then close.
+what :meth:`H2Session.data_to_send` holds, then close.  A malformed
+header block is its stream's fault only (RFC 9113 8.1.1): the adapter,
+not h2, checks each request's head and trailers
+(:func:`~reel_core.tools.check_received`, every rule of h2's but the one
+against a value with spaces around it, which gRPC metadata may have) and
+refuses the request on its stream (:class:`H2Refused`).  A response's
+fields go out with their values as given (:func:`~reel_core._fields.h2_sent`).
 
 Flow control is the adapter's: a ``Frame`` sent on a stream goes out in
 DATA frames no larger than the client's window and frame size allow, the
@@ -113,7 +119,7 @@ from ._events import (
     Signal,
     Trailers,
 )
-from ._fields import h2_sent
+from ._fields import HeaderBlock, check_received, h2_sent
 from ._grpc import GrpcSplitter, is_grpc
 from ._grpc_session import Decode, GrpcCallReplay
 from ._http import Headers, Request
@@ -301,9 +307,13 @@ class H2Session:
         #: A replayed gRPC session's message reader for a call's path (a
         #: descriptor set's, see :class:`~reel_core.tools.GrpcCallReplay`).
         self._decode = decode
-        # values go out as recorded (h2 would strip them: see _fields)
+        # values go out as recorded, and a client's are taken as gRPC allows
+        # them (h2 would strip or refuse one with spaces around it): see _fields
         config = h2.config.H2Configuration(
-            client_side=False, header_encoding=None, normalize_outbound_headers=False
+            client_side=False,
+            header_encoding=None,
+            normalize_outbound_headers=False,
+            validate_inbound_headers=False,
         )
         self._conn = h2.connection.H2Connection(config=config)
         self._conn.local_settings = h2.settings.Settings(
@@ -381,6 +391,8 @@ class H2Session:
                 self._message_bytes(sid, stream, event.data or b"")
             elif stream is not None and not stream.started:
                 self._take(sid, stream, event.data or b"")
+        elif isinstance(event, h2.events.TrailersReceived) and stream is not None:
+            self._trailers(sid, stream, [(bytes(k), bytes(v)) for k, v in event.headers or ()])
         elif isinstance(event, h2.events.StreamEnded) and stream is not None:
             if stream.splitter is not None:
                 self._client_ended(sid, stream)
@@ -401,12 +413,29 @@ class H2Session:
             self._refuse(sid, RemoteProtocolError(message, 431))
             return
         try:
+            check_received(headers, HeaderBlock.REQUEST)
+        except RemoteProtocolError as exc:  # malformed: refused on its stream (RFC 9113 8.1.1)
+            self._refuse(sid, exc)
+            return
+        try:
             head = self._request(headers, b"")
         except RemoteProtocolError:
             return  # refused whole, at its end
         if stream.engine.streams_call(head):
             stream.streamed = True
             stream.splitter = GrpcSplitter(config.limits.max_body, config.hints.max_body)
+
+    def _trailers(self, sid: int, stream: _Stream, trailers: list[tuple[bytes, bytes]]) -> None:
+        """A request's trailers came (checked, else let go): malformed ones
+        refuse a request not yet started, and break a streamed call under
+        way."""
+        try:
+            check_received(trailers, HeaderBlock.TRAILERS)
+        except RemoteProtocolError as exc:
+            if not stream.started:
+                self._refuse(sid, exc)
+            elif stream.splitter is not None:
+                self._break(sid, stream)
 
     def _message_bytes(self, sid: int, stream: _Stream, data: bytes) -> None:
         """A piece of a streamed gRPC call's body: its first whole message

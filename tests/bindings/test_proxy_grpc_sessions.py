@@ -148,6 +148,28 @@ def test_status_details_with_spaces_around_them_are_recorded_and_replayed_as_sen
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_client_metadata_with_spaces_around_it_is_taken(
+    backend: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """grpcio sends metadata ``" hi "`` as it is: h2 refused the whole
+    connection (GOAWAY), and the call failed UNAVAILABLE."""
+
+    def work(chan: Any) -> Observed:
+        message = Turn((b"a",), final=(b"z",)).message()
+        call = chan.stream_stream(CHAT)(iter([message]), timeout=20, metadata=(("x-note", " hi "),))
+        got = []
+        with contextlib.suppress(grpc.RpcError):
+            got = list(call)
+        return tuple(got), call.code(), call.details() or ""
+
+    cassette = tmp_path / "c.jsonl"
+    bare = sync_run(server.address, None, work)
+    assert bare == ((b"a", b"z"), grpc.StatusCode.OK, "")
+    assert record(backend, server, cassette, work) == bare
+    assert replay(backend, cassette, work) == bare
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_lockstep_bidi_call_and_a_client_stream_record_and_replay(
     backend: str, server: ScriptedServer, tmp_path: Path
 ) -> None:

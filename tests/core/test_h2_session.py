@@ -79,11 +79,21 @@ class Client:
     """An h2 client connection, its bytes going to and from a server session."""
 
     def __init__(
-        self, window: int | None = None, frame_size: int | None = None, *, strict: bool = True
+        self,
+        window: int | None = None,
+        frame_size: int | None = None,
+        *,
+        strict: bool = True,
+        raw: bool = False,
     ) -> None:
-        # strict=False: takes a value with spaces around it, as grpcio does
+        # strict=False: takes a value with spaces around it, as grpcio does;
+        # raw: sends its headers as given, malformed or not
         config = h2.config.H2Configuration(
-            client_side=True, header_encoding=None, validate_inbound_headers=strict
+            client_side=True,
+            header_encoding=None,
+            validate_inbound_headers=strict,
+            normalize_outbound_headers=not raw,
+            validate_outbound_headers=not raw,
         )
         self.conn = h2.connection.H2Connection(config=config)
         self.conn.initiate_connection()
@@ -658,6 +668,67 @@ def _frames(data: bytes) -> list[Frame_]:
         frames.append(frame)
         data = data[9 + length :]
     return frames
+
+
+_REQUEST = [(b":method", b"POST"), (b":path", b"/v1/chat/completions"), (b":scheme", b"http")]
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ([*_REQUEST, (b":authority", b"h"), (b"X-Upper", b"1")], "an uppercase header name"),
+        ([*_REQUEST, (b":authority", b"h"), (b"connection", b"close")], "connection-specific"),
+        ([*_REQUEST, (b":authority", b"h"), (b"te", b"gzip")], "only 'trailers'"),
+        ([*_REQUEST, (b":authority", b"h"), (b"x-a", b"a\rb")], "a CR byte"),
+        ([*_REQUEST, (b"x-a", b"1"), (b":authority", b"h")], "after a regular field"),
+        ([(b":path", b"/"), (b":scheme", b"http"), (b":authority", b"h")], "no :method"),
+    ],
+)
+def test_a_malformed_request_is_refused_on_its_stream_only(
+    headers: list[tuple[bytes, bytes]], why: str
+) -> None:
+    """h2 made it a connection error (GOAWAY: every call on the connection
+    failed); RFC 9113 8.1.1 makes it the stream's: a 400 saying which rule."""
+    session = replay_session(interaction(), mode=Mode.REPLAY)
+    client = Client(raw=True)
+    bad = client.conn.get_next_available_stream_id()
+    client.conn.send_headers(bad, headers, end_stream=True)
+    good = client.request()
+    seen = pump(session, client)
+    (refused,) = [item for item in seen if isinstance(item, H2Refused)]
+    assert refused.stream_id == bad
+    assert why in str(refused.error)
+    assert client.answers[bad].status == 400
+    assert why in json.loads(client.answers[bad].data)["error"]["message"]
+    assert client.answers[good].status == 200
+    assert client.goaway is None
+
+
+def test_malformed_request_trailers_refuse_the_request() -> None:
+    session = replay_session(interaction(), mode=Mode.REPLAY)
+    client = Client(raw=True)
+    sid = client.request(end=False)
+    client.conn.send_headers(sid, [(b":path", b"/x")], end_stream=True)
+    seen = pump(session, client)
+    assert [item.stream_id for item in seen if isinstance(item, H2Refused)] == [sid]
+    assert client.answers[sid].status == 400
+    assert client.goaway is None
+
+
+def test_a_request_value_with_spaces_around_it_is_taken() -> None:
+    """gRPC metadata may have them (grpcio sends them): h2 refused the
+    connection.  The request is taken; its values are read as HTTP reads
+    them, as every request's are (see docs/reliability.md)."""
+    session = replay_session(interaction(), mode=Mode.REPLAY)
+    client = Client(raw=True)
+    sid = client.request(extra=((b"x-note", b" hi "),))
+    seen = pump(session, client)
+    replay = seen[0]
+    assert isinstance(replay, H2Event)
+    assert isinstance(replay.event, Replay)
+    assert replay.event.request.header("x-note") == b"hi"
+    assert client.answers[sid].status == 200
+    assert client.goaway is None
 
 
 def test_a_credential_in_a_response_is_never_indexed() -> None:
