@@ -9,6 +9,9 @@ HTTP/1.1 reader reads it; a NUL, CR or LF never goes out."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import h2.exceptions
 import h2.utilities
 import h11
@@ -348,3 +351,41 @@ def test_a_well_formed_block_is_taken(
     headers: list[tuple[bytes, bytes]], block: HeaderBlock
 ) -> None:
     check_received(headers, block)
+
+
+# -- linear in the block -------------------------------------------------------
+
+
+def _best(run: Callable[[], object], tries: int = 7) -> float:
+    times = []
+    for _ in range(tries):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["many fields", "one long value", "many hosts"],
+)
+def test_checking_and_sending_are_linear_in_the_block(shape: str) -> None:
+    """time(10 x block) / time(block) stays near 10 for each way a block
+    grows (a generous bound: the machine is shared; a check quadratic in
+    the block would be near 100).  Each check is a pass over the bytes."""
+
+    def block(n: int) -> list[tuple[bytes, bytes]]:
+        if shape == "many fields":
+            return [(b"x-field-%d" % i, b" value %d " % i) for i in range(n)]
+        if shape == "one long value":
+            return [(b"grpc-message", b" no more" * n)]
+        return [(b"x-a", b"1")] * n
+
+    def check(headers: list[tuple[bytes, bytes]]) -> None:
+        check_received([(b":status", b"200"), *headers], HeaderBlock.RESPONSE)
+        h2_sent(headers)
+
+    small, large = block(2_000), block(20_000)
+    check(small)  # warmed
+    ratio = _best(lambda: check(large)) / _best(lambda: check(small))
+    assert ratio < 40, ratio
