@@ -11,10 +11,14 @@ bytes>``), unless the request's headers ask otherwise:
                              client's window allows
 ``x-h2-chunks: N``           the body in ``N`` writes (a stream), each after
                              ``x-h2-delay-ms`` (default 0)
-``x-h2-trailers: a=1,b=2``   trailers after the body
+``x-h2-trailers: a=1,b=2``   trailers after the body, percent-decoded and
+                             sent as they are (``%20x``: a space first;
+                             ``X``: an uppercase name), as a faulty or a
+                             gRPC server may
 ``x-h2-grpc: N``             ``N`` gRPC messages (``content-type:
                              application/grpc``), each naming the request
 ``x-h2-status: N``           that status
+``x-h2-head: a=1,b=2``       more fields in the head, as the trailers'
 ``x-h2-reset-after: N``      ``RST_STREAM`` (``INTERNAL_ERROR``) after ``N``
                              bytes of the body
 ``x-h2-goaway-after: N``     ``GOAWAY`` (``NO_ERROR``, last stream: this one)
@@ -47,6 +51,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import unquote_to_bytes
 
 import anyio
 import anyio.abc
@@ -115,7 +120,14 @@ class _Connection:
         self.server = server
         self.stream = stream
         self.number = number
-        config = h2.config.H2Configuration(client_side=False, header_encoding=None)
+        # what a test asks for goes out as asked (x-h2-trailers: a value
+        # with spaces around it, say), as grpcio sends it
+        config = h2.config.H2Configuration(
+            client_side=False,
+            header_encoding=None,
+            normalize_outbound_headers=False,
+            validate_outbound_headers=False,
+        )
         self.h2 = h2.connection.H2Connection(config)
         self.h2.local_settings = h2.settings.Settings(
             client=False,
@@ -255,6 +267,7 @@ class _Connection:
         head = [(b":status", status), (b"content-type", kind)]
         if size is None and messages is None:
             head.append((b"content-length", b"%d" % length))
+        head += _raw_fields(headers.get(b"x-h2-head"))
         self.h2.send_headers(stream_id, head)
         await self.flush()
         chunks = int(headers.get(b"x-h2-chunks", b"1"))
@@ -277,13 +290,20 @@ class _Connection:
             await self.send_body(stream_id, answer, start, min(start + step, length))
         trailers = headers.get(b"x-h2-trailers")
         if trailers:
-            pairs = [tuple(pair.split(b"=", 1)) for pair in trailers.split(b",")]
-            self.h2.send_headers(stream_id, [(k, v) for k, v in pairs], end_stream=True)
+            self.h2.send_headers(stream_id, _raw_fields(trailers), end_stream=True)
         else:
             self.h2.send_data(stream_id, b"", end_stream=True)
         await self.flush()
         if b"x-h2-goaway-idle" in headers:  # the connection ends once idle
             await self.goaway(stream_id)
+
+
+def _raw_fields(asked: bytes | None) -> list[tuple[bytes, bytes]]:
+    """``a=1,b=2`` as fields, each name and value percent-decoded."""
+    if not asked:
+        return []
+    pairs = [pair.split(b"=", 1) for pair in asked.split(b",")]
+    return [(unquote_to_bytes(k), unquote_to_bytes(v)) for k, v in pairs]
 
 
 def _named(path: bytes, body: bytes) -> bytes:

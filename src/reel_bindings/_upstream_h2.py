@@ -72,8 +72,8 @@ except ImportError as exc:  # the h2 extra is not installed
         "pip install 'reel-llm[h2]' (or 'reel-llm[grpc]')"
     ) from exc
 
-from reel_core import UpstreamError
-from reel_core.tools import is_grpc
+from reel_core import RemoteProtocolError, UpstreamError
+from reel_core.tools import HeaderBlock, check_received, is_grpc
 
 from ._upstream_parts import Once as _Once
 from ._upstream_parts import Origin as _Origin
@@ -97,6 +97,18 @@ _MAX_HEADER_LIST = 100 * 1024
 
 #: Headers that never go in an HTTP/2 request (connection-specific ones).
 _NOT_H2 = frozenset({b"host", b"connection", b"keep-alive", b"transfer-encoding", b"upgrade"})
+
+#: The events that carry a header block of a response.
+_HeaderEvent = (
+    h2.events.ResponseReceived
+    | h2.events.InformationalResponseReceived
+    | h2.events.TrailersReceived
+)
+_HEADER_EVENTS = (
+    h2.events.ResponseReceived,
+    h2.events.InformationalResponseReceived,
+    h2.events.TrailersReceived,
+)
 
 #: Why streams in flight failed when the upstream closed the connection.
 _CLOSED = "the upstream closed the HTTP/2 connection"
@@ -176,7 +188,12 @@ class _Connection:
 
     def __init__(self, stream: anyio.abc.ByteStream) -> None:
         self.stream = stream
-        config = h2.config.H2Configuration(client_side=True, header_encoding=None)
+        # h2 refuses a value that starts or ends with a space, which gRPC
+        # sends (grpc-message: " no more"): the same checks but that one
+        # are the core's (check_received), per header block
+        config = h2.config.H2Configuration(
+            client_side=True, header_encoding=None, validate_inbound_headers=False
+        )
         self.h2 = h2.connection.H2Connection(config)
         self.h2.local_settings = h2.settings.Settings(
             client=True,
@@ -451,11 +468,14 @@ class _Connection:
                 self.h2.acknowledge_received_data(length, stream_id)
         if state is None:
             return
+        if isinstance(event, _HEADER_EVENTS) and not self._fields(stream_id, state, event):
+            return
         if isinstance(event, h2.events.ResponseReceived):
             state.head = list(event.headers or [])
         elif isinstance(event, h2.events.TrailersReceived):
             state.trailers = list(event.headers or [])
-        elif isinstance(event, h2.events.StreamEnded):
+        elif isinstance(event, h2.events.StreamEnded) and state.failure is None:
+            # (a malformed header block's failure stands: not a whole answer)
             state.ended = True
         elif isinstance(event, h2.events.StreamReset) and not state.ended:
             # (after the end, a reset is the upstream's way of refusing the
@@ -464,6 +484,31 @@ class _Connection:
                 UpstreamError.RESET,
                 f"the upstream reset the stream (RST_STREAM {_code(event.error_code)})",
             )
+
+    def _fields(self, stream_id: int, state: _Stream, event: _HeaderEvent) -> bool:
+        """Whether a header block the upstream sent is well-formed HTTP/2
+        (:func:`~reel_core.tools.check_received`: every rule of h2's own
+        validation but the one against surrounding whitespace).  One that
+        is not fails its stream, which is reset (``PROTOCOL_ERROR``, RFC
+        9113 8.1.1): the other streams go on."""
+        block = (
+            HeaderBlock.TRAILERS
+            if isinstance(event, h2.events.TrailersReceived)
+            else HeaderBlock.RESPONSE
+        )
+        try:
+            check_received([(bytes(k), bytes(v)) for k, v in event.headers or ()], block)
+        except RemoteProtocolError as exc:
+            if not state.over():
+                state.failure = UpstreamFailure(
+                    UpstreamError.PROTOCOL,
+                    f"the upstream broke HTTP/2: {exc}; the answer ends there "
+                    "(the upstream server is at fault)",
+                )
+            with suppress(h2.exceptions.ProtocolError):
+                self.h2.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+            return False
+        return True
 
     def _goaway(self, event: h2.events.ConnectionTerminated) -> None:
         """The upstream sent GOAWAY: no new stream here, and (h2 reads no

@@ -42,7 +42,7 @@ from ._events import (
 )
 from ._exchange import new_recorder, plain_request
 from ._grpc import is_grpc
-from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_headers
+from ._http import HOP_BY_HOP, MISS_HEADER, Headers, Request, normalize_fields
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig, MatchMode
 from ._memo import KeyMemo
@@ -86,9 +86,11 @@ def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
     whole body, none for a stream), so the framing and hop-by-hop headers a
     hand-edited line may hold (Reel records none) are left out: kept, they
     would be sent twice, or contradict the body.  So is the miss marker
-    (:data:`MISS_HEADER`): a replay is a hit, whatever its line says."""
+    (:data:`MISS_HEADER`): a replay is a hit, whatever its line says.
+    Each value is sent as recorded (the adapter says it in its protocol,
+    see :mod:`reel_core._fields`)."""
     return tuple(
-        (name, value) for name, value in normalize_headers(headers) if name not in _NOT_REPLAYED
+        (name, value) for name, value in normalize_fields(headers) if name not in _NOT_REPLAYED
     )
 
 
@@ -718,7 +720,7 @@ class Engine:
         (epoch seconds) stored on the line."""
         self._to(Input.UPSTREAM_HEAD)
         self._trailed = False
-        headers = normalize_headers(headers)
+        headers = normalize_fields(headers)
         passed = tuple((k, v) for k, v in headers if k not in HOP_BY_HOP)
         self._events.append(ResponseHead(status, passed, reason))
         if self._capture is not None:
@@ -748,7 +750,7 @@ class Engine:
             raise self._misuse("upstream_trailers() twice: a response has one set of trailers")
         self._to(Input.UPSTREAM_TRAILERS)
         self._trailed = True
-        trailers = normalize_headers(trailers)
+        trailers = normalize_fields(trailers)
         self._events.append(Trailers(trailers))
         if self._capture is not None:
             self._capture.trailers = trailers

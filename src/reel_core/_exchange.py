@@ -22,7 +22,7 @@ from ._cassette import Cassette
 from ._forms import body_kind
 from ._headers import drop_names
 from ._hints import Hints
-from ._http import Limits, Request, normalize_headers
+from ._http import Limits, Request, normalize_fields
 from ._interaction import Interaction, RecordedRequest
 from ._literals import CREDENTIAL_HEADERS, exchange_redactor, header_names
 from ._match import MatchConfig
@@ -162,10 +162,10 @@ def record_exchange(
         request, recorded, key, seen, scrub, drop=drop, max_body=limits.max_body, proto=proto
     )
     chunks = [(0.0, body)] if isinstance(body, bytes) else list(body)
-    recorder.head(status, normalize_headers(headers), 0.0, None, timestamp)
+    recorder.head(status, normalize_fields(headers), 0.0, None, timestamp)
     for at, data in chunks:
         recorder.data(data, at)
-    trailing = normalize_headers(trailers)
+    trailing = normalize_fields(trailers)
     if trailing:
         recorder.trailers(trailing)
     return recorder.end(max((at for at, _ in chunks), default=0.0))

@@ -72,7 +72,13 @@ came with).  Its later messages go where the decision says:
 
 A client that breaks the protocol gets a GOAWAY and
 :meth:`H2Session.receive_data` raises :class:`RemoteProtocolError`: write
-what :meth:`H2Session.data_to_send` holds, then close.
+what :meth:`H2Session.data_to_send` holds, then close.  A malformed
+header block is its stream's fault only (RFC 9113 8.1.1): the adapter,
+not h2, checks each request's head and trailers
+(:func:`~reel_core.tools.check_received`, every rule of h2's but the one
+against a value with spaces around it, which gRPC metadata may have) and
+refuses the request on its stream (:class:`H2Refused`).  A response's
+fields go out with their values as given (:func:`~reel_core._fields.h2_sent`).
 
 Flow control is the adapter's: a ``Frame`` sent on a stream goes out in
 DATA frames no larger than the client's window and frame size allow, the
@@ -94,6 +100,7 @@ try:
     import h2.events
     import h2.exceptions
     import h2.settings
+    from hpack.struct import NeverIndexedHeaderTuple
 except ImportError as exc:  # the h2 extra is not installed
     raise ImportError(
         "Reel's HTTP/2 adapter needs the h2 package: pip install 'reel-llm[h2]'"
@@ -112,9 +119,10 @@ from ._events import (
     Signal,
     Trailers,
 )
+from ._fields import HeaderBlock, check_received, h2_sent
 from ._grpc import GrpcSplitter, is_grpc
 from ._grpc_session import Decode, GrpcCallReplay
-from ._http import HOP_BY_HOP, Headers, Request
+from ._http import Headers, Request
 from ._miss import MissReport
 from ._own_answers import grpc_cut_trailers, own_answer
 from ._state import State
@@ -139,9 +147,6 @@ MAX_CONCURRENT_STREAMS = 100
 #: this, is its own stream's 431.  (h2's own default, 64 KiB, is
 #: ``Limits``' default, and would fail the connection first.)
 HEAD_FENCE = 1024 * 1024
-
-#: Headers HTTP/2 forbids on a response (RFC 9113, 8.2.2), never sent.
-_NOT_SENT = HOP_BY_HOP | {b"host"}
 
 
 @dataclass(frozen=True)
@@ -258,12 +263,22 @@ class _Stream:
     trailers: list[tuple[bytes, bytes]] | None = None
 
 
+#: Fields HPACK never indexes (h2's ``_secure_headers``, which its outbound
+#: normalization applied): credentials an attacker could guess at by size.
+_NEVER_INDEXED = frozenset({b"authorization", b"proxy-authorization"})
+
+
 def _sent(headers: Headers) -> list[tuple[bytes, bytes]]:
-    """The fields of ``headers`` an HTTP/2 response may carry: no hop-by-hop
-    field, no empty name (h2 fails on one), and no pseudo-header (a HAR of
-    an HTTP/2 page imported with its ``:status``, say): the adapter writes
-    its own."""
-    return [(k, v) for k, v in headers if k and k not in _NOT_SENT and not k.startswith(b":")]
+    """The fields of ``headers`` an HTTP/2 response carries, each value
+    byte for byte as recorded (:func:`~reel_core._fields.h2_sent`: h2's
+    outbound normalization is off, it would strip them); a credential or
+    a short cookie never indexed, as h2 did."""
+    return [
+        NeverIndexedHeaderTuple(k, v)
+        if k in _NEVER_INDEXED or (k == b"cookie" and len(v) < 20)
+        else (k, v)
+        for k, v in h2_sent(headers)
+    ]
 
 
 def _field(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
@@ -292,7 +307,14 @@ class H2Session:
         #: A replayed gRPC session's message reader for a call's path (a
         #: descriptor set's, see :class:`~reel_core.tools.GrpcCallReplay`).
         self._decode = decode
-        config = h2.config.H2Configuration(client_side=False, header_encoding=None)
+        # values go out as recorded, and a client's are taken as gRPC allows
+        # them (h2 would strip or refuse one with spaces around it): see _fields
+        config = h2.config.H2Configuration(
+            client_side=False,
+            header_encoding=None,
+            normalize_outbound_headers=False,
+            validate_inbound_headers=False,
+        )
         self._conn = h2.connection.H2Connection(config=config)
         self._conn.local_settings = h2.settings.Settings(
             client=False,
@@ -369,6 +391,8 @@ class H2Session:
                 self._message_bytes(sid, stream, event.data or b"")
             elif stream is not None and not stream.started:
                 self._take(sid, stream, event.data or b"")
+        elif isinstance(event, h2.events.TrailersReceived) and stream is not None:
+            self._trailers(sid, stream, [(bytes(k), bytes(v)) for k, v in event.headers or ()])
         elif isinstance(event, h2.events.StreamEnded) and stream is not None:
             if stream.splitter is not None:
                 self._client_ended(sid, stream)
@@ -389,12 +413,29 @@ class H2Session:
             self._refuse(sid, RemoteProtocolError(message, 431))
             return
         try:
+            check_received(headers, HeaderBlock.REQUEST)
+        except RemoteProtocolError as exc:  # malformed: refused on its stream (RFC 9113 8.1.1)
+            self._refuse(sid, exc)
+            return
+        try:
             head = self._request(headers, b"")
         except RemoteProtocolError:
             return  # refused whole, at its end
         if stream.engine.streams_call(head):
             stream.streamed = True
             stream.splitter = GrpcSplitter(config.limits.max_body, config.hints.max_body)
+
+    def _trailers(self, sid: int, stream: _Stream, trailers: list[tuple[bytes, bytes]]) -> None:
+        """A request's trailers came (checked, else let go): malformed ones
+        refuse a request not yet started, and break a streamed call under
+        way."""
+        try:
+            check_received(trailers, HeaderBlock.TRAILERS)
+        except RemoteProtocolError as exc:
+            if not stream.started:
+                self._refuse(sid, exc)
+            elif stream.splitter is not None:
+                self._break(sid, stream)
 
     def _message_bytes(self, sid: int, stream: _Stream, data: bytes) -> None:
         """A piece of a streamed gRPC call's body: its first whole message
@@ -637,7 +678,7 @@ class H2Session:
             return
         if isinstance(event, ResponseHead):
             headers = [(b":status", str(event.status).encode())]
-            headers += _sent(event.headers)
+            headers += self._fields(stream_id, event.headers)
             try:
                 self._conn.send_headers(stream_id, headers)
             except h2.exceptions.ProtocolError as exc:  # a second head, say
@@ -648,18 +689,30 @@ class H2Session:
         elif isinstance(event, Frame):
             self._queue(stream_id, stream, event.data)
         elif isinstance(event, Trailers):  # they end the stream, behind its data
-            stream.trailers = _sent(event.headers)
+            stream.trailers = self._fields(stream_id, event.headers)
         elif isinstance(event, EndOfResponse):
             stream.ending = True
             self._flush(stream_id)
         elif stream.headed and is_grpc(_field(stream.headers, b"content-type")):
             # a gRPC call's Cut: what broke off, as a gRPC status behind what came
-            stream.trailers = list(grpc_cut_trailers(event.error, event.detail))
+            stream.trailers = _sent(grpc_cut_trailers(event.error, event.detail))
             stream.ending = True
             self._flush(stream_id)
         else:  # a Cut: the client must not take the body for whole
             stream.cutting = True
             self._flush(stream_id)
+
+    def _fields(self, stream_id: int, headers: Headers) -> list[tuple[bytes, bytes]]:
+        """A head's or trailers' fields as sent (:func:`_sent`); one no
+        client may be sent (a NUL, CR or LF in a value edited by hand)
+        resets the stream, so the client takes no answer for whole, and
+        raises :class:`LocalProtocolError` saying which."""
+        try:
+            return _sent(headers)
+        except LocalProtocolError:
+            del self._streams[stream_id]
+            self._conn.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+            raise
 
     def send_frames(self, stream_id: int, frames: Sequence[Frame]) -> None:
         """Send ``frames`` due at once on stream ``stream_id`` (a

@@ -21,6 +21,7 @@ __all__ = [
     "Limits",
     "Request",
     "header_value",
+    "normalize_fields",
     "normalize_headers",
 ]
 
@@ -65,6 +66,23 @@ def normalize_headers(headers: Iterable[tuple[str | bytes, str | bytes]]) -> Hea
             (
                 (k if type(k) is bytes else _as_bytes(k)).strip().lower(),
                 (v if type(v) is bytes else _as_bytes(v)).strip(),
+            )
+            for k, v in headers
+        ]
+    )
+
+
+def normalize_fields(headers: Iterable[tuple[str | bytes, str | bytes]]) -> Headers:
+    """A response's fields as a tuple of ``(lowercase name, value)`` byte
+    pairs, each value as it came: an HTTP/2 value may start or end with a
+    space (gRPC's ``grpc-message: " no more"``), and a recording keeps it
+    (see :mod:`reel_core._fields`; h11 strips an HTTP/1.1 value's padding
+    as it reads it)."""
+    return tuple(
+        [
+            (
+                (k if type(k) is bytes else _as_bytes(k)).strip().lower(),
+                v if type(v) is bytes else _as_bytes(v),
             )
             for k, v in headers
         ]

@@ -41,6 +41,7 @@ from ._events import (
     Trailers,
     Upgrade,
 )
+from ._fields import h11_sent
 from ._http import HOP_BY_HOP, Headers, Request, normalize_headers
 from ._own_answers import error_body
 from ._reader import ReaderSignal, RequestReader
@@ -52,8 +53,11 @@ _JSON = (b"content-type", b"application/json")
 
 
 def _h11_head(status: int, headers: Headers, reason: bytes) -> h11.Response:
-    """A response head as h11 sends it."""
-    return h11.Response(status_code=status, headers=list(headers), reason=reason or _phrase(status))
+    """A response head as h11 sends it (each value without the padding
+    HTTP/1.1 readers strip: an HTTP/2 recording's may have some)."""
+    return h11.Response(
+        status_code=status, headers=h11_sent(headers), reason=reason or _phrase(status)
+    )
 
 
 #: h11 validates every header when a head is built (8 us for a recording's

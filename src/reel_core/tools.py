@@ -49,6 +49,7 @@ from ._config import RECORD_GRACE, check_upstream
 from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
 from ._duration import parse_duration
 from ._exchange import record_exchange
+from ._fields import HeaderBlock, check_received
 from ._forms import Part, parse_multipart
 from ._freeze import FREEZABLE, check_features, format_instant, uuid_ints
 from ._grpc_log import GrpcLog, GrpcMessage
@@ -201,6 +202,7 @@ __all__ = [
     "H2Refused",
     "H2Session",
     "H2SessionMiss",
+    "HeaderBlock",
     "ImportReport",
     "Input",
     "LineSource",
@@ -248,6 +250,7 @@ __all__ = [
     "cassette_assets",
     "check_features",
     "check_json",
+    "check_received",
     "check_upstream",
     "compact",
     "cost_usd",

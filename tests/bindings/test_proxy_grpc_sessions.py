@@ -113,6 +113,10 @@ def test_a_session_recorded_through_the_proxy_replays_as_it_was_recorded(
     @example(turns=[], lockstep=False)  # the client ends at once
     @example(turns=[Turn((b"a",), (9, "no more"))], lockstep=True)  # the server ends first
     @example(turns=[Turn((b"a",), final=(b"z",)), Turn((b"b", b"c"))], lockstep=True)
+    # details with a space around them: grpcio sends them unencoded (docs/reliability.md)
+    @example(turns=[Turn((b"a",), (9, " "))], lockstep=True)
+    @example(turns=[Turn((b"a",), (9, " lead"))], lockstep=False)
+    @example(turns=[Turn((), code=9, details="trail ")], lockstep=False)
     def check(turns: list[Turn], lockstep: bool) -> None:
         cassette = root / f"{uuid.uuid4().hex}.jsonl"
         recorded = record(backend, server, cassette, chat(turns, lockstep=lockstep))
@@ -123,6 +127,46 @@ def test_a_session_recorded_through_the_proxy_replays_as_it_was_recorded(
             assert recorded == bare
 
     check()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_status_details_with_spaces_around_them_are_recorded_and_replayed_as_sent(
+    backend: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """grpcio sends ``grpc-message: " lead"`` (gRPC's Percent-Encoded
+    grammar leaves the space): h2 refused it (RFC 9113 8.2.1) and the call
+    was recorded INTERNAL where the server said FAILED_PRECONDITION; h2
+    stripped it on a replay.  The client sees what the server said, both
+    times, as it does without the proxy."""
+    for i, details in enumerate([" ", " lead", "trail ", "\tboth ", " in side "]):
+        talk = chat([Turn((b"a",), (9, details))], lockstep=True)
+        cassette = tmp_path / f"{i}.jsonl"
+        bare = sync_run(server.address, None, talk)
+        assert bare == ((b"a",), grpc.StatusCode.FAILED_PRECONDITION, details)
+        assert record(backend, server, cassette, talk) == bare
+        assert replay(backend, cassette, talk) == bare
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_client_metadata_with_spaces_around_it_is_taken(
+    backend: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """grpcio sends metadata ``" hi "`` as it is: h2 refused the whole
+    connection (GOAWAY), and the call failed UNAVAILABLE."""
+
+    def work(chan: Any) -> Observed:
+        message = Turn((b"a",), final=(b"z",)).message()
+        call = chan.stream_stream(CHAT)(iter([message]), timeout=20, metadata=(("x-note", " hi "),))
+        got = []
+        with contextlib.suppress(grpc.RpcError):
+            got = list(call)
+        return tuple(got), call.code(), call.details() or ""
+
+    cassette = tmp_path / "c.jsonl"
+    bare = sync_run(server.address, None, work)
+    assert bare == ((b"a", b"z"), grpc.StatusCode.OK, "")
+    assert record(backend, server, cassette, work) == bare
+    assert replay(backend, cassette, work) == bare
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -85,3 +85,25 @@ async def test_an_upstream_that_does_not_speak_http2_is_a_502_that_says_so(
     assert "does not speak HTTP/2" in message
     assert "HTTP/1.1 404" in message  # what it answered instead
     assert interactions(cassette) == []  # nothing recorded
+
+
+async def test_malformed_trailers_are_recorded_cut_saying_which_rule(tmp_path: Path) -> None:
+    """The upstream client checks each header block (every rule of h2's
+    own validation but the whitespace one): one that breaks a rule cuts the
+    answer where it came, the line says why, the client takes no whole."""
+    cassette = tmp_path / "c.jsonl"
+    async with serve_h2() as server:
+        asks = {**HEADERS, "x-h2-grpc": "1", "x-h2-trailers": "grpc-status=0,Grpc-Message=ok"}
+        async with (
+            proxied(options(Mode.RECORD, cassette, upstream=server.url)) as client,
+            client.stream("POST", PATH, content=frame(b"x"), headers=asks) as answer,
+        ):
+            with pytest.raises(httpx.RemoteProtocolError):
+                await answer.aread()
+    (interaction,) = interactions(cassette)
+    cut = interaction.response.cut
+    assert cut is not None
+    assert cut.error == "protocol"
+    assert "an uppercase header name b'Grpc-Message'" in cut.detail
+    assert interaction.response.trailers == ()
+    assert len(interaction.response.frames) == 1  # the message before it

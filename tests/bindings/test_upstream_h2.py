@@ -10,6 +10,7 @@ import tracemalloc
 from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
+from urllib.parse import quote
 
 import anyio
 import pytest
@@ -445,5 +446,79 @@ async def test_an_answer_before_the_request_body_is_whole_then_a_no_error_reset(
         after = await fetch(upstream, server, grpc("/after"))
         await upstream.aclose()
     assert got == (200, b"early", [])  # whole: the reset after the end is no failure
+    assert after[1] == b"/after 0 "
+    assert server.connections == 1
+
+
+# -- header values as the upstream sent them (docs/reliability.md, "A header
+# value the peer may send reaches the client as it was sent") ------------------
+
+
+async def test_a_value_with_spaces_around_it_is_taken_as_it_came() -> None:
+    """grpcio sends a status's details as they are (gRPC's Percent-Encoded
+    grammar leaves the space): h2 refused them (RFC 9113 8.2.1), and the
+    call's status became Reel's INTERNAL; now they come as they were sent."""
+    messages = [b" ", b" lead", b"trail ", b"\tboth\t", b"", b"in side", b"%20x"]
+    async with serve_h2() as server:
+        upstream = AsyncUpstream(read_timeout=10)
+        got = []
+        for message in messages:
+            asked = f"grpc-status=9,grpc-message={quote(message)}"
+            got.append(await fetch(upstream, server, grpc(trailers=asked)))
+        await upstream.aclose()
+    assert [trailers for _, _, trailers in got] == [
+        [(b"grpc-status", b"9"), (b"grpc-message", message)] for message in messages
+    ]
+    assert server.connections == 1  # and nothing broke the connection
+
+
+@pytest.mark.parametrize(
+    ("trailers", "why"),
+    [
+        ("Grpc-Status=0", "an uppercase header name b'Grpc-Status'"),
+        ("grpc-message=a%0Db", "a CR byte in the value of b'grpc-message'"),
+        ("grpc-message=a%0Ab", "a LF byte"),
+        ("grpc-message=%00", "a NUL byte"),
+        ("x%20y=1", "an illegal byte b' ' in the header name"),
+        ("=1", "an empty header name"),
+        ("x:y=1", "a colon inside the header name"),
+        ("%3Apath=/x", "pseudo-header fields in trailers"),
+        ("connection=close", "the connection-specific field b'connection'"),
+        ("te=gzip", "te: b'gzip' (only 'trailers' is allowed)"),
+    ],
+)
+async def test_a_malformed_header_block_fails_its_stream_only(trailers: str, why: str) -> None:
+    """Every other rule of h2's validation holds: the stream that broke one
+    fails (PROTOCOL, saying which), after the body that came before it;
+    the connection and its other streams go on."""
+    async with serve_h2() as server:
+        upstream = AsyncUpstream(read_timeout=10)
+        got: list[bytes] = []
+        with pytest.raises(UpstreamFailure) as caught:
+            await read_into(got, upstream, server.url, grpc(trailers=trailers))
+        after = await fetch(upstream, server, grpc("/after", trailers="grpc-status=0"))
+        await upstream.aclose()
+    assert caught.value.error is UpstreamError.PROTOCOL
+    assert f"malformed HTTP/2 trailers header block: {why}" in caught.value.detail
+    assert b"".join(got) == b"/pkg.Service/Method 0 "
+    assert after[2] == [(b"grpc-status", b"0")]
+    assert server.connections == 1
+
+
+async def test_a_head_is_checked_as_trailers_are() -> None:
+    """A value with spaces around it in the head comes as it was sent; a
+    malformed head fails its stream before any body, the connection lives."""
+    async with serve_h2() as server:
+        upstream = AsyncUpstream(read_timeout=10)
+        async with upstream.send(
+            grpc(head="x-pad=%20a%20"), server.url + "/pkg.Service/Method"
+        ) as ok:
+            assert (b"x-pad", b" a ") in ok.headers
+        with pytest.raises(UpstreamFailure) as caught:
+            await fetch(upstream, server, grpc(head="X-Upper=1"))
+        after = await fetch(upstream, server, grpc("/after"))
+        await upstream.aclose()
+    assert caught.value.error is UpstreamError.PROTOCOL
+    assert "malformed HTTP/2 response header block: an uppercase header name" in caught.value.detail
     assert after[1] == b"/after 0 "
     assert server.connections == 1

@@ -437,3 +437,33 @@ def test_any_conversation_cut_any_way_replays_gated_over_h2(
     assert answer.data == expected
     assert answer.trailers == OK
     assert answer.ended
+
+
+def test_malformed_trailers_break_a_call_under_way_and_are_let_go_after_a_refusal() -> None:
+    """A streamed call's client trailers are checked as any header block
+    (h2's own check is off: see reel_core._fields): malformed ones reset a
+    call under way, its exchange ended; after a refusal they are let go."""
+    session = H2Session(lambda: Engine(Cassette(), Config(mode=Mode.RECORD)))
+    pump = Binding(session, Client(raw=True))
+    sid = open_call(pump.client, grpc_frame(b"1"))
+    forward = pump.step()[0]
+    assert isinstance(forward, H2Event)
+    assert isinstance(forward.event, Forward)
+    pump.client.conn.send_headers(sid, [(b"Bad", b"1")], end_stream=True)
+    assert pump.step() == [H2Event(sid, Signal.CLOSED, forward.engine)]
+    assert pump.client.answers[sid].reset is not None
+    # refused at its head, its answer waiting for the window, then
+    # malformed trailers: let go, the answer goes out whole once it opens
+    session = H2Session(lambda: Engine(Cassette(), Config(mode=Mode.RECORD)))
+    pump = Binding(session, Client(window=10, raw=True))
+    pump.client.auto_window = False
+    refused = pump.client.conn.get_next_available_stream_id()
+    pump.client.conn.send_headers(refused, [(b":path", PATH)])
+    pump.client.conn.send_headers(refused, [(b"Bad", b"1")], end_stream=True)
+    got = pump.step()
+    assert [type(item) for item in got] == [H2Refused]
+    pump.client.conn.increment_flow_control_window(1000, stream_id=refused)
+    pump.step()
+    answer = pump.client.answers[refused]
+    assert (answer.status, answer.reset, answer.ended) == (400, None, True)
+    assert b"no :method" in answer.data

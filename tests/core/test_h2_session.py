@@ -15,6 +15,7 @@ import h2.events
 import h2.settings
 import hpack
 import pytest
+from hyperframe.frame import Frame as Frame_
 from hyperframe.frame import HeadersFrame
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -77,8 +78,23 @@ class Answer:
 class Client:
     """An h2 client connection, its bytes going to and from a server session."""
 
-    def __init__(self, window: int | None = None, frame_size: int | None = None) -> None:
-        config = h2.config.H2Configuration(client_side=True, header_encoding=None)
+    def __init__(
+        self,
+        window: int | None = None,
+        frame_size: int | None = None,
+        *,
+        strict: bool = True,
+        raw: bool = False,
+    ) -> None:
+        # strict=False: takes a value with spaces around it, as grpcio does;
+        # raw: sends its headers as given, malformed or not
+        config = h2.config.H2Configuration(
+            client_side=True,
+            header_encoding=None,
+            validate_inbound_headers=strict,
+            normalize_outbound_headers=not raw,
+            validate_outbound_headers=not raw,
+        )
         self.conn = h2.connection.H2Connection(config=config)
         self.conn.initiate_connection()
         values: dict[h2.settings.SettingCodes | int, int] = {}
@@ -577,6 +593,163 @@ def test_a_grpc_call_recorded_then_replayed_with_its_status() -> None:
     assert client.answers[sid].frames == answer
     assert client.answers[sid].trailers == trailers
     assert client.answers[sid].ended
+
+
+@pytest.mark.parametrize("message", [b" ", b" lead", b"trail ", b"\tboth\t", b" in side "])
+def test_a_value_with_spaces_around_it_is_forwarded_recorded_and_replayed_as_it_came(
+    message: bytes,
+) -> None:
+    """gRPC sends such a grpc-message (its Percent-Encoded grammar leaves
+    the space); h2 stripped it on the way out, and the core before it."""
+    cassette = Cassette()
+    request = grpc_frame(b"\x0a\x02hi")
+    head = [GRPC, (b"x-pad", message)]
+    trailers = [(b"grpc-status", b"9"), (b"grpc-message", message)]
+    session = H2Session(lambda: Engine(cassette, Config(mode=Mode.RECORD)))
+    client = Client(strict=False)
+    sid = client.request(body=request, path=GRPC_PATH, extra=(GRPC,))
+    forward = pump(session, client)[0]
+    assert isinstance(forward, H2Event)
+    forward.engine.upstream_head(200, head, mono=1.0)
+    forward.engine.upstream_trailers(trailers, mono=1.1)
+    forward.engine.upstream_end(mono=1.2)
+    done = pump(session, client)[-1]
+    assert isinstance(done, H2Event)
+    recorded = done.engine.record()
+    assert recorded is not None
+    line = json.loads(recorded.line)["response"]
+    assert [message.decode()] * 2 == [
+        dict(line["headers"])["x-pad"],
+        dict(line["trailers"])["grpc-message"],
+    ]
+    answers = [client.answers[sid]]
+    session = H2Session(lambda: Engine(cassette, Config(mode=Mode.REPLAY)))
+    client = Client(strict=False)
+    sid = client.request(body=request, path=GRPC_PATH, extra=(GRPC,))
+    pump(session, client)
+    answers.append(client.answers[sid])
+    for answer in answers:  # forwarded, then replayed
+        assert answer.headers[1:] == head
+        assert answer.trailers == trailers
+        assert answer.ended
+
+
+@pytest.mark.parametrize("bad", [b"a\r\nx-injected: 1", b"a\nb", b"\x00"])
+@pytest.mark.parametrize("where", ["head", "trailers"])
+def test_a_recorded_value_with_a_nul_cr_or_lf_never_reaches_the_client(
+    bad: bytes, where: str
+) -> None:
+    """A line edited by hand may hold one: the stream is reset (the client
+    takes no answer for whole), and the error says which field."""
+    session = replay_session(mode=Mode.RECORD)
+    client = Client()
+    sid = client.request(body=grpc_frame(b""), path=GRPC_PATH, extra=(GRPC,))
+    pump(session, client)
+    field = ((b"grpc-message", bad),)
+    if where == "trailers":
+        session.send(sid, ResponseHead(200, (GRPC,), b""))
+    event = ResponseHead(200, field, b"") if where == "head" else Trailers(field)
+    with pytest.raises(LocalProtocolError, match=r"byte in the value of b'grpc-message'"):
+        session.send(sid, event)
+    client.receive(session.data_to_send())
+    assert client.answers[sid].reset == h2.errors.ErrorCodes.INTERNAL_ERROR
+    assert client.answers[sid].trailers is None
+    assert not client.answers[sid].ended
+    session.send(sid, EndOfResponse(None))  # the stream is gone: nothing more
+    assert session.data_to_send() == b""
+
+
+def _frames(data: bytes) -> list[Frame_]:
+    """The frames in ``data``, parsed."""
+    frames = []
+    while data:
+        frame, length = Frame_.parse_frame_header(memoryview(data[:9]))
+        frame.parse_body(memoryview(data[9 : 9 + length]))
+        frames.append(frame)
+        data = data[9 + length :]
+    return frames
+
+
+_REQUEST = [(b":method", b"POST"), (b":path", b"/v1/chat/completions"), (b":scheme", b"http")]
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ([*_REQUEST, (b":authority", b"h"), (b"X-Upper", b"1")], "an uppercase header name"),
+        ([*_REQUEST, (b":authority", b"h"), (b"connection", b"close")], "connection-specific"),
+        ([*_REQUEST, (b":authority", b"h"), (b"te", b"gzip")], "only 'trailers'"),
+        ([*_REQUEST, (b":authority", b"h"), (b"x-a", b"a\rb")], "a CR byte"),
+        ([*_REQUEST, (b"x-a", b"1"), (b":authority", b"h")], "after a regular field"),
+        ([(b":path", b"/"), (b":scheme", b"http"), (b":authority", b"h")], "no :method"),
+    ],
+)
+def test_a_malformed_request_is_refused_on_its_stream_only(
+    headers: list[tuple[bytes, bytes]], why: str
+) -> None:
+    """h2 made it a connection error (GOAWAY: every call on the connection
+    failed); RFC 9113 8.1.1 makes it the stream's: a 400 saying which rule."""
+    session = replay_session(interaction(), mode=Mode.REPLAY)
+    client = Client(raw=True)
+    bad = client.conn.get_next_available_stream_id()
+    client.conn.send_headers(bad, headers, end_stream=True)
+    good = client.request()
+    seen = pump(session, client)
+    (refused,) = [item for item in seen if isinstance(item, H2Refused)]
+    assert refused.stream_id == bad
+    assert why in str(refused.error)
+    assert client.answers[bad].status == 400
+    assert why in json.loads(client.answers[bad].data)["error"]["message"]
+    assert client.answers[good].status == 200
+    assert client.goaway is None
+
+
+def test_malformed_request_trailers_refuse_the_request() -> None:
+    session = replay_session(interaction(), mode=Mode.REPLAY)
+    client = Client(raw=True)
+    sid = client.request(end=False)
+    client.conn.send_headers(sid, [(b":path", b"/x")], end_stream=True)
+    seen = pump(session, client)
+    assert [item.stream_id for item in seen if isinstance(item, H2Refused)] == [sid]
+    assert client.answers[sid].status == 400
+    assert client.goaway is None
+
+
+def test_a_request_value_with_spaces_around_it_is_taken() -> None:
+    """gRPC metadata may have them (grpcio sends them): h2 refused the
+    connection.  The request is taken; its values are read as HTTP reads
+    them, as every request's are (see docs/reliability.md)."""
+    session = replay_session(interaction(), mode=Mode.REPLAY)
+    client = Client(raw=True)
+    sid = client.request(extra=((b"x-note", b" hi "),))
+    seen = pump(session, client)
+    replay = seen[0]
+    assert isinstance(replay, H2Event)
+    assert isinstance(replay.event, Replay)
+    assert replay.event.request.header("x-note") == b"hi"
+    assert client.answers[sid].status == 200
+    assert client.goaway is None
+
+
+def test_a_credential_in_a_response_is_never_indexed() -> None:
+    """h2's outbound normalization kept it out of HPACK's table; Reel's does."""
+    session = replay_session(mode=Mode.RECORD)
+    client = Client()
+    sid = client.request()
+    pump(session, client)
+    head = ((b"authorization", b"Bearer x"), (b"x-a", b"1"), (b"cookie", b"a=1"))
+    session.send(sid, ResponseHead(200, head, b""))
+    sent = session.data_to_send()
+    client.receive(sent)
+    assert client.answers[sid].headers[1:] == list(head)
+    decoder = hpack.Decoder()
+    (frame,) = [f for f in _frames(sent) if isinstance(f, HeadersFrame)]
+    fields = list(decoder.decode(frame.data, raw=True))
+    assert [type(f).__name__ for f in fields[1:]] == [
+        "NeverIndexedHeaderTuple",
+        "HeaderTuple",
+        "NeverIndexedHeaderTuple",
+    ]
 
 
 def test_a_grpc_miss_is_not_found_in_the_trailers() -> None:

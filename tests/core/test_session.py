@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
+import h11
 import pytest
 
 from reel_core import (
@@ -529,7 +530,9 @@ def test_upstream_head_drops_hop_by_hop_headers_for_the_client() -> None:
     )
     session.upstream_data(b"", mono=0.0)  # nothing to forward
     events, _ = pull(session)
-    assert events == [ResponseHead(200, ((b"x-a", b"1"),), b"Fine")]
+    # the value as it came: each adapter says it in its protocol (HTTP/1.1
+    # strips the padding, HTTP/2 keeps it: docs/reliability.md)
+    assert events == [ResponseHead(200, ((b"x-a", b" 1 "),), b"Fine")]
 
 
 def test_the_stored_key_follows_the_cassette_settings() -> None:
@@ -1327,3 +1330,51 @@ def test_the_http_session_hands_the_engines_forward_through() -> None:
     assert recorded.key == session.engine.forward_key()
     assert session.engine.cassette is cassette
     assert len(cassette) == 1
+
+
+# -- header values over HTTP/1.1 (docs/reliability.md, "A header value the
+# peer may send reaches the client as it was sent") ---------------------------
+
+
+def _h11_read(data: bytes) -> list[tuple[bytes, bytes]]:
+    """The response head an HTTP/1.1 client reads from ``data``."""
+    client = h11.Connection(h11.CLIENT)
+    client.send(h11.Request(method="GET", target="/v1/models", headers=[("host", "h")]))
+    client.send(h11.EndOfMessage())
+    client.receive_data(data)
+    head = client.next_event()
+    assert isinstance(head, h11.Response)
+    return list(head.headers)
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_recorded_value_with_spaces_around_it_goes_out_over_http11(whole: bool) -> None:
+    """An HTTP/2 recording's value (gRPC's grpc-message: " no more") goes to
+    an HTTP/1.1 client as an HTTP/1.1 reader reads it: h11 refuses to write
+    the spaces, which are the field's padding there."""
+    headers = (("content-type", "application/json"), ("x-pad", " no more "), ("x-b", "\t"))
+    recorded = interaction(method="GET", path="/v1/models", body=b"", headers=headers)
+    session = Session(cassette_of(recorded))
+    session.receive_data(b"GET /v1/models HTTP/1.1\r\nhost: h\r\n\r\n")
+    assert isinstance(session.next_event(), Replay)
+    sent = session.send_replay() if whole else None
+    if sent is not None:
+        out = sent[1]
+    else:
+        out = b""
+        while isinstance(event := session.next_event(), Event):
+            out += session.send(event)
+    got = _h11_read(out)
+    assert (b"x-pad", b"no more") in got
+    assert (b"x-b", b"") in got
+
+
+def test_a_forwarded_value_with_spaces_around_it_goes_out_over_http11() -> None:
+    session = Session(Cassette(), Config(mode=Mode.LIVE))
+    session.receive_data(b"GET /v1/models HTTP/1.1\r\nhost: h\r\n\r\n")
+    assert isinstance(session.next_event(), Forward)
+    session.engine.upstream_head(200, [(b"x-pad", b" 1 "), (b"content-length", b"0")], mono=0.0)
+    head = session.next_event()
+    assert isinstance(head, ResponseHead)
+    assert (b"x-pad", b" 1 ") in head.headers  # the engine's: as it came
+    assert (b"x-pad", b"1") in _h11_read(session.send(head))
