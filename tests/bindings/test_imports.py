@@ -309,6 +309,7 @@ def test_a_proxied_test_loads_no_in_process_transport(tmp_path: Path) -> None:
     loaded = _modules_after(
         "import os, pytest\n"
         "os.environ['PYTEST_DISABLE_PLUGIN_AUTOLOAD'] = '1'\n"
+        "os.environ.pop('PYTEST_ADDOPTS', None)\n"  # the outer run's (CI: --cov)
         f"os.chdir({str(tmp_path)!r})\n"
         "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-p', "
         "'reel_bindings.pytest_plugin', '-W', 'ignore', 'test_proxied.py'])\n"
