@@ -204,16 +204,23 @@ ANSWER = "Fake reply to: What is Reel?"
 @pytest.mark.reel(proxy=True)
 def test_marker_points_the_sdks_at_the_proxy():
     # Code under test, unmodified: each SDK reads its base URL and key variables.
-    client = openai.OpenAI(max_retries=0)
-    reply = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
-    assert reply.choices[0].message.content == ANSWER
-    stream = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
-    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == ANSWER
-    claude = anthropic.Anthropic(max_retries=0)
-    message = claude.messages.create(model="claude-sonnet-4-6", max_tokens=64, messages=MESSAGES)
-    assert message.content[0].text == ANSWER
-    gemini = genai.Client()
-    assert gemini.models.generate_content(model="gemini-2.5-flash", contents="What is Reel?").text
+    # (Each client closed: an open one's socket, collected in a later test of
+    # this run, is an unraisable ResourceWarning there.)
+    with openai.OpenAI(max_retries=0) as client:
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+        assert reply.choices[0].message.content == ANSWER
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini", messages=MESSAGES, stream=True
+        )
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == ANSWER
+    with anthropic.Anthropic(max_retries=0) as claude:
+        message = claude.messages.create(
+            model="claude-sonnet-4-6", max_tokens=64, messages=MESSAGES
+        )
+        assert message.content[0].text == ANSWER
+    with genai.Client() as gemini:
+        answer = gemini.models.generate_content(model="gemini-2.5-flash", contents="What is Reel?")
+        assert answer.text
 
 
 def test_fixture(reel_proxy, reel):
@@ -269,10 +276,11 @@ def test_swallowed_inprocess(reel):
 
 
 def test_swallowed_through_the_proxy(reel_proxy):
-    try:
-        openai.OpenAI(max_retries=0).chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
-    except openai.APIError:
-        pass
+    with openai.OpenAI(max_retries=0) as client:
+        try:
+            client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+        except openai.APIError:
+            pass
 
 
 def test_raised(reel):
