@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
-from collections.abc import Callable
 
 import pytest
 
@@ -25,6 +23,7 @@ from reel_core._literals import (
     sent_values,
 )
 from reel_core.tools import WebSocketRecorder, record_exchange
+from tests.timing import best_of
 
 from ._helpers import pull
 
@@ -258,15 +257,6 @@ def test_the_websocket_101_is_scrubbed_of_the_first_message_values() -> None:
 # -- linear in the text ------------------------------------------------------------
 
 
-def _best(run: Callable[[], object], tries: int = 5) -> float:
-    times = []
-    for _ in range(tries):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 @pytest.mark.parametrize(
     "unit",
     [
@@ -287,7 +277,9 @@ def test_scrubbing_is_linear_in_the_text(unit: str) -> None:
     small = (unit * (100_000 // len(unit))).encode()
     large = small * 10
     lit.data(small)  # compiled, cached
-    ratio = _best(lambda: lit.data(large)) / _best(lambda: lit.data(small))
+    ratio = best_of(lambda: lit.data(large)) / best_of(lambda: lit.data(small))
     assert ratio < 40, ratio
-    text_ratio = _best(lambda: lit.text(large.decode())) / _best(lambda: lit.text(small.decode()))
+    text_ratio = best_of(lambda: lit.text(large.decode())) / best_of(
+        lambda: lit.text(small.decode())
+    )
     assert text_ratio < 40, text_ratio

@@ -9,9 +9,6 @@ HTTP/1.1 reader reads it; a NUL, CR or LF never goes out."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import h2.exceptions
 import h2.utilities
 import h11
@@ -21,6 +18,7 @@ from hypothesis import strategies as st
 
 from reel_core import LocalProtocolError, RemoteProtocolError
 from reel_core._fields import HeaderBlock, check_received, h2_sent, h11_sent
+from tests.timing import best_of
 
 # -- the family ----------------------------------------------------------------
 
@@ -356,15 +354,6 @@ def test_a_well_formed_block_is_taken(
 # -- linear in the block -------------------------------------------------------
 
 
-def _best(run: Callable[[], object], tries: int = 7) -> float:
-    times = []
-    for _ in range(tries):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 @pytest.mark.parametrize(
     "shape",
     ["many fields", "one long value", "many hosts"],
@@ -387,5 +376,5 @@ def test_checking_and_sending_are_linear_in_the_block(shape: str) -> None:
 
     small, large = block(2_000), block(20_000)
     check(small)  # warmed
-    ratio = _best(lambda: check(large)) / _best(lambda: check(small))
+    ratio = best_of(lambda: check(large), 7) / best_of(lambda: check(small), 7)
     assert ratio < 40, ratio
