@@ -13,12 +13,12 @@ import h2.exceptions
 import h2.utilities
 import h11
 import pytest
+from bench._common import best_of
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from reel_core import LocalProtocolError, RemoteProtocolError
 from reel_core._fields import HeaderBlock, check_received, h2_sent, h11_sent
-from tests.timing import best_of
 
 # -- the family ----------------------------------------------------------------
 
