@@ -27,6 +27,24 @@ from reel_core import (
 )
 from reel_core.tools import match_key, sent_digest
 
+from ._answers import (
+    BASE_URL,
+    PATH,
+    REQUEST_HEADERS,
+    RESPONSE_HEADERS,
+    SSE_HEADERS,
+    STREAM_EVERY,
+    STREAM_FRAMES,
+    WORDS,
+    answer_body,
+    answer_value,
+    compact,
+    is_stream,
+    request_body,
+    request_value,
+    sse_frames,
+)
+
 __all__ = [
     "BASE_URL",
     "PATH",
@@ -38,147 +56,6 @@ __all__ = [
     "write_big_stream_cassette",
     "write_stream_cassette",
 ]
-
-BASE_URL = "https://api.openai.com"
-PATH = "/v1/chat/completions"
-#: What an SDK sends with each request (never stored by Reel).
-REQUEST_HEADERS = {
-    "content-type": "application/json",
-    "authorization": "Bearer sk-bench0000000000000000000000000000000000000000",
-}
-RESPONSE_HEADERS = (
-    ("content-type", "application/json"),
-    ("x-request-id", "req_bench"),
-    ("openai-processing-ms", "412"),
-    ("x-ratelimit-remaining-requests", "9999"),
-)
-SSE_HEADERS = (("content-type", "text/event-stream; charset=utf-8"),)
-STREAM_EVERY = 5
-STREAM_FRAMES = 40
-
-_SYSTEM = (
-    "You are a careful assistant for a bookshop. Answer in two short paragraphs, cite the "
-    "catalogue entry you used, and never invent a title that is not in the catalogue. "
-) * 2
-_WORDS = [
-    "the",
-    "quick",
-    "brown",
-    "fox",
-    "jumps",
-    "over",
-    "a",
-    "lazy",
-    "dog",
-    "while",
-    "seven",
-    "wizards",
-    "quietly",
-    "box",
-    "jackdaws",
-    "near",
-    "the",
-    "old",
-    "mill",
-    "and",
-    "the",
-    "river",
-    "bends",
-    "toward",
-    "the",
-    "northern",
-    "hills",
-]
-
-
-def request_value(i: int, *, stream: bool = False) -> dict[str, Any]:
-    """The request of interaction ``i`` as a JSON value."""
-    body: dict[str, Any] = {
-        "model": "gpt-4o-mini",
-        "messages": [
-            {"role": "system", "content": _SYSTEM},
-            {
-                "role": "user",
-                "content": f"Question {i}: which of our titles about "
-                + " ".join(_WORDS[(i + k) % len(_WORDS)] for k in range(24))
-                + " would you recommend?",
-            },
-        ],
-        "temperature": 0.2,
-    }
-    if stream:
-        body["stream"] = True
-    return body
-
-
-def request_body(i: int, *, stream: bool = False) -> bytes:
-    """The request of interaction ``i``, as an SDK sends it (compact JSON)."""
-    return _compact(request_value(i, stream=stream)).encode()
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _text(i: int, words: int) -> str:
-    return " ".join(_WORDS[(i * 7 + k) % len(_WORDS)] for k in range(words))
-
-
-def answer_value(i: int) -> dict[str, Any]:
-    return {
-        "id": f"chatcmpl-bench{i:08d}",
-        "object": "chat.completion",
-        "created": 1_760_000_000 + i,
-        "model": "gpt-4o-mini-2024-07-18",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": _text(i, 120), "refusal": None},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 212, "completion_tokens": 150, "total_tokens": 362},
-        "system_fingerprint": "fp_bench",
-    }
-
-
-def answer_body(i: int) -> bytes:
-    """The non-stream answer of interaction ``i`` (about 1.3 KB, indented as
-    OpenAI sends it)."""
-    return json.dumps(answer_value(i), indent=2).encode()
-
-
-def sse_frames(i: int, count: int, gap_ms: float = 8.0) -> list[tuple[float, bytes]]:
-    """``count`` recorded SSE frames of a chat stream, with offsets in ms.
-
-    Gaps vary (a seeded draw around ``gap_ms``) like a real token stream's.
-    """
-    rng = random.Random(i)
-    frames = []
-    at = 0.0
-    for j in range(count - 1):
-        chunk = {
-            "id": f"chatcmpl-bench{i:08d}",
-            "object": "chat.completion.chunk",
-            "created": 1_760_000_000 + i,
-            "model": "gpt-4o-mini-2024-07-18",
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": {"content": " " + _WORDS[(i + j) % len(_WORDS)]},
-                    "finish_reason": None,
-                }
-            ],
-        }
-        frames.append((round(at, 3), f"data: {_compact(chunk)}\n\n".encode()))
-        at += gap_ms * rng.uniform(0.25, 1.75)
-    frames.append((round(at, 3), b"data: [DONE]\n\n"))
-    return frames
-
-
-def is_stream(i: int) -> bool:
-    return i % STREAM_EVERY == STREAM_EVERY - 1
 
 
 _KEY_PREFIX = f"POST\n{PATH}\n[]\n".encode()
@@ -252,7 +129,7 @@ def _line(i: int, *, sent: bool = True) -> bytes:
         "response": response,
         "meta": _META,
     }
-    return _compact(line).encode() + b"\n"
+    return compact(line).encode() + b"\n"
 
 
 class Corpus:
@@ -358,7 +235,7 @@ def write_big_stream_cassette(path: Path, megabytes: float) -> tuple[bytes, byte
     size = 0
     j = 0
     while size < megabytes * 1_000_000:
-        word = _WORDS[j % len(_WORDS)]
+        word = WORDS[j % len(WORDS)]
         data = (
             'data: {"id":"chatcmpl-big","object":"chat.completion.chunk","choices":[{"index":0,'
             f'"delta":{{"content":" {word} {j}"}},"finish_reason":null}}]}}\n\n'

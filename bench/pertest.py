@@ -55,7 +55,7 @@ import httpx
 import openai
 import pytest
 
-from bench._data import answer_body, is_stream, request_value, sse_frames
+from bench._answers import answer_body, is_stream, request_value, sse_frames
 
 _QUESTION = re.compile(rb"Question (\\d+):")
 

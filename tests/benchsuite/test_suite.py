@@ -18,6 +18,8 @@ import dataclasses
 import json
 import os
 import pstats
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -96,6 +98,22 @@ def test_the_floor_answers_every_call_through_the_sdk() -> None:
         suite_calls.ask(client, test)
     expected = sum(1 + (c.retry is not None) for t in range(40) for c in suite_calls.calls_of(t))
     assert len(asked) == expected
+
+
+@pytest.mark.parametrize("module", ["bench._answers", "bench.suite_calls", "bench.suite_upstream"])
+def test_what_a_floor_imports_holds_none_of_reel(module: str) -> None:
+    """The helpers a generated suite's conftest and fake upstream import
+    (the floor's too) import no Reel: Reel's imports count as Reel's, in
+    every process (a floor that imported the core would hide them)."""
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        f"import sys; sys.path.insert(0, {str(root)!r}); import {module}; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('reel_core', 'reel_bindings')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", script], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_wrong_answer_fails_the_test() -> None:
