@@ -19,11 +19,17 @@ such as ``open`` inside ``setup``, is left out of it):
 - ``proxy``: starting a test's proxy (the worker's listener the first time);
 - ``call``: the check of a test's misses after its call;
 - ``teardown``: the fixture's teardown, the held recordings' write included;
-- ``report``: each test's figures for the run report, and the report itself.
+- ``report``: each test's figures for the run report, and the report itself;
+- ``gc``: the garbage collector's pauses that fell inside those phases,
+  taken out of the phase they fell in.  A full collection walks the whole
+  heap (pytest's, the SDK's, the user's) for tens of milliseconds; landing
+  in one phase of one process, it would read as that phase's cost, and
+  change from run to run with where the collector's threshold is crossed.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -42,6 +48,7 @@ PHASES = (
     "call",
     "teardown",
     "report",
+    "gc",
 )
 
 #: What ``imports`` times: the modules the fixture and its helpers use.
@@ -68,6 +75,24 @@ class PhaseTimer:
         #: is in ``seconds``: a phase timed inside it pauses it).
         self._running: str | None = None
         self._since = 0.0
+        self._collecting = 0.0  # when the collection under way started
+        gc.callbacks.append(self._collector)
+
+    def close(self) -> None:
+        """Stop watching the collector (the run's end)."""
+        if self._collector in gc.callbacks:
+            gc.callbacks.remove(self._collector)
+
+    def _collector(self, stage: str, info: Mapping[str, Any]) -> None:
+        """A collection's pause, moved from the phase it fell in to ``gc``."""
+        now = time.perf_counter()
+        if stage == "start":
+            self._collecting = now
+        elif self._running is not None:
+            paused = now - max(self._collecting, self._since)
+            if paused > 0:
+                self.seconds["gc"] += paused
+                self._since += paused  # the running phase's own time leaves it out
 
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:

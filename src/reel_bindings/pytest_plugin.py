@@ -325,15 +325,27 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.phases:
         _TIMER = PhaseTimer()
         _TIMER.seconds["imports"] += imported
-        _TIMER.import_all()
+        if not _xdist_controller(config):  # it runs no test: it imports no more
+            _TIMER.import_all()
     with _phase("configure"):
         _run_store(config)  # a Redis server that is down stops the run here, named
+
+
+def _xdist_controller(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist controller (its workers
+    run the tests), as xdist decides it: a ``--dist`` mode and ``--tx``."""
+    if hasattr(config, "workerinput"):
+        return False
+    option = config.option
+    return getattr(option, "dist", "no") != "no" and bool(getattr(option, "tx", None))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _TIMER
     if config in _RUN_CONFIGS:
         _RUN_CONFIGS.remove(config)
+    if _TIMER is not None:
+        _TIMER.close()
     _TIMER = config.stash.get(_OUTER_TIMER_KEY, None)  # the outer run's, if any
     session = config.stash.get(_SESSION_PROXY_KEY, None)
     if session is not None:
