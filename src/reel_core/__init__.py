@@ -10,12 +10,14 @@ and errors, and the cassette's values).  The helpers the ``reel`` command,
 the importers and exporters, the viewer, the reports and the benchmarks
 use are the second public namespace, :mod:`reel_core.tools`.
 
-What every replay and recording needs is imported here; the rooms a replay
-never enters (the HTTP/1.1 session with h11, miss reports) are imported
-when one of their names is first asked for (PEP 562 ``__getattr__``
-below), so ``import reel_core`` and an in-process replay do not pay for
-them.  ``from reel_core import X`` and ``reel_core.X`` work for every name
-in ``__all__`` alike.
+Every name is imported when it is first asked for (PEP 562
+``__getattr__`` below; :data:`_ROOMS` says which module holds it), so
+``import reel_core`` costs only this module, and a process pays for the
+rooms it uses: an xdist controller that only checks the run's settings
+loads the settings' modules, a proxy never loads the in-process call
+engine, and a replay never loads the HTTP/1.1 session or miss reports.
+``from reel_core import X`` and ``reel_core.X`` work for every name in
+``__all__`` alike.
 """
 
 from __future__ import annotations
@@ -23,53 +25,53 @@ from __future__ import annotations
 import typing as _typing
 
 from . import _lazy
-from ._call_engine import CallEngine
-from ._calls import CallLog
-from ._cassette import Cassette
-from ._config import Config, Mode
-from ._engine import Engine, PendingRecording
-from ._errors import (
-    CassetteError,
-    ConfigError,
-    LocalProtocolError,
-    ReelError,
-    RemoteProtocolError,
-    SchemaVersionError,
-)
-from ._events import (
-    Continue,
-    Cut,
-    EndOfResponse,
-    Event,
-    Forward,
-    Frame,
-    Miss,
-    Recorded,
-    Refused,
-    Replay,
-    ResponseHead,
-    Routed,
-    Signal,
-    Trailers,
-    Upgrade,
-)
-from ._freeze import Freeze
-from ._hints import Hints
-from ._http import Limits, Request
-from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
-from ._match import MatchConfig, MatchMode
-from ._meta import CassetteMeta
-from ._redact import Redactor
-from ._schedule import Batch, Step, replay_batches, replay_schedule
-from ._state import State
-from ._timing import Timing
-from ._upstream import Abort, UpstreamError
-from ._verdict import Verdict
 from ._version import SCHEMA_VERSION, __version__
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
+    from ._call_engine import CallEngine
+    from ._calls import CallLog
+    from ._cassette import Cassette
+    from ._config import Config, Mode
+    from ._engine import Engine, PendingRecording
+    from ._errors import (
+        CassetteError,
+        ConfigError,
+        LocalProtocolError,
+        ReelError,
+        RemoteProtocolError,
+        SchemaVersionError,
+    )
+    from ._events import (
+        Continue,
+        Cut,
+        EndOfResponse,
+        Event,
+        Forward,
+        Frame,
+        Miss,
+        Recorded,
+        Refused,
+        Replay,
+        ResponseHead,
+        Routed,
+        Signal,
+        Trailers,
+        Upgrade,
+    )
+    from ._freeze import Freeze
+    from ._hints import Hints
+    from ._http import Limits, Request
+    from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
+    from ._match import MatchConfig, MatchMode
+    from ._meta import CassetteMeta
     from ._miss import MissError, MissReport
+    from ._redact import Redactor
+    from ._schedule import Batch, Step, replay_batches, replay_schedule
     from ._session import Session
+    from ._state import State
+    from ._timing import Timing
+    from ._upstream import Abort, UpstreamError
+    from ._verdict import Verdict
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -128,11 +130,81 @@ __all__ = [
     "replay_schedule",
 ]
 
-#: The rooms a replay never needs, and their names: each room is imported
-#: when one of its names is first asked for (see ``__getattr__``).
+#: Each room (a module of the core) and its public names: a room is
+#: imported when one of its names is first asked for (see ``__getattr__``).
 _ROOMS = {
-    "_miss": ("MissError", "MissReport"),
+    "_call_engine": ("CallEngine",),
+    "_calls": ("CallLog",),
+    "_cassette": ("Cassette",),
+    "_config": (
+        "Config",
+        "Mode",
+    ),
+    "_engine": (
+        "Engine",
+        "PendingRecording",
+    ),
+    "_errors": (
+        "CassetteError",
+        "ConfigError",
+        "LocalProtocolError",
+        "ReelError",
+        "RemoteProtocolError",
+        "SchemaVersionError",
+    ),
+    "_events": (
+        "Continue",
+        "Cut",
+        "EndOfResponse",
+        "Event",
+        "Forward",
+        "Frame",
+        "Miss",
+        "Recorded",
+        "Refused",
+        "Replay",
+        "ResponseHead",
+        "Routed",
+        "Signal",
+        "Trailers",
+        "Upgrade",
+    ),
+    "_freeze": ("Freeze",),
+    "_hints": ("Hints",),
+    "_http": (
+        "Limits",
+        "Request",
+    ),
+    "_interaction": (
+        "Interaction",
+        "RecordedRequest",
+        "RecordedResponse",
+        "StreamCut",
+    ),
+    "_match": (
+        "MatchConfig",
+        "MatchMode",
+    ),
+    "_meta": ("CassetteMeta",),
+    "_miss": (
+        "MissError",
+        "MissReport",
+    ),
+    "_redact": ("Redactor",),
+    "_schedule": (
+        "Batch",
+        "Step",
+        "replay_batches",
+        "replay_schedule",
+    ),
     "_session": ("Session",),
+    "_state": ("State",),
+    "_timing": ("Timing",),
+    "_upstream": (
+        "Abort",
+        "UpstreamError",
+    ),
+    "_verdict": ("Verdict",),
 }
 _LAZY = _lazy.homes(_ROOMS)
 

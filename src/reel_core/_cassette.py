@@ -24,7 +24,7 @@ import json
 import re
 from array import array
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from ._assets import AssetSource
 from ._calls import CALL_METHOD, call_marker
@@ -47,6 +47,7 @@ from ._cursor import Cursor
 from ._errors import CassetteError, RemoteProtocolError
 from ._index import KeyIndex
 from ._interaction import Interaction, RecordedRequest, RecordedResponse, StreamCut
+from ._lines import LineSource
 from ._match import MatchConfig
 from ._memo import KeyMemo
 from ._meta import CassetteMeta
@@ -71,19 +72,6 @@ __all__ = [
     "safe_cassette_name",
     "torn_note",
 ]
-
-
-class LineSource(Protocol):
-    """Where the lines of a cassette lie: ``bytes``, or what a binding
-    offers instead (the file itself, read on demand)."""
-
-    def __getitem__(self, index: slice, /) -> bytes: ...
-
-    def __len__(self) -> int: ...
-
-    def find(self, sub: bytes, start: int, end: int, /) -> int: ...
-
-    def startswith(self, prefix: bytes, start: int, end: int, /) -> bool: ...
 
 
 class _Lines:

@@ -10,10 +10,9 @@ server-sent event splitting, content decoding, URL and header scrubbing.
 They are as public as the facade (documented, typed, kept across
 releases); they are apart so the facade stays small.
 
-As in the facade, what a replay needs is imported here, and the rooms a
-replay never enters are imported when one of their names is first asked
-for (PEP 562 ``__getattr__`` below): ``import reel_core.tools`` loads
-none of them.
+As in the facade, every name is imported when it is first asked for
+(PEP 562 ``__getattr__`` below): ``import reel_core.tools`` loads no room,
+and a process loads only the rooms whose names it uses.
 """
 
 from __future__ import annotations
@@ -21,74 +20,37 @@ from __future__ import annotations
 import typing as _typing
 
 from . import _lazy
-from ._assets import (
-    ASSET_THRESHOLD,
-    AssetSource,
-    MemoryAssets,
-    asset_digests,
-    asset_name,
-    cassette_assets,
-    join_line,
-    sniff_media_type,
-    split_line,
-)
-from ._body import ContentDecoder, decode_body, encode_body
-from ._call_engine import CallMiss, CallReplay, CallRun
-from ._calls import Call, CallError, CallResult, CallStream, NotJSONError, check_json
-from ._cassette import LineSource, safe_cassette_name
-from ._codec import (
-    CassetteWarning,
-    DecodedLine,
-    DecodedLines,
-    decode_lines,
-    is_meta_line,
-    not_a_cassette,
-    read_line,
-)
-from ._config import RECORD_GRACE, check_upstream
-from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
-from ._duration import parse_duration
-from ._exchange import record_exchange
-from ._fields import HeaderBlock, check_received
-from ._forms import Part, parse_multipart
-from ._freeze import FREEZABLE, check_features, format_instant, uuid_ints
-from ._grpc_log import GrpcLog, GrpcMessage
-from ._headers import keep_response_header
-from ._http import HOP_BY_HOP, MISS_HEADER
-from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
-from ._literals import exchange_redactor
-from ._match import FieldDiff, match_key
-from ._nesting import MAX_DEPTH, TooDeep, load_json
-from ._parsed import PARSED_LINES
-from ._protobuf import (
-    ProtoSchema,
-    SchemaNote,
-    body_value,
-    grpc_method,
-    request_frames,
-    shown_messages,
-)
-from ._providers import (
-    PROVIDERS,
-    Claim,
-    Piece,
-    Price,
-    Provider,
-    Tally,
-    answer_pieces,
-    register_provider,
-    request_model,
-    unregister_provider,
-)
-from ._redact import is_credential_name
-from ._sent import sent_digest
-from ._shown_url import scrub_url_secrets, shown_url
-from ._start import Start, start_of
-from ._state import Input
-from ._timing import TimingMode
-from ._verdict import routed_verdict
 
 if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
+    from ._assets import (
+        ASSET_THRESHOLD,
+        AssetSource,
+        MemoryAssets,
+        asset_digests,
+        asset_name,
+        cassette_assets,
+        join_line,
+        sniff_media_type,
+        split_line,
+    )
+    from ._body import ContentDecoder, decode_body, encode_body
+    from ._call_engine import CallMiss, CallReplay, CallRun
+    from ._calls import Call, CallError, CallResult, CallStream, NotJSONError, check_json
+    from ._cassette import safe_cassette_name
+    from ._codec import (
+        CassetteWarning,
+        DecodedLine,
+        DecodedLines,
+        decode_lines,
+        is_meta_line,
+        not_a_cassette,
+        read_line,
+    )
+    from ._config import RECORD_GRACE, check_upstream
+    from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
+    from ._duration import parse_duration
+    from ._exchange import record_exchange
+    from ._fields import HeaderBlock, check_received
     from ._formats import (
         Exchange,
         ImportReport,
@@ -103,7 +65,9 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         import_sources,
         sniff_format,
     )
+    from ._forms import Part, parse_multipart
     from ._frames import SSEEvent, SSESplitter, is_sse_stream, looks_like_sse, parse_sse_event
+    from ._freeze import FREEZABLE, check_features, format_instant, uuid_ints
     from ._freshness import Staleness, format_age, recorded_epoch, staleness
     from ._generations import Compaction, compact, lines_drift, superseded
     from ._grpc import (
@@ -115,6 +79,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         percent_decode,
         percent_encode,
     )
+    from ._grpc_log import GrpcLog, GrpcMessage
     from ._grpc_rule import is_grpc_session
     from ._grpc_session import GrpcCallRecorder, GrpcCallReplay
     from ._h2_session import (
@@ -125,7 +90,14 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         H2Session,
         H2SessionMiss,
     )
+    from ._headers import keep_response_header
+    from ._http import HOP_BY_HOP, MISS_HEADER
+    from ._interaction import WebSocketClose, WebSocketLog, WebSocketMessage
+    from ._lines import LineSource
+    from ._literals import exchange_redactor
+    from ._match import FieldDiff, match_key
     from ._miss import Closest, body_diff, diff_row, request_diff, shorten
+    from ._nesting import MAX_DEPTH, TooDeep, load_json
     from ._own_answers import (
         grpc_code,
         grpc_cut_trailers,
@@ -133,7 +105,29 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         grpc_miss_answer,
         own_answer,
     )
+    from ._parsed import PARSED_LINES
     from ._prices import PRICES_CHECKED, cost_usd, resolve_model
+    from ._protobuf import (
+        ProtoSchema,
+        SchemaNote,
+        body_value,
+        grpc_method,
+        request_frames,
+        shown_messages,
+    )
+    from ._providers import (
+        PROVIDERS,
+        Claim,
+        Piece,
+        Price,
+        Provider,
+        Tally,
+        answer_pieces,
+        register_provider,
+        request_model,
+        unregister_provider,
+    )
+    from ._redact import is_credential_name
     from ._report import (
         REPORT_SCHEMA,
         CassetteTally,
@@ -143,9 +137,15 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         report_json,
     )
     from ._run import LineTime, line_times
+    from ._sent import sent_digest
     from ._shape import Drift, Shape, drift_of, response_shape, shape_changes
+    from ._shown_url import scrub_url_secrets, shown_url
+    from ._start import Start, start_of
+    from ._state import Input
+    from ._timing import TimingMode
     from ._ui import UI_PREFIX, UiConfig, UiRefusal, UiResource, ui_request
     from ._usage import Usage, extract_usage
+    from ._verdict import routed_verdict
     from ._websocket import (
         CLOSE_MISMATCH,
         WebSocketMiss,
@@ -331,9 +331,65 @@ __all__ = [
     "websocket_usage",
 ]
 
-#: The rooms a replay never needs, and their names: each room is imported
-#: when one of its names is first asked for (see ``__getattr__``).
+#: Each room (a module of the core) and its public names: a room is
+#: imported when one of its names is first asked for (see ``__getattr__``).
 _ROOMS = {
+    "_assets": (
+        "ASSET_THRESHOLD",
+        "AssetSource",
+        "MemoryAssets",
+        "asset_digests",
+        "asset_name",
+        "cassette_assets",
+        "join_line",
+        "sniff_media_type",
+        "split_line",
+    ),
+    "_body": (
+        "ContentDecoder",
+        "decode_body",
+        "encode_body",
+    ),
+    "_call_engine": (
+        "CallMiss",
+        "CallReplay",
+        "CallRun",
+    ),
+    "_calls": (
+        "Call",
+        "CallError",
+        "CallResult",
+        "CallStream",
+        "NotJSONError",
+        "check_json",
+    ),
+    "_cassette": ("safe_cassette_name",),
+    "_lines": ("LineSource",),
+    "_codec": (
+        "CassetteWarning",
+        "DecodedLine",
+        "DecodedLines",
+        "decode_lines",
+        "is_meta_line",
+        "not_a_cassette",
+        "read_line",
+    ),
+    "_config": (
+        "RECORD_GRACE",
+        "check_upstream",
+    ),
+    "_decode": (
+        "DecodeError",
+        "accept_encoding",
+        "decodable_codings",
+        "decode_content",
+    ),
+    "_duration": ("parse_duration",),
+    "_exchange": ("record_exchange",),
+    "_fields": (
+        "HeaderBlock",
+        "check_received",
+    ),
     "_formats": (
         "Exchange",
         "ImportReport",
@@ -348,9 +404,35 @@ _ROOMS = {
         "import_sources",
         "sniff_format",
     ),
-    "_frames": ("SSEEvent", "SSESplitter", "is_sse_stream", "looks_like_sse", "parse_sse_event"),
-    "_freshness": ("Staleness", "format_age", "recorded_epoch", "staleness"),
-    "_generations": ("Compaction", "compact", "lines_drift", "superseded"),
+    "_forms": (
+        "Part",
+        "parse_multipart",
+    ),
+    "_frames": (
+        "SSEEvent",
+        "SSESplitter",
+        "is_sse_stream",
+        "looks_like_sse",
+        "parse_sse_event",
+    ),
+    "_freeze": (
+        "FREEZABLE",
+        "check_features",
+        "format_instant",
+        "uuid_ints",
+    ),
+    "_freshness": (
+        "Staleness",
+        "format_age",
+        "recorded_epoch",
+        "staleness",
+    ),
+    "_generations": (
+        "Compaction",
+        "compact",
+        "lines_drift",
+        "superseded",
+    ),
     "_grpc": (
         "GrpcSplitter",
         "GrpcStatus",
@@ -360,9 +442,15 @@ _ROOMS = {
         "percent_decode",
         "percent_encode",
     ),
-    # h2 is an extra: importing the room without it says how to install it
+    "_grpc_log": (
+        "GrpcLog",
+        "GrpcMessage",
+    ),
     "_grpc_rule": ("is_grpc_session",),
-    "_grpc_session": ("GrpcCallRecorder", "GrpcCallReplay"),
+    "_grpc_session": (
+        "GrpcCallRecorder",
+        "GrpcCallReplay",
+    ),
     "_h2_session": (
         "H2ClientEnd",
         "H2ClientMessage",
@@ -371,7 +459,33 @@ _ROOMS = {
         "H2Session",
         "H2SessionMiss",
     ),
-    "_miss": ("Closest", "body_diff", "diff_row", "request_diff", "shorten"),
+    "_headers": ("keep_response_header",),
+    "_http": (
+        "HOP_BY_HOP",
+        "MISS_HEADER",
+    ),
+    "_interaction": (
+        "WebSocketClose",
+        "WebSocketLog",
+        "WebSocketMessage",
+    ),
+    "_literals": ("exchange_redactor",),
+    "_match": (
+        "FieldDiff",
+        "match_key",
+    ),
+    "_miss": (
+        "Closest",
+        "body_diff",
+        "diff_row",
+        "request_diff",
+        "shorten",
+    ),
+    "_nesting": (
+        "MAX_DEPTH",
+        "TooDeep",
+        "load_json",
+    ),
     "_own_answers": (
         "grpc_code",
         "grpc_cut_trailers",
@@ -379,8 +493,33 @@ _ROOMS = {
         "grpc_miss_answer",
         "own_answer",
     ),
-    "_prices": ("PRICES_CHECKED", "cost_usd", "resolve_model"),
-    "_run": ("LineTime", "line_times"),
+    "_parsed": ("PARSED_LINES",),
+    "_prices": (
+        "PRICES_CHECKED",
+        "cost_usd",
+        "resolve_model",
+    ),
+    "_protobuf": (
+        "ProtoSchema",
+        "SchemaNote",
+        "body_value",
+        "grpc_method",
+        "request_frames",
+        "shown_messages",
+    ),
+    "_providers": (
+        "PROVIDERS",
+        "Claim",
+        "Piece",
+        "Price",
+        "Provider",
+        "Tally",
+        "answer_pieces",
+        "register_provider",
+        "request_model",
+        "unregister_provider",
+    ),
+    "_redact": ("is_credential_name",),
     "_report": (
         "REPORT_SCHEMA",
         "CassetteTally",
@@ -389,9 +528,40 @@ _ROOMS = {
         "render_report",
         "report_json",
     ),
-    "_shape": ("Drift", "Shape", "drift_of", "response_shape", "shape_changes"),
-    "_ui": ("UI_PREFIX", "UiConfig", "UiRefusal", "UiResource", "ui_request"),
-    "_usage": ("Usage", "extract_usage"),
+    "_run": (
+        "LineTime",
+        "line_times",
+    ),
+    "_sent": ("sent_digest",),
+    "_shape": (
+        "Drift",
+        "Shape",
+        "drift_of",
+        "response_shape",
+        "shape_changes",
+    ),
+    "_shown_url": (
+        "scrub_url_secrets",
+        "shown_url",
+    ),
+    "_start": (
+        "Start",
+        "start_of",
+    ),
+    "_state": ("Input",),
+    "_timing": ("TimingMode",),
+    "_ui": (
+        "UI_PREFIX",
+        "UiConfig",
+        "UiRefusal",
+        "UiResource",
+        "ui_request",
+    ),
+    "_usage": (
+        "Usage",
+        "extract_usage",
+    ),
+    "_verdict": ("routed_verdict",),
     "_websocket": (
         "CLOSE_MISMATCH",
         "WebSocketMiss",
@@ -401,7 +571,12 @@ _ROOMS = {
         "WebSocketStep",
         "websocket_usage",
     ),
-    "_ws_session": ("UpstreamAnswer", "UpstreamHandshake", "WebSocketOutput", "WebSocketSession"),
+    "_ws_session": (
+        "UpstreamAnswer",
+        "UpstreamHandshake",
+        "WebSocketOutput",
+        "WebSocketSession",
+    ),
 }
 _LAZY = _lazy.homes(_ROOMS)
 

@@ -201,8 +201,10 @@ def test_a_miss_loads_the_miss_room_when_it_happens() -> None:
 #: What only some proxies need: WebSocket sessions (wsproto and the core's
 #: rooms), HTTP/2 and gRPC (h2, the pump, a streamed call), the command
 #: line and TLS listener, the viewer, a store named per request, the
-#: rooms of a miss and of usage.  A plain HTTP/1.1 replay needs none.
+#: rooms of a miss and of usage, the in-process call engine.  A plain
+#: HTTP/1.1 replay needs none.
 PROXY_COLD = (
+    "reel_core._call_engine",
     "wsproto",
     "h2",
     "hpack",
@@ -289,6 +291,33 @@ def test_the_proxys_options_load_when_first_asked_for() -> None:
         "    raise AssertionError('p.Nope resolved')\n"
     )
     assert "reel_bindings.proxy._options" in loaded
+
+
+#: What only a process that plays or records loads: an xdist controller
+#: checks the run's settings and runs no test.
+PLAYING = (
+    "reel_core._engine",
+    "reel_core._cassette",
+    "reel_core._codec",
+    "reel_core._interaction",
+    "reel_core._call_engine",
+    "reel_bindings._files",
+    "reel_bindings._inprocess",
+    "reel_bindings.httpcore",
+    "reel_bindings.proxy",
+)
+
+
+def test_the_runs_settings_load_no_engine_and_no_cassette() -> None:
+    # the plugin's configure hook in every process, a controller's included
+    loaded = _modules_after(
+        "import reel_bindings.pytest_plugin\n"
+        "from reel_bindings._settings import Settings\n"
+        "settings = Settings.resolve({}, {}, None, {}, extra=('record_on', 'phases'))\n"
+        "assert settings.mode.value == 'replay', settings\n"
+    )
+    assert "reel_core._config" in loaded
+    assert _unwanted(loaded, PLAYING) == []
 
 
 def test_the_probe_would_notice_a_client_family() -> None:
