@@ -368,14 +368,29 @@ def _open_locked(path: str | Path, flags: int) -> tuple[int, os.stat_result]:
         os.close(fd)
 
 
-def _same_file(fd: int, path: str | Path) -> bool:
-    """Whether the open ``fd`` is still the file at ``path``."""
+def _held_size(fd: int, path: str | Path) -> int | None:
+    """The size of the open ``fd`` if it is still the file at ``path``
+    (``None``: replaced or removed)."""
     held = os.fstat(fd)
     try:
         current = os.stat(path)
     except FileNotFoundError:
-        return False
-    return (held.st_dev, held.st_ino) == (current.st_dev, current.st_ino)
+        return None
+    if (held.st_dev, held.st_ino) != (current.st_dev, current.st_ino):
+        return None
+    return held.st_size
+
+
+def _read_to_end(fd: int, size: int) -> bytes:
+    """What ``fd`` holds from where it is to its end: the ``size`` bytes its
+    status gave in one read (no buffered reader to build per cassette),
+    then whatever a writer other than Reel's, which takes no lock, added
+    since."""
+    first = os.read(fd, size) if size else b""
+    rest = []
+    while chunk := os.read(fd, 1 << 16):  # a short first read, or growth
+        rest.append(chunk)
+    return first + b"".join(rest) if rest else first
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -607,9 +622,9 @@ class FileStore(Store):
             try:
                 lock_fd(fd)
                 try:
-                    if _same_file(fd, path):
-                        with open(fd, "rb", closefd=False) as f:
-                            return f.read()
+                    held = _held_size(fd, path)
+                    if held is not None:
+                        return _read_to_end(fd, held)
                 finally:
                     unlock_fd(fd)
             finally:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reel_bindings import _store
 from reel_bindings._files import CassetteFile, CassetteNotFoundError
@@ -403,3 +405,21 @@ def test_a_read_waiting_on_a_replaced_file_reads_the_new_one(tmp_path: Path) -> 
     assert read == [b"fresh\n"]
     (tmp_path / "c.jsonl").unlink()
     assert store.read("c.jsonl") is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(content=st.binary(max_size=200_000), said=st.integers(min_value=0, max_value=250_000))
+def test_a_read_returns_the_whole_file_whatever_its_status_said(
+    tmp_path_factory: pytest.TempPathFactory, content: bytes, said: int
+) -> None:
+    """The read takes the size the file's status gave under the lock in one
+    read, then reads on to the end: a file a lockless writer grew since
+    (``said`` smaller), or cut (``said`` larger), reads as it is now."""
+    path = tmp_path_factory.mktemp("read") / "c.jsonl"
+    path.write_bytes(content)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _store._read_to_end(fd, min(said, len(content) + 50_000)) == content
+    finally:
+        os.close(fd)
+    assert FileStore().read(str(path)) == content
