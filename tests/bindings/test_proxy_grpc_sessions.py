@@ -19,6 +19,8 @@ import base64
 import contextlib
 import json
 import random
+import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.bindings.grpc_server import CHAT, UPLOAD, ScriptedServer, Turn
+from tests.bindings.grpc_server import CHAT, STREAM, UPLOAD, Script, ScriptedServer, Turn
 from tests.secrets import GRPC_KEY, recoverable
 
 grpc = pytest.importorskip(
@@ -303,6 +305,82 @@ def test_a_client_reset_mid_call_cuts_the_recording_and_loses_nothing_else(
     assert sent == [("client", grpc_frame(first)), ("server", grpc_frame(b"one"))]
     assert whole.response.cut is None
     assert dict(whole.response.trailers)["grpc-status"] == "0"
+
+
+class DyingLink:
+    """A TCP link to ``port`` that dies, both ways, right after it has
+    passed on the server's bytes holding ``last``: what the proxy sees of
+    a server whose process died mid-call (its connection closed; no
+    GOAWAY, no trailers)."""
+
+    def __init__(self, port: int, last: bytes) -> None:
+        self._port, self._last = port, last
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):  # closed at the end
+            while True:
+                client, _ = self._listener.accept()
+                server = socket.create_connection(("127.0.0.1", self._port))
+                for args in ((client, server, False), (server, client, True)):
+                    threading.Thread(target=self._pump, args=args, daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, from_server: bool) -> None:
+        seen = b""
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+                seen = (seen + data)[-len(self._last) - 65536 :]
+                if from_server and self._last in seen:
+                    break
+        for end in (source, sink):  # shut down first: it wakes the other pump's recv
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_server_that_dies_mid_stream_ends_the_call_unavailable_and_replays_so(
+    backend: str, server: ScriptedServer, tmp_path: Path
+) -> None:
+    """The upstream's connection dies after three of six streamed messages:
+    the grpcio client gets those three and UNAVAILABLE saying why, at once
+    (not DEADLINE_EXCEEDED after waiting out its deadline); the recording
+    holds them and the cut; its replay, the server gone, gives the client
+    the same messages and the same status."""
+    script = Script(messages=(b"m0", b"m1", b"m2-last", b"m3", b"m4", b"m5"), gap=0.1)
+    cassette = tmp_path / "c.jsonl"
+
+    def work(chan: Any) -> tuple[list[bytes], Any, str]:
+        got: list[bytes] = []
+        try:
+            for message in chan.unary_stream(STREAM)(script.request(), timeout=120):
+                got.append(message)
+        except grpc.RpcError as exc:
+            return got, exc.code(), exc.details()
+        return got, grpc.StatusCode.OK, ""
+
+    link = DyingLink(server.port, b"m2-last")
+    try:
+        opts = options(Mode.RECORD, cassette, upstream=f"http://{link.address}")
+        recorded = through(backend, opts, work)
+    finally:
+        link.close()
+    assert recorded[0] == [b"m0", b"m1", b"m2-last"]
+    assert recorded[1] == grpc.StatusCode.UNAVAILABLE
+    assert "upstream closed" in recorded[2]
+    (line,) = interactions(cassette)
+    assert line.response.cut is not None
+    assert line.response.cut.error == "closed"
+    assert [data for _, data in line.response.frames] == [
+        grpc_frame(m) for m in (b"m0", b"m1", b"m2-last")
+    ]
+    assert replay(backend, cassette, work) == recorded
 
 
 # -- secrets ----------------------------------------------------------------------------------
