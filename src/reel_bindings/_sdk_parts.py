@@ -10,12 +10,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from reel_core.tools import REPLAY_KEY
+
 __all__ = ["REPLAY_KEY", "import_sdk"]
 
-#: The placeholder key the SDK helpers pass in replay mode when no real key
-#: is set (``reel_bindings.sdk.REPLAY_KEY``); a forwarding shared transport
-#: refuses a request carrying it.
-REPLAY_KEY = "reel-replay-no-key"
+#: REPLAY_KEY: the placeholder key the SDK helpers pass in replay mode when
+#: no real key is set (``reel_bindings.sdk.REPLAY_KEY``); the core's engine
+#: forwards no request carrying it.
 
 
 def import_sdk(name: str, package: str) -> Any:

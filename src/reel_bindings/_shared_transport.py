@@ -16,7 +16,10 @@ recorded, matched and reported exactly as through ``reel.transport()``:
 the same misses, the same isolation (a request belongs to the test running
 when it is sent).  A request sent while no test using Reel runs (at import,
 in a session fixture, from a thread a test left behind) fails with what to
-do, and nothing is recorded.
+do, and nothing is recorded.  A shared client made in a replay run without
+a key carries Reel's replay placeholder; a test that would forward it
+(its marker makes it record) is refused by the engine, as every binding's
+request carrying the placeholder is (``reel_core``'s ``Engine``).
 
 The plugin never imports this module: the code under test does, when it
 makes a shared client.
@@ -26,12 +29,9 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
-
-from reel_core import Mode
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ._call_context import shared_for_test
-from ._sdk_parts import REPLAY_KEY
 from ._transport import AsyncBase, SyncBase
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AsyncSharedTransport",
     "NoTestRunning",
-    "PlaceholderKey",
     "SharedTransport",
 ]
 
@@ -56,10 +55,6 @@ class _TestCassette(Protocol):
 
 class NoTestRunning(RuntimeError):
     """A request through a shared transport while no test using Reel runs."""
-
-
-class PlaceholderKey(RuntimeError):
-    """A request that would be forwarded with the replay placeholder key."""
 
 
 #: One test's first requests at once (two threads): one fixture, one transport.
@@ -81,37 +76,14 @@ def _cassette() -> _TestCassette:
     return cast(_TestCassette, cassette())
 
 
-def _sync(request: Any) -> Transport:
+def _sync() -> Transport:
     with _lock:
-        transport = _cassette()._shared_sync()
-    return _checked(transport, request)
+        return _cassette()._shared_sync()
 
 
-def _async(request: Any) -> AsyncTransport:
+def _async() -> AsyncTransport:
     with _lock:
-        transport = _cassette()._shared_async()
-    return _checked(transport, request)
-
-
-_T = TypeVar("_T", "Transport", "AsyncTransport")
-
-
-def _checked(transport: _T, request: Any) -> _T:
-    """``transport``, unless its test may forward ``request`` upstream with
-    the replay placeholder for a key (a shared client made in a replay run
-    without one, used by a test its marker makes record): its answer, a
-    401, would be recorded as the truth."""
-    if transport.player.mode is Mode.REPLAY:
-        return transport
-    placeholder = REPLAY_KEY.encode()
-    if any(placeholder in value for _, value in request.headers.raw):
-        raise PlaceholderKey(
-            f"this test records ({transport.player.mode.value} mode) through a shared "
-            f"client made with Reel's replay placeholder for its key ({REPLAY_KEY}): set "
-            "the provider's key variable (OPENAI_API_KEY...) before the client is made, "
-            "or pass api_key="
-        )
-    return transport
+        return _cassette()._shared_async()
 
 
 class SharedTransport(SyncBase):
@@ -120,7 +92,7 @@ class SharedTransport(SyncBase):
     (each test's transport is closed with its test)."""
 
     def handle_request(self, request: Any) -> Any:
-        return _sync(request).handle_request(request)
+        return _sync().handle_request(request)
 
     def close(self) -> None:
         """Nothing to close."""
@@ -142,7 +114,7 @@ class AsyncSharedTransport(AsyncBase):
     (asyncio or trio): each request on the running test's cassette."""
 
     async def handle_async_request(self, request: Any) -> Any:
-        return await _async(request).handle_async_request(request)
+        return await _async().handle_async_request(request)
 
     async def aclose(self) -> None:
         """Nothing of the transport's own is open."""

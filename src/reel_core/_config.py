@@ -21,11 +21,17 @@ if TYPE_CHECKING:
     from ._protobuf import ProtoSchema
     from ._ui import UiConfig
 
-__all__ = ["RECORD_GRACE", "Config", "Mode", "check_upstream"]
+__all__ = ["RECORD_GRACE", "REPLAY_KEY", "Config", "Mode", "check_upstream"]
 
 #: How long a recording reads the upstream on after the client left, by
 #: default (seconds; :attr:`Config.record_grace`).
 RECORD_GRACE = 2.0
+
+#: The key Reel's bindings give a client made in replay mode when no real
+#: key is set (the providers' SDKs refuse to start without one).  It is no
+#: credential: the engine forwards no request that carries it (a record
+#: would store the provider's 401 as the truth); see ``Engine``.
+REPLAY_KEY = "reel-replay-no-key"
 
 
 class Mode(enum.Enum):

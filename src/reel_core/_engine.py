@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ._cassette import Cassette, Interaction, RecordedRequest
-from ._config import Config, Mode
+from ._config import REPLAY_KEY, Config, Mode
 from ._cursor import repeats_last
 from ._errors import CassetteError, LocalProtocolError, RemoteProtocolError
 from ._events import (
@@ -92,6 +92,17 @@ def _wire_headers(headers: tuple[tuple[str, str], ...]) -> Headers:
     return tuple(
         (name, value) for name, value in normalize_fields(headers) if name not in _NOT_REPLAYED
     )
+
+
+_PLACEHOLDER = REPLAY_KEY.encode("ascii")
+
+
+def _carries_placeholder(request: Request) -> bool:
+    """Whether ``request`` carries Reel's replay placeholder key where a
+    key goes: a header's value (``authorization``, ``x-api-key``, gRPC
+    metadata...) or its target (a ``key=`` query parameter).  Such a
+    request is never forwarded, in any binding (the one check of it)."""
+    return REPLAY_KEY in request.target or any(_PLACEHOLDER in v for _, v in request.headers)
 
 
 class Engine:
@@ -507,6 +518,18 @@ class Engine:
                 self._redactor, request, self._credentials, self.config.limits.max_body
             )
             keyed = self._keyer(request, scrub)
+        if _carries_placeholder(request):
+            self._refuse(
+                401,
+                "reel_placeholder_key",
+                f"Reel did not send {request.method} {self.redactor.target(request.target)} "
+                f"upstream: its key is Reel's replay placeholder ({REPLAY_KEY}), which a "
+                f"client made in replay mode without a key is given, and in {mode.value} "
+                "mode the provider's refusal of it would be recorded as the truth. Set the "
+                "provider's key variable (OPENAI_API_KEY...) before the client is made, or "
+                "pass api_key=.",
+            )
+            return
         url = None
         if self.config.routing:
             url = route(request.path, request.headers, self.config.upstream)

@@ -46,7 +46,7 @@ if _typing.TYPE_CHECKING:  # pragma: no cover - for type checkers: see _ROOMS
         not_a_cassette,
         read_line,
     )
-    from ._config import RECORD_GRACE, check_upstream
+    from ._config import RECORD_GRACE, REPLAY_KEY, check_upstream
     from ._decode import DecodeError, accept_encoding, decodable_codings, decode_content
     from ._duration import parse_duration
     from ._exchange import record_exchange
@@ -168,6 +168,7 @@ __all__ = [
     "PRICES_CHECKED",
     "PROVIDERS",
     "RECORD_GRACE",
+    "REPLAY_KEY",
     "REPORT_SCHEMA",
     "UI_PREFIX",
     "AssetSource",
@@ -376,6 +377,7 @@ _ROOMS = {
     ),
     "_config": (
         "RECORD_GRACE",
+        "REPLAY_KEY",
         "check_upstream",
     ),
     "_decode": (

@@ -314,3 +314,41 @@ async def test_gemini_async_client(tmp_path: Path, anyio_backend: str) -> None:
 
     recorded, replayed = await record_and_replay(tmp_path / "c.jsonl", run)
     assert replayed == recorded
+
+
+# ---------------------------------------------------------------- the placeholder
+
+
+@pytest.mark.parametrize("mode", [Mode.RECORD, Mode.AUTO, Mode.LIVE])
+async def test_no_sdk_sends_the_replay_placeholder_upstream(tmp_path: Path, mode: Mode) -> None:
+    """Each SDK, given Reel's replay placeholder for its key (as a client made
+    in a replay run without one is), through a proxy that forwards: a 401 of
+    Reel's own saying what to do, nothing sent upstream, nothing recorded."""
+    from reel_core.tools import REPLAY_KEY
+
+    cassette = tmp_path / "c.jsonl"
+    async with serve_fake() as fake:
+        async with running(options(mode, cassette, upstream=fake.url)) as url:
+            oa = openai.AsyncOpenAI(base_url=url + "/v1", api_key=REPLAY_KEY, max_retries=0)
+            with pytest.raises(openai.AuthenticationError, match="replay placeholder"):
+                await oa.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": USER}]
+                )
+            await oa.close()
+            claude = anthropic.AsyncAnthropic(base_url=url, api_key=REPLAY_KEY, max_retries=0)
+            with pytest.raises(anthropic.AuthenticationError, match="replay placeholder"):
+                await claude.messages.create(
+                    model="claude-sonnet-4-6",
+                    max_tokens=16,
+                    messages=[{"role": "user", "content": USER}],
+                )
+            await claude.close()
+
+            def gemini() -> None:  # the sync client: its async one runs on asyncio only
+                with genai.Client(api_key=REPLAY_KEY, http_options={"base_url": url}) as client:
+                    client.models.generate_content(model="gemini-2.5-flash", contents=USER)
+
+            with pytest.raises(genai_errors.ClientError, match="replay placeholder"):
+                await anyio.to_thread.run_sync(gemini)
+        assert fake.requests == []
+    assert not cassette.exists() or interactions(cassette) == []

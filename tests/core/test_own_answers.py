@@ -37,6 +37,7 @@ from reel_core import (
     UpstreamError,
 )
 from reel_core.tools import (
+    REPLAY_KEY,
     GrpcStatus,
     grpc_code,
     grpc_error_answer,
@@ -142,6 +143,15 @@ def _broken_line(request: Request, said: str, trailers: bool) -> list[Event]:
     return events_of(engine)
 
 
+def _placeholder(request: Request, said: str, trailers: bool) -> list[Event]:
+    engine = Engine(Cassette(), Config(mode=Mode.RECORD))
+    engine.reads_trailers = trailers
+    keyed = ((b"authorization", f"Bearer {REPLAY_KEY}".encode()),)
+    target = f"/v1/chat/completions?q={len(said)}"
+    engine.receive_request(Request(request.method, target, request.headers + keyed, request.body))
+    return events_of(engine)
+
+
 #: Each way the upstream fails before its head, and the gRPC status it is.
 FAILURES: list[tuple[UpstreamError | Abort, GrpcStatus]] = [
     (UpstreamError.REFUSED, GrpcStatus.UNAVAILABLE),
@@ -191,6 +201,9 @@ SCENARIOS = [
     ),
     Scenario("broken line", _broken_line, 500, "reel_bad_cassette", GrpcStatus.INTERNAL),
     Scenario("no upstream", _no_upstream, 421, "reel_no_upstream", GrpcStatus.UNIMPLEMENTED),
+    Scenario(
+        "placeholder key", _placeholder, 401, "reel_placeholder_key", GrpcStatus.UNAUTHENTICATED
+    ),
 ]
 
 

@@ -240,8 +240,10 @@ def test_a_recording_test_never_sends_the_replay_placeholder(
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(failed=1)
-    assert "PlaceholderKey" in result.stdout.str()
-    assert "set the provider's key variable" in result.stdout.str()
+    out = result.stdout.str()
+    assert "AuthenticationError" in out  # the engine's refusal: a 401 of Reel's own
+    assert "Reel did not send POST /v1/chat/completions upstream" in out
+    assert "Set the provider's key variable" in out
     assert fake.requests == []
     cassette = pytester.path / "tests/cassettes/test_placeholder/test_records.jsonl"
     assert not cassette.exists() or len(cassette.read_text().splitlines()) <= 1
