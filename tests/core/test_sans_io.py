@@ -139,9 +139,32 @@ def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
         "for name in reel_core.__all__:\n"
         "    exec(f'from reel_core import {name}')\n"
         "    assert name in vars(reel_core), name\n"
+        "import reel_core.tools as tools\n"
+        "missing = [n for n in tools.__all__ if n not in dir(tools)]\n"
+        "assert not missing, missing\n"
+        "for name in tools.__all__:\n"
+        "    exec(f'from reel_core.tools import {name}')\n"
+        "    assert name in vars(tools), name\n"
+        "from reel_core import *  # noqa: F403\n"
     )
     loaded = _modules_after(probe)
     assert _cold(loaded) != []  # the names did load their rooms
+
+
+@pytest.mark.parametrize("namespace", ["reel_core", "reel_core.tools"])
+def test_every_room_table_entry_names_its_rooms_object(namespace: str) -> None:
+    # the table is the only import: each name is its room's object, each
+    # public name is in a room (or the module itself), no room lists a stranger
+    module = importlib.import_module(namespace)
+    rooms: dict[str, tuple[str, ...]] = module._ROOMS
+    tabled = [name for names in rooms.values() for name in names]
+    assert len(tabled) == len(set(tabled))
+    assert set(tabled) | {"SCHEMA_VERSION", "__version__"} >= set(module.__all__)
+    assert set(tabled) <= set(module.__all__)
+    for room, names in rooms.items():
+        home = importlib.import_module(f"reel_core.{room}")
+        for name in names:
+            assert getattr(module, name) is getattr(home, name), (room, name)
 
 
 def test_a_lazy_name_is_its_rooms_object() -> None:
