@@ -6,15 +6,12 @@ measures the milliseconds)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from importlib.resources import files
 from pathlib import Path
 
 import pytest
 
-import reel_core
+from tests.fresh import modules_after
 
 #: Neither client family, nor what only a forward or the proxy needs (the
 #: proxy's upstream client: ssl and anyio's TLS streams; an event loop).
@@ -38,45 +35,27 @@ DEMO = str(files("reel_bindings") / "demo" / "demo.jsonl")
 BODY = '{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello to Reel."}]}'
 
 
-#: Where this run imports Reel from: the fresh interpreter (``-I``: no
-#: ``PYTHONPATH``, no user site) imports the same checkout, not the one an
-#: editable install points at.
-SRC = str(Path(reel_core.__file__).resolve().parent.parent)
-
-
-def _modules_after(code: str) -> set[str]:
-    script = (
-        f"import json, sys\nsys.path.insert(0, {SRC!r})\n{code}\n"
-        "print(json.dumps(sorted(sys.modules)))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-I", "-c", script], capture_output=True, check=True, text=True
-    )
-    loaded: list[str] = json.loads(out.stdout.splitlines()[-1])
-    return set(loaded)
-
-
 def _unwanted(loaded: set[str], names: tuple[str, ...] = NOT_ON_IMPORT) -> list[str]:
     return sorted(m for m in loaded for n in names if m == n or m.startswith(n + "."))
 
 
 def test_importing_reel_core_imports_no_client_family() -> None:
-    loaded = _modules_after("import reel_core")
+    loaded = modules_after("import reel_core")
     assert "reel_core" in loaded
     assert _unwanted(loaded) == []
 
 
 def test_importing_the_transports_imports_no_client_family() -> None:
-    loaded = _modules_after("import reel_bindings.httpcore")
+    loaded = modules_after("import reel_bindings.httpcore")
     assert "reel_bindings._sync.transport" in loaded
     assert _unwanted(loaded) == []
 
 
 def test_the_async_transport_and_anyio_load_when_first_asked_for() -> None:
     # a sync program never needs them
-    loaded = _modules_after("import reel_bindings.httpcore")
+    loaded = modules_after("import reel_bindings.httpcore")
     assert _unwanted(loaded, ("anyio", "reel_bindings._async")) == []
-    loaded = _modules_after(
+    loaded = modules_after(
         "import reel_bindings.httpcore as h\n"
         "from reel_bindings._async.transport import AsyncTransport\n"
         "assert h.AsyncTransport is AsyncTransport\n"
@@ -94,12 +73,12 @@ def test_the_async_transport_and_anyio_load_when_first_asked_for() -> None:
 def test_importing_the_transports_leaves_the_write_and_log_helpers() -> None:
     # tempfile (atomic rewrites) and logging (something stale or drifting to
     # say) load when first needed; h11 with the proxy's byte reader.
-    loaded = _modules_after("import reel_bindings.httpcore")
+    loaded = modules_after("import reel_bindings.httpcore")
     assert _unwanted(loaded, ("tempfile", "logging", "h11", "wsproto")) == []
 
 
 def test_making_transports_imports_no_client_family() -> None:
-    loaded = _modules_after(
+    loaded = modules_after(
         "from reel_bindings.httpcore import AsyncTransport, Transport\n"
         f"Transport({DEMO!r}, mode='replay').close()\n"
         f"AsyncTransport({DEMO!r}, mode='replay')\n"
@@ -109,7 +88,7 @@ def test_making_transports_imports_no_client_family() -> None:
 
 @pytest.mark.parametrize(("family", "other"), [("httpx", "httpx2"), ("httpx2", "httpx")])
 def test_a_replay_imports_only_the_family_of_its_client(family: str, other: str) -> None:
-    loaded = _modules_after(
+    loaded = modules_after(
         f"import {family}\n"
         "from reel_bindings.httpcore import Transport\n"
         f"transport = Transport({DEMO!r}, mode='replay', timing='fast')\n"
@@ -143,7 +122,7 @@ COLD_ROOMS = (
 def test_a_replay_loads_none_of_the_cold_rooms() -> None:
     # Measured after the replay, not after the import: what the request
     # itself needs (keying, matching, the response) must not pull them in.
-    loaded = _modules_after(
+    loaded = modules_after(
         "import httpx\n"
         "from reel_bindings.httpcore import Transport\n"
         f"transport = Transport({DEMO!r}, mode='replay', timing='fast')\n"
@@ -161,7 +140,7 @@ def test_a_replay_loads_none_of_the_cold_rooms() -> None:
 def test_the_requests_adapter_imports_only_requests() -> None:
     # requests (and urllib3 under it) is the adapter's own family; nothing
     # else: no event loop, no attrs (the proxy's), no httpx, no cold room.
-    loaded = _modules_after("import reel_bindings.requests")
+    loaded = modules_after("import reel_bindings.requests")
     assert "requests" in loaded
     others = tuple(
         n for n in NOT_ON_IMPORT if n not in ("requests", "urllib3", "ssl", "http.client")
@@ -172,7 +151,7 @@ def test_the_requests_adapter_imports_only_requests() -> None:
 def test_the_cli_starts_without_a_network_stack() -> None:
     # ``reel --help`` (any subcommand): the viewer's HTTP server, sockets, TLS
     # and an event loop load only for ``reel view --serve``.
-    loaded = _modules_after(
+    loaded = modules_after(
         "import contextlib\n"
         "from reel_bindings._cli import main\n"
         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(None):\n"
@@ -185,7 +164,7 @@ def test_the_cli_starts_without_a_network_stack() -> None:
 
 def test_a_miss_loads_the_miss_room_when_it_happens() -> None:
     # The other side of the same coin: the room is loaded by its first use.
-    loaded = _modules_after(
+    loaded = modules_after(
         "import httpx\n"
         "from reel_bindings.httpcore import Transport\n"
         f"transport = Transport({DEMO!r}, mode='replay', timing='fast')\n"
@@ -250,7 +229,7 @@ stack.close()
 
 
 def test_importing_the_proxy_loads_only_the_http11_path() -> None:
-    loaded = _modules_after("import reel_bindings.proxy")
+    loaded = modules_after("import reel_bindings.proxy")
     assert "reel_bindings.proxy._http11" in loaded
     assert _unwanted(loaded, PROXY_COLD) == []
 
@@ -258,7 +237,7 @@ def test_importing_the_proxy_loads_only_the_http11_path() -> None:
 def test_a_plain_replay_through_the_plugins_proxy_loads_no_cold_room() -> None:
     # Measured after the replay and the test's end, not after the import:
     # serving the request and stopping the proxy must not pull them in.
-    loaded = _modules_after(PLUGIN_PROXY_REPLAY)
+    loaded = modules_after(PLUGIN_PROXY_REPLAY)
     assert "reel_bindings._session_proxy" in loaded
     assert "reel_core._session" in loaded
     assert _unwanted(loaded, PROXY_COLD) == []
@@ -267,7 +246,7 @@ def test_a_plain_replay_through_the_plugins_proxy_loads_no_cold_room() -> None:
 def test_the_per_test_proxys_environment_loads_no_in_process_binding() -> None:
     # The variables a proxied test gets (the placeholder key among them)
     # come without the SDK helpers and the in-process transports.
-    loaded = _modules_after(
+    loaded = modules_after(
         "from reel_bindings.pytest_plugin import proxy_environment\n"
         "env = proxy_environment('http://127.0.0.1:9', replay=True, environ={})\n"
         "assert env['OPENAI_API_KEY'] == 'reel-replay-no-key', env"
@@ -277,7 +256,7 @@ def test_the_per_test_proxys_environment_loads_no_in_process_binding() -> None:
 
 
 def test_the_proxys_options_load_when_first_asked_for() -> None:
-    loaded = _modules_after(
+    loaded = modules_after(
         "import reel_bindings.proxy as p\n"
         "from reel_bindings.proxy._options import ProxyOptions, parse_options\n"
         "assert p.ProxyOptions is ProxyOptions and p.parse_options is parse_options\n"
@@ -310,7 +289,7 @@ PLAYING = (
 
 def test_the_runs_settings_load_no_engine_and_no_cassette() -> None:
     # the plugin's configure hook in every process, a controller's included
-    loaded = _modules_after(
+    loaded = modules_after(
         "import reel_bindings.pytest_plugin\n"
         "from reel_bindings._settings import Settings\n"
         "settings = Settings.resolve({}, {}, None, {}, extra=('record_on', 'phases'))\n"
@@ -321,7 +300,7 @@ def test_the_runs_settings_load_no_engine_and_no_cassette() -> None:
 
 
 def test_the_probe_would_notice_a_client_family() -> None:
-    loaded = _modules_after("import reel_bindings.httpcore, httpx")
+    loaded = modules_after("import reel_bindings.httpcore, httpx")
     assert _unwanted(loaded) != []
     assert "httpx" in _unwanted(loaded)
 
@@ -335,7 +314,7 @@ def test_a_proxied_test_loads_no_in_process_transport(tmp_path: Path) -> None:
         "def test_proxied(reel):\n"
         "    assert reel.proxy_url.startswith('http://127.0.0.1:')\n"
     )
-    loaded = _modules_after(
+    loaded = modules_after(
         "import os, pytest\n"
         "os.environ['PYTEST_DISABLE_PLUGIN_AUTOLOAD'] = '1'\n"
         "os.environ.pop('PYTEST_ADDOPTS', None)\n"  # the outer run's (CI: --cov)

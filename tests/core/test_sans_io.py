@@ -4,14 +4,12 @@ module declares its public names."""
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
-import subprocess
-import sys
 
 import pytest
 
 import reel_core
+from tests.fresh import modules_after
 
 FORBIDDEN = (
     "socket",
@@ -28,17 +26,8 @@ FORBIDDEN = (
 )
 
 
-def _modules_after(code: str) -> list[str]:
-    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run(
-        [sys.executable, "-I", "-c", script], capture_output=True, check=True, text=True
-    )
-    loaded: list[str] = json.loads(out.stdout)
-    return loaded
-
-
 def test_importing_reel_core_imports_no_io_module() -> None:
-    loaded = _modules_after("import reel_core")
+    loaded = modules_after("import reel_core")
     assert "reel_core" in loaded
     bad = [m for m in loaded if m.split(".")[0] in FORBIDDEN]
     assert bad == []
@@ -47,8 +36,8 @@ def test_importing_reel_core_imports_no_io_module() -> None:
 def test_h11_is_imported_by_the_byte_reader_only() -> None:
     # The core drives h11 inside itself to read HTTP/1.1 bytes (the proxy's
     # Session), and that is fine; an in-process replay reads no bytes.
-    assert "h11" not in _modules_after("import reel_core")
-    loaded = _modules_after("from reel_core import Session")
+    assert "h11" not in modules_after("import reel_core")
+    loaded = modules_after("from reel_core import Session")
     assert {"h11", "reel_core._reader"} <= set(loaded)
     assert [m for m in loaded if m.split(".")[0] in FORBIDDEN] == []
 
@@ -61,7 +50,7 @@ LOGGING_ROOMS = ("reel_core._h2_session",)
 def test_every_private_module_imports_no_io_module() -> None:
     names = [m.name for m in pkgutil.walk_packages(reel_core.__path__, "reel_core.")]
     names = [n for n in names if n not in LOGGING_ROOMS]
-    loaded = _modules_after("\n".join(f"import {n}" for n in names))
+    loaded = modules_after("\n".join(f"import {n}" for n in names))
     assert set(names) <= set(loaded)
     assert [m for m in loaded if m.split(".")[0] in FORBIDDEN] == []
 
@@ -70,14 +59,14 @@ def test_every_private_module_imports_no_io_module() -> None:
 def test_a_logging_room_imports_no_io_module_beyond_logging(room: str) -> None:
     # h2 logs through the standard library's logging, whose module-level
     # lock imports threading; beyond what logging itself loads, nothing.
-    beyond = set(_modules_after(f"import {room}")) - set(_modules_after("import logging"))
+    beyond = set(modules_after(f"import {room}")) - set(modules_after("import logging"))
     assert room in beyond
     assert [m for m in beyond if m.split(".")[0] in FORBIDDEN] == []
 
 
 def test_the_probe_would_notice_a_forbidden_import() -> None:
     # The subprocess probe itself works: importing one of them is seen.
-    assert "selectors" in _modules_after("import selectors")
+    assert "selectors" in modules_after("import selectors")
 
 
 def test_every_module_has_dunder_all_naming_real_objects() -> None:
@@ -121,12 +110,12 @@ COLD_ROOMS = (
 )
 
 
-def _cold(loaded: list[str]) -> list[str]:
+def _cold(loaded: set[str]) -> list[str]:
     return sorted(m for m in loaded for r in COLD_ROOMS if m == r or m.startswith(r + "."))
 
 
 def test_importing_reel_core_leaves_the_cold_rooms_unloaded() -> None:
-    assert _cold(_modules_after("import reel_core")) == []
+    assert _cold(modules_after("import reel_core")) == []
 
 
 def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
@@ -147,7 +136,7 @@ def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
         "    assert name in vars(tools), name\n"
         "from reel_core import *  # noqa: F403\n"
     )
-    loaded = _modules_after(probe)
+    loaded = modules_after(probe)
     assert _cold(loaded) != []  # the names did load their rooms
 
 
