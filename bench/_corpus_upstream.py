@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any
 
-from ._data import RESPONSE_HEADERS, SSE_HEADERS, STREAM_FRAMES, answer_body, sse_frames
+from ._answers import RESPONSE_HEADERS, SSE_HEADERS, STREAM_FRAMES, answer_body, sse_frames
 
 __all__ = ["main"]
 

@@ -30,7 +30,7 @@ import h2.connection
 import h2.events
 import h2.exceptions
 
-from ._data import RESPONSE_HEADERS
+from ._answers import RESPONSE_HEADERS
 from ._loadgen import LoadResult, connect
 
 __all__ = ["H2Fixed", "grpc_request", "h2_request", "load"]

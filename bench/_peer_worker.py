@@ -41,7 +41,7 @@ from typing import Any
 
 import httpx
 
-from ._data import PATH, REQUEST_HEADERS, RESPONSE_HEADERS, answer_body, request_body
+from ._answers import PATH, REQUEST_HEADERS, RESPONSE_HEADERS, answer_body, request_body
 
 __all__ = ["PEERS"]
 

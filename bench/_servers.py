@@ -61,8 +61,8 @@ from wsproto.utilities import LocalProtocolError
 
 from reel_bindings._clock import sleep_until
 
+from ._answers import RESPONSE_HEADERS
 from ._common import pin_to_cpu
-from ._data import RESPONSE_HEADERS
 from ._h2 import H2Fixed
 
 __all__ = ["main"]

@@ -18,7 +18,7 @@ import time
 import httpx
 import vcr  # type: ignore[import-untyped]
 
-from ._data import BASE_URL, PATH, REQUEST_HEADERS, request_body
+from ._answers import BASE_URL, PATH, REQUEST_HEADERS, request_body
 
 URL = BASE_URL + PATH
 

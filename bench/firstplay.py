@@ -38,8 +38,9 @@ from reel_bindings.httpcore import Transport
 from reel_core import Engine, Request
 from reel_core.tools import decode_body, exchange_redactor, read_line
 
+from ._answers import BASE_URL, PATH, REQUEST_HEADERS, request_body
 from ._common import median, ratio, us
-from ._data import BASE_URL, PATH, REQUEST_HEADERS, Corpus, request_body
+from ._data import Corpus
 from .inprocess import _floor_client, _floor_transport, _time_requests
 
 URL = BASE_URL + PATH

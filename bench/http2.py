@@ -20,8 +20,9 @@ from reel_core import (
 )
 from reel_core.tools import grpc_frame, match_key
 
+from ._answers import PATH, REQUEST_HEADERS, answer_body, request_body
 from ._common import Row, cpu_seconds, percentile, ratio, spawn, us
-from ._data import PATH, REQUEST_HEADERS, Corpus, answer_body, request_body
+from ._data import Corpus
 from ._h2 import H2Request, grpc_request, h2_request, load
 from ._loadgen import LoadResult
 from .proxy import SERVER_CPU, _proxy_args

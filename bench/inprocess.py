@@ -23,16 +23,9 @@ import httpx
 
 from reel_bindings.httpcore import Transport
 
+from ._answers import BASE_URL, PATH, REQUEST_HEADERS, RESPONSE_HEADERS, answer_body, request_body
 from ._common import Row, median, percentile, ratio, run_json, us
-from ._data import (
-    BASE_URL,
-    PATH,
-    REQUEST_HEADERS,
-    RESPONSE_HEADERS,
-    Corpus,
-    answer_body,
-    request_body,
-)
+from ._data import Corpus
 
 __all__ = ["PEERS", "peer_run", "record_ttfb", "replay_cost", "vcr_run"]
 

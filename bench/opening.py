@@ -18,8 +18,9 @@ from typing import Any
 from reel_bindings import CassetteFile
 from reel_core import Config, EndOfResponse, Engine, Mode, Request, ResponseHead
 
+from ._answers import PATH, is_stream, request_body
 from ._common import Row, ratio
-from ._data import PATH, Corpus, is_stream, request_body
+from ._data import Corpus
 
 __all__ = ["open_row"]
 

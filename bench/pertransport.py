@@ -30,8 +30,9 @@ import httpx
 from reel_bindings.httpcore import Transport
 from reel_core import Cassette
 
+from ._answers import BASE_URL, PATH, REQUEST_HEADERS, is_stream, request_body
 from ._common import Row, median
-from ._data import BASE_URL, PATH, REQUEST_HEADERS, _line, is_stream, request_body
+from ._data import _line
 
 __all__ = ["per_transport_rows", "plan", "play"]
 

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import overload
 
+from ._answers import PATH, REQUEST_HEADERS, answer_body, is_stream, request_body
 from ._common import Row, cpu_seconds, maxrss_kb, percentile, ratio, spawn, us
-from ._data import PATH, REQUEST_HEADERS, Corpus, answer_body, is_stream, request_body
+from ._data import Corpus
 from ._loadgen import LoadResult, connect, load, post_bytes, read_response
 
 __all__ = ["memory", "record_overhead", "throughput"]

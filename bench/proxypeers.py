@@ -40,8 +40,7 @@ from pathlib import Path
 
 from reel_core import __version__
 
-from ._common import Row, median, percentile, spawn, us
-from ._data import (
+from ._answers import (
     PATH,
     REQUEST_HEADERS,
     STREAM_FRAMES,
@@ -50,6 +49,7 @@ from ._data import (
     request_body,
     sse_frames,
 )
+from ._common import Row, median, percentile, spawn, us
 from ._loadgen import connect, load, post_bytes, read_response
 from ._peer_install import Peer, find
 from ._peer_tools import Server, Tool, serving

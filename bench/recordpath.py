@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
+from ._answers import request_body
 from ._common import ROOT, Child, cpu_seconds, machine, percentile, pinned, ratio, spawn, us
-from ._data import request_body
 from .proxy import CLIENT_CPU, SERVER_CPU, _added, _interleaved
 
 __all__ = ["main", "measure"]

@@ -22,8 +22,9 @@ from reel_bindings._inprocess import Decision, Player
 from reel_bindings._store import FileStore, Store
 from reel_core import Mode, Request
 
+from ._answers import PATH, is_stream, request_body
 from ._common import Row, ratio
-from ._data import PATH, Corpus, is_stream, request_body
+from ._data import Corpus
 
 __all__ = ["store_rows"]
 

@@ -29,15 +29,9 @@ import httpx
 from reel_bindings._clock import sleep_until
 from reel_bindings.httpcore import AsyncTransport
 
+from ._answers import BASE_URL, PATH, REQUEST_HEADERS, sse_frames
 from ._common import Row, percentile, ratio, spawn
-from ._data import (
-    BASE_URL,
-    PATH,
-    REQUEST_HEADERS,
-    sse_frames,
-    write_big_stream_cassette,
-    write_stream_cassette,
-)
+from ._data import write_big_stream_cassette, write_stream_cassette
 from ._h2 import h2_request
 from ._loadgen import connect, post_bytes, read_response
 from .proxy import SERVER_CPU, _proxy_args
