@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._call_lines import CALL_METHOD, COMPACT, call_marker
 from ._errors import ReelError
 from ._nesting import MAX_DEPTH
 from ._redact import Redactor
@@ -64,15 +65,11 @@ __all__ = [
     "check_json",
 ]
 
-#: The method of the request a call is keyed as: no HTTP client's.
-CALL_METHOD = "CALL"
 #: The kinds AgentTape records; any other word is a kind too.
 CALL_KINDS = ("tool", "retrieval", "memory_read", "memory_write")
 
 _KIND = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-#: A call's arguments and results are written compactly, in the order given.
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 class NotJSONError(ReelError, TypeError):
@@ -225,7 +222,7 @@ def _redact_value(
     text rules leave is no JSON (they never cut into a JSON string's
     escapes, so this is a safety net), every string in it is scrubbed on
     its own instead."""
-    document = _COMPACT.encode({wrapper: value}).encode("utf-8", "surrogatepass")
+    document = COMPACT.encode({wrapper: value}).encode("utf-8", "surrogatepass")
     kinds: list[str] = []
     out = redactor.data(document, kinds)
     if out == document:
@@ -256,16 +253,8 @@ def call_target(call: Call) -> tuple[str, str, bytes]:
     """The ``(method, path, body)`` a call is keyed and diffed as: method
     ``CALL``, path ``KIND:NAME``, body ``{"args": ...}`` written compactly
     in parameter order (``exact`` mode compares these bytes)."""
-    body = _COMPACT.encode({"args": call.args}).encode("utf-8", "surrogatepass")
+    body = COMPACT.encode({"args": call.args}).encode("utf-8", "surrogatepass")
     return CALL_METHOD, f"{call.kind}:{call.name}", body
-
-
-def call_marker(path: str) -> bytes:
-    """The text every line recording calls to ``path`` (``KIND:NAME``)
-    holds, as written: a reader finds such lines without parsing the rest."""
-    kind, _, name = path.partition(":")
-    text = _COMPACT.encode({"name": name, "kind": kind})
-    return text[1:-1].encode("utf-8", "surrogatepass")
 
 
 def call_text(body: Any) -> str:

@@ -27,7 +27,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ._assets import AssetSource
-from ._calls import CALL_METHOD, call_marker
+from ._call_lines import CALL_METHOD, call_marker
 from ._codec import (
     KEY_PREFIX,
     CassetteWarning,

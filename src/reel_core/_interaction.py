@@ -32,16 +32,18 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._body import cheap_body, decode_body, encode_body
-from ._calls import Call, CallLog, call_fields, call_from_json, call_target
 from ._forms import FORM, MULTIPART, form_fields, parse_multipart, redact_form, redact_multipart
 from ._grpc import has_compressed, rescrubbed, rescrubbed_body
 from ._grpc_log import GRPC_SESSION, GrpcLog, grpc_in, grpc_out
 from ._headers import scrub_value, stored_headers
 from ._match import MatchConfig, match_key
 from ._redact import Redactor
+
+if TYPE_CHECKING:  # a call's line loads the calls' room when one is read or written
+    from ._calls import Call, CallLog
 
 __all__ = [
     "CALL_RESPONSE",
@@ -555,6 +557,8 @@ def redact_chunks(
 
 def call_request(call: Call) -> RecordedRequest:
     """A call as the matcher keys and diffs it (:func:`~reel_core._calls.call_target`)."""
+    from ._calls import call_target
+
     method, path, body = call_target(call)
     return RecordedRequest(method, path, (), body)
 
@@ -667,6 +671,8 @@ def interaction_line(interaction: Interaction) -> bytes:
 
 
 def _call_line(interaction: Interaction, call: CallLog) -> bytes:
+    from ._calls import call_fields
+
     obj = {
         "key": interaction.key,
         "id": interaction.id,
@@ -806,6 +812,8 @@ def _call_from_json(o: dict[str, Any]) -> Interaction:
     key = _str(o, "key")
     if not key.startswith("sha256:") or not _HEX.fullmatch(key[7:].encode()):
         raise ValueError('"key" must be "sha256:" and 64 lowercase hex digits')
+    from ._calls import call_from_json
+
     log = call_from_json(o)
     ts, meta, gen = _line_facts(o)
     request = call_request(log.call)

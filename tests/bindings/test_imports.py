@@ -116,6 +116,7 @@ COLD_ROOMS = (
     "reel_core._ui",
     "reel_core._record",
     "reel_core._usage",
+    "reel_core._calls",
 )
 
 
@@ -184,6 +185,7 @@ def test_a_miss_loads_the_miss_room_when_it_happens() -> None:
 #: HTTP/1.1 replay needs none.
 PROXY_COLD = (
     "reel_core._call_engine",
+    "reel_core._calls",
     "wsproto",
     "h2",
     "hpack",
