@@ -84,7 +84,10 @@ class PhaseTimer:
             gc.callbacks.remove(self._collector)
 
     def _collector(self, stage: str, info: Mapping[str, Any]) -> None:
-        """A collection's pause, moved from the phase it fell in to ``gc``."""
+        """A collection's pause, moved from the phase it fell in to ``gc``.
+        Any thread's: while one collects, none runs (the proxy's loop
+        thread collecting holds up the test's thread too).  One the other
+        thread runs just as a phase ends may be counted in both."""
         now = time.perf_counter()
         if stage == "start":
             self._collecting = now
