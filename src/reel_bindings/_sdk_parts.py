@@ -10,13 +10,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+# The placeholder key the SDK helpers pass in replay mode when no real key
+# is set (``reel_bindings.sdk.REPLAY_KEY``): the core's, whose engine
+# forwards no request carrying it.
 from reel_core.tools import REPLAY_KEY
 
 __all__ = ["REPLAY_KEY", "import_sdk"]
-
-#: REPLAY_KEY: the placeholder key the SDK helpers pass in replay mode when
-#: no real key is set (``reel_bindings.sdk.REPLAY_KEY``); the core's engine
-#: forwards no request carrying it.
 
 
 def import_sdk(name: str, package: str) -> Any:
